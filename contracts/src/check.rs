@@ -82,7 +82,10 @@ impl Checker {
         } else if !id.starts_with(prefix) || id.len() == prefix.len() {
             self.report(
                 "id",
-                format!("invalid id `{}`, expected an id starting with `{prefix}`", Truncated(id)),
+                format!(
+                    "invalid id `{}`, expected an id starting with `{prefix}`",
+                    Truncated(id)
+                ),
             );
         }
     }
@@ -93,7 +96,10 @@ impl Checker {
             let noun = if min == 1 { "entry" } else { "entries" };
             self.report(
                 field,
-                format!("has {} entries, expected at least {min} {noun}", items.len()),
+                format!(
+                    "has {} entries, expected at least {min} {noun}",
+                    items.len()
+                ),
             );
         }
     }

@@ -59,13 +59,25 @@ pub fn decode_document(bytes: &[u8], forced: Option<Kind>) -> Document {
         Err(e) => {
             let at = e.valid_up_to();
             let (line, column) = position(bytes.get(..at).unwrap_or_default());
-            let problem = Problem::at("$", format!("not valid UTF-8 at byte {at}, expected UTF-8 JSON"))
-                .with_position(line, column);
-            return Document { records: Vec::new(), error: Some(problem) };
+            let problem = Problem::at(
+                "$",
+                format!("not valid UTF-8 at byte {at}, expected UTF-8 JSON"),
+            )
+            .with_position(line, column);
+            return Document {
+                records: Vec::new(),
+                error: Some(problem),
+            };
         }
     };
     if text.starts_with('\u{feff}') {
-        return whole_error(Problem::at("$", "starts with a byte-order mark, expected plain UTF-8 JSON").with_position(1, 1));
+        return whole_error(
+            Problem::at(
+                "$",
+                "starts with a byte-order mark, expected plain UTF-8 JSON",
+            )
+            .with_position(1, 1),
+        );
     }
     let trimmed = text.trim_start();
     if trimmed.is_empty() {
@@ -82,7 +94,10 @@ pub fn decode_document(bytes: &[u8], forced: Option<Kind>) -> Document {
                 split_array(text, body, forced)
             } else {
                 let record = decode_record(text, body, Locator::Whole, forced);
-                Document { records: vec![record], error: None }
+                Document {
+                    records: vec![record],
+                    error: None,
+                }
             }
         }
         Err(e) if e.to_string().starts_with("trailing characters") => split_lines(text, forced),
@@ -91,7 +106,10 @@ pub fn decode_document(bytes: &[u8], forced: Option<Kind>) -> Document {
 }
 
 fn whole_error(problem: Problem) -> Document {
-    Document { records: Vec::new(), error: Some(problem) }
+    Document {
+        records: Vec::new(),
+        error: Some(problem),
+    }
 }
 
 fn syntax_problem(e: &serde_json::Error) -> Problem {
@@ -107,17 +125,23 @@ fn syntax_problem(e: &serde_json::Error) -> Problem {
 fn split_array(text: &str, body: &str, forced: Option<Kind>) -> Document {
     let elements: Vec<&RawValue> = match serde_json::from_str(body) {
         Ok(elements) => elements,
-        Err(e) => return whole_error(shift(syntax_problem(&e), text, body)),
+        Err(e) => return whole_error(shift(syntax_problem(&e), text, body, false)),
     };
     if elements.is_empty() {
-        return whole_error(Problem::at("$", "empty array, expected at least one contract object"));
+        return whole_error(Problem::at(
+            "$",
+            "empty array, expected at least one contract object",
+        ));
     }
     let records = elements
         .iter()
         .enumerate()
         .map(|(i, raw)| decode_record(text, raw.get(), Locator::Element(i), forced))
         .collect();
-    Document { records, error: None }
+    Document {
+        records,
+        error: None,
+    }
 }
 
 fn split_lines(text: &str, forced: Option<Kind>) -> Document {
@@ -133,11 +157,14 @@ fn split_lines(text: &str, forced: Option<Kind>) -> Document {
             Err(e) => records.push(Record {
                 locator,
                 text: line.to_owned(),
-                outcome: Err(vec![shift(syntax_problem(&e), text, line)]),
+                outcome: Err(vec![shift(syntax_problem(&e), text, line, false)]),
             }),
         }
     }
-    Document { records, error: None }
+    Document {
+        records,
+        error: None,
+    }
 }
 
 #[derive(Deserialize)]
@@ -149,8 +176,18 @@ struct Peek<'a> {
 fn decode_record(text: &str, body: &str, locator: Locator, forced: Option<Kind>) -> Record {
     let outcome = detect(body, forced)
         .and_then(|kind| kind.decode(body))
-        .map_err(|problems| problems.into_iter().map(|p| shift(p, text, body)).collect());
-    Record { locator, text: body.to_owned(), outcome }
+        .map_err(|problems| {
+            let whole = locator == Locator::Whole;
+            problems
+                .into_iter()
+                .map(|p| shift(p, text, body, whole))
+                .collect()
+        });
+    Record {
+        locator,
+        text: body.to_owned(),
+        outcome,
+    }
 }
 
 fn detect(body: &str, forced: Option<Kind>) -> Result<Kind, Vec<Problem>> {
@@ -162,12 +199,16 @@ fn detect(body: &str, forced: Option<Kind>) -> Result<Kind, Vec<Problem>> {
             Some(b'n') => "null",
             _ => "a number",
         };
-        return Err(vec![Problem::at("$", format!("found {found}, expected a contract object"))]);
+        return Err(vec![Problem::at(
+            "$",
+            format!("found {found}, expected a contract object"),
+        )]);
     }
     if let Some(kind) = forced {
         return Ok(kind);
     }
-    let peek: Peek<'_> = serde_json::from_str(body).map_err(|e| vec![json_problem("$.schema".into(), &e)])?;
+    let peek: Peek<'_> =
+        serde_json::from_str(body).map_err(|e| vec![json_problem("$.schema".into(), &e)])?;
     match peek.schema {
         None => Err(vec![Problem::at(
             "$.schema",
@@ -188,7 +229,7 @@ fn detect(body: &str, forced: Option<Kind>) -> Result<Kind, Vec<Problem>> {
 }
 
 /// Moves a problem's position from `body`'s coordinates to the document's.
-fn shift(mut problem: Problem, text: &str, body: &str) -> Problem {
+fn shift(mut problem: Problem, text: &str, body: &str, whole: bool) -> Problem {
     let offset = (body.as_ptr() as usize).saturating_sub(text.as_ptr() as usize);
     let (base_line, base_col) = position(text.as_bytes().get(..offset).unwrap_or_default());
     match (problem.line, problem.column) {
@@ -200,10 +241,13 @@ fn shift(mut problem: Problem, text: &str, body: &str) -> Problem {
             problem.line = Some(base_line + line - 1);
             problem.column = col;
         }
-        (None, _) => {
+        // A rule broken by the record as a whole: point at the record, unless the record is
+        // the whole file (then a position would only say "line 1").
+        (None, _) if !whole => {
             problem.line = Some(base_line);
             problem.column = Some(base_col);
         }
+        (None, _) => {}
     }
     problem
 }

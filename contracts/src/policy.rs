@@ -102,7 +102,10 @@ impl Check for CapabilityGrant {
     fn check(&self, c: &mut Checker) {
         c.id(&self.id, "grant_");
         if self.capability.trim().is_empty() {
-            c.report("capability", "empty, expected a capability name such as `repo.read`");
+            c.report(
+                "capability",
+                "empty, expected a capability name such as `repo.read`",
+            );
         }
     }
 }

@@ -6,6 +6,9 @@ use serde::Serialize;
 
 use crate::display::one_line;
 
+/// Longest JSON path shown, in characters; deeper paths are cut with `…`.
+const MAX_PATH_CHARS: usize = 120;
+
 /// A located problem in a contract document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Problem {
@@ -25,8 +28,16 @@ pub struct Problem {
 impl Problem {
     /// A problem at `path` with no file position.
     pub fn at(path: impl Into<String>, message: impl Into<String>) -> Self {
+        let mut path = one_line(&path.into());
+        if path.chars().count() > MAX_PATH_CHARS {
+            path = path
+                .chars()
+                .take(MAX_PATH_CHARS)
+                .chain(std::iter::once('…'))
+                .collect();
+        }
         Self {
-            path: one_line(&path.into()),
+            path,
             message: one_line(&message.into()),
             line: None,
             column: None,

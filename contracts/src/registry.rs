@@ -7,12 +7,12 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::check::{Check, Checker};
+use crate::policy::{CapabilityGrant, CapabilityReceipt, PolicyEnvelope};
 use crate::problem::Problem;
 use crate::project::{
     AgentRole, CaseFile, ContradictionReport, EvidenceReference, IntentLock, ProjectProfile,
     TaskRequest, WorkGraphEvent,
 };
-use crate::policy::{CapabilityGrant, CapabilityReceipt, PolicyEnvelope};
 use crate::run::{
     Handoff, MemoryBackendCapabilities, MemoryProposal, RunOutput, TaskRun, WorkerResult,
 };
@@ -139,13 +139,34 @@ impl Kind {
 fn schema_of<T: JsonSchema>(kind: Kind) -> Value {
     let generator = SchemaSettings::draft2020_12().into_generator();
     let schema = generator.into_root_schema_for::<T>();
-    let mut value = schema.to_value();
-    if let Value::Object(map) = &mut value {
-        map.insert("title".into(), Value::String(kind.schema_name().into()));
-        map.insert("description".into(), Value::String(kind.description().into()));
+    match schema.to_value() {
+        Value::Object(generated) => {
+            // Header keys first, so a reader sees what the file is before its body.
+            let mut ordered = serde_json::Map::new();
+            ordered.insert("$schema".into(), Value::String(DRAFT_2020_12.into()));
+            ordered.insert(
+                "$id".into(),
+                Value::String(format!(
+                    "urn:craik:contract:{}:{}",
+                    kind.name(),
+                    crate::CONTRACT_VERSION
+                )),
+            );
+            ordered.insert("title".into(), Value::String(kind.schema_name().into()));
+            ordered.insert(
+                "description".into(),
+                Value::String(kind.description().into()),
+            );
+            for (key, value) in generated {
+                ordered.entry(key).or_insert(value);
+            }
+            Value::Object(ordered)
+        }
+        other => other,
     }
-    value
 }
+
+const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
 
 fn decode_as<T: DeserializeOwned + Check + Serialize>(text: &str) -> Result<T, Vec<Problem>> {
     let mut de = serde_json::Deserializer::from_str(text);
@@ -154,7 +175,11 @@ fn decode_as<T: DeserializeOwned + Check + Serialize>(text: &str) -> Result<T, V
     let mut checker = Checker::new();
     value.check(&mut checker);
     let problems = checker.into_problems();
-    if problems.is_empty() { Ok(value) } else { Err(problems) }
+    if problems.is_empty() {
+        Ok(value)
+    } else {
+        Err(problems)
+    }
 }
 
 /// Turns a serde error with its path into a [`Problem`] naming the offending field.
@@ -170,15 +195,24 @@ pub(crate) fn json_problem(mut path: String, e: &serde_json::Error) -> Problem {
         Some((head, _)) if e.line() > 0 => head.to_owned(),
         _ => full,
     };
-    // serde names a missing field in the message; put it on the path too.
-    if let Some(field) = message
-        .strip_prefix("missing field `")
-        .and_then(|rest| rest.strip_suffix('`'))
-    {
-        path = format!("{path}.{field}");
+    // serde names a missing or repeated field in the message; put it on the path too.
+    let named = ["missing field `", "duplicate field `"]
+        .iter()
+        .find_map(|prefix| message.strip_prefix(prefix))
+        .and_then(|rest| rest.strip_suffix('`'));
+    if let Some(field) = named {
+        path = if path == "$" {
+            format!("$.{field}")
+        } else {
+            format!("{path}.{field}")
+        };
     }
     let problem = Problem::at(path, message);
-    if e.line() > 0 { problem.with_position(e.line(), e.column()) } else { problem }
+    if e.line() > 0 {
+        problem.with_position(e.line(), e.column())
+    } else {
+        problem
+    }
 }
 
 /// `runner.mode` → `$.runner.mode`, `[0].x` → `$[0].x`, `.` → `$`.

@@ -19,7 +19,10 @@ crate::contract_marker!(RunOutputSchema, "craik.run_output");
 crate::contract_marker!(WorkerResultSchema, "craik.worker_result");
 crate::contract_marker!(HandoffSchema, "craik.handoff");
 crate::contract_marker!(MemoryProposalSchema, "craik.memory_proposal");
-crate::contract_marker!(MemoryBackendCapabilitiesSchema, "craik.memory_backend_capabilities");
+crate::contract_marker!(
+    MemoryBackendCapabilitiesSchema,
+    "craik.memory_backend_capabilities"
+);
 
 /// Durable state of one governed task run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -90,18 +93,19 @@ impl Check for TaskRun {
                 ),
             );
         }
-        if let Some(ended) = self.ended_at {
-            if ended < self.started_at {
-                c.report(
-                    "ended_at",
-                    format!("`{ended}` is before `started_at` (`{}`)", self.started_at),
-                );
-            }
+        if let Some(ended) = self.ended_at.filter(|ended| *ended < self.started_at) {
+            c.report(
+                "ended_at",
+                format!("`{ended}` is before `started_at` (`{}`)", self.started_at),
+            );
         }
         if self.updated_at < self.started_at {
             c.report(
                 "updated_at",
-                format!("`{}` is before `started_at` (`{}`)", self.updated_at, self.started_at),
+                format!(
+                    "`{}` is before `started_at` (`{}`)",
+                    self.updated_at, self.started_at
+                ),
             );
         }
     }
@@ -346,7 +350,10 @@ impl Check for MemoryProposal {
     fn check(&self, c: &mut Checker) {
         c.id(&self.id, "memprop_");
         c.each("evidence", &self.evidence);
-        let decided = matches!(self.status, ProposalStatus::Approved | ProposalStatus::Rejected);
+        let decided = matches!(
+            self.status,
+            ProposalStatus::Approved | ProposalStatus::Rejected
+        );
         if decided && (self.decided_by.is_none() || self.decided_at.is_none()) {
             c.report(
                 "status",
@@ -357,7 +364,10 @@ impl Check for MemoryProposal {
             );
         }
         if !decided && (self.decided_by.is_some() || self.decided_at.is_some()) {
-            c.report("status", "is `pending` but a decision (`decided_by`/`decided_at`) is recorded");
+            c.report(
+                "status",
+                "is `pending` but a decision (`decided_by`/`decided_at`) is recorded",
+            );
         }
         if self.step_result_id.is_some() && self.run_id.is_none() {
             c.report("run_id", "missing, required when `step_result_id` is set");

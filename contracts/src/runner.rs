@@ -17,7 +17,10 @@ use crate::timestamp::Timestamp;
 use crate::value::Object;
 
 crate::contract_marker!(RunnerMetadataSchema, "craik.runner_metadata");
-crate::contract_marker!(RunnerCapabilityMatrixSchema, "craik.runner_capability_matrix");
+crate::contract_marker!(
+    RunnerCapabilityMatrixSchema,
+    "craik.runner_capability_matrix"
+);
 crate::contract_marker!(RunnerAdapterRequestSchema, "craik.runner_adapter_request");
 crate::contract_marker!(RunnerAdapterResultSchema, "craik.runner_adapter_result");
 crate::contract_marker!(RunnerStepRequestSchema, "craik.runner_step_request");
@@ -305,7 +308,14 @@ pub struct ModelProvider {
     pub created_at: Timestamp,
 }
 
-const SECRET_KEY_WORDS: [&str; 6] = ["secret", "token", "api_key", "apikey", "password", "credential"];
+const SECRET_KEY_WORDS: [&str; 6] = [
+    "secret",
+    "token",
+    "api_key",
+    "apikey",
+    "password",
+    "credential",
+];
 
 impl Check for ModelProvider {
     fn check(&self, c: &mut Checker) {
@@ -330,7 +340,10 @@ impl Check for ModelProvider {
             if SECRET_KEY_WORDS.iter().any(|w| normalized.contains(w)) {
                 c.report(
                     "metadata",
-                    format!("key `{}` looks like a secret; name secrets in `secret_ref_names`", Truncated(key)),
+                    format!(
+                        "key `{}` looks like a secret; name secrets in `secret_ref_names`",
+                        Truncated(key)
+                    ),
                 );
             }
         }

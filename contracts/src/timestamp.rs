@@ -96,7 +96,11 @@ mod tests {
 
     #[test]
     fn round_trips_utc_and_offsets() {
-        for text in ["2026-05-15T22:30:00Z", "2026-05-15T22:30:00.123456Z", "2026-05-15T22:30:00+02:00"] {
+        for text in [
+            "2026-05-15T22:30:00Z",
+            "2026-05-15T22:30:00.123456Z",
+            "2026-05-15T22:30:00+02:00",
+        ] {
             let ts = Timestamp::parse(text).unwrap();
             let json = serde_json::to_string(&ts).unwrap();
             assert_eq!(json, format!("\"{text}\""));
@@ -105,9 +109,18 @@ mod tests {
 
     #[test]
     fn rejects_naive_and_garbage() {
-        for bad in ["2026-05-15T22:30:00", "2026-05-15", "yesterday", "2026-13-01T00:00:00Z", ""] {
+        for bad in [
+            "2026-05-15T22:30:00",
+            "2026-05-15",
+            "yesterday",
+            "2026-13-01T00:00:00Z",
+            "",
+        ] {
             let err = serde_json::from_str::<Timestamp>(&format!("\"{bad}\"")).unwrap_err();
-            assert!(err.to_string().contains("invalid timestamp"), "{bad}: {err}");
+            assert!(
+                err.to_string().contains("invalid timestamp"),
+                "{bad}: {err}"
+            );
         }
     }
 }

@@ -93,9 +93,13 @@ struct StrictValue {
 impl StrictValue {
     fn deeper<E: de::Error>(self) -> Result<Self, E> {
         if self.depth >= MAX_DEPTH {
-            Err(E::custom(format_args!("nested deeper than {MAX_DEPTH} levels")))
+            Err(E::custom(format_args!(
+                "nested deeper than {MAX_DEPTH} levels"
+            )))
         } else {
-            Ok(Self { depth: self.depth + 1 })
+            Ok(Self {
+                depth: self.depth + 1,
+            })
         }
     }
 }
@@ -196,7 +200,9 @@ impl<'de> Deserialize<'de> for Probability {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let v = f64::deserialize(deserializer)?;
         Self::new(v).ok_or_else(|| {
-            de::Error::custom(format_args!("out of range `{v}`, expected a number from 0 to 1"))
+            de::Error::custom(format_args!(
+                "out of range `{v}`, expected a number from 0 to 1"
+            ))
         })
     }
 }
@@ -230,7 +236,11 @@ mod tests {
     #[test]
     fn rejects_non_objects_and_deep_nesting() {
         assert!(serde_json::from_str::<Object>("[]").is_err());
-        let deep = format!("{{\"a\":{}{}}}", "[".repeat(MAX_DEPTH + 1), "]".repeat(MAX_DEPTH + 1));
+        let deep = format!(
+            "{{\"a\":{}{}}}",
+            "[".repeat(MAX_DEPTH + 1),
+            "]".repeat(MAX_DEPTH + 1)
+        );
         let err = serde_json::from_str::<Object>(&deep).unwrap_err();
         assert!(err.to_string().contains("nested deeper"), "{err}");
     }
@@ -238,7 +248,10 @@ mod tests {
     #[test]
     fn keeps_key_order_and_values() {
         let obj: Object = serde_json::from_str(r#"{"z":1,"a":{"x":[true,null,1.5,"s"]}}"#).unwrap();
-        assert_eq!(serde_json::to_string(&obj).unwrap(), r#"{"z":1,"a":{"x":[true,null,1.5,"s"]}}"#);
+        assert_eq!(
+            serde_json::to_string(&obj).unwrap(),
+            r#"{"z":1,"a":{"x":[true,null,1.5,"s"]}}"#
+        );
     }
 
     #[test]

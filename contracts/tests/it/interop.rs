@@ -33,8 +33,18 @@ fn every_in_scope_reference_payload_round_trips() {
         assert_eq!(contract.kind(), *kind);
         let written = contract.to_value().unwrap();
         let report = compare_roundtrip(payload, &written);
-        assert!(report.is_faithful(), "{}: changed {:?}", kind.schema_name(), report.changed);
-        defaults.extend(report.defaults_added.iter().map(|p| format!("{}: {p}", kind.schema_name())));
+        assert!(
+            report.is_faithful(),
+            "{}: changed {:?}",
+            kind.schema_name(),
+            report.changed
+        );
+        defaults.extend(
+            report
+                .defaults_added
+                .iter()
+                .map(|p| format!("{}: {p}", kind.schema_name())),
+        );
     }
     assert_eq!(defaults, DEFAULTS_ADDED);
 }
@@ -42,9 +52,15 @@ fn every_in_scope_reference_payload_round_trips() {
 #[test]
 fn out_of_scope_reference_contracts_are_refused_by_name() {
     let fixtures = upstream_fixtures();
-    let payload = fixtures.get("craik.plugin_receipt").expect("fixture present");
+    let payload = fixtures
+        .get("craik.plugin_receipt")
+        .expect("fixture present");
     let doc = decode_document(&serde_json::to_vec(payload).unwrap(), None);
     let problems = doc.records[0].outcome.as_ref().unwrap_err();
     assert_eq!(problems[0].path, "$.schema");
-    assert!(problems[0].message.contains("unknown contract `craik.plugin_receipt`"));
+    assert!(
+        problems[0]
+            .message
+            .contains("unknown contract `craik.plugin_receipt`")
+    );
 }

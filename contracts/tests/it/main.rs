@@ -1,5 +1,13 @@
 //! Integration tests of `craik-contracts`: reference interop, committed schemas, error paths.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "integration tests fail loudly by design"
+)]
+
 mod errors;
 mod interop;
 mod schemas;

@@ -1,0 +1,4 @@
+//! One module per command family.
+
+pub(crate) mod contracts;
+pub(crate) mod schema;

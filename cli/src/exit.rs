@@ -1,0 +1,98 @@
+//! Exit codes (the README's table) and the error type commands return.
+
+use std::fmt;
+use std::process::ExitCode;
+
+/// What a command's exit code says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Exit {
+    /// 0: everything checked out.
+    Ok,
+    /// 1: a check ran and failed (later: denied, test failed, verification failed).
+    CheckFailed,
+    /// 2: the command line was wrong, or a named path could not be read or written.
+    Usage,
+    /// 3: an input was invalid (bad payload, too large, not UTF-8, ...).
+    InvalidInput,
+    /// 4: a bug or an environment failure inside Craik.
+    Internal,
+}
+
+impl Exit {
+    pub(crate) const fn code(self) -> u8 {
+        match self {
+            Self::Ok => 0,
+            Self::CheckFailed => 1,
+            Self::Usage => 2,
+            Self::InvalidInput => 3,
+            Self::Internal => 4,
+        }
+    }
+
+    /// The stricter of two outcomes, for commands that check many things.
+    pub(crate) fn worst(self, other: Self) -> Self {
+        if other.rank() > self.rank() {
+            other
+        } else {
+            self
+        }
+    }
+
+    const fn rank(self) -> u8 {
+        match self {
+            Self::Ok => 0,
+            Self::CheckFailed => 1,
+            Self::InvalidInput => 2,
+            Self::Usage => 3,
+            Self::Internal => 4,
+        }
+    }
+}
+
+impl From<Exit> for ExitCode {
+    fn from(exit: Exit) -> Self {
+        ExitCode::from(exit.code())
+    }
+}
+
+/// A command that could not do its job: one line for the user and the exit code.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub(crate) exit: Exit,
+    pub(crate) message: String,
+    /// Set when the failure is a closed stdout pipe, which is not an error.
+    pub(crate) broken_pipe: bool,
+}
+
+impl Failure {
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
+        Self {
+            exit: Exit::Usage,
+            message: message.into(),
+            broken_pipe: false,
+        }
+    }
+
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
+        Self {
+            exit: Exit::Internal,
+            message: message.into(),
+            broken_pipe: false,
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Self {
+        Self {
+            broken_pipe: e.kind() == std::io::ErrorKind::BrokenPipe,
+            ..Self::internal(format!("i/o error: {e}"))
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! `craik`: the host binary. Parses the command line, runs one command, maps the outcome to
+//! the documented exit codes. Panics are bugs: they print one line and exit 4, never a
+//! backtrace.
+
+mod cli;
+mod cmd;
+mod exit;
+mod files;
+mod output;
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser};
+
+use crate::cli::{Cli, Command, ContractsCommand, SchemaCommand};
+use crate::exit::{Exit, Failure};
+use crate::output::Out;
+
+fn main() -> ExitCode {
+    std::panic::set_hook(Box::new(|info| {
+        let _ = writeln!(
+            io::stderr(),
+            "craik: internal error: {info}; please report this bug"
+        );
+        std::process::exit(i32::from(Exit::Internal.code()));
+    }));
+
+    let cli = Cli::parse();
+    let mut out = Out::new();
+    let result = run(&cli, &mut out).and_then(|exit| {
+        out.flush()?;
+        Ok(exit)
+    });
+    match result {
+        Ok(exit) => exit.into(),
+        Err(failure) if failure.broken_pipe => Exit::Ok.into(),
+        Err(failure) => {
+            let _ = out.flush();
+            let _ = writeln!(
+                io::stderr(),
+                "craik: {}",
+                craik_contracts::one_line(&failure.message)
+            );
+            failure.exit.into()
+        }
+    }
+}
+
+fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
+    match &cli.command {
+        Command::Contracts(ContractsCommand::Validate(args)) => {
+            cmd::contracts::validate(out, cli.format, args)
+        }
+        Command::Schema(SchemaCommand::List) => cmd::schema::list(out, cli.format),
+        Command::Schema(SchemaCommand::Show { name }) => cmd::schema::show(out, name),
+        Command::Schema(SchemaCommand::Export { dir }) => cmd::schema::export(out, cli.format, dir),
+        Command::Completions { shell } => {
+            let mut buf = Vec::new();
+            clap_complete::generate(*shell, &mut Cli::command(), "craik", &mut buf);
+            out.text(&String::from_utf8_lossy(&buf))?;
+            Ok(Exit::Ok)
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! Where commands write: stdout for results, stderr for diagnostics. A closed pipe is not an
+//! error (`craik schema list | head -1` exits 0).
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use crate::exit::Failure;
+
+/// `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Format {
+    /// Lines for people.
+    Human,
+    /// One JSON document on stdout.
+    Json,
+}
+
+/// Buffered stdout and stderr.
+pub(crate) struct Out {
+    stdout: io::BufWriter<io::Stdout>,
+    stderr: io::Stderr,
+}
+
+impl std::fmt::Debug for Out {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Out")
+    }
+}
+
+impl Out {
+    pub(crate) fn new() -> Self {
+        Self {
+            stdout: io::BufWriter::new(io::stdout()),
+            stderr: io::stderr(),
+        }
+    }
+
+    /// A line of results.
+    pub(crate) fn line(&mut self, text: impl std::fmt::Display) -> io::Result<()> {
+        writeln!(self.stdout, "{text}")
+    }
+
+    /// Raw text on stdout.
+    pub(crate) fn text(&mut self, text: &str) -> io::Result<()> {
+        self.stdout.write_all(text.as_bytes())
+    }
+
+    /// A diagnostic line (flushes stdout first so the two streams interleave in order).
+    pub(crate) fn diag(&mut self, text: impl std::fmt::Display) -> io::Result<()> {
+        self.stdout.flush()?;
+        writeln!(self.stderr, "{text}")
+    }
+
+    /// A JSON document on stdout.
+    pub(crate) fn json<T: Serialize>(&mut self, value: &T) -> Result<(), Failure> {
+        serde_json::to_writer_pretty(&mut self.stdout, value)
+            .map_err(|e| Failure::internal(format!("cannot encode output: {e}")))?;
+        writeln!(self.stdout)?;
+        Ok(())
+    }
+
+    pub(crate) fn flush(&mut self) -> io::Result<()> {
+        self.stdout.flush()
+    }
+}

@@ -1,0 +1,59 @@
+//! End-to-end tests of the `craik` binary: each runs the real binary in a temp directory or on
+//! committed inputs and asserts exit code and output.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "integration tests fail loudly by design"
+)]
+
+mod contracts;
+mod interop;
+mod schema;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use assert_cmd::Command;
+
+pub fn craik() -> Command {
+    Command::cargo_bin("craik").expect("craik binary is built")
+}
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+pub fn corpus() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
+}
+
+pub fn shared_dir() -> PathBuf {
+    match std::env::var_os("CRAIK_SHARED_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => repo_root().join("../shared"),
+    }
+}
+
+/// Exit code, stdout and stderr as one reviewable text.
+pub fn transcript(output: &Output) -> String {
+    format!(
+        "exit: {}\n--- stdout\n{}--- stderr\n{}",
+        output
+            .status
+            .code()
+            .map_or("signal".into(), |c| c.to_string()),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+pub fn run_in(dir: &Path, args: &[&str]) -> Output {
+    craik()
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("craik runs")
+}

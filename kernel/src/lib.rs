@@ -1,0 +1,17 @@
+//! Craik's kernel: the reference monitor every step request goes through.
+//!
+//! Sans-io like quinn-proto: no tokio, no files, no environment, no clock, no processes. Time,
+//! keys and data come in as arguments; verdicts, receipts and next steps come out. That keeps
+//! it deterministic and testable without mocks.
+//!
+//! This first slice holds target normalisation ([`TargetPath`]): every path a runner names is
+//! reduced to one canonical workspace-relative spelling, or refused, before any policy sees
+//! it; and the classification of Craik's own state, `.git/` and agent configuration files as
+//! [`Protected`].
+
+mod path;
+
+pub use path::{MAX_DEPTH, MAX_PATH_BYTES, MAX_SEGMENT_BYTES, PathError, Protected, TargetPath};
+
+/// The kernel's version, written into every receipt.
+pub const KERNEL_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,239 @@
+//! Normalising the targets runners name, before any policy matches them.
+//!
+//! Owns: turning a raw path string into one canonical workspace-relative spelling, refusing
+//! every spelling whose meaning depends on the platform, the shell or the filesystem; and
+//! classifying protected areas. Must not: touch the filesystem (symlinks are the host's job at
+//! open time), or guess. When in doubt, refuse: a refused path is a denied step, never an
+//! allowed one.
+
+use std::fmt;
+
+use craik_contracts::Truncated;
+
+/// Longest accepted raw path, in bytes.
+pub const MAX_PATH_BYTES: usize = 4096;
+/// Longest accepted segment, in bytes (the common filesystem limit).
+pub const MAX_SEGMENT_BYTES: usize = 255;
+/// Deepest accepted normalised path, in segments.
+pub const MAX_DEPTH: usize = 64;
+
+/// A canonical workspace-relative path: `/`-separated, no empty, `.` or `..` segments, no
+/// leading or trailing `/`, never empty (the workspace root itself is `.` and is refused).
+///
+/// INVARIANT: every value was produced by [`TargetPath::normalize`], so it satisfies the
+/// above and re-normalising it yields itself.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TargetPath(String);
+
+/// Why a target was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    #[error("empty path")]
+    Empty,
+    #[error("path is longer than {MAX_PATH_BYTES} bytes")]
+    TooLong,
+    #[error("segment `{0}` is longer than {MAX_SEGMENT_BYTES} bytes")]
+    SegmentTooLong(String),
+    #[error("path is deeper than {MAX_DEPTH} segments")]
+    TooDeep,
+    #[error("path contains a NUL byte")]
+    Nul,
+    #[error("path contains control character U+{0:04X}")]
+    Control(u32),
+    #[error("path contains a backslash; use `/` as the only separator")]
+    Backslash,
+    #[error("absolute path `{0}` is outside the workspace")]
+    Outside(String),
+    #[error("path `{0}` climbs out of the workspace with `..`")]
+    Escapes(String),
+    #[error("path names the workspace root itself")]
+    Root,
+    #[error("segment `{0}` starts with `~`, which a shell would expand")]
+    Tilde(String),
+    #[error("segment `{0}` contains `$`, which a shell would expand")]
+    Dollar(String),
+    #[error("segment `{0}` ends with a dot or a space, which some filesystems drop")]
+    TrailingDotOrSpace(String),
+    #[error("segment `{0}` contains a Unicode format or bidirectional control character")]
+    InvisibleChar(String),
+}
+
+impl TargetPath {
+    /// Normalises `raw` against the absolute `workspace_root` (itself written with `/`
+    /// separators, no trailing `/`).
+    ///
+    /// Relative paths are taken relative to the root; absolute paths must lie under it.
+    /// `.` and empty segments (`a//b`) are dropped, `..` pops a segment and may never climb
+    /// above the root, a trailing `/` is dropped.
+    pub fn normalize(workspace_root: &str, raw: &str) -> Result<Self, PathError> {
+        if raw.is_empty() {
+            return Err(PathError::Empty);
+        }
+        if raw.len() > MAX_PATH_BYTES {
+            return Err(PathError::TooLong);
+        }
+        if let Some(c) = raw.chars().find(|c| c.is_control()) {
+            return Err(if c == '\0' {
+                PathError::Nul
+            } else {
+                PathError::Control(u32::from(c))
+            });
+        }
+        if raw.contains('\\') {
+            return Err(PathError::Backslash);
+        }
+        let relative = if raw.starts_with('/') {
+            let root = workspace_root.trim_end_matches('/');
+            match raw.strip_prefix(root) {
+                Some(rest) if rest.is_empty() || rest.starts_with('/') => rest,
+                _ => return Err(PathError::Outside(Truncated(raw).to_string())),
+            }
+        } else {
+            raw
+        };
+
+        let mut segments: Vec<&str> = Vec::new();
+        for segment in relative.split('/') {
+            match segment {
+                "" | "." => {}
+                ".." => {
+                    if segments.pop().is_none() {
+                        return Err(PathError::Escapes(Truncated(raw).to_string()));
+                    }
+                }
+                s => {
+                    check_segment(s)?;
+                    segments.push(s);
+                }
+            }
+        }
+        if segments.is_empty() {
+            return Err(PathError::Root);
+        }
+        if segments.len() > MAX_DEPTH {
+            return Err(PathError::TooDeep);
+        }
+        Ok(Self(segments.join("/")))
+    }
+
+    /// The canonical spelling.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The segments, outermost first.
+    pub fn segments(&self) -> impl Iterator<Item = &str> {
+        self.0.split('/')
+    }
+
+    /// True when `self` is `dir` or lies under it, segment-wise: `docs-evil/x` is not under
+    /// `docs`.
+    pub fn is_under(&self, dir: &TargetPath) -> bool {
+        self.0 == dir.0
+            || (self.0.starts_with(&dir.0) && self.0.as_bytes().get(dir.0.len()) == Some(&b'/'))
+    }
+
+    /// The protected area this path falls in, if any. Matching is ASCII case-insensitive,
+    /// because on case-insensitive filesystems `.GIT/config` is `.git/config`.
+    pub fn protected(&self) -> Option<Protected> {
+        let lower = self.0.to_ascii_lowercase();
+        let first = lower.split('/').next().unwrap_or_default();
+        let whole = lower.as_str();
+        match first {
+            ".craik" => Some(Protected::CraikState),
+            ".git" => Some(Protected::Git),
+            _ if AGENT_CONFIG_DIRS.contains(&first) => Some(Protected::AgentConfig),
+            _ if AGENT_CONFIG_FILES.contains(&whole) => Some(Protected::AgentConfig),
+            _ => {
+                let last = lower.rsplit('/').next().unwrap_or_default();
+                // Nested instruction files steer agents as much as top-level ones.
+                AGENT_INSTRUCTION_NAMES
+                    .contains(&last)
+                    .then_some(Protected::AgentConfig)
+            }
+        }
+    }
+}
+
+impl fmt::Display for TargetPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Areas no grant reaches unless a policy names them explicitly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Protected {
+    /// `.craik/`: journals, receipts, approvals, keys.
+    CraikState,
+    /// `.git/`: hooks and config execute code.
+    Git,
+    /// Files and directories that instruct or configure coding agents.
+    AgentConfig,
+}
+
+impl Protected {
+    /// Name used in reasons and receipts.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::CraikState => "craik-state",
+            Self::Git => "git",
+            Self::AgentConfig => "agent-config",
+        }
+    }
+}
+
+/// Top-level directories of agent configuration (lowercase).
+const AGENT_CONFIG_DIRS: &[&str] = &[
+    ".claude",
+    ".codex",
+    ".gemini",
+    ".cursor",
+    ".aider",
+    ".continue",
+    ".windsurf",
+];
+
+/// Top-level files of agent configuration (lowercase, workspace-relative).
+const AGENT_CONFIG_FILES: &[&str] = &[
+    ".github/copilot-instructions.md",
+    ".cursorrules",
+    ".windsurfrules",
+    ".aider.conf.yml",
+    ".mcp.json",
+];
+
+/// Instruction files at any depth (lowercase).
+const AGENT_INSTRUCTION_NAMES: &[&str] =
+    &["agents.md", "claude.md", "gemini.md", "agents.override.md"];
+
+fn check_segment(s: &str) -> Result<(), PathError> {
+    if s.len() > MAX_SEGMENT_BYTES {
+        return Err(PathError::SegmentTooLong(Truncated(s).to_string()));
+    }
+    if s.starts_with('~') {
+        return Err(PathError::Tilde(Truncated(s).to_string()));
+    }
+    if s.contains('$') {
+        return Err(PathError::Dollar(Truncated(s).to_string()));
+    }
+    if s.ends_with('.') || s.ends_with(' ') {
+        return Err(PathError::TrailingDotOrSpace(Truncated(s).to_string()));
+    }
+    if s.chars().any(is_invisible) {
+        return Err(PathError::InvisibleChar(Truncated(s).to_string()));
+    }
+    Ok(())
+}
+
+/// Zero-width and bidirectional formatting characters: they make two different paths print
+/// the same way in a review.
+fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}' | '\u{00ad}'
+    )
+}
+
+#[cfg(test)]
+mod tests;

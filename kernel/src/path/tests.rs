@@ -1,0 +1,164 @@
+use pretty_assertions::assert_eq;
+use proptest::prelude::*;
+
+use super::*;
+
+const ROOT: &str = "/work/repo";
+
+fn norm(raw: &str) -> Result<String, PathError> {
+    TargetPath::normalize(ROOT, raw).map(|p| p.0)
+}
+
+#[test]
+fn canonical_spellings() {
+    for (raw, want) in [
+        ("docs/a.md", "docs/a.md"),
+        ("./docs//a.md", "docs/a.md"),
+        ("docs/./x/../a.md", "docs/a.md"),
+        ("docs/", "docs"),
+        ("/work/repo/docs/a.md", "docs/a.md"),
+        ("/work/repo//docs", "docs"),
+        ("a/b/c/../../d", "a/d"),
+        ("README.md", "README.md"),
+        ("ünïcode/ファイル.md", "ünïcode/ファイル.md"),
+    ] {
+        assert_eq!(norm(raw), Ok(want.to_owned()), "{raw:?}");
+    }
+}
+
+#[test]
+fn refusals() {
+    use PathError as E;
+    type Expect = fn(&PathError) -> bool;
+    let cases: &[(&str, Expect)] = &[
+        ("", |e| *e == E::Empty),
+        (".", |e| *e == E::Root),
+        ("docs/..", |e| *e == E::Root),
+        ("/work/repo", |e| *e == E::Root),
+        ("..", |e| matches!(e, E::Escapes(_))),
+        ("docs/../../etc/passwd", |e| matches!(e, E::Escapes(_))),
+        ("/etc/passwd", |e| matches!(e, E::Outside(_))),
+        ("/work/repo-evil/x", |e| matches!(e, E::Outside(_))),
+        ("/work/rep", |e| matches!(e, E::Outside(_))),
+        ("docs\\..\\..\\x", |e| *e == E::Backslash),
+        ("docs/a\0.md", |e| *e == E::Nul),
+        ("docs/a\n.md", |e| *e == E::Control(0x0a)),
+        ("docs/\u{1b}[31m", |e| *e == E::Control(0x1b)),
+        ("~/.ssh/id_ed25519", |e| matches!(e, E::Tilde(_))),
+        ("~root/x", |e| matches!(e, E::Tilde(_))),
+        ("$HOME/x", |e| matches!(e, E::Dollar(_))),
+        ("docs/${X}", |e| matches!(e, E::Dollar(_))),
+        ("docs./a.md", |e| matches!(e, E::TrailingDotOrSpace(_))),
+        ("docs /a.md", |e| matches!(e, E::TrailingDotOrSpace(_))),
+        ("docs/a.md.", |e| matches!(e, E::TrailingDotOrSpace(_))),
+        ("do\u{200b}cs/a.md", |e| matches!(e, E::InvisibleChar(_))),
+        ("docs/\u{202e}dm.a", |e| matches!(e, E::InvisibleChar(_))),
+    ];
+    for (raw, want) in cases {
+        let got = norm(raw);
+        assert!(matches!(&got, Err(e) if want(e)), "{raw:?} gave {got:?}");
+    }
+    assert_eq!(norm(&"a/".repeat(MAX_PATH_BYTES)), Err(E::TooLong));
+    assert_eq!(norm(&"a/".repeat(MAX_DEPTH + 1)), Err(E::TooDeep));
+    assert!(matches!(
+        norm(&"a".repeat(MAX_SEGMENT_BYTES + 1)),
+        Err(E::SegmentTooLong(_))
+    ));
+}
+
+#[test]
+fn under_is_segment_wise() {
+    let p = |s| TargetPath::normalize(ROOT, s).unwrap();
+    assert!(p("docs/a.md").is_under(&p("docs")));
+    assert!(p("docs").is_under(&p("docs")));
+    assert!(!p("docs-evil/a.md").is_under(&p("docs")));
+    assert!(!p("docsx").is_under(&p("docs")));
+}
+
+#[test]
+fn protected_areas_in_any_case() {
+    let p = |s| TargetPath::normalize(ROOT, s).unwrap().protected();
+    assert_eq!(p(".craik/keys/signing.pem"), Some(Protected::CraikState));
+    assert_eq!(p(".git/hooks/pre-commit"), Some(Protected::Git));
+    assert_eq!(p(".GIT/config"), Some(Protected::Git));
+    assert_eq!(p(".Git"), Some(Protected::Git));
+    assert_eq!(p("docs/../.git/config"), Some(Protected::Git));
+    assert_eq!(p(".claude/settings.json"), Some(Protected::AgentConfig));
+    assert_eq!(p("AGENTS.md"), Some(Protected::AgentConfig));
+    assert_eq!(p("sub/dir/claude.md"), Some(Protected::AgentConfig));
+    assert_eq!(
+        p(".github/copilot-instructions.md"),
+        Some(Protected::AgentConfig)
+    );
+    assert_eq!(p(".github/workflows/ci.yml"), None);
+    assert_eq!(p("docs/git/notes.md"), None);
+    assert_eq!(p(".gitignore"), None);
+    assert_eq!(p("README.md"), None);
+}
+
+fn segment() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just(".".to_owned()),
+        Just("..".to_owned()),
+        Just(String::new()),
+        Just(".git".to_owned()),
+        "[a-zA-Z0-9_.~$ -]{1,6}",
+        "\\PC{1,3}",
+    ]
+}
+
+fn raw_path() -> impl Strategy<Value = String> {
+    (any::<bool>(), prop::collection::vec(segment(), 0..12)).prop_map(|(absolute, segs)| {
+        let joined = segs.join("/");
+        if absolute {
+            format!("{ROOT}/{joined}")
+        } else {
+            joined
+        }
+    })
+}
+
+proptest! {
+    /// Accepted paths are canonical: no `.`/`..`/empty segments, no leading or trailing `/`,
+    /// and normalising them again changes nothing.
+    #[test]
+    fn accepted_paths_are_canonical_and_idempotent(raw in raw_path()) {
+        if let Ok(p) = TargetPath::normalize(ROOT, &raw) {
+            let s = p.as_str();
+            prop_assert!(!s.is_empty() && !s.starts_with('/') && !s.ends_with('/'));
+            prop_assert!(p.segments().all(|seg| !seg.is_empty() && seg != "." && seg != ".."));
+            prop_assert!(!s.contains('\\') && !s.contains('\0') && !s.contains('$'));
+            prop_assert_eq!(TargetPath::normalize(ROOT, s), Ok(p.clone()));
+            prop_assert_eq!(TargetPath::normalize(ROOT, &format!("{ROOT}/{s}")), Ok(p));
+        }
+    }
+
+    /// A path never resolves above the root: replaying the raw segments on a stack never
+    /// underflows when the kernel accepts.
+    #[test]
+    fn accepted_paths_never_climb_above_the_root(raw in raw_path()) {
+        if TargetPath::normalize(ROOT, &raw).is_ok() {
+            let rel = raw.strip_prefix(ROOT).unwrap_or(&raw);
+            let mut depth: i64 = 0;
+            for seg in rel.split('/') {
+                match seg {
+                    "" | "." => {}
+                    ".." => { depth -= 1; prop_assert!(depth >= 0); }
+                    _ => depth += 1,
+                }
+            }
+        }
+    }
+
+    /// Any case spelling of `.git` or `.craik` at the top is protected.
+    #[test]
+    fn protection_ignores_case(mask in prop::collection::vec(any::<bool>(), 6), rest in "[a-z]{1,8}") {
+        for base in [".git", ".craik"] {
+            let spelled: String = base.chars().zip(mask.iter().cycle())
+                .map(|(c, up)| if *up { c.to_ascii_uppercase() } else { c })
+                .collect();
+            let p = TargetPath::normalize(ROOT, &format!("{spelled}/{rest}")).unwrap();
+            prop_assert!(p.protected().is_some(), "{}", p);
+        }
+    }
+}

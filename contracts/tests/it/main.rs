@@ -9,6 +9,7 @@
 )]
 
 mod errors;
+mod hostile;
 mod interop;
 mod schemas;
 

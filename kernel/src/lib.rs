@@ -10,8 +10,10 @@
 //! [`Protected`].
 
 mod path;
+mod policy;
 
 pub use path::{MAX_DEPTH, MAX_PATH_BYTES, MAX_SEGMENT_BYTES, PathError, Protected, TargetPath};
+pub use policy::*;
 
 /// The kernel's version, written into every receipt.
 pub const KERNEL_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -207,7 +207,7 @@ const AGENT_CONFIG_FILES: &[&str] = &[
 const AGENT_INSTRUCTION_NAMES: &[&str] =
     &["agents.md", "claude.md", "gemini.md", "agents.override.md"];
 
-fn check_segment(s: &str) -> Result<(), PathError> {
+pub(crate) fn check_segment(s: &str) -> Result<(), PathError> {
     if s.len() > MAX_SEGMENT_BYTES {
         return Err(PathError::SegmentTooLong(Truncated(s).to_string()));
     }

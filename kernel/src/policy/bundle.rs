@@ -1,0 +1,399 @@
+//! Loading a policy bundle: the Cedar schema, the `.cedar` files, strict validation.
+//!
+//! Owns: turning source text into a validated, indexed set of policies named by their `@id`,
+//! and the stable hash of what was loaded. Refuses to load on any parse error, validation
+//! error or validation warning, on a policy without `@id`, and on a duplicate `@id`; every
+//! refusal names `file:line:column`. Must not: read files (callers pass text in).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::str::FromStr;
+
+use cedar_policy::{
+    ActionConstraint, Effect, EntityUid, Policy, PolicyId, PolicySet, Schema,
+    ValidationMode, Validator,
+};
+use sha2::{Digest, Sha256};
+
+/// One source file, by the name diagnostics should use for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceFile {
+    /// Shown in diagnostics and hashed: use a stable relative name (`base/intent.cedar`).
+    pub name: String,
+    /// UTF-8 text.
+    pub text: String,
+}
+
+impl SourceFile {
+    /// A source file.
+    pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
+        Self { name: name.into(), text: text.into() }
+    }
+}
+
+/// A problem at a place in a source file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Located {
+    /// File name as given in [`SourceFile::name`].
+    pub file: String,
+    /// 1-based line (0 when unknown).
+    pub line: usize,
+    /// 1-based column (0 when unknown).
+    pub column: usize,
+    /// One line: what is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for Located {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(f, "{}:{}:{}: {}", self.file, self.line, self.column, self.message)
+        }
+    }
+}
+
+/// The bundle was refused; every problem found is listed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("policy bundle refused: {}", .problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+pub struct LoadError {
+    /// In file order.
+    pub problems: Vec<Located>,
+}
+
+/// What the kernel knows about one loaded policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyInfo {
+    /// The `@id`.
+    pub id: String,
+    /// The file it came from.
+    pub file: String,
+    /// 1-based line of its first token.
+    pub line: usize,
+    /// The `@reason`, shown to operators.
+    pub reason: Option<String>,
+    /// `permit` or `forbid`.
+    pub forbid: bool,
+    /// An approval rule (`@approval("required")`), evaluated after the decision.
+    pub approval: bool,
+}
+
+/// A loaded, validated policy bundle.
+#[derive(Debug, Clone)]
+pub struct Bundle {
+    pub(crate) schema: Schema,
+    /// Leaf capabilities (actions that are not groups), e.g. `repo.write.docs`.
+    pub(crate) capabilities: BTreeSet<String>,
+    /// Ancestors (families) of each capability, nearest first.
+    pub(crate) families: HashMap<String, Vec<String>>,
+    pub(crate) info: BTreeMap<String, PolicyInfo>,
+    /// Decision policies, sliced by capability.
+    pub(crate) decision_slices: HashMap<String, PolicySet>,
+    /// Approval rules, sliced by capability.
+    pub(crate) approval_slices: HashMap<String, PolicySet>,
+    hash: String,
+}
+
+/// Reserved `@id` prefix: compiled grants are named `grant.<grant id>`.
+pub const GRANT_ID_PREFIX: &str = "grant.";
+
+impl Bundle {
+    /// Loads `schema` and `policies` (file order does not matter: ids are what counts).
+    pub fn load(schema: &SourceFile, policies: &[SourceFile]) -> Result<Self, LoadError> {
+        let mut problems = Vec::new();
+        let schema_value = match Schema::from_cedarschema_str(&schema.text) {
+            Ok((value, warnings)) => {
+                for warning in warnings {
+                    problems.push(locate(&schema.name, &schema.text, &warning, "warning: "));
+                }
+                Some(value)
+            }
+            Err(e) => {
+                problems.push(locate(&schema.name, &schema.text, &e, ""));
+                None
+            }
+        };
+
+        let mut info = BTreeMap::new();
+        let mut all = Vec::new();
+        let mut sources: HashMap<String, &SourceFile> = HashMap::new();
+        for file in policies {
+            sources.insert(file.name.clone(), file);
+            load_file(file, &mut info, &mut all, &mut problems);
+        }
+
+        let Some(schema_value) = schema_value else {
+            return Err(LoadError { problems });
+        };
+        if all.is_empty() && problems.is_empty() {
+            problems.push(Located {
+                file: "<bundle>".into(),
+                line: 0,
+                column: 0,
+                message: "no policies loaded; an empty policy set would deny everything silently".into(),
+            });
+        }
+
+        let mut set = PolicySet::new();
+        for policy in &all {
+            if let Err(e) = set.add(policy.clone()) {
+                problems.push(Located { file: "<bundle>".into(), line: 0, column: 0, message: e.to_string() });
+            }
+        }
+        let result = Validator::new(schema_value.clone()).validate(&set, ValidationMode::Strict);
+        for e in result.validation_errors() {
+            problems.push(locate_policy(&info, &sources, e.policy_id().to_string(), e, ""));
+        }
+        for w in result.validation_warnings() {
+            problems.push(locate_policy(&info, &sources, w.policy_id().to_string(), w, "warning: "));
+        }
+        if !problems.is_empty() {
+            problems.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+            return Err(LoadError { problems });
+        }
+
+        let action_entities = schema_value.action_entities().map_err(|e| LoadError {
+            problems: vec![Located { file: schema.name.clone(), line: 0, column: 0, message: e.to_string() }],
+        })?;
+        let groups: BTreeSet<String> = schema_value.action_groups().map(|a| a.id().unescaped().to_owned()).collect();
+        let mut capabilities = BTreeSet::new();
+        let mut families = HashMap::new();
+        for action in schema_value.actions() {
+            let name = action.id().unescaped().to_owned();
+            if groups.contains(&name) {
+                continue;
+            }
+            let ancestors: Vec<String> = action_entities
+                .ancestors(action)
+                .map(|it| it.map(|a| a.id().unescaped().to_owned()).collect())
+                .unwrap_or_default();
+            families.insert(name.clone(), ancestors);
+            capabilities.insert(name);
+        }
+
+        let mut decision_slices = HashMap::new();
+        let mut approval_slices = HashMap::new();
+        for capability in &capabilities {
+            let ancestors = families.get(capability).map(Vec::as_slice).unwrap_or_default();
+            let mut decision = PolicySet::new();
+            let mut approval = PolicySet::new();
+            for policy in &all {
+                if !applies_to(&policy.action_constraint(), capability, ancestors) {
+                    continue;
+                }
+                let is_approval = info.get(&policy.id().to_string()).is_some_and(|i: &PolicyInfo| i.approval);
+                let target = if is_approval { &mut approval } else { &mut decision };
+                // Ids are unique, so adding cannot fail.
+                let _ = target.add(policy.clone());
+            }
+            decision_slices.insert(capability.clone(), decision);
+            approval_slices.insert(capability.clone(), approval);
+        }
+
+        let hash = bundle_hash(schema, policies);
+        Ok(Self {
+            schema: schema_value,
+            capabilities,
+            families,
+            info,
+            decision_slices,
+            approval_slices,
+            hash,
+        })
+    }
+
+    /// `sha256:<hex>` over the schema and every policy file (name and text), independent of
+    /// the order files were passed in. Goes into every receipt.
+    pub fn hash(&self) -> &str {
+        &self.hash
+    }
+
+    /// The policies, by `@id`.
+    pub fn policies(&self) -> impl Iterator<Item = &PolicyInfo> {
+        self.info.values()
+    }
+
+    /// One policy's details.
+    pub fn policy(&self, id: &str) -> Option<&PolicyInfo> {
+        self.info.get(id)
+    }
+
+    /// The capabilities (leaf actions) the schema declares.
+    pub fn capabilities(&self) -> impl Iterator<Item = &str> {
+        self.capabilities.iter().map(String::as_str)
+    }
+
+    /// True when `capability` is declared.
+    pub fn knows(&self, capability: &str) -> bool {
+        self.capabilities.contains(capability)
+    }
+
+    /// The families (action groups) `capability` belongs to.
+    pub fn families_of(&self, capability: &str) -> &[String] {
+        self.families.get(capability).map(Vec::as_slice).unwrap_or_default()
+    }
+}
+
+fn applies_to(constraint: &ActionConstraint, capability: &str, ancestors: &[String]) -> bool {
+    let covers = |uid: &EntityUid| {
+        let name = uid.id().unescaped();
+        name == capability || ancestors.iter().any(|a| a == name)
+    };
+    match constraint {
+        ActionConstraint::Any => true,
+        ActionConstraint::Eq(uid) => uid.id().unescaped() == capability,
+        ActionConstraint::In(uids) => uids.iter().any(covers),
+    }
+}
+
+fn load_file(
+    file: &SourceFile,
+    info: &mut BTreeMap<String, PolicyInfo>,
+    all: &mut Vec<Policy>,
+    problems: &mut Vec<Located>,
+) {
+    let parsed = match PolicySet::from_str(&file.text) {
+        Ok(set) => set,
+        Err(e) => {
+            problems.push(locate(&file.name, &file.text, &e, ""));
+            return;
+        }
+    };
+    if parsed.templates().next().is_some() {
+        problems.push(Located {
+            file: file.name.clone(),
+            line: 0,
+            column: 0,
+            message: "templates (policies with ?principal or ?resource slots) are not supported in policy files".into(),
+        });
+    }
+    let starts = policy_starts(&file.text);
+    let mut ordered: Vec<&Policy> = parsed.policies().collect();
+    ordered.sort_by_key(|p| ordinal(p.id()));
+    for policy in ordered {
+        let offset = starts.get(&policy.id().to_string()).copied().unwrap_or(0);
+        let (line, column) = line_col(&file.text, offset);
+        let at = |message: String| Located { file: file.name.clone(), line, column, message };
+        let Some(id) = policy.annotation("id").map(str::to_owned) else {
+            problems.push(at("policy has no @id annotation; every policy needs a unique @id(\"area.rule\")".into()));
+            continue;
+        };
+        if id.is_empty() || id.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            problems.push(at(format!("invalid @id `{}`: must be non-empty without spaces", craik_contracts::Truncated(&id))));
+            continue;
+        }
+        if id.starts_with(GRANT_ID_PREFIX) {
+            problems.push(at(format!("@id `{id}` uses the prefix `{GRANT_ID_PREFIX}`, reserved for compiled capability grants")));
+            continue;
+        }
+        if let Some(first) = info.get(&id) {
+            problems.push(at(format!("duplicate @id `{id}`, first defined at {}:{}", first.file, first.line)));
+            continue;
+        }
+        let approval = match policy.annotation("approval") {
+            None => false,
+            Some("required") => true,
+            Some(other) => {
+                problems.push(at(format!("@approval must be \"required\", found `{}`", craik_contracts::Truncated(other))));
+                continue;
+            }
+        };
+        let forbid = policy.effect() == Effect::Forbid;
+        if approval && forbid {
+            problems.push(at(format!("approval rule `{id}` must be a permit; a forbid cannot require approval")));
+            continue;
+        }
+        info.insert(
+            id.clone(),
+            PolicyInfo {
+                id: id.clone(),
+                file: file.name.clone(),
+                line,
+                reason: policy.annotation("reason").map(str::to_owned),
+                forbid,
+                approval,
+            },
+        );
+        all.push(policy.new_id(PolicyId::new(id)));
+    }
+}
+
+/// `policy7` → 7, so policies keep file order.
+fn ordinal(id: &PolicyId) -> usize {
+    id.to_string().strip_prefix("policy").and_then(|n| n.parse().ok()).unwrap_or(usize::MAX)
+}
+
+/// Byte offset of each policy, by the id Cedar gives it when parsing the file (`policyN`).
+fn policy_starts(text: &str) -> HashMap<String, usize> {
+    match cedar_policy_core::parser::parse_policyset(text) {
+        Ok(set) => set
+            .policies()
+            .filter_map(|p| p.loc().map(|loc| (p.id().to_string(), loc.start())))
+            .collect(),
+        Err(_) => HashMap::new(),
+    }
+}
+
+/// 1-based line and column of a byte offset.
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let prefix = text.get(..offset.min(text.len())).unwrap_or(text);
+    let line = prefix.matches('\n').count() + 1;
+    let column = prefix.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+fn locate(file: &str, text: &str, diagnostic: &dyn miette::Diagnostic, prefix: &str) -> Located {
+    let offset = diagnostic.labels().and_then(|mut labels| labels.next()).map(|l| l.offset());
+    let (line, column) = offset.map_or((0, 0), |o| line_col(text, o));
+    let mut message = format!("{prefix}{diagnostic}");
+    if let Some(help) = diagnostic.help() {
+        message.push_str(&format!(" (help: {help})"));
+    }
+    Located { file: file.to_owned(), line, column, message: craik_contracts::one_line(&message) }
+}
+
+fn locate_policy(
+    info: &BTreeMap<String, PolicyInfo>,
+    sources: &HashMap<String, &SourceFile>,
+    id: String,
+    diagnostic: &dyn miette::Diagnostic,
+    prefix: &str,
+) -> Located {
+    match info.get(&id).and_then(|i| sources.get(&i.file).map(|s| (i, *s))) {
+        Some((policy, source)) => {
+            let mut located = locate(&source.name, &source.text, diagnostic, prefix);
+            if located.line == 0 {
+                located.line = policy.line;
+                located.column = 1;
+            }
+            located
+        }
+        None => Located {
+            file: "<bundle>".into(),
+            line: 0,
+            column: 0,
+            message: craik_contracts::one_line(&format!("{prefix}{diagnostic}")),
+        },
+    }
+}
+
+fn bundle_hash(schema: &SourceFile, policies: &[SourceFile]) -> String {
+    let mut files: Vec<&SourceFile> = policies.iter().collect();
+    files.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut hasher = Sha256::new();
+    hasher.update(b"craik.policy_set/1\n");
+    for file in std::iter::once(schema).chain(files) {
+        hasher.update(file.name.len().to_string().as_bytes());
+        hasher.update(b":");
+        hasher.update(file.name.as_bytes());
+        hasher.update(file.text.len().to_string().as_bytes());
+        hasher.update(b":");
+        hasher.update(file.text.as_bytes());
+    }
+    format!("sha256:{}", hex(&hasher.finalize()))
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,381 @@
+//! Compiling `craik.capability_grant`s to reviewable Cedar.
+//!
+//! Owns: the path-pattern language of grants and its exact translation to Cedar, the argv
+//! prefixes of command grants, and the index of grants by task and capability. A pattern that
+//! cannot be enforced exactly is refused, never approximated.
+//!
+//! Patterns (workspace-relative, `/`-separated; `*` matches within one segment, `**` any number
+//! of segments):
+//!
+//! | pattern | meaning | Cedar (grant, case as written) |
+//! |---|---|---|
+//! | `README.md` | that file | `resource.path == "README.md"` |
+//! | `docs/**` | everything under `docs/` | `resource in Craik::Dir::"docs"` |
+//! | `**` | every path | `resource in Craik::Dir::"."` |
+//! | `docs/*.md` | `.md` files directly in `docs/` | `resource.path like "docs/*.md" && !(resource.path like "docs/*/*")` |
+//! | `docs/**/*.md` | `.md` files at any depth under `docs/` | `resource in Craik::Dir::"docs" && resource.name like "*.md"` |
+//! | `**/*.md` | `.md` files anywhere | `resource.name like "*.md"` |
+//!
+//! Exclusions use the same forms on the ASCII-lowercased path (`resource.fold`), so a case
+//! variant can never slip past an exclusion on a case-insensitive filesystem. Anything else
+//! (`?`, `[...]`, `{a,b}`, `*` in a middle segment, `**` not as a whole segment, `..`, absolute
+//! paths, backslashes, trailing `/`) is refused.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::str::FromStr;
+
+use cedar_policy::{Policy, PolicyId, PolicySet, ValidationMode, Validator};
+use craik_contracts::{CapabilityGrant, Truncated, id_problem};
+use time::format_description::well_known::Rfc3339;
+
+use crate::path::check_segment;
+use crate::policy::bundle::{Bundle, GRANT_ID_PREFIX};
+
+/// Why a grant was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("grant `{grant}`: {field}: {message}")]
+pub struct GrantError {
+    /// The grant's id.
+    pub grant: String,
+    /// JSON path of the offending field (`$.target.paths[1]`).
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// A grant compiled to one Cedar policy.
+#[derive(Debug, Clone)]
+pub struct CompiledGrant {
+    /// The grant's id (`grant_docs_write`); the policy's `@id` is `grant.<id>`.
+    pub id: String,
+    /// The task it is bound to.
+    pub task_id: String,
+    /// The capability it grants.
+    pub capability: String,
+    /// The reviewable Cedar text.
+    pub cedar: String,
+    /// Exact (wildcard-free) paths it names: the only way a grant reaches a protected path.
+    pub exact_paths: Vec<String>,
+    pub(crate) policy: Policy,
+    pub(crate) grant: CapabilityGrant,
+}
+
+/// Grants indexed by task and capability, so a decision sees only the grants that can apply.
+#[derive(Debug, Clone, Default)]
+pub struct GrantSet {
+    by_key: HashMap<(String, String), Vec<CompiledGrant>>,
+    by_task: HashMap<String, Vec<String>>,
+}
+
+impl GrantSet {
+    /// Compiles every grant; refuses the whole set on the first bad grant or duplicate id.
+    pub fn compile(bundle: &Bundle, grants: &[CapabilityGrant]) -> Result<Self, GrantError> {
+        let mut set = Self::default();
+        let mut seen = std::collections::HashSet::new();
+        for grant in grants {
+            if !seen.insert(grant.id.clone()) {
+                return Err(GrantError {
+                    grant: grant.id.clone(),
+                    field: "$.id".into(),
+                    message: "duplicate grant id".into(),
+                });
+            }
+            let compiled = compile(bundle, grant)?;
+            set.by_task.entry(compiled.task_id.clone()).or_default().push(compiled.id.clone());
+            set.by_key
+                .entry((compiled.task_id.clone(), compiled.capability.clone()))
+                .or_default()
+                .push(compiled);
+        }
+        Ok(set)
+    }
+
+    /// Grants for this task and capability.
+    pub fn for_request(&self, task_id: &str, capability: &str) -> &[CompiledGrant] {
+        self.by_key
+            .get(&(task_id.to_owned(), capability.to_owned()))
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    }
+
+    /// Every grant for a task, any capability.
+    pub fn for_task<'a>(&'a self, task_id: &str) -> impl Iterator<Item = &'a CompiledGrant> + 'a {
+        let task = task_id.to_owned();
+        self.by_key.iter().filter(move |((t, _), _)| *t == task).flat_map(|(_, grants)| grants)
+    }
+
+    /// Number of grants.
+    pub fn len(&self) -> usize {
+        self.by_key.values().map(Vec::len).sum()
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.by_key.is_empty()
+    }
+}
+
+/// Compiles one grant and validates the result against the bundle's schema.
+pub fn compile(bundle: &Bundle, grant: &CapabilityGrant) -> Result<CompiledGrant, GrantError> {
+    let err = |field: &str, message: String| GrantError { grant: grant.id.clone(), field: field.to_owned(), message };
+    if let Some(why) = id_problem(&grant.id) {
+        return Err(err("$.id", format!("invalid id `{}`: {why}", Truncated(&grant.id))));
+    }
+    if let Some(why) = id_problem(&grant.task_id) {
+        return Err(err("$.task_id", format!("invalid task id `{}`: {why}", Truncated(&grant.task_id))));
+    }
+    if !bundle.knows(&grant.capability) {
+        return Err(err(
+            "$.capability",
+            format!("unknown capability `{}`; the schema declares {}", Truncated(&grant.capability), list(bundle.capabilities())),
+        ));
+    }
+    if grant.operations.is_empty() {
+        return Err(err("$.operations", "empty; a grant must name the operations it allows (e.g. `read`, `write`)".into()));
+    }
+    for (i, op) in grant.operations.iter().enumerate() {
+        if op.is_empty() || !op.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
+            return Err(err(&format!("$.operations[{i}]"), format!("invalid operation `{}`: lowercase letters and `_` only", Truncated(op))));
+        }
+    }
+    let family = bundle.families_of(&grant.capability).last().cloned().unwrap_or_default();
+    let (resource_type, condition, exclusion, exact_paths) = match family.as_str() {
+        "repo" => path_conditions(grant)?,
+        "shell" => command_conditions(grant)?,
+        _ => {
+            if !grant.target.paths.is_empty() || !grant.target.exclude.is_empty() {
+                return Err(err(
+                    "$.target.paths",
+                    format!("`{}` grants take no paths; paths apply to repo.* and shell.* capabilities", grant.capability),
+                ));
+            }
+            (resource_type_for(&family), None, None, Vec::new())
+        }
+    };
+
+    let mut cedar = String::new();
+    let _ = writeln!(cedar, "@id(\"{GRANT_ID_PREFIX}{}\")", grant.id);
+    let _ = writeln!(cedar, "@reason(\"{}\")", escape(&format!("{} (granted by {})", grant.reason, grant.approved_by)));
+    let _ = writeln!(cedar, "permit (");
+    let _ = writeln!(cedar, "  principal in Craik::Task::\"{}\",", grant.task_id);
+    let _ = writeln!(cedar, "  action == Craik::Action::\"{}\",", grant.capability);
+    let _ = writeln!(cedar, "  resource is Craik::{resource_type}");
+    let _ = writeln!(cedar, ")");
+    let ops: Vec<String> = grant.operations.iter().map(|o| format!("\"{o}\"")).collect();
+    let _ = writeln!(cedar, "when {{ [{}].contains(context.operation) }}", ops.join(", "));
+    if let Some(expires) = grant.expires_at {
+        let at = expires.get();
+        let text = at.format(&Rfc3339).unwrap_or_default();
+        let _ = writeln!(cedar, "when {{ context.now < {} }} // expires {text}", at.unix_timestamp());
+    }
+    if let Some(condition) = condition {
+        let _ = writeln!(cedar, "when {{ {condition} }}");
+    }
+    if let Some(exclusion) = exclusion {
+        let _ = writeln!(cedar, "unless {{ {exclusion} }}");
+    }
+    cedar.push_str(";\n");
+
+    let policy = Policy::from_str(&cedar)
+        .map_err(|e| err("$", format!("compiled Cedar does not parse: {}", craik_contracts::one_line(&e.to_string()))))?
+        .new_id(PolicyId::new(format!("{GRANT_ID_PREFIX}{}", grant.id)));
+    let mut set = PolicySet::new();
+    set.add(policy.clone()).map_err(|e| err("$", e.to_string()))?;
+    let result = Validator::new(bundle.schema.clone()).validate(&set, ValidationMode::Strict);
+    if let Some(e) = result.validation_errors().next() {
+        return Err(err("$", format!("compiled Cedar fails validation: {}", craik_contracts::one_line(&e.to_string()))));
+    }
+    Ok(CompiledGrant {
+        id: grant.id.clone(),
+        task_id: grant.task_id.clone(),
+        capability: grant.capability.clone(),
+        cedar,
+        exact_paths,
+        policy,
+        grant: grant.clone(),
+    })
+}
+
+fn list<'a>(items: impl Iterator<Item = &'a str>) -> String {
+    items.map(|i| format!("`{i}`")).collect::<Vec<_>>().join(", ")
+}
+
+fn resource_type_for(family: &str) -> &'static str {
+    match family {
+        "repo" => "Path",
+        "shell" => "Command",
+        "memory" => "Memory",
+        "net" => "Url",
+        _ => "Repo",
+    }
+}
+
+/// Cedar string-literal escaping.
+pub(crate) fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A parsed grant path pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathPattern {
+    /// A literal path.
+    Exact(String),
+    /// Everything under a directory (`dir/**`); `""` is the workspace root (`**`).
+    Subtree(String),
+    /// Names matching a one-segment pattern directly in a directory (`dir/*.md`).
+    Children { dir: String, name: String },
+    /// Names matching a one-segment pattern at any depth under a directory (`dir/**/*.md`).
+    Deep { dir: String, name: String },
+}
+
+impl PathPattern {
+    /// Parses a grant pattern, refusing anything that cannot be enforced exactly.
+    pub fn parse(pattern: &str) -> Result<Self, String> {
+        if pattern.is_empty() {
+            return Err("empty pattern".into());
+        }
+        if let Some(c) = pattern.chars().find(|c| matches!(c, '?' | '[' | ']' | '{' | '}' | '!' | '"' | '\\')) {
+            return Err(format!("`{c}` is not supported; use literal names, `*` within a segment and `**` as a whole segment"));
+        }
+        if pattern.starts_with('/') {
+            return Err("absolute patterns are refused; write paths relative to the workspace root".into());
+        }
+        if pattern.ends_with('/') {
+            return Err(format!("trailing `/` is ambiguous; write `{}**` for everything under it", pattern));
+        }
+        let segments: Vec<&str> = pattern.split('/').collect();
+        for segment in &segments {
+            match *segment {
+                "" => return Err("empty segment (`//`)".into()),
+                "." | ".." => return Err(format!("`{segment}` segments are refused; write the normalised path")),
+                "**" => {}
+                s if s.contains("**") => return Err(format!("`**` must be a whole segment, found `{s}`")),
+                s => check_segment(s).map_err(|e| e.to_string())?,
+            }
+        }
+        let (last, parents) = segments.split_last().ok_or("empty pattern")?;
+        let dir_of = |parts: &[&str]| parts.join("/");
+        let wild = |s: &str| s.contains('*');
+        if parents.iter().any(|s| wild(s)) {
+            // Only `dir/**/name` may have a wildcard before the last segment.
+            let (second, rest) = parents.split_last().ok_or("empty pattern")?;
+            if *second == "**" && !rest.iter().any(|s| wild(s)) && *last != "**" {
+                return Ok(Self::Deep { dir: dir_of(rest), name: (*last).to_owned() });
+            }
+            return Err("wildcards are supported only in the last segment, or as `dir/**/name`".into());
+        }
+        Ok(match *last {
+            "**" => Self::Subtree(dir_of(parents)),
+            l if wild(l) => Self::Children { dir: dir_of(parents), name: l.to_owned() },
+            _ => Self::Exact(pattern.to_owned()),
+        })
+    }
+
+    /// The Cedar condition: on `path`/`name` with the case as written (grants), or on
+    /// `fold`/`fold_name` lowercased (exclusions).
+    fn cedar(&self, folded: bool) -> String {
+        let (path, name) = if folded { ("resource.fold", "resource.fold_name") } else { ("resource.path", "resource.name") };
+        let case = |s: &str| if folded { s.to_ascii_lowercase() } else { s.to_owned() };
+        let name_test = |n: &str| {
+            if n.contains('*') { format!("{name} like \"{}\"", escape(&case(n))) } else { format!("{name} == \"{}\"", escape(&case(n))) }
+        };
+        match self {
+            Self::Exact(p) => format!("{path} == \"{}\"", escape(&case(p))),
+            Self::Subtree(d) if d.is_empty() => {
+                if folded { "true".into() } else { "resource in Craik::Dir::\".\"".into() }
+            }
+            Self::Subtree(d) => {
+                if folded { format!("{path} like \"{}/*\"", escape(&case(d))) } else { format!("resource in Craik::Dir::\"{}\"", escape(d)) }
+            }
+            Self::Children { dir, name: n } if dir.is_empty() => {
+                format!("({} && !({path} like \"*/*\"))", format!("{path} like \"{}\"", escape(&case(n))))
+            }
+            Self::Children { dir, name: n } => format!(
+                "({path} like \"{d}/{n}\" && !({path} like \"{d}/*/*\"))",
+                d = escape(&case(dir)),
+                n = escape(&case(n))
+            ),
+            Self::Deep { dir, name: n } if dir.is_empty() => name_test(n),
+            Self::Deep { dir, name: n } => {
+                let under = if folded { format!("{path} like \"{}/*\"", escape(&case(dir))) } else { format!("resource in Craik::Dir::\"{}\"", escape(dir)) };
+                format!("({under} && {})", name_test(n))
+            }
+        }
+    }
+}
+
+type Conditions = (&'static str, Option<String>, Option<String>, Vec<String>);
+
+fn path_conditions(grant: &CapabilityGrant) -> Result<Conditions, GrantError> {
+    let err = |field: String, message: String| GrantError { grant: grant.id.clone(), field, message };
+    if grant.target.paths.is_empty() {
+        return Err(err("$.target.paths".into(), "empty; a repo grant must name the paths it covers (`**` for all)".into()));
+    }
+    let mut allow = Vec::new();
+    let mut exact = Vec::new();
+    for (i, p) in grant.target.paths.iter().enumerate() {
+        let pattern = PathPattern::parse(p)
+            .map_err(|m| err(format!("$.target.paths[{i}]"), format!("pattern `{}` refused: {m}", Truncated(p))))?;
+        if let PathPattern::Exact(e) = &pattern {
+            exact.push(e.clone());
+        }
+        allow.push(pattern.cedar(false));
+    }
+    let mut deny = Vec::new();
+    for (i, p) in grant.target.exclude.iter().enumerate() {
+        let pattern = PathPattern::parse(p)
+            .map_err(|m| err(format!("$.target.exclude[{i}]"), format!("pattern `{}` refused: {m}", Truncated(p))))?;
+        deny.push(pattern.cedar(true));
+    }
+    let allow = Some(allow.join(" || "));
+    let deny = (!deny.is_empty()).then(|| deny.join(" || "));
+    Ok(("Path", allow, deny, exact))
+}
+
+/// Characters that make a command line need a shell.
+pub(crate) const SHELL_META: &[char] = &[';', '&', '|', '$', '`', '<', '>', '(', ')', '\n', '\r', '\\', '"', '\'', '*', '?', '[', ']', '{', '}', '~', '#', '!'];
+
+fn command_conditions(grant: &CapabilityGrant) -> Result<Conditions, GrantError> {
+    let err = |field: String, message: String| GrantError { grant: grant.id.clone(), field, message };
+    if grant.target.paths.is_empty() {
+        return Err(err("$.target.paths".into(), "empty; a shell grant must name argv prefixes such as `cargo test`".into()));
+    }
+    let prefix = |i: usize, field: &str, p: &str| -> Result<String, GrantError> {
+        let words: Vec<&str> = p.split(' ').collect();
+        if p.trim() != p || words.iter().any(|w| w.is_empty()) {
+            return Err(err(format!("$.target.{field}[{i}]"), format!("argv prefix `{}` must be words separated by single spaces", Truncated(p))));
+        }
+        if let Some(c) = p.chars().find(|c| SHELL_META.contains(c) || c.is_control()) {
+            return Err(err(format!("$.target.{field}[{i}]"), format!("argv prefix `{}` contains shell syntax `{}`", Truncated(p), c.escape_default())));
+        }
+        let e = escape(p);
+        Ok(format!("resource.line == \"{e}\" || resource.line like \"{e} *\""))
+    };
+    let mut allow = Vec::new();
+    for (i, p) in grant.target.paths.iter().enumerate() {
+        allow.push(prefix(i, "paths", p)?);
+    }
+    let mut deny = Vec::new();
+    for (i, p) in grant.target.exclude.iter().enumerate() {
+        deny.push(prefix(i, "exclude", p)?);
+    }
+    Ok(("Command", Some(allow.join(" || ")), (!deny.is_empty()).then(|| deny.join(" || ")), Vec::new()))
+}
+
+#[cfg(test)]
+mod tests;

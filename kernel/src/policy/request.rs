@@ -1,0 +1,185 @@
+//! What a decision is asked about, and what it answers.
+
+use craik_contracts::{
+    PolicyProfile, Phase, RunnerMode, RunnerTrustLevel, TaskMode, Timestamp,
+};
+use serde::{Deserialize, Serialize};
+
+/// The runner asking (the principal).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunnerRef {
+    /// `runner_…`
+    pub id: String,
+    #[serde(default = "medium")]
+    pub trust: RunnerTrustLevel,
+    #[serde(default = "fixture")]
+    pub mode: RunnerMode,
+}
+
+fn medium() -> RunnerTrustLevel {
+    RunnerTrustLevel::Medium
+}
+
+fn fixture() -> RunnerMode {
+    RunnerMode::Fixture
+}
+
+/// The machine-checkable part of an intent lock.
+///
+/// Entries that look like paths (no whitespace; a `/` or a `.`) are scopes; prose entries are
+/// kept for the record but cannot be checked. Stop conditions of the forms
+/// `capability:<name or family>` and `path:<prefix>` are checked; prose ones are not.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IntentScope {
+    #[serde(default)]
+    pub in_scope: Vec<String>,
+    #[serde(default)]
+    pub out_of_scope: Vec<String>,
+    #[serde(default)]
+    pub stop_conditions: Vec<String>,
+}
+
+impl From<&craik_contracts::IntentLock> for IntentScope {
+    fn from(lock: &craik_contracts::IntentLock) -> Self {
+        Self {
+            in_scope: lock.in_scope.clone(),
+            out_of_scope: lock.out_of_scope.clone(),
+            stop_conditions: lock.stop_conditions.clone(),
+        }
+    }
+}
+
+/// A recorded human approval, bound to one request's hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Approval {
+    /// `approval_…`
+    pub id: String,
+    /// The [`request_hash`](crate::request_hash) of the exact request approved.
+    pub request_hash: String,
+    /// Who approved: a `user:` principal, never the runner.
+    pub approved_by: String,
+    /// The profile it was granted under; never honoured under another.
+    pub profile: PolicyProfile,
+    /// The task it belongs to; never honoured for another.
+    pub task_id: String,
+    #[serde(default)]
+    pub expires_at: Option<Timestamp>,
+    /// Approvals are single use: a consumed one is recorded as used.
+    #[serde(default)]
+    pub used: bool,
+}
+
+/// One step request, as the kernel decides it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionRequest {
+    pub runner: RunnerRef,
+    pub task_id: String,
+    /// A capability the schema declares, e.g. `repo.write.docs`.
+    pub capability: String,
+    /// What is touched: a workspace path (repo.*), a command line (shell.*, split on single
+    /// spaces), a memory scope (memory.*), a URL (net.*), a repository name (git.*, github.*).
+    #[serde(default)]
+    pub target: Option<String>,
+    /// For shell.*: argv, instead of a command line.
+    #[serde(default)]
+    pub argv: Option<Vec<String>>,
+    /// `read`, `write`, `patch`, `delete`, `execute`, ...
+    pub operation: String,
+    pub profile: PolicyProfile,
+    #[serde(default = "act")]
+    pub phase: Phase,
+    #[serde(default)]
+    pub iteration: u32,
+    #[serde(default = "five")]
+    pub max_iterations: u32,
+    #[serde(default = "implement")]
+    pub task_mode: TaskMode,
+    #[serde(default)]
+    pub intent: Option<IntentScope>,
+    #[serde(default)]
+    pub approvals: Vec<Approval>,
+    /// Ask for fail-open on evaluation errors; honoured only under `trusted-local`.
+    #[serde(default)]
+    pub fail_open: bool,
+}
+
+fn act() -> Phase {
+    Phase::Act
+}
+
+fn five() -> u32 {
+    5
+}
+
+fn implement() -> TaskMode {
+    TaskMode::Implement
+}
+
+/// The three verdicts, ordered by strictness: the strictest wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Allow,
+    RequiresApproval,
+    Deny,
+}
+
+/// Why a request was denied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DenyKind {
+    /// A `forbid` policy matched (the determining policies say which).
+    ForbiddenBy,
+    /// No `permit` matched: no policy and no grant allows it.
+    NotPermitted,
+    /// A policy failed to evaluate; the kernel denies rather than skip it.
+    EvaluationError,
+    /// The request itself was refused (unknown capability, unsafe path, unanalysable command).
+    InvalidRequest,
+    /// An approval rule matched where no approval is possible (`automation`).
+    ApprovalUnavailable,
+}
+
+/// Enforce the verdict, or only report it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Enforce,
+    Shadow,
+}
+
+/// The kernel's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    pub decision: Decision,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deny_kind: Option<DenyKind>,
+    /// Policy ids that determined the verdict, sorted.
+    pub determining: Vec<String>,
+    /// Their `@reason`s (or the kernel's reason for invalid requests), in the same order.
+    pub reasons: Vec<String>,
+    /// Grants whose compiled policy permitted the request.
+    pub grants: Vec<String>,
+    /// Why each grant of the task did not apply, when none did.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub grant_notes: Vec<String>,
+    /// The approval consumed, if one turned RequiresApproval into Allow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<String>,
+    /// Evaluation errors, one line each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+    /// Set when an evaluation error was let through under a fail-open profile: a policy
+    /// exception that must be receipted.
+    pub policy_exception: bool,
+    /// Enforce, or shadow (the verdict it *would* enforce; the caller does not act on it).
+    pub mode: Mode,
+    /// Canonical hash of the request (what approvals bind to).
+    pub request_hash: String,
+    /// Hash of the loaded policy set.
+    pub policy_set: String,
+}

@@ -30,6 +30,12 @@ pub(crate) enum Command {
     /// List, show and export the contracts' JSON Schemas.
     #[command(subcommand)]
     Schema(SchemaCommand),
+    /// Validate, format, explain, test and diff Cedar policies.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
+    /// Show capability grants as the Cedar they compile to.
+    #[command(subcommand)]
+    Grants(GrantsCommand),
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -78,5 +84,95 @@ pub(crate) enum SchemaCommand {
     Export {
         /// Target directory (created if missing).
         dir: PathBuf,
+    },
+}
+
+/// Where the policy bundle comes from.
+#[derive(Debug, Args)]
+pub(crate) struct BundleArgs {
+    /// Policy directory (schema.cedarschema + *.cedar); default: the embedded default bundle.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) policies: Option<PathBuf>,
+    /// Operator policy directories loaded on top of the bundle (never instead of it).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) custom: Vec<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PolicyCommand {
+    /// Load and strictly validate a policy bundle.
+    Validate {
+        #[command(flatten)]
+        bundle: BundleArgs,
+    },
+    /// Format .cedar files with Cedar's formatter (in place, or --check).
+    Fmt {
+        /// Directory of .cedar files (default: policies).
+        #[arg(value_name = "DIR", default_value = "policies")]
+        dir: PathBuf,
+        /// Report files that would change; change nothing (exit 1 if any).
+        #[arg(long)]
+        check: bool,
+    },
+    /// Decide one request and explain the verdict.
+    Explain {
+        /// A decision request (JSON), or `-` for stdin.
+        request: PathBuf,
+        /// craik.capability_grant files.
+        #[arg(long, value_name = "FILE")]
+        grants: Vec<PathBuf>,
+        /// The clock for the decision (RFC 3339); default: now.
+        #[arg(long, value_name = "TIME")]
+        now: Option<String>,
+        /// Absolute workspace root targets are relative to; default: the current directory.
+        #[arg(long, value_name = "DIR")]
+        workspace_root: Option<String>,
+        /// Report the verdict as shadow (would-enforce).
+        #[arg(long)]
+        shadow: bool,
+        #[command(flatten)]
+        bundle: BundleArgs,
+    },
+    /// Run policy test suites (default: policy-tests/).
+    Test(PolicyTestArgs),
+    /// Show every case whose verdict or determining policies differ between two bundles.
+    Diff {
+        /// The bundle before the change.
+        old: PathBuf,
+        /// The bundle after the change.
+        new: PathBuf,
+        /// Case files or directories (default: policy-tests/).
+        #[arg(long, value_name = "DIR")]
+        cases: Vec<PathBuf>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PolicyTestArgs {
+    /// Suite files or directories (default: policy-tests).
+    #[arg(value_name = "PATH")]
+    pub(crate) paths: Vec<PathBuf>,
+    /// Run only cases whose `suite :: name` matches this regular expression.
+    #[arg(long, value_name = "REGEX")]
+    pub(crate) run: Option<String>,
+    /// Fail (exit 1) when fewer than PCT percent of the loaded policies are exercised.
+    #[arg(long, value_name = "PCT")]
+    pub(crate) min_coverage: Option<f64>,
+    /// Write JUnit XML here as well as the normal report.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) junit: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) bundle: BundleArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum GrantsCommand {
+    /// Print the Cedar a grant compiles to.
+    Show {
+        /// craik.capability_grant files.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        #[command(flatten)]
+        bundle: BundleArgs,
     },
 }

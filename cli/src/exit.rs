@@ -62,6 +62,8 @@ pub(crate) struct Failure {
     pub(crate) message: String,
     /// Set when the failure is a closed stdout pipe, which is not an error.
     pub(crate) broken_pipe: bool,
+    /// Lines printed before the message (one problem each).
+    pub(crate) details: Vec<String>,
 }
 
 impl Failure {
@@ -70,7 +72,22 @@ impl Failure {
             exit: Exit::Usage,
             message: message.into(),
             broken_pipe: false,
+            details: Vec::new(),
         }
+    }
+
+    pub(crate) fn invalid(message: impl Into<String>, details: Vec<String>) -> Self {
+        Self {
+            exit: Exit::InvalidInput,
+            message: message.into(),
+            broken_pipe: false,
+            details,
+        }
+    }
+
+    pub(crate) fn with_exit(mut self, exit: Exit) -> Self {
+        self.exit = exit;
+        self
     }
 
     pub(crate) fn internal(message: impl Into<String>) -> Self {
@@ -78,6 +95,7 @@ impl Failure {
             exit: Exit::Internal,
             message: message.into(),
             broken_pipe: false,
+            details: Vec::new(),
         }
     }
 }

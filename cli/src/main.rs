@@ -2,18 +2,21 @@
 //! the documented exit codes. Panics are bugs: they print one line and exit 4, never a
 //! backtrace.
 
+mod bundle;
 mod cli;
 mod cmd;
+mod embedded;
 mod exit;
 mod files;
 mod output;
+mod policytest;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 
-use crate::cli::{Cli, Command, ContractsCommand, SchemaCommand};
+use crate::cli::{Cli, Command, ContractsCommand, GrantsCommand, PolicyCommand, SchemaCommand};
 use crate::exit::{Exit, Failure};
 use crate::output::Out;
 
@@ -55,6 +58,35 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         Command::Schema(SchemaCommand::List) => cmd::schema::list(out, cli.format),
         Command::Schema(SchemaCommand::Show { name }) => cmd::schema::show(out, name),
         Command::Schema(SchemaCommand::Export { dir }) => cmd::schema::export(out, cli.format, dir),
+        Command::Policy(PolicyCommand::Validate { bundle }) => {
+            cmd::policy::validate(out, cli.format, bundle)
+        }
+        Command::Policy(PolicyCommand::Fmt { dir, check }) => cmd::policy::fmt(out, dir, *check),
+        Command::Policy(PolicyCommand::Explain {
+            request,
+            grants,
+            now,
+            workspace_root,
+            shadow,
+            bundle,
+        }) => {
+            let args = cmd::policy::ExplainArgs {
+                request,
+                grants,
+                now: now.as_deref(),
+                workspace_root: workspace_root.as_deref(),
+                shadow: *shadow,
+                bundle,
+            };
+            cmd::policy::explain(out, cli.format, &args)
+        }
+        Command::Policy(PolicyCommand::Test(args)) => cmd::policy::test(out, cli.format, args),
+        Command::Policy(PolicyCommand::Diff { old, new, cases }) => {
+            cmd::policy::diff(out, cli.format, old, new, cases)
+        }
+        Command::Grants(GrantsCommand::Show { files, bundle }) => {
+            cmd::policy::show_grants(out, cli.format, files, bundle)
+        }
         Command::Completions { shell } => {
             let mut buf = Vec::new();
             clap_complete::generate(*shell, &mut Cli::command(), "craik", &mut buf);

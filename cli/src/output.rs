@@ -14,6 +14,8 @@ pub(crate) enum Format {
     Human,
     /// One JSON document on stdout.
     Json,
+    /// JUnit XML (`craik policy test` only; elsewhere the same as json).
+    Junit,
 }
 
 /// Buffered stdout and stderr.

@@ -6,8 +6,10 @@ mod decide;
 mod grant;
 mod request;
 
-pub use bundle::{Bundle, GRANT_ID_PREFIX, LoadError, Located, PolicyInfo, SourceFile};
-pub use command::{CommandFacts, MAX_ARGS, MAX_COMMAND_BYTES, analyse as analyse_command, split as split_command};
+pub use bundle::{Bundle, GRANT_ID_PREFIX, LoadError, Located, PolicyInfo, RawOutcome, SourceFile};
+pub use command::{
+    CommandFacts, MAX_ARGS, MAX_COMMAND_BYTES, analyse as analyse_command, split as split_command,
+};
 pub use decide::{DecideOptions, glob_matches, request_hash};
 pub use grant::{CompiledGrant, GrantError, GrantSet, PathPattern, compile as compile_grant};
 pub use request::{

@@ -87,7 +87,7 @@ pub(crate) fn validate(
         unreadable: files.iter().filter(|f| f.error.is_some()).count(),
     };
     match format {
-        Format::Json => out.json(&Report { files, summary })?,
+        Format::Json | Format::Junit => out.json(&Report { files, summary })?,
         Format::Human => {
             let mut line = format!(
                 "{} file{}, {} record{}: {} valid",

@@ -29,7 +29,7 @@ pub(crate) fn list(out: &mut Out, format: Format) -> Result<Exit, Failure> {
         })
         .collect();
     match format {
-        Format::Json => out.json(&listed)?,
+        Format::Json | Format::Junit => out.json(&listed)?,
         Format::Human => {
             let width = listed.iter().map(|l| l.schema.len()).max().unwrap_or(0);
             for l in &listed {
@@ -70,7 +70,7 @@ pub(crate) fn export(out: &mut Out, format: Format, dir: &Path) -> Result<Exit, 
         written.push(path.display().to_string());
     }
     match format {
-        Format::Json => out.json(&written)?,
+        Format::Json | Format::Junit => out.json(&written)?,
         Format::Human => {
             out.line(format_args!(
                 "wrote {} JSON Schemas to {}",

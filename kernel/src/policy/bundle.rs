@@ -10,8 +10,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use cedar_policy::{
-    ActionConstraint, Effect, EntityUid, Policy, PolicyId, PolicySet, Schema,
-    ValidationMode, Validator,
+    ActionConstraint, Effect, EntityUid, Policy, PolicyId, PolicySet, Schema, ValidationMode,
+    Validator,
 };
 use sha2::{Digest, Sha256};
 
@@ -27,7 +27,10 @@ pub struct SourceFile {
 impl SourceFile {
     /// A source file.
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
-        Self { name: name.into(), text: text.into() }
+        Self {
+            name: name.into(),
+            text: text.into(),
+        }
     }
 }
 
@@ -49,7 +52,11 @@ impl fmt::Display for Located {
         if self.line == 0 {
             write!(f, "{}: {}", self.file, self.message)
         } else {
-            write!(f, "{}:{}:{}: {}", self.file, self.line, self.column, self.message)
+            write!(
+                f,
+                "{}:{}:{}: {}",
+                self.file, self.line, self.column, self.message
+            )
         }
     }
 }
@@ -85,13 +92,15 @@ pub struct Bundle {
     pub(crate) schema: Schema,
     /// Leaf capabilities (actions that are not groups), e.g. `repo.write.docs`.
     pub(crate) capabilities: BTreeSet<String>,
-    /// Ancestors (families) of each capability, nearest first.
+    /// Ancestors (families) of each capability, outermost first.
     pub(crate) families: HashMap<String, Vec<String>>,
     pub(crate) info: BTreeMap<String, PolicyInfo>,
     /// Decision policies, sliced by capability.
     pub(crate) decision_slices: HashMap<String, PolicySet>,
     /// Approval rules, sliced by capability.
     pub(crate) approval_slices: HashMap<String, PolicySet>,
+    /// Every decision policy (no approval rules), for Cedar-level tests.
+    pub(crate) decision_all: PolicySet,
     hash: String,
 }
 
@@ -131,22 +140,40 @@ impl Bundle {
                 file: "<bundle>".into(),
                 line: 0,
                 column: 0,
-                message: "no policies loaded; an empty policy set would deny everything silently".into(),
+                message: "no policies loaded; an empty policy set would deny everything silently"
+                    .into(),
             });
         }
 
         let mut set = PolicySet::new();
         for policy in &all {
             if let Err(e) = set.add(policy.clone()) {
-                problems.push(Located { file: "<bundle>".into(), line: 0, column: 0, message: e.to_string() });
+                problems.push(Located {
+                    file: "<bundle>".into(),
+                    line: 0,
+                    column: 0,
+                    message: e.to_string(),
+                });
             }
         }
         let result = Validator::new(schema_value.clone()).validate(&set, ValidationMode::Strict);
         for e in result.validation_errors() {
-            problems.push(locate_policy(&info, &sources, e.policy_id().to_string(), e, ""));
+            problems.push(locate_policy(
+                &info,
+                &sources,
+                e.policy_id().to_string(),
+                e,
+                "",
+            ));
         }
         for w in result.validation_warnings() {
-            problems.push(locate_policy(&info, &sources, w.policy_id().to_string(), w, "warning: "));
+            problems.push(locate_policy(
+                &info,
+                &sources,
+                w.policy_id().to_string(),
+                w,
+                "warning: ",
+            ));
         }
         if !problems.is_empty() {
             problems.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
@@ -154,9 +181,17 @@ impl Bundle {
         }
 
         let action_entities = schema_value.action_entities().map_err(|e| LoadError {
-            problems: vec![Located { file: schema.name.clone(), line: 0, column: 0, message: e.to_string() }],
+            problems: vec![Located {
+                file: schema.name.clone(),
+                line: 0,
+                column: 0,
+                message: e.to_string(),
+            }],
         })?;
-        let groups: BTreeSet<String> = schema_value.action_groups().map(|a| a.id().unescaped().to_owned()).collect();
+        let groups: BTreeSet<String> = schema_value
+            .action_groups()
+            .map(|a| a.id().unescaped().to_owned())
+            .collect();
         let mut capabilities = BTreeSet::new();
         let mut families = HashMap::new();
         for action in schema_value.actions() {
@@ -164,10 +199,12 @@ impl Bundle {
             if groups.contains(&name) {
                 continue;
             }
-            let ancestors: Vec<String> = action_entities
+            let mut ancestors: Vec<String> = action_entities
                 .ancestors(action)
                 .map(|it| it.map(|a| a.id().unescaped().to_owned()).collect())
                 .unwrap_or_default();
+            // Outermost family first: `repo`, then `repo.write`.
+            ancestors.sort_by(|a, b| (a.len(), a).cmp(&(b.len(), b)));
             families.insert(name.clone(), ancestors);
             capabilities.insert(name);
         }
@@ -175,15 +212,24 @@ impl Bundle {
         let mut decision_slices = HashMap::new();
         let mut approval_slices = HashMap::new();
         for capability in &capabilities {
-            let ancestors = families.get(capability).map(Vec::as_slice).unwrap_or_default();
+            let ancestors = families
+                .get(capability)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
             let mut decision = PolicySet::new();
             let mut approval = PolicySet::new();
             for policy in &all {
                 if !applies_to(&policy.action_constraint(), capability, ancestors) {
                     continue;
                 }
-                let is_approval = info.get(&policy.id().to_string()).is_some_and(|i: &PolicyInfo| i.approval);
-                let target = if is_approval { &mut approval } else { &mut decision };
+                let is_approval = info
+                    .get(&policy.id().to_string())
+                    .is_some_and(|i: &PolicyInfo| i.approval);
+                let target = if is_approval {
+                    &mut approval
+                } else {
+                    &mut decision
+                };
                 // Ids are unique, so adding cannot fail.
                 let _ = target.add(policy.clone());
             }
@@ -191,6 +237,15 @@ impl Bundle {
             approval_slices.insert(capability.clone(), approval);
         }
 
+        let mut decision_all = PolicySet::new();
+        for policy in &all {
+            if !info
+                .get(&policy.id().to_string())
+                .is_some_and(|i| i.approval)
+            {
+                let _ = decision_all.add(policy.clone());
+            }
+        }
         let hash = bundle_hash(schema, policies);
         Ok(Self {
             schema: schema_value,
@@ -199,6 +254,7 @@ impl Bundle {
             info,
             decision_slices,
             approval_slices,
+            decision_all,
             hash,
         })
     }
@@ -231,7 +287,58 @@ impl Bundle {
 
     /// The families (action groups) `capability` belongs to.
     pub fn families_of(&self, capability: &str) -> &[String] {
-        self.families.get(capability).map(Vec::as_slice).unwrap_or_default()
+        self.families
+            .get(capability)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    }
+}
+
+/// The outcome of a raw Cedar evaluation (for Cedar's own `run-tests` format).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawOutcome {
+    /// Cedar's decision.
+    pub allow: bool,
+    /// Determining policy ids (`@id`s), sorted.
+    pub reason: Vec<String>,
+    /// Number of policies that failed to evaluate.
+    pub errors: usize,
+}
+
+impl Bundle {
+    /// Evaluates a Cedar request exactly as Cedar would, against every decision policy (not
+    /// the approval rules): the semantics of `cedar run-tests`. Entity and context JSON use
+    /// Cedar's formats; uids are written `Type::"id"`.
+    pub fn evaluate_raw(
+        &self,
+        principal: &str,
+        action: &str,
+        resource: &str,
+        context: serde_json::Value,
+        entities: serde_json::Value,
+    ) -> Result<RawOutcome, String> {
+        use cedar_policy::{Authorizer, Context, Decision, Entities, Request};
+        let uid =
+            |s: &str| EntityUid::from_str(s).map_err(|e| craik_contracts::one_line(&e.to_string()));
+        let (p, a, r) = (uid(principal)?, uid(action)?, uid(resource)?);
+        let context = Context::from_json_value(context, Some((&self.schema, &a)))
+            .map_err(|e| craik_contracts::one_line(&e.to_string()))?;
+        let request = Request::new(p, a, r, context, Some(&self.schema))
+            .map_err(|e| craik_contracts::one_line(&e.to_string()))?;
+        let entities = Entities::from_json_value(entities, Some(&self.schema))
+            .map_err(|e| craik_contracts::one_line(&e.to_string()))?;
+        let response = Authorizer::new().is_authorized(&request, &self.decision_all, &entities);
+        let mut reason: Vec<String> = response
+            .diagnostics()
+            .reason()
+            .map(ToString::to_string)
+            .collect();
+        reason.sort();
+        Ok(RawOutcome {
+            allow: response.decision() == Decision::Allow,
+            reason,
+            errors: response.diagnostics().errors().count(),
+        })
     }
 }
 
@@ -274,13 +381,24 @@ fn load_file(
     for policy in ordered {
         let offset = starts.get(&policy.id().to_string()).copied().unwrap_or(0);
         let (line, column) = line_col(&file.text, offset);
-        let at = |message: String| Located { file: file.name.clone(), line, column, message };
+        let at = |message: String| Located {
+            file: file.name.clone(),
+            line,
+            column,
+            message,
+        };
         let Some(id) = policy.annotation("id").map(str::to_owned) else {
-            problems.push(at("policy has no @id annotation; every policy needs a unique @id(\"area.rule\")".into()));
+            problems.push(at(
+                "policy has no @id annotation; every policy needs a unique @id(\"area.rule\")"
+                    .into(),
+            ));
             continue;
         };
         if id.is_empty() || id.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            problems.push(at(format!("invalid @id `{}`: must be non-empty without spaces", craik_contracts::Truncated(&id))));
+            problems.push(at(format!(
+                "invalid @id `{}`: must be non-empty without spaces",
+                craik_contracts::Truncated(&id)
+            )));
             continue;
         }
         if id.starts_with(GRANT_ID_PREFIX) {
@@ -288,20 +406,28 @@ fn load_file(
             continue;
         }
         if let Some(first) = info.get(&id) {
-            problems.push(at(format!("duplicate @id `{id}`, first defined at {}:{}", first.file, first.line)));
+            problems.push(at(format!(
+                "duplicate @id `{id}`, first defined at {}:{}",
+                first.file, first.line
+            )));
             continue;
         }
         let approval = match policy.annotation("approval") {
             None => false,
             Some("required") => true,
             Some(other) => {
-                problems.push(at(format!("@approval must be \"required\", found `{}`", craik_contracts::Truncated(other))));
+                problems.push(at(format!(
+                    "@approval must be \"required\", found `{}`",
+                    craik_contracts::Truncated(other)
+                )));
                 continue;
             }
         };
         let forbid = policy.effect() == Effect::Forbid;
         if approval && forbid {
-            problems.push(at(format!("approval rule `{id}` must be a permit; a forbid cannot require approval")));
+            problems.push(at(format!(
+                "approval rule `{id}` must be a permit; a forbid cannot require approval"
+            )));
             continue;
         }
         info.insert(
@@ -321,7 +447,10 @@ fn load_file(
 
 /// `policy7` → 7, so policies keep file order.
 fn ordinal(id: &PolicyId) -> usize {
-    id.to_string().strip_prefix("policy").and_then(|n| n.parse().ok()).unwrap_or(usize::MAX)
+    id.to_string()
+        .strip_prefix("policy")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(usize::MAX)
 }
 
 /// Byte offset of each policy, by the id Cedar gives it when parsing the file (`policyN`).
@@ -344,13 +473,21 @@ pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
 }
 
 fn locate(file: &str, text: &str, diagnostic: &dyn miette::Diagnostic, prefix: &str) -> Located {
-    let offset = diagnostic.labels().and_then(|mut labels| labels.next()).map(|l| l.offset());
+    let offset = diagnostic
+        .labels()
+        .and_then(|mut labels| labels.next())
+        .map(|l| l.offset());
     let (line, column) = offset.map_or((0, 0), |o| line_col(text, o));
     let mut message = format!("{prefix}{diagnostic}");
     if let Some(help) = diagnostic.help() {
         message.push_str(&format!(" (help: {help})"));
     }
-    Located { file: file.to_owned(), line, column, message: craik_contracts::one_line(&message) }
+    Located {
+        file: file.to_owned(),
+        line,
+        column,
+        message: craik_contracts::one_line(&message),
+    }
 }
 
 fn locate_policy(
@@ -360,7 +497,10 @@ fn locate_policy(
     diagnostic: &dyn miette::Diagnostic,
     prefix: &str,
 ) -> Located {
-    match info.get(&id).and_then(|i| sources.get(&i.file).map(|s| (i, *s))) {
+    match info
+        .get(&id)
+        .and_then(|i| sources.get(&i.file).map(|s| (i, *s)))
+    {
         Some((policy, source)) => {
             let mut located = locate(&source.name, &source.text, diagnostic, prefix);
             if located.line == 0 {

@@ -6,7 +6,9 @@
 //! `RequiresApproval`. Unknown capabilities, unsafe targets, evaluation errors and entity or
 //! request construction failures all deny.
 
-use cedar_policy::{Authorizer, Context, Decision as CedarDecision, Entities, EntityUid, PolicySet, Request};
+use cedar_policy::{
+    Authorizer, Context, Decision as CedarDecision, Entities, EntityUid, PolicySet, Request,
+};
 use craik_contracts::{PolicyProfile, Timestamp, Truncated};
 use globset::GlobBuilder;
 use serde_json::{Map, Value, json};
@@ -17,7 +19,9 @@ use crate::path::TargetPath;
 use crate::policy::bundle::{Bundle, hex};
 use crate::policy::command::{analyse, split};
 use crate::policy::grant::{CompiledGrant, GrantSet, PathPattern};
-use crate::policy::request::{Approval, Decision, DecisionRequest, DenyKind, IntentScope, Mode, Verdict};
+use crate::policy::request::{
+    Approval, Decision, DecisionRequest, DenyKind, IntentScope, Mode, Verdict,
+};
 
 /// What the caller supplies besides the request: the clock, the workspace, the mode.
 #[derive(Debug, Clone)]
@@ -42,7 +46,11 @@ struct Resource {
 /// The canonical hash of a request: what an approval binds to. Covers runner, task,
 /// capability, operation, profile and the *normalised* target, so an approval for one action
 /// never covers another spelling of a different one.
-pub fn request_hash(bundle: &Bundle, request: &DecisionRequest, workspace_root: &str) -> Result<String, String> {
+pub fn request_hash(
+    bundle: &Bundle,
+    request: &DecisionRequest,
+    workspace_root: &str,
+) -> Result<String, String> {
     let resource = build_resource(bundle, request, workspace_root, &[])?;
     Ok(hash_of(request, &resource.canonical))
 }
@@ -69,7 +77,12 @@ fn craik_name<T: serde::Serialize>(value: &T) -> String {
 
 impl Bundle {
     /// Decides one request. Never fails: every problem is a denying verdict.
-    pub fn decide(&self, grants: &GrantSet, request: &DecisionRequest, options: &DecideOptions) -> Verdict {
+    pub fn decide(
+        &self,
+        grants: &GrantSet,
+        request: &DecisionRequest,
+        options: &DecideOptions,
+    ) -> Verdict {
         let mut verdict = Verdict {
             decision: Decision::Deny,
             deny_kind: Some(DenyKind::InvalidRequest),
@@ -91,15 +104,32 @@ impl Bundle {
         };
 
         if !self.knows(&request.capability) {
-            return invalid(verdict, format!("unknown capability `{}`", Truncated(&request.capability)));
+            return invalid(
+                verdict,
+                format!("unknown capability `{}`", Truncated(&request.capability)),
+            );
         }
-        for (field, value) in [("runner.id", &request.runner.id), ("task_id", &request.task_id)] {
+        for (field, value) in [
+            ("runner.id", &request.runner.id),
+            ("task_id", &request.task_id),
+        ] {
             if let Some(why) = craik_contracts::id_problem(value) {
-                return invalid(verdict, format!("invalid {field} `{}`: {why}", Truncated(value)));
+                return invalid(
+                    verdict,
+                    format!("invalid {field} `{}`: {why}", Truncated(value)),
+                );
             }
         }
-        if request.operation.is_empty() || !request.operation.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
-            return invalid(verdict, format!("invalid operation `{}`", Truncated(&request.operation)));
+        if request.operation.is_empty()
+            || !request
+                .operation
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b == b'_')
+        {
+            return invalid(
+                verdict,
+                format!("invalid operation `{}`", Truncated(&request.operation)),
+            );
         }
         let candidates = grants.for_request(&request.task_id, &request.capability);
         let resource = match build_resource(self, request, &options.workspace_root, candidates) {
@@ -108,8 +138,12 @@ impl Bundle {
         };
         verdict.request_hash = hash_of(request, &resource.canonical);
 
-        let (out_of_scope, outside_scope, stop) =
-            intent_facts(self, request, resource.path.as_ref(), &options.workspace_root);
+        let (out_of_scope, outside_scope, stop) = intent_facts(
+            self,
+            request,
+            resource.path.as_ref(),
+            &options.workspace_root,
+        );
         let context = json!({
             "profile": craik_name(&request.profile),
             "phase": craik_name(&request.phase),
@@ -132,22 +166,42 @@ impl Bundle {
         entities.push(json!({"uid": {"type": "Craik::Task", "id": request.task_id}, "attrs": {}, "parents": []}));
 
         let built = (|| -> Result<(Request, Entities), String> {
-            let action: EntityUid = serde_json::from_value(json!({"type": "Craik::Action", "id": request.capability}))
-                .map_err(|e| e.to_string())
-                .and_then(|v: Value| EntityUid::from_json(v).map_err(|e| e.to_string()))?;
-            let principal = EntityUid::from_json(json!({"type": "Craik::Runner", "id": request.runner.id})).map_err(|e| e.to_string())?;
-            let resource_uid = EntityUid::from_json(resource.uid.clone()).map_err(|e| e.to_string())?;
-            let context = Context::from_json_value(context, Some((&self.schema, &action))).map_err(|e| e.to_string())?;
-            let cedar_request = Request::new(principal, action, resource_uid, context, Some(&self.schema)).map_err(|e| e.to_string())?;
-            let entities = Entities::from_json_value(Value::Array(entities), Some(&self.schema)).map_err(|e| e.to_string())?;
+            let action: EntityUid =
+                serde_json::from_value(json!({"type": "Craik::Action", "id": request.capability}))
+                    .map_err(|e| e.to_string())
+                    .and_then(|v: Value| EntityUid::from_json(v).map_err(|e| e.to_string()))?;
+            let principal =
+                EntityUid::from_json(json!({"type": "Craik::Runner", "id": request.runner.id}))
+                    .map_err(|e| e.to_string())?;
+            let resource_uid =
+                EntityUid::from_json(resource.uid.clone()).map_err(|e| e.to_string())?;
+            let context = Context::from_json_value(context, Some((&self.schema, &action)))
+                .map_err(|e| e.to_string())?;
+            let cedar_request =
+                Request::new(principal, action, resource_uid, context, Some(&self.schema))
+                    .map_err(|e| e.to_string())?;
+            let entities = Entities::from_json_value(Value::Array(entities), Some(&self.schema))
+                .map_err(|e| e.to_string())?;
             Ok((cedar_request, entities))
         })();
         let (cedar_request, cedar_entities) = match built {
             Ok(pair) => pair,
-            Err(e) => return invalid(verdict, format!("request does not fit the schema: {}", craik_contracts::one_line(&e))),
+            Err(e) => {
+                return invalid(
+                    verdict,
+                    format!(
+                        "request does not fit the schema: {}",
+                        craik_contracts::one_line(&e)
+                    ),
+                );
+            }
         };
 
-        let mut policies = self.decision_slices.get(&request.capability).cloned().unwrap_or_else(PolicySet::new);
+        let mut policies = self
+            .decision_slices
+            .get(&request.capability)
+            .cloned()
+            .unwrap_or_else(PolicySet::new);
         for grant in candidates {
             // Grant ids are unique and disjoint from policy ids (reserved prefix).
             let _ = policies.add(grant.policy.clone());
@@ -158,9 +212,10 @@ impl Bundle {
             .diagnostics()
             .errors()
             .map(|e| match e {
-                cedar_policy::AuthorizationError::PolicyEvaluationError(pe) => {
-                    (pe.policy_id().to_string(), craik_contracts::one_line(&e.to_string()))
-                }
+                cedar_policy::AuthorizationError::PolicyEvaluationError(pe) => (
+                    pe.policy_id().to_string(),
+                    craik_contracts::one_line(&e.to_string()),
+                ),
             })
             .collect();
         let fail_open = request.fail_open && request.profile == PolicyProfile::TrustedLocal;
@@ -176,7 +231,11 @@ impl Bundle {
             }
             verdict.policy_exception = true;
         }
-        let mut reason: Vec<String> = response.diagnostics().reason().map(ToString::to_string).collect();
+        let mut reason: Vec<String> = response
+            .diagnostics()
+            .reason()
+            .map(ToString::to_string)
+            .collect();
         reason.sort();
         match response.decision() {
             CedarDecision::Deny => {
@@ -188,7 +247,8 @@ impl Bundle {
                         request.capability,
                         target_display(&resource.canonical)
                     )];
-                    verdict.grant_notes = grant_notes(grants, request, resource.path.as_ref(), options.now);
+                    verdict.grant_notes =
+                        grant_notes(grants, request, resource.path.as_ref(), options.now);
                 } else {
                     verdict.deny_kind = Some(DenyKind::ForbiddenBy);
                     self.explain(&mut verdict, reason);
@@ -198,9 +258,19 @@ impl Bundle {
             CedarDecision::Allow => {
                 verdict.grants = reason
                     .iter()
-                    .filter_map(|id| id.strip_prefix(crate::policy::bundle::GRANT_ID_PREFIX).map(str::to_owned))
+                    .filter_map(|id| {
+                        id.strip_prefix(crate::policy::bundle::GRANT_ID_PREFIX)
+                            .map(str::to_owned)
+                    })
                     .collect();
-                self.approval_step(verdict, request, &cedar_request, &cedar_entities, options.now, reason)
+                self.approval_step(
+                    verdict,
+                    request,
+                    &cedar_request,
+                    &cedar_entities,
+                    options.now,
+                    reason,
+                )
             }
         }
     }
@@ -224,20 +294,32 @@ impl Bundle {
             }
         };
         let response = Authorizer::new().is_authorized(cedar_request, rules, entities);
-        let errors: Vec<String> = response.diagnostics().errors().map(|e| craik_contracts::one_line(&e.to_string())).collect();
+        let errors: Vec<String> = response
+            .diagnostics()
+            .errors()
+            .map(|e| craik_contracts::one_line(&e.to_string()))
+            .collect();
         if !errors.is_empty() {
             verdict.errors.extend(errors);
             verdict.deny_kind = Some(DenyKind::EvaluationError);
             let mut ids: Vec<String> = response
                 .diagnostics()
                 .errors()
-                .map(|cedar_policy::AuthorizationError::PolicyEvaluationError(pe)| pe.policy_id().to_string())
+                .map(
+                    |cedar_policy::AuthorizationError::PolicyEvaluationError(pe)| {
+                        pe.policy_id().to_string()
+                    },
+                )
                 .collect();
             ids.sort();
             self.explain(&mut verdict, ids);
             return verdict;
         }
-        let mut rule_ids: Vec<String> = response.diagnostics().reason().map(ToString::to_string).collect();
+        let mut rule_ids: Vec<String> = response
+            .diagnostics()
+            .reason()
+            .map(ToString::to_string)
+            .collect();
         rule_ids.sort();
         if response.decision() == CedarDecision::Deny || rule_ids.is_empty() {
             verdict.decision = Decision::Allow;
@@ -249,7 +331,9 @@ impl Bundle {
             verdict.decision = Decision::Deny;
             verdict.deny_kind = Some(DenyKind::ApprovalUnavailable);
             self.explain(&mut verdict, rule_ids);
-            verdict.reasons.push("automation: no approval is possible, so approval-required means deny".into());
+            verdict.reasons.push(
+                "automation: no approval is possible, so approval-required means deny".into(),
+            );
             return verdict;
         }
         match find_approval(&request.approvals, request, &verdict.request_hash, now) {
@@ -261,7 +345,10 @@ impl Bundle {
                 ids.extend(rule_ids);
                 ids.sort();
                 self.explain(&mut verdict, ids);
-                verdict.reasons.push(format!("approved by {} ({})", approval.approved_by, approval.id));
+                verdict.reasons.push(format!(
+                    "approved by {} ({})",
+                    approval.approved_by, approval.id
+                ));
             }
             None => {
                 verdict.decision = Decision::RequiresApproval;
@@ -276,7 +363,10 @@ impl Bundle {
         verdict.reasons = ids
             .iter()
             .map(|id| match self.policy(id) {
-                Some(info) => info.reason.clone().unwrap_or_else(|| format!("{id} (no @reason)")),
+                Some(info) => info
+                    .reason
+                    .clone()
+                    .unwrap_or_else(|| format!("{id} (no @reason)")),
                 None => format!("{id}"),
             })
             .collect();
@@ -285,7 +375,12 @@ impl Bundle {
 }
 
 /// The first approval that binds to exactly this request and is still usable.
-fn find_approval<'a>(approvals: &'a [Approval], request: &DecisionRequest, hash: &str, now: OffsetDateTime) -> Option<&'a Approval> {
+fn find_approval<'a>(
+    approvals: &'a [Approval],
+    request: &DecisionRequest,
+    hash: &str,
+    now: OffsetDateTime,
+) -> Option<&'a Approval> {
     approvals.iter().find(|a| {
         a.request_hash == hash
             && !a.used
@@ -306,32 +401,65 @@ fn target_display(canonical: &Value) -> String {
 }
 
 fn family(bundle: &Bundle, capability: &str) -> String {
-    bundle.families_of(capability).last().cloned().unwrap_or_default()
+    bundle
+        .families_of(capability)
+        .first()
+        .cloned()
+        .unwrap_or_default()
 }
 
-fn build_resource(bundle: &Bundle, request: &DecisionRequest, root: &str, grants: &[CompiledGrant]) -> Result<Resource, String> {
+fn build_resource(
+    bundle: &Bundle,
+    request: &DecisionRequest,
+    root: &str,
+    grants: &[CompiledGrant],
+) -> Result<Resource, String> {
     let target = request.target.as_deref();
     match family(bundle, &request.capability).as_str() {
         "repo" => {
             let raw = target.ok_or("repo capabilities need a `target` path")?;
-            let path = TargetPath::normalize(root, raw).map_err(|e| format!("target `{}` refused: {e}", Truncated(raw)))?;
-            let named = grants.iter().any(|g| g.exact_paths.iter().any(|p| p == path.as_str()));
-            let protected = if named { "" } else { path.protected().map_or("", |p| p.name()) };
+            let path = TargetPath::normalize(root, raw)
+                .map_err(|e| format!("target `{}` refused: {e}", Truncated(raw)))?;
+            let named = grants
+                .iter()
+                .any(|g| g.exact_paths.iter().any(|p| p == path.as_str()));
+            let protected = if named {
+                ""
+            } else {
+                path.protected().map_or("", |p| p.name())
+            };
             let text = path.as_str();
             let name = text.rsplit('/').next().unwrap_or(text);
             let mut entities = Vec::new();
             let segments: Vec<&str> = path.segments().collect();
-            let dirs: Vec<String> = (0..segments.len()).map(|n| segments.get(..n).map(|s| s.join("/")).unwrap_or_default()).collect();
+            let dirs: Vec<String> = (0..segments.len())
+                .map(|n| segments.get(..n).map(|s| s.join("/")).unwrap_or_default())
+                .collect();
             for (i, dir) in dirs.iter().enumerate() {
-                let id = if dir.is_empty() { ".".to_owned() } else { dir.clone() };
+                let id = if dir.is_empty() {
+                    ".".to_owned()
+                } else {
+                    dir.clone()
+                };
                 let parents = match i.checked_sub(1).and_then(|p| dirs.get(p)) {
-                    Some(parent) if parent.is_empty() => vec![json!({"type": "Craik::Dir", "id": "."})],
+                    Some(parent) if parent.is_empty() => {
+                        vec![json!({"type": "Craik::Dir", "id": "."})]
+                    }
                     Some(parent) => vec![json!({"type": "Craik::Dir", "id": parent})],
                     None => vec![],
                 };
                 entities.push(json!({"uid": {"type": "Craik::Dir", "id": id}, "attrs": {"path": dir}, "parents": parents}));
             }
-            let parent = dirs.last().map(|d| if d.is_empty() { ".".to_owned() } else { d.clone() }).unwrap_or_else(|| ".".into());
+            let parent = dirs
+                .last()
+                .map(|d| {
+                    if d.is_empty() {
+                        ".".to_owned()
+                    } else {
+                        d.clone()
+                    }
+                })
+                .unwrap_or_else(|| ".".into());
             entities.push(json!({
                 "uid": {"type": "Craik::Path", "id": text},
                 "attrs": {
@@ -354,7 +482,9 @@ fn build_resource(bundle: &Bundle, request: &DecisionRequest, root: &str, grants
             let argv = match (&request.argv, target) {
                 (Some(argv), _) => argv.clone(),
                 (None, Some(line)) => split(line),
-                (None, None) => return Err("shell capabilities need `argv` or a `target` command line".into()),
+                (None, None) => {
+                    return Err("shell capabilities need `argv` or a `target` command line".into());
+                }
             };
             let facts = analyse(&argv).map_err(|e| format!("command refused: {e}"))?;
             let id = facts.line.clone();
@@ -375,19 +505,28 @@ fn build_resource(bundle: &Bundle, request: &DecisionRequest, root: &str, grants
         }
         "net" => {
             let url = target.ok_or("net capabilities need a `target` URL")?;
-            let (scheme, rest) = url.split_once("://").ok_or_else(|| format!("target `{}` is not a URL", Truncated(url)))?;
+            let (scheme, rest) = url
+                .split_once("://")
+                .ok_or_else(|| format!("target `{}` is not a URL", Truncated(url)))?;
             let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
             let host = host.rsplit('@').next().unwrap_or(host).to_ascii_lowercase();
             if scheme.is_empty() || host.is_empty() || url.chars().any(char::is_control) {
                 return Err(format!("target `{}` is not a URL", Truncated(url)));
             }
-            Ok(simple("Craik::Url", url, json!({"scheme": scheme.to_ascii_lowercase(), "host": host})))
+            Ok(simple(
+                "Craik::Url",
+                url,
+                json!({"scheme": scheme.to_ascii_lowercase(), "host": host}),
+            ))
         }
         "git" | "github" => {
             let repo = target.unwrap_or("origin");
             Ok(simple("Craik::Repo", repo, json!({})))
         }
-        other => Err(format!("capability `{}` is in no known family (`{other}`)", request.capability)),
+        other => Err(format!(
+            "capability `{}` is in no known family (`{other}`)",
+            request.capability
+        )),
     }
 }
 
@@ -412,16 +551,35 @@ fn folded(path: &TargetPath, root: &str) -> Option<TargetPath> {
     TargetPath::normalize(root, &path.as_str().to_ascii_lowercase()).ok()
 }
 
-fn intent_facts(bundle: &Bundle, request: &DecisionRequest, path: Option<&TargetPath>, root: &str) -> (bool, bool, bool) {
-    let Some(IntentScope { in_scope, out_of_scope, stop_conditions }) = &request.intent else {
+fn intent_facts(
+    bundle: &Bundle,
+    request: &DecisionRequest,
+    path: Option<&TargetPath>,
+    root: &str,
+) -> (bool, bool, bool) {
+    let Some(IntentScope {
+        in_scope,
+        out_of_scope,
+        stop_conditions,
+    }) = &request.intent
+    else {
         return (false, false, false);
     };
-    let under_folded = |p: &TargetPath, scope: &TargetPath| match (folded(p, root), folded(scope, root)) {
-        (Some(a), Some(b)) => a.is_under(&b),
-        _ => true,
-    };
-    let out = path.is_some_and(|p| out_of_scope.iter().filter_map(|e| scope_path(e, root)).any(|s| under_folded(p, &s)));
-    let scopes: Vec<TargetPath> = in_scope.iter().filter_map(|e| scope_path(e, root)).collect();
+    let under_folded =
+        |p: &TargetPath, scope: &TargetPath| match (folded(p, root), folded(scope, root)) {
+            (Some(a), Some(b)) => a.is_under(&b),
+            _ => true,
+        };
+    let out = path.is_some_and(|p| {
+        out_of_scope
+            .iter()
+            .filter_map(|e| scope_path(e, root))
+            .any(|s| under_folded(p, &s))
+    });
+    let scopes: Vec<TargetPath> = in_scope
+        .iter()
+        .filter_map(|e| scope_path(e, root))
+        .collect();
     let outside = match path {
         Some(p) if !scopes.is_empty() => !scopes.iter().any(|s| p.is_under(s)),
         _ => false,
@@ -431,7 +589,10 @@ fn intent_facts(bundle: &Bundle, request: &DecisionRequest, path: Option<&Target
         if let Some(cap) = condition.strip_prefix("capability:") {
             cap == request.capability || families.iter().any(|f| f == cap)
         } else if let Some(prefix) = condition.strip_prefix("path:") {
-            match (path, scope_path(prefix, root).or_else(|| TargetPath::normalize(root, prefix).ok())) {
+            match (
+                path,
+                scope_path(prefix, root).or_else(|| TargetPath::normalize(root, prefix).ok()),
+            ) {
                 (Some(p), Some(s)) => under_folded(p, &s),
                 _ => false,
             }
@@ -443,29 +604,53 @@ fn intent_facts(bundle: &Bundle, request: &DecisionRequest, path: Option<&Target
 }
 
 /// For a request no grant permitted: why each of the task's grants did not apply.
-fn grant_notes(grants: &GrantSet, request: &DecisionRequest, path: Option<&TargetPath>, now: OffsetDateTime) -> Vec<String> {
+fn grant_notes(
+    grants: &GrantSet,
+    request: &DecisionRequest,
+    path: Option<&TargetPath>,
+    now: OffsetDateTime,
+) -> Vec<String> {
     let mut notes: Vec<String> = grants
         .for_task(&request.task_id)
         .map(|g| {
             let grant = &g.grant;
             if g.capability != request.capability {
-                return format!("{}: grants `{}`, not `{}`", g.id, g.capability, request.capability);
+                return format!(
+                    "{}: grants `{}`, not `{}`",
+                    g.id, g.capability, request.capability
+                );
             }
             if let Some(expires) = grant.expires_at.filter(|t| now >= t.get()) {
                 return format!("{}: expired at {expires}", g.id);
             }
             if !grant.operations.contains(&request.operation) {
-                return format!("{}: allows operations {:?}, not `{}`", g.id, grant.operations, request.operation);
+                return format!(
+                    "{}: allows operations {:?}, not `{}`",
+                    g.id, grant.operations, request.operation
+                );
             }
             if let Some(p) = path {
-                if let Some(x) = grant.target.exclude.iter().find(|x| glob_matches(x, p.as_str(), true)) {
+                if let Some(x) = grant
+                    .target
+                    .exclude
+                    .iter()
+                    .find(|x| glob_matches(x, p.as_str(), true))
+                {
                     return format!("{}: `{p}` is excluded by `{x}`", g.id);
                 }
-                if !grant.target.paths.iter().any(|pat| glob_matches(pat, p.as_str(), false)) {
+                if !grant
+                    .target
+                    .paths
+                    .iter()
+                    .any(|pat| glob_matches(pat, p.as_str(), false))
+                {
                     return format!("{}: `{p}` matches none of {:?}", g.id, grant.target.paths);
                 }
             }
-            format!("{}: matches, but the request is outside it in another way", g.id)
+            format!(
+                "{}: matches, but the request is outside it in another way",
+                g.id
+            )
         })
         .collect();
     if notes.is_empty() {
@@ -480,7 +665,11 @@ pub fn glob_matches(pattern: &str, path: &str, case_insensitive: bool) -> bool {
     if PathPattern::parse(pattern).is_err() {
         return false;
     }
-    match GlobBuilder::new(pattern).literal_separator(true).case_insensitive(case_insensitive).build() {
+    match GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .case_insensitive(case_insensitive)
+        .build()
+    {
         Ok(glob) => glob.compile_matcher().is_match(path),
         Err(_) => false,
     }

@@ -82,7 +82,10 @@ impl GrantSet {
                 });
             }
             let compiled = compile(bundle, grant)?;
-            set.by_task.entry(compiled.task_id.clone()).or_default().push(compiled.id.clone());
+            set.by_task
+                .entry(compiled.task_id.clone())
+                .or_default()
+                .push(compiled.id.clone());
             set.by_key
                 .entry((compiled.task_id.clone(), compiled.capability.clone()))
                 .or_default()
@@ -102,7 +105,10 @@ impl GrantSet {
     /// Every grant for a task, any capability.
     pub fn for_task<'a>(&'a self, task_id: &str) -> impl Iterator<Item = &'a CompiledGrant> + 'a {
         let task = task_id.to_owned();
-        self.by_key.iter().filter(move |((t, _), _)| *t == task).flat_map(|(_, grants)| grants)
+        self.by_key
+            .iter()
+            .filter(move |((t, _), _)| *t == task)
+            .flat_map(|(_, grants)| grants)
     }
 
     /// Number of grants.
@@ -118,28 +124,55 @@ impl GrantSet {
 
 /// Compiles one grant and validates the result against the bundle's schema.
 pub fn compile(bundle: &Bundle, grant: &CapabilityGrant) -> Result<CompiledGrant, GrantError> {
-    let err = |field: &str, message: String| GrantError { grant: grant.id.clone(), field: field.to_owned(), message };
+    let err = |field: &str, message: String| GrantError {
+        grant: grant.id.clone(),
+        field: field.to_owned(),
+        message,
+    };
     if let Some(why) = id_problem(&grant.id) {
-        return Err(err("$.id", format!("invalid id `{}`: {why}", Truncated(&grant.id))));
+        return Err(err(
+            "$.id",
+            format!("invalid id `{}`: {why}", Truncated(&grant.id)),
+        ));
     }
     if let Some(why) = id_problem(&grant.task_id) {
-        return Err(err("$.task_id", format!("invalid task id `{}`: {why}", Truncated(&grant.task_id))));
+        return Err(err(
+            "$.task_id",
+            format!("invalid task id `{}`: {why}", Truncated(&grant.task_id)),
+        ));
     }
     if !bundle.knows(&grant.capability) {
         return Err(err(
             "$.capability",
-            format!("unknown capability `{}`; the schema declares {}", Truncated(&grant.capability), list(bundle.capabilities())),
+            format!(
+                "unknown capability `{}`; the schema declares {}",
+                Truncated(&grant.capability),
+                list(bundle.capabilities())
+            ),
         ));
     }
     if grant.operations.is_empty() {
-        return Err(err("$.operations", "empty; a grant must name the operations it allows (e.g. `read`, `write`)".into()));
+        return Err(err(
+            "$.operations",
+            "empty; a grant must name the operations it allows (e.g. `read`, `write`)".into(),
+        ));
     }
     for (i, op) in grant.operations.iter().enumerate() {
         if op.is_empty() || !op.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
-            return Err(err(&format!("$.operations[{i}]"), format!("invalid operation `{}`: lowercase letters and `_` only", Truncated(op))));
+            return Err(err(
+                &format!("$.operations[{i}]"),
+                format!(
+                    "invalid operation `{}`: lowercase letters and `_` only",
+                    Truncated(op)
+                ),
+            ));
         }
     }
-    let family = bundle.families_of(&grant.capability).last().cloned().unwrap_or_default();
+    let family = bundle
+        .families_of(&grant.capability)
+        .first()
+        .cloned()
+        .unwrap_or_default();
     let (resource_type, condition, exclusion, exact_paths) = match family.as_str() {
         "repo" => path_conditions(grant)?,
         "shell" => command_conditions(grant)?,
@@ -147,7 +180,10 @@ pub fn compile(bundle: &Bundle, grant: &CapabilityGrant) -> Result<CompiledGrant
             if !grant.target.paths.is_empty() || !grant.target.exclude.is_empty() {
                 return Err(err(
                     "$.target.paths",
-                    format!("`{}` grants take no paths; paths apply to repo.* and shell.* capabilities", grant.capability),
+                    format!(
+                        "`{}` grants take no paths; paths apply to repo.* and shell.* capabilities",
+                        grant.capability
+                    ),
                 ));
             }
             (resource_type_for(&family), None, None, Vec::new())
@@ -156,18 +192,41 @@ pub fn compile(bundle: &Bundle, grant: &CapabilityGrant) -> Result<CompiledGrant
 
     let mut cedar = String::new();
     let _ = writeln!(cedar, "@id(\"{GRANT_ID_PREFIX}{}\")", grant.id);
-    let _ = writeln!(cedar, "@reason(\"{}\")", escape(&format!("{} (granted by {})", grant.reason, grant.approved_by)));
+    let _ = writeln!(
+        cedar,
+        "@reason(\"{}\")",
+        escape(&format!(
+            "{} (granted by {})",
+            grant.reason, grant.approved_by
+        ))
+    );
     let _ = writeln!(cedar, "permit (");
     let _ = writeln!(cedar, "  principal in Craik::Task::\"{}\",", grant.task_id);
-    let _ = writeln!(cedar, "  action == Craik::Action::\"{}\",", grant.capability);
+    let _ = writeln!(
+        cedar,
+        "  action == Craik::Action::\"{}\",",
+        grant.capability
+    );
     let _ = writeln!(cedar, "  resource is Craik::{resource_type}");
     let _ = writeln!(cedar, ")");
-    let ops: Vec<String> = grant.operations.iter().map(|o| format!("\"{o}\"")).collect();
-    let _ = writeln!(cedar, "when {{ [{}].contains(context.operation) }}", ops.join(", "));
+    let ops: Vec<String> = grant
+        .operations
+        .iter()
+        .map(|o| format!("\"{o}\""))
+        .collect();
+    let _ = writeln!(
+        cedar,
+        "when {{ [{}].contains(context.operation) }}",
+        ops.join(", ")
+    );
     if let Some(expires) = grant.expires_at {
         let at = expires.get();
         let text = at.format(&Rfc3339).unwrap_or_default();
-        let _ = writeln!(cedar, "when {{ context.now < {} }} // expires {text}", at.unix_timestamp());
+        let _ = writeln!(
+            cedar,
+            "when {{ context.now < {} }} // expires {text}",
+            at.unix_timestamp()
+        );
     }
     if let Some(condition) = condition {
         let _ = writeln!(cedar, "when {{ {condition} }}");
@@ -178,13 +237,28 @@ pub fn compile(bundle: &Bundle, grant: &CapabilityGrant) -> Result<CompiledGrant
     cedar.push_str(";\n");
 
     let policy = Policy::from_str(&cedar)
-        .map_err(|e| err("$", format!("compiled Cedar does not parse: {}", craik_contracts::one_line(&e.to_string()))))?
+        .map_err(|e| {
+            err(
+                "$",
+                format!(
+                    "compiled Cedar does not parse: {}",
+                    craik_contracts::one_line(&e.to_string())
+                ),
+            )
+        })?
         .new_id(PolicyId::new(format!("{GRANT_ID_PREFIX}{}", grant.id)));
     let mut set = PolicySet::new();
-    set.add(policy.clone()).map_err(|e| err("$", e.to_string()))?;
+    set.add(policy.clone())
+        .map_err(|e| err("$", e.to_string()))?;
     let result = Validator::new(bundle.schema.clone()).validate(&set, ValidationMode::Strict);
     if let Some(e) = result.validation_errors().next() {
-        return Err(err("$", format!("compiled Cedar fails validation: {}", craik_contracts::one_line(&e.to_string()))));
+        return Err(err(
+            "$",
+            format!(
+                "compiled Cedar fails validation: {}",
+                craik_contracts::one_line(&e.to_string())
+            ),
+        ));
     }
     Ok(CompiledGrant {
         id: grant.id.clone(),
@@ -198,7 +272,10 @@ pub fn compile(bundle: &Bundle, grant: &CapabilityGrant) -> Result<CompiledGrant
 }
 
 fn list<'a>(items: impl Iterator<Item = &'a str>) -> String {
-    items.map(|i| format!("`{i}`")).collect::<Vec<_>>().join(", ")
+    items
+        .map(|i| format!("`{i}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn resource_type_for(family: &str) -> &'static str {
@@ -249,22 +326,38 @@ impl PathPattern {
         if pattern.is_empty() {
             return Err("empty pattern".into());
         }
-        if let Some(c) = pattern.chars().find(|c| matches!(c, '?' | '[' | ']' | '{' | '}' | '!' | '"' | '\\')) {
-            return Err(format!("`{c}` is not supported; use literal names, `*` within a segment and `**` as a whole segment"));
+        if let Some(c) = pattern
+            .chars()
+            .find(|c| matches!(c, '?' | '[' | ']' | '{' | '}' | '!' | '"' | '\\'))
+        {
+            return Err(format!(
+                "`{c}` is not supported; use literal names, `*` within a segment and `**` as a whole segment"
+            ));
         }
         if pattern.starts_with('/') {
-            return Err("absolute patterns are refused; write paths relative to the workspace root".into());
+            return Err(
+                "absolute patterns are refused; write paths relative to the workspace root".into(),
+            );
         }
         if pattern.ends_with('/') {
-            return Err(format!("trailing `/` is ambiguous; write `{}**` for everything under it", pattern));
+            return Err(format!(
+                "trailing `/` is ambiguous; write `{}**` for everything under it",
+                pattern
+            ));
         }
         let segments: Vec<&str> = pattern.split('/').collect();
         for segment in &segments {
             match *segment {
                 "" => return Err("empty segment (`//`)".into()),
-                "." | ".." => return Err(format!("`{segment}` segments are refused; write the normalised path")),
+                "." | ".." => {
+                    return Err(format!(
+                        "`{segment}` segments are refused; write the normalised path"
+                    ));
+                }
                 "**" => {}
-                s if s.contains("**") => return Err(format!("`**` must be a whole segment, found `{s}`")),
+                s if s.contains("**") => {
+                    return Err(format!("`**` must be a whole segment, found `{s}`"));
+                }
                 s => check_segment(s).map_err(|e| e.to_string())?,
             }
         }
@@ -275,13 +368,21 @@ impl PathPattern {
             // Only `dir/**/name` may have a wildcard before the last segment.
             let (second, rest) = parents.split_last().ok_or("empty pattern")?;
             if *second == "**" && !rest.iter().any(|s| wild(s)) && *last != "**" {
-                return Ok(Self::Deep { dir: dir_of(rest), name: (*last).to_owned() });
+                return Ok(Self::Deep {
+                    dir: dir_of(rest),
+                    name: (*last).to_owned(),
+                });
             }
-            return Err("wildcards are supported only in the last segment, or as `dir/**/name`".into());
+            return Err(
+                "wildcards are supported only in the last segment, or as `dir/**/name`".into(),
+            );
         }
         Ok(match *last {
             "**" => Self::Subtree(dir_of(parents)),
-            l if wild(l) => Self::Children { dir: dir_of(parents), name: l.to_owned() },
+            l if wild(l) => Self::Children {
+                dir: dir_of(parents),
+                name: l.to_owned(),
+            },
             _ => Self::Exact(pattern.to_owned()),
         })
     }
@@ -289,21 +390,46 @@ impl PathPattern {
     /// The Cedar condition: on `path`/`name` with the case as written (grants), or on
     /// `fold`/`fold_name` lowercased (exclusions).
     fn cedar(&self, folded: bool) -> String {
-        let (path, name) = if folded { ("resource.fold", "resource.fold_name") } else { ("resource.path", "resource.name") };
-        let case = |s: &str| if folded { s.to_ascii_lowercase() } else { s.to_owned() };
+        let (path, name) = if folded {
+            ("resource.fold", "resource.fold_name")
+        } else {
+            ("resource.path", "resource.name")
+        };
+        let case = |s: &str| {
+            if folded {
+                s.to_ascii_lowercase()
+            } else {
+                s.to_owned()
+            }
+        };
         let name_test = |n: &str| {
-            if n.contains('*') { format!("{name} like \"{}\"", escape(&case(n))) } else { format!("{name} == \"{}\"", escape(&case(n))) }
+            if n.contains('*') {
+                format!("{name} like \"{}\"", escape(&case(n)))
+            } else {
+                format!("{name} == \"{}\"", escape(&case(n)))
+            }
         };
         match self {
             Self::Exact(p) => format!("{path} == \"{}\"", escape(&case(p))),
             Self::Subtree(d) if d.is_empty() => {
-                if folded { "true".into() } else { "resource in Craik::Dir::\".\"".into() }
+                if folded {
+                    "true".into()
+                } else {
+                    "resource in Craik::Dir::\".\"".into()
+                }
             }
             Self::Subtree(d) => {
-                if folded { format!("{path} like \"{}/*\"", escape(&case(d))) } else { format!("resource in Craik::Dir::\"{}\"", escape(d)) }
+                if folded {
+                    format!("{path} like \"{}/*\"", escape(&case(d)))
+                } else {
+                    format!("resource in Craik::Dir::\"{}\"", escape(d))
+                }
             }
             Self::Children { dir, name: n } if dir.is_empty() => {
-                format!("({} && !({path} like \"*/*\"))", format!("{path} like \"{}\"", escape(&case(n))))
+                format!(
+                    "({} && !({path} like \"*/*\"))",
+                    format!("{path} like \"{}\"", escape(&case(n)))
+                )
             }
             Self::Children { dir, name: n } => format!(
                 "({path} like \"{d}/{n}\" && !({path} like \"{d}/*/*\"))",
@@ -312,7 +438,11 @@ impl PathPattern {
             ),
             Self::Deep { dir, name: n } if dir.is_empty() => name_test(n),
             Self::Deep { dir, name: n } => {
-                let under = if folded { format!("{path} like \"{}/*\"", escape(&case(dir))) } else { format!("resource in Craik::Dir::\"{}\"", escape(dir)) };
+                let under = if folded {
+                    format!("{path} like \"{}/*\"", escape(&case(dir)))
+                } else {
+                    format!("resource in Craik::Dir::\"{}\"", escape(dir))
+                };
                 format!("({under} && {})", name_test(n))
             }
         }
@@ -322,15 +452,26 @@ impl PathPattern {
 type Conditions = (&'static str, Option<String>, Option<String>, Vec<String>);
 
 fn path_conditions(grant: &CapabilityGrant) -> Result<Conditions, GrantError> {
-    let err = |field: String, message: String| GrantError { grant: grant.id.clone(), field, message };
+    let err = |field: String, message: String| GrantError {
+        grant: grant.id.clone(),
+        field,
+        message,
+    };
     if grant.target.paths.is_empty() {
-        return Err(err("$.target.paths".into(), "empty; a repo grant must name the paths it covers (`**` for all)".into()));
+        return Err(err(
+            "$.target.paths".into(),
+            "empty; a repo grant must name the paths it covers (`**` for all)".into(),
+        ));
     }
     let mut allow = Vec::new();
     let mut exact = Vec::new();
     for (i, p) in grant.target.paths.iter().enumerate() {
-        let pattern = PathPattern::parse(p)
-            .map_err(|m| err(format!("$.target.paths[{i}]"), format!("pattern `{}` refused: {m}", Truncated(p))))?;
+        let pattern = PathPattern::parse(p).map_err(|m| {
+            err(
+                format!("$.target.paths[{i}]"),
+                format!("pattern `{}` refused: {m}", Truncated(p)),
+            )
+        })?;
         if let PathPattern::Exact(e) = &pattern {
             exact.push(e.clone());
         }
@@ -338,8 +479,12 @@ fn path_conditions(grant: &CapabilityGrant) -> Result<Conditions, GrantError> {
     }
     let mut deny = Vec::new();
     for (i, p) in grant.target.exclude.iter().enumerate() {
-        let pattern = PathPattern::parse(p)
-            .map_err(|m| err(format!("$.target.exclude[{i}]"), format!("pattern `{}` refused: {m}", Truncated(p))))?;
+        let pattern = PathPattern::parse(p).map_err(|m| {
+            err(
+                format!("$.target.exclude[{i}]"),
+                format!("pattern `{}` refused: {m}", Truncated(p)),
+            )
+        })?;
         deny.push(pattern.cedar(true));
     }
     let allow = Some(allow.join(" || "));
@@ -348,23 +493,48 @@ fn path_conditions(grant: &CapabilityGrant) -> Result<Conditions, GrantError> {
 }
 
 /// Characters that make a command line need a shell.
-pub(crate) const SHELL_META: &[char] = &[';', '&', '|', '$', '`', '<', '>', '(', ')', '\n', '\r', '\\', '"', '\'', '*', '?', '[', ']', '{', '}', '~', '#', '!'];
+pub(crate) const SHELL_META: &[char] = &[
+    ';', '&', '|', '$', '`', '<', '>', '(', ')', '\n', '\r', '\\', '"', '\'', '*', '?', '[', ']',
+    '{', '}', '~', '#', '!',
+];
 
 fn command_conditions(grant: &CapabilityGrant) -> Result<Conditions, GrantError> {
-    let err = |field: String, message: String| GrantError { grant: grant.id.clone(), field, message };
+    let err = |field: String, message: String| GrantError {
+        grant: grant.id.clone(),
+        field,
+        message,
+    };
     if grant.target.paths.is_empty() {
-        return Err(err("$.target.paths".into(), "empty; a shell grant must name argv prefixes such as `cargo test`".into()));
+        return Err(err(
+            "$.target.paths".into(),
+            "empty; a shell grant must name argv prefixes such as `cargo test`".into(),
+        ));
     }
     let prefix = |i: usize, field: &str, p: &str| -> Result<String, GrantError> {
         let words: Vec<&str> = p.split(' ').collect();
         if p.trim() != p || words.iter().any(|w| w.is_empty()) {
-            return Err(err(format!("$.target.{field}[{i}]"), format!("argv prefix `{}` must be words separated by single spaces", Truncated(p))));
+            return Err(err(
+                format!("$.target.{field}[{i}]"),
+                format!(
+                    "argv prefix `{}` must be words separated by single spaces",
+                    Truncated(p)
+                ),
+            ));
         }
         if let Some(c) = p.chars().find(|c| SHELL_META.contains(c) || c.is_control()) {
-            return Err(err(format!("$.target.{field}[{i}]"), format!("argv prefix `{}` contains shell syntax `{}`", Truncated(p), c.escape_default())));
+            return Err(err(
+                format!("$.target.{field}[{i}]"),
+                format!(
+                    "argv prefix `{}` contains shell syntax `{}`",
+                    Truncated(p),
+                    c.escape_default()
+                ),
+            ));
         }
         let e = escape(p);
-        Ok(format!("resource.line == \"{e}\" || resource.line like \"{e} *\""))
+        Ok(format!(
+            "resource.line == \"{e}\" || resource.line like \"{e} *\""
+        ))
     };
     let mut allow = Vec::new();
     for (i, p) in grant.target.paths.iter().enumerate() {
@@ -374,7 +544,12 @@ fn command_conditions(grant: &CapabilityGrant) -> Result<Conditions, GrantError>
     for (i, p) in grant.target.exclude.iter().enumerate() {
         deny.push(prefix(i, "exclude", p)?);
     }
-    Ok(("Command", Some(allow.join(" || ")), (!deny.is_empty()).then(|| deny.join(" || ")), Vec::new()))
+    Ok((
+        "Command",
+        Some(allow.join(" || ")),
+        (!deny.is_empty()).then(|| deny.join(" || ")),
+        Vec::new(),
+    ))
 }
 
 #[cfg(test)]

@@ -1,8 +1,6 @@
 //! What a decision is asked about, and what it answers.
 
-use craik_contracts::{
-    PolicyProfile, Phase, RunnerMode, RunnerTrustLevel, TaskMode, Timestamp,
-};
+use craik_contracts::{Phase, PolicyProfile, RunnerMode, RunnerTrustLevel, TaskMode, Timestamp};
 use serde::{Deserialize, Serialize};
 
 /// The runner asking (the principal).

@@ -20,7 +20,9 @@ fn hash_is_stable_under_file_order_and_changes_with_content() {
     files.reverse();
     let b = Bundle::load(&schema, &files).unwrap();
     assert_eq!(a.hash(), b.hash());
-    files[0].text.push_str("\n// a comment changes the reviewed text\n");
+    files[0]
+        .text
+        .push_str("\n// a comment changes the reviewed text\n");
     let c = Bundle::load(&schema, &files).unwrap();
     assert_ne!(a.hash(), c.hash());
 }
@@ -28,16 +30,25 @@ fn hash_is_stable_under_file_order_and_changes_with_content() {
 fn refused(extra: &str) -> Vec<String> {
     let (schema, mut files) = sources();
     files.push(SourceFile::new("custom/extra.cedar", extra));
-    Bundle::load(&schema, &files).unwrap_err().problems.iter().map(ToString::to_string).collect()
+    Bundle::load(&schema, &files)
+        .unwrap_err()
+        .problems
+        .iter()
+        .map(ToString::to_string)
+        .collect()
 }
 
 #[test]
 fn bad_bundles_are_refused_with_file_and_line() {
     let p = refused("\n\npermit (principal, action, resource);\n");
     assert_eq!(p.len(), 1, "{p:?}");
-    assert!(p[0].starts_with("custom/extra.cedar:3:1: policy has no @id"), "{p:?}");
+    assert!(
+        p[0].starts_with("custom/extra.cedar:3:1: policy has no @id"),
+        "{p:?}"
+    );
 
-    let p = refused("@id(\"strict.read\")\n@reason(\"x\")\npermit (principal, action, resource);\n");
+    let p =
+        refused("@id(\"strict.read\")\n@reason(\"x\")\npermit (principal, action, resource);\n");
     assert!(p[0].starts_with("custom/extra.cedar:1:1: duplicate @id `strict.read`, first defined at profiles/strict.cedar:"), "{p:?}");
 
     let p = refused("@id(\"x.y\")\npermit (principal, action, resource) when { context.nope };\n");
@@ -48,9 +59,13 @@ fn bad_bundles_are_refused_with_file_and_line() {
     assert!(p[0].starts_with("custom/extra.cedar:"), "{p:?}");
 
     let p = refused("@id(\"grant.sneaky\")\npermit (principal, action, resource);\n");
-    assert!(p[0].contains("reserved for compiled capability grants"), "{p:?}");
+    assert!(
+        p[0].contains("reserved for compiled capability grants"),
+        "{p:?}"
+    );
 
-    let p = refused("@id(\"x.y\")\n@approval(\"required\")\nforbid (principal, action, resource);\n");
+    let p =
+        refused("@id(\"x.y\")\n@approval(\"required\")\nforbid (principal, action, resource);\n");
     assert!(p[0].contains("must be a permit"), "{p:?}");
 
     let p = refused("@id(\"x.y\")\npermit (principal == ?principal, action, resource);\n");
@@ -62,7 +77,12 @@ fn broken_schema_and_empty_set_are_refused() {
     let (_, files) = sources();
     let bad = SourceFile::new("schema.cedarschema", "namespace Craik { entity ; }");
     let err = Bundle::load(&bad, &files).unwrap_err();
-    assert!(err.problems[0].to_string().starts_with("schema.cedarschema:1:"), "{err}");
+    assert!(
+        err.problems[0]
+            .to_string()
+            .starts_with("schema.cedarschema:1:"),
+        "{err}"
+    );
     let (schema, _) = sources();
     let err = Bundle::load(&schema, &[]).unwrap_err();
     assert!(err.to_string().contains("no policies loaded"), "{err}");

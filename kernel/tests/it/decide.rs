@@ -1,1 +1,142 @@
+use craik_kernel::{Decision, DenyKind, GrantSet, Mode};
+use serde_json::json;
 
+use crate::{bundle, docs_grant, grants, options, request};
+
+fn decide(grants_json: serde_json::Value, req: serde_json::Value) -> craik_kernel::Verdict {
+    let b = bundle();
+    let g = grants(&b, grants_json);
+    b.decide(&g, &request(req), &options())
+}
+
+#[test]
+fn strict_reads_are_allowed_by_the_profile() {
+    let v = decide(
+        json!([]),
+        json!({"capability": "repo.read", "target": "src/lib.rs", "operation": "read"}),
+    );
+    assert_eq!(v.decision, Decision::Allow, "{v:?}");
+    assert_eq!(v.determining, ["strict.read"]);
+}
+
+#[test]
+fn strict_granted_docs_write_needs_approval() {
+    let v = decide(
+        docs_grant(),
+        json!({"capability": "repo.write.docs", "target": "docs/guide.md"}),
+    );
+    assert_eq!(v.decision, Decision::RequiresApproval, "{v:?}");
+    assert_eq!(v.determining, ["approval.strict.side-effects"]);
+    assert_eq!(v.grants, ["grant_docs_write"]);
+}
+
+#[test]
+fn exclusion_wins_and_is_case_insensitive() {
+    for target in ["docs/adr/0001.md", "DOCS/ADR/0001.md", "docs/Adr/x.md"] {
+        let v = decide(
+            docs_grant(),
+            json!({"capability": "repo.write.docs", "target": target}),
+        );
+        assert_eq!(v.decision, Decision::Deny, "{target}: {v:?}");
+        assert_eq!(v.deny_kind, Some(DenyKind::NotPermitted), "{target}");
+    }
+    let v = decide(
+        docs_grant(),
+        json!({"capability": "repo.write.docs", "target": "docs/adr/0001.md"}),
+    );
+    assert_eq!(
+        v.grant_notes,
+        ["grant_docs_write: `docs/adr/0001.md` is excluded by `docs/adr/**`"]
+    );
+}
+
+#[test]
+fn no_grant_is_not_permitted_and_forbid_is_forbidden() {
+    let v = decide(
+        json!([]),
+        json!({"capability": "repo.write.docs", "target": "docs/guide.md"}),
+    );
+    assert_eq!(v.deny_kind, Some(DenyKind::NotPermitted));
+    assert!(v.determining.is_empty());
+    let v = decide(
+        docs_grant(),
+        json!({"capability": "git.force_push", "target": "origin"}),
+    );
+    assert_eq!(v.deny_kind, Some(DenyKind::ForbiddenBy));
+    assert_eq!(v.determining, ["base.deny.force-push"]);
+}
+
+#[test]
+fn automation_turns_approval_into_deny() {
+    let v = decide(
+        docs_grant(),
+        json!({"capability": "repo.write.docs", "target": "docs/guide.md", "profile": "automation"}),
+    );
+    assert_eq!(v.decision, Decision::Deny);
+    assert_eq!(v.deny_kind, Some(DenyKind::ApprovalUnavailable));
+}
+
+#[test]
+fn approval_binds_to_the_exact_request() {
+    let b = bundle();
+    let g = grants(&b, docs_grant());
+    let mut req = request(json!({"capability": "repo.write.docs", "target": "docs/guide.md"}));
+    let hash = b.decide(&g, &req, &options()).request_hash;
+    let approval = |hash: &str, by: &str| {
+        serde_json::from_value::<craik_kernel::Approval>(json!({
+        "id": "approval_1", "request_hash": hash, "approved_by": by, "profile": "strict", "task_id": "task_docs"
+    })).unwrap()
+    };
+    req.approvals = vec![approval(&hash, "user:alice")];
+    let v = b.decide(&g, &req, &options());
+    assert_eq!(v.decision, Decision::Allow, "{v:?}");
+    assert_eq!(v.approval.as_deref(), Some("approval_1"));
+
+    // The same approval does not cover another target, nor the runner approving itself.
+    let mut other = req.clone();
+    other.target = Some("docs/other.md".into());
+    assert_eq!(
+        b.decide(&g, &other, &options()).decision,
+        Decision::RequiresApproval
+    );
+    req.approvals = vec![approval(&hash, "runner_fixture")];
+    assert_eq!(
+        b.decide(&g, &req, &options()).decision,
+        Decision::RequiresApproval
+    );
+    req.approvals = vec![approval(&hash, "user:")];
+    assert_eq!(
+        b.decide(&g, &req, &options()).decision,
+        Decision::RequiresApproval
+    );
+}
+
+#[test]
+fn unknown_capability_and_unsafe_targets_are_invalid_requests() {
+    for req in [
+        json!({"capability": "repo.write.everything", "target": "x"}),
+        json!({"capability": "repo.write.docs", "target": "../etc/passwd"}),
+        json!({"capability": "repo.write.docs", "target": "/etc/passwd"}),
+        json!({"capability": "repo.write.docs", "target": "docs\\guide.md"}),
+        json!({"capability": "repo.write.docs"}),
+        json!({"capability": "shell.test", "target": ""}),
+    ] {
+        let v = decide(docs_grant(), req.clone());
+        assert_eq!(v.decision, Decision::Deny, "{req}");
+        assert_eq!(v.deny_kind, Some(DenyKind::InvalidRequest), "{req}: {v:?}");
+    }
+}
+
+#[test]
+fn shadow_mode_reports_without_changing_the_verdict() {
+    let b = bundle();
+    let mut opts = options();
+    opts.mode = Mode::Shadow;
+    let v = b.decide(
+        &GrantSet::default(),
+        &request(json!({"capability": "repo.write.docs", "target": "docs/x.md"})),
+        &opts,
+    );
+    assert_eq!(v.mode, Mode::Shadow);
+    assert_eq!(v.decision, Decision::Deny);
+}

@@ -24,21 +24,34 @@ pub fn policies_dir() -> PathBuf {
 }
 
 fn collect(dir: &Path, base: &Path, out: &mut Vec<SourceFile>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     entries.sort();
     for path in entries {
         if path.is_dir() {
             collect(&path, base, out);
         } else if path.extension().is_some_and(|e| e == "cedar") {
-            let name = path.strip_prefix(base).unwrap().to_string_lossy().into_owned();
-            out.push(SourceFile::new(name, std::fs::read_to_string(&path).unwrap()));
+            let name = path
+                .strip_prefix(base)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            out.push(SourceFile::new(
+                name,
+                std::fs::read_to_string(&path).unwrap(),
+            ));
         }
     }
 }
 
 pub fn sources() -> (SourceFile, Vec<SourceFile>) {
     let dir = policies_dir();
-    let schema = SourceFile::new("schema.cedarschema", std::fs::read_to_string(dir.join("schema.cedarschema")).unwrap());
+    let schema = SourceFile::new(
+        "schema.cedarschema",
+        std::fs::read_to_string(dir.join("schema.cedarschema")).unwrap(),
+    );
     let mut files = Vec::new();
     collect(&dir, &dir, &mut files);
     (schema, files)
@@ -50,7 +63,11 @@ pub fn bundle() -> Bundle {
 }
 
 pub fn options() -> DecideOptions {
-    DecideOptions { now: datetime!(2026-11-20 10:00 UTC), workspace_root: ROOT.into(), mode: Mode::Enforce }
+    DecideOptions {
+        now: datetime!(2026-11-20 10:00 UTC),
+        workspace_root: ROOT.into(),
+        mode: Mode::Enforce,
+    }
 }
 
 pub fn request(json: serde_json::Value) -> DecisionRequest {

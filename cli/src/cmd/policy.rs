@@ -1,0 +1,431 @@
+//! `craik policy validate|fmt|explain|test|diff` and `craik grants show`.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use craik_contracts::Timestamp;
+use craik_kernel::{Decision, DecisionRequest};
+use serde::Serialize;
+
+use crate::bundle::{cedar_files, compile_grants, load, read_grants};
+use crate::cli::{BundleArgs, PolicyTestArgs};
+use crate::exit::{Exit, Failure};
+use crate::files::{DEFAULT_MAX_BYTES, Input, read_bounded, write_atomic};
+use crate::output::{Format, Out};
+use crate::policytest::{self, CaseResult, Outcome};
+
+pub(crate) fn validate(out: &mut Out, format: Format, args: &BundleArgs) -> Result<Exit, Failure> {
+    let loaded = load(args.policies.as_deref(), &args.custom)?;
+    let policies: Vec<_> = loaded.bundle.policies().collect();
+    #[derive(Serialize)]
+    struct Report<'a> {
+        origin: &'a str,
+        policy_set: &'a str,
+        policies: usize,
+        capabilities: Vec<&'a str>,
+    }
+    let report = Report {
+        origin: &loaded.origin,
+        policy_set: loaded.bundle.hash(),
+        policies: policies.len(),
+        capabilities: loaded.bundle.capabilities().collect(),
+    };
+    match format {
+        Format::Human => out.line(format_args!(
+            "{}: ok, {} policies, {} capabilities, policy set {}",
+            report.origin,
+            report.policies,
+            report.capabilities.len(),
+            report.policy_set
+        ))?,
+        Format::Json | Format::Junit => out.json(&report)?,
+    }
+    Ok(Exit::Ok)
+}
+
+pub(crate) fn fmt(out: &mut Out, dir: &Path, check: bool) -> Result<Exit, Failure> {
+    let files = cedar_files(dir, true)?;
+    let config = cedar_policy_formatter::Config {
+        line_width: 100,
+        indent_width: 2,
+    };
+    let mut changed = Vec::new();
+    let mut problems = Vec::new();
+    for file in &files {
+        match cedar_policy_formatter::policies_str_to_pretty(&file.text, &config) {
+            Ok(pretty) if pretty == file.text => {}
+            Ok(pretty) => changed.push((file.name.clone(), pretty)),
+            Err(e) => problems.push(format!(
+                "{}: cannot format: {}",
+                file.name,
+                craik_contracts::one_line(&format!("{e:#}"))
+            )),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(Failure::invalid(
+            format!("{} file(s) cannot be formatted", problems.len()),
+            problems,
+        ));
+    }
+    for (name, pretty) in &changed {
+        if check {
+            out.line(format_args!("{name}: not formatted"))?;
+        } else {
+            write_atomic(Path::new(name), pretty.as_bytes())
+                .map_err(|e| Failure::usage(format!("{name}: cannot write: {e}")))?;
+            out.line(format_args!("{name}: formatted"))?;
+        }
+    }
+    if check && !changed.is_empty() {
+        return Ok(Exit::CheckFailed);
+    }
+    if changed.is_empty() {
+        out.line(format_args!("{} files already formatted", files.len()))?;
+    }
+    Ok(Exit::Ok)
+}
+
+pub(crate) struct ExplainArgs<'a> {
+    pub(crate) request: &'a Path,
+    pub(crate) grants: &'a [PathBuf],
+    pub(crate) now: Option<&'a str>,
+    pub(crate) workspace_root: Option<&'a str>,
+    pub(crate) shadow: bool,
+    pub(crate) bundle: &'a BundleArgs,
+}
+
+pub(crate) fn explain(
+    out: &mut Out,
+    format: Format,
+    args: &ExplainArgs<'_>,
+) -> Result<Exit, Failure> {
+    let loaded = load(args.bundle.policies.as_deref(), &args.bundle.custom)?;
+    let label = args.request.display().to_string();
+    let input = if args.request.as_os_str() == "-" {
+        Input::Stdin
+    } else {
+        Input::File(args.request.to_owned())
+    };
+    let bytes = read_bounded(&input, DEFAULT_MAX_BYTES)
+        .map_err(|e| Failure::usage(format!("{label}: {e}")))?;
+    let mut de = serde_json::Deserializer::from_slice(&bytes);
+    let request: DecisionRequest = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let path = if path == "." {
+            "$".to_owned()
+        } else {
+            format!("$.{path}")
+        };
+        Failure::invalid(
+            format!(
+                "{label}: {path}: {}",
+                craik_contracts::one_line(&e.into_inner().to_string())
+            ),
+            Vec::new(),
+        )
+    })?;
+    let grants = read_grants(args.grants)?;
+    compile_grants(&loaded.bundle, &grants, "--grants")?;
+    let now = match args.now {
+        Some(text) => Timestamp::parse(text).map_err(|e| {
+            Failure::usage(format!(
+                "--now `{}`: {e}; expected RFC 3339",
+                craik_contracts::Truncated(text)
+            ))
+        })?,
+        None => Timestamp::new(time::OffsetDateTime::now_utc()),
+    };
+    let root = match args.workspace_root {
+        Some(root) => root.to_owned(),
+        None => std::env::current_dir()
+            .map_err(|e| Failure::internal(format!("current directory: {e}")))?
+            .display()
+            .to_string(),
+    };
+    let verdict = policytest::decide(&loaded.bundle, &request, &grants, now, &root, args.shadow);
+    match format {
+        Format::Json | Format::Junit => out.json(&verdict)?,
+        Format::Human => {
+            let mut head = format!("{}", policytest::decision_name(verdict.decision));
+            if let Some(kind) = verdict.deny_kind {
+                head.push_str(&format!(
+                    " ({})",
+                    serde_json::to_value(kind)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default()
+                ));
+            }
+            if verdict.mode == craik_kernel::Mode::Shadow {
+                head.push_str(" [shadow: not enforced]");
+            }
+            out.line(format_args!("verdict: {head}"))?;
+            for (id, reason) in verdict.determining.iter().zip(&verdict.reasons) {
+                let at = loaded
+                    .bundle
+                    .policy(id)
+                    .map(|p| format!(" ({}:{})", p.file, p.line))
+                    .unwrap_or_default();
+                out.line(format_args!("  {id}{at}: {reason}"))?;
+            }
+            for reason in verdict.reasons.iter().skip(verdict.determining.len()) {
+                out.line(format_args!("  {reason}"))?;
+            }
+            if !verdict.grants.is_empty() {
+                out.line(format_args!(
+                    "grants matched: {}",
+                    verdict.grants.join(", ")
+                ))?;
+            }
+            for note in &verdict.grant_notes {
+                out.line(format_args!("  {note}"))?;
+            }
+            if let Some(a) = &verdict.approval {
+                out.line(format_args!("approval used: {a}"))?;
+            }
+            for e in &verdict.errors {
+                out.line(format_args!("error: {e}"))?;
+            }
+            if verdict.policy_exception {
+                out.line("policy exception: evaluation errors let through under fail-open")?;
+            }
+            out.line(format_args!("request {}", verdict.request_hash))?;
+            out.line(format_args!("policy set {}", verdict.policy_set))?;
+        }
+    }
+    Ok(match verdict.decision {
+        Decision::Allow => Exit::Ok,
+        Decision::RequiresApproval | Decision::Deny => Exit::CheckFailed,
+    })
+}
+
+fn default_cases(paths: &[PathBuf]) -> Vec<PathBuf> {
+    if paths.is_empty() {
+        vec![PathBuf::from("policy-tests")]
+    } else {
+        paths.to_vec()
+    }
+}
+
+pub(crate) fn test(out: &mut Out, format: Format, args: &PolicyTestArgs) -> Result<Exit, Failure> {
+    let loaded = load(args.bundle.policies.as_deref(), &args.bundle.custom)
+        .map_err(|f| f.with_exit(Exit::Usage))?;
+    let filter = match &args.run {
+        Some(re) => Some(regex::Regex::new(re).map_err(|e| {
+            Failure::usage(format!(
+                "--run: {}",
+                craik_contracts::one_line(&e.to_string())
+            ))
+        })?),
+        None => None,
+    };
+    let mut cases = policytest::load_cases(&default_cases(&args.paths))?;
+    if let Some(re) = &filter {
+        cases.retain(|c| re.is_match(&c.id()));
+    }
+    if cases.is_empty() {
+        return Err(Failure::usage(
+            "no policy test cases found (or none matched --run)",
+        ));
+    }
+    let progress =
+        std::io::stderr().is_terminal() && cases.len() >= 1000 && format == Format::Human;
+    let mut results = Vec::with_capacity(cases.len());
+    for (i, case) in cases.iter().enumerate() {
+        results.push(policytest::run_case(&loaded.bundle, case));
+        if progress && i % 500 == 0 {
+            out.diag(format_args!("\x1b[2K\r{}/{} cases", i, cases.len()))?;
+        }
+    }
+    let (covered, missed) = policytest::coverage(&loaded.bundle, &results);
+    let total = covered.len() + missed.len();
+    let pct = if total == 0 {
+        100.0
+    } else {
+        covered.len() as f64 * 100.0 / total as f64
+    };
+    let failed = results.iter().filter(|r| !r.passed).count();
+
+    if let Some(path) = &args.junit {
+        write_atomic(path, policytest::junit(&results).as_bytes())
+            .map_err(|e| Failure::usage(format!("{}: cannot write: {e}", path.display())))?;
+    }
+    #[derive(Serialize)]
+    struct Report<'a> {
+        policy_set: &'a str,
+        cases: usize,
+        passed: usize,
+        failed: usize,
+        coverage_percent: f64,
+        uncovered: &'a [String],
+        results: &'a [CaseResult],
+    }
+    match format {
+        Format::Junit => out.text(&policytest::junit(&results))?,
+        Format::Json => out.json(&Report {
+            policy_set: loaded.bundle.hash(),
+            cases: results.len(),
+            passed: results.len() - failed,
+            failed,
+            coverage_percent: pct,
+            uncovered: &missed,
+            results: &results,
+        })?,
+        Format::Human => {
+            for r in results.iter().filter(|r| !r.passed) {
+                out.line(format_args!("FAIL {} :: {} ({})", r.suite, r.name, r.file))?;
+                for m in &r.mismatches {
+                    out.line(format_args!("     {m}"))?;
+                }
+                out.line(format_args!(
+                    "     actual determining: {:?}",
+                    r.actual.determining
+                ))?;
+            }
+            let micros: u128 = results.iter().map(|r| r.micros).sum();
+            out.line(format_args!(
+                "{} cases: {} passed, {} failed ({:.1} ms in decisions)",
+                results.len(),
+                results.len() - failed,
+                failed,
+                micros as f64 / 1000.0
+            ))?;
+            out.line(format_args!(
+                "coverage: {}/{} policies exercised ({pct:.1}%)",
+                covered.len(),
+                total
+            ))?;
+            for id in &missed {
+                let at = loaded
+                    .bundle
+                    .policy(id)
+                    .map(|p| format!("{}:{}", p.file, p.line))
+                    .unwrap_or_default();
+                out.line(format_args!("  not exercised: {id} ({at})"))?;
+            }
+        }
+    }
+    let below = args.min_coverage.is_some_and(|min| pct + 1e-9 < min);
+    if below && format == Format::Human {
+        out.line(format_args!(
+            "coverage {pct:.1}% is below --min-coverage {}",
+            args.min_coverage.unwrap_or_default()
+        ))?;
+    }
+    Ok(if failed > 0 || below {
+        Exit::CheckFailed
+    } else {
+        Exit::Ok
+    })
+}
+
+pub(crate) fn diff(
+    out: &mut Out,
+    format: Format,
+    old: &Path,
+    new: &Path,
+    cases: &[PathBuf],
+) -> Result<Exit, Failure> {
+    let before = load(Some(old), &[]).map_err(|f| f.with_exit(Exit::Usage))?;
+    let after = load(Some(new), &[]).map_err(|f| f.with_exit(Exit::Usage))?;
+    let cases = policytest::load_cases(&default_cases(cases))?;
+    #[derive(Serialize)]
+    struct Change {
+        case: String,
+        file: String,
+        old: Outcome,
+        new: Outcome,
+    }
+    let mut changes = Vec::new();
+    for case in &cases {
+        let a = policytest::run_case(&before.bundle, case).actual;
+        let b = policytest::run_case(&after.bundle, case).actual;
+        if (&a.decision, &a.deny_kind, &a.determining)
+            != (&b.decision, &b.deny_kind, &b.determining)
+        {
+            changes.push(Change {
+                case: case.id(),
+                file: case.file.clone(),
+                old: a,
+                new: b,
+            });
+        }
+    }
+    match format {
+        Format::Json | Format::Junit => out.json(&changes)?,
+        Format::Human => {
+            for c in &changes {
+                out.line(format_args!("changed: {} ({})", c.case, c.file))?;
+                out.line(format_args!(
+                    "  old: {} {:?}",
+                    c.old.decision, c.old.determining
+                ))?;
+                out.line(format_args!(
+                    "  new: {} {:?}",
+                    c.new.decision, c.new.determining
+                ))?;
+            }
+            out.line(format_args!(
+                "{} of {} cases changed ({} -> {})",
+                changes.len(),
+                cases.len(),
+                before.bundle.hash(),
+                after.bundle.hash()
+            ))?;
+        }
+    }
+    Ok(if changes.is_empty() {
+        Exit::Ok
+    } else {
+        Exit::CheckFailed
+    })
+}
+
+pub(crate) fn show_grants(
+    out: &mut Out,
+    format: Format,
+    files: &[PathBuf],
+    bundle: &BundleArgs,
+) -> Result<Exit, Failure> {
+    let loaded = load(bundle.policies.as_deref(), &bundle.custom)?;
+    let grants = read_grants(files)?;
+    let label = files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut compiled = Vec::new();
+    for grant in &grants {
+        let g = craik_kernel::compile_grant(&loaded.bundle, grant)
+            .map_err(|e| Failure::invalid(format!("{label}: {e}"), Vec::new()))?;
+        compiled.push(g);
+    }
+    match format {
+        Format::Human => {
+            for g in &compiled {
+                out.text(&g.cedar)?;
+            }
+        }
+        Format::Json | Format::Junit => {
+            #[derive(Serialize)]
+            struct Shown<'a> {
+                id: &'a str,
+                task_id: &'a str,
+                capability: &'a str,
+                cedar: &'a str,
+            }
+            let shown: Vec<Shown<'_>> = compiled
+                .iter()
+                .map(|g| Shown {
+                    id: &g.id,
+                    task_id: &g.task_id,
+                    capability: &g.capability,
+                    cedar: &g.cedar,
+                })
+                .collect();
+            out.json(&shown)?;
+        }
+    }
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,659 @@
+//! `craik policy test`: suites of sample requests with expected verdicts, and Cedar's own
+//! `run-tests` format, with coverage of the loaded policies.
+//!
+//! A suite file is one JSON object (`policy-tests/README.md` documents it); a file whose
+//! top level is an array is in Cedar's `run-tests` format and runs unchanged against the
+//! bundle's decision policies.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use craik_contracts::{CapabilityGrant, Timestamp};
+use craik_kernel::{
+    Bundle, DecideOptions, Decision, DecisionRequest, DenyKind, GrantSet, Mode, Verdict,
+    request_hash,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::bundle::decode_grants;
+use crate::exit::{Exit, Failure};
+use crate::files::{DEFAULT_MAX_BYTES, Input, read_bounded};
+
+/// Default clock for cases that name none.
+pub(crate) const DEFAULT_NOW: &str = "2026-01-01T00:00:00Z";
+/// Default workspace root for cases that name none.
+pub(crate) const DEFAULT_ROOT: &str = "/workspace";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SuiteFile {
+    suite: String,
+    #[serde(default)]
+    #[allow(dead_code, reason = "documentation for readers of the suite")]
+    description: Option<String>,
+    #[serde(default)]
+    now: Option<Timestamp>,
+    #[serde(default)]
+    workspace_root: Option<String>,
+    #[serde(default)]
+    grants: Vec<Value>,
+    #[serde(default)]
+    defaults: Map<String, Value>,
+    cases: Vec<CaseFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CaseFile {
+    name: String,
+    #[serde(default)]
+    request: Map<String, Value>,
+    #[serde(default)]
+    grants: Option<Vec<Value>>,
+    #[serde(default)]
+    now: Option<Timestamp>,
+    #[serde(default)]
+    shadow: bool,
+    expect: Expect,
+}
+
+/// What a case expects.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Expect {
+    pub(crate) decision: Decision,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) deny_kind: Option<DenyKind>,
+    /// Exactly these determining policies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) determining: Option<Vec<String>>,
+    /// At least these determining policies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) determining_includes: Option<Vec<String>>,
+    /// Exactly these grants permitted it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) grants: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) approval: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) policy_exception: Option<bool>,
+}
+
+/// Cedar's `run-tests` case.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CedarCase {
+    #[serde(default)]
+    name: Option<String>,
+    request: CedarRequest,
+    #[serde(default = "empty_array")]
+    entities: Value,
+    decision: CedarDecision,
+    #[serde(default)]
+    reason: Vec<String>,
+    #[serde(default)]
+    num_errors: usize,
+}
+
+fn empty_array() -> Value {
+    Value::Array(Vec::new())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CedarRequest {
+    principal: String,
+    action: String,
+    resource: String,
+    #[serde(default)]
+    context: Value,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum CedarDecision {
+    Allow,
+    Deny,
+}
+
+/// One runnable case, loaded and resolved.
+#[derive(Debug, Clone)]
+pub(crate) struct Case {
+    pub(crate) file: String,
+    pub(crate) suite: String,
+    pub(crate) name: String,
+    kind: CaseKind,
+}
+
+#[derive(Debug, Clone)]
+enum CaseKind {
+    Craik {
+        request: Box<DecisionRequest>,
+        grants: Vec<CapabilityGrant>,
+        now: Timestamp,
+        root: String,
+        shadow: bool,
+        expect: Expect,
+    },
+    Cedar {
+        principal: String,
+        action: String,
+        resource: String,
+        context: Value,
+        entities: Value,
+        allow: bool,
+        reason: Vec<String>,
+        errors: usize,
+    },
+}
+
+impl Case {
+    pub(crate) fn id(&self) -> String {
+        format!("{} :: {}", self.suite, self.name)
+    }
+}
+
+/// What a case produced, comparable across bundles (for `policy diff`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct Outcome {
+    pub(crate) decision: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) deny_kind: Option<DenyKind>,
+    pub(crate) determining: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) grants: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) reasons: Vec<String>,
+}
+
+/// A case's result.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct CaseResult {
+    pub(crate) file: String,
+    pub(crate) suite: String,
+    pub(crate) name: String,
+    pub(crate) passed: bool,
+    pub(crate) micros: u128,
+    pub(crate) actual: Outcome,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) mismatches: Vec<String>,
+}
+
+/// Loads every suite under `paths` (files or directories of `*.json`).
+pub(crate) fn load_cases(paths: &[PathBuf]) -> Result<Vec<Case>, Failure> {
+    let mut files = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            collect(path, &mut files)
+                .map_err(|e| Failure::usage(format!("{}: cannot list: {e}", path.display())))?;
+        } else {
+            files.push(path.clone());
+        }
+    }
+    files.sort();
+    let mut cases = Vec::new();
+    let mut problems = Vec::new();
+    for file in &files {
+        match load_file(file) {
+            Ok(mut c) => cases.append(&mut c),
+            Err(mut p) => problems.append(&mut p),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(Failure::invalid(
+            format!("{} invalid case file problem(s)", problems.len()),
+            problems,
+        )
+        .with_exit(Exit::Usage));
+    }
+    Ok(cases)
+}
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        if entry.file_type()?.is_dir() {
+            collect(&path, out)?;
+        } else if path.extension().is_some_and(|e| e == "json") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn load_file(path: &Path) -> Result<Vec<Case>, Vec<String>> {
+    let label = path.display().to_string();
+    let bytes = read_bounded(&Input::File(path.to_owned()), DEFAULT_MAX_BYTES)
+        .map_err(|e| vec![format!("{label}: {e}")])?;
+    let text = std::str::from_utf8(&bytes).map_err(|e| {
+        vec![format!(
+            "{label}: not valid UTF-8 at byte {}",
+            e.valid_up_to()
+        )]
+    })?;
+    let first = text.trim_start().chars().next();
+    if first == Some('[') {
+        return load_cedar(&label, text);
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let suite: SuiteFile =
+        serde_path_to_error_deserialize(&mut de).map_err(|e| vec![format!("{label}: {e}")])?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let suite_grants = resolve_grants(&label, base, &suite.grants)?;
+    let now = suite.now.map_or_else(
+        || Timestamp::parse(DEFAULT_NOW).map_err(|e| vec![e.to_string()]),
+        Ok,
+    )?;
+    let root = suite
+        .workspace_root
+        .clone()
+        .unwrap_or_else(|| DEFAULT_ROOT.to_owned());
+    let mut cases = Vec::new();
+    let mut problems = Vec::new();
+    for (i, case) in suite.cases.into_iter().enumerate() {
+        let mut merged = suite.defaults.clone();
+        for (k, v) in case.request {
+            merged.insert(k, v);
+        }
+        let request: DecisionRequest = match serde_json::from_value(Value::Object(merged)) {
+            Ok(r) => r,
+            Err(e) => {
+                problems.push(format!(
+                    "{label}: $.cases[{i}] ({}): request: {e}",
+                    case.name
+                ));
+                continue;
+            }
+        };
+        let grants = match &case.grants {
+            Some(list) => match resolve_grants(&label, base, list) {
+                Ok(g) => g,
+                Err(mut p) => {
+                    problems.append(&mut p);
+                    continue;
+                }
+            },
+            None => suite_grants.clone(),
+        };
+        cases.push(Case {
+            file: label.clone(),
+            suite: suite.suite.clone(),
+            name: case.name,
+            kind: CaseKind::Craik {
+                request: Box::new(request),
+                grants,
+                now: case.now.unwrap_or(now),
+                root: root.clone(),
+                shadow: case.shadow,
+                expect: case.expect,
+            },
+        });
+    }
+    if problems.is_empty() {
+        Ok(cases)
+    } else {
+        Err(problems)
+    }
+}
+
+fn serde_path_to_error_deserialize<'de, T: Deserialize<'de>>(
+    de: &mut serde_json::Deserializer<serde_json::de::StrRead<'de>>,
+) -> Result<T, String> {
+    T::deserialize(de).map_err(|e| craik_contracts::one_line(&e.to_string()))
+}
+
+fn load_cedar(label: &str, text: &str) -> Result<Vec<Case>, Vec<String>> {
+    let parsed: Vec<CedarCase> = serde_json::from_str(text)
+        .map_err(|e| vec![format!("{label}: Cedar run-tests format: {e}")])?;
+    Ok(parsed
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| Case {
+            file: label.to_owned(),
+            suite: format!("cedar:{label}"),
+            name: c.name.unwrap_or_else(|| format!("test {i}")),
+            kind: CaseKind::Cedar {
+                principal: c.request.principal,
+                action: c.request.action,
+                resource: c.request.resource,
+                context: if c.request.context.is_null() {
+                    Value::Object(Map::new())
+                } else {
+                    c.request.context
+                },
+                entities: c.entities,
+                allow: c.decision == CedarDecision::Allow,
+                reason: c.reason,
+                errors: c.num_errors,
+            },
+        })
+        .collect())
+}
+
+fn resolve_grants(
+    label: &str,
+    base: &Path,
+    refs: &[Value],
+) -> Result<Vec<CapabilityGrant>, Vec<String>> {
+    let mut grants = Vec::new();
+    for (i, r) in refs.iter().enumerate() {
+        let found = match r {
+            Value::String(rel) => {
+                let path = base.join(rel);
+                let bytes = read_bounded(&Input::File(path.clone()), DEFAULT_MAX_BYTES)
+                    .map_err(|e| vec![format!("{label}: grants[{i}]: {}: {e}", path.display())])?;
+                decode_grants(&path.display().to_string(), &bytes)
+            }
+            other => decode_grants(
+                &format!("{label}: grants[{i}]"),
+                other.to_string().as_bytes(),
+            ),
+        };
+        match found {
+            Ok(mut g) => grants.append(&mut g),
+            Err(f) => {
+                return Err(if f.details.is_empty() {
+                    vec![f.message]
+                } else {
+                    f.details
+                });
+            }
+        }
+    }
+    Ok(grants)
+}
+
+/// Runs one case against a bundle.
+pub(crate) fn run_case(bundle: &Bundle, case: &Case) -> CaseResult {
+    let started = Instant::now();
+    let (actual, mismatches) = match &case.kind {
+        CaseKind::Craik {
+            request,
+            grants,
+            now,
+            root,
+            shadow,
+            expect,
+        } => {
+            let verdict = decide(bundle, request, grants, *now, root, *shadow);
+            let outcome = outcome_of(&verdict);
+            let mismatches = compare(expect, &verdict);
+            (outcome, mismatches)
+        }
+        CaseKind::Cedar {
+            principal,
+            action,
+            resource,
+            context,
+            entities,
+            allow,
+            reason,
+            errors,
+        } => {
+            match bundle.evaluate_raw(
+                principal,
+                action,
+                resource,
+                context.clone(),
+                entities.clone(),
+            ) {
+                Ok(raw) => {
+                    let mut m = Vec::new();
+                    if raw.allow != *allow {
+                        m.push(format!(
+                            "decision: expected {}, got {}",
+                            word(*allow),
+                            word(raw.allow)
+                        ));
+                    }
+                    let mut want = reason.clone();
+                    want.sort();
+                    if raw.reason != want {
+                        m.push(format!("reason: expected {want:?}, got {:?}", raw.reason));
+                    }
+                    if raw.errors != *errors {
+                        m.push(format!("num_errors: expected {errors}, got {}", raw.errors));
+                    }
+                    let outcome = Outcome {
+                        decision: word(raw.allow).into(),
+                        deny_kind: None,
+                        determining: raw.reason,
+                        grants: Vec::new(),
+                        reasons: Vec::new(),
+                    };
+                    (outcome, m)
+                }
+                Err(e) => (
+                    Outcome {
+                        decision: "error".into(),
+                        deny_kind: None,
+                        determining: Vec::new(),
+                        grants: Vec::new(),
+                        reasons: vec![e.clone()],
+                    },
+                    vec![format!("request is invalid: {e}")],
+                ),
+            }
+        }
+    };
+    CaseResult {
+        file: case.file.clone(),
+        suite: case.suite.clone(),
+        name: case.name.clone(),
+        passed: mismatches.is_empty(),
+        micros: started.elapsed().as_micros(),
+        actual,
+        mismatches,
+    }
+}
+
+fn word(allow: bool) -> &'static str {
+    if allow { "allow" } else { "deny" }
+}
+
+/// Decides a case's request, resolving `"request_hash": "@self"` in its approvals.
+pub(crate) fn decide(
+    bundle: &Bundle,
+    request: &DecisionRequest,
+    grants: &[CapabilityGrant],
+    now: Timestamp,
+    root: &str,
+    shadow: bool,
+) -> Verdict {
+    let options = DecideOptions {
+        now: now.get(),
+        workspace_root: root.to_owned(),
+        mode: if shadow { Mode::Shadow } else { Mode::Enforce },
+    };
+    let grant_set = match GrantSet::compile(bundle, grants) {
+        Ok(g) => g,
+        Err(e) => {
+            return Verdict {
+                decision: Decision::Deny,
+                deny_kind: Some(DenyKind::InvalidRequest),
+                determining: vec!["kernel.invalid-grant".into()],
+                reasons: vec![e.to_string()],
+                grants: Vec::new(),
+                grant_notes: Vec::new(),
+                approval: None,
+                errors: Vec::new(),
+                policy_exception: false,
+                mode: options.mode,
+                request_hash: String::new(),
+                policy_set: bundle.hash().to_owned(),
+            };
+        }
+    };
+    let mut request = request.clone();
+    if request.approvals.iter().any(|a| a.request_hash == "@self") {
+        let hash = request_hash(bundle, &request, root).unwrap_or_default();
+        for a in &mut request.approvals {
+            if a.request_hash == "@self" {
+                a.request_hash.clone_from(&hash);
+            }
+        }
+    }
+    bundle.decide(&grant_set, &request, &options)
+}
+
+pub(crate) fn outcome_of(v: &Verdict) -> Outcome {
+    Outcome {
+        decision: decision_name(v.decision).into(),
+        deny_kind: v.deny_kind,
+        determining: v.determining.clone(),
+        grants: v.grants.clone(),
+        reasons: v.reasons.clone(),
+    }
+}
+
+pub(crate) fn decision_name(d: Decision) -> &'static str {
+    match d {
+        Decision::Allow => "allow",
+        Decision::RequiresApproval => "requires_approval",
+        Decision::Deny => "deny",
+    }
+}
+
+fn compare(expect: &Expect, v: &Verdict) -> Vec<String> {
+    let mut m = Vec::new();
+    if expect.decision != v.decision {
+        m.push(format!(
+            "decision: expected {}, got {}",
+            decision_name(expect.decision),
+            decision_name(v.decision)
+        ));
+    }
+    if let Some(kind) = expect.deny_kind {
+        if v.deny_kind != Some(kind) {
+            m.push(format!(
+                "deny_kind: expected {kind:?}, got {:?}",
+                v.deny_kind
+            ));
+        }
+    }
+    if let Some(want) = &expect.determining {
+        let mut want = want.clone();
+        want.sort();
+        if want != v.determining {
+            m.push(format!(
+                "determining: expected {want:?}, got {:?}",
+                v.determining
+            ));
+        }
+    }
+    if let Some(want) = &expect.determining_includes {
+        let missing: Vec<&String> = want.iter().filter(|w| !v.determining.contains(w)).collect();
+        if !missing.is_empty() {
+            m.push(format!(
+                "determining: expected to include {missing:?}, got {:?}",
+                v.determining
+            ));
+        }
+    }
+    if let Some(want) = &expect.grants {
+        let mut want = want.clone();
+        want.sort();
+        let mut got = v.grants.clone();
+        got.sort();
+        if want != got {
+            m.push(format!("grants: expected {want:?}, got {got:?}"));
+        }
+    }
+    if let Some(want) = &expect.approval {
+        if v.approval.as_ref() != Some(want) {
+            m.push(format!("approval: expected {want:?}, got {:?}", v.approval));
+        }
+    }
+    if let Some(want) = expect.policy_exception {
+        if v.policy_exception != want {
+            m.push(format!(
+                "policy_exception: expected {want}, got {}",
+                v.policy_exception
+            ));
+        }
+    }
+    m
+}
+
+/// Which loaded policies no case exercised (as a determining policy).
+pub(crate) fn coverage(bundle: &Bundle, results: &[CaseResult]) -> (Vec<String>, Vec<String>) {
+    let exercised: BTreeSet<&str> = results
+        .iter()
+        .flat_map(|r| r.actual.determining.iter().map(String::as_str))
+        .collect();
+    let all: BTreeMap<&str, ()> = bundle.policies().map(|p| (p.id.as_str(), ())).collect();
+    let (covered, missed): (Vec<&str>, Vec<&str>) =
+        all.keys().partition(|id| exercised.contains(*id));
+    (
+        covered.into_iter().map(str::to_owned).collect(),
+        missed.into_iter().map(str::to_owned).collect(),
+    )
+}
+
+/// JUnit XML, one `<testsuite>` per suite.
+pub(crate) fn junit(results: &[CaseResult]) -> String {
+    let mut suites: BTreeMap<&str, Vec<&CaseResult>> = BTreeMap::new();
+    for r in results {
+        suites.entry(&r.suite).or_default().push(r);
+    }
+    let failures = results.iter().filter(|r| !r.passed).count();
+    let mut xml = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"craik policy test\" tests=\"{}\" failures=\"{failures}\">\n",
+        results.len()
+    );
+    for (suite, cases) in suites {
+        let f = cases.iter().filter(|r| !r.passed).count();
+        let secs: f64 = cases.iter().map(|r| r.micros as f64 / 1e6).sum();
+        xml.push_str(&format!(
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{f}\" time=\"{secs:.6}\">\n",
+            xml_escape(suite),
+            cases.len()
+        ));
+        for r in cases {
+            xml.push_str(&format!(
+                "    <testcase classname=\"{}\" name=\"{}\" time=\"{:.6}\"",
+                xml_escape(&r.file),
+                xml_escape(&r.name),
+                r.micros as f64 / 1e6
+            ));
+            if r.passed {
+                xml.push_str("/>\n");
+            } else {
+                xml.push_str(&format!(
+                    ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
+                    xml_escape(r.mismatches.first().map_or("", String::as_str)),
+                    xml_escape(&format!(
+                        "{}\nactual: {}",
+                        r.mismatches.join("\n"),
+                        serde_json::to_string(&r.actual).unwrap_or_default()
+                    ))
+                ));
+            }
+        }
+        xml.push_str("  </testsuite>\n");
+    }
+    xml.push_str("</testsuites>\n");
+    xml
+}
+
+fn xml_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            // XML 1.0 cannot carry most control characters, even as references.
+            c if c.is_control() && c != '\n' && c != '\t' => {
+                out.push_str(&format!("\\u{{{:x}}}", u32::from(c)))
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}

@@ -41,6 +41,10 @@ struct SuiteFile {
     grants: Vec<Value>,
     #[serde(default)]
     defaults: Map<String, Value>,
+    /// Extra policy directories (relative to the suite file) loaded on top of the bundle for
+    /// this suite only, e.g. a deliberately erroring policy.
+    #[serde(default)]
+    custom: Vec<String>,
     cases: Vec<CaseFile>,
 }
 
@@ -124,6 +128,8 @@ pub(crate) struct Case {
     pub(crate) file: String,
     pub(crate) suite: String,
     pub(crate) name: String,
+    /// Extra policy directories for this case's suite.
+    pub(crate) custom: Vec<PathBuf>,
     kind: CaseKind,
 }
 
@@ -282,6 +288,7 @@ fn load_file(path: &Path) -> Result<Vec<Case>, Vec<String>> {
             file: label.clone(),
             suite: suite.suite.clone(),
             name: case.name,
+            custom: suite.custom.iter().map(|c| base.join(c)).collect(),
             kind: CaseKind::Craik {
                 request: Box::new(request),
                 grants,
@@ -315,6 +322,7 @@ fn load_cedar(label: &str, text: &str) -> Result<Vec<Case>, Vec<String>> {
             file: label.to_owned(),
             suite: format!("cedar:{label}"),
             name: c.name.unwrap_or_else(|| format!("test {i}")),
+            custom: Vec::new(),
             kind: CaseKind::Cedar {
                 principal: c.request.principal,
                 action: c.request.action,

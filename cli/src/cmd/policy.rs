@@ -231,9 +231,26 @@ pub(crate) fn test(out: &mut Out, format: Format, args: &PolicyTestArgs) -> Resu
     }
     let progress =
         std::io::stderr().is_terminal() && cases.len() >= 1000 && format == Format::Human;
+    let mut extra: std::collections::HashMap<Vec<PathBuf>, craik_kernel::Bundle> =
+        std::collections::HashMap::new();
     let mut results = Vec::with_capacity(cases.len());
     for (i, case) in cases.iter().enumerate() {
-        results.push(policytest::run_case(&loaded.bundle, case));
+        let bundle = if case.custom.is_empty() {
+            &loaded.bundle
+        } else {
+            if !extra.contains_key(&case.custom) {
+                let mut dirs = args.bundle.custom.clone();
+                dirs.extend(case.custom.iter().cloned());
+                let b = load(args.bundle.policies.as_deref(), &dirs)
+                    .map_err(|f| f.with_exit(Exit::Usage))?
+                    .bundle;
+                extra.insert(case.custom.clone(), b);
+            }
+            extra
+                .get(&case.custom)
+                .ok_or_else(|| Failure::internal("bundle cache"))?
+        };
+        results.push(policytest::run_case(bundle, case));
         if progress && i % 500 == 0 {
             out.diag(format_args!("\x1b[2K\r{}/{} cases", i, cases.len()))?;
         }
@@ -339,8 +356,23 @@ pub(crate) fn diff(
     }
     let mut changes = Vec::new();
     for case in &cases {
-        let a = policytest::run_case(&before.bundle, case).actual;
-        let b = policytest::run_case(&after.bundle, case).actual;
+        let (a, b) = if case.custom.is_empty() {
+            (
+                policytest::run_case(&before.bundle, case).actual,
+                policytest::run_case(&after.bundle, case).actual,
+            )
+        } else {
+            let old_b = load(Some(old), &case.custom)
+                .map_err(|f| f.with_exit(Exit::Usage))?
+                .bundle;
+            let new_b = load(Some(new), &case.custom)
+                .map_err(|f| f.with_exit(Exit::Usage))?
+                .bundle;
+            (
+                policytest::run_case(&old_b, case).actual,
+                policytest::run_case(&new_b, case).actual,
+            )
+        };
         if (&a.decision, &a.deny_kind, &a.determining)
             != (&b.decision, &b.deny_kind, &b.determining)
         {

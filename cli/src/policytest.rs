@@ -137,7 +137,7 @@ pub(crate) struct Case {
 enum CaseKind {
     Craik {
         request: Box<DecisionRequest>,
-        grants: Vec<CapabilityGrant>,
+        grants: std::sync::Arc<Vec<CapabilityGrant>>,
         now: Timestamp,
         root: String,
         shadow: bool,
@@ -248,7 +248,8 @@ fn load_file(path: &Path) -> Result<Vec<Case>, Vec<String>> {
     let suite: SuiteFile =
         serde_path_to_error_deserialize(&mut de).map_err(|e| vec![format!("{label}: {e}")])?;
     let base = path.parent().unwrap_or(Path::new("."));
-    let suite_grants = resolve_grants(&label, base, &suite.grants)?;
+    // Shared by every case of the suite that names no grants of its own, so they compile once.
+    let suite_grants = std::sync::Arc::new(resolve_grants(&label, base, &suite.grants)?);
     let now = suite.now.map_or_else(
         || Timestamp::parse(DEFAULT_NOW).map_err(|e| vec![e.to_string()]),
         Ok,
@@ -276,7 +277,7 @@ fn load_file(path: &Path) -> Result<Vec<Case>, Vec<String>> {
         };
         let grants = match &case.grants {
             Some(list) => match resolve_grants(&label, base, list) {
-                Ok(g) => g,
+                Ok(g) => std::sync::Arc::new(g),
                 Err(mut p) => {
                     problems.append(&mut p);
                     continue;
@@ -374,8 +375,13 @@ fn resolve_grants(
     Ok(grants)
 }
 
+/// Compiled grant sets, keyed by the identity of the grant list they came from, so a suite's
+/// grants compile once rather than once per case.
+#[derive(Debug, Default)]
+pub(crate) struct GrantCache(std::collections::HashMap<usize, Result<GrantSet, String>>);
+
 /// Runs one case against a bundle.
-pub(crate) fn run_case(bundle: &Bundle, case: &Case) -> CaseResult {
+pub(crate) fn run_case(bundle: &Bundle, case: &Case, cache: &mut GrantCache) -> CaseResult {
     let started = Instant::now();
     let (actual, mismatches) = match &case.kind {
         CaseKind::Craik {
@@ -386,7 +392,19 @@ pub(crate) fn run_case(bundle: &Bundle, case: &Case) -> CaseResult {
             shadow,
             expect,
         } => {
-            let verdict = decide(bundle, request, grants, *now, root, *shadow);
+            let key = std::sync::Arc::as_ptr(grants) as usize;
+            let compiled = cache
+                .0
+                .entry(key)
+                .or_insert_with(|| GrantSet::compile(bundle, grants).map_err(|e| e.to_string()));
+            let verdict = decide_compiled(
+                bundle,
+                request,
+                compiled.as_ref().map_err(String::clone),
+                *now,
+                root,
+                *shadow,
+            );
             let outcome = outcome_of(&verdict);
             let mismatches = compare(expect, &verdict);
             (outcome, mismatches)
@@ -471,19 +489,38 @@ pub(crate) fn decide(
     root: &str,
     shadow: bool,
 ) -> Verdict {
+    let compiled = GrantSet::compile(bundle, grants).map_err(|e| e.to_string());
+    decide_compiled(
+        bundle,
+        request,
+        compiled.as_ref().map_err(String::clone),
+        now,
+        root,
+        shadow,
+    )
+}
+
+fn decide_compiled(
+    bundle: &Bundle,
+    request: &DecisionRequest,
+    grants: Result<&GrantSet, String>,
+    now: Timestamp,
+    root: &str,
+    shadow: bool,
+) -> Verdict {
     let options = DecideOptions {
         now: now.get(),
         workspace_root: root.to_owned(),
         mode: if shadow { Mode::Shadow } else { Mode::Enforce },
     };
-    let grant_set = match GrantSet::compile(bundle, grants) {
+    let grant_set = match grants {
         Ok(g) => g,
         Err(e) => {
             return Verdict {
                 decision: Decision::Deny,
                 deny_kind: Some(DenyKind::InvalidRequest),
                 determining: vec!["kernel.invalid-grant".into()],
-                reasons: vec![e.to_string()],
+                reasons: vec![e],
                 grants: Vec::new(),
                 grant_notes: Vec::new(),
                 approval: None,
@@ -504,7 +541,7 @@ pub(crate) fn decide(
             }
         }
     }
-    bundle.decide(&grant_set, &request, &options)
+    bundle.decide(grant_set, &request, &options)
 }
 
 pub(crate) fn outcome_of(v: &Verdict) -> Outcome {
@@ -534,13 +571,13 @@ fn compare(expect: &Expect, v: &Verdict) -> Vec<String> {
             decision_name(v.decision)
         ));
     }
-    if let Some(kind) = expect.deny_kind {
-        if v.deny_kind != Some(kind) {
-            m.push(format!(
-                "deny_kind: expected {kind:?}, got {:?}",
-                v.deny_kind
-            ));
-        }
+    if let Some(kind) = expect.deny_kind
+        && v.deny_kind != Some(kind)
+    {
+        m.push(format!(
+            "deny_kind: expected {kind:?}, got {:?}",
+            v.deny_kind
+        ));
     }
     if let Some(want) = &expect.determining {
         let mut want = want.clone();
@@ -570,18 +607,18 @@ fn compare(expect: &Expect, v: &Verdict) -> Vec<String> {
             m.push(format!("grants: expected {want:?}, got {got:?}"));
         }
     }
-    if let Some(want) = &expect.approval {
-        if v.approval.as_ref() != Some(want) {
-            m.push(format!("approval: expected {want:?}, got {:?}", v.approval));
-        }
+    if let Some(want) = &expect.approval
+        && v.approval.as_ref() != Some(want)
+    {
+        m.push(format!("approval: expected {want:?}, got {:?}", v.approval));
     }
-    if let Some(want) = expect.policy_exception {
-        if v.policy_exception != want {
-            m.push(format!(
-                "policy_exception: expected {want}, got {}",
-                v.policy_exception
-            ));
-        }
+    if let Some(want) = expect.policy_exception
+        && v.policy_exception != want
+    {
+        m.push(format!(
+            "policy_exception: expected {want}, got {}",
+            v.policy_exception
+        ));
     }
     m
 }

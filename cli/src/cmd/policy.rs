@@ -147,7 +147,7 @@ pub(crate) fn explain(
     match format {
         Format::Json | Format::Junit => out.json(&verdict)?,
         Format::Human => {
-            let mut head = format!("{}", policytest::decision_name(verdict.decision));
+            let mut head = policytest::decision_name(verdict.decision).to_owned();
             if let Some(kind) = verdict.deny_kind {
                 head.push_str(&format!(
                     " ({})",
@@ -234,6 +234,8 @@ pub(crate) fn test(out: &mut Out, format: Format, args: &PolicyTestArgs) -> Resu
     let mut extra: std::collections::HashMap<Vec<PathBuf>, craik_kernel::Bundle> =
         std::collections::HashMap::new();
     let mut results = Vec::with_capacity(cases.len());
+    let mut caches: std::collections::HashMap<Vec<PathBuf>, policytest::GrantCache> =
+        std::collections::HashMap::new();
     for (i, case) in cases.iter().enumerate() {
         let bundle = if case.custom.is_empty() {
             &loaded.bundle
@@ -250,7 +252,8 @@ pub(crate) fn test(out: &mut Out, format: Format, args: &PolicyTestArgs) -> Resu
                 .get(&case.custom)
                 .ok_or_else(|| Failure::internal("bundle cache"))?
         };
-        results.push(policytest::run_case(bundle, case));
+        let cache = caches.entry(case.custom.clone()).or_default();
+        results.push(policytest::run_case(bundle, case, cache));
         if progress && i % 500 == 0 {
             out.diag(format_args!("\x1b[2K\r{}/{} cases", i, cases.len()))?;
         }
@@ -355,11 +358,15 @@ pub(crate) fn diff(
         new: Outcome,
     }
     let mut changes = Vec::new();
+    let (mut old_cache, mut new_cache) = (
+        policytest::GrantCache::default(),
+        policytest::GrantCache::default(),
+    );
     for case in &cases {
         let (a, b) = if case.custom.is_empty() {
             (
-                policytest::run_case(&before.bundle, case).actual,
-                policytest::run_case(&after.bundle, case).actual,
+                policytest::run_case(&before.bundle, case, &mut old_cache).actual,
+                policytest::run_case(&after.bundle, case, &mut new_cache).actual,
             )
         } else {
             let old_b = load(Some(old), &case.custom)
@@ -369,8 +376,8 @@ pub(crate) fn diff(
                 .map_err(|f| f.with_exit(Exit::Usage))?
                 .bundle;
             (
-                policytest::run_case(&old_b, case).actual,
-                policytest::run_case(&new_b, case).actual,
+                policytest::run_case(&old_b, case, &mut policytest::GrantCache::default()).actual,
+                policytest::run_case(&new_b, case, &mut policytest::GrantCache::default()).actual,
             )
         };
         if (&a.decision, &a.deny_kind, &a.determining)

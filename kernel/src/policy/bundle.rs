@@ -10,8 +10,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use cedar_policy::{
-    ActionConstraint, Effect, EntityUid, Policy, PolicyId, PolicySet, Schema, ValidationMode,
-    Validator,
+    ActionConstraint, Effect, Entities, EntityUid, Policy, PolicyId, PolicySet, Schema,
+    ValidationMode, Validator,
 };
 use sha2::{Digest, Sha256};
 
@@ -90,6 +90,10 @@ pub struct PolicyInfo {
 #[derive(Debug, Clone)]
 pub struct Bundle {
     pub(crate) schema: Schema,
+    /// Built once: validating a compiled grant must not clone the schema each time.
+    pub(crate) validator: std::sync::Arc<Validator>,
+    /// The schema's action entities (with their groups), added to every request's entities.
+    pub(crate) action_entities: Entities,
     /// Leaf capabilities (actions that are not groups), e.g. `repo.write.docs`.
     pub(crate) capabilities: BTreeSet<String>,
     /// Ancestors (families) of each capability, outermost first.
@@ -248,6 +252,8 @@ impl Bundle {
         }
         let hash = bundle_hash(schema, policies);
         Ok(Self {
+            validator: std::sync::Arc::new(Validator::new(schema_value.clone())),
+            action_entities: action_entities.clone(),
             schema: schema_value,
             capabilities,
             families,

@@ -6,8 +6,12 @@
 //! `RequiresApproval`. Unknown capabilities, unsafe targets, evaluation errors and entity or
 //! request construction failures all deny.
 
+use std::collections::{HashMap, HashSet};
+use std::str::FromStr;
+
 use cedar_policy::{
-    Authorizer, Context, Decision as CedarDecision, Entities, EntityUid, PolicySet, Request,
+    Authorizer, Context, Decision as CedarDecision, Entities, Entity, EntityId, EntityTypeName,
+    EntityUid, PolicySet, Request, RestrictedExpression,
 };
 use craik_contracts::{PolicyProfile, Timestamp, Truncated};
 use globset::GlobBuilder;
@@ -36,8 +40,8 @@ pub struct DecideOptions {
 
 /// The resource as the kernel understood it.
 struct Resource {
-    uid: Value,
-    entities: Vec<Value>,
+    uid: EntityUid,
+    entities: Vec<Entity>,
     /// Canonical spelling for the request hash.
     canonical: Value,
     path: Option<TargetPath>,
@@ -144,43 +148,69 @@ impl Bundle {
             resource.path.as_ref(),
             &options.workspace_root,
         );
-        let context = json!({
-            "profile": craik_name(&request.profile),
-            "phase": craik_name(&request.phase),
-            "iteration": i64::from(request.iteration),
-            "max_iterations": i64::from(request.max_iterations),
-            "operation": request.operation,
-            "now": options.now.unix_timestamp(),
-            "task_mode": craik_name(&request.task_mode),
-            "intent_out_of_scope": out_of_scope,
-            "intent_outside_scope": outside_scope,
-            "intent_stop": stop,
-        });
-
-        let mut entities = resource.entities;
-        entities.push(json!({
-            "uid": {"type": "Craik::Runner", "id": request.runner.id},
-            "attrs": {"trust": craik_name(&request.runner.trust), "mode": craik_name(&request.runner.mode)},
-            "parents": [{"type": "Craik::Task", "id": request.task_id}],
-        }));
-        entities.push(json!({"uid": {"type": "Craik::Task", "id": request.task_id}, "attrs": {}, "parents": []}));
+        let context = Context::from_pairs([
+            ("profile".to_owned(), string(craik_name(&request.profile))),
+            ("phase".to_owned(), string(craik_name(&request.phase))),
+            (
+                "iteration".to_owned(),
+                RestrictedExpression::new_long(i64::from(request.iteration)),
+            ),
+            (
+                "max_iterations".to_owned(),
+                RestrictedExpression::new_long(i64::from(request.max_iterations)),
+            ),
+            ("operation".to_owned(), string(request.operation.clone())),
+            (
+                "now".to_owned(),
+                RestrictedExpression::new_long(options.now.unix_timestamp()),
+            ),
+            (
+                "task_mode".to_owned(),
+                string(craik_name(&request.task_mode)),
+            ),
+            (
+                "intent_out_of_scope".to_owned(),
+                RestrictedExpression::new_bool(out_of_scope),
+            ),
+            (
+                "intent_outside_scope".to_owned(),
+                RestrictedExpression::new_bool(outside_scope),
+            ),
+            (
+                "intent_stop".to_owned(),
+                RestrictedExpression::new_bool(stop),
+            ),
+        ]);
 
         let built = (|| -> Result<(Request, Entities), String> {
-            let action: EntityUid =
-                serde_json::from_value(json!({"type": "Craik::Action", "id": request.capability}))
-                    .map_err(|e| e.to_string())
-                    .and_then(|v: Value| EntityUid::from_json(v).map_err(|e| e.to_string()))?;
-            let principal =
-                EntityUid::from_json(json!({"type": "Craik::Runner", "id": request.runner.id}))
-                    .map_err(|e| e.to_string())?;
-            let resource_uid =
-                EntityUid::from_json(resource.uid.clone()).map_err(|e| e.to_string())?;
-            let context = Context::from_json_value(context, Some((&self.schema, &action)))
-                .map_err(|e| e.to_string())?;
-            let cedar_request =
-                Request::new(principal, action, resource_uid, context, Some(&self.schema))
-                    .map_err(|e| e.to_string())?;
-            let entities = Entities::from_json_value(Value::Array(entities), Some(&self.schema))
+            let task = uid("Craik::Task", &request.task_id)?;
+            let principal = uid("Craik::Runner", &request.runner.id)?;
+            let action = uid("Craik::Action", &request.capability)?;
+            let mut entities = resource.entities;
+            entities.push(entity(
+                principal.clone(),
+                [
+                    ("trust", string(craik_name(&request.runner.trust))),
+                    ("mode", string(craik_name(&request.runner.mode))),
+                ],
+                [task.clone()],
+            )?);
+            entities.push(entity(task, [], [])?);
+            let context = context.map_err(|e| e.to_string())?;
+            let cedar_request = Request::new(
+                principal,
+                action,
+                resource.uid.clone(),
+                context,
+                Some(&self.schema),
+            )
+            .map_err(|e| e.to_string())?;
+            // INVARIANT: these entities are built here from checked values only; the request
+            // was validated against the schema above, and the policies in strict mode at load.
+            let entities = self
+                .action_entities
+                .clone()
+                .add_entities(entities, None)
                 .map_err(|e| e.to_string())?;
             Ok((cedar_request, entities))
         })();
@@ -367,7 +397,7 @@ impl Bundle {
                     .reason
                     .clone()
                     .unwrap_or_else(|| format!("{id} (no @reason)")),
-                None => format!("{id}"),
+                None => id.clone(),
             })
             .collect();
         verdict.determining = ids;
@@ -408,6 +438,25 @@ fn family(bundle: &Bundle, capability: &str) -> String {
         .unwrap_or_default()
 }
 
+fn string(value: String) -> RestrictedExpression {
+    RestrictedExpression::new_string(value)
+}
+
+fn uid(kind: &str, id: &str) -> Result<EntityUid, String> {
+    let kind = EntityTypeName::from_str(kind).map_err(|e| e.to_string())?;
+    Ok(EntityUid::from_type_name_and_id(kind, EntityId::new(id)))
+}
+
+fn entity<const N: usize, const M: usize>(
+    id: EntityUid,
+    attrs: [(&str, RestrictedExpression); N],
+    parents: [EntityUid; M],
+) -> Result<Entity, String> {
+    let attrs: HashMap<String, RestrictedExpression> =
+        attrs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+    Entity::new(id, attrs, parents.into_iter().collect::<HashSet<_>>()).map_err(|e| e.to_string())
+}
+
 fn build_resource(
     bundle: &Bundle,
     request: &DecisionRequest,
@@ -430,49 +479,46 @@ fn build_resource(
             };
             let text = path.as_str();
             let name = text.rsplit('/').next().unwrap_or(text);
-            let mut entities = Vec::new();
             let segments: Vec<&str> = path.segments().collect();
+            // Directories above the path, outermost first: ".", "a", "a/b", ...
             let dirs: Vec<String> = (0..segments.len())
-                .map(|n| segments.get(..n).map(|s| s.join("/")).unwrap_or_default())
+                .map(|n| match segments.get(..n) {
+                    Some(s) if !s.is_empty() => s.join("/"),
+                    _ => ".".to_owned(),
+                })
                 .collect();
+            let mut entities = Vec::with_capacity(dirs.len() + 1);
             for (i, dir) in dirs.iter().enumerate() {
-                let id = if dir.is_empty() {
-                    ".".to_owned()
+                let parents: HashSet<EntityUid> = match i.checked_sub(1).and_then(|p| dirs.get(p)) {
+                    Some(parent) => HashSet::from([uid("Craik::Dir", parent)?]),
+                    None => HashSet::new(),
+                };
+                let shown = if dir == "." {
+                    String::new()
                 } else {
                     dir.clone()
                 };
-                let parents = match i.checked_sub(1).and_then(|p| dirs.get(p)) {
-                    Some(parent) if parent.is_empty() => {
-                        vec![json!({"type": "Craik::Dir", "id": "."})]
-                    }
-                    Some(parent) => vec![json!({"type": "Craik::Dir", "id": parent})],
-                    None => vec![],
-                };
-                entities.push(json!({"uid": {"type": "Craik::Dir", "id": id}, "attrs": {"path": dir}, "parents": parents}));
+                let attrs = HashMap::from([("path".to_owned(), string(shown))]);
+                entities.push(
+                    Entity::new(uid("Craik::Dir", dir)?, attrs, parents)
+                        .map_err(|e| e.to_string())?,
+                );
             }
-            let parent = dirs
-                .last()
-                .map(|d| {
-                    if d.is_empty() {
-                        ".".to_owned()
-                    } else {
-                        d.clone()
-                    }
-                })
-                .unwrap_or_else(|| ".".into());
-            entities.push(json!({
-                "uid": {"type": "Craik::Path", "id": text},
-                "attrs": {
-                    "path": text,
-                    "fold": text.to_ascii_lowercase(),
-                    "name": name,
-                    "fold_name": name.to_ascii_lowercase(),
-                    "protected": protected,
-                },
-                "parents": [{"type": "Craik::Dir", "id": parent}],
-            }));
+            let parent = uid("Craik::Dir", dirs.last().map_or(".", String::as_str))?;
+            let id = uid("Craik::Path", text)?;
+            entities.push(entity(
+                id.clone(),
+                [
+                    ("path", string(text.to_owned())),
+                    ("fold", string(text.to_ascii_lowercase())),
+                    ("name", string(name.to_owned())),
+                    ("fold_name", string(name.to_ascii_lowercase())),
+                    ("protected", string(protected.to_owned())),
+                ],
+                [parent],
+            )?);
             Ok(Resource {
-                uid: json!({"type": "Craik::Path", "id": text}),
+                uid: id,
                 entities,
                 canonical: json!(text),
                 path: Some(path),
@@ -487,21 +533,34 @@ fn build_resource(
                 }
             };
             let facts = analyse(&argv).map_err(|e| format!("command refused: {e}"))?;
-            let id = facts.line.clone();
+            let id = uid("Craik::Command", &facts.line)?;
+            let e = entity(
+                id.clone(),
+                [
+                    ("program", string(facts.program)),
+                    ("line", string(facts.line)),
+                    ("shell", RestrictedExpression::new_bool(facts.shell)),
+                    ("wrapper", RestrictedExpression::new_bool(facts.wrapper)),
+                ],
+                [],
+            )?;
             Ok(Resource {
-                uid: json!({"type": "Craik::Command", "id": id}),
-                entities: vec![json!({
-                    "uid": {"type": "Craik::Command", "id": id},
-                    "attrs": {"program": facts.program, "line": facts.line, "shell": facts.shell, "wrapper": facts.wrapper},
-                    "parents": [],
-                })],
+                uid: id,
+                entities: vec![e],
                 canonical: json!(argv),
                 path: None,
             })
         }
         "memory" => {
             let scope = target.unwrap_or("team");
-            Ok(simple("Craik::Memory", scope, json!({"scope": scope})))
+            let id = uid("Craik::Memory", scope)?;
+            let e = entity(id.clone(), [("scope", string(scope.to_owned()))], [])?;
+            Ok(Resource {
+                uid: id,
+                entities: vec![e],
+                canonical: json!(scope),
+                path: None,
+            })
         }
         "net" => {
             let url = target.ok_or("net capabilities need a `target` URL")?;
@@ -513,29 +572,37 @@ fn build_resource(
             if scheme.is_empty() || host.is_empty() || url.chars().any(char::is_control) {
                 return Err(format!("target `{}` is not a URL", Truncated(url)));
             }
-            Ok(simple(
-                "Craik::Url",
-                url,
-                json!({"scheme": scheme.to_ascii_lowercase(), "host": host}),
-            ))
+            let id = uid("Craik::Url", url)?;
+            let e = entity(
+                id.clone(),
+                [
+                    ("scheme", string(scheme.to_ascii_lowercase())),
+                    ("host", string(host)),
+                ],
+                [],
+            )?;
+            Ok(Resource {
+                uid: id,
+                entities: vec![e],
+                canonical: json!(url),
+                path: None,
+            })
         }
         "git" | "github" => {
             let repo = target.unwrap_or("origin");
-            Ok(simple("Craik::Repo", repo, json!({})))
+            let id = uid("Craik::Repo", repo)?;
+            let e = entity(id.clone(), [], [])?;
+            Ok(Resource {
+                uid: id,
+                entities: vec![e],
+                canonical: json!(repo),
+                path: None,
+            })
         }
         other => Err(format!(
             "capability `{}` is in no known family (`{other}`)",
             request.capability
         )),
-    }
-}
-
-fn simple(kind: &str, id: &str, attrs: Value) -> Resource {
-    Resource {
-        uid: json!({"type": kind, "id": id}),
-        entities: vec![json!({"uid": {"type": kind, "id": id}, "attrs": attrs, "parents": []})],
-        canonical: json!(id),
-        path: None,
     }
 }
 

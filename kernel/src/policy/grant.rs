@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::str::FromStr;
 
-use cedar_policy::{Policy, PolicyId, PolicySet, ValidationMode, Validator};
+use cedar_policy::{Policy, PolicyId, PolicySet, ValidationMode};
 use craik_contracts::{CapabilityGrant, Truncated, id_problem};
 use time::format_description::well_known::Rfc3339;
 
@@ -250,7 +250,7 @@ pub fn compile(bundle: &Bundle, grant: &CapabilityGrant) -> Result<CompiledGrant
     let mut set = PolicySet::new();
     set.add(policy.clone())
         .map_err(|e| err("$", e.to_string()))?;
-    let result = Validator::new(bundle.schema.clone()).validate(&set, ValidationMode::Strict);
+    let result = bundle.validator.validate(&set, ValidationMode::Strict);
     if let Some(e) = result.validation_errors().next() {
         return Err(err(
             "$",
@@ -427,8 +427,8 @@ impl PathPattern {
             }
             Self::Children { dir, name: n } if dir.is_empty() => {
                 format!(
-                    "({} && !({path} like \"*/*\"))",
-                    format!("{path} like \"{}\"", escape(&case(n)))
+                    "({path} like \"{}\" && !({path} like \"*/*\"))",
+                    escape(&case(n))
                 )
             }
             Self::Children { dir, name: n } => format!(

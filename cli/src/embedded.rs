@@ -54,3 +54,45 @@ pub(crate) const POLICIES: &[(&str, &str)] = &[
         include_str!("../../policies/profiles/trusted-local.cedar"),
     ),
 ];
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    fn walk(dir: &Path, base: &Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, base, out);
+            } else if path.extension().is_some_and(|e| e == "cedar") {
+                out.push(
+                    path.strip_prefix(base)
+                        .unwrap()
+                        .to_string_lossy()
+                        .replace('\\', "/"),
+                );
+            }
+        }
+    }
+
+    /// A policy file added to `policies/` must be embedded too, and the texts must match.
+    #[test]
+    fn embedded_bundle_is_exactly_policies_dir() {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../policies");
+        let mut on_disk = Vec::new();
+        walk(&dir, &dir, &mut on_disk);
+        on_disk.sort();
+        let embedded: Vec<String> = super::POLICIES
+            .iter()
+            .map(|(n, _)| (*n).to_owned())
+            .collect();
+        assert_eq!(embedded, on_disk, "update cli/src/embedded.rs");
+        for (name, text) in super::POLICIES {
+            assert_eq!(
+                *text,
+                std::fs::read_to_string(dir.join(name)).unwrap(),
+                "{name}"
+            );
+        }
+    }
+}

@@ -40,6 +40,9 @@ fn main() -> ExitCode {
         Err(failure) if failure.broken_pipe => Exit::Ok.into(),
         Err(failure) => {
             let _ = out.flush();
+            for line in &failure.details {
+                let _ = writeln!(io::stderr(), "{}", craik_contracts::one_line(line));
+            }
             let _ = writeln!(
                 io::stderr(),
                 "craik: {}",

@@ -554,6 +554,13 @@ pub(crate) fn outcome_of(v: &Verdict) -> Outcome {
     }
 }
 
+fn kind_name(kind: Option<DenyKind>) -> String {
+    match kind.map(serde_json::to_value) {
+        Some(Ok(Value::String(s))) => s,
+        _ => "none".to_owned(),
+    }
+}
+
 pub(crate) fn decision_name(d: Decision) -> &'static str {
     match d {
         Decision::Allow => "allow",
@@ -575,8 +582,9 @@ fn compare(expect: &Expect, v: &Verdict) -> Vec<String> {
         && v.deny_kind != Some(kind)
     {
         m.push(format!(
-            "deny_kind: expected {kind:?}, got {:?}",
-            v.deny_kind
+            "deny_kind: expected {}, got {}",
+            kind_name(Some(kind)),
+            kind_name(v.deny_kind)
         ));
     }
     if let Some(want) = &expect.determining {

@@ -11,6 +11,7 @@
 
 mod contracts;
 mod interop;
+mod policy;
 mod schema;
 
 use std::path::{Path, PathBuf};

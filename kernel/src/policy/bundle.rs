@@ -180,8 +180,9 @@ impl Bundle {
             ));
         }
         if !problems.is_empty() {
-            problems.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
-            return Err(LoadError { problems });
+            return Err(LoadError {
+                problems: dedupe(problems),
+            });
         }
 
         let action_entities = schema_value.action_entities().map_err(|e| LoadError {
@@ -346,6 +347,33 @@ impl Bundle {
             errors: response.diagnostics().errors().count(),
         })
     }
+}
+
+/// Sorts problems by place and folds repeats: Cedar's validator reports one error per request
+/// environment (every action a policy could apply to) at the same place.
+fn dedupe(mut problems: Vec<Located>) -> Vec<Located> {
+    problems.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+    let mut out: Vec<(Located, usize)> = Vec::new();
+    for p in problems {
+        match out.last_mut() {
+            Some((last, n))
+                if last.line != 0
+                    && (&last.file, last.line, last.column) == (&p.file, p.line, p.column) =>
+            {
+                *n += 1
+            }
+            _ => out.push((p, 1)),
+        }
+    }
+    out.into_iter()
+        .map(|(mut p, n)| {
+            if n > 1 {
+                p.message
+                    .push_str(&format!(" (and {} more like it at this place)", n - 1));
+            }
+            p
+        })
+        .collect()
 }
 
 fn applies_to(constraint: &ActionConstraint, capability: &str, ancestors: &[String]) -> bool {

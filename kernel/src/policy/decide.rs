@@ -79,10 +79,70 @@ fn craik_name<T: serde::Serialize>(value: &T) -> String {
     }
 }
 
+/// Every policy and every grant in one Cedar set: the naive baseline the benchmarks compare
+/// the sliced decision against. Verdicts are identical (a law the tests check); only the cost
+/// differs.
+#[derive(Debug)]
+pub struct NaivePolicies {
+    decision: PolicySet,
+    approvals: PolicySet,
+}
+
+/// Which policies a decision evaluates.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    /// The slice for the request's capability plus the task's grants for it.
+    Sliced,
+    /// Everything, prebuilt.
+    Naive(&'a NaivePolicies),
+}
+
 impl Bundle {
+    /// Builds the naive baseline: every decision policy and every compiled grant in one set.
+    pub fn naive(&self, grants: &GrantSet) -> NaivePolicies {
+        let mut decision = self.decision_all.clone();
+        for grant in grants.all() {
+            let _ = decision.add(grant.policy.clone());
+        }
+        let mut approvals = PolicySet::new();
+        for set in self.approval_slices.values() {
+            for policy in set.policies() {
+                let _ = approvals.add(policy.clone());
+            }
+        }
+        NaivePolicies {
+            decision,
+            approvals,
+        }
+    }
+
     /// Decides one request. Never fails: every problem is a denying verdict.
+    ///
+    /// Cost does not grow with unrelated grants or policies: only the policies whose action
+    /// scope covers the capability, and the task's grants for that capability, are evaluated.
     pub fn decide(
         &self,
+        grants: &GrantSet,
+        request: &DecisionRequest,
+        options: &DecideOptions,
+    ) -> Verdict {
+        self.decide_from(Source::Sliced, grants, request, options)
+    }
+
+    /// The same decision evaluated against [`NaivePolicies`] (for benchmarks and tests).
+    pub fn decide_naive(
+        &self,
+        naive: &NaivePolicies,
+        grants: &GrantSet,
+        request: &DecisionRequest,
+        options: &DecideOptions,
+    ) -> Verdict {
+        self.decide_from(Source::Naive(naive), grants, request, options)
+    }
+
+    fn decide_from(
+        &self,
+        source: Source<'_>,
         grants: &GrantSet,
         request: &DecisionRequest,
         options: &DecideOptions,
@@ -227,17 +287,25 @@ impl Bundle {
             }
         };
 
-        let mut policies = self
-            .decision_slices
-            .get(&request.capability)
-            .cloned()
-            .unwrap_or_else(PolicySet::new);
-        for grant in candidates {
-            // Grant ids are unique and disjoint from policy ids (reserved prefix).
-            let _ = policies.add(grant.policy.clone());
-        }
+        let sliced;
+        let policies = match source {
+            Source::Sliced => {
+                let mut set = self
+                    .decision_slices
+                    .get(&request.capability)
+                    .cloned()
+                    .unwrap_or_else(PolicySet::new);
+                for grant in candidates {
+                    // Grant ids are unique and disjoint from policy ids (reserved prefix).
+                    let _ = set.add(grant.policy.clone());
+                }
+                sliced = set;
+                &sliced
+            }
+            Source::Naive(naive) => &naive.decision,
+        };
         let authorizer = Authorizer::new();
-        let response = authorizer.is_authorized(&cedar_request, &policies, &cedar_entities);
+        let response = authorizer.is_authorized(&cedar_request, policies, &cedar_entities);
         let errors: Vec<(String, String)> = response
             .diagnostics()
             .errors()
@@ -294,10 +362,10 @@ impl Bundle {
                     })
                     .collect();
                 self.approval_step(
+                    source,
                     verdict,
                     request,
-                    &cedar_request,
-                    &cedar_entities,
+                    (&cedar_request, &cedar_entities),
                     options.now,
                     reason,
                 )
@@ -307,14 +375,18 @@ impl Bundle {
 
     fn approval_step(
         &self,
+        source: Source<'_>,
         mut verdict: Verdict,
         request: &DecisionRequest,
-        cedar_request: &Request,
-        entities: &Entities,
+        (cedar_request, entities): (&Request, &Entities),
         now: OffsetDateTime,
         allow_reason: Vec<String>,
     ) -> Verdict {
-        let rules = match self.approval_slices.get(&request.capability) {
+        let rules = match source {
+            Source::Sliced => self.approval_slices.get(&request.capability),
+            Source::Naive(naive) => Some(&naive.approvals),
+        };
+        let rules = match rules {
             Some(rules) if rules.policies().next().is_some() => rules,
             _ => {
                 verdict.decision = Decision::Allow;

@@ -65,7 +65,8 @@ pub struct CompiledGrant {
 #[derive(Debug, Clone, Default)]
 pub struct GrantSet {
     by_key: HashMap<(String, String), Vec<CompiledGrant>>,
-    by_task: HashMap<String, Vec<String>>,
+    /// Capabilities each task holds grants for.
+    by_task: HashMap<String, std::collections::BTreeSet<String>>,
 }
 
 impl GrantSet {
@@ -85,7 +86,7 @@ impl GrantSet {
             set.by_task
                 .entry(compiled.task_id.clone())
                 .or_default()
-                .push(compiled.id.clone());
+                .insert(compiled.capability.clone());
             set.by_key
                 .entry((compiled.task_id.clone(), compiled.capability.clone()))
                 .or_default()
@@ -105,10 +106,21 @@ impl GrantSet {
     /// Every grant for a task, any capability.
     pub fn for_task<'a>(&'a self, task_id: &str) -> impl Iterator<Item = &'a CompiledGrant> + 'a {
         let task = task_id.to_owned();
-        self.by_key
-            .iter()
-            .filter(move |((t, _), _)| *t == task)
-            .flat_map(|(_, grants)| grants)
+        self.by_task
+            .get(task_id)
+            .into_iter()
+            .flatten()
+            .flat_map(move |cap| {
+                self.by_key
+                    .get(&(task.clone(), cap.clone()))
+                    .into_iter()
+                    .flatten()
+            })
+    }
+
+    /// Every grant.
+    pub fn all(&self) -> impl Iterator<Item = &CompiledGrant> {
+        self.by_key.values().flatten()
     }
 
     /// Number of grants.
@@ -332,6 +344,12 @@ impl PathPattern {
         {
             return Err(format!(
                 "`{c}` is not supported; use literal names, `*` within a segment and `**` as a whole segment"
+            ));
+        }
+        if let Some(c) = pattern.chars().find(|c| c.is_control()) {
+            return Err(format!(
+                "control character U+{:04X} in pattern",
+                u32::from(c)
             ));
         }
         if pattern.starts_with('/') {

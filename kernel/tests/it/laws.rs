@@ -1,1 +1,176 @@
+//! The kernel's laws, as property tests over the committed bundle:
+//! - compiled grants match exactly the paths their globs match (globset is the oracle), and
+//!   exclusions always win, case-insensitively;
+//! - adding a forbid never turns a Deny into an Allow, and never loosens any verdict;
+//! - a policy that errors during evaluation never yields an Allow (outside honoured fail-open);
+//! - every verdict is one of the three, ordered Allow < RequiresApproval < Deny.
 
+use craik_kernel::{Bundle, Decision, DenyKind, GrantSet, SourceFile, glob_matches};
+use proptest::prelude::*;
+use serde_json::json;
+
+use crate::{bundle, options, request, sources};
+
+fn segment() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("a".to_owned()),
+        Just("b".to_owned()),
+        Just("A".to_owned()),
+        Just("ab".to_owned()),
+        Just("a.md".to_owned()),
+        Just("b.rs".to_owned()),
+        Just("A.MD".to_owned()),
+    ]
+}
+
+fn path() -> impl Strategy<Value = String> {
+    prop::collection::vec(segment(), 1..5).prop_map(|s| s.join("/"))
+}
+
+fn dir() -> impl Strategy<Value = String> {
+    prop::collection::vec(prop_oneof![Just("a"), Just("b"), Just("A")], 0..3)
+        .prop_map(|s| s.join("/"))
+}
+
+fn name_pattern() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("*.md"),
+        Just("a*"),
+        Just("*"),
+        Just("*.rs"),
+        Just("a.md"),
+        Just("*b*")
+    ]
+    .prop_map(str::to_owned)
+}
+
+fn pattern() -> impl Strategy<Value = String> {
+    let join = |d: String, rest: &str| {
+        if d.is_empty() {
+            rest.to_owned()
+        } else {
+            format!("{d}/{rest}")
+        }
+    };
+    prop_oneof![
+        path(),
+        dir().prop_map(move |d| join(d, "**")),
+        (dir(), name_pattern()).prop_map(move |(d, n)| join(d, &n)),
+        (dir(), name_pattern()).prop_map(move |(d, n)| join(d, &format!("**/{n}"))),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// A compiled grant allows a path iff one of its globs matches it and no exclusion does
+    /// (exclusions case-insensitively). Checked through the whole decision, against globset.
+    #[test]
+    fn compiled_grants_agree_with_globset(
+        paths in prop::collection::vec(pattern(), 1..3),
+        exclude in prop::collection::vec(pattern(), 0..2),
+        targets in prop::collection::vec(path(), 1..8),
+    ) {
+        let b = bundle();
+        let grant = json!([{
+            "id": "grant_prop", "task_id": "task_docs", "capability": "repo.write.code",
+            "target": {"paths": paths, "exclude": exclude}, "operations": ["write"],
+            "reason": "property test", "approved_by": "user:prop"
+        }]);
+        let grants: Vec<craik_contracts::CapabilityGrant> = serde_json::from_value(grant).unwrap();
+        let set = GrantSet::compile(&b, &grants).unwrap();
+        for target in &targets {
+            let v = b.decide(&set, &request(json!({"capability": "repo.write.code", "target": target, "profile": "trusted-local"})), &options());
+            let allowed = paths.iter().any(|p| glob_matches(p, target, false))
+                && !exclude.iter().any(|x| glob_matches(x, target, true));
+            prop_assert_eq!(v.decision == Decision::Allow, allowed, "{} vs paths {:?} exclude {:?}: {:?}", target, paths, exclude, v);
+        }
+    }
+}
+
+fn with_extra(extra: &str) -> Bundle {
+    let (schema, mut files) = sources();
+    files.push(SourceFile::new("extra.cedar", extra));
+    Bundle::load(&schema, &files).unwrap()
+}
+
+fn sample_requests() -> Vec<serde_json::Value> {
+    let mut out = Vec::new();
+    for profile in ["strict", "trusted-local", "automation", "custom"] {
+        for (cap, target, op) in [
+            ("repo.read", "src/lib.rs", "read"),
+            ("repo.write.docs", "docs/guide.md", "write"),
+            ("repo.write.docs", "docs/adr/1.md", "write"),
+            ("repo.write.code", ".git/config", "write"),
+            ("shell.test", "cargo test", "execute"),
+            ("memory.propose", "team", "write"),
+            ("net.fetch", "https://example.org", "read"),
+            ("git.push", "origin", "write"),
+        ] {
+            for iteration in [0, 7] {
+                out.push(json!({"capability": cap, "target": target, "operation": op, "profile": profile, "iteration": iteration}));
+            }
+        }
+    }
+    out
+}
+
+fn all_grants(b: &Bundle) -> GrantSet {
+    crate::grants(
+        b,
+        json!([
+            {"id": "grant_docs", "task_id": "task_docs", "capability": "repo.write.docs", "target": {"paths": ["**"]}, "operations": ["write"], "reason": "r", "approved_by": "user:x"},
+            {"id": "grant_code", "task_id": "task_docs", "capability": "repo.write.code", "target": {"paths": ["**"]}, "operations": ["write"], "reason": "r", "approved_by": "user:x"},
+            {"id": "grant_test", "task_id": "task_docs", "capability": "shell.test", "target": {"paths": ["cargo test"]}, "operations": ["execute"], "reason": "r", "approved_by": "user:x"},
+            {"id": "grant_push", "task_id": "task_docs", "capability": "git.push", "target": {}, "operations": ["write"], "reason": "r", "approved_by": "user:x"},
+            {"id": "grant_net", "task_id": "task_docs", "capability": "net.fetch", "target": {}, "operations": ["read"], "reason": "r", "approved_by": "user:x"}
+        ]),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Adding any forbid (on any action, with any simple condition) never makes a verdict
+    /// less strict.
+    #[test]
+    fn adding_a_forbid_never_loosens_a_verdict(
+        action in prop_oneof![Just(""), Just("action == Craik::Action::\"repo.write.docs\","), Just("action in Craik::Action::\"repo\","), Just("action in Craik::Action::\"shell\",")],
+        condition in prop_oneof![Just("true"), Just("context.profile == \"strict\""), Just("context.iteration > 3"), Just("principal.trust == \"medium\"")],
+    ) {
+        let base = bundle();
+        let action = if action.is_empty() { "action," } else { action };
+        let stricter = with_extra(&format!("@id(\"extra.forbid\")\n@reason(\"x\")\nforbid (principal, {action} resource) when {{ {condition} }};\n"));
+        let (g1, g2) = (all_grants(&base), all_grants(&stricter));
+        for r in sample_requests() {
+            let before = base.decide(&g1, &request(r.clone()), &options());
+            let after = stricter.decide(&g2, &request(r.clone()), &options());
+            prop_assert!(after.decision >= before.decision, "{r}: {:?} -> {:?}", before.decision, after.decision);
+        }
+    }
+
+    /// A policy that fails to evaluate never yields Allow unless trusted-local fail-open was
+    /// asked for, and then the verdict is flagged as a policy exception.
+    #[test]
+    fn an_erroring_policy_never_allows(effect in prop_oneof![Just("permit"), Just("forbid")], fail_open in any::<bool>()) {
+        let erroring = with_extra(&format!(
+            "@id(\"extra.erroring\")\n@reason(\"x\")\n{effect} (principal, action, resource) when {{ context.iteration * 4611686018427387904 < 0 }};\n"
+        ));
+        let g = all_grants(&erroring);
+        for mut r in sample_requests() {
+            r["iteration"] = json!(2);
+            r["fail_open"] = json!(fail_open);
+            let v = erroring.decide(&g, &request(r.clone()), &options());
+            if fail_open && r["profile"] == "trusted-local" {
+                prop_assert!(v.policy_exception || v.errors.is_empty(), "{r}: {v:?}");
+            } else if !v.errors.is_empty() {
+                prop_assert_eq!(v.decision, Decision::Deny, "{}: {:?}", r, v);
+                prop_assert_eq!(v.deny_kind, Some(DenyKind::EvaluationError));
+                prop_assert!(v.determining.contains(&"extra.erroring".to_owned()));
+            }
+            if v.decision == Decision::Allow {
+                prop_assert!(v.errors.is_empty() || v.policy_exception, "{r}: {v:?}");
+            }
+        }
+    }
+}

@@ -57,9 +57,13 @@ pub fn sources() -> (SourceFile, Vec<SourceFile>) {
     (schema, files)
 }
 
+/// The committed bundle, loaded once per test binary.
 pub fn bundle() -> Bundle {
-    let (schema, files) = sources();
-    Bundle::load(&schema, &files).unwrap_or_else(|e| panic!("{e}"))
+    static BUNDLE: std::sync::LazyLock<Bundle> = std::sync::LazyLock::new(|| {
+        let (schema, files) = sources();
+        Bundle::load(&schema, &files).unwrap_or_else(|e| panic!("{e}"))
+    });
+    BUNDLE.clone()
 }
 
 pub fn options() -> DecideOptions {

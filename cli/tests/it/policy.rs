@@ -1,0 +1,341 @@
+//! `craik policy validate|fmt|explain|test|diff` and `craik grants show`, run as the real
+//! binary on the committed bundle and on broken copies of it in temp directories.
+
+use std::fs;
+use std::path::Path;
+
+use pretty_assertions::assert_eq;
+
+use crate::{repo_root, run_in, transcript};
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let dest = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_dir(&path, &dest);
+        } else {
+            fs::copy(&path, &dest).unwrap();
+        }
+    }
+}
+
+fn policies_copy() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&repo_root().join("policies"), &dir.path().join("policies"));
+    dir
+}
+
+fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+#[test]
+fn validate_embedded_and_directory_hash_the_same() {
+    let embedded = run_in(&repo_root(), &["--format", "json", "policy", "validate"]);
+    let dir = run_in(
+        &repo_root(),
+        &[
+            "--format",
+            "json",
+            "policy",
+            "validate",
+            "--policies",
+            "policies",
+        ],
+    );
+    assert_eq!(embedded.status.code(), Some(0), "{}", transcript(&embedded));
+    let a: serde_json::Value = serde_json::from_slice(&embedded.stdout).unwrap();
+    let b: serde_json::Value = serde_json::from_slice(&dir.stdout).unwrap();
+    assert_eq!(a["policy_set"], b["policy_set"]);
+    assert_eq!(a["policies"], 23);
+}
+
+#[test]
+fn broken_bundles_give_one_line_per_problem_with_file_and_line() {
+    let dir = policies_copy();
+    let root = dir.path();
+    fs::write(
+        root.join("policies/base/broken.cedar"),
+        "@id(\"broken.syntax\")\npermit (principal, action, resource) when { context.profile == };\n",
+    )
+    .unwrap();
+    fs::write(
+        root.join("policies/profiles/typo.cedar"),
+        "@id(\"typo.attribute\")\n@reason(\"x\")\npermit (principal, action, resource)\nwhen { context.profil == \"strict\" };\n\npermit (principal, action, resource);\n",
+    )
+    .unwrap();
+    let output = run_in(root, &["policy", "validate", "--policies", "policies"]);
+    assert_eq!(output.status.code(), Some(3), "{}", transcript(&output));
+    let err = stderr(&output);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 4, "{err}");
+    assert!(lines[0].starts_with("base/broken.cedar:2:"), "{err}");
+    assert!(lines[1].starts_with("profiles/typo.cedar:4:"), "{err}");
+    assert!(lines[1].contains("profil"), "{err}");
+    assert!(
+        lines[2].starts_with("profiles/typo.cedar:6:1: policy has no @id"),
+        "{err}"
+    );
+    assert_eq!(
+        lines[3],
+        "craik: policy bundle policies refused: 3 problems"
+    );
+}
+
+#[test]
+fn custom_policies_load_on_top_and_cannot_replace_base_ids() {
+    let dir = policies_copy();
+    let custom = dir.path().join("custom");
+    fs::create_dir_all(&custom).unwrap();
+    fs::write(custom.join("mine.cedar"), "@id(\"base.deny.force-push\")\n@reason(\"override\")\npermit (principal, action, resource);\n").unwrap();
+    let output = run_in(dir.path(), &["policy", "validate", "--custom", "custom"]);
+    assert_eq!(output.status.code(), Some(3), "{}", transcript(&output));
+    assert!(stderr(&output).contains("custom/mine.cedar:1:1: duplicate @id `base.deny.force-push`, first defined at base/immutable.cedar:"), "{}", stderr(&output));
+}
+
+#[test]
+fn grants_show_prints_reviewable_cedar_and_refuses_unsafe_globs() {
+    let output = run_in(
+        &repo_root(),
+        &[
+            "grants",
+            "show",
+            "examples/docs-review/capability_grant.json",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", transcript(&output));
+    insta::assert_snapshot!("grants_show", stdout(&output));
+
+    let dir = tempfile::tempdir().unwrap();
+    let text = fs::read_to_string(repo_root().join("examples/docs-review/capability_grant.json"))
+        .unwrap()
+        .replace("\"docs/**\"", "\"docs/*/index.md\"");
+    fs::write(dir.path().join("grant.json"), text).unwrap();
+    let output = run_in(dir.path(), &["grants", "show", "grant.json"]);
+    assert_eq!(output.status.code(), Some(3), "{}", transcript(&output));
+    assert_eq!(
+        stderr(&output),
+        "craik: grant.json: grant `grant_docs_write`: $.target.paths[0]: pattern `docs/*/index.md` refused: wildcards are supported only in the last segment, or as `dir/**/name`\n"
+    );
+}
+
+#[test]
+fn explain_shows_verdict_policies_and_grants() {
+    let dir = tempfile::tempdir().unwrap();
+    let request = serde_json::json!({
+        "runner": {"id": "runner_fixture"}, "task_id": "task_docs_review", "capability": "repo.write.docs",
+        "target": "docs/adr/0001.md", "operation": "write", "profile": "strict"
+    });
+    fs::write(dir.path().join("req.json"), request.to_string()).unwrap();
+    let grant = repo_root().join("examples/docs-review/capability_grant.json");
+    let grant = grant.to_str().unwrap();
+    let args = [
+        "policy",
+        "explain",
+        "req.json",
+        "--grants",
+        grant,
+        "--now",
+        "2026-11-20T10:00:00Z",
+        "--workspace-root",
+        "/w",
+    ];
+    let output = run_in(dir.path(), &args);
+    assert_eq!(output.status.code(), Some(1), "{}", transcript(&output));
+    insta::assert_snapshot!("explain_not_permitted", stdout(&output));
+
+    let unknown = request
+        .to_string()
+        .replace("repo.write.docs", "repo.write.everything");
+    fs::write(dir.path().join("req.json"), unknown).unwrap();
+    let output = run_in(dir.path(), &args);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stdout(&output).starts_with("verdict: deny (invalid_request)\n  kernel.invalid-request: unknown capability `repo.write.everything`\n"), "{}", stdout(&output));
+
+    fs::write(
+        dir.path().join("req.json"),
+        "{\"runner\": {\"id\": \"runner_x\"}, \"capability\": 3}",
+    )
+    .unwrap();
+    let output = run_in(dir.path(), &args);
+    assert_eq!(output.status.code(), Some(3));
+    assert!(
+        stderr(&output).starts_with("craik: req.json: $.capability: invalid type: integer `3`"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn policy_test_is_green_with_full_coverage_and_junit() {
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("report.xml");
+    let output = run_in(
+        &repo_root(),
+        &[
+            "policy",
+            "test",
+            "policy-tests",
+            "--min-coverage",
+            "100",
+            "--junit",
+            junit.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", transcript(&output));
+    let out = stdout(&output);
+    assert!(
+        out.contains(" cases: ") && out.contains(" passed, 0 failed"),
+        "{out}"
+    );
+    assert!(out.contains("(100.0%)"), "{out}");
+    let xml = fs::read_to_string(&junit).unwrap();
+    assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"craik policy test\" tests=\""));
+    assert!(xml.contains("failures=\"0\""));
+    assert!(
+        xml.contains("<testsuite name=\"cedar:"),
+        "Cedar run-tests format ran"
+    );
+    let cases: usize = out.split(" cases:").next().unwrap().trim().parse().unwrap();
+    assert!(cases >= 150, "{cases}");
+}
+
+#[test]
+fn policy_test_reports_failures_and_invalid_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = serde_json::json!({
+        "suite": "wrong on purpose",
+        "cases": [{
+            "name": "strict read expected to be denied",
+            "request": {"runner": {"id": "runner_fixture"}, "task_id": "task_x", "capability": "repo.read", "target": "README.md", "operation": "read", "profile": "strict"},
+            "expect": {"decision": "deny", "deny_kind": "forbidden_by"}
+        }]
+    });
+    fs::write(dir.path().join("suite.json"), suite.to_string()).unwrap();
+    let output = run_in(dir.path(), &["policy", "test", "suite.json"]);
+    assert_eq!(output.status.code(), Some(1), "{}", transcript(&output));
+    let out = stdout(&output);
+    let head: Vec<&str> = out.lines().take(4).collect();
+    insta::assert_snapshot!("policy_test_failure", head.join("\n"));
+    assert!(out.contains("1 cases: 0 passed, 1 failed ("), "{out}");
+
+    let output = run_in(
+        dir.path(),
+        &["policy", "test", "suite.json", "--run", "nothing-matches"],
+    );
+    assert_eq!(output.status.code(), Some(2));
+
+    fs::write(
+        dir.path().join("suite.json"),
+        "{\"suite\": \"x\", \"cases\": [], \"extra\": 1}",
+    )
+    .unwrap();
+    let output = run_in(dir.path(), &["policy", "test", "suite.json"]);
+    assert_eq!(output.status.code(), Some(2), "{}", transcript(&output));
+    assert!(
+        stderr(&output).contains("suite.json: unknown field `extra`"),
+        "{}",
+        stderr(&output)
+    );
+
+    let output = run_in(
+        dir.path(),
+        &[
+            "--format",
+            "junit",
+            "policy",
+            "test",
+            &repo_root()
+                .join("policy-tests/cedar-run-tests.json")
+                .display()
+                .to_string(),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", transcript(&output));
+    assert!(stdout(&output).contains("tests=\"4\" failures=\"0\""));
+}
+
+#[test]
+fn diff_lists_every_case_a_policy_change_flips() {
+    let dir = policies_copy();
+    let root = dir.path();
+    copy_dir(&root.join("policies"), &root.join("new"));
+    let unchanged = run_in(
+        root,
+        &[
+            "policy",
+            "diff",
+            "policies",
+            "new",
+            "--cases",
+            &repo_root().join("policy-tests").display().to_string(),
+        ],
+    );
+    assert_eq!(
+        unchanged.status.code(),
+        Some(0),
+        "{}",
+        transcript(&unchanged)
+    );
+    assert!(
+        stdout(&unchanged).starts_with("0 of "),
+        "{}",
+        stdout(&unchanged)
+    );
+
+    let strict = root.join("new/profiles/strict.cedar");
+    let text = fs::read_to_string(&strict).unwrap();
+    let start = text.find("@id(\"strict.deny.network\")").unwrap();
+    fs::write(&strict, &text[..start]).unwrap();
+    let changed = run_in(
+        root,
+        &[
+            "--format",
+            "json",
+            "policy",
+            "diff",
+            "policies",
+            "new",
+            "--cases",
+            &repo_root().join("policy-tests").display().to_string(),
+        ],
+    );
+    assert_eq!(changed.status.code(), Some(1), "{}", transcript(&changed));
+    let changes: Vec<serde_json::Value> = serde_json::from_slice(&changed.stdout).unwrap();
+    assert!(!changes.is_empty());
+    for c in &changes {
+        assert_eq!(
+            c["old"]["determining"],
+            serde_json::json!(["strict.deny.network"]),
+            "{c}"
+        );
+        assert_ne!(c["new"]["determining"], c["old"]["determining"]);
+    }
+}
+
+#[test]
+fn fmt_check_passes_on_the_bundle_and_changes_nothing_on_failure() {
+    let output = run_in(&repo_root(), &["policy", "fmt", "--check", "policies"]);
+    assert_eq!(output.status.code(), Some(0), "{}", transcript(&output));
+    let dir = tempfile::tempdir().unwrap();
+    let ugly = "@id(\"a.b\")   permit(principal,action,resource);\n";
+    fs::write(dir.path().join("ugly.cedar"), ugly).unwrap();
+    let output = run_in(dir.path(), &["policy", "fmt", "--check", "."]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        fs::read_to_string(dir.path().join("ugly.cedar")).unwrap(),
+        ugly
+    );
+    let output = run_in(dir.path(), &["policy", "fmt", "."]);
+    assert_eq!(output.status.code(), Some(0));
+    assert_ne!(
+        fs::read_to_string(dir.path().join("ugly.cedar")).unwrap(),
+        ugly
+    );
+}

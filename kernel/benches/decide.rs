@@ -1,0 +1,216 @@
+//! `decide` with 100 profile policies and 0, 1 000 and 10 000 active grants, sliced (the
+//! kernel's way) against the naive baseline (every policy and grant in one Cedar set), in the
+//! same run. Prints a ratio table at the end.
+//!
+//! Run: `cargo bench -p craik-kernel --bench decide`
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::print_stdout,
+    reason = "benchmark setup fails loudly; the report is the output"
+)]
+
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use craik_contracts::CapabilityGrant;
+use craik_kernel::{Bundle, DecideOptions, Decision, DecisionRequest, GrantSet, Mode, SourceFile};
+use criterion::{BenchmarkId, Criterion, criterion_group};
+use time::macros::datetime;
+
+const GRANT_COUNTS: [usize; 3] = [0, 1_000, 10_000];
+
+/// Per-iteration times of every sample, by (approach, grants).
+static SAMPLES: Mutex<BTreeMap<(String, usize), Vec<f64>>> = Mutex::new(BTreeMap::new());
+
+fn bundle() -> Bundle {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../policies");
+    let schema = SourceFile::new(
+        "schema.cedarschema",
+        std::fs::read_to_string(format!("{root}/schema.cedarschema")).unwrap(),
+    );
+    let mut files = Vec::new();
+    for dir in ["base", "profiles", "approvals"] {
+        let mut names: Vec<_> = std::fs::read_dir(format!("{root}/{dir}"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        names.sort();
+        for path in names {
+            files.push(SourceFile::new(
+                path.display().to_string(),
+                std::fs::read_to_string(&path).unwrap(),
+            ));
+        }
+    }
+    let base = bundle_len(&schema, &files);
+    // Pad to 100 profile policies with ones that are evaluated but never match.
+    let capabilities = [
+        "repo.read",
+        "repo.write.docs",
+        "repo.write.code",
+        "shell.test",
+        "memory.write",
+        "git.commit",
+        "net.fetch",
+    ];
+    let mut extra = String::new();
+    for i in 0..(100 - base) {
+        let cap = capabilities[i % capabilities.len()];
+        let effect = if i % 3 == 0 { "forbid" } else { "permit" };
+        extra.push_str(&format!(
+            "@id(\"bench.p{i}\")\n@reason(\"padding\")\n{effect} (principal, action == Craik::Action::\"{cap}\", resource)\nwhen {{ context.profile == \"bench-{i}\" && context.iteration > {i} }};\n"
+        ));
+    }
+    files.push(SourceFile::new("bench/padding.cedar", extra));
+    let bundle = Bundle::load(&schema, &files).unwrap();
+    assert_eq!(bundle.policies().count(), 100);
+    bundle
+}
+
+fn bundle_len(schema: &SourceFile, files: &[SourceFile]) -> usize {
+    Bundle::load(schema, files).unwrap().policies().count()
+}
+
+fn grants(bundle: &Bundle, n: usize) -> GrantSet {
+    let capabilities = [
+        "repo.write.docs",
+        "repo.write.code",
+        "repo.read",
+        "shell.test",
+    ];
+    let mut list: Vec<CapabilityGrant> = (0..n)
+        .map(|i| {
+            let cap = capabilities[i % capabilities.len()];
+            let paths = if cap.starts_with("shell") { vec![format!("tool{i} run")] } else { vec![format!("area{i}/**"), format!("file{i}.md")] };
+            serde_json::from_value(serde_json::json!({
+                "id": format!("grant_{i}"), "task_id": format!("task_{}", i % 500), "capability": cap,
+                "target": {"paths": paths, "exclude": [format!("area{i}/secret/**")]},
+                "operations": ["read", "write"], "expires_at": "2027-01-01T00:00:00Z",
+                "reason": "bench", "approved_by": "user:bench"
+            }))
+            .unwrap()
+        })
+        .collect();
+    // The grant the benchmarked request uses.
+    list.push(
+        serde_json::from_value(serde_json::json!({
+            "id": "grant_bench", "task_id": "task_bench", "capability": "repo.write.docs",
+            "target": {"paths": ["docs/**"], "exclude": ["docs/adr/**"]}, "operations": ["write"],
+            "reason": "bench", "approved_by": "user:bench"
+        }))
+        .unwrap(),
+    );
+    GrantSet::compile(bundle, &list).unwrap()
+}
+
+fn request() -> DecisionRequest {
+    serde_json::from_value(serde_json::json!({
+        "runner": {"id": "runner_bench", "trust": "medium", "mode": "fixture"},
+        "task_id": "task_bench", "capability": "repo.write.docs", "target": "docs/guide/intro.md",
+        "operation": "write", "profile": "trusted-local", "iteration": 1
+    }))
+    .unwrap()
+}
+
+fn record(approach: &str, n: usize, iters: u64, elapsed: Duration) {
+    let per = elapsed.as_secs_f64() / iters.max(1) as f64;
+    SAMPLES
+        .lock()
+        .unwrap()
+        .entry((approach.to_owned(), n))
+        .or_default()
+        .push(per);
+}
+
+fn bench(c: &mut Criterion) {
+    let bundle = bundle();
+    let options = DecideOptions {
+        now: datetime!(2026-11-20 10:00 UTC),
+        workspace_root: "/w".into(),
+        mode: Mode::Enforce,
+    };
+    let req = request();
+    let mut group = c.benchmark_group("decide");
+    group
+        .sample_size(30)
+        .measurement_time(Duration::from_secs(4))
+        .warm_up_time(Duration::from_secs(1));
+    for n in GRANT_COUNTS {
+        let set = grants(&bundle, n);
+        let naive = bundle.naive(&set);
+        let sliced_verdict = bundle.decide(&set, &req, &options);
+        let naive_verdict = bundle.decide_naive(&naive, &set, &req, &options);
+        assert_eq!(
+            sliced_verdict.decision,
+            Decision::Allow,
+            "{sliced_verdict:?}"
+        );
+        assert_eq!(sliced_verdict, naive_verdict, "slicing changed the verdict");
+        group.bench_with_input(BenchmarkId::new("sliced", n), &n, |b, &n| {
+            b.iter_custom(|iters| {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    black_box(bundle.decide(&set, black_box(&req), &options));
+                }
+                let elapsed = start.elapsed();
+                record("sliced", n, iters, elapsed);
+                elapsed
+            });
+        });
+        group.bench_with_input(BenchmarkId::new("naive", n), &n, |b, &n| {
+            b.iter_custom(|iters| {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    black_box(bundle.decide_naive(&naive, &set, black_box(&req), &options));
+                }
+                let elapsed = start.elapsed();
+                record("naive", n, iters, elapsed);
+                elapsed
+            });
+        });
+    }
+    group.finish();
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn report() {
+    let mut samples = SAMPLES.lock().unwrap();
+    if samples.is_empty() {
+        return;
+    }
+    println!("\ndecide: median time per decision (100 profile policies)");
+    println!(
+        "{:>8}  {:>12}  {:>12}  {:>10}",
+        "grants", "sliced", "naive", "naive/sliced"
+    );
+    for n in GRANT_COUNTS {
+        let sliced = samples
+            .get_mut(&("sliced".to_owned(), n))
+            .map(|v| median(v));
+        let naive = samples.get_mut(&("naive".to_owned(), n)).map(|v| median(v));
+        if let (Some(s), Some(nv)) = (sliced, naive) {
+            println!(
+                "{n:>8}  {:>10.2}µs  {:>10.2}µs  {:>9.1}x",
+                s * 1e6,
+                nv * 1e6,
+                nv / s
+            );
+        }
+    }
+}
+
+criterion_group!(benches, bench);
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    report();
+}

@@ -85,10 +85,10 @@ fn grants(bundle: &Bundle, n: usize) -> GrantSet {
     let mut list: Vec<CapabilityGrant> = (0..n)
         .map(|i| {
             let cap = capabilities[i % capabilities.len()];
-            let paths = if cap.starts_with("shell") { vec![format!("tool{i} run")] } else { vec![format!("area{i}/**"), format!("file{i}.md")] };
+            let (paths, exclude) = if cap.starts_with("shell") { (vec![format!("tool{i} run")], vec![format!("tool{i} run --unsafe")]) } else { (vec![format!("area{i}/**"), format!("file{i}.md")], vec![format!("area{i}/secret/**")]) };
             serde_json::from_value(serde_json::json!({
                 "id": format!("grant_{i}"), "task_id": format!("task_{}", i % 500), "capability": cap,
-                "target": {"paths": paths, "exclude": [format!("area{i}/secret/**")]},
+                "target": {"paths": paths, "exclude": exclude},
                 "operations": ["read", "write"], "expires_at": "2027-01-01T00:00:00Z",
                 "reason": "bench", "approved_by": "user:bench"
             }))

@@ -13,6 +13,7 @@ use cedar_policy::{
     ActionConstraint, Effect, Entities, EntityUid, Policy, PolicyId, PolicySet, Schema,
     ValidationMode, Validator,
 };
+use craik_contracts::PolicyProfile;
 use sha2::{Digest, Sha256};
 
 /// One source file, by the name diagnostics should use for it.
@@ -92,17 +93,19 @@ pub struct Bundle {
     pub(crate) schema: Schema,
     /// Built once: validating a compiled grant must not clone the schema each time.
     pub(crate) validator: std::sync::Arc<Validator>,
-    /// The schema's action entities (with their groups), added to every request's entities.
-    pub(crate) action_entities: Entities,
+    /// Per capability: its action entity and its families', added to every request's entities.
+    pub(crate) action_stores: HashMap<String, Entities>,
     /// Leaf capabilities (actions that are not groups), e.g. `repo.write.docs`.
     pub(crate) capabilities: BTreeSet<String>,
     /// Ancestors (families) of each capability, outermost first.
     pub(crate) families: HashMap<String, Vec<String>>,
     pub(crate) info: BTreeMap<String, PolicyInfo>,
-    /// Decision policies, sliced by capability.
-    pub(crate) decision_slices: HashMap<String, PolicySet>,
-    /// Approval rules, sliced by capability.
-    pub(crate) approval_slices: HashMap<String, PolicySet>,
+    /// Decision policies, sliced by capability and profile.
+    pub(crate) decision_slices: HashMap<(String, PolicyProfile), PolicySet>,
+    /// Approval rules, sliced by capability and profile.
+    pub(crate) approval_slices: HashMap<(String, PolicyProfile), PolicySet>,
+    /// Entity type names, parsed once.
+    pub(crate) types: crate::policy::decide::Types,
     /// Every decision policy (no approval rules), for Cedar-level tests.
     pub(crate) decision_all: PolicySet,
     hash: String,
@@ -214,17 +217,56 @@ impl Bundle {
             capabilities.insert(name);
         }
 
+        let mut action_stores = HashMap::new();
+        for capability in &capabilities {
+            let wanted: Vec<&str> = std::iter::once(capability.as_str())
+                .chain(
+                    families
+                        .get(capability)
+                        .into_iter()
+                        .flatten()
+                        .map(String::as_str),
+                )
+                .collect();
+            let entities = action_entities
+                .iter()
+                .filter(|e| wanted.contains(&e.uid().id().unescaped()))
+                .cloned();
+            let store = Entities::from_entities(entities, None).map_err(|e| LoadError {
+                problems: vec![Located {
+                    file: schema.name.clone(),
+                    line: 0,
+                    column: 0,
+                    message: e.to_string(),
+                }],
+            })?;
+            action_stores.insert(capability.clone(), store);
+        }
         let mut decision_slices = HashMap::new();
         let mut approval_slices = HashMap::new();
-        for capability in &capabilities {
+        let guards: HashMap<String, Option<String>> = all
+            .iter()
+            .map(|p| (p.id().to_string(), profile_guard(p)))
+            .collect();
+        for (capability, profile) in capabilities
+            .iter()
+            .flat_map(|c| PROFILES.iter().map(move |p| (c, *p)))
+        {
             let ancestors = families
                 .get(capability)
                 .map(Vec::as_slice)
                 .unwrap_or_default();
+            let profile_name = profile_name(profile);
             let mut decision = PolicySet::new();
             let mut approval = PolicySet::new();
             for policy in &all {
                 if !applies_to(&policy.action_constraint(), capability, ancestors) {
+                    continue;
+                }
+                // A policy guarded by another profile can neither match nor error here.
+                if let Some(Some(guard)) = guards.get(&policy.id().to_string())
+                    && guard != profile_name
+                {
                     continue;
                 }
                 let is_approval = info
@@ -238,8 +280,8 @@ impl Bundle {
                 // Ids are unique, so adding cannot fail.
                 let _ = target.add(policy.clone());
             }
-            decision_slices.insert(capability.clone(), decision);
-            approval_slices.insert(capability.clone(), approval);
+            decision_slices.insert((capability.clone(), profile), decision);
+            approval_slices.insert((capability.clone(), profile), approval);
         }
 
         let mut decision_all = PolicySet::new();
@@ -252,9 +294,18 @@ impl Bundle {
             }
         }
         let hash = bundle_hash(schema, policies);
+        let types = crate::policy::decide::Types::new().map_err(|message| LoadError {
+            problems: vec![Located {
+                file: schema.name.clone(),
+                line: 0,
+                column: 0,
+                message,
+            }],
+        })?;
         Ok(Self {
+            types,
             validator: std::sync::Arc::new(Validator::new(schema_value.clone())),
-            action_entities: action_entities.clone(),
+            action_stores,
             schema: schema_value,
             capabilities,
             families,
@@ -325,15 +376,14 @@ impl Bundle {
         entities: serde_json::Value,
     ) -> Result<RawOutcome, String> {
         use cedar_policy::{Authorizer, Context, Decision, Entities, Request};
-        let uid =
-            |s: &str| EntityUid::from_str(s).map_err(|e| craik_contracts::one_line(&e.to_string()));
+        let uid = |s: &str| EntityUid::from_str(s).map_err(|e| error_chain(&e));
         let (p, a, r) = (uid(principal)?, uid(action)?, uid(resource)?);
         let context = Context::from_json_value(context, Some((&self.schema, &a)))
-            .map_err(|e| craik_contracts::one_line(&e.to_string()))?;
-        let request = Request::new(p, a, r, context, Some(&self.schema))
-            .map_err(|e| craik_contracts::one_line(&e.to_string()))?;
-        let entities = Entities::from_json_value(entities, Some(&self.schema))
-            .map_err(|e| craik_contracts::one_line(&e.to_string()))?;
+            .map_err(|e| error_chain(&e))?;
+        let request =
+            Request::new(p, a, r, context, Some(&self.schema)).map_err(|e| error_chain(&e))?;
+        let entities =
+            Entities::from_json_value(entities, Some(&self.schema)).map_err(|e| error_chain(&e))?;
         let response = Authorizer::new().is_authorized(&request, &self.decision_all, &entities);
         let mut reason: Vec<String> = response
             .diagnostics()
@@ -374,6 +424,58 @@ fn dedupe(mut problems: Vec<Located>) -> Vec<Located> {
             p
         })
         .collect()
+}
+
+const PROFILES: [PolicyProfile; 4] = [
+    PolicyProfile::Strict,
+    PolicyProfile::TrustedLocal,
+    PolicyProfile::Automation,
+    PolicyProfile::Custom,
+];
+
+fn profile_name(profile: PolicyProfile) -> &'static str {
+    match profile {
+        PolicyProfile::Strict => "strict",
+        PolicyProfile::TrustedLocal => "trusted-local",
+        PolicyProfile::Automation => "automation",
+        PolicyProfile::Custom => "custom",
+    }
+}
+
+/// The profile a policy is guarded by: its first condition is a `when` whose leftmost
+/// conjunct is `context.profile == "<name>"`. Cedar evaluates that conjunct first and stops
+/// when it is false, so under any other profile the policy neither matches nor errors, and
+/// leaving it out of that profile's slice changes no verdict.
+fn profile_guard(policy: &Policy) -> Option<String> {
+    let est = policy.to_json().ok()?;
+    let first = est.get("conditions")?.as_array()?.first()?;
+    if first.get("kind")?.as_str()? != "when" {
+        return None;
+    }
+    let mut expr = first.get("body")?;
+    while let Some(and) = expr.get("&&") {
+        expr = and.get("left")?;
+    }
+    let eq = expr.get("==")?;
+    let (left, right) = (eq.get("left")?, eq.get("right")?);
+    let attr = left.get(".")?;
+    let is_context = attr.get("left")?.get("Var")?.as_str()? == "context";
+    if !is_context || attr.get("attr")?.as_str()? != "profile" {
+        return None;
+    }
+    right.get("Value")?.as_str().map(str::to_owned)
+}
+
+/// An error and its sources, on one line.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    craik_contracts::one_line(&text)
 }
 
 fn applies_to(constraint: &ActionConstraint, capability: &str, ancestors: &[String]) -> bool {

@@ -15,7 +15,7 @@ use cedar_policy::{
 };
 use craik_contracts::{PolicyProfile, Timestamp, Truncated};
 use globset::GlobBuilder;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
@@ -60,15 +60,17 @@ pub fn request_hash(
 }
 
 fn hash_of(request: &DecisionRequest, target: &Value) -> String {
-    // Keys in sorted order; serde_json keeps insertion order.
-    let mut map = Map::new();
-    map.insert("capability".into(), json!(request.capability));
-    map.insert("operation".into(), json!(request.operation));
-    map.insert("profile".into(), json!(craik_name(&request.profile)));
-    map.insert("runner".into(), json!(request.runner.id));
-    map.insert("target".into(), target.clone());
-    map.insert("task_id".into(), json!(request.task_id));
-    let text = Value::Object(map).to_string();
+    // Canonical JSON with keys in sorted order, written directly (no intermediate map).
+    let quote = |s: &str| serde_json::to_string(s).unwrap_or_default();
+    let text = format!(
+        "{{\"capability\":{},\"operation\":{},\"profile\":{},\"runner\":{},\"target\":{},\"task_id\":{}}}",
+        quote(&request.capability),
+        quote(&request.operation),
+        quote(&craik_name(&request.profile)),
+        quote(&request.runner.id),
+        target,
+        quote(&request.task_id),
+    );
     format!("sha256:{}", hex(&Sha256::digest(text.as_bytes())))
 }
 
@@ -86,6 +88,74 @@ fn craik_name<T: serde::Serialize>(value: &T) -> String {
 pub struct NaivePolicies {
     decision: PolicySet,
     approvals: PolicySet,
+}
+
+/// One Cedar evaluation: decision, determining policies (sorted), errors by policy.
+#[derive(Debug)]
+struct Evaluation {
+    decision: CedarDecision,
+    reason: Vec<String>,
+    errors: Vec<(String, String)>,
+}
+
+impl Default for Evaluation {
+    /// No policies: Cedar denies with no reason.
+    fn default() -> Self {
+        Self {
+            decision: CedarDecision::Deny,
+            reason: Vec::new(),
+            errors: Vec::new(),
+        }
+    }
+}
+
+impl Evaluation {
+    /// Combines with the evaluation of a permit-only set, as Cedar would over the union.
+    fn union_permits(mut self, permits: Evaluation) -> Self {
+        self.errors.extend(permits.errors);
+        let forbidden = self.decision == CedarDecision::Deny && !self.reason.is_empty();
+        if forbidden {
+            return self;
+        }
+        if self.decision == CedarDecision::Deny {
+            self.reason.clear();
+        }
+        if permits.decision == CedarDecision::Allow {
+            self.reason.extend(permits.reason);
+            self.reason.sort();
+        }
+        self.decision = if self.reason.is_empty() {
+            CedarDecision::Deny
+        } else {
+            CedarDecision::Allow
+        };
+        self
+    }
+}
+
+fn evaluate(set: &PolicySet, request: &Request, entities: &Entities) -> Evaluation {
+    let response = Authorizer::new().is_authorized(request, set, entities);
+    let errors = response
+        .diagnostics()
+        .errors()
+        .map(|e| match e {
+            cedar_policy::AuthorizationError::PolicyEvaluationError(pe) => (
+                pe.policy_id().to_string(),
+                craik_contracts::one_line(&e.to_string()),
+            ),
+        })
+        .collect();
+    let mut reason: Vec<String> = response
+        .diagnostics()
+        .reason()
+        .map(ToString::to_string)
+        .collect();
+    reason.sort();
+    Evaluation {
+        decision: response.decision(),
+        reason,
+        errors,
+    }
 }
 
 /// Which policies a decision evaluates.
@@ -243,9 +313,9 @@ impl Bundle {
         ]);
 
         let built = (|| -> Result<(Request, Entities), String> {
-            let task = uid("Craik::Task", &request.task_id)?;
-            let principal = uid("Craik::Runner", &request.runner.id)?;
-            let action = uid("Craik::Action", &request.capability)?;
+            let task = uid(&self.types.task, &request.task_id);
+            let principal = uid(&self.types.runner, &request.runner.id);
+            let action = uid(&self.types.action, &request.capability);
             let mut entities = resource.entities;
             entities.push(entity(
                 principal.clone(),
@@ -253,22 +323,31 @@ impl Bundle {
                     ("trust", string(craik_name(&request.runner.trust))),
                     ("mode", string(craik_name(&request.runner.mode))),
                 ],
-                [task.clone()],
+                [task],
             )?);
-            entities.push(entity(task, [], [])?);
+            // The task needs no entity of its own: the runner's ancestor set names it.
             let context = context.map_err(|e| e.to_string())?;
             let cedar_request = Request::new(
                 principal,
                 action,
                 resource.uid.clone(),
                 context,
-                Some(&self.schema),
+                // Built from checked values; debug builds (every test) still validate it.
+                if cfg!(debug_assertions) {
+                    Some(&self.schema)
+                } else {
+                    None
+                },
             )
             .map_err(|e| e.to_string())?;
             // INVARIANT: these entities are built here from checked values only; the request
             // was validated against the schema above, and the policies in strict mode at load.
-            let entities = self
-                .action_entities
+            // The store holds only this capability's action and its families.
+            let store = self
+                .action_stores
+                .get(&request.capability)
+                .ok_or("no action entity")?;
+            let entities = store
                 .clone()
                 .add_entities(entities, None)
                 .map_err(|e| e.to_string())?;
@@ -287,35 +366,25 @@ impl Bundle {
             }
         };
 
-        let sliced;
-        let policies = match source {
+        let outcome = match source {
             Source::Sliced => {
-                let mut set = self
+                // Cedar's semantics over the union of the slice and the task's grants, without
+                // building the union: a forbid in the slice wins; otherwise any permit in either
+                // allows. Grants are permits only (compiled that way).
+                let slice = self
                     .decision_slices
-                    .get(&request.capability)
-                    .cloned()
-                    .unwrap_or_else(PolicySet::new);
-                for grant in candidates {
-                    // Grant ids are unique and disjoint from policy ids (reserved prefix).
-                    let _ = set.add(grant.policy.clone());
+                    .get(&(request.capability.clone(), request.profile));
+                let base = slice.map_or_else(Evaluation::default, |set| {
+                    evaluate(set, &cedar_request, &cedar_entities)
+                });
+                match grants.policy_set(&request.task_id, &request.capability) {
+                    Some(set) => base.union_permits(evaluate(set, &cedar_request, &cedar_entities)),
+                    None => base,
                 }
-                sliced = set;
-                &sliced
             }
-            Source::Naive(naive) => &naive.decision,
+            Source::Naive(naive) => evaluate(&naive.decision, &cedar_request, &cedar_entities),
         };
-        let authorizer = Authorizer::new();
-        let response = authorizer.is_authorized(&cedar_request, policies, &cedar_entities);
-        let errors: Vec<(String, String)> = response
-            .diagnostics()
-            .errors()
-            .map(|e| match e {
-                cedar_policy::AuthorizationError::PolicyEvaluationError(pe) => (
-                    pe.policy_id().to_string(),
-                    craik_contracts::one_line(&e.to_string()),
-                ),
-            })
-            .collect();
+        let errors = outcome.errors;
         let fail_open = request.fail_open && request.profile == PolicyProfile::TrustedLocal;
         if !errors.is_empty() {
             verdict.errors = errors.iter().map(|(_, m)| m.clone()).collect();
@@ -329,13 +398,8 @@ impl Bundle {
             }
             verdict.policy_exception = true;
         }
-        let mut reason: Vec<String> = response
-            .diagnostics()
-            .reason()
-            .map(ToString::to_string)
-            .collect();
-        reason.sort();
-        match response.decision() {
+        let reason = outcome.reason;
+        match outcome.decision {
             CedarDecision::Deny => {
                 if reason.is_empty() {
                     verdict.deny_kind = Some(DenyKind::NotPermitted);
@@ -383,7 +447,9 @@ impl Bundle {
         allow_reason: Vec<String>,
     ) -> Verdict {
         let rules = match source {
-            Source::Sliced => self.approval_slices.get(&request.capability),
+            Source::Sliced => self
+                .approval_slices
+                .get(&(request.capability.clone(), request.profile)),
             Source::Naive(naive) => Some(&naive.approvals),
         };
         let rules = match rules {
@@ -510,19 +576,49 @@ fn family(bundle: &Bundle, capability: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The entity type names requests use, parsed once per bundle.
+#[derive(Debug, Clone)]
+pub(crate) struct Types {
+    task: EntityTypeName,
+    runner: EntityTypeName,
+    action: EntityTypeName,
+    dir: EntityTypeName,
+    path: EntityTypeName,
+    command: EntityTypeName,
+    memory: EntityTypeName,
+    url: EntityTypeName,
+    repo: EntityTypeName,
+}
+
+impl Types {
+    pub(crate) fn new() -> Result<Self, String> {
+        let t = |name: &str| EntityTypeName::from_str(name).map_err(|e| e.to_string());
+        Ok(Self {
+            task: t("Craik::Task")?,
+            runner: t("Craik::Runner")?,
+            action: t("Craik::Action")?,
+            dir: t("Craik::Dir")?,
+            path: t("Craik::Path")?,
+            command: t("Craik::Command")?,
+            memory: t("Craik::Memory")?,
+            url: t("Craik::Url")?,
+            repo: t("Craik::Repo")?,
+        })
+    }
+}
+
+fn uid(kind: &EntityTypeName, id: &str) -> EntityUid {
+    EntityUid::from_type_name_and_id(kind.clone(), EntityId::new(id))
+}
+
 fn string(value: String) -> RestrictedExpression {
     RestrictedExpression::new_string(value)
 }
 
-fn uid(kind: &str, id: &str) -> Result<EntityUid, String> {
-    let kind = EntityTypeName::from_str(kind).map_err(|e| e.to_string())?;
-    Ok(EntityUid::from_type_name_and_id(kind, EntityId::new(id)))
-}
-
-fn entity<const N: usize, const M: usize>(
+fn entity<const N: usize>(
     id: EntityUid,
     attrs: [(&str, RestrictedExpression); N],
-    parents: [EntityUid; M],
+    parents: impl IntoIterator<Item = EntityUid>,
 ) -> Result<Entity, String> {
     let attrs: HashMap<String, RestrictedExpression> =
         attrs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
@@ -536,6 +632,7 @@ fn build_resource(
     grants: &[CompiledGrant],
 ) -> Result<Resource, String> {
     let target = request.target.as_deref();
+    let t = &bundle.types;
     match family(bundle, &request.capability).as_str() {
         "repo" => {
             let raw = target.ok_or("repo capabilities need a `target` path")?;
@@ -559,25 +656,12 @@ fn build_resource(
                     _ => ".".to_owned(),
                 })
                 .collect();
-            let mut entities = Vec::with_capacity(dirs.len() + 1);
-            for (i, dir) in dirs.iter().enumerate() {
-                let parents: HashSet<EntityUid> = match i.checked_sub(1).and_then(|p| dirs.get(p)) {
-                    Some(parent) => HashSet::from([uid("Craik::Dir", parent)?]),
-                    None => HashSet::new(),
-                };
-                let shown = if dir == "." {
-                    String::new()
-                } else {
-                    dir.clone()
-                };
-                let attrs = HashMap::from([("path".to_owned(), string(shown))]);
-                entities.push(
-                    Entity::new(uid("Craik::Dir", dir)?, attrs, parents)
-                        .map_err(|e| e.to_string())?,
-                );
-            }
-            let parent = uid("Craik::Dir", dirs.last().map_or(".", String::as_str))?;
-            let id = uid("Craik::Path", text)?;
+            // The path is `in` every directory above it, listed directly: the ancestor set
+            // is already transitively closed, so no Dir entities need to exist for
+            // `resource in Craik::Dir::"docs"` to hold.
+            let ancestors: Vec<EntityUid> = dirs.iter().map(|d| uid(&t.dir, d)).collect();
+            let mut entities = Vec::with_capacity(1);
+            let id = uid(&t.path, text);
             entities.push(entity(
                 id.clone(),
                 [
@@ -587,7 +671,7 @@ fn build_resource(
                     ("fold_name", string(name.to_ascii_lowercase())),
                     ("protected", string(protected.to_owned())),
                 ],
-                [parent],
+                ancestors,
             )?);
             Ok(Resource {
                 uid: id,
@@ -605,7 +689,7 @@ fn build_resource(
                 }
             };
             let facts = analyse(&argv).map_err(|e| format!("command refused: {e}"))?;
-            let id = uid("Craik::Command", &facts.line)?;
+            let id = uid(&t.command, &facts.line);
             let e = entity(
                 id.clone(),
                 [
@@ -625,7 +709,7 @@ fn build_resource(
         }
         "memory" => {
             let scope = target.unwrap_or("team");
-            let id = uid("Craik::Memory", scope)?;
+            let id = uid(&t.memory, scope);
             let e = entity(id.clone(), [("scope", string(scope.to_owned()))], [])?;
             Ok(Resource {
                 uid: id,
@@ -644,7 +728,7 @@ fn build_resource(
             if scheme.is_empty() || host.is_empty() || url.chars().any(char::is_control) {
                 return Err(format!("target `{}` is not a URL", Truncated(url)));
             }
-            let id = uid("Craik::Url", url)?;
+            let id = uid(&t.url, url);
             let e = entity(
                 id.clone(),
                 [
@@ -662,7 +746,7 @@ fn build_resource(
         }
         "git" | "github" => {
             let repo = target.unwrap_or("origin");
-            let id = uid("Craik::Repo", repo)?;
+            let id = uid(&t.repo, repo);
             let e = entity(id.clone(), [], [])?;
             Ok(Resource {
                 uid: id,

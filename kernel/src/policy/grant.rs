@@ -65,6 +65,8 @@ pub struct CompiledGrant {
 #[derive(Debug, Clone, Default)]
 pub struct GrantSet {
     by_key: HashMap<(String, String), Vec<CompiledGrant>>,
+    /// The compiled policies of each (task, capability), prebuilt for decisions.
+    sets: HashMap<(String, String), PolicySet>,
     /// Capabilities each task holds grants for.
     by_task: HashMap<String, std::collections::BTreeSet<String>>,
 }
@@ -87,10 +89,14 @@ impl GrantSet {
                 .entry(compiled.task_id.clone())
                 .or_default()
                 .insert(compiled.capability.clone());
-            set.by_key
-                .entry((compiled.task_id.clone(), compiled.capability.clone()))
-                .or_default()
-                .push(compiled);
+            let key = (compiled.task_id.clone(), compiled.capability.clone());
+            // Ids are unique (checked above) and prefixed, so adding cannot collide.
+            let _ = set
+                .sets
+                .entry(key.clone())
+                .or_insert_with(PolicySet::new)
+                .add(compiled.policy.clone());
+            set.by_key.entry(key).or_default().push(compiled);
         }
         Ok(set)
     }
@@ -116,6 +122,11 @@ impl GrantSet {
                     .into_iter()
                     .flatten()
             })
+    }
+
+    /// The prebuilt policy set of this task's grants for this capability.
+    pub(crate) fn policy_set(&self, task_id: &str, capability: &str) -> Option<&PolicySet> {
+        self.sets.get(&(task_id.to_owned(), capability.to_owned()))
     }
 
     /// Every grant.

@@ -174,3 +174,31 @@ proptest! {
         }
     }
 }
+
+/// Slicing by capability, profile and task never changes a verdict: the sliced decision equals
+/// the naive one (every policy and grant in one Cedar set), including with extra policies
+/// whose profile guard is not first and so must not be sliced away.
+#[test]
+fn slicing_never_changes_a_verdict() {
+    let extra = with_extra(
+        "@id(\"extra.guard-first\")\n@reason(\"x\")\nforbid (principal, action, resource) when { context.profile == \"strict\" && context.iteration > 5 };\n\
+         @id(\"extra.guard-second\")\n@reason(\"x\")\nforbid (principal, action, resource) when { context.iteration > 5 && context.profile == \"automation\" };\n\
+         @id(\"extra.erroring-unguarded\")\n@reason(\"x\")\npermit (principal, action, resource) when { context.iteration * 4611686018427387904 < 0 && context.profile == \"custom\" };\n",
+    );
+    for b in [bundle(), extra] {
+        let g = all_grants(&b);
+        let naive = b.naive(&g);
+        for r in sample_requests() {
+            for iteration in [0, 2, 7] {
+                let mut r = r.clone();
+                r["iteration"] = json!(iteration);
+                let req = request(r.clone());
+                assert_eq!(
+                    b.decide(&g, &req, &options()),
+                    b.decide_naive(&naive, &g, &req, &options()),
+                    "{r}"
+                );
+            }
+        }
+    }
+}

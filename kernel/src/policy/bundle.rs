@@ -101,9 +101,9 @@ pub struct Bundle {
     pub(crate) families: HashMap<String, Vec<String>>,
     pub(crate) info: BTreeMap<String, PolicyInfo>,
     /// Decision policies, sliced by capability and profile.
-    pub(crate) decision_slices: HashMap<(String, PolicyProfile), PolicySet>,
+    pub(crate) decision_slices: HashMap<PolicyProfile, HashMap<String, PolicySet>>,
     /// Approval rules, sliced by capability and profile.
-    pub(crate) approval_slices: HashMap<(String, PolicyProfile), PolicySet>,
+    pub(crate) approval_slices: HashMap<PolicyProfile, HashMap<String, PolicySet>>,
     /// Entity type names, parsed once.
     pub(crate) types: crate::policy::decide::Types,
     /// Every decision policy (no approval rules), for Cedar-level tests.
@@ -242,8 +242,10 @@ impl Bundle {
             })?;
             action_stores.insert(capability.clone(), store);
         }
-        let mut decision_slices = HashMap::new();
-        let mut approval_slices = HashMap::new();
+        let mut decision_slices: HashMap<PolicyProfile, HashMap<String, PolicySet>> =
+            HashMap::new();
+        let mut approval_slices: HashMap<PolicyProfile, HashMap<String, PolicySet>> =
+            HashMap::new();
         let guards: HashMap<String, Option<String>> = all
             .iter()
             .map(|p| (p.id().to_string(), profile_guard(p)))
@@ -280,8 +282,14 @@ impl Bundle {
                 // Ids are unique, so adding cannot fail.
                 let _ = target.add(policy.clone());
             }
-            decision_slices.insert((capability.clone(), profile), decision);
-            approval_slices.insert((capability.clone(), profile), approval);
+            decision_slices
+                .entry(profile)
+                .or_default()
+                .insert(capability.clone(), decision);
+            approval_slices
+                .entry(profile)
+                .or_default()
+                .insert(capability.clone(), approval);
         }
 
         let mut decision_all = PolicySet::new();
@@ -671,5 +679,11 @@ fn bundle_hash(schema: &SourceFile, policies: &[SourceFile]) -> String {
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        // Both nibbles are below 16, so `from_digit` always succeeds.
+        out.push(char::from_digit(u32::from(b >> 4), 16).unwrap_or('0'));
+        out.push(char::from_digit(u32::from(b & 0x0f), 16).unwrap_or('0'));
+    }
+    out
 }

@@ -175,7 +175,7 @@ impl Bundle {
             let _ = decision.add(grant.policy.clone());
         }
         let mut approvals = PolicySet::new();
-        for set in self.approval_slices.values() {
+        for set in self.approval_slices.values().flat_map(HashMap::values) {
             for policy in set.policies() {
                 let _ = approvals.add(policy.clone());
             }
@@ -373,7 +373,8 @@ impl Bundle {
                 // allows. Grants are permits only (compiled that way).
                 let slice = self
                     .decision_slices
-                    .get(&(request.capability.clone(), request.profile));
+                    .get(&request.profile)
+                    .and_then(|m| m.get(&request.capability));
                 let base = slice.map_or_else(Evaluation::default, |set| {
                     evaluate(set, &cedar_request, &cedar_entities)
                 });
@@ -449,7 +450,8 @@ impl Bundle {
         let rules = match source {
             Source::Sliced => self
                 .approval_slices
-                .get(&(request.capability.clone(), request.profile)),
+                .get(&request.profile)
+                .and_then(|m| m.get(&request.capability)),
             Source::Naive(naive) => Some(&naive.approvals),
         };
         let rules = match rules {

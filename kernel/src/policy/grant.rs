@@ -61,14 +61,18 @@ pub struct CompiledGrant {
     pub(crate) grant: CapabilityGrant,
 }
 
-/// Grants indexed by task and capability, so a decision sees only the grants that can apply.
+/// The grants of one task for one capability, and their prebuilt policy set.
+#[derive(Debug, Clone, Default)]
+struct Bucket {
+    grants: Vec<CompiledGrant>,
+    policies: PolicySet,
+}
+
+/// Grants indexed by task, then capability (looked up by `&str`, without allocating), so a
+/// decision sees only the grants that can apply.
 #[derive(Debug, Clone, Default)]
 pub struct GrantSet {
-    by_key: HashMap<(String, String), Vec<CompiledGrant>>,
-    /// The compiled policies of each (task, capability), prebuilt for decisions.
-    sets: HashMap<(String, String), PolicySet>,
-    /// Capabilities each task holds grants for.
-    by_task: HashMap<String, std::collections::BTreeSet<String>>,
+    by_task: HashMap<String, HashMap<String, Bucket>>,
 }
 
 impl GrantSet {
@@ -85,63 +89,62 @@ impl GrantSet {
                 });
             }
             let compiled = compile(bundle, grant)?;
-            set.by_task
+            let bucket = set
+                .by_task
                 .entry(compiled.task_id.clone())
                 .or_default()
-                .insert(compiled.capability.clone());
-            let key = (compiled.task_id.clone(), compiled.capability.clone());
+                .entry(compiled.capability.clone())
+                .or_default();
             // Ids are unique (checked above) and prefixed, so adding cannot collide.
-            let _ = set
-                .sets
-                .entry(key.clone())
-                .or_insert_with(PolicySet::new)
-                .add(compiled.policy.clone());
-            set.by_key.entry(key).or_default().push(compiled);
+            let _ = bucket.policies.add(compiled.policy.clone());
+            bucket.grants.push(compiled);
         }
         Ok(set)
     }
 
+    fn bucket(&self, task_id: &str, capability: &str) -> Option<&Bucket> {
+        self.by_task
+            .get(task_id)
+            .and_then(|caps| caps.get(capability))
+    }
+
     /// Grants for this task and capability.
     pub fn for_request(&self, task_id: &str, capability: &str) -> &[CompiledGrant] {
-        self.by_key
-            .get(&(task_id.to_owned(), capability.to_owned()))
-            .map(Vec::as_slice)
+        self.bucket(task_id, capability)
+            .map(|b| b.grants.as_slice())
             .unwrap_or_default()
     }
 
     /// Every grant for a task, any capability.
     pub fn for_task<'a>(&'a self, task_id: &str) -> impl Iterator<Item = &'a CompiledGrant> + 'a {
-        let task = task_id.to_owned();
         self.by_task
             .get(task_id)
             .into_iter()
-            .flatten()
-            .flat_map(move |cap| {
-                self.by_key
-                    .get(&(task.clone(), cap.clone()))
-                    .into_iter()
-                    .flatten()
-            })
+            .flat_map(|caps| caps.values())
+            .flat_map(|b| &b.grants)
     }
 
     /// The prebuilt policy set of this task's grants for this capability.
     pub(crate) fn policy_set(&self, task_id: &str, capability: &str) -> Option<&PolicySet> {
-        self.sets.get(&(task_id.to_owned(), capability.to_owned()))
+        self.bucket(task_id, capability).map(|b| &b.policies)
     }
 
     /// Every grant.
     pub fn all(&self) -> impl Iterator<Item = &CompiledGrant> {
-        self.by_key.values().flatten()
+        self.by_task
+            .values()
+            .flat_map(|caps| caps.values())
+            .flat_map(|b| &b.grants)
     }
 
     /// Number of grants.
     pub fn len(&self) -> usize {
-        self.by_key.values().map(Vec::len).sum()
+        self.all().count()
     }
 
     /// True when there are none.
     pub fn is_empty(&self) -> bool {
-        self.by_key.is_empty()
+        self.by_task.is_empty()
     }
 }
 

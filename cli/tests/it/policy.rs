@@ -258,7 +258,7 @@ fn policy_test_reports_failures_and_invalid_files() {
         ],
     );
     assert_eq!(output.status.code(), Some(0), "{}", transcript(&output));
-    assert!(stdout(&output).contains("tests=\"4\" failures=\"0\""));
+    assert!(stdout(&output).contains("tests=\"5\" failures=\"0\""));
 }
 
 #[test]

@@ -174,6 +174,93 @@ fn bench(c: &mut Criterion) {
         });
     }
     group.finish();
+
+    // A 10 000-request suite (every profile, seven capabilities, 210 grants over 50 tasks),
+    // as `craik policy test` decides it: the whole suite per iteration.
+    let capabilities = [
+        ("repo.read", "read"),
+        ("repo.write.docs", "write"),
+        ("repo.write.code", "write"),
+        ("shell.test", "execute"),
+        ("memory.propose", "write"),
+        ("git.push", "write"),
+        ("net.fetch", "read"),
+    ];
+    let profiles = ["strict", "trusted-local", "automation", "custom"];
+    let suite_grants: Vec<CapabilityGrant> = (0..210)
+        .map(|i| {
+            let cap = capabilities[i % capabilities.len()].0;
+            let target = if cap.starts_with("repo") {
+                serde_json::json!({"paths": [format!("area{i}/**"), "README.md"], "exclude": [format!("area{i}/secret/**")]})
+            } else if cap.starts_with("shell") {
+                serde_json::json!({"paths": ["cargo test"]})
+            } else {
+                serde_json::json!({})
+            };
+            serde_json::from_value(serde_json::json!({
+                "id": format!("grant_{i}"), "task_id": format!("task_{}", i % 50), "capability": cap, "target": target,
+                "operations": ["read", "write", "execute"], "reason": "bench", "approved_by": "user:bench"
+            }))
+            .unwrap()
+        })
+        .collect();
+    let set = GrantSet::compile(&bundle, &suite_grants).unwrap();
+    let naive = bundle.naive(&set);
+    let requests: Vec<DecisionRequest> = (0..10_000usize)
+        .map(|n| {
+            let (cap, op) = capabilities[n % capabilities.len()];
+            let target = match cap.split('.').next().unwrap() {
+                "repo" => format!("area{}/x/y.md", n % 210),
+                "shell" => "cargo test -q".to_owned(),
+                "memory" => "team".to_owned(),
+                "git" => "origin".to_owned(),
+                _ => "https://example.org/".to_owned(),
+            };
+            serde_json::from_value(serde_json::json!({
+                "runner": {"id": "runner_bench"}, "task_id": format!("task_{}", (n * 7) % 50), "capability": cap,
+                "target": target, "operation": op, "profile": profiles[(n / 7) % profiles.len()]
+            }))
+            .unwrap()
+        })
+        .collect();
+    for r in requests.iter().step_by(97) {
+        assert_eq!(
+            bundle.decide(&set, r, &options),
+            bundle.decide_naive(&naive, &set, r, &options)
+        );
+    }
+    let mut suite = c.benchmark_group("suite_10k");
+    suite
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(8))
+        .warm_up_time(Duration::from_secs(1));
+    suite.bench_function("sliced", |b| {
+        b.iter_custom(|iters| {
+            let start = Instant::now();
+            for _ in 0..iters {
+                for r in &requests {
+                    black_box(bundle.decide(&set, r, &options));
+                }
+            }
+            let elapsed = start.elapsed();
+            record("suite-sliced", 10_000, iters, elapsed);
+            elapsed
+        });
+    });
+    suite.bench_function("naive", |b| {
+        b.iter_custom(|iters| {
+            let start = Instant::now();
+            for _ in 0..iters {
+                for r in &requests {
+                    black_box(bundle.decide_naive(&naive, &set, r, &options));
+                }
+            }
+            let elapsed = start.elapsed();
+            record("suite-naive", 10_000, iters, elapsed);
+            elapsed
+        });
+    });
+    suite.finish();
 }
 
 fn median(values: &mut [f64]) -> f64 {

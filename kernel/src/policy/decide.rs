@@ -109,30 +109,6 @@ impl Default for Evaluation {
     }
 }
 
-impl Evaluation {
-    /// Combines with the evaluation of a permit-only set, as Cedar would over the union.
-    fn union_permits(mut self, permits: Evaluation) -> Self {
-        self.errors.extend(permits.errors);
-        let forbidden = self.decision == CedarDecision::Deny && !self.reason.is_empty();
-        if forbidden {
-            return self;
-        }
-        if self.decision == CedarDecision::Deny {
-            self.reason.clear();
-        }
-        if permits.decision == CedarDecision::Allow {
-            self.reason.extend(permits.reason);
-            self.reason.sort();
-        }
-        self.decision = if self.reason.is_empty() {
-            CedarDecision::Deny
-        } else {
-            CedarDecision::Allow
-        };
-        self
-    }
-}
-
 fn evaluate(set: &PolicySet, request: &Request, entities: &Entities) -> Evaluation {
     let response = Authorizer::new().is_authorized(request, set, entities);
     let errors = response
@@ -368,20 +344,18 @@ impl Bundle {
 
         let outcome = match source {
             Source::Sliced => {
-                // Cedar's semantics over the union of the slice and the task's grants, without
-                // building the union: a forbid in the slice wins; otherwise any permit in either
-                // allows. Grants are permits only (compiled that way).
-                let slice = self
-                    .decision_slices
-                    .get(&request.profile)
-                    .and_then(|m| m.get(&request.capability));
-                let base = slice.map_or_else(Evaluation::default, |set| {
+                // One evaluation over exactly the policies that can apply: the slice for this
+                // capability and profile, plus the task's grants for it when it has any.
+                let set = grants
+                    .policy_set(&request.task_id, &request.capability, request.profile)
+                    .or_else(|| {
+                        self.decision_slices
+                            .get(&request.profile)
+                            .and_then(|m| m.get(&request.capability))
+                    });
+                set.map_or_else(Evaluation::default, |set| {
                     evaluate(set, &cedar_request, &cedar_entities)
-                });
-                match grants.policy_set(&request.task_id, &request.capability) {
-                    Some(set) => base.union_permits(evaluate(set, &cedar_request, &cedar_entities)),
-                    None => base,
-                }
+                })
             }
             Source::Naive(naive) => evaluate(&naive.decision, &cedar_request, &cedar_entities),
         };

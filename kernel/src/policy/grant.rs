@@ -26,7 +26,7 @@ use std::fmt::Write as _;
 use std::str::FromStr;
 
 use cedar_policy::{Policy, PolicyId, PolicySet, ValidationMode};
-use craik_contracts::{CapabilityGrant, Truncated, id_problem};
+use craik_contracts::{CapabilityGrant, PolicyProfile, Truncated, id_problem};
 use time::format_description::well_known::Rfc3339;
 
 use crate::path::check_segment;
@@ -61,11 +61,13 @@ pub struct CompiledGrant {
     pub(crate) grant: CapabilityGrant,
 }
 
-/// The grants of one task for one capability, and their prebuilt policy set.
+/// The grants of one task for one capability, and the policy sets a decision evaluates for
+/// them: per profile, the bundle's slice for the capability plus these grants, prebuilt so a
+/// decision is one Cedar evaluation over exactly the policies that can apply.
 #[derive(Debug, Clone, Default)]
 struct Bucket {
     grants: Vec<CompiledGrant>,
-    policies: PolicySet,
+    by_profile: HashMap<PolicyProfile, PolicySet>,
 }
 
 /// Grants indexed by task, then capability (looked up by `&str`, without allocating), so a
@@ -95,9 +97,23 @@ impl GrantSet {
                 .or_default()
                 .entry(compiled.capability.clone())
                 .or_default();
-            // Ids are unique (checked above) and prefixed, so adding cannot collide.
-            let _ = bucket.policies.add(compiled.policy.clone());
             bucket.grants.push(compiled);
+        }
+        for buckets in set.by_task.values_mut() {
+            for (capability, bucket) in buckets.iter_mut() {
+                for (profile, slices) in &bundle.decision_slices {
+                    let mut policies = slices
+                        .get(capability)
+                        .cloned()
+                        .unwrap_or_else(PolicySet::new);
+                    for grant in &bucket.grants {
+                        // Grant ids are unique (checked above) and use a reserved prefix, so
+                        // adding cannot collide with each other or with bundle policies.
+                        let _ = policies.add(grant.policy.clone());
+                    }
+                    bucket.by_profile.insert(*profile, policies);
+                }
+            }
         }
         Ok(set)
     }
@@ -124,9 +140,16 @@ impl GrantSet {
             .flat_map(|b| &b.grants)
     }
 
-    /// The prebuilt policy set of this task's grants for this capability.
-    pub(crate) fn policy_set(&self, task_id: &str, capability: &str) -> Option<&PolicySet> {
-        self.bucket(task_id, capability).map(|b| &b.policies)
+    /// The prebuilt policy set for this task, capability and profile: the bundle's slice plus
+    /// the task's grants for the capability. `None` when the task holds no such grant.
+    pub(crate) fn policy_set(
+        &self,
+        task_id: &str,
+        capability: &str,
+        profile: PolicyProfile,
+    ) -> Option<&PolicySet> {
+        self.bucket(task_id, capability)
+            .and_then(|b| b.by_profile.get(&profile))
     }
 
     /// Every grant.

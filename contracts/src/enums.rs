@@ -5,132 +5,142 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 macro_rules! vocabulary {
-    ($(#[$meta:meta])* $name:ident, $case:literal { $($(#[$vmeta:meta])* $variant:ident),+ $(,)? }) => {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $wire:literal),+ $(,)? }) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-        #[serde(rename_all = $case)]
         pub enum $name {
-            $($(#[$vmeta])* $variant),+
+            $($(#[$vmeta])* #[serde(rename = $wire)] $variant),+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The wire spelling.
+            pub const fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $wire),+ }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
         }
     };
 }
 
 vocabulary!(
     /// Task priority.
-    Priority, "lowercase" { Low, Normal, High, Urgent }
+    Priority { Low = "low", Normal = "normal", High = "high", Urgent = "urgent" }
 );
 vocabulary!(
     /// What a task asks for.
-    TaskMode, "lowercase" { Plan, Review, Implement, Verify }
+    TaskMode { Plan = "plan", Review = "review", Implement = "implement", Verify = "verify" }
 );
 vocabulary!(
     /// Memory backend kinds.
-    MemoryBackend, "lowercase" { Ephemeral, Local, Stigmem }
+    MemoryBackend { Ephemeral = "ephemeral", Local = "local", Stigmem = "stigmem" }
 );
 vocabulary!(
     /// Reach of a memory fact.
-    MemoryScope, "lowercase" { Local, Team, Company, Public }
+    MemoryScope { Local = "local", Team = "team", Company = "company", Public = "public" }
 );
 vocabulary!(
     /// Policy-envelope profiles.
-    PolicyProfile, "kebab-case" { Strict, TrustedLocal, Automation, Custom }
+    PolicyProfile { Strict = "strict", TrustedLocal = "trusted-local", Automation = "automation", Custom = "custom" }
 );
 vocabulary!(
     /// What a memory proposal does to a fact.
-    ProposalOperation, "lowercase" { Add, Update, Invalidate }
+    ProposalOperation { Add = "add", Update = "update", Invalidate = "invalidate" }
 );
 vocabulary!(
     /// Review state of a memory proposal.
-    ProposalStatus, "lowercase" { Pending, Approved, Rejected }
+    ProposalStatus { Pending = "pending", Approved = "approved", Rejected = "rejected" }
 );
 vocabulary!(
     /// Where a fact's trust comes from.
-    TrustClass, "kebab-case" { Observed, Reported, Inferred, Policy, External, StaleRisk }
+    TrustClass { Observed = "observed", Reported = "reported", Inferred = "inferred", Policy = "policy", External = "external", StaleRisk = "stale-risk" }
 );
 vocabulary!(
     /// Contradiction report state.
-    ContradictionStatus, "lowercase" { Open, Resolved, Ignored }
+    ContradictionStatus { Open = "open", Resolved = "resolved", Ignored = "ignored" }
 );
 vocabulary!(
     /// Work-graph edge kinds.
-    WorkGraphEventType, "snake_case" {
-        Created, DependsOn, VerifiedBy, Contradicts, Supersedes, Implements, Blocks
-    }
+    WorkGraphEventType { Created = "created", DependsOn = "depends_on", VerifiedBy = "verified_by", Contradicts = "contradicts", Supersedes = "supersedes", Implements = "implements", Blocks = "blocks" }
 );
 vocabulary!(
     /// Outcome recorded in a receipt.
-    ReceiptStatus, "lowercase" { Passed, Failed, Blocked, Denied, Skipped }
+    ReceiptStatus { Passed = "passed", Failed = "failed", Blocked = "blocked", Denied = "denied", Skipped = "skipped" }
 );
 vocabulary!(
     /// Handoff status.
-    HandoffStatus, "lowercase" { Completed, Incomplete, Blocked, Failed }
+    HandoffStatus { Completed = "completed", Incomplete = "incomplete", Blocked = "blocked", Failed = "failed" }
 );
 vocabulary!(
     /// Loop phases of a governed run.
-    Phase, "lowercase" { Plan, Act, Observe, Evaluate, Continue, Stop }
+    Phase { Plan = "plan", Act = "act", Observe = "observe", Evaluate = "evaluate", Continue = "continue", Stop = "stop" }
 );
 vocabulary!(
     /// Status of a governed run.
-    TaskRunStatus, "lowercase" { Pending, Running, Completed, Blocked, Failed, Interrupted }
+    TaskRunStatus { Pending = "pending", Running = "running", Completed = "completed", Blocked = "blocked", Failed = "failed", Interrupted = "interrupted" }
 );
 vocabulary!(
     /// How a runner executes.
-    RunnerMode, "kebab-case" { Fixture, PromptHandoff, Live }
+    RunnerMode { Fixture = "fixture", PromptHandoff = "prompt-handoff", Live = "live" }
 );
 vocabulary!(
     /// Status of a runner result, a step result or a worker result.
-    ResultStatus, "lowercase" { Completed, Blocked, Failed, Partial }
+    ResultStatus { Completed = "completed", Blocked = "blocked", Failed = "failed", Partial = "partial" }
 );
 vocabulary!(
     /// Severity of a worker finding.
-    FindingSeverity, "lowercase" { Info, Low, Medium, High, Critical }
+    FindingSeverity { Info = "info", Low = "low", Medium = "medium", High = "high", Critical = "critical" }
 );
 vocabulary!(
     /// What an evidence reference points at.
-    EvidenceKind, "snake_case" { File, Url, Command, Fact, Issue, PullRequest, Handoff, Other }
+    EvidenceKind { File = "file", Url = "url", Command = "command", Fact = "fact", Issue = "issue", PullRequest = "pull_request", Handoff = "handoff", Other = "other" }
 );
 vocabulary!(
     /// Trust placed in a runner.
-    RunnerTrustLevel, "lowercase" { Low, Medium, High }
+    RunnerTrustLevel { Low = "low", Medium = "medium", High = "high" }
 );
 vocabulary!(
     /// A runner's default posture towards grants.
-    RunnerGrantPosture, "kebab-case" { DenyByDefault, PromptForApproval, AllowWithReceipt }
+    RunnerGrantPosture { DenyByDefault = "deny-by-default", PromptForApproval = "prompt-for-approval", AllowWithReceipt = "allow-with-receipt" }
 );
 vocabulary!(
     /// How far a runner supports a capability.
-    RunnerCapabilitySupport, "kebab-case" { Unsupported, PromptHandoff, Supported }
+    RunnerCapabilitySupport { Unsupported = "unsupported", PromptHandoff = "prompt-handoff", Supported = "supported" }
 );
 vocabulary!(
     /// Agent role kinds.
-    AgentRoleKind, "snake_case" {
-        Orchestrator, Implementer, Verifier, AdversarialReviewer, PolicyReviewer, DocsReviewer,
-        MemoryCurator, Adjudicator
-    }
+    AgentRoleKind { Orchestrator = "orchestrator", Implementer = "implementer", Verifier = "verifier", AdversarialReviewer = "adversarial_reviewer", PolicyReviewer = "policy_reviewer", DocsReviewer = "docs_reviewer", MemoryCurator = "memory_curator", Adjudicator = "adjudicator" }
 );
 vocabulary!(
     /// Authority an agent role may hold.
-    AgentRoleAuthority, "lowercase" { Coordinate, Read, Propose, Review, Adjudicate, Implement }
+    AgentRoleAuthority { Coordinate = "coordinate", Read = "read", Propose = "propose", Review = "review", Adjudicate = "adjudicate", Implement = "implement" }
 );
 vocabulary!(
     /// Model provider modes.
-    ModelProviderMode, "lowercase" { Chat, Completion, Embedding, Tool, Runner }
+    ModelProviderMode { Chat = "chat", Completion = "completion", Embedding = "embedding", Tool = "tool", Runner = "runner" }
 );
 vocabulary!(
     /// Where a model provider runs relative to the operator.
-    ModelProviderTrustBoundary, "kebab-case" { Local, SelfHosted, Hosted, ThirdParty }
+    ModelProviderTrustBoundary { Local = "local", SelfHosted = "self-hosted", Hosted = "hosted", ThirdParty = "third-party" }
 );
 vocabulary!(
     /// Memory backend source-attestation mode.
-    SourceAttestation, "lowercase" { Warn, Enforce, Off }
+    SourceAttestation { Warn = "warn", Enforce = "enforce", Off = "off" }
 );
 vocabulary!(
     /// State of an assumption.
-    AssumptionStatus, "lowercase" { Open, Validated, Rejected }
+    AssumptionStatus { Open = "open", Validated = "validated", Rejected = "rejected" }
 );
 vocabulary!(
     /// Repository kinds.
-    RepoType, "lowercase" { Git }
+    RepoType { Git = "git" }
 );
 
 impl AgentRoleKind {

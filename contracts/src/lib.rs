@@ -73,11 +73,3 @@ macro_rules! contract_marker {
     };
 }
 pub(crate) use contract_marker;
-
-/// The wire spelling of a vocabulary value (`trusted-local`, `docs_reviewer`).
-pub(crate) fn enums_name<T: serde::Serialize>(value: &T) -> String {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::String(s)) => s,
-        _ => String::from("?"),
-    }
-}

@@ -405,8 +405,8 @@ impl Check for AgentRole {
                 "authority",
                 format!(
                     "a `{}` role must hold `{}` authority",
-                    crate::enums_name(&self.kind),
-                    crate::enums_name(&needed)
+                    self.kind.as_str(),
+                    needed.as_str()
                 ),
             );
         }

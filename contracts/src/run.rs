@@ -359,7 +359,7 @@ impl Check for MemoryProposal {
                 "status",
                 format!(
                     "is `{}` but `decided_by` and `decided_at` are not both set",
-                    crate::enums_name(&self.status)
+                    self.status.as_str()
                 ),
             );
         }

@@ -330,7 +330,7 @@ impl Check for ModelProvider {
                     format!(
                         "capability {i} (`{}`) uses mode `{}`, which is not among `modes`",
                         Truncated(&cap.name),
-                        crate::enums_name(&cap.mode)
+                        cap.mode.as_str()
                     ),
                 );
             }

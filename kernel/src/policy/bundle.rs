@@ -252,13 +252,13 @@ impl Bundle {
             .collect();
         for (capability, profile) in capabilities
             .iter()
-            .flat_map(|c| PROFILES.iter().map(move |p| (c, *p)))
+            .flat_map(|c| PolicyProfile::ALL.iter().map(move |p| (c, *p)))
         {
             let ancestors = families
                 .get(capability)
                 .map(Vec::as_slice)
                 .unwrap_or_default();
-            let profile_name = profile_name(profile);
+            let profile_name = profile.as_str();
             let mut decision = PolicySet::new();
             let mut approval = PolicySet::new();
             for policy in &all {
@@ -432,22 +432,6 @@ fn dedupe(mut problems: Vec<Located>) -> Vec<Located> {
             p
         })
         .collect()
-}
-
-const PROFILES: [PolicyProfile; 4] = [
-    PolicyProfile::Strict,
-    PolicyProfile::TrustedLocal,
-    PolicyProfile::Automation,
-    PolicyProfile::Custom,
-];
-
-fn profile_name(profile: PolicyProfile) -> &'static str {
-    match profile {
-        PolicyProfile::Strict => "strict",
-        PolicyProfile::TrustedLocal => "trusted-local",
-        PolicyProfile::Automation => "automation",
-        PolicyProfile::Custom => "custom",
-    }
 }
 
 /// The profile a policy is guarded by: its first condition is a `when` whose leftmost

@@ -66,19 +66,12 @@ fn hash_of(request: &DecisionRequest, target: &Value) -> String {
         "{{\"capability\":{},\"operation\":{},\"profile\":{},\"runner\":{},\"target\":{},\"task_id\":{}}}",
         quote(&request.capability),
         quote(&request.operation),
-        quote(&craik_name(&request.profile)),
+        quote(request.profile.as_str()),
         quote(&request.runner.id),
         target,
         quote(&request.task_id),
     );
     format!("sha256:{}", hex(&Sha256::digest(text.as_bytes())))
-}
-
-fn craik_name<T: serde::Serialize>(value: &T) -> String {
-    match serde_json::to_value(value) {
-        Ok(Value::String(s)) => s,
-        _ => String::new(),
-    }
 }
 
 /// Every policy and every grant in one Cedar set: the naive baseline the benchmarks compare
@@ -255,8 +248,14 @@ impl Bundle {
             &options.workspace_root,
         );
         let context = Context::from_pairs([
-            ("profile".to_owned(), string(craik_name(&request.profile))),
-            ("phase".to_owned(), string(craik_name(&request.phase))),
+            (
+                "profile".to_owned(),
+                string(request.profile.as_str().to_owned()),
+            ),
+            (
+                "phase".to_owned(),
+                string(request.phase.as_str().to_owned()),
+            ),
             (
                 "iteration".to_owned(),
                 RestrictedExpression::new_long(i64::from(request.iteration)),
@@ -272,7 +271,7 @@ impl Bundle {
             ),
             (
                 "task_mode".to_owned(),
-                string(craik_name(&request.task_mode)),
+                string(request.task_mode.as_str().to_owned()),
             ),
             (
                 "intent_out_of_scope".to_owned(),
@@ -296,8 +295,8 @@ impl Bundle {
             entities.push(entity(
                 principal.clone(),
                 [
-                    ("trust", string(craik_name(&request.runner.trust))),
-                    ("mode", string(craik_name(&request.runner.mode))),
+                    ("trust", string(request.runner.trust.as_str().to_owned())),
+                    ("mode", string(request.runner.mode.as_str().to_owned())),
                 ],
                 [task],
             )?);

@@ -11,9 +11,16 @@
 
 mod path;
 mod policy;
+mod receipt;
 
 pub use path::{MAX_DEPTH, MAX_PATH_BYTES, MAX_SEGMENT_BYTES, PathError, Protected, TargetPath};
 pub use policy::*;
+pub use receipt::*;
+
+/// Lowercase hex of bytes (as in `sha256:<hex>`).
+pub fn policy_hex(bytes: &[u8]) -> String {
+    policy::hex(bytes)
+}
 
 /// The kernel's version, written into every receipt.
 pub const KERNEL_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -6,6 +6,7 @@ mod decide;
 mod grant;
 mod request;
 
+pub(crate) use bundle::hex;
 pub use bundle::{Bundle, GRANT_ID_PREFIX, LoadError, Located, PolicyInfo, RawOutcome, SourceFile};
 pub use command::{
     CommandFacts, MAX_ARGS, MAX_COMMAND_BYTES, analyse as analyse_command, split as split_command,

@@ -11,6 +11,7 @@
 mod bundle;
 mod decide;
 mod laws;
+mod receipts;
 
 use std::path::{Path, PathBuf};
 

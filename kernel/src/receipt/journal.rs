@@ -1,0 +1,210 @@
+//! Producing journal lines: chained, signed receipts and periodic checkpoints.
+//!
+//! Sans-io: [`JournalWriter`] returns the exact bytes to append; the host appends them (and
+//! fsyncs) and never rewrites a line.
+
+use craik_contracts::{PolicyProfile, ReceiptResult};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use crate::policy::{Decision, Mode};
+use crate::receipt::dsse::{CHECKPOINT_PAYLOAD_TYPE, Envelope, RECEIPT_PAYLOAD_TYPE, pae};
+use crate::receipt::merkle::MerkleRange;
+use crate::receipt::payload::{
+    Checkpoint, DecidedBy, MAX_SAFE_INTEGER, ReceiptPayload, canonical_bytes, receipt_hash,
+};
+use crate::receipt::signer::Signer;
+
+/// Why a line could not be produced.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JournalError {
+    #[error("the journal is closed")]
+    Closed,
+    #[error("sequence number would exceed 2^53−1")]
+    Overflow,
+    #[error("time `{now}` is before the previous entry's `{previous}`")]
+    ClockWentBack { now: String, previous: String },
+    #[error("receipt cannot be signed: {0}")]
+    Payload(String),
+}
+
+/// The fields of a receipt the caller supplies; the writer adds the chain fields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReceiptDraft {
+    pub task_id: String,
+    pub actor: String,
+    pub capability: String,
+    pub target: String,
+    pub policy_profile: PolicyProfile,
+    pub fail_open: bool,
+    pub reason: String,
+    pub result: ReceiptResult,
+    pub redacted: bool,
+    pub policy_set: String,
+    pub request_hash: String,
+    pub decision: Decision,
+    pub determining_policies: Vec<String>,
+    pub decided_by: DecidedBy,
+    pub mode: Mode,
+}
+
+/// Appends receipts to one run's journal.
+#[derive(Debug)]
+pub struct JournalWriter {
+    run_id: String,
+    next_seq: u64,
+    prev: Option<String>,
+    tree: MerkleRange,
+    last_time: Option<OffsetDateTime>,
+    checkpoint_every: u64,
+    checkpoints: u64,
+    closed: bool,
+}
+
+impl JournalWriter {
+    /// A new, empty journal; a checkpoint follows every `checkpoint_every` receipts (0: only
+    /// when closing).
+    pub fn new(run_id: &str, checkpoint_every: u64) -> Self {
+        Self {
+            run_id: run_id.to_owned(),
+            next_seq: 0,
+            prev: None,
+            tree: MerkleRange::new(),
+            last_time: None,
+            checkpoint_every,
+            checkpoints: 0,
+            closed: false,
+        }
+    }
+
+    /// Receipts written so far.
+    pub fn len(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// True before the first receipt.
+    pub fn is_empty(&self) -> bool {
+        self.next_seq == 0
+    }
+
+    /// The hash of the last receipt written.
+    pub fn last_hash(&self) -> Option<&str> {
+        self.prev.as_deref()
+    }
+
+    fn stamp(&mut self, now: OffsetDateTime) -> Result<String, JournalError> {
+        let now = now.to_offset(time::UtcOffset::UTC);
+        if let Some(previous) = self.last_time.filter(|p| now < *p) {
+            return Err(JournalError::ClockWentBack {
+                now: fmt(now),
+                previous: fmt(previous),
+            });
+        }
+        self.last_time = Some(now);
+        Ok(fmt(now))
+    }
+
+    /// Signs the next receipt; returns its line (and, every `checkpoint_every` receipts, a
+    /// checkpoint line after it).
+    pub fn append(
+        &mut self,
+        draft: ReceiptDraft,
+        now: OffsetDateTime,
+        signer: &dyn Signer,
+    ) -> Result<Vec<u8>, JournalError> {
+        if self.closed {
+            return Err(JournalError::Closed);
+        }
+        if self.next_seq > MAX_SAFE_INTEGER {
+            return Err(JournalError::Overflow);
+        }
+        let created_at = self.stamp(now)?;
+        let seq = self.next_seq;
+        let payload = ReceiptPayload {
+            schema: "craik.capability_receipt".into(),
+            version: craik_contracts::CONTRACT_VERSION.into(),
+            id: format!("receipt_{}_{seq}", self.run_id.trim_start_matches("run_")),
+            task_id: draft.task_id,
+            actor: draft.actor,
+            capability: draft.capability,
+            target: draft.target,
+            policy_profile: draft.policy_profile,
+            fail_open: draft.fail_open,
+            reason: draft.reason,
+            result: draft.result,
+            redacted: draft.redacted,
+            created_at,
+            seq,
+            prev: self.prev.clone(),
+            run_id: self.run_id.clone(),
+            policy_set: draft.policy_set,
+            request_hash: draft.request_hash,
+            decision: draft.decision,
+            determining_policies: draft.determining_policies,
+            decided_by: draft.decided_by,
+            mode: draft.mode,
+            kernel_version: crate::KERNEL_VERSION.into(),
+            key_id: signer.key_id().to_owned(),
+        };
+        let bytes = canonical_bytes(&payload).map_err(JournalError::Payload)?;
+        let sig = signer.sign(&pae(RECEIPT_PAYLOAD_TYPE, &bytes));
+        let mut line = Envelope::new(RECEIPT_PAYLOAD_TYPE, &bytes, signer.key_id(), &sig).to_line();
+        let hash = receipt_hash(&bytes);
+        self.tree.push(&raw_hash(&bytes));
+        self.prev = Some(hash);
+        self.next_seq += 1;
+        if self.checkpoint_every > 0 && self.next_seq.is_multiple_of(self.checkpoint_every) {
+            line.extend(self.checkpoint(false, now, signer)?);
+        }
+        Ok(line)
+    }
+
+    /// The closing checkpoint; nothing can be appended after it.
+    pub fn close(
+        &mut self,
+        now: OffsetDateTime,
+        signer: &dyn Signer,
+    ) -> Result<Vec<u8>, JournalError> {
+        if self.closed {
+            return Err(JournalError::Closed);
+        }
+        let line = self.checkpoint(true, now, signer)?;
+        self.closed = true;
+        Ok(line)
+    }
+
+    fn checkpoint(
+        &mut self,
+        is_final: bool,
+        now: OffsetDateTime,
+        signer: &dyn Signer,
+    ) -> Result<Vec<u8>, JournalError> {
+        let created_at = self.stamp(now)?;
+        let checkpoint = Checkpoint {
+            schema: "craik.receipt_checkpoint".into(),
+            version: craik_contracts::CONTRACT_VERSION.into(),
+            run_id: self.run_id.clone(),
+            index: self.checkpoints,
+            tree_size: self.tree.size(),
+            root_hash: format!("sha256:{}", crate::policy::hex(&self.tree.root())),
+            last_receipt_hash: self.prev.clone(),
+            is_final,
+            created_at,
+            key_id: signer.key_id().to_owned(),
+        };
+        let bytes = canonical_bytes(&checkpoint).map_err(JournalError::Payload)?;
+        self.checkpoints += 1;
+        let sig = signer.sign(&pae(CHECKPOINT_PAYLOAD_TYPE, &bytes));
+        Ok(Envelope::new(CHECKPOINT_PAYLOAD_TYPE, &bytes, signer.key_id(), &sig).to_line())
+    }
+}
+
+/// The 32-byte SHA-256 of payload bytes: the Merkle leaf data.
+pub(crate) fn raw_hash(bytes: &[u8]) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).into()
+}
+
+fn fmt(at: OffsetDateTime) -> String {
+    at.format(&Rfc3339).unwrap_or_default()
+}

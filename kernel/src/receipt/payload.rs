@@ -1,0 +1,145 @@
+//! What a receipt and a checkpoint say, and their canonical bytes.
+
+use craik_contracts::{Object, PolicyProfile, ReceiptResult};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::policy::{Decision, Mode, hex};
+
+/// Largest integer allowed in signed data (2^53 − 1): every JSON reader represents it
+/// exactly.
+pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// What decided a receipt's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecidedByKind {
+    /// The determining policies (`determining_policies`).
+    Policy,
+    /// A recorded human approval (`by` names the approver).
+    Approval,
+    /// No policy permitted it: the default deny.
+    Default,
+    /// The kernel refused the request itself (invalid request).
+    Kernel,
+    /// The host recording a side effect's outcome.
+    Outcome,
+}
+
+/// Who or what decided.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DecidedBy {
+    pub kind: DecidedByKind,
+    /// The approver (`user:…`) for approvals, the approval id, or empty.
+    #[serde(default)]
+    pub by: String,
+}
+
+/// A receipt: `craik.capability_receipt` extended with the chain and decision fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReceiptPayload {
+    pub schema: String,
+    pub version: String,
+    /// `receipt_<run id>_<seq>`.
+    pub id: String,
+    pub task_id: String,
+    pub actor: String,
+    pub capability: String,
+    pub target: String,
+    pub policy_profile: PolicyProfile,
+    pub fail_open: bool,
+    pub reason: String,
+    pub result: ReceiptResult,
+    pub redacted: bool,
+    /// RFC 3339, UTC.
+    pub created_at: String,
+    /// 0, 1, 2, … without gaps.
+    pub seq: u64,
+    /// `sha256:` of the previous receipt's payload bytes; `null` for seq 0.
+    pub prev: Option<String>,
+    pub run_id: String,
+    /// Hash of the loaded policy set.
+    pub policy_set: String,
+    /// Canonical hash of the decided request.
+    pub request_hash: String,
+    pub decision: Decision,
+    pub determining_policies: Vec<String>,
+    pub decided_by: DecidedBy,
+    pub mode: Mode,
+    pub kernel_version: String,
+    /// Must equal the envelope's `keyid`.
+    pub key_id: String,
+}
+
+/// A signed statement of the journal's size and Merkle root.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checkpoint {
+    pub schema: String,
+    pub version: String,
+    pub run_id: String,
+    /// 0 for the journal's first checkpoint, then 1, 2, …: a deleted or duplicated
+    /// checkpoint breaks the count.
+    pub index: u64,
+    /// Receipts covered: all of them so far.
+    pub tree_size: u64,
+    /// `sha256:` RFC 9162 Merkle tree head over the receipt hashes (leaf data = the 32-byte
+    /// receipt hash).
+    pub root_hash: String,
+    /// `sha256:` of the last receipt covered; `null` for an empty journal.
+    pub last_receipt_hash: Option<String>,
+    /// True for the checkpoint that closes the journal.
+    #[serde(rename = "final")]
+    pub is_final: bool,
+    pub created_at: String,
+    pub key_id: String,
+}
+
+/// RFC 8785 canonical JSON of `value`, after checking it holds no float and no integer
+/// outside ±(2^53−1).
+pub fn canonical_bytes<T: Serialize>(value: &T) -> Result<Vec<u8>, String> {
+    let json = serde_json::to_value(value).map_err(|e| e.to_string())?;
+    check_json_numbers(&json, "$")?;
+    serde_jcs::to_vec(&json).map_err(|e| e.to_string())
+}
+
+/// Refuses floats and integers outside ±(2^53−1) anywhere in `value`.
+pub fn check_json_numbers(value: &Value, path: &str) -> Result<(), String> {
+    match value {
+        Value::Number(n) => {
+            let ok = n.as_u64().is_some_and(|v| v <= MAX_SAFE_INTEGER)
+                || n.as_i64()
+                    .is_some_and(|v| v.unsigned_abs() <= MAX_SAFE_INTEGER);
+            if ok {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{path}: number `{n}` is a float or outside ±(2^53−1); signed data holds integers only"
+                ))
+            }
+        }
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, v)| check_json_numbers(v, &format!("{path}[{i}]"))),
+        Value::Object(map) => map
+            .iter()
+            .try_for_each(|(k, v)| check_json_numbers(v, &format!("{path}.{k}"))),
+        _ => Ok(()),
+    }
+}
+
+/// `sha256:<hex>` of payload bytes: what `prev` and the Merkle leaves name.
+pub fn receipt_hash(payload: &[u8]) -> String {
+    format!("sha256:{}", hex(&Sha256::digest(payload)))
+}
+
+impl ReceiptPayload {
+    /// An empty metadata object (for outcome receipts without details).
+    pub fn no_metadata() -> Object {
+        Object::new()
+    }
+}

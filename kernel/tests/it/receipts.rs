@@ -1,0 +1,282 @@
+//! Receipts: known-answer vectors, and every tampering class caught by verification.
+
+use craik_contracts::{PolicyProfile, ReceiptResult, ReceiptStatus};
+use craik_kernel::{
+    DecidedBy, DecidedByKind, Decision, Ed25519Signer, JournalWriter, KeyRing, Mode, ReceiptDraft,
+    Signer, verify_journal,
+};
+use proptest::prelude::*;
+use time::macros::datetime;
+
+/// The fixed test key (never a real one): seed 0x42 repeated.
+fn test_signer() -> Ed25519Signer {
+    Ed25519Signer::from_seed(&[0x42; 32])
+}
+
+fn other_signer() -> Ed25519Signer {
+    Ed25519Signer::from_seed(&[0x07; 32])
+}
+
+fn ring(signer: &dyn Signer) -> KeyRing {
+    let mut ring = KeyRing::new();
+    ring.add(&signer.public_key()).unwrap();
+    ring
+}
+
+fn draft(n: u64) -> ReceiptDraft {
+    ReceiptDraft {
+        task_id: "task_docs".into(),
+        actor: "runner_fixture".into(),
+        capability: "repo.write.docs".into(),
+        target: format!("docs/page-{n}.md"),
+        policy_profile: PolicyProfile::TrustedLocal,
+        fail_open: false,
+        reason: "granted by grant_docs".into(),
+        result: ReceiptResult {
+            status: ReceiptStatus::Passed,
+            summary: format!("wrote page {n}"),
+            metadata: craik_contracts::Object::new(),
+        },
+        redacted: true,
+        policy_set: "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+            .into(),
+        request_hash: format!("sha256:{:064x}", n),
+        decision: Decision::Allow,
+        determining_policies: vec!["grant.grant_docs".into()],
+        decided_by: DecidedBy {
+            kind: DecidedByKind::Policy,
+            by: String::new(),
+        },
+        mode: Mode::Enforce,
+    }
+}
+
+/// A closed journal of `n` receipts, a checkpoint every `every`.
+fn journal(n: u64, every: u64, signer: &dyn Signer) -> Vec<u8> {
+    let mut writer = JournalWriter::new("run_test", every);
+    let mut out = Vec::new();
+    for i in 0..n {
+        let at = datetime!(2026-11-20 10:00 UTC) + time::Duration::seconds(i as i64);
+        out.extend(writer.append(draft(i), at, signer).unwrap());
+    }
+    out.extend(
+        writer
+            .close(datetime!(2026-11-20 11:00 UTC), signer)
+            .unwrap(),
+    );
+    out
+}
+
+fn vectors() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vectors")
+}
+
+/// The exact bytes and signatures for a fixed key and input. Regenerate deliberately with
+/// `CRAIK_BLESS_VECTORS=1 cargo test -p craik-kernel receipt_known_answer`, and review the diff.
+#[test]
+fn receipt_known_answer() {
+    let signer = test_signer();
+    let bytes = journal(3, 2, &signer);
+    let path = vectors().join("journal-3.jsonl");
+    if std::env::var_os("CRAIK_BLESS_VECTORS").is_some() {
+        std::fs::write(&path, &bytes).unwrap();
+        std::fs::write(
+            vectors().join("test-key.pub.hex"),
+            format!("{}\n", craik_kernel::policy_hex(&signer.public_key())),
+        )
+        .unwrap();
+    }
+    let expected = std::fs::read(&path).unwrap();
+    assert!(
+        bytes == expected,
+        "receipt bytes drifted from {}",
+        path.display()
+    );
+    assert_eq!(
+        signer.key_id(),
+        "sha256:".to_owned()
+            + &craik_kernel::policy_hex(&sha256(&craik_kernel::spki_der(&signer.public_key())))
+    );
+    let report = verify_journal(&expected, &ring(&signer), None);
+    assert!(report.is_valid(), "{report:?}");
+    assert_eq!(
+        (report.receipts, report.checkpoints, report.closed),
+        (3, 2, true)
+    );
+}
+
+fn sha256(bytes: &[u8]) -> Vec<u8> {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).to_vec()
+}
+
+#[test]
+fn a_clean_journal_verifies_and_names_its_run() {
+    let signer = test_signer();
+    let report = verify_journal(
+        &journal(10, 4, &signer),
+        &ring(&signer),
+        Some("sha256:0000000000000000000000000000000000000000000000000000000000000000"),
+    );
+    assert!(report.is_valid(), "{report:?}");
+    assert_eq!(report.run_id.as_deref(), Some("run_test"));
+    assert_eq!(report.receipts, 10);
+    assert_eq!(report.checkpoints, 3);
+}
+
+fn failure(bytes: &[u8]) -> craik_kernel::Failure {
+    let signer = test_signer();
+    verify_journal(bytes, &ring(&signer), None)
+        .failure
+        .expect("tampering must be detected")
+}
+
+fn lines(bytes: &[u8]) -> Vec<Vec<u8>> {
+    bytes
+        .split_inclusive(|&b| b == b'\n')
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+#[test]
+fn every_single_byte_change_is_caught() {
+    let bytes = journal(2, 0, &test_signer());
+    for i in 0..bytes.len() {
+        for flip in [0x01u8, 0x20, 0x80] {
+            let mut tampered = bytes.clone();
+            tampered[i] ^= flip;
+            let report = verify_journal(&tampered, &ring(&test_signer()), None);
+            assert!(!report.is_valid(), "byte {i} ^ {flip:#x} went unnoticed");
+        }
+    }
+}
+
+#[test]
+fn deletion_swap_duplication_and_truncation_are_caught() {
+    let bytes = journal(6, 2, &test_signer());
+    let ls = lines(&bytes);
+    for i in 0..ls.len() {
+        let mut deleted = ls.clone();
+        deleted.remove(i);
+        assert!(
+            !verify_journal(&deleted.concat(), &ring(&test_signer()), None).is_valid(),
+            "deleting line {}",
+            i + 1
+        );
+        let mut duplicated = ls.clone();
+        duplicated.insert(i, ls[i].clone());
+        assert!(
+            !verify_journal(&duplicated.concat(), &ring(&test_signer()), None).is_valid(),
+            "duplicating line {}",
+            i + 1
+        );
+        if i + 1 < ls.len() {
+            let mut swapped = ls.clone();
+            swapped.swap(i, i + 1);
+            assert!(
+                !verify_journal(&swapped.concat(), &ring(&test_signer()), None).is_valid(),
+                "swapping lines {} and {}",
+                i + 1,
+                i + 2
+            );
+        }
+    }
+    for cut in 0..bytes.len() {
+        assert!(
+            !verify_journal(&bytes[..cut], &ring(&test_signer()), None).is_valid(),
+            "truncation at byte {cut}"
+        );
+    }
+}
+
+#[test]
+fn failures_are_reported_precisely() {
+    let bytes = journal(4, 0, &test_signer());
+    let ls = lines(&bytes);
+
+    let mut dropped = ls.clone();
+    dropped.remove(1);
+    let f = failure(&dropped.concat());
+    assert_eq!((f.line, f.seq, f.what.as_str()), (2, Some(2), "seq"));
+
+    // A process killed mid-append leaves a torn last line.
+    let mut torn = ls[..3].concat();
+    torn.extend_from_slice(&ls[3][..ls[3].len() / 2]);
+    let f = failure(&torn);
+    assert_eq!((f.line, f.what.as_str()), (4, "torn line"));
+    assert!(f.why.contains("no newline"), "{f:?}");
+
+    // Whole-chain truncation before the close.
+    let f = failure(&ls[..4].concat());
+    assert_eq!(f.what, "not closed");
+    assert!(f.why.starts_with("journal not closed"), "{f:?}");
+
+    // Re-signing the whole chain with another key.
+    let f = failure(&journal(4, 0, &other_signer()));
+    assert_eq!((f.line, f.what.as_str()), (1, "signature"));
+
+    // The wrong policy set.
+    let signer = test_signer();
+    let report = verify_journal(
+        &bytes,
+        &ring(&signer),
+        Some("sha256:1111111111111111111111111111111111111111111111111111111111111111"),
+    );
+    assert_eq!(report.failure.unwrap().what, "policy_set");
+}
+
+#[test]
+fn the_writer_refuses_what_cannot_be_signed_honestly() {
+    let signer = test_signer();
+    let mut writer = JournalWriter::new("run_x", 0);
+    writer
+        .append(draft(0), datetime!(2026-11-20 10:00 UTC), &signer)
+        .unwrap();
+    let back = writer.append(draft(1), datetime!(2026-11-20 09:00 UTC), &signer);
+    assert!(
+        matches!(back, Err(craik_kernel::JournalError::ClockWentBack { .. })),
+        "{back:?}"
+    );
+    let mut float = draft(2);
+    float
+        .result
+        .metadata
+        .0
+        .insert("ratio".into(), serde_json::json!(0.5));
+    let refused = writer.append(float, datetime!(2026-11-20 10:01 UTC), &signer);
+    assert!(
+        matches!(&refused, Err(craik_kernel::JournalError::Payload(m)) if m.contains("float")),
+        "{refused:?}"
+    );
+    writer
+        .close(datetime!(2026-11-20 10:02 UTC), &signer)
+        .unwrap();
+    assert!(
+        writer
+            .append(draft(3), datetime!(2026-11-20 10:03 UTC), &signer)
+            .is_err()
+    );
+}
+
+#[test]
+fn weak_keys_are_refused() {
+    let mut ring = KeyRing::new();
+    // The identity point: small order.
+    let mut identity = [0u8; 32];
+    identity[0] = 1;
+    assert!(ring.add(&identity).is_err());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Any change to one byte of any receipt of a larger journal is caught.
+    #[test]
+    fn random_byte_changes_in_larger_journals_are_caught(at in any::<prop::sample::Index>(), flip in 1u8..=255) {
+        let bytes = journal(12, 5, &test_signer());
+        let mut tampered = bytes.clone();
+        let i = at.index(bytes.len());
+        tampered[i] ^= flip;
+        prop_assert!(!verify_journal(&tampered, &ring(&test_signer()), None).is_valid());
+    }
+}

@@ -36,6 +36,15 @@ pub(crate) enum Command {
     /// Show capability grants as the Cedar they compile to.
     #[command(subcommand)]
     Grants(GrantsCommand),
+    /// Generate and inspect receipt signing keys.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+    /// Verify, list and show signed receipt journals.
+    #[command(subcommand)]
+    Receipts(ReceiptsCommand),
+    /// Measure Craik's own costs, with ratios against baselines from the same run.
+    #[command(subcommand)]
+    Bench(BenchCommand),
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -174,5 +183,74 @@ pub(crate) enum GrantsCommand {
         files: Vec<PathBuf>,
         #[command(flatten)]
         bundle: BundleArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum KeysCommand {
+    /// Generate an ed25519 signing key: PKCS#8 PEM private key (mode 0600) and SPKI PEM public key.
+    Generate {
+        /// Directory for `signing.key.pem` and `signing.pub.pem` (created if missing).
+        #[arg(long, value_name = "DIR", default_value = ".craik/keys")]
+        out: PathBuf,
+    },
+    /// Print a key's id and fingerprint (never the private key).
+    Show {
+        /// A private or public key PEM file.
+        file: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ReceiptsCommand {
+    /// Verify journals offline: signatures, chain, checkpoints, closing checkpoint.
+    Verify {
+        /// Journal files, or directories holding `receipts.jsonl` (a run) or runs.
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<PathBuf>,
+        /// Trusted public key PEM files (default: .craik/keys/signing.pub.pem).
+        #[arg(long = "key", value_name = "PUB.pem")]
+        keys: Vec<PathBuf>,
+        /// Require every receipt's policy_set to be this bundle's hash.
+        #[arg(long, value_name = "DIR")]
+        policies: Option<PathBuf>,
+    },
+    /// List a journal's receipts (decoded; run `verify` to check them).
+    List {
+        /// A run id (under `--home`), a run directory, or a journal file.
+        run: String,
+        /// Craik's state directory.
+        #[arg(long, value_name = "DIR", default_value = ".craik")]
+        home: PathBuf,
+    },
+    /// Show one receipt, decoded.
+    Show {
+        /// A run id (under `--home`), a run directory, or a journal file.
+        run: String,
+        /// The receipt's sequence number.
+        seq: u64,
+        /// Craik's state directory.
+        #[arg(long, value_name = "DIR", default_value = ".craik")]
+        home: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum BenchCommand {
+    /// Sign, chain and append N receipts, then verify them; prints rates and ratios against
+    /// signing alone, measured in the same run. Writes the journal with --out.
+    Receipts {
+        /// Receipts to write.
+        #[arg(long, default_value_t = 100_000)]
+        count: u64,
+        /// Signing key (PKCS#8 PEM); default: a fresh key that is discarded.
+        #[arg(long, value_name = "KEY.pem")]
+        key: Option<PathBuf>,
+        /// Write the journal here (refuses to overwrite).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// A checkpoint every this many receipts.
+        #[arg(long, default_value_t = 1000)]
+        checkpoint_every: u64,
     },
 }

@@ -1,5 +1,8 @@
 //! One module per command family.
 
+pub(crate) mod bench;
 pub(crate) mod contracts;
+pub(crate) mod keys;
 pub(crate) mod policy;
+pub(crate) mod receipts;
 pub(crate) mod schema;

@@ -16,7 +16,10 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 
-use crate::cli::{Cli, Command, ContractsCommand, GrantsCommand, PolicyCommand, SchemaCommand};
+use crate::cli::{
+    BenchCommand, Cli, Command, ContractsCommand, GrantsCommand, KeysCommand, PolicyCommand,
+    ReceiptsCommand, SchemaCommand,
+};
 use crate::exit::{Exit, Failure};
 use crate::output::Out;
 
@@ -90,6 +93,34 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         Command::Grants(GrantsCommand::Show { files, bundle }) => {
             cmd::policy::show_grants(out, cli.format, files, bundle)
         }
+        Command::Keys(KeysCommand::Generate { out: dir }) => {
+            cmd::keys::generate(out, cli.format, dir)
+        }
+        Command::Keys(KeysCommand::Show { file }) => cmd::keys::show(out, cli.format, file),
+        Command::Receipts(ReceiptsCommand::Verify {
+            paths,
+            keys,
+            policies,
+        }) => cmd::receipts::verify(out, cli.format, paths, keys, policies.as_deref()),
+        Command::Receipts(ReceiptsCommand::List { run, home }) => {
+            cmd::receipts::list(out, cli.format, run, home)
+        }
+        Command::Receipts(ReceiptsCommand::Show { run, seq, home }) => {
+            cmd::receipts::show(out, cli.format, run, *seq, home)
+        }
+        Command::Bench(BenchCommand::Receipts {
+            count,
+            key,
+            out: file,
+            checkpoint_every,
+        }) => cmd::bench::receipts(
+            out,
+            cli.format,
+            *count,
+            key.as_deref(),
+            file.as_deref(),
+            *checkpoint_every,
+        ),
         Command::Completions { shell } => {
             let mut buf = Vec::new();
             clap_complete::generate(*shell, &mut Cli::command(), "craik", &mut buf);

@@ -12,6 +12,7 @@
 mod contracts;
 mod interop;
 mod policy;
+mod receipts;
 mod schema;
 
 use std::path::{Path, PathBuf};

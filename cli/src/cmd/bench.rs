@@ -1,0 +1,175 @@
+//! `craik bench receipts`: the cost of signing, chaining and verifying receipts, as rates and
+//! as ratios against signing alone, all measured in the same run.
+
+use std::hint::black_box;
+use std::io::IsTerminal;
+use std::path::Path;
+use std::time::Instant;
+
+use craik_contracts::{Object, PolicyProfile, ReceiptResult, ReceiptStatus};
+use craik_kernel::{
+    DecidedBy, DecidedByKind, Decision, Ed25519Signer, JournalWriter, KeyRing, Mode,
+    RECEIPT_PAYLOAD_TYPE, ReceiptDraft, Signer, pae, verify_journal,
+};
+use serde::Serialize;
+
+use crate::cmd::keys::read_signer;
+use crate::exit::{Exit, Failure};
+use crate::files::write_atomic;
+use crate::output::{Format, Out};
+
+#[derive(Serialize)]
+struct Result {
+    receipts: u64,
+    journal_bytes: usize,
+    sign_only_per_s: f64,
+    sign_chain_append_per_s: f64,
+    append_vs_sign_only: f64,
+    verify_per_s: f64,
+    verify_vs_sign_only: f64,
+}
+
+fn draft(n: u64) -> ReceiptDraft {
+    ReceiptDraft {
+        task_id: "task_bench".into(),
+        actor: "runner_bench".into(),
+        capability: "repo.write.docs".into(),
+        target: format!("docs/page-{n}.md"),
+        policy_profile: PolicyProfile::TrustedLocal,
+        fail_open: false,
+        reason: "granted by grant_bench".into(),
+        result: ReceiptResult {
+            status: ReceiptStatus::Passed,
+            summary: "wrote the page".into(),
+            metadata: Object::new(),
+        },
+        redacted: true,
+        policy_set: "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+            .into(),
+        request_hash: format!("sha256:{n:064x}"),
+        decision: Decision::Allow,
+        determining_policies: vec!["grant.grant_bench".into()],
+        decided_by: DecidedBy {
+            kind: DecidedByKind::Policy,
+            by: String::new(),
+        },
+        mode: Mode::Enforce,
+    }
+}
+
+pub(crate) fn receipts(
+    out: &mut Out,
+    format: Format,
+    count: u64,
+    key: Option<&Path>,
+    file: Option<&Path>,
+    checkpoint_every: u64,
+) -> std::result::Result<Exit, Failure> {
+    if count == 0 {
+        return Err(Failure::usage("--count must be at least 1"));
+    }
+    if let Some(file) = file.filter(|f| f.exists()) {
+        return Err(Failure::usage(format!(
+            "{}: already exists; refusing to overwrite a journal",
+            file.display()
+        )));
+    }
+    let signer = match key {
+        Some(path) => read_signer(path)?,
+        None => {
+            let mut seed = [0u8; 32];
+            getrandom::fill(&mut seed)
+                .map_err(|e| Failure::internal(format!("no randomness: {e}")))?;
+            let signer = Ed25519Signer::from_seed(&seed);
+            zeroize::Zeroize::zeroize(&mut seed);
+            signer
+        }
+    };
+    let progress = std::io::stderr().is_terminal() && format == Format::Human;
+    let now = time::OffsetDateTime::now_utc();
+
+    // Baseline: signing payload-sized messages alone.
+    let sample = pae(RECEIPT_PAYLOAD_TYPE, &[b'x'; 900]);
+    let started = Instant::now();
+    for _ in 0..count {
+        black_box(signer.sign(black_box(&sample)));
+    }
+    let sign_only = count as f64 / started.elapsed().as_secs_f64();
+
+    // Sign + chain + append (to memory: no fsync).
+    let mut writer = JournalWriter::new("run_bench", checkpoint_every);
+    let mut journal = Vec::with_capacity(usize::try_from(count).unwrap_or(0).saturating_mul(1300));
+    let started = Instant::now();
+    for n in 0..count {
+        let line = writer
+            .append(draft(n), now, &signer)
+            .map_err(|e| Failure::internal(e.to_string()))?;
+        journal.extend_from_slice(&line);
+        if progress && n % 100_000 == 0 && n > 0 {
+            out.diag(format_args!("\x1b[2K\r{n}/{count} receipts signed"))?;
+        }
+    }
+    journal.extend(
+        writer
+            .close(now, &signer)
+            .map_err(|e| Failure::internal(e.to_string()))?,
+    );
+    let appended = count as f64 / started.elapsed().as_secs_f64();
+
+    let mut ring = KeyRing::new();
+    ring.add(&signer.public_key()).map_err(Failure::internal)?;
+    let started = Instant::now();
+    let report = verify_journal(&journal, &ring, None);
+    let verified = count as f64 / started.elapsed().as_secs_f64();
+    if !report.is_valid() {
+        return Err(Failure::internal(format!(
+            "the benchmark's own journal failed verification: {:?}",
+            report.failure
+        )));
+    }
+    if let Some(file) = file {
+        write_atomic(file, &journal)
+            .map_err(|e| Failure::usage(format!("{}: cannot write: {e}", file.display())))?;
+    }
+    let result = Result {
+        receipts: count,
+        journal_bytes: journal.len(),
+        sign_only_per_s: sign_only,
+        sign_chain_append_per_s: appended,
+        append_vs_sign_only: appended / sign_only,
+        verify_per_s: verified,
+        verify_vs_sign_only: verified / sign_only,
+    };
+    match format {
+        Format::Json | Format::Junit => out.json(&result)?,
+        Format::Human => {
+            if progress {
+                out.diag("")?;
+            }
+            out.line(format_args!(
+                "{count} receipts, {} bytes, one core, no fsync",
+                result.journal_bytes
+            ))?;
+            out.line(format_args!(
+                "  sign only            {:>10.0}/s  (baseline)",
+                sign_only
+            ))?;
+            out.line(format_args!(
+                "  sign+chain+append    {:>10.0}/s  ({:.2}x sign only)",
+                appended, result.append_vs_sign_only
+            ))?;
+            out.line(format_args!(
+                "  verify (one by one)  {:>10.0}/s  ({:.2}x sign only)",
+                verified, result.verify_vs_sign_only
+            ))?;
+            if let Some(file) = file {
+                out.line(format_args!(
+                    "journal written to {} (key {})",
+                    file.display(),
+                    signer.key_id()
+                ))?;
+            }
+        }
+    }
+    Ok(Exit::Ok)
+}

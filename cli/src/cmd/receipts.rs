@@ -1,0 +1,277 @@
+//! `craik receipts verify|list|show`: auditors' view of signed journals.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use craik_kernel::{
+    Envelope, KeyRing, RECEIPT_PAYLOAD_TYPE, ReceiptPayload, Report, verify_with_progress,
+};
+use serde::Serialize;
+
+use crate::cmd::keys::{default_public, read_public};
+use crate::exit::{Exit, Failure};
+use crate::files::{Input, read_bounded};
+use crate::output::{Format, Out};
+
+/// Largest journal read into memory.
+const MAX_JOURNAL_BYTES: u64 = 8 * 1024 * 1024 * 1024;
+/// The journal's file name inside a run directory.
+pub(crate) const JOURNAL_NAME: &str = "receipts.jsonl";
+
+/// Journals named by `paths`: files as given; a directory holding `receipts.jsonl`; or every
+/// `*/receipts.jsonl` one level below a directory (a `runs/` directory).
+fn journals(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
+    let mut out = Vec::new();
+    for path in paths {
+        if path.is_file() {
+            out.push(path.clone());
+        } else if path.join(JOURNAL_NAME).is_file() {
+            out.push(path.join(JOURNAL_NAME));
+        } else if path.is_dir() {
+            let runs = if path.join("runs").is_dir() {
+                path.join("runs")
+            } else {
+                path.clone()
+            };
+            let mut found: Vec<PathBuf> = std::fs::read_dir(&runs)
+                .map_err(|e| Failure::usage(format!("{}: cannot list: {e}", runs.display())))?
+                .filter_map(Result::ok)
+                .map(|e| e.path().join(JOURNAL_NAME))
+                .filter(|p| p.is_file())
+                .collect();
+            if found.is_empty() {
+                return Err(Failure::usage(format!(
+                    "{}: no {JOURNAL_NAME} found",
+                    path.display()
+                )));
+            }
+            found.sort();
+            out.extend(found);
+        } else {
+            return Err(Failure::usage(format!(
+                "{}: no such file or directory",
+                path.display()
+            )));
+        }
+    }
+    Ok(out)
+}
+
+fn read_journal(path: &Path) -> Result<Vec<u8>, Failure> {
+    read_bounded(&Input::File(path.to_owned()), MAX_JOURNAL_BYTES)
+        .map_err(|e| Failure::usage(format!("{}: {e}", path.display())))
+}
+
+#[derive(Serialize)]
+struct Verified {
+    path: String,
+    #[serde(flatten)]
+    report: Report,
+}
+
+pub(crate) fn verify(
+    out: &mut Out,
+    format: Format,
+    paths: &[PathBuf],
+    keys: &[PathBuf],
+    policies: Option<&Path>,
+) -> Result<Exit, Failure> {
+    let keys: Vec<PathBuf> = if keys.is_empty() {
+        vec![default_public(Path::new(".craik"))]
+    } else {
+        keys.to_vec()
+    };
+    let mut ring = KeyRing::new();
+    for key in &keys {
+        let public = read_public(key)?;
+        ring.add(&public)
+            .map_err(|e| Failure::invalid(format!("{}: {e}", key.display()), Vec::new()))?;
+    }
+    let policy_set = match policies {
+        Some(dir) => Some(
+            crate::bundle::load(Some(dir), &[])?
+                .bundle
+                .hash()
+                .to_owned(),
+        ),
+        None => None,
+    };
+    let progress = std::io::stderr().is_terminal() && format == Format::Human;
+    let mut results = Vec::new();
+    let mut exit = Exit::Ok;
+    for path in journals(paths)? {
+        let bytes = read_journal(&path)?;
+        let mut tick = |lines: usize| {
+            if progress {
+                let _ = out.diag(format_args!(
+                    "\x1b[2K\r{}: {lines} lines verified",
+                    path.display()
+                ));
+            }
+        };
+        let report = verify_with_progress(&bytes, &ring, policy_set.as_deref(), &mut tick);
+        if progress && bytes.len() > 64 * 1024 * 1024 {
+            out.diag("")?;
+        }
+        if !report.is_valid() {
+            exit = Exit::CheckFailed;
+        }
+        if format == Format::Human {
+            match &report.failure {
+                None => out.line(format_args!(
+                    "{}: valid — {} receipts, {} checkpoints, closed (run {})",
+                    path.display(),
+                    report.receipts,
+                    report.checkpoints,
+                    report.run_id.as_deref().unwrap_or("?")
+                ))?,
+                Some(f) => {
+                    let seq = f.seq.map(|s| format!(" (seq {s})")).unwrap_or_default();
+                    out.line(format_args!(
+                        "{}:{}: INVALID{seq}: {}: {}",
+                        path.display(),
+                        f.line,
+                        f.what,
+                        f.why
+                    ))?;
+                    out.line(format_args!(
+                        "  {} receipts verified before it",
+                        report.receipts
+                    ))?;
+                }
+            }
+        }
+        results.push(Verified {
+            path: path.display().to_string(),
+            report,
+        });
+    }
+    match format {
+        Format::Json | Format::Junit => out.json(&results)?,
+        Format::Human => {
+            let bad = results.iter().filter(|r| !r.report.is_valid()).count();
+            out.line(format_args!(
+                "{} journal{}: {} valid, {bad} invalid",
+                results.len(),
+                if results.len() == 1 { "" } else { "s" },
+                results.len() - bad
+            ))?;
+        }
+    }
+    Ok(exit)
+}
+
+/// A run id under `home/runs/`, a run directory, or a journal file.
+fn resolve(run: &str, home: &Path) -> Result<PathBuf, Failure> {
+    let direct = PathBuf::from(run);
+    if direct.is_file() {
+        return Ok(direct);
+    }
+    if direct.join(JOURNAL_NAME).is_file() {
+        return Ok(direct.join(JOURNAL_NAME));
+    }
+    if craik_contracts::id_problem(run).is_none() {
+        let path = home.join("runs").join(run).join(JOURNAL_NAME);
+        if path.is_file() {
+            return Ok(path);
+        }
+    }
+    Err(Failure::usage(format!(
+        "no journal for `{}` (looked for a file, a run directory and {}/runs/<id>)",
+        craik_contracts::Truncated(run),
+        home.display()
+    )))
+}
+
+/// Receipts decoded without verification (list/show say so).
+fn decode(bytes: &[u8]) -> Vec<(usize, Result<ReceiptPayload, String>)> {
+    bytes
+        .split(|&b| b == b'\n')
+        .enumerate()
+        .filter(|(_, line)| !line.is_empty())
+        .filter_map(|(i, line)| {
+            let envelope: Envelope = match serde_json::from_slice(line) {
+                Ok(e) => e,
+                Err(e) => return Some((i + 1, Err(format!("not an envelope: {e}")))),
+            };
+            if envelope.payload_type != RECEIPT_PAYLOAD_TYPE {
+                return None;
+            }
+            let decoded = STANDARD
+                .decode(&envelope.payload)
+                .map_err(|e| format!("payload is not base64: {e}"))
+                .and_then(|p| {
+                    serde_json::from_slice::<ReceiptPayload>(&p)
+                        .map_err(|e| format!("not a receipt: {e}"))
+                });
+            Some((i + 1, decoded))
+        })
+        .collect()
+}
+
+pub(crate) fn list(out: &mut Out, format: Format, run: &str, home: &Path) -> Result<Exit, Failure> {
+    let path = resolve(run, home)?;
+    let bytes = read_journal(&path)?;
+    let receipts = decode(&bytes);
+    match format {
+        Format::Json | Format::Junit => {
+            let ok: Vec<&ReceiptPayload> = receipts
+                .iter()
+                .filter_map(|(_, r)| r.as_ref().ok())
+                .collect();
+            out.json(&ok)?;
+        }
+        Format::Human => {
+            out.line(format_args!(
+                "{} (decoded, not verified: run `craik receipts verify`)",
+                path.display()
+            ))?;
+            for (line, r) in &receipts {
+                match r {
+                    Ok(r) => out.line(format_args!(
+                        "{:>6}  {}  {:<18} {:<17} {:<40} {}",
+                        r.seq,
+                        r.created_at,
+                        crate::policytest::decision_name(r.decision),
+                        r.capability,
+                        craik_contracts::Truncated(&r.target).to_string(),
+                        r.determining_policies.join(",")
+                    ))?,
+                    Err(e) => out.line(format_args!("  line {line}: {e}"))?,
+                }
+            }
+        }
+    }
+    Ok(Exit::Ok)
+}
+
+pub(crate) fn show(
+    out: &mut Out,
+    format: Format,
+    run: &str,
+    seq: u64,
+    home: &Path,
+) -> Result<Exit, Failure> {
+    let path = resolve(run, home)?;
+    let bytes = read_journal(&path)?;
+    let found = decode(&bytes)
+        .into_iter()
+        .find_map(|(_, r)| r.ok().filter(|r| r.seq == seq));
+    let receipt = found
+        .ok_or_else(|| Failure::usage(format!("{}: no receipt with seq {seq}", path.display())))?;
+    match format {
+        Format::Json | Format::Junit => out.json(&receipt)?,
+        Format::Human => {
+            let text = serde_json::to_string_pretty(&receipt)
+                .map_err(|e| Failure::internal(e.to_string()))?;
+            out.line(format_args!(
+                "{} seq {seq} (decoded, not verified: run `craik receipts verify`)",
+                path.display()
+            ))?;
+            out.line(text)?;
+        }
+    }
+    Ok(Exit::Ok)
+}

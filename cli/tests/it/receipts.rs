@@ -1,0 +1,339 @@
+//! `craik keys` and `craik receipts`: key files, a journal written by `craik bench receipts`,
+//! verification green on it and red on each tampering class, and docs/receipts.md's OpenSSL
+//! commands run verbatim.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use pretty_assertions::assert_eq;
+
+use crate::{repo_root, run_in, transcript};
+
+fn stdout(o: &std::process::Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+/// A temp dir with a key pair and a closed journal of `n` receipts in `journal.jsonl`.
+fn setup(n: u64) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run_in(dir.path(), &["keys", "generate", "--out", "k"]);
+    assert_eq!(o.status.code(), Some(0), "{}", transcript(&o));
+    let count = n.to_string();
+    let o = run_in(
+        dir.path(),
+        &[
+            "bench",
+            "receipts",
+            "--count",
+            &count,
+            "--key",
+            "k/signing.key.pem",
+            "--out",
+            "journal.jsonl",
+            "--checkpoint-every",
+            "4",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", transcript(&o));
+    dir
+}
+
+fn verify(dir: &Path) -> std::process::Output {
+    run_in(
+        dir,
+        &[
+            "receipts",
+            "verify",
+            "journal.jsonl",
+            "--key",
+            "k/signing.pub.pem",
+        ],
+    )
+}
+
+#[test]
+fn keys_are_private_by_mode_never_overwritten_and_never_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run_in(dir.path(), &["keys", "generate", "--out", "k"]);
+    assert_eq!(o.status.code(), Some(0), "{}", transcript(&o));
+    assert!(!stdout(&o).contains("PRIVATE"));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(dir.path().join("k/signing.key.pem"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let before = fs::read(dir.path().join("k/signing.key.pem")).unwrap();
+    let again = run_in(dir.path(), &["keys", "generate", "--out", "k"]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(
+        String::from_utf8(again.stderr)
+            .unwrap()
+            .contains("already exists; refusing to overwrite a key")
+    );
+    assert_eq!(
+        fs::read(dir.path().join("k/signing.key.pem")).unwrap(),
+        before
+    );
+
+    let shown_private = run_in(dir.path(), &["keys", "show", "k/signing.key.pem"]);
+    let shown_public = run_in(dir.path(), &["keys", "show", "k/signing.pub.pem"]);
+    assert_eq!(stdout(&shown_private), stdout(&shown_public));
+    assert!(
+        !stdout(&shown_private).contains("PRIVATE") && !stdout(&shown_private).contains("BEGIN")
+    );
+    // The key id is the SHA-256 of the SPKI DER, as OpenSSL computes it.
+    let der = Command::new("openssl")
+        .args([
+            "pkey",
+            "-pubin",
+            "-in",
+            "k/signing.pub.pem",
+            "-outform",
+            "DER",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .expect("openssl is installed (.ci/run installs it)");
+    use sha2::Digest;
+    let id = format!(
+        "sha256:{}",
+        sha2::Sha256::digest(&der.stdout)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    );
+    assert!(
+        stdout(&shown_public).starts_with(&format!("key id      {id}\n")),
+        "{}",
+        stdout(&shown_public)
+    );
+}
+
+#[test]
+fn a_bench_journal_verifies() {
+    let dir = setup(10);
+    let o = verify(dir.path());
+    assert_eq!(o.status.code(), Some(0), "{}", transcript(&o));
+    assert_eq!(
+        stdout(&o),
+        "journal.jsonl: valid — 10 receipts, 3 checkpoints, closed (run run_bench)\n1 journal: 1 valid, 0 invalid\n"
+    );
+}
+
+fn tamper(dir: &Path, f: impl FnOnce(Vec<Vec<u8>>) -> Vec<u8>) -> String {
+    let path = dir.join("journal.jsonl");
+    let original = fs::read(&path).unwrap();
+    let lines: Vec<Vec<u8>> = original
+        .split_inclusive(|&b| b == b'\n')
+        .map(<[u8]>::to_vec)
+        .collect();
+    fs::write(&path, f(lines)).unwrap();
+    let o = verify(dir);
+    fs::write(&path, original).unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", transcript(&o));
+    stdout(&o).lines().next().unwrap().to_owned()
+}
+
+#[test]
+fn each_tampering_class_is_red_with_a_precise_message() {
+    let dir = setup(6);
+    let d = dir.path();
+    // Line layout: r0 r1 r2 r3 cp0 r4 r5 cp1(final).
+    let byte = tamper(d, |mut l| {
+        let i = l[1].len() / 2;
+        l[1][i] ^= 0x01;
+        l.concat()
+    });
+    assert!(byte.starts_with("journal.jsonl:2: INVALID: "), "{byte}");
+    assert_eq!(
+        tamper(d, |mut l| {
+            l.remove(2);
+            l.concat()
+        }),
+        "journal.jsonl:3: INVALID (seq 3): seq: seq 3 where 2 was expected (a receipt is missing, duplicated or reordered)"
+    );
+    assert!(
+        tamper(d, |mut l| {
+            l.swap(0, 1);
+            l.concat()
+        })
+        .starts_with("journal.jsonl:1: INVALID (seq 1): seq:")
+    );
+    assert!(
+        tamper(d, |mut l| {
+            let x = l[3].clone();
+            l.insert(3, x);
+            l.concat()
+        })
+        .starts_with("journal.jsonl:5: INVALID (seq 3): seq:")
+    );
+    let torn = tamper(d, |l| {
+        let mut b = l[..5].concat();
+        b.extend_from_slice(&l[5][..40]);
+        b
+    });
+    assert!(
+        torn.starts_with(
+            "journal.jsonl:6: INVALID: torn line: last line has 40 bytes and no newline"
+        ),
+        "{torn}"
+    );
+    let open = tamper(d, |l| l[..7].concat());
+    assert!(open.contains("not closed: journal not closed"), "{open}");
+    assert!(
+        tamper(d, |mut l| {
+            l.remove(4);
+            l.concat()
+        })
+        .contains("checkpoint index 1 where 0 was expected"),
+        "deleted checkpoint"
+    );
+
+    // Re-signed wholesale with another key.
+    let other = tempfile::tempdir().unwrap();
+    let o = run_in(
+        other.path(),
+        &["bench", "receipts", "--count", "3", "--out", "j.jsonl"],
+    );
+    assert_eq!(o.status.code(), Some(0));
+    fs::copy(other.path().join("j.jsonl"), d.join("journal.jsonl.other")).unwrap();
+    let o = run_in(
+        d,
+        &[
+            "receipts",
+            "verify",
+            "journal.jsonl.other",
+            "--key",
+            "k/signing.pub.pem",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).starts_with("journal.jsonl.other:1: INVALID: signature: signed by key `sha256:"),
+        "{}",
+        stdout(&o)
+    );
+
+    // The receipts were not decided under the committed policies.
+    let policies = repo_root().join("policies");
+    let o = run_in(
+        d,
+        &[
+            "receipts",
+            "verify",
+            "journal.jsonl",
+            "--key",
+            "k/signing.pub.pem",
+            "--policies",
+            policies.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).contains("policy_set: receipt was decided under policy set"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let dir = setup(2);
+    for args in [
+        vec![
+            "receipts",
+            "verify",
+            "missing.jsonl",
+            "--key",
+            "k/signing.pub.pem",
+        ],
+        vec![
+            "receipts",
+            "verify",
+            "journal.jsonl",
+            "--key",
+            "k/missing.pem",
+        ],
+        vec!["receipts", "verify", "journal.jsonl"],
+    ] {
+        let o = run_in(dir.path(), &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", transcript(&o));
+    }
+}
+
+#[test]
+fn list_and_show_decode_receipts() {
+    let dir = setup(3);
+    let o = run_in(dir.path(), &["receipts", "list", "journal.jsonl"]);
+    assert_eq!(o.status.code(), Some(0), "{}", transcript(&o));
+    let out = stdout(&o);
+    assert!(
+        out.starts_with("journal.jsonl (decoded, not verified: run `craik receipts verify`)\n"),
+        "{out}"
+    );
+    assert_eq!(out.lines().count(), 4);
+    let o = run_in(
+        dir.path(),
+        &["--format", "json", "receipts", "show", "journal.jsonl", "2"],
+    );
+    let receipt: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(receipt["seq"], 2);
+    assert_eq!(receipt["target"], "docs/page-2.md");
+    let o = run_in(dir.path(), &["receipts", "show", "journal.jsonl", "9"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+/// The commands of docs/receipts.md, run verbatim with the real `openssl`.
+#[test]
+fn docs_openssl_commands_verify_one_receipt() {
+    let dir = setup(4);
+    let doc = fs::read_to_string(repo_root().join("docs/receipts.md")).unwrap();
+    let block = doc
+        .split("<!-- openssl-check:begin -->")
+        .nth(1)
+        .and_then(|rest| rest.split("<!-- openssl-check:end -->").next())
+        .unwrap();
+    let script = block
+        .trim()
+        .trim_start_matches("```sh")
+        .trim_end_matches("```");
+    fs::copy(
+        dir.path().join("journal.jsonl"),
+        dir.path().join("receipts.jsonl"),
+    )
+    .unwrap();
+    fs::copy(
+        dir.path().join("k/signing.pub.pem"),
+        dir.path().join("signing.pub.pem"),
+    )
+    .unwrap();
+    let run = |script: &str| {
+        Command::new("sh")
+            .args(["-eu", "-c", script])
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let o = run(script);
+    assert_eq!(o.status.code(), Some(0), "{}", transcript(&o));
+    assert_eq!(stdout(&o), "Signature Verified Successfully\n");
+    // And OpenSSL refuses a changed receipt.
+    let path = dir.path().join("receipts.jsonl");
+    let text = fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let payload_start = lines[1].find("\"payload\":\"").unwrap() + 12;
+    let flipped = if &lines[1][payload_start..payload_start + 1] == "A" {
+        "B"
+    } else {
+        "A"
+    };
+    lines[1].replace_range(payload_start..payload_start + 1, flipped);
+    fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let o = run(script);
+    assert_ne!(o.status.code(), Some(0), "{}", transcript(&o));
+}

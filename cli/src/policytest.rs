@@ -539,22 +539,7 @@ fn decide_compiled(
     };
     let grant_set = match grants {
         Ok(g) => g,
-        Err(e) => {
-            return Verdict {
-                decision: Decision::Deny,
-                deny_kind: Some(DenyKind::InvalidRequest),
-                determining: vec!["kernel.invalid-grant".into()],
-                reasons: vec![e],
-                grants: Vec::new(),
-                grant_notes: Vec::new(),
-                approval: None,
-                errors: Vec::new(),
-                policy_exception: false,
-                mode: options.mode,
-                request_hash: String::new(),
-                policy_set: bundle.hash().to_owned(),
-            };
-        }
+        Err(e) => return bundle.refusal(options.mode, "kernel.invalid-grant", e),
     };
     let mut request = request.clone();
     if request.approvals.iter().any(|a| a.request_hash == "@self") {

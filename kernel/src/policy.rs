@@ -2,7 +2,7 @@
 
 mod bundle;
 mod command;
-mod decide;
+pub(crate) mod decide;
 mod grant;
 mod request;
 

@@ -383,7 +383,7 @@ impl Bundle {
         context: serde_json::Value,
         entities: serde_json::Value,
     ) -> Result<RawOutcome, String> {
-        use cedar_policy::{Authorizer, Context, Decision, Entities, Request};
+        use cedar_policy::{Context, Decision, Entities, Request};
         let uid = |s: &str| EntityUid::from_str(s).map_err(|e| error_chain(&e));
         let (p, a, r) = (uid(principal)?, uid(action)?, uid(resource)?);
         let context = Context::from_json_value(context, Some((&self.schema, &a)))
@@ -392,17 +392,11 @@ impl Bundle {
             Request::new(p, a, r, context, Some(&self.schema)).map_err(|e| error_chain(&e))?;
         let entities =
             Entities::from_json_value(entities, Some(&self.schema)).map_err(|e| error_chain(&e))?;
-        let response = Authorizer::new().is_authorized(&request, &self.decision_all, &entities);
-        let mut reason: Vec<String> = response
-            .diagnostics()
-            .reason()
-            .map(ToString::to_string)
-            .collect();
-        reason.sort();
+        let evaluation = crate::policy::decide::evaluate(&self.decision_all, &request, &entities);
         Ok(RawOutcome {
-            allow: response.decision() == Decision::Allow,
-            reason,
-            errors: response.diagnostics().errors().count(),
+            allow: evaluation.decision == Decision::Allow,
+            reason: evaluation.reason,
+            errors: evaluation.errors.len(),
         })
     }
 }

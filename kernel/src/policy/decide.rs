@@ -85,10 +85,10 @@ pub struct NaivePolicies {
 
 /// One Cedar evaluation: decision, determining policies (sorted), errors by policy.
 #[derive(Debug)]
-struct Evaluation {
-    decision: CedarDecision,
-    reason: Vec<String>,
-    errors: Vec<(String, String)>,
+pub(crate) struct Evaluation {
+    pub(crate) decision: CedarDecision,
+    pub(crate) reason: Vec<String>,
+    pub(crate) errors: Vec<(String, String)>,
 }
 
 impl Default for Evaluation {
@@ -102,7 +102,7 @@ impl Default for Evaluation {
     }
 }
 
-fn evaluate(set: &PolicySet, request: &Request, entities: &Entities) -> Evaluation {
+pub(crate) fn evaluate(set: &PolicySet, request: &Request, entities: &Entities) -> Evaluation {
     let response = Authorizer::new().is_authorized(request, set, entities);
     let errors = response
         .diagnostics()
@@ -137,6 +137,25 @@ enum Source<'a> {
 }
 
 impl Bundle {
+    /// A deny the kernel decides on its own (invalid request, invalid grant), with the
+    /// pseudo-policy `determining` naming why.
+    pub fn refusal(&self, mode: Mode, determining: &str, reason: String) -> Verdict {
+        Verdict {
+            decision: Decision::Deny,
+            deny_kind: Some(DenyKind::InvalidRequest),
+            determining: vec![determining.to_owned()],
+            reasons: vec![reason],
+            grants: Vec::new(),
+            grant_notes: Vec::new(),
+            approval: None,
+            errors: Vec::new(),
+            policy_exception: false,
+            mode,
+            request_hash: String::new(),
+            policy_set: self.hash().to_owned(),
+        }
+    }
+
     /// Builds the naive baseline: every decision policy and every compiled grant in one set.
     pub fn naive(&self, grants: &GrantSet) -> NaivePolicies {
         let mut decision = self.decision_all.clone();
@@ -186,20 +205,8 @@ impl Bundle {
         request: &DecisionRequest,
         options: &DecideOptions,
     ) -> Verdict {
-        let mut verdict = Verdict {
-            decision: Decision::Deny,
-            deny_kind: Some(DenyKind::InvalidRequest),
-            determining: Vec::new(),
-            reasons: Vec::new(),
-            grants: Vec::new(),
-            grant_notes: Vec::new(),
-            approval: None,
-            errors: Vec::new(),
-            policy_exception: false,
-            mode: options.mode,
-            request_hash: String::new(),
-            policy_set: self.hash().to_owned(),
-        };
+        let mut verdict = self.refusal(options.mode, "kernel.invalid-request", String::new());
+        verdict.reasons.clear();
         let invalid = |mut verdict: Verdict, why: String| {
             verdict.determining = vec!["kernel.invalid-request".into()];
             verdict.reasons = vec![why];

@@ -9,7 +9,7 @@ use std::time::Instant;
 use craik_contracts::{Object, PolicyProfile, ReceiptResult, ReceiptStatus};
 use craik_kernel::{
     DecidedBy, DecidedByKind, Decision, Ed25519Signer, JournalWriter, KeyRing, Mode,
-    RECEIPT_PAYLOAD_TYPE, ReceiptDraft, Signer, pae, verify_journal,
+    RECEIPT_PAYLOAD_TYPE, ReceiptDraft, Signer, VerifyOptions, pae, verify_journal_with,
 };
 use serde::Serialize;
 
@@ -25,8 +25,12 @@ struct Result {
     sign_only_per_s: f64,
     sign_chain_append_per_s: f64,
     append_vs_sign_only: f64,
-    verify_per_s: f64,
-    verify_vs_sign_only: f64,
+    verify_one_by_one_per_s: f64,
+    verify_batch_per_s: f64,
+    verify_parallel_per_s: f64,
+    threads: usize,
+    batch_vs_one_by_one: f64,
+    parallel_vs_one_by_one: f64,
 }
 
 fn draft(n: u64) -> ReceiptDraft {
@@ -118,15 +122,28 @@ pub(crate) fn receipts(
 
     let mut ring = KeyRing::new();
     ring.add(&signer.public_key()).map_err(Failure::internal)?;
-    let started = Instant::now();
-    let report = verify_journal(&journal, &ring, None);
-    let verified = count as f64 / started.elapsed().as_secs_f64();
-    if !report.is_valid() {
-        return Err(Failure::internal(format!(
-            "the benchmark's own journal failed verification: {:?}",
-            report.failure
-        )));
-    }
+    let threads = crate::cmd::receipts::threads();
+    let rate = |threads: usize, batch: bool| -> std::result::Result<f64, Failure> {
+        let started = Instant::now();
+        let options = VerifyOptions {
+            policy_set: None,
+            threads,
+            batch,
+        };
+        let report = verify_journal_with(&journal, &ring, options, &mut |_| {});
+        let per_s = count as f64 / started.elapsed().as_secs_f64();
+        if report.is_valid() {
+            Ok(per_s)
+        } else {
+            Err(Failure::internal(format!(
+                "the benchmark's own journal failed verification: {:?}",
+                report.failure
+            )))
+        }
+    };
+    let one_by_one = rate(1, false)?;
+    let batched = rate(1, true)?;
+    let parallel = rate(threads, true)?;
     if let Some(file) = file {
         write_atomic(file, &journal)
             .map_err(|e| Failure::usage(format!("{}: cannot write: {e}", file.display())))?;
@@ -137,8 +154,12 @@ pub(crate) fn receipts(
         sign_only_per_s: sign_only,
         sign_chain_append_per_s: appended,
         append_vs_sign_only: appended / sign_only,
-        verify_per_s: verified,
-        verify_vs_sign_only: verified / sign_only,
+        verify_one_by_one_per_s: one_by_one,
+        verify_batch_per_s: batched,
+        verify_parallel_per_s: parallel,
+        threads,
+        batch_vs_one_by_one: batched / one_by_one,
+        parallel_vs_one_by_one: parallel / one_by_one,
     };
     match format {
         Format::Json | Format::Junit => out.json(&result)?,
@@ -159,8 +180,16 @@ pub(crate) fn receipts(
                 appended, result.append_vs_sign_only
             ))?;
             out.line(format_args!(
-                "  verify (one by one)  {:>10.0}/s  ({:.2}x sign only)",
-                verified, result.verify_vs_sign_only
+                "  verify one by one    {:>10.0}/s  (baseline for verification)",
+                one_by_one
+            ))?;
+            out.line(format_args!(
+                "  verify batched       {:>10.0}/s  ({:.2}x one by one)",
+                batched, result.batch_vs_one_by_one
+            ))?;
+            out.line(format_args!(
+                "  verify, {threads} threads   {:>10.0}/s  ({:.2}x one by one)",
+                parallel, result.parallel_vs_one_by_one
             ))?;
             if let Some(file) = file {
                 out.line(format_args!(

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use craik_kernel::{
-    Envelope, KeyRing, RECEIPT_PAYLOAD_TYPE, ReceiptPayload, Report, verify_with_progress,
+    Envelope, KeyRing, RECEIPT_PAYLOAD_TYPE, ReceiptPayload, Report, VerifyOptions,
+    verify_journal_with,
 };
 use serde::Serialize;
 
@@ -104,14 +105,19 @@ pub(crate) fn verify(
     for path in journals(paths)? {
         let bytes = read_journal(&path)?;
         let mut tick = |lines: usize| {
-            if progress {
+            if progress && bytes.len() > 16 * 1024 * 1024 {
                 let _ = out.diag(format_args!(
                     "\x1b[2K\r{}: {lines} lines verified",
                     path.display()
                 ));
             }
         };
-        let report = verify_with_progress(&bytes, &ring, policy_set.as_deref(), &mut tick);
+        let options = VerifyOptions {
+            policy_set: policy_set.as_deref(),
+            threads: threads(),
+            batch: true,
+        };
+        let report = verify_journal_with(&bytes, &ring, options, &mut tick);
         if progress && bytes.len() > 64 * 1024 * 1024 {
             out.diag("")?;
         }
@@ -161,6 +167,11 @@ pub(crate) fn verify(
         }
     }
     Ok(exit)
+}
+
+/// Signature checks use every core the process may run on.
+pub(crate) fn threads() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
 }
 
 /// A run id under `home/runs/`, a run directory, or a journal file.

@@ -8,7 +8,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use ed25519_dalek::Signature as DalekSignature;
+use ed25519_dalek::{Signature as DalekSignature, VerifyingKey};
 use serde::Serialize;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
@@ -69,21 +69,56 @@ struct State<'a> {
     run_id: Option<String>,
 }
 
-/// Verifies a whole journal. `policy_set`, when given, must equal every receipt's.
-pub fn verify_journal(bytes: &[u8], keys: &KeyRing, policy_set: Option<&str>) -> Report {
-    verify_with_progress(bytes, keys, policy_set, &mut |_| {})
+/// How to verify.
+#[derive(Debug, Clone, Copy)]
+pub struct VerifyOptions<'a> {
+    /// When given, every receipt's `policy_set` must equal it.
+    pub policy_set: Option<&'a str>,
+    /// Threads for signature checks (1 = this thread only).
+    pub threads: usize,
+    /// Check signatures in batches (keys were refused at load if weak); a failed batch is
+    /// re-checked one by one with `verify_strict` to name the bad receipt.
+    pub batch: bool,
 }
 
-/// [`verify_journal`], calling `progress` with the number of lines done every 65 536 lines.
-pub fn verify_with_progress(
+impl Default for VerifyOptions<'_> {
+    fn default() -> Self {
+        Self {
+            policy_set: None,
+            threads: 1,
+            batch: true,
+        }
+    }
+}
+
+/// Lines checked per window: signatures of a window are checked (in parallel) before its
+/// payloads are parsed in order.
+const WINDOW: usize = 4096;
+
+/// Verifies a whole journal. `policy_set`, when given, must equal every receipt's.
+pub fn verify_journal(bytes: &[u8], keys: &KeyRing, policy_set: Option<&str>) -> Report {
+    verify_journal_with(
+        bytes,
+        keys,
+        VerifyOptions {
+            policy_set,
+            ..VerifyOptions::default()
+        },
+        &mut |_| {},
+    )
+}
+
+/// [`verify_journal`] with options, calling `progress` with the number of lines done after
+/// each window.
+pub fn verify_journal_with(
     bytes: &[u8],
     keys: &KeyRing,
-    policy_set: Option<&str>,
+    options: VerifyOptions<'_>,
     progress: &mut dyn FnMut(usize),
 ) -> Report {
     let mut state = State {
         keys,
-        policy_set,
+        policy_set: options.policy_set,
         report: Report::default(),
         prev: None,
         tree: MerkleRange::new(),
@@ -101,35 +136,64 @@ pub fn verify_with_progress(
     }
     let mut rest = bytes;
     let mut line_no = 0usize;
-    while !rest.is_empty() {
-        line_no += 1;
-        if line_no.is_multiple_of(65_536) {
-            progress(line_no);
-        }
-        let (line, after) = match rest.iter().position(|&b| b == b'\n') {
-            Some(nl) => (
-                rest.get(..nl).unwrap_or_default(),
-                rest.get(nl + 1..).unwrap_or_default(),
-            ),
-            None => {
-                return state.fail(line_no, None, "torn line", format!(
-                    "last line has {} bytes and no newline: an append was cut short (crash?); the journal is not repaired",
-                    rest.len()
-                ));
+    loop {
+        // Frame a window of lines.
+        let mut window: Vec<(usize, Result<Prepared, LineError>)> = Vec::with_capacity(WINDOW);
+        let mut torn: Option<(usize, usize)> = None;
+        while window.len() < WINDOW && !rest.is_empty() {
+            line_no += 1;
+            match rest.iter().position(|&b| b == b'\n') {
+                Some(nl) => {
+                    let line = rest.get(..nl).unwrap_or_default();
+                    rest = rest.get(nl + 1..).unwrap_or_default();
+                    let prepared = state.prepare(line);
+                    let stop = prepared.is_err();
+                    window.push((line_no, prepared));
+                    if stop {
+                        break;
+                    }
+                }
+                None => {
+                    torn = Some((line_no, rest.len()));
+                    rest = &[];
+                }
             }
-        };
-        rest = after;
-        if state.report.closed {
-            return state.fail(
-                line_no,
-                None,
-                "after close",
-                "an entry follows the final checkpoint".into(),
-            );
         }
-        if let Err((seq, what, why)) = state.line(line) {
-            return state.fail(line_no, seq, what, why);
+        if window.is_empty() && torn.is_none() {
+            break;
         }
+        let checked = check_signatures(&window, options);
+        for ((n, prepared), signature_ok) in window.into_iter().zip(checked) {
+            if state.report.closed {
+                return state.fail(
+                    n,
+                    None,
+                    "after close",
+                    "an entry follows the final checkpoint".into(),
+                );
+            }
+            let item = match prepared {
+                Ok(item) => item,
+                Err((seq, what, why)) => return state.fail(n, seq, what, why),
+            };
+            if !signature_ok {
+                return state.fail(
+                    n,
+                    None,
+                    "signature",
+                    "signature does not verify over the payload".into(),
+                );
+            }
+            if let Err((seq, what, why)) = state.finish(item) {
+                return state.fail(n, seq, what, why);
+            }
+        }
+        if let Some((n, len)) = torn {
+            return state.fail(n, None, "torn line", format!(
+                "last line has {len} bytes and no newline: an append was cut short (crash?); the journal is not repaired"
+            ));
+        }
+        progress(line_no);
     }
     if line_no == 0 {
         return state.fail(0, None, "empty", "the journal has no entries".into());
@@ -139,6 +203,59 @@ pub fn verify_with_progress(
         return state.fail(line_no, None, "not closed", format!("journal not closed: no final checkpoint after {n} receipts (truncated, or the run is still going)"));
     }
     state.report
+}
+
+/// A line whose envelope is well-formed and whose key is trusted, ready for its signature.
+struct Prepared {
+    payload_type: String,
+    payload: Vec<u8>,
+    keyid: String,
+    key: VerifyingKey,
+    message: Vec<u8>,
+    signature: DalekSignature,
+}
+
+/// Checks every prepared line's signature, in `threads` parallel chunks, batched when asked.
+fn check_signatures(
+    window: &[(usize, Result<Prepared, LineError>)],
+    options: VerifyOptions<'_>,
+) -> Vec<bool> {
+    let items: Vec<Option<&Prepared>> = window.iter().map(|(_, p)| p.as_ref().ok()).collect();
+    let threads = options.threads.max(1);
+    let chunk = items.len().div_ceil(threads).max(1);
+    let mut results = vec![false; items.len()];
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || check_chunk(part, options.batch)))
+            .collect();
+        let mut at = 0;
+        for handle in handles {
+            // A panicking verifier thread verifies nothing: its lines stay `false` (invalid).
+            let part = handle.join().unwrap_or_default();
+            for ok in part {
+                if let Some(slot) = results.get_mut(at) {
+                    *slot = ok;
+                }
+                at += 1;
+            }
+        }
+    });
+    results
+}
+
+fn check_chunk(part: &[Option<&Prepared>], batch: bool) -> Vec<bool> {
+    let strict = |p: &Prepared| p.key.verify_strict(&p.message, &p.signature).is_ok();
+    let present: Vec<&Prepared> = part.iter().flatten().copied().collect();
+    if batch && present.len() > 1 {
+        let messages: Vec<&[u8]> = present.iter().map(|p| p.message.as_slice()).collect();
+        let signatures: Vec<DalekSignature> = present.iter().map(|p| p.signature).collect();
+        let keys: Vec<VerifyingKey> = present.iter().map(|p| p.key).collect();
+        if ed25519_dalek::verify_batch(&messages, &signatures, &keys).is_ok() {
+            return part.iter().map(Option::is_some).collect();
+        }
+    }
+    part.iter().map(|p| p.is_some_and(strict)).collect()
 }
 
 type LineError = (Option<u64>, &'static str, String);
@@ -154,7 +271,7 @@ impl State<'_> {
         self.report
     }
 
-    fn line(&mut self, line: &[u8]) -> Result<(), LineError> {
+    fn prepare(&self, line: &[u8]) -> Result<Prepared, LineError> {
         let envelope: Envelope = serde_json::from_slice(line)
             .map_err(|e| (None, "envelope", format!("not a DSSE envelope: {e}")))?;
         let [signature] = envelope.signatures.as_slice() else {
@@ -191,22 +308,24 @@ impl State<'_> {
             )
         })?;
         let message = pae(&envelope.payload_type, &payload);
-        key.verify_strict(&message, &DalekSignature::from_bytes(&sig))
-            .map_err(|_| {
-                (
-                    None,
-                    "signature",
-                    "signature does not verify over the payload".to_owned(),
-                )
-            })?;
+        Ok(Prepared {
+            payload_type: envelope.payload_type,
+            payload,
+            keyid: signature.keyid.clone(),
+            key: *key,
+            message,
+            signature: DalekSignature::from_bytes(&sig),
+        })
+    }
 
-        // Signed by a trusted key: now the payload may be parsed.
-        let json: serde_json::Value = serde_json::from_slice(&payload)
+    /// A line whose signature verified: only now is its payload parsed.
+    fn finish(&mut self, item: Prepared) -> Result<(), LineError> {
+        let json: serde_json::Value = serde_json::from_slice(&item.payload)
             .map_err(|e| (None, "payload", format!("signed payload is not JSON: {e}")))?;
         check_json_numbers(&json, "$").map_err(|e| (None, "payload", e))?;
-        match envelope.payload_type.as_str() {
-            RECEIPT_PAYLOAD_TYPE => self.receipt(json, &payload, &signature.keyid),
-            CHECKPOINT_PAYLOAD_TYPE => self.checkpoint(json, &signature.keyid),
+        match item.payload_type.as_str() {
+            RECEIPT_PAYLOAD_TYPE => self.receipt(json, &item.payload, &item.keyid),
+            CHECKPOINT_PAYLOAD_TYPE => self.checkpoint(json, &item.keyid),
             other => Err((
                 None,
                 "payload",

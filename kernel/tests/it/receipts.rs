@@ -280,3 +280,45 @@ proptest! {
         prop_assert!(!verify_journal(&tampered, &ring(&test_signer()), None).is_valid());
     }
 }
+
+/// Batched and multi-threaded verification report exactly what one-by-one `verify_strict`
+/// does, on clean and tampered journals alike (failures are re-checked one by one).
+#[test]
+fn batching_and_threads_never_change_the_report() {
+    use craik_kernel::{VerifyOptions, verify_journal_with};
+    let signer = test_signer();
+    let keys = ring(&signer);
+    let clean = journal(40, 7, &signer);
+    let mut variants = vec![clean.clone()];
+    for at in [10usize, 5_000, 20_000, clean.len() - 3] {
+        let mut t = clean.clone();
+        t[at] ^= 0x04;
+        variants.push(t);
+    }
+    variants.push(clean[..clean.len() - 10].to_vec());
+    for bytes in &variants {
+        let reference = verify_journal_with(
+            bytes,
+            &keys,
+            VerifyOptions {
+                policy_set: None,
+                threads: 1,
+                batch: false,
+            },
+            &mut |_| {},
+        );
+        for (threads, batch) in [(1, true), (2, true), (3, false), (4, true)] {
+            let other = verify_journal_with(
+                bytes,
+                &keys,
+                VerifyOptions {
+                    policy_set: None,
+                    threads,
+                    batch,
+                },
+                &mut |_| {},
+            );
+            assert_eq!(reference, other, "threads {threads}, batch {batch}");
+        }
+    }
+}

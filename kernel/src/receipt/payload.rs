@@ -143,3 +143,50 @@ impl ReceiptPayload {
         Object::new()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// RFC 8785 edge cases, as our payloads meet them through `serde_jcs`.
+    #[test]
+    fn canonical_json_edge_cases() {
+        // Keys sort by UTF-16 code units: U+E000 (one unit, 0xE000) sorts after U+1F600
+        // (surrogates 0xD83D 0xDE00), although its code point is smaller.
+        let value = json!({"\u{e000}": 1, "\u{1f600}": 2, "b": 3, "a": 4, "A": 5, "aa": 6});
+        let text = String::from_utf8(canonical_bytes(&value).unwrap()).unwrap();
+        assert_eq!(
+            text,
+            "{\"A\":5,\"a\":4,\"aa\":6,\"b\":3,\"\u{1f600}\":2,\"\u{e000}\":1}"
+        );
+        // Nested objects sort too; arrays keep their order; no whitespace.
+        let nested = json!({"z": [3, 1, {"y": null, "x": true}], "m": "é\n\"\u{7f}"});
+        assert_eq!(
+            String::from_utf8(canonical_bytes(&nested).unwrap()).unwrap(),
+            "{\"m\":\"é\\n\\\"\u{7f}\",\"z\":[3,1,{\"x\":true,\"y\":null}]}"
+        );
+        // Control characters use the short escapes or \u00xx, lowercase hex.
+        assert_eq!(
+            String::from_utf8(canonical_bytes(&json!("\u{1}\u{8}\u{1f}")).unwrap()).unwrap(),
+            "\"\\u0001\\b\\u001f\""
+        );
+        // Integers at the safe limit are written plainly; beyond it, and floats, are refused.
+        assert_eq!(
+            canonical_bytes(&json!(MAX_SAFE_INTEGER)).unwrap(),
+            b"9007199254740991"
+        );
+        assert_eq!(
+            canonical_bytes(&json!(-(MAX_SAFE_INTEGER as i64))).unwrap(),
+            b"-9007199254740991"
+        );
+        assert!(canonical_bytes(&json!(MAX_SAFE_INTEGER + 1)).is_err());
+        assert!(canonical_bytes(&json!(-(MAX_SAFE_INTEGER as i64) - 1)).is_err());
+        assert!(
+            canonical_bytes(&json!({"a": [1.5]}))
+                .unwrap_err()
+                .contains("$.a[0]")
+        );
+        assert!(canonical_bytes(&json!(1.0)).is_err());
+    }
+}

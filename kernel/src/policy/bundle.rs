@@ -101,9 +101,9 @@ pub struct Bundle {
     pub(crate) families: HashMap<String, Vec<String>>,
     pub(crate) info: BTreeMap<String, PolicyInfo>,
     /// Decision policies, sliced by capability and profile.
-    pub(crate) decision_slices: HashMap<PolicyProfile, HashMap<String, PolicySet>>,
+    pub(crate) decision_slices: HashMap<SliceKey, HashMap<String, PolicySet>>,
     /// Approval rules, sliced by capability and profile.
-    pub(crate) approval_slices: HashMap<PolicyProfile, HashMap<String, PolicySet>>,
+    pub(crate) approval_slices: HashMap<SliceKey, HashMap<String, PolicySet>>,
     /// Entity type names, parsed once.
     pub(crate) types: crate::policy::decide::Types,
     /// Every decision policy (no approval rules), for Cedar-level tests.
@@ -242,18 +242,21 @@ impl Bundle {
             })?;
             action_stores.insert(capability.clone(), store);
         }
-        let mut decision_slices: HashMap<PolicyProfile, HashMap<String, PolicySet>> =
-            HashMap::new();
-        let mut approval_slices: HashMap<PolicyProfile, HashMap<String, PolicySet>> =
-            HashMap::new();
-        let guards: HashMap<String, Option<String>> = all
+        let mut decision_slices: HashMap<SliceKey, HashMap<String, PolicySet>> = HashMap::new();
+        let mut approval_slices: HashMap<SliceKey, HashMap<String, PolicySet>> = HashMap::new();
+        let guards: HashMap<String, Option<Guard>> =
+            all.iter().map(|p| (p.id().to_string(), guard(p))).collect();
+        let keys = PolicyProfile::ALL.iter().flat_map(|profile| {
+            (0..1u8 << INTENT_FLAGS.len()).map(move |facts| SliceKey {
+                profile: *profile,
+                facts,
+            })
+        });
+        for (capability, key) in capabilities
             .iter()
-            .map(|p| (p.id().to_string(), profile_guard(p)))
-            .collect();
-        for (capability, profile) in capabilities
-            .iter()
-            .flat_map(|c| PolicyProfile::ALL.iter().map(move |p| (c, *p)))
+            .flat_map(|c| keys.clone().map(move |k| (c, k)))
         {
+            let profile = key.profile;
             let ancestors = families
                 .get(capability)
                 .map(Vec::as_slice)
@@ -265,11 +268,12 @@ impl Bundle {
                 if !applies_to(&policy.action_constraint(), capability, ancestors) {
                     continue;
                 }
-                // A policy guarded by another profile can neither match nor error here.
-                if let Some(Some(guard)) = guards.get(&policy.id().to_string())
-                    && guard != profile_name
-                {
-                    continue;
+                // A policy guarded by another profile, or by an intent fact that is false under
+                // this key, can neither match nor error here.
+                match guards.get(&policy.id().to_string()) {
+                    Some(Some(Guard::Profile(p))) if p != profile_name => continue,
+                    Some(Some(Guard::Flag(bit))) if key.facts & (1 << bit) == 0 => continue,
+                    _ => {}
                 }
                 let is_approval = info
                     .get(&policy.id().to_string())
@@ -283,11 +287,11 @@ impl Bundle {
                 let _ = target.add(policy.clone());
             }
             decision_slices
-                .entry(profile)
+                .entry(key)
                 .or_default()
                 .insert(capability.clone(), decision);
             approval_slices
-                .entry(profile)
+                .entry(key)
                 .or_default()
                 .insert(capability.clone(), approval);
         }
@@ -428,11 +432,31 @@ fn dedupe(mut problems: Vec<Located>) -> Vec<Located> {
         .collect()
 }
 
-/// The profile a policy is guarded by: its first condition is a `when` whose leftmost
-/// conjunct is `context.profile == "<name>"`. Cedar evaluates that conjunct first and stops
-/// when it is false, so under any other profile the policy neither matches nor errors, and
-/// leaving it out of that profile's slice changes no verdict.
-fn profile_guard(policy: &Policy) -> Option<String> {
+/// Which slice a request evaluates: its profile and which intent-lock facts are true.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct SliceKey {
+    pub(crate) profile: PolicyProfile,
+    /// Bit `i` set when the context attribute `INTENT_FLAGS[i]` is true.
+    pub(crate) facts: u8,
+}
+
+/// Boolean context attributes policies may be guarded by (bit order of [`SliceKey::facts`]).
+pub(crate) const INTENT_FLAGS: [&str; 3] =
+    ["intent_out_of_scope", "intent_outside_scope", "intent_stop"];
+
+/// What a policy's first condition requires before anything else is evaluated.
+enum Guard {
+    /// `context.profile == "<name>"`.
+    Profile(String),
+    /// `context.<flag>` for one of [`INTENT_FLAGS`].
+    Flag(u8),
+}
+
+/// The guard of a policy: its first condition is a `when` whose leftmost conjunct is
+/// `context.profile == "<name>"` or `context.<intent flag>`. Cedar evaluates that conjunct
+/// first and stops when it is false, so where it is false the policy neither matches nor
+/// errors, and leaving it out of that slice changes no verdict (a law test checks this).
+fn guard(policy: &Policy) -> Option<Guard> {
     let est = policy.to_json().ok()?;
     let first = est.get("conditions")?.as_array()?.first()?;
     if first.get("kind")?.as_str()? != "when" {
@@ -442,14 +466,23 @@ fn profile_guard(policy: &Policy) -> Option<String> {
     while let Some(and) = expr.get("&&") {
         expr = and.get("left")?;
     }
+    let context_attr = |e: &serde_json::Value| -> Option<String> {
+        let attr = e.get(".")?;
+        (attr.get("left")?.get("Var")?.as_str()? == "context")
+            .then(|| attr.get("attr")?.as_str().map(str::to_owned))?
+    };
+    if let Some(attr) = context_attr(expr) {
+        let bit = INTENT_FLAGS.iter().position(|f| *f == attr)?;
+        return u8::try_from(bit).ok().map(Guard::Flag);
+    }
     let eq = expr.get("==")?;
-    let (left, right) = (eq.get("left")?, eq.get("right")?);
-    let attr = left.get(".")?;
-    let is_context = attr.get("left")?.get("Var")?.as_str()? == "context";
-    if !is_context || attr.get("attr")?.as_str()? != "profile" {
+    if context_attr(eq.get("left")?)? != "profile" {
         return None;
     }
-    right.get("Value")?.as_str().map(str::to_owned)
+    eq.get("right")?
+        .get("Value")?
+        .as_str()
+        .map(|p| Guard::Profile(p.to_owned()))
 }
 
 /// An error and its sources, on one line.

@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
 use crate::path::TargetPath;
-use crate::policy::bundle::{Bundle, hex};
+use crate::policy::bundle::{Bundle, SliceKey, hex};
 use crate::policy::command::{analyse, split};
 use crate::policy::grant::{CompiledGrant, GrantSet, PathPattern};
 use crate::policy::request::{
@@ -254,6 +254,8 @@ impl Bundle {
             resource.path.as_ref(),
             &options.workspace_root,
         );
+        // Bit order of `INTENT_FLAGS`.
+        let facts = u8::from(out_of_scope) | (u8::from(outside_scope) << 1) | (u8::from(stop) << 2);
         let context = Context::from_pairs([
             (
                 "profile".to_owned(),
@@ -352,16 +354,32 @@ impl Bundle {
             Source::Sliced => {
                 // One evaluation over exactly the policies that can apply: the slice for this
                 // capability and profile, plus the task's grants for it when it has any.
-                let set = grants
-                    .policy_set(&request.task_id, &request.capability, request.profile)
-                    .or_else(|| {
-                        self.decision_slices
-                            .get(&request.profile)
-                            .and_then(|m| m.get(&request.capability))
-                    });
-                set.map_or_else(Evaluation::default, |set| {
-                    evaluate(set, &cedar_request, &cedar_entities)
-                })
+                let key = SliceKey {
+                    profile: request.profile,
+                    facts,
+                };
+                let slice = self
+                    .decision_slices
+                    .get(&key)
+                    .and_then(|m| m.get(&request.capability));
+                let prebuilt = if facts == 0 {
+                    grants.policy_set(&request.task_id, &request.capability, request.profile)
+                } else {
+                    None
+                };
+                match (prebuilt, slice) {
+                    (Some(set), _) => evaluate(set, &cedar_request, &cedar_entities),
+                    (None, Some(slice)) if !candidates.is_empty() => {
+                        // An intent fact is true (rare): combine this slice with the grants now.
+                        let mut set = slice.clone();
+                        for grant in candidates {
+                            let _ = set.add(grant.policy.clone());
+                        }
+                        evaluate(&set, &cedar_request, &cedar_entities)
+                    }
+                    (None, Some(slice)) => evaluate(slice, &cedar_request, &cedar_entities),
+                    (None, None) => Evaluation::default(),
+                }
             }
             Source::Naive(naive) => evaluate(&naive.decision, &cedar_request, &cedar_entities),
         };
@@ -410,7 +428,7 @@ impl Bundle {
                     source,
                     verdict,
                     request,
-                    (&cedar_request, &cedar_entities),
+                    (&cedar_request, &cedar_entities, facts),
                     options.now,
                     reason,
                 )
@@ -423,14 +441,17 @@ impl Bundle {
         source: Source<'_>,
         mut verdict: Verdict,
         request: &DecisionRequest,
-        (cedar_request, entities): (&Request, &Entities),
+        (cedar_request, entities, facts): (&Request, &Entities, u8),
         now: OffsetDateTime,
         allow_reason: Vec<String>,
     ) -> Verdict {
         let rules = match source {
             Source::Sliced => self
                 .approval_slices
-                .get(&request.profile)
+                .get(&SliceKey {
+                    profile: request.profile,
+                    facts,
+                })
                 .and_then(|m| m.get(&request.capability)),
             Source::Naive(naive) => Some(&naive.approvals),
         };

@@ -101,7 +101,10 @@ impl GrantSet {
         }
         for buckets in set.by_task.values_mut() {
             for (capability, bucket) in buckets.iter_mut() {
-                for (profile, slices) in &bundle.decision_slices {
+                // Prebuilt for requests with no intent fact true (the common case); other slices
+                // are combined with the grants at decision time.
+                for (key, slices) in bundle.decision_slices.iter().filter(|(k, _)| k.facts == 0) {
+                    let profile = &key.profile;
                     let mut policies = slices
                         .get(capability)
                         .cloned()

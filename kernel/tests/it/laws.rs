@@ -189,15 +189,25 @@ fn slicing_never_changes_a_verdict() {
         let g = all_grants(&b);
         let naive = b.naive(&g);
         for r in sample_requests() {
+            let intents = [
+                serde_json::Value::Null,
+                json!({"out_of_scope": ["docs/"]}),
+                json!({"in_scope": ["src/"]}),
+                json!({"stop_conditions": ["capability:repo.write"]}),
+                json!({"in_scope": ["src/"], "out_of_scope": ["docs/adr/"], "stop_conditions": ["path:docs/"]}),
+            ];
             for iteration in [0, 2, 7] {
-                let mut r = r.clone();
-                r["iteration"] = json!(iteration);
-                let req = request(r.clone());
-                assert_eq!(
-                    b.decide(&g, &req, &options()),
-                    b.decide_naive(&naive, &g, &req, &options()),
-                    "{r}"
-                );
+                for intent in &intents {
+                    let mut r = r.clone();
+                    r["iteration"] = json!(iteration);
+                    r["intent"] = intent.clone();
+                    let req = request(r.clone());
+                    assert_eq!(
+                        b.decide(&g, &req, &options()),
+                        b.decide_naive(&naive, &g, &req, &options()),
+                        "{r}"
+                    );
+                }
             }
         }
     }

@@ -252,5 +252,9 @@ pub(crate) enum BenchCommand {
         /// A checkpoint every this many receipts.
         #[arg(long, default_value_t = 1000)]
         checkpoint_every: u64,
+        /// Also append every receipt to DIR/receipts.jsonl with an fsync each, as a run does,
+        /// and report the rate with fsync.
+        #[arg(long, value_name = "DIR")]
+        run_dir: Option<PathBuf>,
     },
 }

@@ -8,6 +8,7 @@ mod cmd;
 mod embedded;
 mod exit;
 mod files;
+mod journal;
 mod output;
 mod policytest;
 
@@ -113,14 +114,17 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             key,
             out: file,
             checkpoint_every,
-        }) => cmd::bench::receipts(
-            out,
-            cli.format,
-            *count,
-            key.as_deref(),
-            file.as_deref(),
-            *checkpoint_every,
-        ),
+            run_dir,
+        }) => {
+            let args = cmd::bench::ReceiptsArgs {
+                count: *count,
+                key: key.as_deref(),
+                file: file.as_deref(),
+                checkpoint_every: *checkpoint_every,
+                run_dir: run_dir.as_deref(),
+            };
+            cmd::bench::receipts(out, cli.format, &args)
+        }
         Command::Completions { shell } => {
             let mut buf = Vec::new();
             clap_complete::generate(*shell, &mut Cli::command(), "craik", &mut buf);

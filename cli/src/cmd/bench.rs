@@ -29,6 +29,8 @@ struct Result {
     verify_batch_per_s: f64,
     verify_parallel_per_s: f64,
     threads: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    append_with_fsync_per_s: Option<f64>,
     batch_vs_one_by_one: f64,
     parallel_vs_one_by_one: f64,
 }
@@ -61,14 +63,28 @@ fn draft(n: u64) -> ReceiptDraft {
     }
 }
 
+/// What `craik bench receipts` was asked.
+#[derive(Debug)]
+pub(crate) struct ReceiptsArgs<'a> {
+    pub(crate) count: u64,
+    pub(crate) key: Option<&'a Path>,
+    pub(crate) file: Option<&'a Path>,
+    pub(crate) checkpoint_every: u64,
+    pub(crate) run_dir: Option<&'a Path>,
+}
+
 pub(crate) fn receipts(
     out: &mut Out,
     format: Format,
-    count: u64,
-    key: Option<&Path>,
-    file: Option<&Path>,
-    checkpoint_every: u64,
+    args: &ReceiptsArgs<'_>,
 ) -> std::result::Result<Exit, Failure> {
+    let ReceiptsArgs {
+        count,
+        key,
+        file,
+        checkpoint_every,
+        run_dir,
+    } = *args;
     if count == 0 {
         return Err(Failure::usage("--count must be at least 1"));
     }
@@ -100,6 +116,32 @@ pub(crate) fn receipts(
     }
     let sign_only = count as f64 / started.elapsed().as_secs_f64();
 
+    // With the run's durability: one append + fsync per receipt, as the governed loop does.
+    let fsynced = match run_dir {
+        None => None,
+        Some(dir) => {
+            let mut journal_file = crate::journal::JournalFile::create(dir).map_err(|e| {
+                Failure::usage(format!("{}: cannot create the journal: {e}", dir.display()))
+            })?;
+            let mut writer = JournalWriter::new("run_bench_fsync", checkpoint_every);
+            let started = Instant::now();
+            for n in 0..count {
+                let line = writer
+                    .append(draft(n), now, &signer)
+                    .map_err(|e| Failure::internal(e.to_string()))?;
+                journal_file.append(&line).map_err(|e| {
+                    Failure::internal(format!("{}: {e}", journal_file.path().display()))
+                })?;
+            }
+            let close = writer
+                .close(now, &signer)
+                .map_err(|e| Failure::internal(e.to_string()))?;
+            journal_file.append(&close).map_err(|e| {
+                Failure::internal(format!("{}: {e}", journal_file.path().display()))
+            })?;
+            Some(count as f64 / started.elapsed().as_secs_f64())
+        }
+    };
     // Sign + chain + append (to memory: no fsync).
     let mut writer = JournalWriter::new("run_bench", checkpoint_every);
     let mut journal = Vec::with_capacity(usize::try_from(count).unwrap_or(0).saturating_mul(1300));
@@ -158,6 +200,7 @@ pub(crate) fn receipts(
         verify_batch_per_s: batched,
         verify_parallel_per_s: parallel,
         threads,
+        append_with_fsync_per_s: fsynced,
         batch_vs_one_by_one: batched / one_by_one,
         parallel_vs_one_by_one: parallel / one_by_one,
     };
@@ -179,6 +222,13 @@ pub(crate) fn receipts(
                 "  sign+chain+append    {:>10.0}/s  ({:.2}x sign only)",
                 appended, result.append_vs_sign_only
             ))?;
+            if let Some(rate) = fsynced {
+                out.line(format_args!(
+                    "  ... + fsync each    {:>10.0}/s  ({:.2}x without fsync; 1 fsync per receipt)",
+                    rate,
+                    rate / appended
+                ))?;
+            }
             out.line(format_args!(
                 "  verify one by one    {:>10.0}/s  (baseline for verification)",
                 one_by_one

@@ -337,3 +337,58 @@ fn docs_openssl_commands_verify_one_receipt() {
     let o = run(script);
     assert_ne!(o.status.code(), Some(0), "{}", transcript(&o));
 }
+
+/// A writer killed with SIGKILL at arbitrary moments leaves a journal that verifies up to the
+/// cut and is reported precisely — never as valid, never "repaired".
+#[test]
+fn a_journal_killed_mid_append_is_reported_precisely() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run_in(dir.path(), &["keys", "generate", "--out", "k"]);
+    assert_eq!(o.status.code(), Some(0));
+    for (round, wait_ms) in [40u64, 170, 330].into_iter().enumerate() {
+        let run = format!("run{round}");
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("craik"))
+            .current_dir(dir.path())
+            .args([
+                "bench",
+                "receipts",
+                "--count",
+                "20000",
+                "--key",
+                "k/signing.key.pem",
+                "--run-dir",
+                &run,
+            ])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let journal = dir.path().join(&run).join("receipts.jsonl");
+        let started = std::time::Instant::now();
+        while fs::metadata(&journal).map_or(true, |m| m.len() == 0)
+            && started.elapsed().as_secs() < 60
+        {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(wait_ms));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let o = run_in(
+            dir.path(),
+            &[
+                "--format",
+                "json",
+                "receipts",
+                "verify",
+                &run,
+                "--key",
+                "k/signing.pub.pem",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(1), "{}", transcript(&o));
+        let reports: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let report = &reports[0];
+        let what = report["failure"]["what"].as_str().unwrap();
+        assert!(what == "not closed" || what == "torn line", "{report}");
+        assert!(report["receipts"].as_u64().unwrap() > 0, "{report}");
+    }
+}

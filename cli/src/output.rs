@@ -54,6 +54,18 @@ impl Out {
         writeln!(self.stderr, "{text}")
     }
 
+    /// A progress line on stderr, redrawn in place (callers only use it on a terminal).
+    pub(crate) fn progress(&mut self, text: impl std::fmt::Display) -> io::Result<()> {
+        write!(self.stderr, "\x1b[2K\r{text}")?;
+        self.stderr.flush()
+    }
+
+    /// Clears a progress line.
+    pub(crate) fn end_progress(&mut self) -> io::Result<()> {
+        write!(self.stderr, "\x1b[2K\r")?;
+        self.stderr.flush()
+    }
+
     /// A JSON document on stdout.
     pub(crate) fn json<T: Serialize>(&mut self, value: &T) -> Result<(), Failure> {
         serde_json::to_writer_pretty(&mut self.stdout, value)

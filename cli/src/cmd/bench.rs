@@ -152,7 +152,7 @@ pub(crate) fn receipts(
             .map_err(|e| Failure::internal(e.to_string()))?;
         journal.extend_from_slice(&line);
         if progress && n % 100_000 == 0 && n > 0 {
-            out.diag(format_args!("\x1b[2K\r{n}/{count} receipts signed"))?;
+            out.progress(format_args!("{n}/{count} receipts signed"))?;
         }
     }
     journal.extend(
@@ -172,7 +172,7 @@ pub(crate) fn receipts(
             threads,
             batch,
         };
-        let report = verify_journal_with(&journal, &ring, options, &mut |_| {});
+        let report = verify_journal_with(&journal, &ring, options, &mut |_, _| {});
         let per_s = count as f64 / started.elapsed().as_secs_f64();
         if report.is_valid() {
             Ok(per_s)
@@ -208,7 +208,7 @@ pub(crate) fn receipts(
         Format::Json | Format::Junit => out.json(&result)?,
         Format::Human => {
             if progress {
-                out.diag("")?;
+                out.end_progress()?;
             }
             out.line(format_args!(
                 "{count} receipts, {} bytes, one core, no fsync",

@@ -104,10 +104,13 @@ pub(crate) fn verify(
     let mut exit = Exit::Ok;
     for path in journals(paths)? {
         let bytes = read_journal(&path)?;
-        let mut tick = |lines: usize| {
-            if progress && bytes.len() > 16 * 1024 * 1024 {
-                let _ = out.diag(format_args!(
-                    "\x1b[2K\r{}: {lines} lines verified",
+        let show = progress && bytes.len() > 16 * 1024 * 1024;
+        let total = bytes.len().max(1);
+        let mut tick = |lines: usize, done: usize| {
+            if show {
+                let pct = done.saturating_mul(100) / total;
+                let _ = out.progress(format_args!(
+                    "{}: {pct:>3}%  {lines} lines verified",
                     path.display()
                 ));
             }
@@ -118,8 +121,8 @@ pub(crate) fn verify(
             batch: true,
         };
         let report = verify_journal_with(&bytes, &ring, options, &mut tick);
-        if progress && bytes.len() > 64 * 1024 * 1024 {
-            out.diag("")?;
+        if show {
+            out.end_progress()?;
         }
         if !report.is_valid() {
             exit = Exit::CheckFailed;

@@ -104,17 +104,17 @@ pub fn verify_journal(bytes: &[u8], keys: &KeyRing, policy_set: Option<&str>) ->
             policy_set,
             ..VerifyOptions::default()
         },
-        &mut |_| {},
+        &mut |_, _| {},
     )
 }
 
-/// [`verify_journal`] with options, calling `progress` with the number of lines done after
+/// [`verify_journal`] with options, calling `progress` with the lines and bytes done after
 /// each window.
 pub fn verify_journal_with(
     bytes: &[u8],
     keys: &KeyRing,
     options: VerifyOptions<'_>,
-    progress: &mut dyn FnMut(usize),
+    progress: &mut dyn FnMut(usize, usize),
 ) -> Report {
     let mut state = State {
         keys,
@@ -193,7 +193,7 @@ pub fn verify_journal_with(
                 "last line has {len} bytes and no newline: an append was cut short (crash?); the journal is not repaired"
             ));
         }
-        progress(line_no);
+        progress(line_no, bytes.len() - rest.len());
     }
     if line_no == 0 {
         return state.fail(0, None, "empty", "the journal has no entries".into());

@@ -305,7 +305,7 @@ fn batching_and_threads_never_change_the_report() {
                 threads: 1,
                 batch: false,
             },
-            &mut |_| {},
+            &mut |_, _| {},
         );
         for (threads, batch) in [(1, true), (2, true), (3, false), (4, true)] {
             let other = verify_journal_with(
@@ -316,7 +316,7 @@ fn batching_and_threads_never_change_the_report() {
                     threads,
                     batch,
                 },
-                &mut |_| {},
+                &mut |_, _| {},
             );
             assert_eq!(reference, other, "threads {threads}, batch {batch}");
         }

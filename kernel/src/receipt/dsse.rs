@@ -46,10 +46,10 @@ impl Envelope {
     }
 
     /// The journal line: compact JSON, fields in a fixed order, with a trailing newline.
-    pub fn to_line(&self) -> Vec<u8> {
-        let mut line = serde_json::to_vec(self).unwrap_or_default();
+    pub fn to_line(&self) -> Result<Vec<u8>, String> {
+        let mut line = serde_json::to_vec(self).map_err(|e| e.to_string())?;
         line.push(b'\n');
-        line
+        Ok(line)
     }
 }
 

@@ -96,12 +96,17 @@ impl JournalWriter {
         let now = now.to_offset(time::UtcOffset::UTC);
         if let Some(previous) = self.last_time.filter(|p| now < *p) {
             return Err(JournalError::ClockWentBack {
-                now: fmt(now),
-                previous: fmt(previous),
+                now: now.format(&Rfc3339).unwrap_or_else(|_| now.to_string()),
+                previous: previous
+                    .format(&Rfc3339)
+                    .unwrap_or_else(|_| previous.to_string()),
             });
         }
+        let text = now.format(&Rfc3339).map_err(|e| {
+            JournalError::Payload(format!("time `{now}` has no RFC 3339 form: {e}"))
+        })?;
         self.last_time = Some(now);
-        Ok(fmt(now))
+        Ok(text)
     }
 
     /// Signs the next receipt; returns its line (and, every `checkpoint_every` receipts, a
@@ -148,7 +153,9 @@ impl JournalWriter {
         };
         let bytes = canonical_bytes(&payload).map_err(JournalError::Payload)?;
         let sig = signer.sign(&pae(RECEIPT_PAYLOAD_TYPE, &bytes));
-        let mut line = Envelope::new(RECEIPT_PAYLOAD_TYPE, &bytes, signer.key_id(), &sig).to_line();
+        let mut line = Envelope::new(RECEIPT_PAYLOAD_TYPE, &bytes, signer.key_id(), &sig)
+            .to_line()
+            .map_err(JournalError::Payload)?;
         let hash = receipt_hash(&bytes);
         self.tree.push(&raw_hash(&bytes));
         self.prev = Some(hash);
@@ -195,7 +202,9 @@ impl JournalWriter {
         let bytes = canonical_bytes(&checkpoint).map_err(JournalError::Payload)?;
         self.checkpoints += 1;
         let sig = signer.sign(&pae(CHECKPOINT_PAYLOAD_TYPE, &bytes));
-        Ok(Envelope::new(CHECKPOINT_PAYLOAD_TYPE, &bytes, signer.key_id(), &sig).to_line())
+        Envelope::new(CHECKPOINT_PAYLOAD_TYPE, &bytes, signer.key_id(), &sig)
+            .to_line()
+            .map_err(JournalError::Payload)
     }
 }
 
@@ -203,8 +212,4 @@ impl JournalWriter {
 pub(crate) fn raw_hash(bytes: &[u8]) -> [u8; 32] {
     use sha2::Digest;
     sha2::Sha256::digest(bytes).into()
-}
-
-fn fmt(at: OffsetDateTime) -> String {
-    at.format(&Rfc3339).unwrap_or_default()
 }

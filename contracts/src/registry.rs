@@ -223,11 +223,3 @@ fn json_path(serde_path: &str) -> String {
         p => format!("$.{p}"),
     }
 }
-
-/// Runs the rules of [`Check`] on a decoded contract (used by tests and by callers that build
-/// contracts in code).
-pub fn check_value<T: Check>(value: &T) -> Vec<Problem> {
-    let mut checker = Checker::new();
-    value.check(&mut checker);
-    checker.into_problems()
-}

@@ -18,7 +18,7 @@ pub use policy::*;
 pub use receipt::*;
 
 /// Lowercase hex of bytes (as in `sha256:<hex>`).
-pub fn policy_hex(bytes: &[u8]) -> String {
+pub fn to_hex(bytes: &[u8]) -> String {
     policy::hex(bytes)
 }
 

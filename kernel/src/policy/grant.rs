@@ -509,44 +509,58 @@ impl PathPattern {
 
 type Conditions = (&'static str, Option<String>, Option<String>, Vec<String>);
 
-fn path_conditions(grant: &CapabilityGrant) -> Result<Conditions, GrantError> {
-    let err = |field: String, message: String| GrantError {
-        grant: grant.id.clone(),
-        field,
-        message,
+/// Compiles every entry of `$.target.<field>` to a Cedar condition with `compile`, naming the
+/// entry and its value when `compile` refuses it; the conditions are joined with `||`.
+fn entries(
+    grant: &CapabilityGrant,
+    field: &str,
+    mut compile: impl FnMut(&str) -> Result<String, String>,
+) -> Result<Option<String>, GrantError> {
+    let items = if field == "paths" {
+        &grant.target.paths
+    } else {
+        &grant.target.exclude
     };
+    let mut conditions = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        conditions.push(compile(item).map_err(|message| GrantError {
+            grant: grant.id.clone(),
+            field: format!("$.target.{field}[{i}]"),
+            message,
+        })?);
+    }
+    Ok((!conditions.is_empty()).then(|| conditions.join(" || ")))
+}
+
+fn no_paths(grant: &CapabilityGrant, what: &str) -> GrantError {
+    GrantError {
+        grant: grant.id.clone(),
+        field: "$.target.paths".into(),
+        message: format!("empty; {what}"),
+    }
+}
+
+fn path_conditions(grant: &CapabilityGrant) -> Result<Conditions, GrantError> {
     if grant.target.paths.is_empty() {
-        return Err(err(
-            "$.target.paths".into(),
-            "empty; a repo grant must name the paths it covers (`**` for all)".into(),
+        return Err(no_paths(
+            grant,
+            "a repo grant must name the paths it covers (`**` for all)",
         ));
     }
-    let mut allow = Vec::new();
     let mut exact = Vec::new();
-    for (i, p) in grant.target.paths.iter().enumerate() {
-        let pattern = PathPattern::parse(p).map_err(|m| {
-            err(
-                format!("$.target.paths[{i}]"),
-                format!("pattern `{}` refused: {m}", Truncated(p)),
-            )
-        })?;
+    let allow = entries(grant, "paths", |p| {
+        let pattern = PathPattern::parse(p)
+            .map_err(|m| format!("pattern `{}` refused: {m}", Truncated(p)))?;
         if let PathPattern::Exact(e) = &pattern {
             exact.push(e.clone());
         }
-        allow.push(pattern.cedar(false));
-    }
-    let mut deny = Vec::new();
-    for (i, p) in grant.target.exclude.iter().enumerate() {
-        let pattern = PathPattern::parse(p).map_err(|m| {
-            err(
-                format!("$.target.exclude[{i}]"),
-                format!("pattern `{}` refused: {m}", Truncated(p)),
-            )
-        })?;
-        deny.push(pattern.cedar(true));
-    }
-    let allow = Some(allow.join(" || "));
-    let deny = (!deny.is_empty()).then(|| deny.join(" || "));
+        Ok(pattern.cedar(false))
+    })?;
+    let deny = entries(grant, "exclude", |p| {
+        let pattern = PathPattern::parse(p)
+            .map_err(|m| format!("pattern `{}` refused: {m}", Truncated(p)))?;
+        Ok(pattern.cedar(true))
+    })?;
     Ok(("Path", allow, deny, exact))
 }
 
@@ -556,58 +570,37 @@ pub(crate) const SHELL_META: &[char] = &[
     '{', '}', '~', '#', '!',
 ];
 
-fn command_conditions(grant: &CapabilityGrant) -> Result<Conditions, GrantError> {
-    let err = |field: String, message: String| GrantError {
-        grant: grant.id.clone(),
-        field,
-        message,
-    };
-    if grant.target.paths.is_empty() {
-        return Err(err(
-            "$.target.paths".into(),
-            "empty; a shell grant must name argv prefixes such as `cargo test`".into(),
+/// An argv prefix (`cargo test`), matched word-wise: the line equals it or continues with a space.
+fn argv_prefix(p: &str) -> Result<String, String> {
+    if p.trim() != p || p.split(' ').any(str::is_empty) {
+        return Err(format!(
+            "argv prefix `{}` must be words separated by single spaces",
+            Truncated(p)
         ));
     }
-    let prefix = |i: usize, field: &str, p: &str| -> Result<String, GrantError> {
-        let words: Vec<&str> = p.split(' ').collect();
-        if p.trim() != p || words.iter().any(|w| w.is_empty()) {
-            return Err(err(
-                format!("$.target.{field}[{i}]"),
-                format!(
-                    "argv prefix `{}` must be words separated by single spaces",
-                    Truncated(p)
-                ),
-            ));
-        }
-        if let Some(c) = p.chars().find(|c| SHELL_META.contains(c) || c.is_control()) {
-            return Err(err(
-                format!("$.target.{field}[{i}]"),
-                format!(
-                    "argv prefix `{}` contains shell syntax `{}`",
-                    Truncated(p),
-                    c.escape_default()
-                ),
-            ));
-        }
-        let e = escape(p);
-        Ok(format!(
-            "resource.line == \"{e}\" || resource.line like \"{e} *\""
-        ))
-    };
-    let mut allow = Vec::new();
-    for (i, p) in grant.target.paths.iter().enumerate() {
-        allow.push(prefix(i, "paths", p)?);
+    if let Some(c) = p.chars().find(|c| SHELL_META.contains(c) || c.is_control()) {
+        return Err(format!(
+            "argv prefix `{}` contains shell syntax `{}`",
+            Truncated(p),
+            c.escape_default()
+        ));
     }
-    let mut deny = Vec::new();
-    for (i, p) in grant.target.exclude.iter().enumerate() {
-        deny.push(prefix(i, "exclude", p)?);
-    }
-    Ok((
-        "Command",
-        Some(allow.join(" || ")),
-        (!deny.is_empty()).then(|| deny.join(" || ")),
-        Vec::new(),
+    let e = escape(p);
+    Ok(format!(
+        "resource.line == \"{e}\" || resource.line like \"{e} *\""
     ))
+}
+
+fn command_conditions(grant: &CapabilityGrant) -> Result<Conditions, GrantError> {
+    if grant.target.paths.is_empty() {
+        return Err(no_paths(
+            grant,
+            "a shell grant must name argv prefixes such as `cargo test`",
+        ));
+    }
+    let allow = entries(grant, "paths", argv_prefix)?;
+    let deny = entries(grant, "exclude", argv_prefix)?;
+    Ok(("Command", allow, deny, Vec::new()))
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! What a receipt and a checkpoint say, and their canonical bytes.
 
-use craik_contracts::{Object, PolicyProfile, ReceiptResult};
+use craik_contracts::{PolicyProfile, ReceiptResult};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -135,13 +135,6 @@ pub fn check_json_numbers(value: &Value, path: &str) -> Result<(), String> {
 /// `sha256:<hex>` of payload bytes: what `prev` and the Merkle leaves name.
 pub fn receipt_hash(payload: &[u8]) -> String {
     format!("sha256:{}", hex(&Sha256::digest(payload)))
-}
-
-impl ReceiptPayload {
-    /// An empty metadata object (for outcome receipts without details).
-    pub fn no_metadata() -> Object {
-        Object::new()
-    }
 }
 
 #[cfg(test)]

@@ -82,7 +82,7 @@ fn receipt_known_answer() {
         std::fs::write(&path, &bytes).unwrap();
         std::fs::write(
             vectors().join("test-key.pub.hex"),
-            format!("{}\n", craik_kernel::policy_hex(&signer.public_key())),
+            format!("{}\n", craik_kernel::to_hex(&signer.public_key())),
         )
         .unwrap();
     }
@@ -95,7 +95,7 @@ fn receipt_known_answer() {
     assert_eq!(
         signer.key_id(),
         "sha256:".to_owned()
-            + &craik_kernel::policy_hex(&sha256(&craik_kernel::spki_der(&signer.public_key())))
+            + &craik_kernel::to_hex(&sha256(&craik_kernel::spki_der(&signer.public_key())))
     );
     let report = verify_journal(&expected, &ring(&signer), None);
     assert!(report.is_valid(), "{report:?}");

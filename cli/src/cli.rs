@@ -42,6 +42,25 @@ pub(crate) enum Command {
     /// Verify, list and show signed receipt journals.
     #[command(subcommand)]
     Receipts(ReceiptsCommand),
+    /// Run a task under governance: every step decided, every side effect receipted.
+    ///
+    /// TASK is a craik.task_request file, or an example directory holding task_request.json,
+    /// scenario.json and optionally intent_lock.json, policy_envelope.json, capability_grant.json,
+    /// grants/*.json and workspace/ (copied into the run directory, so examples never touch
+    /// your files).
+    Run(RunCmd),
+    /// List, show, cancel, recover and resume runs.
+    #[command(subcommand)]
+    Runs(RunsCommand),
+    /// Show a run's handoff.
+    #[command(subcommand)]
+    Handoff(HandoffCommand),
+    /// List, show and decide approval requests of parked runs.
+    #[command(subcommand)]
+    Approvals(ApprovalsCommand),
+    /// List, show and review memory proposals.
+    #[command(subcommand)]
+    Memory(MemoryCommand),
     /// Measure Craik's own costs, with ratios against baselines from the same run.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -214,6 +233,10 @@ pub(crate) enum ReceiptsCommand {
         /// Require every receipt's policy_set to be this bundle's hash.
         #[arg(long, value_name = "DIR")]
         policies: Option<PathBuf>,
+        /// Accept journals without a final checkpoint (runs parked for approval or still
+        /// going); reported as open.
+        #[arg(long)]
+        allow_open: bool,
     },
     /// List a journal's receipts (decoded; run `verify` to check them).
     List {
@@ -233,6 +256,163 @@ pub(crate) enum ReceiptsCommand {
         #[arg(long, value_name = "DIR", default_value = ".craik")]
         home: PathBuf,
     },
+}
+
+/// Craik's state directory.
+#[derive(Debug, Args)]
+pub(crate) struct HomeArg {
+    /// Craik's state directory (runs, keys, memory, reviews).
+    #[arg(long, value_name = "DIR", default_value = ".craik", global = true)]
+    pub(crate) home: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunCmd {
+    /// A craik.task_request file, or an example directory.
+    #[arg(value_name = "TASK")]
+    pub(crate) task: PathBuf,
+    /// The runner: `fixture:SCENARIO.json`.
+    #[arg(long, value_name = "RUNNER")]
+    pub(crate) runner: Option<String>,
+    /// Policy profile (default: the envelope's, else strict).
+    #[arg(long, value_enum)]
+    pub(crate) profile: Option<ProfileArg>,
+    /// craik.capability_grant files.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) grants: Vec<PathBuf>,
+    /// A craik.intent_lock file.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) intent: Option<PathBuf>,
+    /// A craik.policy_envelope file.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) envelope: Option<PathBuf>,
+    /// The iteration ceiling (default 5).
+    #[arg(long, value_name = "N")]
+    pub(crate) max_iterations: Option<u32>,
+    /// Wall-clock budget in seconds; spent ⇒ interrupted.
+    #[arg(long, value_name = "SECS")]
+    pub(crate) budget_secs: Option<u64>,
+    /// Decide and receipt everything as shadow; perform nothing.
+    #[arg(long)]
+    pub(crate) shadow: bool,
+    /// The workspace actions act on (default: an example's copied workspace/, else the
+    /// current directory).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) workspace: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) home: HomeArg,
+    #[command(flatten)]
+    pub(crate) bundle: BundleArgs,
+}
+
+/// `--profile`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ProfileArg {
+    Strict,
+    TrustedLocal,
+    Automation,
+    Custom,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum RunsCommand {
+    /// List runs.
+    List(HomeArg),
+    /// Show a run's state.
+    Show {
+        run: String,
+        #[command(flatten)]
+        home: HomeArg,
+    },
+    /// Stop a run: a live one before its next step, a parked one at once (interrupted).
+    Cancel {
+        run: String,
+        #[command(flatten)]
+        home: HomeArg,
+    },
+    /// Repair and classify what a crash left (torn lines, uncertain actions); continue nothing.
+    Recover {
+        run: String,
+        #[command(flatten)]
+        home: HomeArg,
+    },
+    /// Recover if needed, then continue a parked or stopped run.
+    Resume {
+        run: String,
+        #[command(flatten)]
+        home: HomeArg,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum HandoffCommand {
+    /// Print a run's handoff.
+    Show {
+        run: String,
+        #[command(flatten)]
+        home: HomeArg,
+    },
+}
+
+/// A human review decision.
+#[derive(Debug, Args)]
+pub(crate) struct ReviewArgs {
+    /// The approval or proposal id.
+    pub(crate) id: String,
+    /// The reviewer, `user:NAME` (never the runner).
+    #[arg(long, value_name = "user:NAME")]
+    pub(crate) by: String,
+    /// Why.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) reason: String,
+    #[command(flatten)]
+    pub(crate) home: HomeArg,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ApprovalsCommand {
+    /// List pending approvals (--all: every one).
+    List {
+        #[arg(long)]
+        all: bool,
+        #[command(flatten)]
+        home: HomeArg,
+    },
+    /// Show one approval request: the exact action and what it binds to.
+    Show {
+        id: String,
+        #[command(flatten)]
+        home: HomeArg,
+    },
+    /// Approve: single use, bound to the exact action, expiring.
+    Approve {
+        #[command(flatten)]
+        review: ReviewArgs,
+        /// Seconds the approval stays usable.
+        #[arg(long, value_name = "SECS", default_value_t = 3600)]
+        expires_in: u64,
+    },
+    /// Deny: the parked run ends blocked when resumed.
+    Deny {
+        #[command(flatten)]
+        review: ReviewArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum MemoryCommand {
+    /// List memory proposals.
+    List(HomeArg),
+    /// Show one proposal (JSON).
+    Show {
+        id: String,
+        #[command(flatten)]
+        home: HomeArg,
+    },
+    /// Approve a proposal (needs evidence; the reviewer is never the runner).
+    Approve(ReviewArgs),
+    /// Reject a proposal.
+    Reject(ReviewArgs),
 }
 
 #[derive(Debug, Subcommand)]

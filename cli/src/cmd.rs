@@ -5,4 +5,5 @@ pub(crate) mod contracts;
 pub(crate) mod keys;
 pub(crate) mod policy;
 pub(crate) mod receipts;
+pub(crate) mod runs;
 pub(crate) mod schema;

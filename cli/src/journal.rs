@@ -27,6 +27,13 @@ impl JournalFile {
         Ok(Self { file, path })
     }
 
+    /// Opens an existing `dir/receipts.jsonl` for appending (a resumed run).
+    pub(crate) fn open(dir: &Path) -> io::Result<Self> {
+        let path = dir.join(JOURNAL_NAME);
+        let file = OpenOptions::new().append(true).open(&path)?;
+        Ok(Self { file, path })
+    }
+
     /// Appends one or more complete lines and waits until they are on disk (write-ahead: the
     /// caller acts only after this returns).
     pub(crate) fn append(&mut self, lines: &[u8]) -> io::Result<()> {

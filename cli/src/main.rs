@@ -11,6 +11,7 @@ mod files;
 mod journal;
 mod output;
 mod policytest;
+mod run;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -18,6 +19,7 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser};
 
 use crate::cli::{
+    ApprovalsCommand, HandoffCommand, MemoryCommand, ProfileArg, RunsCommand,
     BenchCommand, Cli, Command, ContractsCommand, GrantsCommand, KeysCommand, PolicyCommand,
     ReceiptsCommand, SchemaCommand,
 };
@@ -102,7 +104,15 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             paths,
             keys,
             policies,
-        }) => cmd::receipts::verify(out, cli.format, paths, keys, policies.as_deref()),
+            allow_open,
+        }) => cmd::receipts::verify(
+            out,
+            cli.format,
+            paths,
+            keys,
+            policies.as_deref(),
+            *allow_open,
+        ),
         Command::Receipts(ReceiptsCommand::List { run, home }) => {
             cmd::receipts::list(out, cli.format, run, home)
         }
@@ -124,6 +134,84 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
                 run_dir: run_dir.as_deref(),
             };
             cmd::bench::receipts(out, cli.format, &args)
+        }
+        Command::Run(args) => {
+            let profile = args.profile.map(|p| match p {
+                ProfileArg::Strict => craik_contracts::PolicyProfile::Strict,
+                ProfileArg::TrustedLocal => craik_contracts::PolicyProfile::TrustedLocal,
+                ProfileArg::Automation => craik_contracts::PolicyProfile::Automation,
+                ProfileArg::Custom => craik_contracts::PolicyProfile::Custom,
+            });
+            let run = cmd::runs::RunArgs {
+                task: &args.task,
+                runner: args.runner.as_deref(),
+                profile,
+                grants: &args.grants,
+                intent: args.intent.as_deref(),
+                envelope: args.envelope.as_deref(),
+                max_iterations: args.max_iterations,
+                budget_secs: args.budget_secs,
+                shadow: args.shadow,
+                workspace: args.workspace.as_deref(),
+                home: &args.home.home,
+                policies: args.bundle.policies.as_deref(),
+                custom: &args.bundle.custom,
+            };
+            cmd::runs::run(out, cli.format, &run)
+        }
+        Command::Runs(RunsCommand::List(home)) => cmd::runs::list(out, cli.format, &home.home),
+        Command::Runs(RunsCommand::Show { run, home }) => {
+            cmd::runs::show(out, cli.format, &home.home, run)
+        }
+        Command::Runs(RunsCommand::Cancel { run, home }) => {
+            cmd::runs::cancel(out, cli.format, &home.home, run)
+        }
+        Command::Runs(RunsCommand::Recover { run, home }) => {
+            cmd::runs::recover(out, cli.format, &home.home, run)
+        }
+        Command::Runs(RunsCommand::Resume { run, home }) => {
+            cmd::runs::resume(out, cli.format, &home.home, run)
+        }
+        Command::Handoff(HandoffCommand::Show { run, home }) => {
+            cmd::runs::handoff(out, cli.format, &home.home, run)
+        }
+        Command::Approvals(ApprovalsCommand::List { all, home }) => {
+            cmd::runs::approvals_list(out, cli.format, &home.home, *all)
+        }
+        Command::Approvals(ApprovalsCommand::Show { id, home }) => {
+            cmd::runs::approvals_show(out, cli.format, &home.home, id)
+        }
+        Command::Approvals(ApprovalsCommand::Approve { review, expires_in }) => {
+            cmd::runs::approvals_decide(
+                out,
+                &review.home.home,
+                &review.id,
+                &review.by,
+                &review.reason,
+                true,
+                *expires_in,
+            )
+        }
+        Command::Approvals(ApprovalsCommand::Deny { review }) => cmd::runs::approvals_decide(
+            out,
+            &review.home.home,
+            &review.id,
+            &review.by,
+            &review.reason,
+            false,
+            0,
+        ),
+        Command::Memory(MemoryCommand::List(home)) => {
+            cmd::runs::memory_list(out, cli.format, &home.home)
+        }
+        Command::Memory(MemoryCommand::Show { id, home }) => {
+            cmd::runs::memory_show(out, cli.format, &home.home, id)
+        }
+        Command::Memory(MemoryCommand::Approve(r)) => {
+            cmd::runs::memory_decide(out, &r.home.home, &r.id, &r.by, &r.reason, true)
+        }
+        Command::Memory(MemoryCommand::Reject(r)) => {
+            cmd::runs::memory_decide(out, &r.home.home, &r.id, &r.by, &r.reason, false)
         }
         Command::Completions { shell } => {
             let mut buf = Vec::new();

@@ -13,6 +13,7 @@
 //! [`decode_document`] turns the bytes of a file into checked contracts or located
 //! [`Problem`]s.
 
+mod action;
 mod check;
 mod display;
 mod document;
@@ -28,6 +29,10 @@ mod tag;
 mod timestamp;
 mod value;
 
+pub use action::{
+    FileEdit, FixtureScenario, FixtureStep, MEMORY_PROPOSALS, MemoryProposalSpec, NEXT, NextStep,
+    PROPOSED_ACTIONS, ProposedAction,
+};
 pub use check::{Check, Checker, MAX_ID_LEN, id_problem};
 pub use display::{Truncated, one_line};
 pub use document::{Document, Locator, Record, decode_document};

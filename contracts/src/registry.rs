@@ -1,4 +1,4 @@
-//! The 25 contracts this build implements, by name: decoding, checking, JSON Schema.
+//! The 26 contracts this build implements, by name: decoding, checking, JSON Schema.
 
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
@@ -6,6 +6,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::action::FixtureScenario;
 use crate::check::{Check, Checker};
 use crate::policy::{CapabilityGrant, CapabilityReceipt, PolicyEnvelope};
 use crate::problem::Problem;
@@ -113,6 +114,7 @@ registry! {
     RunOutput(RunOutput) = "run_output", "Redacted output captured from one runner step.";
     CompiledPrompt(CompiledPrompt) = "compiled_prompt", "A deterministic, policy-aware runner prompt.";
     ModelProvider(ModelProvider) = "model_provider", "A model provider and its runtime path; names secrets, never holds them.";
+    FixtureScenario(FixtureScenario) = "fixture_scenario", "A deterministic scripted run for the fixture runner.";
 }
 
 impl Kind {

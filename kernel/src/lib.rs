@@ -12,10 +12,14 @@
 mod path;
 mod policy;
 mod receipt;
+mod redact;
+mod run;
 
 pub use path::{MAX_DEPTH, MAX_PATH_BYTES, MAX_SEGMENT_BYTES, PathError, Protected, TargetPath};
 pub use policy::*;
 pub use receipt::*;
+pub use redact::{REDACTED, Redacted, redact_checked, redact_text, redact_value, still_secret};
+pub use run::{Gate, LoopError, Next, RunLoop, is_terminal};
 
 /// Lowercase hex of bytes (as in `sha256:<hex>`).
 pub fn to_hex(bytes: &[u8]) -> String {

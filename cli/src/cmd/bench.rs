@@ -60,6 +60,7 @@ fn draft(n: u64) -> ReceiptDraft {
             by: String::new(),
         },
         mode: Mode::Enforce,
+        action: None,
     }
 }
 
@@ -171,6 +172,7 @@ pub(crate) fn receipts(
             policy_set: None,
             threads,
             batch,
+            allow_open: false,
         };
         let report = verify_journal_with(&journal, &ring, options, &mut |_, _| {});
         let per_s = count as f64 / started.elapsed().as_secs_f64();

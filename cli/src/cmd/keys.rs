@@ -43,6 +43,30 @@ fn fingerprint(public: &[u8; 32]) -> String {
 }
 
 pub(crate) fn generate(out: &mut Out, format: Format, dir: &Path) -> Result<Exit, Failure> {
+    let (private, public, public_bytes) = create_pair(dir)?;
+    let shown = Shown {
+        key_id: key_id_of(&public_bytes),
+        fingerprint: fingerprint(&public_bytes),
+        private_key: Some(private.display().to_string()),
+        public_key: public.display().to_string(),
+    };
+    match format {
+        Format::Human => {
+            out.line(format_args!(
+                "private key {} (mode 0600)",
+                private.display()
+            ))?;
+            out.line(format_args!("public key  {}", public.display()))?;
+            out.line(format_args!("key id      {}", shown.key_id))?;
+            out.line(format_args!("fingerprint {}", shown.fingerprint))?;
+        }
+        Format::Json | Format::Junit => out.json(&shown)?,
+    }
+    Ok(Exit::Ok)
+}
+
+/// Creates `dir/signing.key.pem` (0600) and `dir/signing.pub.pem`; refuses to overwrite.
+pub(crate) fn create_pair(dir: &Path) -> Result<(PathBuf, PathBuf, [u8; 32]), Failure> {
     let private = dir.join(PRIVATE_NAME);
     let public = dir.join(PUBLIC_NAME);
     for path in [&private, &public] {
@@ -71,26 +95,7 @@ pub(crate) fn generate(out: &mut Out, format: Format, dir: &Path) -> Result<Exit
     // `pem` is `Zeroizing<String>`: wiped when dropped; make it explicit.
     pem.zeroize();
     write_new(&public, public_pem.as_bytes(), 0o644)?;
-    let public_bytes = key.verifying_key().to_bytes();
-    let shown = Shown {
-        key_id: key_id_of(&public_bytes),
-        fingerprint: fingerprint(&public_bytes),
-        private_key: Some(private.display().to_string()),
-        public_key: public.display().to_string(),
-    };
-    match format {
-        Format::Human => {
-            out.line(format_args!(
-                "private key {} (mode 0600)",
-                private.display()
-            ))?;
-            out.line(format_args!("public key  {}", public.display()))?;
-            out.line(format_args!("key id      {}", shown.key_id))?;
-            out.line(format_args!("fingerprint {}", shown.fingerprint))?;
-        }
-        Format::Json | Format::Junit => out.json(&shown)?,
-    }
-    Ok(Exit::Ok)
+    Ok((private, public, key.verifying_key().to_bytes()))
 }
 
 fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Failure> {

@@ -78,6 +78,7 @@ pub(crate) fn verify(
     paths: &[PathBuf],
     keys: &[PathBuf],
     policies: Option<&Path>,
+    allow_open: bool,
 ) -> Result<Exit, Failure> {
     let keys: Vec<PathBuf> = if keys.is_empty() {
         vec![default_public(Path::new(".craik"))]
@@ -119,6 +120,7 @@ pub(crate) fn verify(
             policy_set: policy_set.as_deref(),
             threads: threads(),
             batch: true,
+            allow_open,
         };
         let report = verify_journal_with(&bytes, &ring, options, &mut tick);
         if show {
@@ -130,10 +132,11 @@ pub(crate) fn verify(
         if format == Format::Human {
             match &report.failure {
                 None => out.line(format_args!(
-                    "{}: valid — {} receipts, {} checkpoints, closed (run {})",
+                    "{}: valid — {} receipts, {} checkpoints, {} (run {})",
                     path.display(),
                     report.receipts,
                     report.checkpoints,
+                    if report.closed { "closed" } else { "open" },
                     report.run_id.as_deref().unwrap_or("?")
                 ))?,
                 Some(f) => {
@@ -221,6 +224,40 @@ fn decode(bytes: &[u8]) -> Vec<(usize, Result<ReceiptPayload, String>)> {
                         .map_err(|e| format!("not a receipt: {e}"))
                 });
             Some((i + 1, decoded))
+        })
+        .collect()
+}
+
+/// One journal line, decoded without verification (recovery verifies first).
+#[derive(Debug)]
+pub(crate) enum Decoded {
+    Receipt(Box<ReceiptPayload>),
+    Checkpoint { is_final: bool },
+    Unreadable,
+}
+
+/// Every line of a journal, decoded.
+pub(crate) fn decode_all(bytes: &[u8]) -> Vec<(usize, Decoded)> {
+    bytes
+        .split(|&b| b == b'\n')
+        .enumerate()
+        .filter(|(_, line)| !line.is_empty())
+        .map(|(i, line)| {
+            let decoded = serde_json::from_slice::<Envelope>(line)
+                .ok()
+                .and_then(|e| Some((e.payload_type.clone(), STANDARD.decode(&e.payload).ok()?)))
+                .map_or(Decoded::Unreadable, |(kind, payload)| {
+                    if kind == RECEIPT_PAYLOAD_TYPE {
+                        serde_json::from_slice::<ReceiptPayload>(&payload)
+                            .map_or(Decoded::Unreadable, |r| Decoded::Receipt(Box::new(r)))
+                    } else {
+                        serde_json::from_slice::<craik_kernel::Checkpoint>(&payload)
+                            .map_or(Decoded::Unreadable, |c| Decoded::Checkpoint {
+                                is_final: c.is_final,
+                            })
+                    }
+                });
+            (i + 1, decoded)
         })
         .collect()
 }

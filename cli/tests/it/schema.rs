@@ -7,7 +7,7 @@ use pretty_assertions::assert_eq;
 use crate::{craik, repo_root, run_in, transcript};
 
 #[test]
-fn list_shows_the_25_contracts() {
+fn list_shows_the_26_contracts() {
     let output = craik().args(["schema", "list"]).output().unwrap();
     assert_eq!(output.status.code(), Some(0));
     insta::assert_snapshot!("schema_list", String::from_utf8(output.stdout).unwrap());
@@ -16,12 +16,12 @@ fn list_shows_the_25_contracts() {
         .output()
         .unwrap();
     let listed: Vec<serde_json::Value> = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(listed.len(), 25);
+    assert_eq!(listed.len(), 26);
     assert!(listed.iter().all(|l| l["version"] == "0.1.0"));
 }
 
 #[test]
-fn export_writes_25_schemas_a_standard_validator_accepts() {
+fn export_writes_26_schemas_a_standard_validator_accepts() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("out/schemas");
     let output = run_in(dir.path(), &["schema", "export", "out/schemas"]);
@@ -31,7 +31,7 @@ fn export_writes_25_schemas_a_standard_validator_accepts() {
         .map(|e| e.unwrap().path())
         .collect();
     files.sort();
-    assert_eq!(files.len(), 25);
+    assert_eq!(files.len(), 26);
     for file in files {
         let text = fs::read_to_string(&file).unwrap();
         let committed = repo_root()

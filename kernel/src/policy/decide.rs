@@ -61,9 +61,16 @@ pub fn request_hash(
 
 fn hash_of(request: &DecisionRequest, target: &Value) -> String {
     // Canonical JSON with keys in sorted order, written directly (no intermediate map).
+    // `payload` is present only when the action carries one, so hashes of payload-free
+    // requests are unchanged.
     let quote = |s: &str| serde_json::to_string(s).unwrap_or_default();
+    let payload = request
+        .payload
+        .as_deref()
+        .map(|p| format!(",\"payload\":{}", quote(p)))
+        .unwrap_or_default();
     let text = format!(
-        "{{\"capability\":{},\"operation\":{},\"profile\":{},\"runner\":{},\"target\":{},\"task_id\":{}}}",
+        "{{\"capability\":{},\"operation\":{}{payload},\"profile\":{},\"runner\":{},\"target\":{},\"task_id\":{}}}",
         quote(&request.capability),
         quote(&request.operation),
         quote(request.profile.as_str()),

@@ -100,6 +100,10 @@ pub struct DecisionRequest {
     pub intent: Option<IntentScope>,
     #[serde(default)]
     pub approvals: Vec<Approval>,
+    /// `sha256:` of the action's payload (the bytes a write puts, a patch's edits): bound into
+    /// the request hash, so an approval covers exactly these bytes and no others.
+    #[serde(default)]
+    pub payload: Option<String>,
     /// Ask for fail-open on evaluation errors; honoured only under `trusted-local`.
     #[serde(default)]
     pub fail_open: bool,

@@ -13,7 +13,9 @@ use crate::receipt::merkle::MerkleRange;
 use crate::receipt::payload::{
     Checkpoint, DecidedBy, MAX_SAFE_INTEGER, ReceiptPayload, canonical_bytes, receipt_hash,
 };
-use crate::receipt::signer::Signer;
+use crate::receipt::signer::{KeyRing, Signer};
+use crate::receipt::verify::{VerifyOptions, verify_journal_with};
+use base64::Engine as _;
 
 /// Why a line could not be produced.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -46,6 +48,8 @@ pub struct ReceiptDraft {
     pub determining_policies: Vec<String>,
     pub decided_by: DecidedBy,
     pub mode: Mode,
+    /// The action decided or performed, when there is one.
+    pub action: Option<String>,
 }
 
 /// Appends receipts to one run's journal.
@@ -75,6 +79,83 @@ impl JournalWriter {
             checkpoints: 0,
             closed: false,
         }
+    }
+
+    /// Continues an existing journal: verifies `bytes` (open journals accepted) with `keys`,
+    /// then rebuilds the chain, the Merkle tree and the clock from it. A closed journal, a torn
+    /// last line or any verification failure is refused; the caller decides what to do with a
+    /// torn tail (it is never silently dropped here).
+    pub fn resume(
+        run_id: &str,
+        bytes: &[u8],
+        keys: &KeyRing,
+        checkpoint_every: u64,
+    ) -> Result<Self, String> {
+        let options = VerifyOptions {
+            allow_open: true,
+            ..VerifyOptions::default()
+        };
+        let report = verify_journal_with(bytes, keys, options, &mut |_, _| {});
+        if let Some(f) = &report.failure {
+            return Err(format!("line {}: {}: {}", f.line, f.what, f.why));
+        }
+        if report.closed {
+            return Err("the journal is closed".into());
+        }
+        if report.run_id.as_deref().is_some_and(|id| id != run_id) {
+            return Err(format!(
+                "the journal belongs to run `{}`",
+                report.run_id.unwrap_or_default()
+            ));
+        }
+        let mut writer = Self::new(run_id, checkpoint_every);
+        for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            let envelope: Envelope =
+                serde_json::from_slice(line).map_err(|e| format!("re-reading: {e}"))?;
+            let payload = base64::engine::general_purpose::STANDARD
+                .decode(&envelope.payload)
+                .map_err(|e| format!("re-reading: {e}"))?;
+            let created_at = if envelope.payload_type == RECEIPT_PAYLOAD_TYPE {
+                let receipt: ReceiptPayload =
+                    serde_json::from_slice(&payload).map_err(|e| format!("re-reading: {e}"))?;
+                writer.tree.push(&raw_hash(&payload));
+                writer.prev = Some(receipt_hash(&payload));
+                writer.next_seq = receipt.seq + 1;
+                receipt.created_at
+            } else {
+                let checkpoint: Checkpoint =
+                    serde_json::from_slice(&payload).map_err(|e| format!("re-reading: {e}"))?;
+                writer.checkpoints = checkpoint.index + 1;
+                checkpoint.created_at
+            };
+            writer.last_time = Some(
+                OffsetDateTime::parse(&created_at, &Rfc3339)
+                    .map_err(|e| format!("re-reading `{created_at}`: {e}"))?,
+            );
+        }
+        Ok(writer)
+    }
+
+    /// A non-final checkpoint now (e.g. when a run parks awaiting approval), so a truncation
+    /// of what is already written is caught even while the journal stays open.
+    pub fn checkpoint_now(
+        &mut self,
+        now: OffsetDateTime,
+        signer: &dyn Signer,
+    ) -> Result<Vec<u8>, JournalError> {
+        if self.closed {
+            return Err(JournalError::Closed);
+        }
+        self.checkpoint(false, now, signer)
+    }
+
+    /// The id the next receipt will get.
+    pub fn next_id(&self) -> String {
+        format!(
+            "receipt_{}_{}",
+            self.run_id.trim_start_matches("run_"),
+            self.next_seq
+        )
     }
 
     /// Receipts written so far.
@@ -128,7 +209,7 @@ impl JournalWriter {
         let payload = ReceiptPayload {
             schema: "craik.capability_receipt".into(),
             version: craik_contracts::CONTRACT_VERSION.into(),
-            id: format!("receipt_{}_{seq}", self.run_id.trim_start_matches("run_")),
+            id: self.next_id(),
             task_id: draft.task_id,
             actor: draft.actor,
             capability: draft.capability,
@@ -148,6 +229,7 @@ impl JournalWriter {
             determining_policies: draft.determining_policies,
             decided_by: draft.decided_by,
             mode: draft.mode,
+            action: draft.action,
             kernel_version: crate::KERNEL_VERSION.into(),
             key_id: signer.key_id().to_owned(),
         };

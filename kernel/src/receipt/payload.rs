@@ -69,6 +69,9 @@ pub struct ReceiptPayload {
     pub determining_policies: Vec<String>,
     pub decided_by: DecidedBy,
     pub mode: Mode,
+    /// The host's id of the action decided or performed (`action_…`), when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
     pub kernel_version: String,
     /// Must equal the envelope's `keyid`.
     pub key_id: String,

@@ -48,6 +48,7 @@ fn draft(n: u64) -> ReceiptDraft {
             by: String::new(),
         },
         mode: Mode::Enforce,
+        action: None,
     }
 }
 
@@ -304,6 +305,7 @@ fn batching_and_threads_never_change_the_report() {
                 policy_set: None,
                 threads: 1,
                 batch: false,
+                allow_open: false,
             },
             &mut |_, _| {},
         );
@@ -315,6 +317,7 @@ fn batching_and_threads_never_change_the_report() {
                     policy_set: None,
                     threads,
                     batch,
+                    allow_open: false,
                 },
                 &mut |_, _| {},
             );

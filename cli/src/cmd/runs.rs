@@ -1,0 +1,1034 @@
+//! `craik run`, `craik runs …`, `craik handoff show`, `craik approvals …`, `craik memory …`.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use craik_contracts::{
+    AnyContract, CapabilityGrant, FixtureScenario, Handoff, IntentLock, Kind, MemoryProposal,
+    PolicyEnvelope, PolicyProfile, ProposalStatus, ReceiptResult, ReceiptStatus, TaskRequest,
+    TaskRun, Timestamp, decode_document,
+};
+use craik_kernel::{
+    DecidedBy, DecidedByKind, Decision, Ed25519Signer, JournalWriter, KeyRing, Mode, ReceiptDraft,
+    VerifyOptions, verify_journal_with,
+};
+use serde::Serialize;
+use time::OffsetDateTime;
+
+use crate::cmd::keys::{PRIVATE_NAME, PUBLIC_NAME, create_pair, read_public, read_signer};
+use crate::cmd::receipts::JOURNAL_NAME;
+use crate::exit::{Exit, Failure};
+use crate::files::{DEFAULT_MAX_BYTES, Input, read_bounded};
+use crate::journal::JournalFile;
+use crate::output::{Format, Out};
+use crate::run::host::{
+    ApprovalRecord, ApprovalStatus, Host, Setup, Tally, read_approvals, write_approval,
+    write_memory,
+};
+use crate::run::store::{CANCEL, HANDOFF, Home, RUN, RunDir};
+use crate::run::{Inputs, exec::digest};
+
+/// What `craik run` was asked.
+#[derive(Debug)]
+pub(crate) struct RunArgs<'a> {
+    pub(crate) task: &'a Path,
+    pub(crate) runner: Option<&'a str>,
+    pub(crate) profile: Option<PolicyProfile>,
+    pub(crate) grants: &'a [PathBuf],
+    pub(crate) intent: Option<&'a Path>,
+    pub(crate) envelope: Option<&'a Path>,
+    pub(crate) max_iterations: Option<u32>,
+    pub(crate) budget_secs: Option<u64>,
+    pub(crate) shadow: bool,
+    pub(crate) workspace: Option<&'a Path>,
+    pub(crate) home: &'a Path,
+    pub(crate) policies: Option<&'a Path>,
+    pub(crate) custom: &'a [PathBuf],
+}
+
+fn read_one<T>(path: &Path, kind: Kind, pick: fn(AnyContract) -> Option<T>) -> Result<T, Failure> {
+    let bytes = read_bounded(&Input::File(path.to_owned()), DEFAULT_MAX_BYTES)
+        .map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
+    let doc = decode_document(&bytes, Some(kind));
+    let label = path.display().to_string();
+    let mut problems: Vec<String> = doc.error.iter().map(|p| format!("{label}: {p}")).collect();
+    let mut found = None;
+    for record in doc.records {
+        match record.outcome {
+            Ok(c) if found.is_none() => found = pick(c),
+            Ok(_) => problems.push(format!("{label}: holds more than one record")),
+            Err(ps) => problems.extend(ps.iter().map(|p| format!("{label}: {p}"))),
+        }
+    }
+    match found {
+        Some(v) if problems.is_empty() => Ok(v),
+        _ => {
+            if problems.is_empty() {
+                problems.push(format!("{label}: not a {}", kind.schema_name()));
+            }
+            let first = problems.first().cloned().unwrap_or_default();
+            Err(Failure::invalid(first, problems.into_iter().skip(1).collect()))
+        }
+    }
+}
+
+/// An example directory's files, with the command line's flags taking precedence.
+struct Resolved {
+    task: PathBuf,
+    scenario: PathBuf,
+    intent: Option<PathBuf>,
+    envelope: Option<PathBuf>,
+    grants: Vec<PathBuf>,
+    workspace_seed: Option<PathBuf>,
+}
+
+fn resolve(args: &RunArgs<'_>) -> Result<Resolved, Failure> {
+    let scenario_flag = match args.runner {
+        Some(spec) => Some(PathBuf::from(spec.strip_prefix("fixture:").ok_or_else(|| {
+            Failure::usage(format!(
+                "--runner `{}`: only `fixture:SCENARIO.json` runners run in-process (adapters come with the channel)",
+                craik_contracts::Truncated(spec)
+            ))
+        })?)),
+        None => None,
+    };
+    if args.task.is_dir() {
+        let dir = args.task;
+        let opt = |name: &str| Some(dir.join(name)).filter(|p| p.is_file());
+        let mut grants: Vec<PathBuf> = args.grants.to_vec();
+        if grants.is_empty() {
+            grants.extend(opt("capability_grant.json"));
+            if let Ok(entries) = std::fs::read_dir(dir.join("grants")) {
+                let mut found: Vec<PathBuf> = entries
+                    .filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|e| e == "json"))
+                    .collect();
+                found.sort();
+                grants.extend(found);
+            }
+        }
+        let scenario = scenario_flag.or_else(|| opt("scenario.json")).ok_or_else(|| {
+            Failure::usage(format!(
+                "{}: no scenario.json; pass --runner fixture:SCENARIO.json",
+                dir.display()
+            ))
+        })?;
+        let task = opt("task_request.json").ok_or_else(|| {
+            Failure::usage(format!("{}: no task_request.json", dir.display()))
+        })?;
+        Ok(Resolved {
+            task,
+            scenario,
+            intent: args.intent.map(Path::to_owned).or_else(|| opt("intent_lock.json")),
+            envelope: args.envelope.map(Path::to_owned).or_else(|| opt("policy_envelope.json")),
+            grants,
+            workspace_seed: Some(dir.join("workspace")).filter(|p| p.is_dir()),
+        })
+    } else {
+        Ok(Resolved {
+            task: args.task.to_owned(),
+            scenario: scenario_flag.ok_or_else(|| {
+                Failure::usage("--runner fixture:SCENARIO.json is required with a task file")
+            })?,
+            intent: args.intent.map(Path::to_owned),
+            envelope: args.envelope.map(Path::to_owned),
+            grants: args.grants.to_vec(),
+            workspace_seed: None,
+        })
+    }
+}
+
+/// Loads (or, the first time, creates) the signing key under the home.
+fn keys(home: &Home, out: &mut Out) -> Result<(Ed25519Signer, KeyRing), Failure> {
+    let dir = home.keys();
+    if !dir.join(PRIVATE_NAME).exists() && !dir.join(PUBLIC_NAME).exists() {
+        let (private, _, _) = create_pair(&dir)?;
+        out.diag(format_args!(
+            "craik: generated a receipt signing key: {} (mode 0600)",
+            private.display()
+        ))?;
+    }
+    let signer = read_signer(&dir.join(PRIVATE_NAME))?;
+    let mut ring = KeyRing::new();
+    ring.add(&read_public(&dir.join(PUBLIC_NAME))?)
+        .map_err(|e| Failure::invalid(format!("{}: {e}", dir.display()), Vec::new()))?;
+    Ok((signer, ring))
+}
+
+fn setup(
+    inputs_policies: Option<&Path>,
+    custom: &[PathBuf],
+    grants: &[CapabilityGrant],
+    home: &Home,
+    out: &mut Out,
+) -> Result<Setup, Failure> {
+    let loaded = crate::bundle::load(inputs_policies, custom)?;
+    let grants = crate::bundle::compile_grants(&loaded.bundle, grants, "grants")?;
+    let (signer, keys) = keys(home, out)?;
+    Ok(Setup {
+        bundle: loaded.bundle,
+        grants,
+        signer,
+        keys,
+    })
+}
+
+fn new_run_id(now: OffsetDateTime) -> Result<String, Failure> {
+    let mut random = [0u8; 3];
+    getrandom::fill(&mut random)
+        .map_err(|e| Failure::internal(format!("no randomness from the operating system: {e}")))?;
+    Ok(format!(
+        "run_{:04}{:02}{:02}t{:02}{:02}{:02}_{}",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second(),
+        craik_kernel::to_hex(&random)
+    ))
+}
+
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
+/// `craik run`.
+pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<Exit, Failure> {
+    let resolved = resolve(args)?;
+    let task: TaskRequest = read_one(&resolved.task, Kind::TaskRequest, |c| match c {
+        AnyContract::TaskRequest(t) => Some(*t),
+        _ => None,
+    })?;
+    let scenario: FixtureScenario =
+        read_one(&resolved.scenario, Kind::FixtureScenario, |c| match c {
+            AnyContract::FixtureScenario(s) => Some(*s),
+            _ => None,
+        })?;
+    let intent: Option<IntentLock> = resolved
+        .intent
+        .as_deref()
+        .map(|p| {
+            read_one(p, Kind::IntentLock, |c| match c {
+                AnyContract::IntentLock(i) => Some(*i),
+                _ => None,
+            })
+        })
+        .transpose()?;
+    let envelope: Option<PolicyEnvelope> = resolved
+        .envelope
+        .as_deref()
+        .map(|p| {
+            read_one(p, Kind::PolicyEnvelope, |c| match c {
+                AnyContract::PolicyEnvelope(e) => Some(*e),
+                _ => None,
+            })
+        })
+        .transpose()?;
+    for (what, id) in [
+        ("intent lock", intent.as_ref().map(|i| &i.task_id)),
+        ("policy envelope", envelope.as_ref().map(|e| &e.task_id)),
+    ] {
+        if let Some(id) = id.filter(|id| **id != task.id) {
+            return Err(Failure::invalid(
+                format!("the {what}'s task_id `{id}` is not the task's `{}`", task.id),
+                Vec::new(),
+            ));
+        }
+    }
+    let grants = crate::bundle::read_grants(&resolved.grants)?;
+    let profile = args
+        .profile
+        .or_else(|| envelope.as_ref().map(|e| e.profile))
+        .unwrap_or(PolicyProfile::Strict);
+    if profile == PolicyProfile::Custom && args.custom.is_empty() {
+        return Err(Failure::usage(
+            "--profile custom needs at least one --custom DIR of operator policies",
+        ));
+    }
+    let max_iterations = args.max_iterations.unwrap_or(5);
+    if max_iterations == 0 {
+        return Err(Failure::usage("--max-iterations: must be at least 1"));
+    }
+    let home = Home::new(args.home);
+    let setup = setup(args.policies, args.custom, &grants, &home, out)?;
+    let started = OffsetDateTime::now_utc();
+    let run_id = new_run_id(started)?;
+    let dir = RunDir::create(&home, &run_id)
+        .map_err(|e| Failure::usage(format!("{}: {e}", home.runs().display())))?;
+    let workspace = match (&resolved.workspace_seed, args.workspace) {
+        (_, Some(ws)) => ws.to_owned(),
+        (Some(seed), None) => {
+            let ws = dir.file("workspace");
+            copy_tree(seed, &ws)
+                .map_err(|e| Failure::usage(format!("{}: cannot copy: {e}", seed.display())))?;
+            ws
+        }
+        (None, None) => std::env::current_dir()
+            .map_err(|e| Failure::usage(format!("current directory: {e}")))?,
+    };
+    let workspace = workspace
+        .canonicalize()
+        .map_err(|e| Failure::usage(format!("{}: {e}", workspace.display())))?;
+    let inputs = Inputs {
+        run_id: run_id.clone(),
+        task,
+        intent,
+        envelope,
+        grants,
+        runner: args
+            .runner
+            .map_or_else(|| format!("fixture:{}", resolved.scenario.display()), str::to_owned),
+        scenario,
+        profile,
+        policies: args.policies.map(Path::to_owned),
+        custom: args.custom.to_vec(),
+        policy_set: setup.bundle.hash().to_owned(),
+        workspace,
+        max_iterations,
+        budget_secs: args.budget_secs,
+        shadow: args.shadow,
+        started_at: Timestamp::new(started),
+    };
+    let lock = dir.lock()?;
+    let keys = setup.keys.clone();
+    let mut host = Host::start(home, dir, inputs, setup)?;
+    drive(out, &mut host)?;
+    drop(lock);
+    summary(out, format, &host, &keys)
+}
+
+fn drive(out: &mut Out, host: &mut Host) -> Result<(), Failure> {
+    let show = std::io::stderr().is_terminal();
+    let mut err = std::io::stderr();
+    let mut tick = |line: &str| {
+        if show {
+            use std::io::Write;
+            let _ = write!(err, "\x1b[2K\r{line}");
+            let _ = err.flush();
+        }
+    };
+    let result = host.drive(&mut tick);
+    if show {
+        out.end_progress()?;
+    }
+    result
+}
+
+#[derive(Debug, Serialize)]
+struct Summary<'a> {
+    run: &'a TaskRun,
+    tally: &'a Tally,
+    receipts: u64,
+    journal: String,
+    journal_valid: bool,
+    journal_closed: bool,
+    handoff: Option<String>,
+    notes: &'a [String],
+}
+
+fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result<Exit, Failure> {
+    let journal = host.journal_path();
+    let bytes = std::fs::read(&journal)
+        .map_err(|e| Failure::internal(format!("{}: {e}", journal.display())))?;
+    let report = verify_journal_with(
+        &bytes,
+        keys,
+        VerifyOptions {
+            allow_open: true,
+            ..VerifyOptions::default()
+        },
+        &mut |_, _| {},
+    );
+    let run = host.machine.run();
+    let handoff = host.dir.file(HANDOFF);
+    let handoff = handoff.is_file().then(|| handoff.display().to_string());
+    let s = Summary {
+        run,
+        tally: &host.tally,
+        receipts: report.receipts,
+        journal: journal.display().to_string(),
+        journal_valid: report.is_valid(),
+        journal_closed: report.closed,
+        handoff: handoff.clone(),
+        notes: &host.notes,
+    };
+    match format {
+        Format::Human => {
+            out.line(format_args!(
+                "run {}: {} — {}",
+                run.id,
+                run.status.as_str(),
+                run.stop_reason.as_deref().unwrap_or("")
+            ))?;
+            out.line(format_args!(
+                "  steps     {} (iteration {} of {}, phase {})",
+                host.tally.steps,
+                run.iteration,
+                run.max_iterations,
+                run.phase.as_str()
+            ))?;
+            out.line(format_args!(
+                "  verdicts  {} allow, {} requires approval, {} deny; {} side effects performed",
+                host.tally.allow, host.tally.approval, host.tally.deny, host.tally.executed
+            ))?;
+            match &report.failure {
+                None => out.line(format_args!(
+                    "  receipts  {} signed, verified ({}): {}",
+                    report.receipts,
+                    if report.closed { "closed" } else { "open: the run can resume" },
+                    journal.display()
+                ))?,
+                Some(f) => out.line(format_args!(
+                    "  receipts  INVALID at line {}: {}: {}",
+                    f.line, f.what, f.why
+                ))?,
+            }
+            match &handoff {
+                Some(h) => out.line(format_args!("  handoff   {h}"))?,
+                None => out.line(format_args!(
+                    "  handoff   none yet (the run is {})",
+                    run.status.as_str()
+                ))?,
+            }
+            for note in &host.notes {
+                out.line(format_args!("  note      {note}"))?;
+            }
+            if let Some(reason) = &run.stop_reason
+                && reason.starts_with("awaiting approval ")
+            {
+                let id = reason
+                    .trim_start_matches("awaiting approval ")
+                    .split(' ')
+                    .next()
+                    .unwrap_or_default();
+                out.line(format_args!(
+                    "  next      craik approvals approve {id} --by user:NAME --reason TEXT; then craik runs resume {}",
+                    run.id
+                ))?;
+            }
+        }
+        Format::Json | Format::Junit => out.json(&s)?,
+    }
+    if !report.is_valid() {
+        return Ok(Exit::Internal);
+    }
+    Ok(if run.status == craik_contracts::TaskRunStatus::Completed {
+        Exit::Ok
+    } else {
+        Exit::CheckFailed
+    })
+}
+
+fn open_host(home: &Path, run_id: &str, out: &mut Out) -> Result<(Host, KeyRing), Failure> {
+    let home = Home::new(home);
+    let dir = home.run_dir(run_id)?;
+    let inputs: Inputs = dir
+        .read_json(crate::run::store::INPUTS)
+        .map_err(|e| Failure::invalid(e, Vec::new()))?;
+    let setup = setup(
+        inputs.policies.as_deref(),
+        &inputs.custom,
+        &inputs.grants,
+        &home,
+        out,
+    )?;
+    let keys = setup.keys.clone();
+    Ok((Host::recover(home, dir, setup)?, keys))
+}
+
+/// `craik runs recover RUN`: repair and classify, continue nothing.
+pub(crate) fn recover(out: &mut Out, format: Format, home: &Path, run_id: &str) -> Result<Exit, Failure> {
+    let dir = Home::new(home).run_dir(run_id)?;
+    let lock = dir.lock()?;
+    let (mut host, keys) = open_host(home, run_id, out)?;
+    let found = host.settle()?;
+    drop(lock);
+    if format == Format::Human {
+        if found.is_empty() {
+            out.line(format_args!("{run_id}: nothing to recover"))?;
+        }
+        for line in &found {
+            out.line(format_args!("{run_id}: {line}"))?;
+        }
+    }
+    host.notes = found;
+    summary(out, format, &host, &keys)
+}
+
+/// `craik runs resume RUN`: recover, then continue (with decided approvals as facts).
+pub(crate) fn resume(out: &mut Out, format: Format, home: &Path, run_id: &str) -> Result<Exit, Failure> {
+    let dir = Home::new(home).run_dir(run_id)?;
+    let lock = dir.lock()?;
+    let (mut host, keys) = open_host(home, run_id, out)?;
+    if host.is_final() && host.machine.run().handoff_id.is_some() {
+        let found = host.settle()?;
+        host.notes = found;
+        drop(lock);
+        out.diag(format_args!(
+            "craik: {run_id} already ended ({}); nothing to resume",
+            host.machine.run().status.as_str()
+        ))?;
+        return summary(out, format, &host, &keys);
+    }
+    let found = host.settle()?;
+    if !host.is_final() {
+        host.reopen()?;
+        drive(out, &mut host)?;
+    }
+    drop(lock);
+    host.notes = found;
+    summary(out, format, &host, &keys)
+}
+
+/// `craik runs cancel RUN`.
+pub(crate) fn cancel(out: &mut Out, format: Format, home: &Path, run_id: &str) -> Result<Exit, Failure> {
+    let dir = Home::new(home).run_dir(run_id)?;
+    if let Some(pid) = dir.locked_by_live() {
+        std::fs::write(dir.file(CANCEL), b"cancel\n")
+            .map_err(|e| Failure::usage(format!("{}: {e}", dir.path.display())))?;
+        out.line(format_args!(
+            "{run_id}: cancellation requested; process {pid} stops before its next step"
+        ))?;
+        return Ok(Exit::Ok);
+    }
+    let lock = dir.lock()?;
+    let (mut host, keys) = open_host(home, run_id, out)?;
+    host.settle()?;
+    if !host.is_final() {
+        host.halt(
+            craik_contracts::TaskRunStatus::Interrupted,
+            "cancelled by the operator".into(),
+        )?;
+    }
+    drop(lock);
+    summary(out, format, &host, &keys).map(|_| Exit::Ok)
+}
+
+#[derive(Debug, Serialize)]
+struct Listed {
+    id: String,
+    status: String,
+    phase: String,
+    iteration: u32,
+    task_id: String,
+    stop_reason: Option<String>,
+    live: bool,
+}
+
+/// `craik runs list`.
+pub(crate) fn list(out: &mut Out, format: Format, home: &Path) -> Result<Exit, Failure> {
+    let home = Home::new(home);
+    let ids = home
+        .run_ids()
+        .map_err(|e| Failure::usage(format!("{}: {e}", home.runs().display())))?;
+    let mut rows = Vec::new();
+    for id in ids {
+        let dir = home.run_dir(&id)?;
+        let run: Result<TaskRun, String> = dir.read_json(RUN);
+        let live = dir.locked_by_live().is_some();
+        rows.push(match run {
+            Ok(r) => Listed {
+                id,
+                status: r.status.as_str().into(),
+                phase: r.phase.as_str().into(),
+                iteration: r.iteration,
+                task_id: r.task_id,
+                stop_reason: r.stop_reason,
+                live,
+            },
+            Err(e) => Listed {
+                id,
+                status: "unreadable".into(),
+                phase: String::new(),
+                iteration: 0,
+                task_id: String::new(),
+                stop_reason: Some(e),
+                live,
+            },
+        });
+    }
+    match format {
+        Format::Human => {
+            if rows.is_empty() {
+                out.line(format_args!("no runs under {}", home.runs().display()))?;
+            }
+            for r in &rows {
+                let stalled = r.status == "running" && !r.live;
+                out.line(format_args!(
+                    "{}  {:<11} {:<8} it {}  {}{}",
+                    r.id,
+                    r.status,
+                    r.phase,
+                    r.iteration,
+                    r.stop_reason.as_deref().unwrap_or(""),
+                    if stalled { "(stopped unexpectedly: `craik runs recover`)" } else { "" }
+                ))?;
+            }
+        }
+        Format::Json | Format::Junit => out.json(&rows)?,
+    }
+    Ok(Exit::Ok)
+}
+
+/// `craik runs show RUN`.
+pub(crate) fn show(out: &mut Out, format: Format, home: &Path, run_id: &str) -> Result<Exit, Failure> {
+    let dir = Home::new(home).run_dir(run_id)?;
+    let run: TaskRun = dir
+        .read_json(RUN)
+        .map_err(|e| Failure::invalid(e, Vec::new()))?;
+    match format {
+        Format::Human => {
+            out.line(format_args!("run        {}", run.id))?;
+            out.line(format_args!("task       {}", run.task_id))?;
+            out.line(format_args!("status     {}", run.status.as_str()))?;
+            out.line(format_args!(
+                "phase      {} (iteration {} of {})",
+                run.phase.as_str(),
+                run.iteration,
+                run.max_iterations
+            ))?;
+            if let Some(r) = &run.stop_reason {
+                out.line(format_args!("reason     {r}"))?;
+            }
+            out.line(format_args!("receipts   {}", run.receipt_ids.len()))?;
+            out.line(format_args!(
+                "handoff    {}",
+                run.handoff_id.as_deref().unwrap_or("-")
+            ))?;
+            out.line(format_args!("directory  {}", dir.path.display()))?;
+        }
+        Format::Json | Format::Junit => out.json(&run)?,
+    }
+    Ok(Exit::Ok)
+}
+
+/// `craik handoff show RUN`.
+pub(crate) fn handoff(out: &mut Out, format: Format, home: &Path, run_id: &str) -> Result<Exit, Failure> {
+    let dir = Home::new(home).run_dir(run_id)?;
+    let path = dir.file(HANDOFF);
+    if !path.is_file() {
+        return Err(Failure::usage(format!(
+            "{}: no handoff yet (the run has not ended)",
+            path.display()
+        ))
+        .with_exit(Exit::CheckFailed));
+    }
+    let handoff: Handoff = crate::run::store::read_json(&path)
+        .map_err(|e| Failure::invalid(e, Vec::new()))?;
+    match format {
+        Format::Human => {
+            out.line(format_args!("{} ({})", handoff.id, handoff.status.as_str()))?;
+            out.line(format_args!("{}", handoff.summary))?;
+            let sections: [(&str, &Vec<String>); 7] = [
+                ("completed", &handoff.completed_actions),
+                ("files changed", &handoff.files_changed),
+                ("commands run", &handoff.commands_run),
+                ("risks", &handoff.risks),
+                ("context debt", &handoff.context_debt),
+                ("policy exceptions", &handoff.policy_exceptions),
+                ("next steps", &handoff.next_steps),
+            ];
+            for (title, items) in sections {
+                if !items.is_empty() {
+                    out.line(format_args!("{title}:"))?;
+                    for item in items {
+                        out.line(format_args!("  - {item}"))?;
+                    }
+                }
+            }
+            out.line(format_args!(
+                "receipts: {}; memory proposals: {}",
+                handoff.receipt_ids.len(),
+                handoff.memory_proposal_ids.len()
+            ))?;
+        }
+        Format::Json | Format::Junit => out.json(&handoff)?,
+    }
+    Ok(Exit::Ok)
+}
+
+fn all_approvals(home: &Home) -> Result<Vec<(RunDir, ApprovalRecord)>, Failure> {
+    let mut out = Vec::new();
+    let ids = home
+        .run_ids()
+        .map_err(|e| Failure::usage(format!("{}: {e}", home.runs().display())))?;
+    for id in ids {
+        let dir = home.run_dir(&id)?;
+        for a in read_approvals(&dir)? {
+            out.push((dir.clone(), a));
+        }
+    }
+    Ok(out)
+}
+
+fn find_approval(home: &Home, id: &str) -> Result<(RunDir, ApprovalRecord), Failure> {
+    all_approvals(home)?
+        .into_iter()
+        .find(|(_, a)| a.id == id)
+        .ok_or_else(|| {
+            Failure::usage(format!(
+                "approval `{}`: not found (see `craik approvals list`)",
+                craik_contracts::Truncated(id)
+            ))
+        })
+}
+
+/// `craik approvals list`.
+pub(crate) fn approvals_list(out: &mut Out, format: Format, home: &Path, all: bool) -> Result<Exit, Failure> {
+    let home = Home::new(home);
+    let rows: Vec<ApprovalRecord> = all_approvals(&home)?
+        .into_iter()
+        .map(|(_, a)| a)
+        .filter(|a| all || a.status == ApprovalStatus::Pending)
+        .collect();
+    match format {
+        Format::Human => {
+            if rows.is_empty() {
+                out.line(if all { "no approvals" } else { "no pending approvals" })?;
+            }
+            for a in &rows {
+                out.line(format_args!(
+                    "{}  {:<9} {} {} {} ({})",
+                    a.id,
+                    a.status.as_str(),
+                    a.action.proposed.capability,
+                    a.action.proposed.operation,
+                    a.action.proposed.target.as_deref().unwrap_or(""),
+                    a.run_id
+                ))?;
+            }
+        }
+        Format::Json | Format::Junit => out.json(&rows)?,
+    }
+    Ok(Exit::Ok)
+}
+
+/// `craik approvals show ID`.
+pub(crate) fn approvals_show(out: &mut Out, format: Format, home: &Path, id: &str) -> Result<Exit, Failure> {
+    let (_, a) = find_approval(&Home::new(home), id)?;
+    match format {
+        Format::Human => {
+            let p = &a.action.proposed;
+            out.line(format_args!("approval   {} ({})", a.id, a.status.as_str()))?;
+            out.line(format_args!("run        {} (task {})", a.run_id, a.task_id))?;
+            out.line(format_args!("runner     {} under {}", a.runner_id, a.profile.as_str()))?;
+            out.line(format_args!(
+                "action     {} {} {} {}",
+                a.action.id,
+                p.capability,
+                p.operation,
+                p.target.as_deref().unwrap_or("")
+            ))?;
+            if let Some(argv) = &p.argv {
+                out.line(format_args!("argv       {argv:?}"))?;
+            }
+            if let Some(content) = &p.content {
+                out.line(format_args!(
+                    "content    {} bytes, {}",
+                    content.len(),
+                    digest(content.as_bytes())
+                ))?;
+                for line in content.lines().take(20) {
+                    out.line(format_args!("  | {line}"))?;
+                }
+            }
+            for edit in &p.edits {
+                out.line(format_args!("edit       - {:?}\n           + {:?}", edit.old, edit.new))?;
+            }
+            if let Some(reason) = &p.reason {
+                out.line(format_args!("runner says {reason}"))?;
+            }
+            out.line(format_args!("policies   {}", a.policies.join(", ")))?;
+            out.line(format_args!("why        {}", a.reasons.join("; ")))?;
+            out.line(format_args!("binds to   {}", a.request_hash))?;
+            if let Some(by) = &a.decided_by {
+                out.line(format_args!(
+                    "decided    by {by}: {}",
+                    a.reason.as_deref().unwrap_or("")
+                ))?;
+            }
+        }
+        Format::Json | Format::Junit => out.json(&a)?,
+    }
+    Ok(Exit::Ok)
+}
+
+/// A `user:NAME` reviewer who is not the runner.
+fn reviewer(by: &str, runner: &str) -> Result<(), Failure> {
+    let name = by.strip_prefix("user:").unwrap_or_default();
+    let ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@'));
+    if !ok {
+        return Err(Failure::usage(format!(
+            "--by `{}`: expected `user:NAME` (letters, digits, - _ . @)",
+            craik_contracts::Truncated(by)
+        )));
+    }
+    if by == runner || name == runner || runner.ends_with(name) {
+        return Err(Failure::usage(format!(
+            "--by `{by}`: the runner `{runner}` can never review its own request"
+        )));
+    }
+    Ok(())
+}
+
+/// Writes one review decision as its own small signed, closed journal under `reviews/`.
+fn review_receipt(home: &Home, review_id: &str, draft: ReceiptDraft, out: &mut Out) -> Result<PathBuf, Failure> {
+    let (signer, _) = keys(home, out)?;
+    let run_id = format!("run_{}", review_id);
+    let dir = home.reviews().join(review_id);
+    let mut file = JournalFile::create(&dir)
+        .map_err(|e| Failure::usage(format!("{}: {e}", dir.display())))?;
+    let mut writer = JournalWriter::new(&run_id, 0);
+    let now = OffsetDateTime::now_utc();
+    let mut bytes = writer
+        .append(draft, now, &signer)
+        .map_err(|e| Failure::internal(e.to_string()))?;
+    bytes.extend(
+        writer
+            .close(now, &signer)
+            .map_err(|e| Failure::internal(e.to_string()))?,
+    );
+    file.append(&bytes)
+        .map_err(|e| Failure::internal(format!("{}: {e}", file.path().display())))?;
+    Ok(dir.join(JOURNAL_NAME))
+}
+
+#[allow(clippy::too_many_arguments)] // one flat record; a builder would only rename the fields
+fn review_draft(
+    task_id: &str,
+    by: &str,
+    capability: &str,
+    target: &str,
+    profile: PolicyProfile,
+    request_hash: &str,
+    approve: bool,
+    reason: &str,
+    policy_set: &str,
+) -> ReceiptDraft {
+    ReceiptDraft {
+        task_id: task_id.to_owned(),
+        actor: by.to_owned(),
+        capability: capability.to_owned(),
+        target: target.to_owned(),
+        policy_profile: profile,
+        fail_open: false,
+        reason: reason.to_owned(),
+        result: ReceiptResult {
+            status: if approve { ReceiptStatus::Passed } else { ReceiptStatus::Denied },
+            summary: if approve { "approved".into() } else { "rejected".into() },
+            metadata: craik_contracts::Object::new(),
+        },
+        redacted: true,
+        policy_set: policy_set.to_owned(),
+        request_hash: request_hash.to_owned(),
+        decision: if approve { Decision::Allow } else { Decision::Deny },
+        determining_policies: Vec::new(),
+        decided_by: DecidedBy {
+            kind: DecidedByKind::Approval,
+            by: by.to_owned(),
+        },
+        mode: Mode::Enforce,
+        action: None,
+    }
+}
+
+/// `craik approvals approve|deny ID --by user:NAME --reason TEXT`.
+pub(crate) fn approvals_decide(
+    out: &mut Out,
+    home: &Path,
+    id: &str,
+    by: &str,
+    reason: &str,
+    approve: bool,
+    expires_in_secs: u64,
+) -> Result<Exit, Failure> {
+    let home = Home::new(home);
+    let (dir, mut record) = find_approval(&home, id)?;
+    reviewer(by, &record.runner_id)?;
+    if reason.trim().is_empty() {
+        return Err(Failure::usage("--reason: must not be empty"));
+    }
+    if record.status != ApprovalStatus::Pending {
+        return Err(Failure::usage(format!(
+            "approval {id} is already {}; approvals are single use",
+            record.status.as_str()
+        ))
+        .with_exit(Exit::CheckFailed));
+    }
+    if record.profile == PolicyProfile::Automation {
+        return Err(Failure::usage(format!(
+            "approval {id}: the automation profile admits no approvals"
+        ))
+        .with_exit(Exit::CheckFailed));
+    }
+    let inputs: Inputs = dir
+        .read_json(crate::run::store::INPUTS)
+        .map_err(|e| Failure::invalid(e, Vec::new()))?;
+    let draft = review_draft(
+        &record.task_id,
+        by,
+        &record.action.proposed.capability,
+        record.action.proposed.target.as_deref().unwrap_or(""),
+        record.profile,
+        &record.request_hash,
+        approve,
+        reason,
+        &inputs.policy_set,
+    );
+    let journal = review_receipt(&home, &record.id, draft, out)?;
+    let now = OffsetDateTime::now_utc();
+    record.status = if approve { ApprovalStatus::Approved } else { ApprovalStatus::Denied };
+    record.decided_by = Some(by.to_owned());
+    record.decided_at = Some(Timestamp::new(now));
+    record.reason = Some(reason.to_owned());
+    record.expires_at = approve
+        .then(|| now + time::Duration::seconds(i64::try_from(expires_in_secs).unwrap_or(i64::MAX)))
+        .map(Timestamp::new);
+    record.review = Some(journal.display().to_string());
+    write_approval(&dir, &record)?;
+    out.line(format_args!(
+        "{id}: {} by {by}; receipt {}",
+        record.status.as_str(),
+        journal.display()
+    ))?;
+    out.line(format_args!("next: craik runs resume {}", record.run_id))?;
+    Ok(Exit::Ok)
+}
+
+fn proposals(home: &Home) -> Result<Vec<MemoryProposal>, Failure> {
+    let dir = home.memory();
+    let mut out = Vec::new();
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(Failure::usage(format!("{}: {e}", dir.display()))),
+    };
+    for entry in entries.flatten() {
+        let p = entry.path();
+        if p.extension().is_some_and(|e| e == "json") {
+            out.push(
+                read_one(&p, Kind::MemoryProposal, |c| match c {
+                    AnyContract::MemoryProposal(m) => Some(*m),
+                    _ => None,
+                })?,
+            );
+        }
+    }
+    out.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(out)
+}
+
+/// `craik memory list`.
+pub(crate) fn memory_list(out: &mut Out, format: Format, home: &Path) -> Result<Exit, Failure> {
+    let list = proposals(&Home::new(home))?;
+    match format {
+        Format::Human => {
+            if list.is_empty() {
+                out.line("no memory proposals")?;
+            }
+            for m in &list {
+                out.line(format_args!(
+                    "{}  {:<8} {} {} {} = {} ({} evidence)",
+                    m.id,
+                    m.status.as_str(),
+                    m.operation.as_str(),
+                    m.fact.entity,
+                    m.fact.relation,
+                    m.fact.value,
+                    m.evidence.len()
+                ))?;
+            }
+        }
+        Format::Json | Format::Junit => out.json(&list)?,
+    }
+    Ok(Exit::Ok)
+}
+
+/// `craik memory show ID`.
+pub(crate) fn memory_show(out: &mut Out, _format: Format, home: &Path, id: &str) -> Result<Exit, Failure> {
+    let m = proposals(&Home::new(home))?
+        .into_iter()
+        .find(|m| m.id == id)
+        .ok_or_else(|| Failure::usage(format!("memory proposal `{}`: not found", craik_contracts::Truncated(id))))?;
+    out.json(&m)?;
+    Ok(Exit::Ok)
+}
+
+/// `craik memory approve|reject ID --by user:NAME --reason TEXT`.
+pub(crate) fn memory_decide(
+    out: &mut Out,
+    home: &Path,
+    id: &str,
+    by: &str,
+    reason: &str,
+    approve: bool,
+) -> Result<Exit, Failure> {
+    let home = Home::new(home);
+    let mut m = proposals(&home)?
+        .into_iter()
+        .find(|m| m.id == id)
+        .ok_or_else(|| Failure::usage(format!("memory proposal `{}`: not found", craik_contracts::Truncated(id))))?;
+    let runner = match m.run_id.as_deref() {
+        Some(run_id) => Home::new(&home.root)
+            .run_dir(run_id)
+            .and_then(|d| d.read_json::<TaskRun>(RUN).map_err(|e| Failure::invalid(e, Vec::new())))
+            .map(|r| r.runner_id)
+            .unwrap_or_else(|_| "runner_unknown".into()),
+        None => "runner_unknown".into(),
+    };
+    reviewer(by, &runner)?;
+    if reason.trim().is_empty() {
+        return Err(Failure::usage("--reason: must not be empty"));
+    }
+    if m.status != ProposalStatus::Pending {
+        return Err(Failure::usage(format!("{id} is already {}", m.status.as_str()))
+            .with_exit(Exit::CheckFailed));
+    }
+    if approve && m.evidence.is_empty() {
+        return Err(Failure::usage(format!(
+            "{id}: has no evidence; a proposal without evidence cannot be approved (reject it)"
+        ))
+        .with_exit(Exit::CheckFailed));
+    }
+    let draft = review_draft(
+        &m.task_id,
+        by,
+        "memory.write",
+        &format!("{}/{}", m.fact.scope.as_str(), m.fact.entity),
+        PolicyProfile::Strict,
+        &digest(serde_json::to_string(&m.fact).unwrap_or_default().as_bytes()),
+        approve,
+        reason,
+        "",
+    );
+    let review = format!("review_{}", id.trim_start_matches("memprop_"));
+    let journal = review_receipt(&home, &review, draft, out)?;
+    let now = OffsetDateTime::now_utc();
+    m.status = if approve { ProposalStatus::Approved } else { ProposalStatus::Rejected };
+    m.decided_by = Some(by.to_owned());
+    m.decided_at = Some(Timestamp::new(now));
+    m.decision_reason = Some(reason.to_owned());
+    write_memory(&home, &m)?;
+    out.line(format_args!(
+        "{id}: {} by {by}; receipt {}",
+        m.status.as_str(),
+        journal.display()
+    ))?;
+    Ok(Exit::Ok)
+}

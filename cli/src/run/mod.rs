@@ -1,0 +1,261 @@
+//! The host runtime of a governed run: what a run is started with, its event journal, the
+//! runner interface, and the driver ([`host`]).
+
+pub(crate) mod exec;
+pub(crate) mod host;
+pub(crate) mod store;
+
+use std::path::PathBuf;
+
+use craik_contracts::{
+    CapabilityGrant, FixtureScenario, IntentLock, MEMORY_PROPOSALS, MemoryProposalSpec, NEXT,
+    NextStep, Object, PROPOSED_ACTIONS, Phase, PolicyEnvelope, PolicyProfile, ProposedAction,
+    ResultStatus, RunnerMetadata, RunnerMode, RunnerStepRequest, RunnerStepResult,
+    RunnerTrustLevel, TaskRequest, TaskRunStatus, Timestamp,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Everything a run was started with; written once as `inputs.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Inputs {
+    pub(crate) run_id: String,
+    pub(crate) task: TaskRequest,
+    pub(crate) intent: Option<IntentLock>,
+    pub(crate) envelope: Option<PolicyEnvelope>,
+    pub(crate) grants: Vec<CapabilityGrant>,
+    /// `fixture:<path>` as given.
+    pub(crate) runner: String,
+    pub(crate) scenario: FixtureScenario,
+    pub(crate) profile: PolicyProfile,
+    pub(crate) policies: Option<PathBuf>,
+    pub(crate) custom: Vec<PathBuf>,
+    /// The policy set hash when the run started (a resume re-decides under the bundle loaded
+    /// then, and says so if it differs).
+    pub(crate) policy_set: String,
+    pub(crate) workspace: PathBuf,
+    pub(crate) max_iterations: u32,
+    pub(crate) budget_secs: Option<u64>,
+    pub(crate) shadow: bool,
+    pub(crate) started_at: Timestamp,
+}
+
+/// An action as the host tracks it: its own id, the runner's proposal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ActionRecord {
+    /// `action_<step>_<k>`, assigned by the host (runner ids are only labels).
+    pub(crate) id: String,
+    pub(crate) proposed: ProposedAction,
+}
+
+/// What happened to an action, as the runner is told in the next step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Outcome {
+    pub(crate) action: String,
+    pub(crate) label: String,
+    pub(crate) decision: String,
+    pub(crate) ok: bool,
+    pub(crate) summary: String,
+    #[serde(default)]
+    pub(crate) output: Option<String>,
+    pub(crate) receipt: String,
+}
+
+/// The run's own journal (`events.jsonl`): the run's state is a fold over it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case", deny_unknown_fields)]
+pub(crate) enum Event {
+    StepRequest {
+        at: Timestamp,
+        request: Box<RunnerStepRequest>,
+    },
+    StepResult {
+        at: Timestamp,
+        /// Redacted.
+        result: Box<RunnerStepResult>,
+        actions: Vec<ActionRecord>,
+        next: Option<NextStep>,
+    },
+    /// Written (fsync) after the decision receipt and before the side effect.
+    Executing {
+        at: Timestamp,
+        action: String,
+        /// `sha256:` of the target file before and after (file actions).
+        pre: Option<String>,
+        post: Option<String>,
+    },
+    Outcome {
+        at: Timestamp,
+        outcome: Outcome,
+    },
+    Parked {
+        at: Timestamp,
+        reason: String,
+        approval: String,
+    },
+    Reopened {
+        at: Timestamp,
+        why: String,
+    },
+    Recovered {
+        at: Timestamp,
+        notes: Vec<String>,
+    },
+    Halted {
+        at: Timestamp,
+        status: TaskRunStatus,
+        reason: String,
+    },
+}
+
+/// A runner, as the loop sees it. In-process for now; the adapters move it out of process.
+pub(crate) trait StepRunner {
+    fn metadata(&self) -> &RunnerMetadata;
+    fn trust(&self) -> RunnerTrustLevel;
+    fn step(&mut self, request: &RunnerStepRequest) -> Result<RunnerStepResult, String>;
+}
+
+/// The deterministic scripted runner: answers each request with the scenario's next step.
+#[derive(Debug)]
+pub(crate) struct FixtureStepRunner {
+    scenario: FixtureScenario,
+    next: usize,
+    metadata: RunnerMetadata,
+}
+
+impl FixtureStepRunner {
+    /// Starts at step `cursor` (the number of results already recorded, on recovery).
+    pub(crate) fn new(scenario: FixtureScenario, cursor: usize) -> Self {
+        let metadata = RunnerMetadata {
+            schema: Default::default(),
+            version: Default::default(),
+            id: "runner_fixture".into(),
+            name: "Fixture step runner".into(),
+            adapter: "fixture".into(),
+            adapter_version: env!("CARGO_PKG_VERSION").into(),
+            mode: RunnerMode::Fixture,
+            capabilities: Vec::new(),
+            metadata: Object::new(),
+        };
+        Self {
+            scenario,
+            next: cursor,
+            metadata,
+        }
+    }
+}
+
+impl StepRunner for FixtureStepRunner {
+    fn metadata(&self) -> &RunnerMetadata {
+        &self.metadata
+    }
+
+    fn trust(&self) -> RunnerTrustLevel {
+        self.scenario.runner_trust
+    }
+
+    fn step(&mut self, request: &RunnerStepRequest) -> Result<RunnerStepResult, String> {
+        let n = self.next;
+        let step = self.scenario.steps.get(n).cloned().ok_or_else(|| {
+            format!(
+                "scenario `{}` has no step {n} (it has {})",
+                self.scenario.id,
+                self.scenario.steps.len()
+            )
+        })?;
+        self.next += 1;
+        let mut observed = step.outputs.0.clone();
+        if !step.proposed_actions.is_empty() {
+            observed.insert(PROPOSED_ACTIONS.into(), json(&step.proposed_actions));
+        }
+        if !step.memory_proposals.is_empty() {
+            observed.insert(MEMORY_PROPOSALS.into(), json(&step.memory_proposals));
+        }
+        if let Some(next) = step.next {
+            observed.insert(NEXT.into(), json(&next));
+        }
+        Ok(RunnerStepResult {
+            schema: Default::default(),
+            version: Default::default(),
+            id: request
+                .id
+                .replacen("runner_step_request_", "runner_step_result_", 1),
+            request_id: request.id.clone(),
+            run_id: request.run_id.clone(),
+            task_id: request.task_id.clone(),
+            phase: step.phase,
+            runner: self.metadata.clone(),
+            status: step.status,
+            summary: step.summary,
+            observed_output: Object(observed),
+            diagnostics: step.diagnostics,
+            receipt_ids: Vec::new(),
+            memory_proposal_ids: Vec::new(),
+            artifacts: Vec::new(),
+            redacted: false,
+            created_at: request.created_at,
+        })
+    }
+}
+
+/// Serialises one of our own types to a JSON value (`null` if it could not be, which our
+/// types never do).
+pub(crate) fn json<T: Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// The reserved parts of a step result's `observed_output`, read strictly.
+#[derive(Debug, Default)]
+pub(crate) struct Directives {
+    pub(crate) actions: Vec<ProposedAction>,
+    pub(crate) memory: Vec<MemoryProposalSpec>,
+    pub(crate) next: Option<NextStep>,
+}
+
+/// Splits the reserved keys off `observed_output`; a malformed one names its key and why.
+pub(crate) fn directives(observed: &mut Object) -> Result<Directives, String> {
+    fn take<T: serde::de::DeserializeOwned>(
+        observed: &mut Object,
+        key: &str,
+    ) -> Result<Option<T>, String> {
+        match observed.0.shift_remove(key) {
+            None => Ok(None),
+            Some(value) => serde_path_to_error::deserialize(value)
+                .map(Some)
+                .map_err(|e| {
+                    format!(
+                        "observed_output.{key}{}: {}",
+                        match e.path().to_string().as_str() {
+                            "." => String::new(),
+                            p if p.starts_with('[') => p.to_owned(),
+                            p => format!(".{p}"),
+                        },
+                        e.into_inner()
+                    )
+                }),
+        }
+    }
+    Ok(Directives {
+        actions: take(observed, PROPOSED_ACTIONS)?.unwrap_or_default(),
+        memory: take(observed, MEMORY_PROPOSALS)?.unwrap_or_default(),
+        next: take(observed, NEXT)?,
+    })
+}
+
+/// Status of a step result that may propose memory.
+pub(crate) fn may_propose(status: ResultStatus) -> bool {
+    matches!(status, ResultStatus::Completed | ResultStatus::Partial)
+}
+
+/// Phases in which a runner may propose side effects.
+pub(crate) fn may_act(phase: Phase) -> bool {
+    phase == Phase::Act
+}
+
+/// A JSON value as compact text (for summaries).
+pub(crate) fn compact(value: &Value) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}

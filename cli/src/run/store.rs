@@ -1,0 +1,298 @@
+//! A run's directory under Craik's home, and the only code that writes into it.
+//!
+//! ```text
+//! .craik/
+//!   keys/signing.key.pem, signing.pub.pem
+//!   runs/<run id>/
+//!     inputs.json      what the run was started with (written once)
+//!     events.jsonl     the run's own journal: step requests/results, executions, parks, halts
+//!     receipts.jsonl   signed receipts (the auditor's record)
+//!     outputs.jsonl    redacted craik.run_output, one per step
+//!     run.json         craik.task_run, replaced atomically after every change (derived)
+//!     approvals/<id>.json
+//!     handoff.json     craik.handoff, at a terminal state
+//!     workspace/       scratch copy of an example's workspace, when run from an example
+//!     lock             the pid of the process driving the run
+//!   memory/<memprop id>.json
+//!   reviews/<id>/receipts.jsonl   one small signed journal per human review decision
+//! ```
+//!
+//! Journals are append-only: one `write` and one `fsync` per entry. The one repair is a torn
+//! last line (a write cut short by a crash before its fsync returned, so nothing acted on it):
+//! recovery moves those bytes to `<name>.torn` and truncates them away, and says so.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::exit::Failure;
+use crate::files::write_atomic;
+
+pub(crate) const EVENTS: &str = "events.jsonl";
+pub(crate) const OUTPUTS: &str = "outputs.jsonl";
+pub(crate) const INPUTS: &str = "inputs.json";
+pub(crate) const RUN: &str = "run.json";
+pub(crate) const HANDOFF: &str = "handoff.json";
+pub(crate) const LOCK: &str = "lock";
+pub(crate) const CANCEL: &str = "cancel";
+
+/// Test hook: `CRAIK_TEST_PAUSE_AT=N` makes the process stop at its N-th durable write (after
+/// the write, before whatever follows it), print `craik-test: paused at N` on stderr and wait
+/// forever, so a test can `kill -9` it at a precise point. Pausing never changes an outcome.
+#[derive(Debug, Default)]
+pub(crate) struct CrashPoints {
+    at: Option<u64>,
+    count: u64,
+}
+
+impl CrashPoints {
+    pub(crate) fn from_env() -> Self {
+        Self {
+            at: std::env::var("CRAIK_TEST_PAUSE_AT")
+                .ok()
+                .and_then(|v| v.parse().ok()),
+            count: 0,
+        }
+    }
+
+    /// Called after every durable write.
+    pub(crate) fn point(&mut self) {
+        self.count += 1;
+        if self.at == Some(self.count) {
+            let mut err = io::stderr();
+            let _ = writeln!(err, "craik-test: paused at {}", self.count);
+            let _ = err.flush();
+            loop {
+                std::thread::park();
+            }
+        }
+    }
+}
+
+/// Craik's home (`.craik/` by default).
+#[derive(Debug, Clone)]
+pub(crate) struct Home {
+    pub(crate) root: PathBuf,
+}
+
+impl Home {
+    pub(crate) fn new(root: &Path) -> Self {
+        Self {
+            root: root.to_owned(),
+        }
+    }
+
+    pub(crate) fn runs(&self) -> PathBuf {
+        self.root.join("runs")
+    }
+
+    pub(crate) fn keys(&self) -> PathBuf {
+        self.root.join("keys")
+    }
+
+    pub(crate) fn memory(&self) -> PathBuf {
+        self.root.join("memory")
+    }
+
+    pub(crate) fn reviews(&self) -> PathBuf {
+        self.root.join("reviews")
+    }
+
+    /// The directory of an existing run; the id must be a plain `run_…` name.
+    pub(crate) fn run_dir(&self, run_id: &str) -> Result<RunDir, Failure> {
+        if craik_contracts::id_problem(run_id).is_some() || !run_id.starts_with("run_") {
+            return Err(Failure::usage(format!(
+                "`{}`: not a run id (expected `run_…`)",
+                craik_contracts::Truncated(run_id)
+            )));
+        }
+        let path = self.runs().join(run_id);
+        if !path.join(INPUTS).is_file() {
+            return Err(Failure::usage(format!(
+                "{}: no such run (see `craik runs list --home {}`)",
+                path.display(),
+                self.root.display()
+            )));
+        }
+        Ok(RunDir { path })
+    }
+
+    /// Every run id, sorted.
+    pub(crate) fn run_ids(&self) -> io::Result<Vec<String>> {
+        let mut ids = Vec::new();
+        match fs::read_dir(self.runs()) {
+            Ok(entries) => {
+                for entry in entries {
+                    let entry = entry?;
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    if name.starts_with("run_") && entry.path().join(INPUTS).is_file() {
+                        ids.push(name);
+                    }
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        ids.sort();
+        Ok(ids)
+    }
+}
+
+/// One run's directory.
+#[derive(Debug, Clone)]
+pub(crate) struct RunDir {
+    pub(crate) path: PathBuf,
+}
+
+impl RunDir {
+    /// Creates a new run directory; refuses an existing one.
+    pub(crate) fn create(home: &Home, run_id: &str) -> io::Result<Self> {
+        fs::create_dir_all(home.runs())?;
+        let path = home.runs().join(run_id);
+        fs::create_dir(&path)?;
+        Ok(Self { path })
+    }
+
+    pub(crate) fn file(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// Appends one JSON line and fsyncs it.
+    pub(crate) fn append<T: Serialize>(&self, name: &str, value: &T) -> io::Result<()> {
+        let mut line = serde_json::to_vec(value).map_err(io::Error::other)?;
+        line.push(b'\n');
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.file(name))?;
+        file.write_all(&line)?;
+        file.sync_data()
+    }
+
+    /// Reads a JSON-lines file (missing: empty). A torn last line is an error here; recovery
+    /// repairs it first with [`RunDir::repair_torn`].
+    pub(crate) fn read_lines<T: DeserializeOwned>(&self, name: &str) -> Result<Vec<T>, String> {
+        let path = self.file(name);
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        };
+        if !bytes.is_empty() && !bytes.ends_with(b"\n") {
+            return Err(format!(
+                "{}: torn last line (a crash?); run `craik runs recover` first",
+                path.display()
+            ));
+        }
+        bytes
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .enumerate()
+            .map(|(i, line)| {
+                serde_json::from_slice(line)
+                    .map_err(|e| format!("{}: line {}: {e}", path.display(), i + 1))
+            })
+            .collect()
+    }
+
+    /// Moves a torn last line of `name` to `name.torn` and truncates it away. Returns the
+    /// number of bytes moved (0: nothing was torn).
+    pub(crate) fn repair_torn(&self, name: &str) -> io::Result<usize> {
+        let path = self.file(name);
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(e),
+        };
+        if bytes.is_empty() || bytes.ends_with(b"\n") {
+            return Ok(0);
+        }
+        let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let torn = bytes.get(keep..).unwrap_or_default();
+        let mut saved = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.file(&format!("{name}.torn")))?;
+        saved.write_all(torn)?;
+        saved.sync_all()?;
+        let file = OpenOptions::new().write(true).open(&path)?;
+        file.set_len(u64::try_from(keep).unwrap_or(u64::MAX))?;
+        file.sync_all()?;
+        Ok(torn.len())
+    }
+
+    /// Writes a JSON document atomically (temp file, fsync, rename).
+    pub(crate) fn write_json<T: Serialize>(&self, name: &str, value: &T) -> io::Result<()> {
+        let mut text = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
+        text.push(b'\n');
+        write_atomic(&self.file(name), &text)?;
+        sync_dir(&self.path)
+    }
+
+    /// Reads a JSON document.
+    pub(crate) fn read_json<T: DeserializeOwned>(&self, name: &str) -> Result<T, String> {
+        read_json(&self.file(name))
+    }
+
+    /// Takes the run's lock; a lock held by a live process refuses, a stale one (its process
+    /// is gone: a crash) is taken over.
+    pub(crate) fn lock(&self) -> Result<RunLock, Failure> {
+        let path = self.file(LOCK);
+        for _ in 0..2 {
+            match OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(mut file) => {
+                    writeln!(file, "{}", std::process::id())
+                        .and_then(|()| file.sync_all())
+                        .map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
+                    return Ok(RunLock { path });
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    let pid = fs::read_to_string(&path).unwrap_or_default();
+                    let pid = pid.trim();
+                    if !pid.is_empty() && Path::new("/proc").join(pid).exists() {
+                        return Err(Failure::usage(format!(
+                            "{}: the run is being driven by process {pid}",
+                            self.path.display()
+                        )));
+                    }
+                    fs::remove_file(&path)
+                        .map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
+                }
+                Err(e) => return Err(Failure::usage(format!("{}: {e}", path.display()))),
+            }
+        }
+        Err(Failure::usage(format!("{}: cannot take the lock", path.display())))
+    }
+
+    /// Whether a live process holds the lock.
+    pub(crate) fn locked_by_live(&self) -> Option<String> {
+        let pid = fs::read_to_string(self.file(LOCK)).ok()?;
+        let pid = pid.trim().to_owned();
+        (!pid.is_empty() && Path::new("/proc").join(&pid).exists()).then_some(pid)
+    }
+}
+
+/// Released (file removed) when dropped.
+#[derive(Debug)]
+pub(crate) struct RunLock {
+    path: PathBuf,
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, String> {
+    let bytes = fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// fsync a directory, so a rename or a new entry in it is durable.
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}

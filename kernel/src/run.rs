@@ -201,9 +201,10 @@ impl RunLoop {
         Ok(self.gate(now))
     }
 
-    /// Ends the run (idempotent on a terminal run: the first ending stands).
+    /// Ends the run (idempotent on an ended run: the first ending stands). A parked run
+    /// (blocked, not ended) can be ended.
     pub fn halt(&mut self, status: TaskRunStatus, reason: String, now: OffsetDateTime) {
-        if is_terminal(self.run.status) {
+        if self.run.ended_at.is_some() {
             return;
         }
         self.run.status = status;

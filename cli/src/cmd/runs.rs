@@ -160,6 +160,7 @@ fn setup(
     inputs_policies: Option<&Path>,
     custom: &[PathBuf],
     grants: &[CapabilityGrant],
+    scenario: FixtureScenario,
     home: &Home,
     out: &mut Out,
 ) -> Result<Setup, Failure> {
@@ -171,7 +172,17 @@ fn setup(
         grants,
         signer,
         keys,
+        scenario,
     })
+}
+
+fn read_scenario(path: &Path) -> Result<(FixtureScenario, String), Failure> {
+    let scenario = read_one(path, Kind::FixtureScenario, |c| match c {
+        AnyContract::FixtureScenario(s) => Some(*s),
+        _ => None,
+    })?;
+    let bytes = std::fs::read(path).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
+    Ok((scenario, digest(&bytes)))
 }
 
 fn new_run_id(now: OffsetDateTime) -> Result<String, Failure> {
@@ -212,11 +223,11 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         AnyContract::TaskRequest(t) => Some(*t),
         _ => None,
     })?;
-    let scenario: FixtureScenario =
-        read_one(&resolved.scenario, Kind::FixtureScenario, |c| match c {
-            AnyContract::FixtureScenario(s) => Some(*s),
-            _ => None,
-        })?;
+    let (scenario, scenario_digest) = read_scenario(&resolved.scenario)?;
+    let scenario_path = resolved
+        .scenario
+        .canonicalize()
+        .map_err(|e| Failure::usage(format!("{}: {e}", resolved.scenario.display())))?;
     let intent: Option<IntentLock> = resolved
         .intent
         .as_deref()
@@ -263,7 +274,7 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         return Err(Failure::usage("--max-iterations: must be at least 1"));
     }
     let home = Home::new(args.home);
-    let setup = setup(args.policies, args.custom, &grants, &home, out)?;
+    let setup = setup(args.policies, args.custom, &grants, scenario, &home, out)?;
     let started = OffsetDateTime::now_utc();
     let run_id = new_run_id(started)?;
     let dir = RunDir::create(&home, &run_id)
@@ -291,7 +302,8 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         runner: args
             .runner
             .map_or_else(|| format!("fixture:{}", resolved.scenario.display()), str::to_owned),
-        scenario,
+        scenario_path,
+        scenario_digest,
         profile,
         policies: args.policies.map(Path::to_owned),
         custom: args.custom.to_vec(),
@@ -352,12 +364,26 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
         },
         &mut |_, _| {},
     );
+    // Verdicts as the journal records them (every decision, across resumes).
+    let mut tally = host.tally.clone();
+    (tally.allow, tally.approval, tally.deny) = (0, 0, 0);
+    for (_, line) in crate::cmd::receipts::decode_all(&bytes) {
+        if let crate::cmd::receipts::Decoded::Receipt(r) = line
+            && r.decided_by.kind != DecidedByKind::Outcome
+        {
+            match r.decision {
+                Decision::Allow => tally.allow += 1,
+                Decision::RequiresApproval => tally.approval += 1,
+                Decision::Deny => tally.deny += 1,
+            }
+        }
+    }
     let run = host.machine.run();
     let handoff = host.dir.file(HANDOFF);
     let handoff = handoff.is_file().then(|| handoff.display().to_string());
     let s = Summary {
         run,
-        tally: &host.tally,
+        tally: &tally,
         receipts: report.receipts,
         journal: journal.display().to_string(),
         journal_valid: report.is_valid(),
@@ -375,14 +401,14 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
             ))?;
             out.line(format_args!(
                 "  steps     {} (iteration {} of {}, phase {})",
-                host.tally.steps,
+                tally.steps,
                 run.iteration,
                 run.max_iterations,
                 run.phase.as_str()
             ))?;
             out.line(format_args!(
                 "  verdicts  {} allow, {} requires approval, {} deny; {} side effects performed",
-                host.tally.allow, host.tally.approval, host.tally.deny, host.tally.executed
+                tally.allow, tally.approval, tally.deny, tally.executed
             ))?;
             match &report.failure {
                 None => out.line(format_args!(
@@ -438,10 +464,22 @@ fn open_host(home: &Path, run_id: &str, out: &mut Out) -> Result<(Host, KeyRing)
     let inputs: Inputs = dir
         .read_json(crate::run::store::INPUTS)
         .map_err(|e| Failure::invalid(e, Vec::new()))?;
+    let (scenario, digest_now) = read_scenario(&inputs.scenario_path)?;
+    if digest_now != inputs.scenario_digest {
+        return Err(Failure::invalid(
+            format!(
+                "{}: the scenario changed since the run started ({} → {digest_now}); a run continues only with the runner it started with",
+                inputs.scenario_path.display(),
+                inputs.scenario_digest
+            ),
+            Vec::new(),
+        ));
+    }
     let setup = setup(
         inputs.policies.as_deref(),
         &inputs.custom,
         &inputs.grants,
+        scenario,
         &home,
         out,
     )?;

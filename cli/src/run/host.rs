@@ -165,6 +165,7 @@ pub(crate) struct Setup {
     pub(crate) grants: GrantSet,
     pub(crate) signer: Ed25519Signer,
     pub(crate) keys: KeyRing,
+    pub(crate) scenario: craik_contracts::FixtureScenario,
 }
 
 impl Host {
@@ -183,7 +184,7 @@ impl Host {
         let budget = inputs
             .budget_secs
             .map(|s| time::Duration::seconds(i64::try_from(s).unwrap_or(i64::MAX)));
-        let runner = Box::new(FixtureStepRunner::new(inputs.scenario.clone(), 0));
+        let runner = Box::new(FixtureStepRunner::new(setup.scenario, 0));
         let mut host = Self {
             journal: JournalWriter::new(&inputs.run_id, CHECKPOINT_EVERY),
             home,
@@ -263,6 +264,7 @@ impl Host {
             .map(|s| time::Duration::seconds(i64::try_from(s).unwrap_or(i64::MAX)));
         let mut run = initial_run(&inputs);
         run.status = TaskRunStatus::Running;
+        let scenario = setup.scenario.clone();
         let mut host = Self {
             journal,
             home,
@@ -272,7 +274,7 @@ impl Host {
             signer: setup.signer,
             journal_file,
             machine: RunLoop::new(run, budget),
-            runner: Box::new(FixtureStepRunner::new(inputs.scenario.clone(), 0)),
+            runner: Box::new(FixtureStepRunner::new(setup.scenario.clone(), 0)),
             workspace,
             crash: CrashPoints::from_env(),
             step_count: 0,
@@ -295,10 +297,7 @@ impl Host {
             host.machine.note_receipt(id);
         }
         host.replay(events)?;
-        host.runner = Box::new(FixtureStepRunner::new(
-            host.inputs.scenario.clone(),
-            host.step_count,
-        ));
+        host.runner = Box::new(FixtureStepRunner::new(scenario, host.step_count));
         if host.bundle.hash() != host.inputs.policy_set {
             host.notes.push(format!(
                 "the policy set changed since the run started ({} → {}); every further decision uses the current one",
@@ -366,11 +365,6 @@ impl Host {
     }
 
     fn count_outcome(&mut self, outcome: &Outcome) {
-        match outcome.decision.as_str() {
-            "allow" => self.tally.allow += 1,
-            "requires_approval" => self.tally.approval += 1,
-            _ => self.tally.deny += 1,
-        }
         if outcome.ok {
             self.tally.executed += 1;
         }
@@ -422,8 +416,15 @@ impl Host {
                 continue;
             }
             let Some((pre, post)) = self.executing.get(&action.id).cloned() else {
-                if receipts.is_empty() {
+                let last = receipts.iter().rev().find(|r| r.decided_by.kind != DecidedByKind::Outcome);
+                if last.is_none() {
                     found.push(format!("{}: not decided yet; will be decided", action.id));
+                } else if last.is_some_and(|r| r.decision != Decision::Allow) {
+                    found.push(format!(
+                        "{}: was {}; will be decided again (with any approval recorded since)",
+                        action.id,
+                        decision_name(last.map_or(Decision::Deny, |r| r.decision))
+                    ));
                 } else {
                     found.push(format!(
                         "{}: decided but never started; needs a fresh decision",
@@ -682,10 +683,7 @@ impl Host {
             .actions
             .into_iter()
             .enumerate()
-            .map(|(k, proposed)| ActionRecord {
-                id: format!("action_{n}_{k}"),
-                proposed,
-            })
+            .map(|(k, proposed)| ActionRecord::new(format!("action_{n}_{k}"), proposed))
             .collect();
         // Redact everything the runner said before it is persisted or shown.
         let mut diagnostics = Vec::new();
@@ -866,6 +864,9 @@ impl Host {
 
     /// The host's own preconditions on an action's shape (what the executors need).
     fn shape_problem(&self, action: &ActionRecord) -> Option<String> {
+        if let Some(refused) = &action.refused {
+            return Some(refused.clone());
+        }
         let p = &action.proposed;
         let family = p.capability.split('.').next().unwrap_or_default();
         let problem = match (family, p.operation.as_str()) {
@@ -887,21 +888,6 @@ impl Host {
         };
         if let Some(problem) = problem {
             return Some(format!("{}: {problem}", action.id));
-        }
-        // Craik never writes a secret into the workspace or the journal.
-        let texts = p
-            .content
-            .iter()
-            .chain(p.edits.iter().map(|e| &e.new))
-            .chain(p.argv.iter().flatten());
-        for text in texts {
-            let redacted = craik_kernel::redact_text(text);
-            if redacted.replaced > 0 || craik_kernel::still_secret(text).is_some() {
-                return Some(format!(
-                    "{}: the action's payload holds something that looks like a secret; Craik does not write secrets",
-                    action.id
-                ));
-            }
         }
         None
     }
@@ -995,10 +981,13 @@ impl Host {
                         receipt,
                     };
                     self.record_outcome(outcome)?;
-                    let intent = verdict
-                        .determining
-                        .iter()
-                        .any(|p| p.starts_with("intent.") || p.starts_with("loop."));
+                    // Only the intent lock (or the ceiling) deciding alone is a stop; any other
+                    // forbid makes it a denial that blocks.
+                    let intent = !verdict.determining.is_empty()
+                        && verdict
+                            .determining
+                            .iter()
+                            .all(|p| p.starts_with("intent.") || p.starts_with("loop."));
                     let (status, what) = if intent {
                         (TaskRunStatus::Interrupted, "intent lock")
                     } else {
@@ -1445,9 +1434,9 @@ impl Host {
         spec: &MemoryProposalSpec,
     ) -> Result<Option<(String, String)>, Failure> {
         let id = format!("memprop_{}_{step}_{k}", suffix(&self.inputs.run_id));
-        let action = ActionRecord {
-            id: id.clone(),
-            proposed: craik_contracts::ProposedAction {
+        let action = ActionRecord::new(
+            id.clone(),
+            craik_contracts::ProposedAction {
                 id: id.clone(),
                 capability: "memory.propose".into(),
                 operation: "propose".into(),
@@ -1458,7 +1447,7 @@ impl Host {
                 timeout_ms: None,
                 reason: Some(spec.rationale.clone()),
             },
-        };
+        );
         let request = self.decision_request(&action, Vec::new());
         let options = DecideOptions {
             now: now(),

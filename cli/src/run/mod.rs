@@ -27,7 +27,11 @@ pub(crate) struct Inputs {
     pub(crate) grants: Vec<CapabilityGrant>,
     /// `fixture:<path>` as given.
     pub(crate) runner: String,
-    pub(crate) scenario: FixtureScenario,
+    /// The scenario file (absolute) and the `sha256:` of its bytes. The scenario itself is
+    /// not copied (it is the operator's input and may hold anything); a resume re-reads it
+    /// and refuses one that changed.
+    pub(crate) scenario_path: PathBuf,
+    pub(crate) scenario_digest: String,
     pub(crate) profile: PolicyProfile,
     pub(crate) policies: Option<PathBuf>,
     pub(crate) custom: Vec<PathBuf>,
@@ -48,6 +52,52 @@ pub(crate) struct ActionRecord {
     /// `action_<step>_<k>`, assigned by the host (runner ids are only labels).
     pub(crate) id: String,
     pub(crate) proposed: ProposedAction,
+    /// Set when the proposal held something secret-looking: the stored copy is redacted and
+    /// the action is refused without being decided on its (lost) bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) refused: Option<String>,
+}
+
+impl ActionRecord {
+    /// Records a proposal; a secret anywhere in it is redacted out and the action refused.
+    pub(crate) fn new(id: String, mut proposed: ProposedAction) -> Self {
+        let mut found = None;
+        let mut clean = |text: &mut String, refuse: bool| {
+            let r = craik_kernel::redact_text(text);
+            let still = craik_kernel::still_secret(&r.text);
+            if (r.replaced > 0 || still.is_some()) && refuse && found.is_none() {
+                found = Some(still.unwrap_or("a secret").to_owned());
+            }
+            *text = if still.is_some() { craik_kernel::REDACTED.to_owned() } else { r.text };
+        };
+        if let Some(t) = proposed.target.as_mut() {
+            clean(t, true);
+        }
+        if let Some(c) = proposed.content.as_mut() {
+            clean(c, true);
+        }
+        for e in &mut proposed.edits {
+            clean(&mut e.old, true);
+            clean(&mut e.new, true);
+        }
+        for a in proposed.argv.iter_mut().flatten() {
+            clean(a, true);
+        }
+        if let Some(r) = proposed.reason.as_mut() {
+            clean(r, false);
+        }
+        clean(&mut proposed.id, false);
+        let refused = found.map(|what| {
+            format!(
+                "{id}: the proposal holds {what}; Craik never writes, runs or stores secrets (the stored copy is redacted)"
+            )
+        });
+        Self {
+            id,
+            proposed,
+            refused,
+        }
+    }
 }
 
 /// What happened to an action, as the runner is told in the next step.

@@ -13,6 +13,7 @@ mod contracts;
 mod interop;
 mod policy;
 mod receipts;
+mod runs;
 mod schema;
 
 use std::path::{Path, PathBuf};

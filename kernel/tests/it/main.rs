@@ -12,6 +12,8 @@ mod bundle;
 mod decide;
 mod laws;
 mod receipts;
+mod redaction;
+mod run;
 
 use std::path::{Path, PathBuf};
 

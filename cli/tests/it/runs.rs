@@ -1,0 +1,554 @@
+//! Governed runs end to end through the real binary: every example reaches its documented
+//! status with verifying receipts; approvals round-trip; hostile runners, secrets, symlinks and
+//! hung commands end as documented.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::{craik, repo_root, transcript};
+
+/// Runs `craik run` on an example (or a path) with a home in `home`; returns (exit, run id, stdout).
+pub fn run_example(home: &Path, target: &Path, extra: &[&str]) -> (i32, String, String) {
+    let out = craik()
+        .arg("run")
+        .arg(target)
+        .arg("--home")
+        .arg(home)
+        .args(extra)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let id = text
+        .split_whitespace()
+        .nth(1)
+        .map(|s| s.trim_end_matches(':').to_owned())
+        .unwrap_or_default();
+    assert!(
+        id.starts_with("run_"),
+        "no run id in output:\n{}",
+        transcript(&out)
+    );
+    (out.status.code().unwrap_or(-1), id, text)
+}
+
+pub fn run_json(home: &Path, id: &str) -> Value {
+    let text = std::fs::read_to_string(home.join("runs").join(id).join("run.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+pub fn verify_run(home: &Path, id: &str, allow_open: bool) {
+    let mut cmd = craik();
+    cmd.args(["receipts", "verify"])
+        .arg(home.join("runs").join(id))
+        .arg("--key")
+        .arg(home.join("keys/signing.pub.pem"));
+    if allow_open {
+        cmd.arg("--allow-open");
+    }
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+}
+
+/// Every persisted contract of a run validates as its contract.
+fn validate_persisted(home: &Path, id: &str) {
+    let dir = home.join("runs").join(id);
+    let mut files = vec![dir.join("run.json"), dir.join("outputs.jsonl")];
+    if dir.join("handoff.json").exists() {
+        files.push(dir.join("handoff.json"));
+    }
+    if home.join("memory").exists() {
+        files.push(home.join("memory"));
+    }
+    let out = craik()
+        .args(["contracts", "validate"])
+        .args(&files)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+}
+
+fn receipts(home: &Path, id: &str) -> Vec<Value> {
+    let out = craik()
+        .args(["receipts", "list", id, "--format", "json", "--home"])
+        .arg(home)
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn example(name: &str) -> PathBuf {
+    repo_root().join("examples").join(name)
+}
+
+#[test]
+fn every_example_reaches_its_documented_status_with_verifying_receipts() {
+    let cases = [
+        ("docs-review", 0, "completed", "runner evaluated the task as done"),
+        ("adr-denied", 1, "blocked", "base.deny.immutable-writes"),
+        ("approval", 1, "blocked", "awaiting approval"),
+        ("iteration-ceiling", 1, "interrupted", "iteration ceiling"),
+        ("intent-stop", 1, "interrupted", "intent.out-of-scope"),
+        ("automation", 0, "completed", "runner evaluated the task as done"),
+    ];
+    for (name, code, status, reason) in cases {
+        let home = tempfile::tempdir().unwrap();
+        let (exit, id, text) = run_example(home.path(), &example(name), &[]);
+        assert_eq!(exit, code, "{name}: {text}");
+        let run = run_json(home.path(), &id);
+        assert_eq!(run["status"], status, "{name}: {text}");
+        assert!(
+            run["stop_reason"].as_str().unwrap().contains(reason),
+            "{name}: {}",
+            run["stop_reason"]
+        );
+        verify_run(home.path(), &id, status == "blocked" && name == "approval");
+        validate_persisted(home.path(), &id);
+        let handoff = home.path().join("runs").join(&id).join("handoff.json");
+        assert_eq!(handoff.exists(), name != "approval", "{name}");
+        // The summary names the verdicts, the receipts and the handoff.
+        assert!(text.contains("verdicts"), "{text}");
+        assert!(text.contains("receipts"), "{text}");
+    }
+}
+
+#[test]
+fn the_docs_review_example_changes_only_its_scratch_workspace() {
+    let home = tempfile::tempdir().unwrap();
+    let before = std::fs::read_to_string(example("docs-review/workspace/docs/status.md")).unwrap();
+    let (exit, id, _) = run_example(home.path(), &example("docs-review"), &[]);
+    assert_eq!(exit, 0);
+    let run_dir = home.path().join("runs").join(&id);
+    let changed = std::fs::read_to_string(run_dir.join("workspace/docs/status.md")).unwrap();
+    assert!(changed.contains("Status: current"), "{changed}");
+    assert_eq!(
+        std::fs::read_to_string(example("docs-review/workspace/docs/status.md")).unwrap(),
+        before
+    );
+    // The handoff lists exactly the work done, and the memory proposal is linked to it.
+    let handoff: Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("handoff.json")).unwrap())
+            .unwrap();
+    assert_eq!(handoff["status"], "completed");
+    assert_eq!(
+        handoff["files_changed"],
+        json!(["docs/status.md", "docs/review-notes.md"])
+    );
+    assert_eq!(handoff["tests_run"], json!(["grep -q current docs/status.md"]));
+    let memprop = handoff["memory_proposal_ids"][0].as_str().unwrap();
+    let proposal: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.path().join("memory").join(format!("{memprop}.json")))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(proposal["handoff_id"], handoff["id"]);
+    assert_eq!(proposal["run_id"], json!(id));
+    assert_eq!(proposal["status"], "pending");
+    assert!(!proposal["evidence"].as_array().unwrap().is_empty());
+    // Every receipt id the handoff names is in the journal.
+    let ids: Vec<Value> = receipts(home.path(), &id)
+        .iter()
+        .map(|r| r["id"].clone())
+        .collect();
+    assert_eq!(handoff["receipt_ids"].as_array().unwrap(), &ids);
+}
+
+fn approve(home: &Path, id: &str, by: &str) -> std::process::Output {
+    craik()
+        .args(["approvals", "approve", id, "--by", by, "--reason", "checked", "--home"])
+        .arg(home)
+        .output()
+        .unwrap()
+}
+
+fn pending_approval(home: &Path) -> String {
+    let out = craik()
+        .args(["approvals", "list", "--format", "json", "--home"])
+        .arg(home)
+        .output()
+        .unwrap();
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    list[0]["id"].as_str().unwrap().to_owned()
+}
+
+fn resume(home: &Path, id: &str) -> std::process::Output {
+    craik()
+        .args(["runs", "resume", id, "--home"])
+        .arg(home)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn approval_round_trip_from_the_cli() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let (exit, id, text) = run_example(h, &example("approval"), &[]);
+    assert_eq!(exit, 1, "{text}");
+    assert!(text.contains("craik approvals approve"), "{text}");
+    let approval = pending_approval(h);
+    // Resuming before a decision refuses and changes nothing.
+    let early = resume(h, &id);
+    assert_eq!(early.status.code(), Some(1), "{}", transcript(&early));
+    assert!(String::from_utf8_lossy(&early.stderr).contains("still pending"));
+    // The runner can never approve; nor can a non-user principal.
+    for by in ["user:runner_fixture", "runner_fixture", "user:", "user:a b"] {
+        let out = approve(h, &approval, by);
+        assert_eq!(out.status.code(), Some(2), "{by}: {}", transcript(&out));
+    }
+    let ok = approve(h, &approval, "user:alice");
+    assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
+    // Single use: a second decision is refused.
+    assert_eq!(approve(h, &approval, "user:bob").status.code(), Some(1));
+    let done = resume(h, &id);
+    assert_eq!(done.status.code(), Some(0), "{}", transcript(&done));
+    assert_eq!(run_json(h, &id)["status"], "completed");
+    verify_run(h, &id, false);
+    // The decision receipt names the approver and the approval; the review is its own journal.
+    let all = receipts(h, &id);
+    let approved = all
+        .iter()
+        .find(|r| r["decided_by"]["kind"] == "approval")
+        .expect("an approval-decided receipt");
+    assert_eq!(approved["decision"], "allow");
+    assert!(approved["decided_by"]["by"].as_str().unwrap().contains("user:alice"));
+    assert!(approved["decided_by"]["by"].as_str().unwrap().contains(&approval));
+    let review = craik()
+        .args(["receipts", "verify"])
+        .arg(h.join("reviews"))
+        .arg("--key")
+        .arg(h.join("keys/signing.pub.pem"))
+        .output()
+        .unwrap();
+    assert_eq!(review.status.code(), Some(0), "{}", transcript(&review));
+    let show = craik()
+        .args(["approvals", "show", &approval, "--format", "json", "--home"])
+        .arg(h)
+        .output()
+        .unwrap();
+    let record: Value = serde_json::from_slice(&show.stdout).unwrap();
+    assert_eq!(record["status"], "consumed");
+    // Resuming a finished run changes nothing.
+    let again = resume(h, &id);
+    assert_eq!(again.status.code(), Some(0));
+    assert_eq!(receipts(h, &id).len(), all.len());
+}
+
+#[test]
+fn a_denied_approval_blocks_the_run() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let (_, id, _) = run_example(h, &example("approval"), &[]);
+    let approval = pending_approval(h);
+    let out = craik()
+        .args(["approvals", "deny", &approval, "--by", "user:alice", "--reason", "not now", "--home"])
+        .arg(h)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    let done = resume(h, &id);
+    assert_eq!(done.status.code(), Some(1), "{}", transcript(&done));
+    let run = run_json(h, &id);
+    assert_eq!(run["status"], "blocked");
+    assert!(run["stop_reason"].as_str().unwrap().contains("denied by user:alice"));
+    verify_run(h, &id, false);
+    let file = h.join("runs").join(&id).join("workspace/docs/status.md");
+    assert!(std::fs::read_to_string(file).unwrap().contains("Status: stale"));
+}
+
+#[test]
+fn an_approval_never_covers_a_changed_action() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let (_, id, _) = run_example(h, &example("approval"), &[]);
+    let approval = pending_approval(h);
+    assert_eq!(approve(h, &approval, "user:alice").status.code(), Some(0));
+    // Between approval and execution, the recorded action's bytes change.
+    let events = h.join("runs").join(&id).join("events.jsonl");
+    let text = std::fs::read_to_string(&events).unwrap();
+    assert!(text.contains("Status: current"));
+    std::fs::write(&events, text.replace("Status: current", "Status: pwned!!")).unwrap();
+    let out = resume(h, &id);
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    let run = run_json(h, &id);
+    assert_eq!(run["status"], "blocked");
+    assert!(
+        run["stop_reason"].as_str().unwrap().contains("awaiting approval"),
+        "{}",
+        run["stop_reason"]
+    );
+    let file = h.join("runs").join(&id).join("workspace/docs/status.md");
+    assert!(std::fs::read_to_string(file).unwrap().contains("Status: stale"));
+}
+
+#[test]
+fn automation_admits_no_approval_so_the_write_is_denied() {
+    let home = tempfile::tempdir().unwrap();
+    let (exit, id, text) =
+        run_example(home.path(), &example("approval"), &["--profile", "automation"]);
+    assert_eq!(exit, 1, "{text}");
+    let run = run_json(home.path(), &id);
+    assert_eq!(run["status"], "blocked");
+    assert!(run["stop_reason"].as_str().unwrap().contains("approval.automation"));
+    let rs = receipts(home.path(), &id);
+    assert_eq!(rs[0]["decision"], "deny");
+    verify_run(home.path(), &id, false);
+}
+
+#[test]
+fn shadow_mode_decides_and_receipts_but_performs_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let (_, id, text) = run_example(home.path(), &example("docs-review"), &["--shadow"]);
+    let run_dir = home.path().join("runs").join(&id);
+    assert!(
+        std::fs::read_to_string(run_dir.join("workspace/docs/status.md"))
+            .unwrap()
+            .contains("Status: stale"),
+        "{text}"
+    );
+    assert!(!run_dir.join("workspace/docs/review-notes.md").exists());
+    let rs = receipts(home.path(), &id);
+    assert!(rs.iter().all(|r| r["mode"] == "shadow"), "{rs:?}");
+    assert!(rs.iter().all(|r| r["decided_by"]["kind"] != "outcome"));
+}
+
+/// Writes a one-off example directory: task, grants, scenario, workspace files.
+pub fn scratch_example(
+    dir: &Path,
+    profile: &str,
+    grants: &[(&str, &[&str], &[&str])],
+    steps: Value,
+    files: &[(&str, &str)],
+) -> PathBuf {
+    let ex = dir.join("example");
+    std::fs::create_dir_all(ex.join("grants")).unwrap();
+    std::fs::create_dir_all(ex.join("workspace")).unwrap();
+    let write = |p: PathBuf, v: &Value| {
+        std::fs::write(p, serde_json::to_string_pretty(v).unwrap()).unwrap();
+    };
+    write(
+        ex.join("task_request.json"),
+        &json!({"schema":"craik.task_request","id":"task_scratch","title":"Scratch",
+                "objective":"Test.","project_id":"project_x","requested_by":"user:t",
+                "mode":"implement","created_at":"2026-11-20T09:00:00Z"}),
+    );
+    write(
+        ex.join("policy_envelope.json"),
+        &json!({"schema":"craik.policy_envelope","id":"policy_scratch","task_id":"task_scratch",
+                "actor":"runner:fixture","profile":profile}),
+    );
+    for (i, (cap, paths, ops)) in grants.iter().enumerate() {
+        write(
+            ex.join(format!("grants/g{i}.json")),
+            &json!({"schema":"craik.capability_grant","id":format!("grant_g{i}"),
+                    "task_id":"task_scratch","capability":cap,
+                    "target":{"paths":paths,"exclude":[]},"operations":ops,
+                    "reason":"test","approved_by":"user:t"}),
+        );
+    }
+    write(
+        ex.join("scenario.json"),
+        &json!({"schema":"craik.fixture_scenario","id":"scenario_scratch",
+                "description":"test","steps":steps}),
+    );
+    for (path, text) in files {
+        let p = ex.join("workspace").join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    ex
+}
+
+fn act(actions: Value) -> Value {
+    json!([
+        {"phase":"plan","summary":"plan"},
+        {"phase":"act","summary":"act","proposed_actions":actions},
+        {"phase":"observe","summary":"observe"},
+        {"phase":"evaluate","summary":"done","next":"stop"}
+    ])
+}
+
+#[test]
+fn hostile_runner_answers_fail_the_run_with_a_kernel_receipt() {
+    let cases: [(&str, Value, &str); 4] = [
+        (
+            "wrong phase",
+            json!([{"phase":"act","summary":"skipping plan"}]),
+            "phase `act` (asked `plan`)",
+        ),
+        (
+            "actions outside act",
+            json!([{"phase":"plan","summary":"x","proposed_actions":[
+                {"id":"action_x","capability":"repo.read","operation":"read","target":"a.md"}]}]),
+            "side effects are proposed in `act` only",
+        ),
+        (
+            "scenario exhausted",
+            json!([{"phase":"plan","summary":"only one step"}]),
+            "has no step 1",
+        ),
+        (
+            "evaluate without next",
+            json!([{"phase":"plan","summary":"p"},{"phase":"act","summary":"a"},
+                   {"phase":"observe","summary":"o"},{"phase":"evaluate","summary":"e","status":"partial"}]),
+            "evaluate must say",
+        ),
+    ];
+    for (what, steps, expect) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let ex = scratch_example(dir.path(), "trusted-local", &[], steps, &[]);
+        let home = dir.path().join("home");
+        let (exit, id, text) = run_example(&home, &ex, &[]);
+        assert_eq!(exit, 1, "{what}: {text}");
+        let run = run_json(&home, &id);
+        assert_eq!(run["status"], "failed", "{what}: {text}");
+        assert!(
+            run["stop_reason"].as_str().unwrap().contains(expect),
+            "{what}: {}",
+            run["stop_reason"]
+        );
+        let rs = receipts(&home, &id);
+        let last = rs.last().unwrap();
+        assert_eq!(last["determining_policies"], json!(["kernel.runner-violation"]));
+        assert_eq!(last["decision"], "deny");
+        verify_run(&home, &id, false);
+    }
+}
+
+#[test]
+fn secrets_never_reach_disk_and_secret_payloads_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789";
+    let steps = json!([
+        {"phase":"plan","summary":format!("found {token} in the env"),
+         "outputs":{"env":{"GITHUB_TOKEN":token,"note":format!("Bearer {token}")}},
+         "diagnostics":[format!("curl -H 'Authorization: Bearer {token}'")]},
+        {"phase":"act","summary":"write it down","proposed_actions":[
+            {"id":"action_leak","capability":"repo.write.docs","operation":"write",
+             "target":"docs/leak.md","content":format!("token: {token}\n")}]},
+        {"phase":"observe","summary":"o"},
+        {"phase":"evaluate","summary":"e","next":"stop"}
+    ]);
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[("repo.write.docs", &["docs/**"], &["write"])],
+        steps,
+        &[("docs/a.md", "a\n")],
+    );
+    let home = dir.path().join("home");
+    let (exit, id, text) = run_example(&home, &ex, &[]);
+    assert_eq!(exit, 1, "{text}");
+    let run = run_json(&home, &id);
+    assert_eq!(run["status"], "blocked");
+    assert!(run["stop_reason"].as_str().unwrap().contains("never writes, runs or stores secrets"));
+    assert!(!home.join("runs").join(&id).join("workspace/docs/leak.md").exists());
+    // Nothing under the home holds the token (the scenario is referenced, never copied).
+    for entry in walk(&home) {
+        let bytes = std::fs::read(&entry).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains("AbCdEfGhIjKlMnOp"),
+            "{} holds the token",
+            entry.display()
+        );
+    }
+    let outputs = std::fs::read_to_string(home.join("runs").join(&id).join("outputs.jsonl")).unwrap();
+    assert!(outputs.contains("[REDACTED]"), "{outputs}");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let p = entry.unwrap().path();
+        if p.is_dir() {
+            if !p.ends_with("workspace") {
+                out.extend(walk(&p));
+            }
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[cfg(unix)]
+#[test]
+fn writes_never_follow_symlinks_out_of_or_within_the_workspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let steps = act(json!([
+        {"id":"action_a","capability":"repo.write.docs","operation":"write","target":"docs/out/escape.md","content":"x\n"},
+    ]));
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[("repo.write.docs", &["docs/**"], &["write"])],
+        steps,
+        &[("docs/a.md", "a\n")],
+    );
+    std::os::unix::fs::symlink(&outside, ex.join("workspace/docs/out")).unwrap();
+    let home = dir.path().join("home");
+    let (_, id, text) = run_example(&home, &ex, &["--workspace", ex.join("workspace").to_str().unwrap()]);
+    assert!(!outside.join("escape.md").exists(), "{text}");
+    let rs = receipts(&home, &id);
+    let outcome = rs
+        .iter()
+        .find(|r| r["decided_by"]["kind"] == "outcome")
+        .expect("an outcome receipt");
+    assert_eq!(outcome["result"]["status"], "failed");
+    assert!(
+        outcome["result"]["summary"].as_str().unwrap().contains("symlink"),
+        "{outcome}"
+    );
+    verify_run(&home, &id, false);
+}
+
+#[test]
+fn a_hung_command_is_killed_at_its_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let steps = act(json!([
+        {"id":"action_sleep","capability":"shell.test","operation":"execute","argv":["sleep","30"],"timeout_ms":300},
+    ]));
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[("shell.test", &["sleep"], &["execute"])],
+        steps,
+        &[],
+    );
+    let home = dir.path().join("home");
+    let started = std::time::Instant::now();
+    let (exit, id, text) = run_example(&home, &ex, &[]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "{text}");
+    assert_eq!(exit, 0, "{text}");
+    let rs = receipts(&home, &id);
+    let outcome = rs
+        .iter()
+        .find(|r| r["decided_by"]["kind"] == "outcome")
+        .unwrap();
+    assert_eq!(outcome["result"]["status"], "failed");
+    assert!(outcome["result"]["summary"].as_str().unwrap().contains("timed out"));
+}
+
+#[test]
+fn bad_run_input_is_one_line_naming_the_file_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = scratch_example(dir.path(), "strict", &[], act(json!([])), &[]);
+    let scenario = ex.join("scenario.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&scenario).unwrap()).unwrap();
+    v["steps"][1]["proposed_actions"] = json!([{"id":"action_x","capability":"repo.read","operation":"read","bogus":1}]);
+    std::fs::write(&scenario, serde_json::to_string(&v).unwrap()).unwrap();
+    let out = craik()
+        .arg("run")
+        .arg(&ex)
+        .arg("--home")
+        .arg(dir.path().join("home"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", transcript(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("scenario.json"), "{err}");
+    assert!(err.contains("bogus"), "{err}");
+    assert!(!dir.path().join("home/runs").exists(), "a refused run leaves nothing behind");
+}

@@ -90,6 +90,9 @@ impl RunLoop {
 
     /// A run parked as blocked (awaiting approval, or interrupted by a crash) is running again.
     pub fn reopen(&mut self, now: OffsetDateTime) {
+        if self.run.ended_at.is_some() {
+            return; // an ended run stays ended
+        }
         self.run.status = TaskRunStatus::Running;
         self.run.ended_at = None;
         self.run.stop_reason = None;

@@ -379,11 +379,20 @@ impl Host {
     /// every uncertain action (decided, started, no outcome). Returns what it found.
     pub(crate) fn settle(&mut self) -> Result<Vec<String>, Failure> {
         let mut found = std::mem::take(&mut self.notes);
+        let run = self.machine.run();
+        if self.halted.is_none() && run.ended_at.is_some() {
+            // The last step ended the run; the process stopped before recording the halt.
+            let (status, reason) = (run.status, run.stop_reason.clone().unwrap_or_default());
+            found.push(format!("the run had ended ({}) but was not finalised; finalising", status.as_str()));
+            self.finish_halt(status, reason)?;
+            return Ok(found);
+        }
         if let Some((status, reason)) = self.halted.clone() {
-            if !self.closed {
+            // Finalisation is idempotent: each of its steps is skipped once done.
+            if !self.closed || !self.dir.file(HANDOFF).is_file() {
                 found.push("the run had halted but was not finalised; finalising".into());
-                self.finalize(status, &reason)?;
             }
+            self.finalize(status, &reason)?;
             return Ok(found);
         }
         let pending = self.pending.clone();
@@ -1277,11 +1286,13 @@ impl Host {
             self.closed = true;
             self.crash.point();
         }
-        let handoff = self.handoff(handoff_id.clone(), status, reason);
-        self.dir
-            .write_json(HANDOFF, &handoff)
-            .map_err(io(&self.dir.path))?;
-        self.crash.point();
+        if !self.dir.file(HANDOFF).is_file() {
+            let handoff = self.handoff(handoff_id.clone(), status, reason);
+            self.dir
+                .write_json(HANDOFF, &handoff)
+                .map_err(io(&self.dir.path))?;
+            self.crash.point();
+        }
         for id in self.memory_ids.clone() {
             let path = self.home.memory().join(format!("{id}.json"));
             if let Ok(mut proposal) = crate::run::store::read_json::<MemoryProposal>(&path)

@@ -10,6 +10,7 @@
 )]
 
 mod contracts;
+mod crash;
 mod interop;
 mod policy;
 mod receipts;

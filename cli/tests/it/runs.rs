@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::{craik, repo_root, transcript};
 
 /// Runs `craik run` on an example (or a path) with a home in `home`; returns (exit, run id, stdout).
-pub fn run_example(home: &Path, target: &Path, extra: &[&str]) -> (i32, String, String) {
+pub(crate) fn run_example(home: &Path, target: &Path, extra: &[&str]) -> (i32, String, String) {
     let out = craik()
         .arg("run")
         .arg(target)
@@ -32,12 +32,12 @@ pub fn run_example(home: &Path, target: &Path, extra: &[&str]) -> (i32, String, 
     (out.status.code().unwrap_or(-1), id, text)
 }
 
-pub fn run_json(home: &Path, id: &str) -> Value {
+pub(crate) fn run_json(home: &Path, id: &str) -> Value {
     let text = std::fs::read_to_string(home.join("runs").join(id).join("run.json")).unwrap();
     serde_json::from_str(&text).unwrap()
 }
 
-pub fn verify_run(home: &Path, id: &str, allow_open: bool) {
+pub(crate) fn verify_run(home: &Path, id: &str, allow_open: bool) {
     let mut cmd = craik();
     cmd.args(["receipts", "verify"])
         .arg(home.join("runs").join(id))
@@ -313,7 +313,7 @@ fn shadow_mode_decides_and_receipts_but_performs_nothing() {
 }
 
 /// Writes a one-off example directory: task, grants, scenario, workspace files.
-pub fn scratch_example(
+pub(crate) fn scratch_example(
     dir: &Path,
     profile: &str,
     grants: &[(&str, &[&str], &[&str])],

@@ -91,6 +91,10 @@ impl JournalWriter {
         keys: &KeyRing,
         checkpoint_every: u64,
     ) -> Result<Self, String> {
+        if bytes.is_empty() {
+            // Nothing was ever acknowledged: a crash before the first receipt.
+            return Ok(Self::new(run_id, checkpoint_every));
+        }
         let options = VerifyOptions {
             allow_open: true,
             ..VerifyOptions::default()

@@ -1,0 +1,169 @@
+//! kill -9 recovery: the `craik run` process is stopped with SIGKILL at every durable write of a
+//! scripted run with side effects (file writes, a patch, commands, a memory proposal), then
+//! `craik runs resume` finishes it. Each time: the receipts verify, every side effect ran at
+//! most once, and the run reaches a terminal state.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::Stdio;
+
+use serde_json::{Value, json};
+
+use crate::runs::{run_json, scratch_example, verify_run};
+use crate::{craik, transcript};
+
+fn scenario() -> Value {
+    json!([
+        {"phase":"plan","summary":"write, patch, read, mkdir"},
+        {"phase":"act","summary":"four actions","proposed_actions":[
+            {"id":"action_a","capability":"repo.write.docs","operation":"write","target":"docs/a.md","content":"alpha\n"},
+            {"id":"action_p","capability":"repo.write.docs","operation":"patch","target":"docs/status.md","edits":[{"old":"stale","new":"current"}]},
+            {"id":"action_r","capability":"repo.read","operation":"read","target":"README.md"},
+            {"id":"action_m","capability":"shell.test","operation":"execute","argv":["mkdir","out1"]}
+        ]},
+        {"phase":"observe","summary":"observed","memory_proposals":[
+            {"operation":"add","fact":{"entity":"project_x","relation":"status","value":"current","source":"docs/status.md","confidence":0.8,"scope":"team","trust_class":"observed"},"rationale":"patched"}]},
+        {"phase":"evaluate","summary":"again","next":"continue"},
+        {"phase":"plan","summary":"second round"},
+        {"phase":"act","summary":"two more","proposed_actions":[
+            {"id":"action_b","capability":"repo.write.docs","operation":"write","target":"docs/b.md","content":"beta\n"},
+            {"id":"action_m2","capability":"shell.test","operation":"execute","argv":["mkdir","out2"]}
+        ]},
+        {"phase":"observe","summary":"observed"},
+        {"phase":"evaluate","summary":"done","next":"stop"}
+    ])
+}
+
+/// Runs until the N-th durable write, then SIGKILL. Returns false when the run finished
+/// before reaching it.
+fn run_and_kill(example: &Path, home: &Path, n: u64) -> bool {
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("craik"))
+        .arg("run")
+        .arg(example)
+        .arg("--home")
+        .arg(home)
+        .env("CRAIK_TEST_PAUSE_AT", n.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut paused = false;
+    for line in BufReader::new(stderr).lines() {
+        let line = line.unwrap();
+        if line.starts_with("craik-test: paused at") {
+            paused = true;
+            break;
+        }
+    }
+    if paused {
+        child.kill().unwrap(); // SIGKILL
+    }
+    child.wait().unwrap();
+    paused
+}
+
+fn outcome_receipts(home: &Path, id: &str) -> Vec<Value> {
+    let out = craik()
+        .args(["receipts", "list", id, "--format", "json", "--home"])
+        .arg(home)
+        .output()
+        .unwrap();
+    let all: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    all.into_iter()
+        .filter(|r| r["decided_by"]["kind"] == "outcome")
+        .collect()
+}
+
+#[test]
+fn kill_9_at_every_durable_write_then_resume() {
+    let mut points = 0;
+    let mut terminal = std::collections::BTreeMap::<String, usize>::new();
+    for n in 1..=400u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let ex = scratch_example(
+            dir.path(),
+            "trusted-local",
+            &[
+                ("repo.write.docs", &["docs/**"], &["write", "patch"]),
+                ("shell.test", &["mkdir"], &["execute"]),
+            ],
+            scenario(),
+            &[("docs/status.md", "Status: stale\n"), ("README.md", "readme\n")],
+        );
+        let home = dir.path().join("home");
+        if !run_and_kill(&ex, &home, n) {
+            break;
+        }
+        points += 1;
+        let ids: Vec<String> = std::fs::read_dir(home.join("runs"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(ids.len(), 1, "point {n}");
+        let id = &ids[0];
+        let resumed = craik()
+            .args(["runs", "resume", id, "--home"])
+            .arg(&home)
+            .output()
+            .unwrap();
+        let code = resumed.status.code();
+        assert!(
+            code == Some(0) || code == Some(1),
+            "point {n}: {}",
+            transcript(&resumed)
+        );
+        let run = run_json(&home, id);
+        let status = run["status"].as_str().unwrap().to_owned();
+        assert!(
+            status == "completed" || status == "blocked",
+            "point {n}: {status} {}\n{}",
+            run["stop_reason"],
+            transcript(&resumed)
+        );
+        if status == "blocked" {
+            assert!(
+                run["stop_reason"].as_str().unwrap().contains("uncertain"),
+                "point {n}: {}",
+                run["stop_reason"]
+            );
+        }
+        *terminal.entry(status.clone()).or_default() += 1;
+        verify_run(&home, id, false);
+        assert!(home.join("runs").join(id).join("handoff.json").exists());
+
+        // At most once: one passing outcome per action; a command that ran twice would have
+        // failed the second time (mkdir of an existing directory).
+        let outcomes = outcome_receipts(&home, id);
+        let mut passed = std::collections::BTreeMap::<String, usize>::new();
+        for r in &outcomes {
+            let summary = r["result"]["summary"].as_str().unwrap();
+            assert!(!summary.contains("exited 1"), "point {n}: ran twice? {summary}");
+            if r["result"]["status"] == "passed" {
+                *passed.entry(r["action"].as_str().unwrap().to_owned()).or_default() += 1;
+            }
+        }
+        assert!(passed.values().all(|&c| c == 1), "point {n}: {passed:?}");
+        let ws = home.join("runs").join(id).join("workspace");
+        let ws = if ws.exists() { ws } else { ex.join("workspace") };
+        if status == "completed" {
+            assert_eq!(passed.len(), 6, "point {n}: {passed:?}");
+            assert_eq!(std::fs::read_to_string(ws.join("docs/a.md")).unwrap(), "alpha\n");
+            assert_eq!(
+                std::fs::read_to_string(ws.join("docs/status.md")).unwrap(),
+                "Status: current\n"
+            );
+            assert!(ws.join("out1").is_dir() && ws.join("out2").is_dir());
+        }
+        // No temporary file of an interrupted write is left looking like a real file.
+        let docs: Vec<String> = std::fs::read_dir(ws.join("docs"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.starts_with('.'))
+            .collect();
+        assert!(docs.len() <= 3, "point {n}: {docs:?}");
+    }
+    assert!(points >= 50, "only {points} kill points");
+    assert!(terminal.get("completed").copied().unwrap_or(0) > 0, "{terminal:?}");
+    eprintln!("kill -9 at {points} points: {terminal:?}");
+}

@@ -417,6 +417,13 @@ pub(crate) enum MemoryCommand {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum BenchCommand {
+    /// A governed fixture run of N steps (every action decided and receipted, side effects
+    /// fsynced) against the same scenario with governance off, measured in the same run.
+    Run {
+        /// Steps (a multiple of 4: plan, act, observe, evaluate).
+        #[arg(long, default_value_t = 1000)]
+        steps: usize,
+    },
     /// Sign, chain and append N receipts, then verify them; prints rates and ratios against
     /// signing alone, measured in the same run. Writes the journal with --out.
     Receipts {

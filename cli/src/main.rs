@@ -19,9 +19,9 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser};
 
 use crate::cli::{
-    ApprovalsCommand, HandoffCommand, MemoryCommand, ProfileArg, RunsCommand,
-    BenchCommand, Cli, Command, ContractsCommand, GrantsCommand, KeysCommand, PolicyCommand,
-    ReceiptsCommand, SchemaCommand,
+    ApprovalsCommand, BenchCommand, Cli, Command, ContractsCommand, GrantsCommand, HandoffCommand,
+    KeysCommand, MemoryCommand, PolicyCommand, ProfileArg, ReceiptsCommand, RunsCommand,
+    SchemaCommand,
 };
 use crate::exit::{Exit, Failure};
 use crate::output::Out;
@@ -213,6 +213,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         Command::Memory(MemoryCommand::Reject(r)) => {
             cmd::runs::memory_decide(out, &r.home.home, &r.id, &r.by, &r.reason, false)
         }
+        Command::Bench(BenchCommand::Run { steps }) => cmd::bench::run(out, cli.format, *steps),
         Command::Completions { shell } => {
             let mut buf = Vec::new();
             clap_complete::generate(*shell, &mut Cli::command(), "craik", &mut buf);

@@ -136,7 +136,10 @@ impl Check for FixtureScenario {
         for (i, step) in self.steps.iter().enumerate() {
             let evaluate = step.phase == Phase::Evaluate;
             if evaluate && step.next.is_none() && step.status == ResultStatus::Completed {
-                c.report("steps", format!("step {i}: an evaluate step must say `next`"));
+                c.report(
+                    "steps",
+                    format!("step {i}: an evaluate step must say `next`"),
+                );
             }
             if !evaluate && step.next.is_some() {
                 c.report("steps", format!("step {i}: only evaluate steps say `next`"));
@@ -156,7 +159,10 @@ impl Check for FixtureScenario {
                 if seen.contains(&action.id.as_str()) {
                     c.report(
                         "steps",
-                        format!("step {i}: action id `{}` is used twice", Truncated(&action.id)),
+                        format!(
+                            "step {i}: action id `{}` is used twice",
+                            Truncated(&action.id)
+                        ),
                     );
                 }
                 seen.push(&action.id);

@@ -127,7 +127,9 @@ pub fn redact_value(value: &mut Value) -> Result<usize, &'static str> {
             *s = r.text;
             Ok(r.replaced)
         }
-        Value::Array(items) => items.iter_mut().try_fold(0, |n, v| Ok(n + redact_value(v)?)),
+        Value::Array(items) => items
+            .iter_mut()
+            .try_fold(0, |n, v| Ok(n + redact_value(v)?)),
         Value::Object(map) => {
             let mut n = 0;
             let old = std::mem::take(map);

@@ -254,3 +254,285 @@ pub(crate) fn receipts(
     }
     Ok(Exit::Ok)
 }
+
+#[derive(Serialize)]
+struct RunResult {
+    steps: usize,
+    iterations: usize,
+    side_effects: usize,
+    decisions: usize,
+    governed_s: f64,
+    ungoverned_s: f64,
+    governed_steps_per_s: f64,
+    ungoverned_steps_per_s: f64,
+    overhead_per_step_us: f64,
+    governed_vs_ungoverned: f64,
+    durable_writes: u64,
+    durable_writes_per_step: f64,
+    fsyncs_per_write_side_effect: u64,
+    journal_valid: bool,
+}
+
+/// Removes the bench's scratch directory however the bench ends.
+struct Scratch(std::path::PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The bench scenario: per iteration plan, act (one file write and three reads, each decided
+/// and receipted), observe, evaluate.
+fn bench_scenario(steps: usize) -> craik_contracts::FixtureScenario {
+    use craik_contracts::{FixtureStep, NextStep, Phase, ProposedAction, ResultStatus};
+    let iterations = steps / 4;
+    let step = |phase, summary: String, actions, next| FixtureStep {
+        phase,
+        status: ResultStatus::Completed,
+        summary,
+        outputs: Object::new(),
+        proposed_actions: actions,
+        memory_proposals: Vec::new(),
+        diagnostics: Vec::new(),
+        next,
+    };
+    let action = |id: String, capability: &str, operation: &str, target: String, content| {
+        ProposedAction {
+            id,
+            capability: capability.into(),
+            operation: operation.into(),
+            target: Some(target),
+            argv: None,
+            content,
+            edits: Vec::new(),
+            timeout_ms: None,
+            reason: None,
+        }
+    };
+    let mut out = Vec::with_capacity(steps);
+    for i in 0..iterations {
+        out.push(step(Phase::Plan, format!("iteration {i}"), Vec::new(), None));
+        let mut actions = vec![action(
+            format!("action_w{i}"),
+            "repo.write.docs",
+            "write",
+            format!("docs/page-{i}.md"),
+            Some(format!("# Page {i}\n")),
+        )];
+        for r in 0..3 {
+            actions.push(action(
+                format!("action_r{i}_{r}"),
+                "repo.read",
+                "read",
+                "README.md".into(),
+                None,
+            ));
+        }
+        out.push(step(Phase::Act, "act".into(), actions, None));
+        out.push(step(Phase::Observe, "observe".into(), Vec::new(), None));
+        let next = if i + 1 == iterations {
+            NextStep::Stop
+        } else {
+            NextStep::Continue
+        };
+        out.push(step(Phase::Evaluate, "evaluate".into(), Vec::new(), Some(next)));
+    }
+    craik_contracts::FixtureScenario {
+        schema: Default::default(),
+        version: Default::default(),
+        id: "scenario_bench".into(),
+        description: "bench".into(),
+        runner_trust: craik_contracts::RunnerTrustLevel::Medium,
+        steps: out,
+    }
+}
+
+/// The same scenario with governance switched off: the fixture runner's answers parsed and
+/// their actions performed by the same executors, with no decision, receipt, journal or
+/// redaction.
+fn ungoverned(scenario: &craik_contracts::FixtureScenario, workspace: &Path) -> std::result::Result<(), Failure> {
+    use crate::run::{StepRunner, directives};
+    let ws = crate::run::exec::Workspace::open(workspace).map_err(Failure::internal)?;
+    let mut runner = crate::run::FixtureStepRunner::new(scenario.clone(), 0);
+    let now = craik_contracts::Timestamp::new(time::OffsetDateTime::now_utc());
+    for (n, s) in scenario.steps.iter().enumerate() {
+        let request = craik_contracts::RunnerStepRequest {
+            schema: Default::default(),
+            version: Default::default(),
+            id: format!("runner_step_request_bench_{n}"),
+            run_id: "run_bench".into(),
+            task_id: "task_bench".into(),
+            phase: s.phase,
+            runner: runner.metadata().clone(),
+            policy_envelope_id: "policy_bench".into(),
+            intent_lock_id: None,
+            capability_grant_ids: Vec::new(),
+            expected_output_schemas: Vec::new(),
+            input_prompt: String::new(),
+            context: Object::new(),
+            redaction_required: false,
+            created_at: now,
+        };
+        let mut result = runner.step(&request).map_err(Failure::internal)?;
+        let found = directives(&mut result.observed_output).map_err(Failure::internal)?;
+        for a in found.actions {
+            let target = a.target.unwrap_or_default();
+            match a.operation.as_str() {
+                "write" => ws
+                    .write(&target, a.content.unwrap_or_default().as_bytes(), &a.id)
+                    .map_err(Failure::internal)?,
+                _ => {
+                    black_box(ws.read_text(&target).map_err(Failure::internal)?);
+                }
+            }
+        }
+        black_box(result);
+    }
+    Ok(())
+}
+
+/// `craik bench run`: a governed fixture run of `steps` steps against the same scenario with
+/// governance off, measured in the same process.
+pub(crate) fn run(out: &mut Out, format: Format, steps: usize) -> std::result::Result<Exit, Failure> {
+    use crate::run::host::{Host, Setup};
+    use crate::run::store::{Home, RunDir};
+    if steps < 4 || steps % 4 != 0 {
+        return Err(Failure::usage("--steps must be a positive multiple of 4 (plan, act, observe, evaluate)"));
+    }
+    let mut random = [0u8; 4];
+    getrandom::fill(&mut random).map_err(|e| Failure::internal(format!("no randomness: {e}")))?;
+    let scratch = Scratch(std::env::temp_dir().join(format!(
+        "craik-bench-{}",
+        craik_kernel::to_hex(&random)
+    )));
+    let root = &scratch.0;
+    let scenario = bench_scenario(steps);
+    let scenario_path = root.join("scenario.json");
+    let make_ws = |name: &str| -> std::result::Result<std::path::PathBuf, Failure> {
+        let ws = root.join(name);
+        std::fs::create_dir_all(ws.join("docs")).map_err(|e| Failure::internal(e.to_string()))?;
+        std::fs::write(ws.join("README.md"), "# bench\n").map_err(|e| Failure::internal(e.to_string()))?;
+        Ok(ws)
+    };
+    let governed_ws = make_ws("governed")?;
+    let plain_ws = make_ws("plain")?;
+    let scenario_bytes = serde_json::to_vec(&scenario).map_err(|e| Failure::internal(e.to_string()))?;
+    write_atomic(&scenario_path, &scenario_bytes).map_err(|e| Failure::internal(e.to_string()))?;
+    let grant: craik_contracts::CapabilityGrant = serde_json::from_value(serde_json::json!({
+        "id": "grant_bench", "task_id": "task_bench", "capability": "repo.write.docs",
+        "target": {"paths": ["docs/**"], "exclude": []}, "operations": ["write"],
+        "reason": "bench", "approved_by": "user:bench"
+    }))
+    .map_err(|e| Failure::internal(e.to_string()))?;
+    let task: craik_contracts::TaskRequest = serde_json::from_value(serde_json::json!({
+        "id": "task_bench", "title": "bench", "objective": "bench", "project_id": "project_bench",
+        "requested_by": "user:bench", "mode": "implement", "created_at": "2026-01-01T00:00:00Z"
+    }))
+    .map_err(|e| Failure::internal(e.to_string()))?;
+    let home = Home::new(&root.join("home"));
+    let loaded = crate::bundle::load(None, &[])?;
+    let grants = crate::bundle::compile_grants(&loaded.bundle, std::slice::from_ref(&grant), "bench")?;
+    let (private, public, _) = crate::cmd::keys::create_pair(&home.keys())?;
+    let signer = read_signer(&private)?;
+    let mut keys = KeyRing::new();
+    keys.add(&crate::cmd::keys::read_public(&public)?)
+        .map_err(Failure::internal)?;
+    let started = time::OffsetDateTime::now_utc();
+    let inputs = crate::run::Inputs {
+        run_id: "run_bench".into(),
+        task,
+        intent: None,
+        envelope: None,
+        grants: vec![grant],
+        runner: "fixture:bench".into(),
+        scenario_path,
+        scenario_digest: crate::run::exec::digest(&scenario_bytes),
+        profile: PolicyProfile::TrustedLocal,
+        policies: None,
+        custom: Vec::new(),
+        policy_set: loaded.bundle.hash().to_owned(),
+        workspace: governed_ws,
+        max_iterations: u32::try_from(steps / 4 + 1).unwrap_or(u32::MAX),
+        budget_secs: None,
+        shadow: false,
+        started_at: craik_contracts::Timestamp::new(started),
+    };
+    let dir = RunDir::create(&home, "run_bench").map_err(|e| Failure::internal(e.to_string()))?;
+    let setup = Setup {
+        bundle: loaded.bundle,
+        grants,
+        signer,
+        keys: keys.clone(),
+        scenario: scenario.clone(),
+    };
+    let t = Instant::now();
+    let mut host = Host::start(home, dir, inputs, setup)?;
+    host.drive(&mut |_| {})?;
+    let governed_s = t.elapsed().as_secs_f64();
+    let status = host.machine.run().status;
+    if status != craik_contracts::TaskRunStatus::Completed {
+        return Err(Failure::internal(format!(
+            "the bench run ended {}: {}",
+            status.as_str(),
+            host.machine.run().stop_reason.clone().unwrap_or_default()
+        )));
+    }
+    let journal = std::fs::read(host.journal_path()).map_err(|e| Failure::internal(e.to_string()))?;
+    let report = verify_journal_with(&journal, &keys, VerifyOptions::default(), &mut |_, _| {});
+    let durable = host.durable_writes();
+    let t = Instant::now();
+    ungoverned(&scenario, &plain_ws)?;
+    let ungoverned_s = t.elapsed().as_secs_f64();
+    let iterations = steps / 4;
+    let steps_f = steps as f64;
+    let result = RunResult {
+        steps,
+        iterations,
+        side_effects: iterations,
+        decisions: iterations * 4,
+        governed_s,
+        ungoverned_s,
+        governed_steps_per_s: steps_f / governed_s,
+        ungoverned_steps_per_s: steps_f / ungoverned_s,
+        overhead_per_step_us: (governed_s - ungoverned_s) / steps_f * 1e6,
+        governed_vs_ungoverned: governed_s / ungoverned_s,
+        durable_writes: durable,
+        durable_writes_per_step: durable as f64 / steps_f,
+        // decision receipt, `executing` event, file fsync + directory fsync, outcome receipt,
+        // `outcome` event (see run/host.rs, "Durability order").
+        fsyncs_per_write_side_effect: 6,
+        journal_valid: report.is_valid(),
+    };
+    match format {
+        Format::Human => {
+            out.line(format_args!(
+                "{} steps ({} iterations; {} decisions, each receipted; {} file writes), this machine, one process",
+                result.steps, result.iterations, result.decisions, result.side_effects
+            ))?;
+            out.line(format_args!(
+                "  governed     {:>9.0} steps/s  ({:.3} s)",
+                result.governed_steps_per_s, result.governed_s
+            ))?;
+            out.line(format_args!(
+                "  ungoverned   {:>9.0} steps/s  ({:.3} s)  same scenario and executors, no kernel, receipts or journal",
+                result.ungoverned_steps_per_s, result.ungoverned_s
+            ))?;
+            out.line(format_args!(
+                "  ratio        {:.1}× slower governed; {:.0} µs overhead per step",
+                result.governed_vs_ungoverned, result.overhead_per_step_us
+            ))?;
+            out.line(format_args!(
+                "  durability   {} fsynced writes ({:.2} per step); {} fsyncs per file-write side effect",
+                result.durable_writes, result.durable_writes_per_step, result.fsyncs_per_write_side_effect
+            ))?;
+            out.line(format_args!(
+                "  journal      {} receipts, {}",
+                report.receipts,
+                if result.journal_valid { "verified" } else { "INVALID" }
+            ))?;
+        }
+        Format::Json | Format::Junit => out.json(&result)?,
+    }
+    Ok(if result.journal_valid { Exit::Ok } else { Exit::Internal })
+}

@@ -251,10 +251,12 @@ pub(crate) fn decode_all(bytes: &[u8]) -> Vec<(usize, Decoded)> {
                         serde_json::from_slice::<ReceiptPayload>(&payload)
                             .map_or(Decoded::Unreadable, |r| Decoded::Receipt(Box::new(r)))
                     } else {
-                        serde_json::from_slice::<craik_kernel::Checkpoint>(&payload)
-                            .map_or(Decoded::Unreadable, |c| Decoded::Checkpoint {
+                        serde_json::from_slice::<craik_kernel::Checkpoint>(&payload).map_or(
+                            Decoded::Unreadable,
+                            |c| Decoded::Checkpoint {
                                 is_final: c.is_final,
-                            })
+                            },
+                        )
                     }
                 });
             (i + 1, decoded)

@@ -67,7 +67,10 @@ fn read_one<T>(path: &Path, kind: Kind, pick: fn(AnyContract) -> Option<T>) -> R
                 problems.push(format!("{label}: not a {}", kind.schema_name()));
             }
             let first = problems.first().cloned().unwrap_or_default();
-            Err(Failure::invalid(first, problems.into_iter().skip(1).collect()))
+            Err(Failure::invalid(
+                first,
+                problems.into_iter().skip(1).collect(),
+            ))
         }
     }
 }
@@ -108,20 +111,27 @@ fn resolve(args: &RunArgs<'_>) -> Result<Resolved, Failure> {
                 grants.extend(found);
             }
         }
-        let scenario = scenario_flag.or_else(|| opt("scenario.json")).ok_or_else(|| {
-            Failure::usage(format!(
-                "{}: no scenario.json; pass --runner fixture:SCENARIO.json",
-                dir.display()
-            ))
-        })?;
-        let task = opt("task_request.json").ok_or_else(|| {
-            Failure::usage(format!("{}: no task_request.json", dir.display()))
-        })?;
+        let scenario = scenario_flag
+            .or_else(|| opt("scenario.json"))
+            .ok_or_else(|| {
+                Failure::usage(format!(
+                    "{}: no scenario.json; pass --runner fixture:SCENARIO.json",
+                    dir.display()
+                ))
+            })?;
+        let task = opt("task_request.json")
+            .ok_or_else(|| Failure::usage(format!("{}: no task_request.json", dir.display())))?;
         Ok(Resolved {
             task,
             scenario,
-            intent: args.intent.map(Path::to_owned).or_else(|| opt("intent_lock.json")),
-            envelope: args.envelope.map(Path::to_owned).or_else(|| opt("policy_envelope.json")),
+            intent: args
+                .intent
+                .map(Path::to_owned)
+                .or_else(|| opt("intent_lock.json")),
+            envelope: args
+                .envelope
+                .map(Path::to_owned)
+                .or_else(|| opt("policy_envelope.json")),
             grants,
             workspace_seed: Some(dir.join("workspace")).filter(|p| p.is_dir()),
         })
@@ -181,7 +191,8 @@ fn read_scenario(path: &Path) -> Result<(FixtureScenario, String), Failure> {
         AnyContract::FixtureScenario(s) => Some(*s),
         _ => None,
     })?;
-    let bytes = std::fs::read(path).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
+    let bytes =
+        std::fs::read(path).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
     Ok((scenario, digest(&bytes)))
 }
 
@@ -254,7 +265,10 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
     ] {
         if let Some(id) = id.filter(|id| **id != task.id) {
             return Err(Failure::invalid(
-                format!("the {what}'s task_id `{id}` is not the task's `{}`", task.id),
+                format!(
+                    "the {what}'s task_id `{id}` is not the task's `{}`",
+                    task.id
+                ),
                 Vec::new(),
             ));
         }
@@ -299,9 +313,10 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         intent,
         envelope,
         grants,
-        runner: args
-            .runner
-            .map_or_else(|| format!("fixture:{}", resolved.scenario.display()), str::to_owned),
+        runner: args.runner.map_or_else(
+            || format!("fixture:{}", resolved.scenario.display()),
+            str::to_owned,
+        ),
         scenario_path,
         scenario_digest,
         profile,
@@ -414,7 +429,11 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
                 None => out.line(format_args!(
                     "  receipts  {} signed, verified ({}): {}",
                     report.receipts,
-                    if report.closed { "closed" } else { "open: the run can resume" },
+                    if report.closed {
+                        "closed"
+                    } else {
+                        "open: the run can resume"
+                    },
                     journal.display()
                 ))?,
                 Some(f) => out.line(format_args!(
@@ -488,7 +507,12 @@ fn open_host(home: &Path, run_id: &str, out: &mut Out) -> Result<(Host, KeyRing)
 }
 
 /// `craik runs recover RUN`: repair and classify, continue nothing.
-pub(crate) fn recover(out: &mut Out, format: Format, home: &Path, run_id: &str) -> Result<Exit, Failure> {
+pub(crate) fn recover(
+    out: &mut Out,
+    format: Format,
+    home: &Path,
+    run_id: &str,
+) -> Result<Exit, Failure> {
     let dir = Home::new(home).run_dir(run_id)?;
     let lock = dir.lock()?;
     let (mut host, keys) = open_host(home, run_id, out)?;
@@ -507,7 +531,12 @@ pub(crate) fn recover(out: &mut Out, format: Format, home: &Path, run_id: &str) 
 }
 
 /// `craik runs resume RUN`: recover, then continue (with decided approvals as facts).
-pub(crate) fn resume(out: &mut Out, format: Format, home: &Path, run_id: &str) -> Result<Exit, Failure> {
+pub(crate) fn resume(
+    out: &mut Out,
+    format: Format,
+    home: &Path,
+    run_id: &str,
+) -> Result<Exit, Failure> {
     let dir = Home::new(home).run_dir(run_id)?;
     let lock = dir.lock()?;
     let (mut host, keys) = open_host(home, run_id, out)?;
@@ -532,7 +561,12 @@ pub(crate) fn resume(out: &mut Out, format: Format, home: &Path, run_id: &str) -
 }
 
 /// `craik runs cancel RUN`.
-pub(crate) fn cancel(out: &mut Out, format: Format, home: &Path, run_id: &str) -> Result<Exit, Failure> {
+pub(crate) fn cancel(
+    out: &mut Out,
+    format: Format,
+    home: &Path,
+    run_id: &str,
+) -> Result<Exit, Failure> {
     let dir = Home::new(home).run_dir(run_id)?;
     if let Some(pid) = dir.locked_by_live() {
         std::fs::write(dir.file(CANCEL), b"cancel\n")
@@ -612,7 +646,11 @@ pub(crate) fn list(out: &mut Out, format: Format, home: &Path) -> Result<Exit, F
                     r.phase,
                     r.iteration,
                     r.stop_reason.as_deref().unwrap_or(""),
-                    if stalled { "(stopped unexpectedly: `craik runs recover`)" } else { "" }
+                    if stalled {
+                        "(stopped unexpectedly: `craik runs recover`)"
+                    } else {
+                        ""
+                    }
                 ))?;
             }
         }
@@ -622,7 +660,12 @@ pub(crate) fn list(out: &mut Out, format: Format, home: &Path) -> Result<Exit, F
 }
 
 /// `craik runs show RUN`.
-pub(crate) fn show(out: &mut Out, format: Format, home: &Path, run_id: &str) -> Result<Exit, Failure> {
+pub(crate) fn show(
+    out: &mut Out,
+    format: Format,
+    home: &Path,
+    run_id: &str,
+) -> Result<Exit, Failure> {
     let dir = Home::new(home).run_dir(run_id)?;
     let run: TaskRun = dir
         .read_json(RUN)
@@ -654,7 +697,12 @@ pub(crate) fn show(out: &mut Out, format: Format, home: &Path, run_id: &str) -> 
 }
 
 /// `craik handoff show RUN`.
-pub(crate) fn handoff(out: &mut Out, format: Format, home: &Path, run_id: &str) -> Result<Exit, Failure> {
+pub(crate) fn handoff(
+    out: &mut Out,
+    format: Format,
+    home: &Path,
+    run_id: &str,
+) -> Result<Exit, Failure> {
     let dir = Home::new(home).run_dir(run_id)?;
     let path = dir.file(HANDOFF);
     if !path.is_file() {
@@ -664,8 +712,8 @@ pub(crate) fn handoff(out: &mut Out, format: Format, home: &Path, run_id: &str) 
         ))
         .with_exit(Exit::CheckFailed));
     }
-    let handoff: Handoff = crate::run::store::read_json(&path)
-        .map_err(|e| Failure::invalid(e, Vec::new()))?;
+    let handoff: Handoff =
+        crate::run::store::read_json(&path).map_err(|e| Failure::invalid(e, Vec::new()))?;
     match format {
         Format::Human => {
             out.line(format_args!("{} ({})", handoff.id, handoff.status.as_str()))?;
@@ -725,7 +773,12 @@ fn find_approval(home: &Home, id: &str) -> Result<(RunDir, ApprovalRecord), Fail
 }
 
 /// `craik approvals list`.
-pub(crate) fn approvals_list(out: &mut Out, format: Format, home: &Path, all: bool) -> Result<Exit, Failure> {
+pub(crate) fn approvals_list(
+    out: &mut Out,
+    format: Format,
+    home: &Path,
+    all: bool,
+) -> Result<Exit, Failure> {
     let home = Home::new(home);
     let rows: Vec<ApprovalRecord> = all_approvals(&home)?
         .into_iter()
@@ -735,7 +788,11 @@ pub(crate) fn approvals_list(out: &mut Out, format: Format, home: &Path, all: bo
     match format {
         Format::Human => {
             if rows.is_empty() {
-                out.line(if all { "no approvals" } else { "no pending approvals" })?;
+                out.line(if all {
+                    "no approvals"
+                } else {
+                    "no pending approvals"
+                })?;
             }
             for a in &rows {
                 out.line(format_args!(
@@ -755,14 +812,23 @@ pub(crate) fn approvals_list(out: &mut Out, format: Format, home: &Path, all: bo
 }
 
 /// `craik approvals show ID`.
-pub(crate) fn approvals_show(out: &mut Out, format: Format, home: &Path, id: &str) -> Result<Exit, Failure> {
+pub(crate) fn approvals_show(
+    out: &mut Out,
+    format: Format,
+    home: &Path,
+    id: &str,
+) -> Result<Exit, Failure> {
     let (_, a) = find_approval(&Home::new(home), id)?;
     match format {
         Format::Human => {
             let p = &a.action.proposed;
             out.line(format_args!("approval   {} ({})", a.id, a.status.as_str()))?;
             out.line(format_args!("run        {} (task {})", a.run_id, a.task_id))?;
-            out.line(format_args!("runner     {} under {}", a.runner_id, a.profile.as_str()))?;
+            out.line(format_args!(
+                "runner     {} under {}",
+                a.runner_id,
+                a.profile.as_str()
+            ))?;
             out.line(format_args!(
                 "action     {} {} {} {}",
                 a.action.id,
@@ -784,7 +850,10 @@ pub(crate) fn approvals_show(out: &mut Out, format: Format, home: &Path, id: &st
                 }
             }
             for edit in &p.edits {
-                out.line(format_args!("edit       - {:?}\n           + {:?}", edit.old, edit.new))?;
+                out.line(format_args!(
+                    "edit       - {:?}\n           + {:?}",
+                    edit.old, edit.new
+                ))?;
             }
             if let Some(reason) = &p.reason {
                 out.line(format_args!("runner says {reason}"))?;
@@ -826,12 +895,17 @@ fn reviewer(by: &str, runner: &str) -> Result<(), Failure> {
 }
 
 /// Writes one review decision as its own small signed, closed journal under `reviews/`.
-fn review_receipt(home: &Home, review_id: &str, draft: ReceiptDraft, out: &mut Out) -> Result<PathBuf, Failure> {
+fn review_receipt(
+    home: &Home,
+    review_id: &str,
+    draft: ReceiptDraft,
+    out: &mut Out,
+) -> Result<PathBuf, Failure> {
     let (signer, _) = keys(home, out)?;
     let run_id = format!("run_{}", review_id);
     let dir = home.reviews().join(review_id);
-    let mut file = JournalFile::create(&dir)
-        .map_err(|e| Failure::usage(format!("{}: {e}", dir.display())))?;
+    let mut file =
+        JournalFile::create(&dir).map_err(|e| Failure::usage(format!("{}: {e}", dir.display())))?;
     let mut writer = JournalWriter::new(&run_id, 0);
     let now = OffsetDateTime::now_utc();
     let mut bytes = writer
@@ -868,14 +942,26 @@ fn review_draft(
         fail_open: false,
         reason: reason.to_owned(),
         result: ReceiptResult {
-            status: if approve { ReceiptStatus::Passed } else { ReceiptStatus::Denied },
-            summary: if approve { "approved".into() } else { "rejected".into() },
+            status: if approve {
+                ReceiptStatus::Passed
+            } else {
+                ReceiptStatus::Denied
+            },
+            summary: if approve {
+                "approved".into()
+            } else {
+                "rejected".into()
+            },
             metadata: craik_contracts::Object::new(),
         },
         redacted: true,
         policy_set: policy_set.to_owned(),
         request_hash: request_hash.to_owned(),
-        decision: if approve { Decision::Allow } else { Decision::Deny },
+        decision: if approve {
+            Decision::Allow
+        } else {
+            Decision::Deny
+        },
         determining_policies: Vec::new(),
         decided_by: DecidedBy {
             kind: DecidedByKind::Approval,
@@ -931,7 +1017,11 @@ pub(crate) fn approvals_decide(
     );
     let journal = review_receipt(&home, &record.id, draft, out)?;
     let now = OffsetDateTime::now_utc();
-    record.status = if approve { ApprovalStatus::Approved } else { ApprovalStatus::Denied };
+    record.status = if approve {
+        ApprovalStatus::Approved
+    } else {
+        ApprovalStatus::Denied
+    };
     record.decided_by = Some(by.to_owned());
     record.decided_at = Some(Timestamp::new(now));
     record.reason = Some(reason.to_owned());
@@ -960,12 +1050,10 @@ fn proposals(home: &Home) -> Result<Vec<MemoryProposal>, Failure> {
     for entry in entries.flatten() {
         let p = entry.path();
         if p.extension().is_some_and(|e| e == "json") {
-            out.push(
-                read_one(&p, Kind::MemoryProposal, |c| match c {
-                    AnyContract::MemoryProposal(m) => Some(*m),
-                    _ => None,
-                })?,
-            );
+            out.push(read_one(&p, Kind::MemoryProposal, |c| match c {
+                AnyContract::MemoryProposal(m) => Some(*m),
+                _ => None,
+            })?);
         }
     }
     out.sort_by(|a, b| a.id.cmp(&b.id));
@@ -999,11 +1087,21 @@ pub(crate) fn memory_list(out: &mut Out, format: Format, home: &Path) -> Result<
 }
 
 /// `craik memory show ID`.
-pub(crate) fn memory_show(out: &mut Out, _format: Format, home: &Path, id: &str) -> Result<Exit, Failure> {
+pub(crate) fn memory_show(
+    out: &mut Out,
+    _format: Format,
+    home: &Path,
+    id: &str,
+) -> Result<Exit, Failure> {
     let m = proposals(&Home::new(home))?
         .into_iter()
         .find(|m| m.id == id)
-        .ok_or_else(|| Failure::usage(format!("memory proposal `{}`: not found", craik_contracts::Truncated(id))))?;
+        .ok_or_else(|| {
+            Failure::usage(format!(
+                "memory proposal `{}`: not found",
+                craik_contracts::Truncated(id)
+            ))
+        })?;
     out.json(&m)?;
     Ok(Exit::Ok)
 }
@@ -1021,11 +1119,19 @@ pub(crate) fn memory_decide(
     let mut m = proposals(&home)?
         .into_iter()
         .find(|m| m.id == id)
-        .ok_or_else(|| Failure::usage(format!("memory proposal `{}`: not found", craik_contracts::Truncated(id))))?;
+        .ok_or_else(|| {
+            Failure::usage(format!(
+                "memory proposal `{}`: not found",
+                craik_contracts::Truncated(id)
+            ))
+        })?;
     let runner = match m.run_id.as_deref() {
         Some(run_id) => Home::new(&home.root)
             .run_dir(run_id)
-            .and_then(|d| d.read_json::<TaskRun>(RUN).map_err(|e| Failure::invalid(e, Vec::new())))
+            .and_then(|d| {
+                d.read_json::<TaskRun>(RUN)
+                    .map_err(|e| Failure::invalid(e, Vec::new()))
+            })
             .map(|r| r.runner_id)
             .unwrap_or_else(|_| "runner_unknown".into()),
         None => "runner_unknown".into(),
@@ -1035,8 +1141,10 @@ pub(crate) fn memory_decide(
         return Err(Failure::usage("--reason: must not be empty"));
     }
     if m.status != ProposalStatus::Pending {
-        return Err(Failure::usage(format!("{id} is already {}", m.status.as_str()))
-            .with_exit(Exit::CheckFailed));
+        return Err(
+            Failure::usage(format!("{id} is already {}", m.status.as_str()))
+                .with_exit(Exit::CheckFailed),
+        );
     }
     if approve && m.evidence.is_empty() {
         return Err(Failure::usage(format!(
@@ -1050,7 +1158,11 @@ pub(crate) fn memory_decide(
         "memory.write",
         &format!("{}/{}", m.fact.scope.as_str(), m.fact.entity),
         PolicyProfile::Strict,
-        &digest(serde_json::to_string(&m.fact).unwrap_or_default().as_bytes()),
+        &digest(
+            serde_json::to_string(&m.fact)
+                .unwrap_or_default()
+                .as_bytes(),
+        ),
         approve,
         reason,
         "",
@@ -1058,7 +1170,11 @@ pub(crate) fn memory_decide(
     let review = format!("review_{}", id.trim_start_matches("memprop_"));
     let journal = review_receipt(&home, &review, draft, out)?;
     let now = OffsetDateTime::now_utc();
-    m.status = if approve { ProposalStatus::Approved } else { ProposalStatus::Rejected };
+    m.status = if approve {
+        ProposalStatus::Approved
+    } else {
+        ProposalStatus::Rejected
+    };
     m.decided_by = Some(by.to_owned());
     m.decided_at = Some(Timestamp::new(now));
     m.decision_reason = Some(reason.to_owned());

@@ -176,7 +176,11 @@ pub(crate) fn apply_edits(
         match out.matches(&edit.old).count() {
             1 => out = out.replacen(&edit.old, &edit.new, 1),
             0 => return Err(format!("edit {i}: `old` text not found")),
-            n => return Err(format!("edit {i}: `old` text occurs {n} times, expected once")),
+            n => {
+                return Err(format!(
+                    "edit {i}: `old` text occurs {n} times, expected once"
+                ));
+            }
         }
     }
     Ok(out)

@@ -17,10 +17,10 @@ use craik_contracts::{
     RunnerStepRequest, RunnerStepResult, SelfAudit, TaskRun, TaskRunStatus, Timestamp, Truncated,
 };
 use craik_kernel::{
-    Approval, Bundle, DecideOptions, DecidedBy, DecidedByKind, Decision, DecisionRequest,
-    DenyKind, Ed25519Signer, Gate, GrantSet, IntentScope, JournalWriter, KeyRing, Mode, Next,
-    ReceiptDraft, ReceiptPayload, RunLoop, RunnerRef, TargetPath, Verdict, is_terminal,
-    redact_checked, redact_value,
+    Approval, Bundle, DecideOptions, DecidedBy, DecidedByKind, Decision, DecisionRequest, DenyKind,
+    Ed25519Signer, Gate, GrantSet, IntentScope, JournalWriter, KeyRing, Mode, Next, ReceiptDraft,
+    ReceiptPayload, RunLoop, RunnerRef, TargetPath, Verdict, is_terminal, redact_checked,
+    redact_value,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -31,8 +31,8 @@ use crate::journal::JournalFile;
 use crate::run::exec::{self, FileState, Workspace};
 use crate::run::store::{CANCEL, CrashPoints, EVENTS, HANDOFF, Home, OUTPUTS, RUN, RunDir};
 use crate::run::{
-    ActionRecord, Event, FixtureStepRunner, Inputs, Outcome, StepRunner, compact, directives,
-    json, may_act, may_propose,
+    ActionRecord, Event, FixtureStepRunner, Inputs, Outcome, StepRunner, compact, directives, json,
+    may_act, may_propose,
 };
 
 /// Receipts between periodic checkpoints.
@@ -128,6 +128,8 @@ pub(crate) struct Host {
     /// Receipts by action (decisions, then outcome), from the journal.
     receipts_by_action: BTreeMap<String, Vec<ReceiptPayload>>,
     used_approvals: HashSet<String>,
+    /// Run outputs already written (a step re-asked after a crash is not written twice).
+    output_ids: HashSet<String>,
     halted: Option<(TaskRunStatus, String)>,
     closed: bool,
     pub(crate) tally: Tally,
@@ -207,6 +209,7 @@ impl Host {
             policy_exceptions: Vec::new(),
             receipts_by_action: BTreeMap::new(),
             used_approvals: HashSet::new(),
+            output_ids: HashSet::new(),
             halted: None,
             closed: false,
             tally: Tally::default(),
@@ -245,7 +248,10 @@ impl Host {
             JournalWriter::resume(&inputs.run_id, &bytes, &setup.keys, CHECKPOINT_EVERY).map_err(
                 |why| {
                     Failure::invalid(
-                        format!("{}: cannot continue the journal: {why}", journal_path.display()),
+                        format!(
+                            "{}: cannot continue the journal: {why}",
+                            journal_path.display()
+                        ),
                         Vec::new(),
                     )
                 },
@@ -258,6 +264,12 @@ impl Host {
         let events: Vec<Event> = dir
             .read_lines(EVENTS)
             .map_err(|e| Failure::invalid(e, Vec::new()))?;
+        let output_ids: HashSet<String> = dir
+            .read_lines::<RunOutput>(OUTPUTS)
+            .map_err(|e| Failure::invalid(e, Vec::new()))?
+            .into_iter()
+            .map(|o| o.id)
+            .collect();
         let workspace = Workspace::open(&inputs.workspace).map_err(Failure::usage)?;
         let budget = inputs
             .budget_secs
@@ -287,6 +299,7 @@ impl Host {
             policy_exceptions: Vec::new(),
             receipts_by_action: receipts.by_action,
             used_approvals: receipts.approvals_used,
+            output_ids,
             halted: None,
             closed,
             tally: Tally::default(),
@@ -383,7 +396,10 @@ impl Host {
         if self.halted.is_none() && run.ended_at.is_some() {
             // The last step ended the run; the process stopped before recording the halt.
             let (status, reason) = (run.status, run.stop_reason.clone().unwrap_or_default());
-            found.push(format!("the run had ended ({}) but was not finalised; finalising", status.as_str()));
+            found.push(format!(
+                "the run had ended ({}) but was not finalised; finalising",
+                status.as_str()
+            ));
             self.finish_halt(status, reason)?;
             return Ok(found);
         }
@@ -418,14 +434,14 @@ impl Host {
                     receipt: outcome.id.clone(),
                 };
                 self.record_outcome(restored)?;
-                found.push(format!(
-                    "{}: outcome was receipted; restored",
-                    action.id
-                ));
+                found.push(format!("{}: outcome was receipted; restored", action.id));
                 continue;
             }
             let Some((pre, post)) = self.executing.get(&action.id).cloned() else {
-                let last = receipts.iter().rev().find(|r| r.decided_by.kind != DecidedByKind::Outcome);
+                let last = receipts
+                    .iter()
+                    .rev()
+                    .find(|r| r.decided_by.kind != DecidedByKind::Outcome);
                 if last.is_none() {
                     found.push(format!("{}: not decided yet; will be decided", action.id));
                 } else if last.is_some_and(|r| r.decision != Decision::Allow) {
@@ -456,7 +472,10 @@ impl Host {
                             post.as_deref().unwrap_or("?")
                         );
                         self.outcome_receipt(action, true, &summary, None)?;
-                        found.push(format!("{}: uncertain; the file holds the intended bytes, recorded as done", action.id));
+                        found.push(format!(
+                            "{}: uncertain; the file holds the intended bytes, recorded as done",
+                            action.id
+                        ));
                         continue;
                     }
                     Ok(state) if state.hash() == pre.as_deref() => {
@@ -473,7 +492,8 @@ impl Host {
             let summary = if file_action {
                 "uncertain: the process stopped during the write and the file holds neither the old nor the new bytes; not retried".to_owned()
             } else {
-                "uncertain: the process stopped while this ran; it is never re-run blindly".to_owned()
+                "uncertain: the process stopped while this ran; it is never re-run blindly"
+                    .to_owned()
             };
             self.outcome_receipt(action, false, &summary, None)?;
             found.push(format!("{}: {summary}", action.id));
@@ -554,7 +574,10 @@ impl Host {
                 return Ok(());
             }
             if self.dir.file(CANCEL).exists() {
-                return self.halt(TaskRunStatus::Interrupted, "cancelled by the operator".into());
+                return self.halt(
+                    TaskRunStatus::Interrupted,
+                    "cancelled by the operator".into(),
+                );
             }
             if !self.pending.is_empty() {
                 match self.process_actions()? {
@@ -779,9 +802,7 @@ impl Host {
         let output = RunOutput {
             schema: Default::default(),
             version: Default::default(),
-            id: result
-                .id
-                .replacen("runner_step_result_", "runout_", 1),
+            id: result.id.replacen("runner_step_result_", "runout_", 1),
             run_id: result.run_id.clone(),
             step_result_id: result.id.clone(),
             task_id: result.task_id.clone(),
@@ -796,11 +817,13 @@ impl Host {
             created_at: result.created_at,
         };
         // Idempotent across a crash: a step re-asked after recovery has the same ids.
-        let existing: Vec<RunOutput> = self.dir.read_lines(OUTPUTS).unwrap_or_default();
-        if existing.iter().any(|o| o.id == output.id) {
+        if self.output_ids.contains(&output.id) {
             return Ok(());
         }
-        self.dir.append(OUTPUTS, &output).map_err(io(&self.dir.path))?;
+        self.dir
+            .append(OUTPUTS, &output)
+            .map_err(io(&self.dir.path))?;
+        self.output_ids.insert(output.id.clone());
         self.crash.point();
         Ok(())
     }
@@ -905,7 +928,9 @@ impl Host {
         Ok(self
             .approvals()?
             .into_iter()
-            .filter(|a| a.status == ApprovalStatus::Approved || a.status == ApprovalStatus::Consumed)
+            .filter(|a| {
+                a.status == ApprovalStatus::Approved || a.status == ApprovalStatus::Consumed
+            })
             .map(|a| Approval {
                 used: a.status == ApprovalStatus::Consumed || self.used_approvals.contains(&a.id),
                 id: a.id,
@@ -1092,9 +1117,15 @@ impl Host {
             }
             None => None,
         };
-        let rel = target.as_ref().map(|t| t.as_str().to_owned()).unwrap_or_default();
+        let rel = target
+            .as_ref()
+            .map(|t| t.as_str().to_owned())
+            .unwrap_or_default();
         let _ = verdict;
-        match (p.capability.split('.').next().unwrap_or_default(), p.operation.as_str()) {
+        match (
+            p.capability.split('.').next().unwrap_or_default(),
+            p.operation.as_str(),
+        ) {
             ("repo", "read") => {
                 self.event(&Event::Executing {
                     at: ts(now()),
@@ -1112,7 +1143,9 @@ impl Host {
                         let summary = format!("read {rel} ({} bytes)", text.len());
                         self.outcome_receipt(action, true, &summary, Some(shown))
                     }
-                    Err(e) => self.outcome_receipt(action, false, &format!("read failed: {e}"), None),
+                    Err(e) => {
+                        self.outcome_receipt(action, false, &format!("read failed: {e}"), None)
+                    }
                 }
             }
             ("repo", op @ ("write" | "patch")) => {
@@ -1132,7 +1165,12 @@ impl Host {
                 let new_text = match new_text {
                     Ok(t) => t,
                     Err(e) => {
-                        return self.outcome_receipt(action, false, &format!("patch failed: {e}"), None);
+                        return self.outcome_receipt(
+                            action,
+                            false,
+                            &format!("patch failed: {e}"),
+                            None,
+                        );
                     }
                 };
                 let post = exec::digest(new_text.as_bytes());
@@ -1145,7 +1183,11 @@ impl Host {
                 match self.workspace.write(&rel, new_text.as_bytes(), &action.id) {
                     Ok(()) => {
                         self.crash.point();
-                        let verb = if pre == FileState::Missing { "created" } else { "updated" };
+                        let verb = if pre == FileState::Missing {
+                            "created"
+                        } else {
+                            "updated"
+                        };
                         self.outcome_receipt(
                             action,
                             true,
@@ -1153,7 +1195,9 @@ impl Host {
                             None,
                         )
                     }
-                    Err(e) => self.outcome_receipt(action, false, &format!("write failed: {e}"), None),
+                    Err(e) => {
+                        self.outcome_receipt(action, false, &format!("write failed: {e}"), None)
+                    }
                 }
             }
             ("shell", "execute") => {
@@ -1183,7 +1227,11 @@ impl Host {
                                 "{} exited {}{}",
                                 done.program,
                                 done.exit_code.map_or("by signal".into(), |c| c.to_string()),
-                                if done.truncated { " (output truncated)" } else { "" }
+                                if done.truncated {
+                                    " (output truncated)"
+                                } else {
+                                    ""
+                                }
                             )
                         };
                         self.outcome_receipt(action, ok, &summary, Some(shown))
@@ -1195,7 +1243,11 @@ impl Host {
         }
     }
 
-    fn park_for_approval(&mut self, action: &ActionRecord, verdict: &Verdict) -> Result<(), Failure> {
+    fn park_for_approval(
+        &mut self,
+        action: &ActionRecord,
+        verdict: &Verdict,
+    ) -> Result<(), Failure> {
         let existing = self.approvals()?;
         let n = existing.iter().filter(|a| a.action.id == action.id).count();
         let id = format!(
@@ -1308,9 +1360,8 @@ impl Host {
     fn handoff(&self, id: String, status: TaskRunStatus, reason: &str) -> Handoff {
         let run = self.machine.run();
         let done: Vec<&Outcome> = self.all_outcomes.iter().filter(|o| o.ok).collect();
-        let action_of = |o: &Outcome| -> Option<ActionRecord> {
-            self.actions_by_id().get(&o.action).cloned()
-        };
+        let action_of =
+            |o: &Outcome| -> Option<ActionRecord> { self.actions_by_id().get(&o.action).cloned() };
         let mut files_changed = Vec::new();
         let mut commands_run = Vec::new();
         let mut tests_run = Vec::new();
@@ -1318,7 +1369,10 @@ impl Host {
         for o in &done {
             completed_actions.push(format!("{}: {}", o.action, o.summary));
             if let Some(a) = action_of(o) {
-                match (a.proposed.capability.as_str(), a.proposed.operation.as_str()) {
+                match (
+                    a.proposed.capability.as_str(),
+                    a.proposed.operation.as_str(),
+                ) {
                     (c, "write" | "patch") if c.starts_with("repo.write") => {
                         files_changed.push(a.proposed.target.clone().unwrap_or_default());
                     }
@@ -1337,7 +1391,10 @@ impl Host {
         let mut next_steps = Vec::new();
         let mut context_debt = Vec::new();
         for o in self.all_outcomes.iter().filter(|o| !o.ok) {
-            risks.push(format!("{} ({}) did not complete: {}", o.action, o.decision, o.summary));
+            risks.push(format!(
+                "{} ({}) did not complete: {}",
+                o.action, o.decision, o.summary
+            ));
         }
         for a in &self.pending {
             context_debt.push(format!(
@@ -1353,7 +1410,9 @@ impl Host {
                 next_steps.push(format!("Review why the run was blocked: {reason}"));
             }
             TaskRunStatus::Interrupted => {
-                next_steps.push(format!("The run was interrupted: {reason}. Re-scope or start a new run."));
+                next_steps.push(format!(
+                    "The run was interrupted: {reason}. Re-scope or start a new run."
+                ));
             }
             _ => next_steps.push(format!("Investigate the failure: {reason}")),
         }
@@ -1478,7 +1537,13 @@ impl Host {
         }
         let mut fact = spec.fact.clone();
         let mut rationale = spec.rationale.clone();
-        for text in [&mut fact.entity, &mut fact.relation, &mut fact.value, &mut fact.source, &mut rationale] {
+        for text in [
+            &mut fact.entity,
+            &mut fact.relation,
+            &mut fact.value,
+            &mut fact.source,
+            &mut rationale,
+        ] {
             match redact_checked(text) {
                 Ok(r) => *text = r.text,
                 Err(_) => return Ok(None),
@@ -1501,10 +1566,7 @@ impl Host {
                 id: format!("evidence_{}", id.trim_start_matches("memprop_")),
                 source: format!("craik run {}", self.inputs.run_id),
                 kind: EvidenceKind::Other,
-                locator: format!(
-                    "runs/{}/{OUTPUTS}#{runout}",
-                    self.inputs.run_id
-                ),
+                locator: format!("runs/{}/{OUTPUTS}#{runout}", self.inputs.run_id),
                 summary: rationale,
                 captured_at: Some(result.created_at),
                 metadata: Object::new(),
@@ -1536,6 +1598,11 @@ impl Host {
         Ok(())
     }
 
+    /// Durable (fsynced) writes this process made for the run.
+    pub(crate) fn durable_writes(&self) -> u64 {
+        self.crash.count()
+    }
+
     /// The run's receipts journal path.
     pub(crate) fn journal_path(&self) -> PathBuf {
         self.journal_file.path().to_owned()
@@ -1549,10 +1616,10 @@ fn initial_run(inputs: &Inputs) -> TaskRun {
         id: inputs.run_id.clone(),
         task_id: inputs.task.id.clone(),
         case_file_id: format!("case_{}", inputs.task.id.trim_start_matches("task_")),
-        policy_envelope_id: inputs
-            .envelope
-            .as_ref()
-            .map_or_else(|| format!("policy_{}", inputs.profile.as_str().replace('-', "_")), |e| e.id.clone()),
+        policy_envelope_id: inputs.envelope.as_ref().map_or_else(
+            || format!("policy_{}", inputs.profile.as_str().replace('-', "_")),
+            |e| e.id.clone(),
+        ),
         intent_lock_id: inputs.intent.as_ref().map(|i| i.id.clone()),
         runner_id: "runner_fixture".into(),
         runner_mode: craik_contracts::RunnerMode::Fixture,
@@ -1574,7 +1641,11 @@ fn initial_run(inputs: &Inputs) -> TaskRun {
 fn check_result(request: &RunnerStepRequest, result: &RunnerStepResult) -> Result<(), String> {
     let mut wrong = Vec::new();
     if result.request_id != request.id {
-        wrong.push(format!("request_id `{}` (expected `{}`)", Truncated(&result.request_id), request.id));
+        wrong.push(format!(
+            "request_id `{}` (expected `{}`)",
+            Truncated(&result.request_id),
+            request.id
+        ));
     }
     if result.run_id != request.run_id {
         wrong.push(format!("run_id `{}`", Truncated(&result.run_id)));
@@ -1598,7 +1669,9 @@ fn check_result(request: &RunnerStepRequest, result: &RunnerStepResult) -> Resul
     if !result.memory_proposal_ids.is_empty() {
         wrong.push("memory_proposal_ids (a runner only proposes specs)".into());
     }
-    if craik_contracts::id_problem(&result.id).is_some() || !result.id.starts_with("runner_step_result_") {
+    if craik_contracts::id_problem(&result.id).is_some()
+        || !result.id.starts_with("runner_step_result_")
+    {
         wrong.push(format!("id `{}`", Truncated(&result.id)));
     }
     if wrong.is_empty() {
@@ -1613,7 +1686,9 @@ fn redact_result(result: &mut RunnerStepResult, diagnostics: &mut Vec<String>) {
         Ok(r) => result.summary = r.text,
         Err(what) => {
             result.summary = "[withheld]".into();
-            diagnostics.push(format!("summary withheld: after redaction it still held {what}"));
+            diagnostics.push(format!(
+                "summary withheld: after redaction it still held {what}"
+            ));
         }
     }
     let mut kept = Vec::new();
@@ -1782,7 +1857,8 @@ pub(crate) fn read_approvals(dir: &RunDir) -> Result<Vec<ApprovalRecord>, Failur
 pub(crate) fn write_approval(dir: &RunDir, record: &ApprovalRecord) -> Result<(), Failure> {
     let path = dir.file("approvals");
     std::fs::create_dir_all(&path).map_err(io(&path))?;
-    let mut text = serde_json::to_vec_pretty(record).map_err(|e| Failure::internal(e.to_string()))?;
+    let mut text =
+        serde_json::to_vec_pretty(record).map_err(|e| Failure::internal(e.to_string()))?;
     text.push(b'\n');
     let file = path.join(format!("{}.json", record.id));
     crate::files::write_atomic(&file, &text).map_err(io(&file))?;

@@ -68,7 +68,11 @@ impl ActionRecord {
             if (r.replaced > 0 || still.is_some()) && refuse && found.is_none() {
                 found = Some(still.unwrap_or("a secret").to_owned());
             }
-            *text = if still.is_some() { craik_kernel::REDACTED.to_owned() } else { r.text };
+            *text = if still.is_some() {
+                craik_kernel::REDACTED.to_owned()
+            } else {
+                r.text
+            };
         };
         if let Some(t) = proposed.target.as_mut() {
             clean(t, true);

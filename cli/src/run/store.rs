@@ -58,6 +58,11 @@ impl CrashPoints {
         }
     }
 
+    /// Durable writes so far.
+    pub(crate) fn count(&self) -> u64 {
+        self.count
+    }
+
     /// Called after every durable write.
     pub(crate) fn point(&mut self) {
         self.count += 1;
@@ -264,7 +269,10 @@ impl RunDir {
                 Err(e) => return Err(Failure::usage(format!("{}: {e}", path.display()))),
             }
         }
-        Err(Failure::usage(format!("{}: cannot take the lock", path.display())))
+        Err(Failure::usage(format!(
+            "{}: cannot take the lock",
+            path.display()
+        )))
     }
 
     /// Whether a live process holds the lock.

@@ -89,7 +89,10 @@ fn kill_9_at_every_durable_write_then_resume() {
                 ("shell.test", &["mkdir"], &["execute"]),
             ],
             scenario(),
-            &[("docs/status.md", "Status: stale\n"), ("README.md", "readme\n")],
+            &[
+                ("docs/status.md", "Status: stale\n"),
+                ("README.md", "readme\n"),
+            ],
         );
         let home = dir.path().join("home");
         if !run_and_kill(&ex, &home, n) {
@@ -138,17 +141,29 @@ fn kill_9_at_every_durable_write_then_resume() {
         let mut passed = std::collections::BTreeMap::<String, usize>::new();
         for r in &outcomes {
             let summary = r["result"]["summary"].as_str().unwrap();
-            assert!(!summary.contains("exited 1"), "point {n}: ran twice? {summary}");
+            assert!(
+                !summary.contains("exited 1"),
+                "point {n}: ran twice? {summary}"
+            );
             if r["result"]["status"] == "passed" {
-                *passed.entry(r["action"].as_str().unwrap().to_owned()).or_default() += 1;
+                *passed
+                    .entry(r["action"].as_str().unwrap().to_owned())
+                    .or_default() += 1;
             }
         }
         assert!(passed.values().all(|&c| c == 1), "point {n}: {passed:?}");
         let ws = home.join("runs").join(id).join("workspace");
-        let ws = if ws.exists() { ws } else { ex.join("workspace") };
+        let ws = if ws.exists() {
+            ws
+        } else {
+            ex.join("workspace")
+        };
         if status == "completed" {
             assert_eq!(passed.len(), 6, "point {n}: {passed:?}");
-            assert_eq!(std::fs::read_to_string(ws.join("docs/a.md")).unwrap(), "alpha\n");
+            assert_eq!(
+                std::fs::read_to_string(ws.join("docs/a.md")).unwrap(),
+                "alpha\n"
+            );
             assert_eq!(
                 std::fs::read_to_string(ws.join("docs/status.md")).unwrap(),
                 "Status: current\n"
@@ -164,6 +179,12 @@ fn kill_9_at_every_durable_write_then_resume() {
         assert!(docs.len() <= 3, "point {n}: {docs:?}");
     }
     assert!(points >= 50, "only {points} kill points");
-    assert!(terminal.get("completed").copied().unwrap_or(0) > 0, "{terminal:?}");
-    eprintln!("kill -9 at {points} points: {terminal:?}");
+    assert!(
+        terminal.get("completed").copied().unwrap_or(0) > 0,
+        "{terminal:?}"
+    );
+    #[allow(clippy::print_stderr, reason = "the count is the test's report")]
+    {
+        eprintln!("kill -9 at {points} points: {terminal:?}");
+    }
 }

@@ -84,12 +84,22 @@ fn example(name: &str) -> PathBuf {
 #[test]
 fn every_example_reaches_its_documented_status_with_verifying_receipts() {
     let cases = [
-        ("docs-review", 0, "completed", "runner evaluated the task as done"),
+        (
+            "docs-review",
+            0,
+            "completed",
+            "runner evaluated the task as done",
+        ),
         ("adr-denied", 1, "blocked", "base.deny.immutable-writes"),
         ("approval", 1, "blocked", "awaiting approval"),
         ("iteration-ceiling", 1, "interrupted", "iteration ceiling"),
         ("intent-stop", 1, "interrupted", "intent.out-of-scope"),
-        ("automation", 0, "completed", "runner evaluated the task as done"),
+        (
+            "automation",
+            0,
+            "completed",
+            "runner evaluated the task as done",
+        ),
     ];
     for (name, code, status, reason) in cases {
         let home = tempfile::tempdir().unwrap();
@@ -134,7 +144,10 @@ fn the_docs_review_example_changes_only_its_scratch_workspace() {
         handoff["files_changed"],
         json!(["docs/status.md", "docs/review-notes.md"])
     );
-    assert_eq!(handoff["tests_run"], json!(["grep -q current docs/status.md"]));
+    assert_eq!(
+        handoff["tests_run"],
+        json!(["grep -q current docs/status.md"])
+    );
     let memprop = handoff["memory_proposal_ids"][0].as_str().unwrap();
     let proposal: Value = serde_json::from_str(
         &std::fs::read_to_string(home.path().join("memory").join(format!("{memprop}.json")))
@@ -155,7 +168,16 @@ fn the_docs_review_example_changes_only_its_scratch_workspace() {
 
 fn approve(home: &Path, id: &str, by: &str) -> std::process::Output {
     craik()
-        .args(["approvals", "approve", id, "--by", by, "--reason", "checked", "--home"])
+        .args([
+            "approvals",
+            "approve",
+            id,
+            "--by",
+            by,
+            "--reason",
+            "checked",
+            "--home",
+        ])
         .arg(home)
         .output()
         .unwrap()
@@ -211,8 +233,18 @@ fn approval_round_trip_from_the_cli() {
         .find(|r| r["decided_by"]["kind"] == "approval")
         .expect("an approval-decided receipt");
     assert_eq!(approved["decision"], "allow");
-    assert!(approved["decided_by"]["by"].as_str().unwrap().contains("user:alice"));
-    assert!(approved["decided_by"]["by"].as_str().unwrap().contains(&approval));
+    assert!(
+        approved["decided_by"]["by"]
+            .as_str()
+            .unwrap()
+            .contains("user:alice")
+    );
+    assert!(
+        approved["decided_by"]["by"]
+            .as_str()
+            .unwrap()
+            .contains(&approval)
+    );
     let review = craik()
         .args(["receipts", "verify"])
         .arg(h.join("reviews"))
@@ -241,7 +273,16 @@ fn a_denied_approval_blocks_the_run() {
     let (_, id, _) = run_example(h, &example("approval"), &[]);
     let approval = pending_approval(h);
     let out = craik()
-        .args(["approvals", "deny", &approval, "--by", "user:alice", "--reason", "not now", "--home"])
+        .args([
+            "approvals",
+            "deny",
+            &approval,
+            "--by",
+            "user:alice",
+            "--reason",
+            "not now",
+            "--home",
+        ])
         .arg(h)
         .output()
         .unwrap();
@@ -250,10 +291,19 @@ fn a_denied_approval_blocks_the_run() {
     assert_eq!(done.status.code(), Some(1), "{}", transcript(&done));
     let run = run_json(h, &id);
     assert_eq!(run["status"], "blocked");
-    assert!(run["stop_reason"].as_str().unwrap().contains("denied by user:alice"));
+    assert!(
+        run["stop_reason"]
+            .as_str()
+            .unwrap()
+            .contains("denied by user:alice")
+    );
     verify_run(h, &id, false);
     let file = h.join("runs").join(&id).join("workspace/docs/status.md");
-    assert!(std::fs::read_to_string(file).unwrap().contains("Status: stale"));
+    assert!(
+        std::fs::read_to_string(file)
+            .unwrap()
+            .contains("Status: stale")
+    );
 }
 
 #[test]
@@ -273,23 +323,38 @@ fn an_approval_never_covers_a_changed_action() {
     let run = run_json(h, &id);
     assert_eq!(run["status"], "blocked");
     assert!(
-        run["stop_reason"].as_str().unwrap().contains("awaiting approval"),
+        run["stop_reason"]
+            .as_str()
+            .unwrap()
+            .contains("awaiting approval"),
         "{}",
         run["stop_reason"]
     );
     let file = h.join("runs").join(&id).join("workspace/docs/status.md");
-    assert!(std::fs::read_to_string(file).unwrap().contains("Status: stale"));
+    assert!(
+        std::fs::read_to_string(file)
+            .unwrap()
+            .contains("Status: stale")
+    );
 }
 
 #[test]
 fn automation_admits_no_approval_so_the_write_is_denied() {
     let home = tempfile::tempdir().unwrap();
-    let (exit, id, text) =
-        run_example(home.path(), &example("approval"), &["--profile", "automation"]);
+    let (exit, id, text) = run_example(
+        home.path(),
+        &example("approval"),
+        &["--profile", "automation"],
+    );
     assert_eq!(exit, 1, "{text}");
     let run = run_json(home.path(), &id);
     assert_eq!(run["status"], "blocked");
-    assert!(run["stop_reason"].as_str().unwrap().contains("approval.automation"));
+    assert!(
+        run["stop_reason"]
+            .as_str()
+            .unwrap()
+            .contains("approval.automation")
+    );
     let rs = receipts(home.path(), &id);
     assert_eq!(rs[0]["decision"], "deny");
     verify_run(home.path(), &id, false);
@@ -409,7 +474,10 @@ fn hostile_runner_answers_fail_the_run_with_a_kernel_receipt() {
         );
         let rs = receipts(&home, &id);
         let last = rs.last().unwrap();
-        assert_eq!(last["determining_policies"], json!(["kernel.runner-violation"]));
+        assert_eq!(
+            last["determining_policies"],
+            json!(["kernel.runner-violation"])
+        );
         assert_eq!(last["decision"], "deny");
         verify_run(&home, &id, false);
     }
@@ -441,8 +509,19 @@ fn secrets_never_reach_disk_and_secret_payloads_are_refused() {
     assert_eq!(exit, 1, "{text}");
     let run = run_json(&home, &id);
     assert_eq!(run["status"], "blocked");
-    assert!(run["stop_reason"].as_str().unwrap().contains("never writes, runs or stores secrets"));
-    assert!(!home.join("runs").join(&id).join("workspace/docs/leak.md").exists());
+    assert!(
+        run["stop_reason"]
+            .as_str()
+            .unwrap()
+            .contains("never writes, runs or stores secrets")
+    );
+    assert!(
+        !home
+            .join("runs")
+            .join(&id)
+            .join("workspace/docs/leak.md")
+            .exists()
+    );
     // Nothing under the home holds the token (the scenario is referenced, never copied).
     for entry in walk(&home) {
         let bytes = std::fs::read(&entry).unwrap();
@@ -452,7 +531,8 @@ fn secrets_never_reach_disk_and_secret_payloads_are_refused() {
             entry.display()
         );
     }
-    let outputs = std::fs::read_to_string(home.join("runs").join(&id).join("outputs.jsonl")).unwrap();
+    let outputs =
+        std::fs::read_to_string(home.join("runs").join(&id).join("outputs.jsonl")).unwrap();
     assert!(outputs.contains("[REDACTED]"), "{outputs}");
 }
 
@@ -489,7 +569,11 @@ fn writes_never_follow_symlinks_out_of_or_within_the_workspace() {
     );
     std::os::unix::fs::symlink(&outside, ex.join("workspace/docs/out")).unwrap();
     let home = dir.path().join("home");
-    let (_, id, text) = run_example(&home, &ex, &["--workspace", ex.join("workspace").to_str().unwrap()]);
+    let (_, id, text) = run_example(
+        &home,
+        &ex,
+        &["--workspace", ex.join("workspace").to_str().unwrap()],
+    );
     assert!(!outside.join("escape.md").exists(), "{text}");
     let rs = receipts(&home, &id);
     let outcome = rs
@@ -498,7 +582,10 @@ fn writes_never_follow_symlinks_out_of_or_within_the_workspace() {
         .expect("an outcome receipt");
     assert_eq!(outcome["result"]["status"], "failed");
     assert!(
-        outcome["result"]["summary"].as_str().unwrap().contains("symlink"),
+        outcome["result"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("symlink"),
         "{outcome}"
     );
     verify_run(&home, &id, false);
@@ -520,7 +607,10 @@ fn a_hung_command_is_killed_at_its_timeout() {
     let home = dir.path().join("home");
     let started = std::time::Instant::now();
     let (exit, id, text) = run_example(&home, &ex, &[]);
-    assert!(started.elapsed() < std::time::Duration::from_secs(20), "{text}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "{text}"
+    );
     assert_eq!(exit, 0, "{text}");
     let rs = receipts(&home, &id);
     let outcome = rs
@@ -528,7 +618,12 @@ fn a_hung_command_is_killed_at_its_timeout() {
         .find(|r| r["decided_by"]["kind"] == "outcome")
         .unwrap();
     assert_eq!(outcome["result"]["status"], "failed");
-    assert!(outcome["result"]["summary"].as_str().unwrap().contains("timed out"));
+    assert!(
+        outcome["result"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("timed out")
+    );
 }
 
 #[test]
@@ -537,7 +632,8 @@ fn bad_run_input_is_one_line_naming_the_file_and_field() {
     let ex = scratch_example(dir.path(), "strict", &[], act(json!([])), &[]);
     let scenario = ex.join("scenario.json");
     let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&scenario).unwrap()).unwrap();
-    v["steps"][1]["proposed_actions"] = json!([{"id":"action_x","capability":"repo.read","operation":"read","bogus":1}]);
+    v["steps"][1]["proposed_actions"] =
+        json!([{"id":"action_x","capability":"repo.read","operation":"read","bogus":1}]);
     std::fs::write(&scenario, serde_json::to_string(&v).unwrap()).unwrap();
     let out = craik()
         .arg("run")
@@ -550,5 +646,8 @@ fn bad_run_input_is_one_line_naming_the_file_and_field() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("scenario.json"), "{err}");
     assert!(err.contains("bogus"), "{err}");
-    assert!(!dir.path().join("home/runs").exists(), "a refused run leaves nothing behind");
+    assert!(
+        !dir.path().join("home/runs").exists(),
+        "a refused run leaves nothing behind"
+    );
 }

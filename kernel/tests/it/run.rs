@@ -139,9 +139,14 @@ fn the_budget_interrupts_before_the_runner_is_asked() {
     let mut lp = RunLoop::new(run(5), Some(time::Duration::seconds(30)));
     let start = datetime!(2026-11-22 00:00 UTC);
     lp.start(start).unwrap();
-    assert_eq!(lp.gate(start + time::Duration::seconds(29)), Gate::Ask(Phase::Plan));
+    assert_eq!(
+        lp.gate(start + time::Duration::seconds(29)),
+        Gate::Ask(Phase::Plan)
+    );
     match lp.gate(start + time::Duration::seconds(30)) {
-        Gate::Stop(TaskRunStatus::Interrupted, reason) => assert!(reason.contains("budget"), "{reason}"),
+        Gate::Stop(TaskRunStatus::Interrupted, reason) => {
+            assert!(reason.contains("budget"), "{reason}")
+        }
         other => panic!("{other:?}"),
     }
 }
@@ -151,8 +156,10 @@ fn a_parked_run_reopens_in_the_same_phase() {
     let mut lp = RunLoop::new(run(5), None);
     let at = datetime!(2026-11-22 00:00 UTC);
     lp.start(at).unwrap();
-    lp.accept(Phase::Plan, ResultStatus::Completed, None, at).unwrap();
-    lp.accept(Phase::Act, ResultStatus::Completed, None, at).unwrap();
+    lp.accept(Phase::Plan, ResultStatus::Completed, None, at)
+        .unwrap();
+    lp.accept(Phase::Act, ResultStatus::Completed, None, at)
+        .unwrap();
     lp.park("awaiting approval".into(), at);
     assert_eq!(lp.run().status, TaskRunStatus::Blocked);
     assert_eq!(lp.run().ended_at, None);

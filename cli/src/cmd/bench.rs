@@ -297,8 +297,8 @@ fn bench_scenario(steps: usize) -> craik_contracts::FixtureScenario {
         diagnostics: Vec::new(),
         next,
     };
-    let action = |id: String, capability: &str, operation: &str, target: String, content| {
-        ProposedAction {
+    let action =
+        |id: String, capability: &str, operation: &str, target: String, content| ProposedAction {
             id,
             capability: capability.into(),
             operation: operation.into(),
@@ -308,11 +308,15 @@ fn bench_scenario(steps: usize) -> craik_contracts::FixtureScenario {
             edits: Vec::new(),
             timeout_ms: None,
             reason: None,
-        }
-    };
+        };
     let mut out = Vec::with_capacity(steps);
     for i in 0..iterations {
-        out.push(step(Phase::Plan, format!("iteration {i}"), Vec::new(), None));
+        out.push(step(
+            Phase::Plan,
+            format!("iteration {i}"),
+            Vec::new(),
+            None,
+        ));
         let mut actions = vec![action(
             format!("action_w{i}"),
             "repo.write.docs",
@@ -336,7 +340,12 @@ fn bench_scenario(steps: usize) -> craik_contracts::FixtureScenario {
         } else {
             NextStep::Continue
         };
-        out.push(step(Phase::Evaluate, "evaluate".into(), Vec::new(), Some(next)));
+        out.push(step(
+            Phase::Evaluate,
+            "evaluate".into(),
+            Vec::new(),
+            Some(next),
+        ));
     }
     craik_contracts::FixtureScenario {
         schema: Default::default(),
@@ -351,7 +360,10 @@ fn bench_scenario(steps: usize) -> craik_contracts::FixtureScenario {
 /// The same scenario with governance switched off: the fixture runner's answers parsed and
 /// their actions performed by the same executors, with no decision, receipt, journal or
 /// redaction.
-fn ungoverned(scenario: &craik_contracts::FixtureScenario, workspace: &Path) -> std::result::Result<(), Failure> {
+fn ungoverned(
+    scenario: &craik_contracts::FixtureScenario,
+    workspace: &Path,
+) -> std::result::Result<(), Failure> {
     use crate::run::{StepRunner, directives};
     let ws = crate::run::exec::Workspace::open(workspace).map_err(Failure::internal)?;
     let mut runner = crate::run::FixtureStepRunner::new(scenario.clone(), 0);
@@ -394,30 +406,37 @@ fn ungoverned(scenario: &craik_contracts::FixtureScenario, workspace: &Path) -> 
 
 /// `craik bench run`: a governed fixture run of `steps` steps against the same scenario with
 /// governance off, measured in the same process.
-pub(crate) fn run(out: &mut Out, format: Format, steps: usize) -> std::result::Result<Exit, Failure> {
+pub(crate) fn run(
+    out: &mut Out,
+    format: Format,
+    steps: usize,
+) -> std::result::Result<Exit, Failure> {
     use crate::run::host::{Host, Setup};
     use crate::run::store::{Home, RunDir};
     if steps < 4 || steps % 4 != 0 {
-        return Err(Failure::usage("--steps must be a positive multiple of 4 (plan, act, observe, evaluate)"));
+        return Err(Failure::usage(
+            "--steps must be a positive multiple of 4 (plan, act, observe, evaluate)",
+        ));
     }
     let mut random = [0u8; 4];
     getrandom::fill(&mut random).map_err(|e| Failure::internal(format!("no randomness: {e}")))?;
-    let scratch = Scratch(std::env::temp_dir().join(format!(
-        "craik-bench-{}",
-        craik_kernel::to_hex(&random)
-    )));
+    let scratch = Scratch(
+        std::env::temp_dir().join(format!("craik-bench-{}", craik_kernel::to_hex(&random))),
+    );
     let root = &scratch.0;
     let scenario = bench_scenario(steps);
     let scenario_path = root.join("scenario.json");
     let make_ws = |name: &str| -> std::result::Result<std::path::PathBuf, Failure> {
         let ws = root.join(name);
         std::fs::create_dir_all(ws.join("docs")).map_err(|e| Failure::internal(e.to_string()))?;
-        std::fs::write(ws.join("README.md"), "# bench\n").map_err(|e| Failure::internal(e.to_string()))?;
+        std::fs::write(ws.join("README.md"), "# bench\n")
+            .map_err(|e| Failure::internal(e.to_string()))?;
         Ok(ws)
     };
     let governed_ws = make_ws("governed")?;
     let plain_ws = make_ws("plain")?;
-    let scenario_bytes = serde_json::to_vec(&scenario).map_err(|e| Failure::internal(e.to_string()))?;
+    let scenario_bytes =
+        serde_json::to_vec(&scenario).map_err(|e| Failure::internal(e.to_string()))?;
     write_atomic(&scenario_path, &scenario_bytes).map_err(|e| Failure::internal(e.to_string()))?;
     let grant: craik_contracts::CapabilityGrant = serde_json::from_value(serde_json::json!({
         "id": "grant_bench", "task_id": "task_bench", "capability": "repo.write.docs",
@@ -432,7 +451,8 @@ pub(crate) fn run(out: &mut Out, format: Format, steps: usize) -> std::result::R
     .map_err(|e| Failure::internal(e.to_string()))?;
     let home = Home::new(&root.join("home"));
     let loaded = crate::bundle::load(None, &[])?;
-    let grants = crate::bundle::compile_grants(&loaded.bundle, std::slice::from_ref(&grant), "bench")?;
+    let grants =
+        crate::bundle::compile_grants(&loaded.bundle, std::slice::from_ref(&grant), "bench")?;
     let (private, public, _) = crate::cmd::keys::create_pair(&home.keys())?;
     let signer = read_signer(&private)?;
     let mut keys = KeyRing::new();
@@ -478,7 +498,8 @@ pub(crate) fn run(out: &mut Out, format: Format, steps: usize) -> std::result::R
             host.machine.run().stop_reason.clone().unwrap_or_default()
         )));
     }
-    let journal = std::fs::read(host.journal_path()).map_err(|e| Failure::internal(e.to_string()))?;
+    let journal =
+        std::fs::read(host.journal_path()).map_err(|e| Failure::internal(e.to_string()))?;
     let report = verify_journal_with(&journal, &keys, VerifyOptions::default(), &mut |_, _| {});
     let durable = host.durable_writes();
     let t = Instant::now();
@@ -529,10 +550,18 @@ pub(crate) fn run(out: &mut Out, format: Format, steps: usize) -> std::result::R
             out.line(format_args!(
                 "  journal      {} receipts, {}",
                 report.receipts,
-                if result.journal_valid { "verified" } else { "INVALID" }
+                if result.journal_valid {
+                    "verified"
+                } else {
+                    "INVALID"
+                }
             ))?;
         }
         Format::Json | Format::Junit => out.json(&result)?,
     }
-    Ok(if result.journal_valid { Exit::Ok } else { Exit::Internal })
+    Ok(if result.journal_valid {
+        Exit::Ok
+    } else {
+        Exit::Internal
+    })
 }

@@ -651,3 +651,230 @@ fn bad_run_input_is_one_line_naming_the_file_and_field() {
         "a refused run leaves nothing behind"
     );
 }
+
+#[test]
+fn a_task_file_with_flags_runs_under_a_custom_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = scratch_example(
+        dir.path(),
+        "custom",
+        &[
+            ("repo.read", &["**"], &["read"]),
+            ("shell.test", &["true"], &["execute"]),
+        ],
+        act(json!([
+            {"id":"action_read","capability":"repo.read","operation":"read","target":"README.md"},
+            {"id":"action_test","capability":"shell.test","operation":"execute","argv":["true"]}
+        ])),
+        &[("README.md", "hello\n")],
+    );
+    let custom = dir.path().join("custom");
+    std::fs::create_dir_all(&custom).unwrap();
+    std::fs::write(
+        custom.join("no-tests.cedar"),
+        "@id(\"custom.no-tests\")\n@reason(\"this team runs tests in CI only\")\nforbid (principal, action == Craik::Action::\"shell.test\", resource);\n",
+    )
+    .unwrap();
+    let home = dir.path().join("home");
+    let out = craik()
+        .arg("run")
+        .arg(ex.join("task_request.json"))
+        .arg("--runner")
+        .arg(format!("fixture:{}", ex.join("scenario.json").display()))
+        .args(["--profile", "custom", "--custom"])
+        .arg(&custom)
+        .arg("--grants")
+        .arg(ex.join("grants/g0.json"))
+        .arg("--grants")
+        .arg(ex.join("grants/g1.json"))
+        .arg("--workspace")
+        .arg(ex.join("workspace"))
+        .arg("--home")
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let id = text
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(':');
+    let run = run_json(&home, id);
+    assert_eq!(run["status"], "blocked");
+    assert!(
+        run["stop_reason"]
+            .as_str()
+            .unwrap()
+            .contains("custom.no-tests"),
+        "{}",
+        run["stop_reason"]
+    );
+    let rs = receipts(&home, id);
+    assert_eq!(rs[0]["decision"], "allow");
+    assert_eq!(rs[0]["policy_profile"], "custom");
+    verify_run(&home, id, false);
+    // custom without --custom is a usage error; so is a runner that is not a fixture.
+    for args in [
+        vec!["--profile", "custom"],
+        vec!["--runner", "codex:whatever"],
+    ] {
+        let out = craik()
+            .arg("run")
+            .arg(&ex)
+            .args(&args)
+            .arg("--home")
+            .arg(&home)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", transcript(&out));
+    }
+}
+
+#[test]
+fn runs_list_show_handoff_and_cancel() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let (_, done, _) = run_example(h, &example("adr-denied"), &[]);
+    let (_, parked, _) = run_example(h, &example("approval"), &[]);
+    let list = craik()
+        .args(["runs", "list", "--format", "json", "--home"])
+        .arg(h)
+        .output()
+        .unwrap();
+    let rows: Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 2);
+    let show = craik()
+        .args(["runs", "show", &done, "--home"])
+        .arg(h)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&show.stdout).contains("blocked"));
+    let handoff = craik()
+        .args(["handoff", "show", &done, "--home"])
+        .arg(h)
+        .output()
+        .unwrap();
+    assert_eq!(handoff.status.code(), Some(0), "{}", transcript(&handoff));
+    assert!(String::from_utf8_lossy(&handoff.stdout).contains("(blocked)"));
+    // A parked run has no handoff until it ends; cancelling ends it interrupted, with one.
+    let none = craik()
+        .args(["handoff", "show", &parked, "--home"])
+        .arg(h)
+        .output()
+        .unwrap();
+    assert_eq!(none.status.code(), Some(1));
+    let cancel = craik()
+        .args(["runs", "cancel", &parked, "--home"])
+        .arg(h)
+        .output()
+        .unwrap();
+    assert_eq!(cancel.status.code(), Some(0), "{}", transcript(&cancel));
+    assert_eq!(run_json(h, &parked)["status"], "interrupted");
+    verify_run(h, &parked, false);
+    let handoff = craik()
+        .args(["handoff", "show", &parked, "--format", "json", "--home"])
+        .arg(h)
+        .output()
+        .unwrap();
+    let handoff: Value = serde_json::from_slice(&handoff.stdout).unwrap();
+    assert_eq!(handoff["status"], "incomplete");
+    assert!(handoff["completed_actions"].as_array().unwrap().is_empty());
+    assert!(
+        !handoff["context_debt"].as_array().unwrap().is_empty(),
+        "{handoff}"
+    );
+    // Unknown and malformed run ids are usage errors.
+    for bad in ["run_nope", "../../etc", "task_x"] {
+        let out = craik()
+            .args(["runs", "show", bad, "--home"])
+            .arg(h)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+    }
+}
+
+#[test]
+fn memory_review_needs_a_human_and_is_receipted() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    run_example(h, &example("docs-review"), &[]);
+    let list = craik()
+        .args(["memory", "list", "--format", "json", "--home"])
+        .arg(h)
+        .output()
+        .unwrap();
+    let list: Value = serde_json::from_slice(&list.stdout).unwrap();
+    let id = list[0]["id"].as_str().unwrap().to_owned();
+    let decide = |verb: &str, by: &str| {
+        craik()
+            .args([
+                "memory",
+                verb,
+                &id,
+                "--by",
+                by,
+                "--reason",
+                "matches src/lib.rs",
+                "--home",
+            ])
+            .arg(h)
+            .output()
+            .unwrap()
+    };
+    assert_eq!(
+        decide("approve", "user:runner_fixture").status.code(),
+        Some(2)
+    );
+    assert_eq!(decide("approve", "runner_fixture").status.code(), Some(2));
+    let ok = decide("approve", "user:alice");
+    assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
+    assert_eq!(
+        decide("reject", "user:bob").status.code(),
+        Some(1),
+        "decided once"
+    );
+    let shown = craik()
+        .args(["memory", "show", &id, "--home"])
+        .arg(h)
+        .output()
+        .unwrap();
+    let m: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(m["status"], "approved");
+    assert_eq!(m["decided_by"], "user:alice");
+    let verify = craik()
+        .args(["receipts", "verify"])
+        .arg(h.join("reviews"))
+        .arg("--key")
+        .arg(h.join("keys/signing.pub.pem"))
+        .output()
+        .unwrap();
+    assert_eq!(verify.status.code(), Some(0), "{}", transcript(&verify));
+    // A proposal without evidence cannot be approved.
+    let path = h.join("memory").join(format!("{id}.json"));
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    doc["id"] = json!("memprop_bare");
+    doc["evidence"] = json!([]);
+    doc["status"] = json!("pending");
+    for k in ["decided_by", "decided_at", "decision_reason"] {
+        doc[k] = Value::Null;
+    }
+    std::fs::write(h.join("memory/memprop_bare.json"), doc.to_string()).unwrap();
+    let bare = craik()
+        .args([
+            "memory",
+            "approve",
+            "memprop_bare",
+            "--by",
+            "user:alice",
+            "--reason",
+            "x",
+            "--home",
+        ])
+        .arg(h)
+        .output()
+        .unwrap();
+    assert_eq!(bare.status.code(), Some(1), "{}", transcript(&bare));
+    assert!(String::from_utf8_lossy(&bare.stderr).contains("no evidence"));
+}

@@ -179,7 +179,7 @@ impl Host {
         setup: Setup,
     ) -> Result<Self, Failure> {
         let journal_file = JournalFile::create(&dir.path).map_err(io(&dir.path))?;
-        dir.write_json(crate::run::store::INPUTS, &inputs)
+        dir.write_json(crate::run::store::INPUTS, &inputs, true)
             .map_err(io(&dir.path))?;
         let run = initial_run(&inputs);
         let workspace = Workspace::open(&inputs.workspace).map_err(Failure::usage)?;
@@ -603,15 +603,35 @@ impl Host {
     }
 
     fn event(&mut self, event: &Event) -> Result<(), Failure> {
-        self.dir.append(EVENTS, event).map_err(io(&self.dir.path))?;
+        self.dir
+            .append(EVENTS, event, true)
+            .map_err(io(&self.dir.path))?;
+        self.crash.synced(1);
         self.crash.point();
         Ok(())
     }
 
-    fn save_run(&mut self) -> Result<(), Failure> {
+    /// A step request is recorded for the audit trail only: a crash that loses it loses
+    /// nothing (the step is asked again), so it is not fsynced on its own; the next fsync of
+    /// the same file makes it durable.
+    fn event_unsynced(&mut self, event: &Event) -> Result<(), Failure> {
         self.dir
-            .write_json(RUN, self.machine.run())
+            .append(EVENTS, event, false)
             .map_err(io(&self.dir.path))?;
+        self.crash.point();
+        Ok(())
+    }
+
+    /// `run.json` is derived from the events (recovery rewrites it), so it is replaced
+    /// atomically but fsynced only when the run parks or ends.
+    fn save_run(&mut self) -> Result<(), Failure> {
+        let sync = self.machine.run().status != TaskRunStatus::Running;
+        self.dir
+            .write_json(RUN, self.machine.run(), sync)
+            .map_err(io(&self.dir.path))?;
+        if sync {
+            self.crash.synced(2);
+        }
         self.crash.point();
         Ok(())
     }
@@ -631,6 +651,7 @@ impl Host {
             // Keep the in-memory index in step with the journal.
             self.receipts_by_action.entry(action).or_default();
         }
+        self.crash.synced(1);
         self.crash.point();
         Ok(id)
     }
@@ -684,7 +705,7 @@ impl Host {
 
     fn step(&mut self, phase: Phase) -> Result<Flow, Failure> {
         let request = self.request_for(phase);
-        self.event(&Event::StepRequest {
+        self.event_unsynced(&Event::StepRequest {
             at: request.created_at,
             request: Box::new(request.clone()),
         })?;
@@ -821,9 +842,10 @@ impl Host {
             return Ok(());
         }
         self.dir
-            .append(OUTPUTS, &output)
+            .append(OUTPUTS, &output, true)
             .map_err(io(&self.dir.path))?;
         self.output_ids.insert(output.id.clone());
+        self.crash.synced(1);
         self.crash.point();
         Ok(())
     }
@@ -1182,6 +1204,7 @@ impl Host {
                 })?;
                 match self.workspace.write(&rel, new_text.as_bytes(), &action.id) {
                     Ok(()) => {
+                        self.crash.synced(2);
                         self.crash.point();
                         let verb = if pre == FileState::Missing {
                             "created"
@@ -1275,6 +1298,7 @@ impl Host {
         };
         if !existing.iter().any(|a| a.id == id) {
             write_approval(&self.dir, &record)?;
+            self.crash.synced(2);
             self.crash.point();
         }
         let reason = format!(
@@ -1298,6 +1322,7 @@ impl Host {
         self.journal_file
             .append(&line)
             .map_err(io(self.journal_file.path()))?;
+        self.crash.synced(1);
         self.crash.point();
         self.save_run()
     }
@@ -1336,13 +1361,15 @@ impl Host {
                 .append(&line)
                 .map_err(io(self.journal_file.path()))?;
             self.closed = true;
+            self.crash.synced(1);
             self.crash.point();
         }
         if !self.dir.file(HANDOFF).is_file() {
             let handoff = self.handoff(handoff_id.clone(), status, reason);
             self.dir
-                .write_json(HANDOFF, &handoff)
+                .write_json(HANDOFF, &handoff, true)
                 .map_err(io(&self.dir.path))?;
+            self.crash.synced(2);
             self.crash.point();
         }
         for id in self.memory_ids.clone() {
@@ -1360,8 +1387,8 @@ impl Host {
     fn handoff(&self, id: String, status: TaskRunStatus, reason: &str) -> Handoff {
         let run = self.machine.run();
         let done: Vec<&Outcome> = self.all_outcomes.iter().filter(|o| o.ok).collect();
-        let action_of =
-            |o: &Outcome| -> Option<ActionRecord> { self.actions_by_id().get(&o.action).cloned() };
+        let actions = self.actions_by_id();
+        let action_of = |o: &Outcome| -> Option<&ActionRecord> { actions.get(&o.action) };
         let mut files_changed = Vec::new();
         let mut commands_run = Vec::new();
         let mut tests_run = Vec::new();
@@ -1580,6 +1607,7 @@ impl Host {
         let path = self.home.memory().join(format!("{id}.json"));
         if !path.exists() {
             write_memory(&self.home, &proposal)?;
+            self.crash.synced(2);
             self.crash.point();
         }
         Ok(Some((id, receipt)))
@@ -1593,14 +1621,15 @@ impl Host {
         if let Some(mut record) = self.approvals()?.into_iter().find(|a| a.id == id) {
             record.status = status;
             write_approval(&self.dir, &record)?;
+            self.crash.synced(2);
             self.crash.point();
         }
         Ok(())
     }
 
-    /// Durable (fsynced) writes this process made for the run.
-    pub(crate) fn durable_writes(&self) -> u64 {
-        self.crash.count()
+    /// fsyncs this process made for the run.
+    pub(crate) fn fsyncs(&self) -> u64 {
+        self.crash.fsyncs()
     }
 
     /// The run's receipts journal path.

@@ -46,6 +46,7 @@ pub(crate) const CANCEL: &str = "cancel";
 pub(crate) struct CrashPoints {
     at: Option<u64>,
     count: u64,
+    fsyncs: u64,
 }
 
 impl CrashPoints {
@@ -55,12 +56,18 @@ impl CrashPoints {
                 .ok()
                 .and_then(|v| v.parse().ok()),
             count: 0,
+            fsyncs: 0,
         }
     }
 
-    /// Durable writes so far.
-    pub(crate) fn count(&self) -> u64 {
-        self.count
+    /// Counts fsyncs (for `craik bench run`).
+    pub(crate) fn synced(&mut self, n: u64) {
+        self.fsyncs += n;
+    }
+
+    /// fsyncs so far.
+    pub(crate) fn fsyncs(&self) -> u64 {
+        self.fsyncs
     }
 
     /// Called after every durable write.
@@ -165,8 +172,8 @@ impl RunDir {
         self.path.join(name)
     }
 
-    /// Appends one JSON line and fsyncs it.
-    pub(crate) fn append<T: Serialize>(&self, name: &str, value: &T) -> io::Result<()> {
+    /// Appends one JSON line (fsynced when `sync`).
+    pub(crate) fn append<T: Serialize>(&self, name: &str, value: &T, sync: bool) -> io::Result<()> {
         let mut line = serde_json::to_vec(value).map_err(io::Error::other)?;
         line.push(b'\n');
         let mut file = OpenOptions::new()
@@ -174,7 +181,7 @@ impl RunDir {
             .append(true)
             .open(self.file(name))?;
         file.write_all(&line)?;
-        file.sync_data()
+        if sync { file.sync_data() } else { Ok(()) }
     }
 
     /// Reads a JSON-lines file (missing: empty). A torn last line is an error here; recovery
@@ -229,12 +236,24 @@ impl RunDir {
         Ok(torn.len())
     }
 
-    /// Writes a JSON document atomically (temp file, fsync, rename).
-    pub(crate) fn write_json<T: Serialize>(&self, name: &str, value: &T) -> io::Result<()> {
+    /// Writes a JSON document atomically (temp file, rename); with `sync`, the file and the
+    /// directory are fsynced too.
+    pub(crate) fn write_json<T: Serialize>(
+        &self,
+        name: &str,
+        value: &T,
+        sync: bool,
+    ) -> io::Result<()> {
         let mut text = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
         text.push(b'\n');
-        write_atomic(&self.file(name), &text)?;
-        sync_dir(&self.path)
+        if sync {
+            write_atomic(&self.file(name), &text)?;
+            sync_dir(&self.path)
+        } else {
+            let tmp = self.file(&format!(".{name}.tmp-{}", std::process::id()));
+            fs::write(&tmp, &text)?;
+            fs::rename(&tmp, self.file(name))
+        }
     }
 
     /// Reads a JSON document.

@@ -414,7 +414,7 @@ pub(crate) fn run(
 ) -> std::result::Result<Exit, Failure> {
     use crate::run::host::{Host, Setup};
     use crate::run::store::{Home, RunDir};
-    if steps < 4 || steps % 4 != 0 {
+    if steps < 4 || !steps.is_multiple_of(4) {
         return Err(Failure::usage(
             "--steps must be a positive multiple of 4 (plan, act, observe, evaluate)",
         ));

@@ -878,3 +878,62 @@ fn memory_review_needs_a_human_and_is_receipted() {
     assert_eq!(bare.status.code(), Some(1), "{}", transcript(&bare));
     assert!(String::from_utf8_lossy(&bare.stderr).contains("no evidence"));
 }
+
+#[test]
+fn an_expired_approval_is_not_honoured() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let (_, id, _) = run_example(h, &example("approval"), &[]);
+    let approval = pending_approval(h);
+    let out = craik()
+        .args([
+            "approvals",
+            "approve",
+            &approval,
+            "--by",
+            "user:alice",
+            "--reason",
+            "ok",
+            "--expires-in",
+            "0",
+            "--home",
+        ])
+        .arg(h)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    let resumed = resume(h, &id);
+    assert_eq!(resumed.status.code(), Some(1), "{}", transcript(&resumed));
+    let run = run_json(h, &id);
+    assert_eq!(run["status"], "blocked");
+    let reason = run["stop_reason"].as_str().unwrap();
+    assert!(
+        reason.contains("awaiting approval") && !reason.contains(&approval),
+        "{reason}"
+    );
+    let file = h.join("runs").join(&id).join("workspace/docs/status.md");
+    assert!(
+        std::fs::read_to_string(file)
+            .unwrap()
+            .contains("Status: stale")
+    );
+    verify_run(h, &id, true);
+}
+
+#[test]
+fn bench_run_smoke() {
+    let out = craik()
+        .args(["bench", "run", "--steps", "8", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["steps"], 8);
+    assert_eq!(v["decisions"], 8);
+    assert_eq!(v["journal_valid"], true);
+    let bad = craik()
+        .args(["bench", "run", "--steps", "6"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}

@@ -540,18 +540,14 @@ pub(crate) fn resume(
     let dir = Home::new(home).run_dir(run_id)?;
     let lock = dir.lock()?;
     let (mut host, keys) = open_host(home, run_id, out)?;
-    if host.is_final() && host.machine.run().handoff_id.is_some() {
-        let found = host.settle()?;
-        host.notes = found;
-        drop(lock);
+    let ended = host.is_final();
+    let found = host.settle()?;
+    if ended {
         out.diag(format_args!(
             "craik: {run_id} already ended ({}); nothing to resume",
             host.machine.run().status.as_str()
         ))?;
-        return summary(out, format, &host, &keys);
-    }
-    let found = host.settle()?;
-    if !host.is_final() {
+    } else if !host.is_final() {
         host.reopen()?;
         drive(out, &mut host)?;
     }

@@ -178,25 +178,52 @@ impl Host {
         inputs: Inputs,
         setup: Setup,
     ) -> Result<Self, Failure> {
+        let run_id = inputs.run_id.clone();
         let journal_file = JournalFile::create(&dir.path).map_err(io(&dir.path))?;
         dir.write_json(crate::run::store::INPUTS, &inputs, true)
             .map_err(io(&dir.path))?;
         let run = initial_run(&inputs);
         let workspace = Workspace::open(&inputs.workspace).map_err(Failure::usage)?;
-        let budget = inputs
-            .budget_secs
-            .map(|s| time::Duration::seconds(i64::try_from(s).unwrap_or(i64::MAX)));
-        let runner = Box::new(FixtureStepRunner::new(setup.scenario, 0));
-        let mut host = Self {
-            journal: JournalWriter::new(&inputs.run_id, CHECKPOINT_EVERY),
+        let budget = budget_of(&inputs);
+        let mut host = Self::assemble(
+            home,
+            dir,
+            inputs,
+            setup,
+            JournalWriter::new(&run_id, CHECKPOINT_EVERY),
+            journal_file,
+            RunLoop::new(run, budget),
+            workspace,
+        );
+        host.machine
+            .start(now())
+            .map_err(|e| Failure::internal(e.to_string()))?;
+        host.save_run()?;
+        Ok(host)
+    }
+
+    /// A host with empty derived state.
+    #[allow(clippy::too_many_arguments, reason = "one constructor, called twice")]
+    fn assemble(
+        home: Home,
+        dir: RunDir,
+        inputs: Inputs,
+        setup: Setup,
+        journal: JournalWriter,
+        journal_file: JournalFile,
+        machine: RunLoop,
+        workspace: Workspace,
+    ) -> Self {
+        Self {
+            runner: Box::new(FixtureStepRunner::new(setup.scenario, 0)),
+            journal,
             home,
             dir,
             bundle: setup.bundle,
             grants: setup.grants,
             signer: setup.signer,
             journal_file,
-            machine: RunLoop::new(run, budget),
-            runner,
+            machine,
             workspace,
             crash: CrashPoints::from_env(),
             step_count: 0,
@@ -215,12 +242,7 @@ impl Host {
             tally: Tally::default(),
             notes: Vec::new(),
             inputs,
-        };
-        host.machine
-            .start(now())
-            .map_err(|e| Failure::internal(e.to_string()))?;
-        host.save_run()?;
-        Ok(host)
+        }
     }
 
     /// Reopens an existing run from its journals: repairs torn tails, verifies the receipts,
@@ -257,9 +279,6 @@ impl Host {
                 },
             )?
         };
-        if !closed {
-            // Verified by `resume`; a closed journal is verified by whoever reads it.
-        }
         let journal_file = JournalFile::open(&dir.path).map_err(io(&dir.path))?;
         let events: Vec<Event> = dir
             .read_lines(EVENTS)
@@ -271,41 +290,25 @@ impl Host {
             .map(|o| o.id)
             .collect();
         let workspace = Workspace::open(&inputs.workspace).map_err(Failure::usage)?;
-        let budget = inputs
-            .budget_secs
-            .map(|s| time::Duration::seconds(i64::try_from(s).unwrap_or(i64::MAX)));
+        let budget = budget_of(&inputs);
         let mut run = initial_run(&inputs);
         run.status = TaskRunStatus::Running;
         let scenario = setup.scenario.clone();
-        let mut host = Self {
-            journal,
+        let mut host = Self::assemble(
             home,
             dir,
-            bundle: setup.bundle,
-            grants: setup.grants,
-            signer: setup.signer,
-            journal_file,
-            machine: RunLoop::new(run, budget),
-            runner: Box::new(FixtureStepRunner::new(setup.scenario.clone(), 0)),
-            workspace,
-            crash: CrashPoints::from_env(),
-            step_count: 0,
-            pending: Vec::new(),
-            outcomes: Vec::new(),
-            all_outcomes: Vec::new(),
-            executing: BTreeMap::new(),
-            step_result_ids: Vec::new(),
-            memory_ids: Vec::new(),
-            policy_exceptions: Vec::new(),
-            receipts_by_action: receipts.by_action,
-            used_approvals: receipts.approvals_used,
-            output_ids,
-            halted: None,
-            closed,
-            tally: Tally::default(),
-            notes,
             inputs,
-        };
+            setup,
+            journal,
+            journal_file,
+            RunLoop::new(run, budget),
+            workspace,
+        );
+        host.receipts_by_action = receipts.by_action;
+        host.used_approvals = receipts.approvals_used;
+        host.output_ids = output_ids;
+        host.closed = closed;
+        host.notes = notes;
         for id in receipts.ids {
             host.machine.note_receipt(id);
         }
@@ -1636,6 +1639,12 @@ impl Host {
     pub(crate) fn journal_path(&self) -> PathBuf {
         self.journal_file.path().to_owned()
     }
+}
+
+fn budget_of(inputs: &Inputs) -> Option<time::Duration> {
+    inputs
+        .budget_secs
+        .map(|s| time::Duration::seconds(i64::try_from(s).unwrap_or(i64::MAX)))
 }
 
 fn initial_run(inputs: &Inputs) -> TaskRun {

@@ -477,6 +477,17 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
     })
 }
 
+/// Takes the run's lock, then reopens it from its journals.
+fn open_locked(
+    home: &Path,
+    run_id: &str,
+    out: &mut Out,
+) -> Result<(crate::run::store::RunLock, Host, KeyRing), Failure> {
+    let lock = Home::new(home).run_dir(run_id)?.lock()?;
+    let (host, keys) = open_host(home, run_id, out)?;
+    Ok((lock, host, keys))
+}
+
 fn open_host(home: &Path, run_id: &str, out: &mut Out) -> Result<(Host, KeyRing), Failure> {
     let home = Home::new(home);
     let dir = home.run_dir(run_id)?;
@@ -513,9 +524,7 @@ pub(crate) fn recover(
     home: &Path,
     run_id: &str,
 ) -> Result<Exit, Failure> {
-    let dir = Home::new(home).run_dir(run_id)?;
-    let lock = dir.lock()?;
-    let (mut host, keys) = open_host(home, run_id, out)?;
+    let (lock, mut host, keys) = open_locked(home, run_id, out)?;
     let found = host.settle()?;
     drop(lock);
     if format == Format::Human {
@@ -537,9 +546,7 @@ pub(crate) fn resume(
     home: &Path,
     run_id: &str,
 ) -> Result<Exit, Failure> {
-    let dir = Home::new(home).run_dir(run_id)?;
-    let lock = dir.lock()?;
-    let (mut host, keys) = open_host(home, run_id, out)?;
+    let (lock, mut host, keys) = open_locked(home, run_id, out)?;
     let ended = host.is_final();
     let found = host.settle()?;
     if ended {
@@ -572,8 +579,8 @@ pub(crate) fn cancel(
         ))?;
         return Ok(Exit::Ok);
     }
-    let lock = dir.lock()?;
-    let (mut host, keys) = open_host(home, run_id, out)?;
+    drop(dir);
+    let (lock, mut host, keys) = open_locked(home, run_id, out)?;
     host.settle()?;
     if !host.is_final() {
         host.halt(

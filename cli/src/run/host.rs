@@ -639,23 +639,24 @@ impl Host {
         Ok(())
     }
 
+    /// Appends signed journal bytes, fsynced.
+    fn journal_line(&mut self, line: &[u8]) -> Result<(), Failure> {
+        self.journal_file
+            .append(line)
+            .map_err(io(self.journal_file.path()))?;
+        self.crash.synced(1);
+        self.crash.point();
+        Ok(())
+    }
+
     fn receipt(&mut self, draft: ReceiptDraft) -> Result<String, Failure> {
         let id = self.journal.next_id();
-        let action = draft.action.clone();
         let line = self
             .journal
             .append(draft, now(), &self.signer)
             .map_err(|e| Failure::internal(format!("receipt: {e}")))?;
-        self.journal_file
-            .append(&line)
-            .map_err(io(self.journal_file.path()))?;
         self.machine.note_receipt(id.clone());
-        if let Some(action) = action {
-            // Keep the in-memory index in step with the journal.
-            self.receipts_by_action.entry(action).or_default();
-        }
-        self.crash.synced(1);
-        self.crash.point();
+        self.journal_line(&line)?;
         Ok(id)
     }
 
@@ -1322,11 +1323,7 @@ impl Host {
             .journal
             .checkpoint_now(now(), &self.signer)
             .map_err(|e| Failure::internal(format!("checkpoint: {e}")))?;
-        self.journal_file
-            .append(&line)
-            .map_err(io(self.journal_file.path()))?;
-        self.crash.synced(1);
-        self.crash.point();
+        self.journal_line(&line)?;
         self.save_run()
     }
 
@@ -1360,12 +1357,8 @@ impl Host {
                 .journal
                 .close(now(), &self.signer)
                 .map_err(|e| Failure::internal(format!("closing the journal: {e}")))?;
-            self.journal_file
-                .append(&line)
-                .map_err(io(self.journal_file.path()))?;
             self.closed = true;
-            self.crash.synced(1);
-            self.crash.point();
+            self.journal_line(&line)?;
         }
         if !self.dir.file(HANDOFF).is_file() {
             let handoff = self.handoff(handoff_id.clone(), status, reason);

@@ -118,6 +118,14 @@ registry! {
 }
 
 impl Kind {
+    /// Contracts of Craik's own, with no counterpart in the reference implementation.
+    pub const CRAIK_OWN: &'static [Kind] = &[Kind::FixtureScenario];
+
+    /// True for the contracts the reference implementation also defines (interop scope).
+    pub fn in_reference(self) -> bool {
+        !Self::CRAIK_OWN.contains(&self)
+    }
+
     /// Looks a contract up by `task_request` or `craik.task_request`.
     pub fn from_name(name: &str) -> Option<Self> {
         let short = name.strip_prefix("craik.").unwrap_or(name);

@@ -16,6 +16,8 @@ struct Listed {
     schema: &'static str,
     version: &'static str,
     description: &'static str,
+    /// `reference` (shared with the reference implementation) or `craik` (Craik's own).
+    origin: &'static str,
 }
 
 pub(crate) fn list(out: &mut Out, format: Format) -> Result<Exit, Failure> {
@@ -26,6 +28,11 @@ pub(crate) fn list(out: &mut Out, format: Format) -> Result<Exit, Failure> {
             schema: k.schema_name(),
             version: CONTRACT_VERSION,
             description: k.description(),
+            origin: if k.in_reference() {
+                "reference"
+            } else {
+                "craik"
+            },
         })
         .collect();
     match format {

@@ -23,7 +23,8 @@ pub fn shared_dir() -> PathBuf {
     }
 }
 
-/// The reference implementation's payloads, keyed by schema name.
+/// The reference implementation's payloads keyed by schema name, plus a sample of each of
+/// Craik's own contracts.
 pub fn upstream_fixtures() -> serde_json::Map<String, serde_json::Value> {
     let path = shared_dir().join("craik/upstream-fixtures/contracts_v0_1.json");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
@@ -33,7 +34,16 @@ pub fn upstream_fixtures() -> serde_json::Map<String, serde_json::Value> {
             path.display()
         )
     });
-    serde_json::from_str(&text).expect("fixture file is a JSON object")
+    let mut fixtures: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&text).expect("fixture file is a JSON object");
+    // Craik's own contracts have no reference payload: their sample is the committed example.
+    let scenario = repo_root().join("examples/docs-review/scenario.json");
+    let sample = std::fs::read_to_string(&scenario).expect("the docs-review scenario");
+    fixtures.insert(
+        "craik.fixture_scenario".into(),
+        serde_json::from_str(&sample).expect("the scenario is JSON"),
+    );
+    fixtures
 }
 
 pub fn repo_root() -> PathBuf {

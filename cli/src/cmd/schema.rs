@@ -66,6 +66,9 @@ pub(crate) fn show(out: &mut Out, name: &str) -> Result<Exit, Failure> {
     Ok(Exit::Ok)
 }
 
+/// The adapter channel's schema, exported beside the contracts'.
+pub(crate) const CHANNEL_SCHEMA_FILE: &str = "channel.schema.json";
+
 pub(crate) fn export(out: &mut Out, format: Format, dir: &Path) -> Result<Exit, Failure> {
     fs::create_dir_all(dir)
         .map_err(|e| Failure::usage(format!("{}: cannot create directory: {e}", dir.display())))?;
@@ -76,11 +79,15 @@ pub(crate) fn export(out: &mut Out, format: Format, dir: &Path) -> Result<Exit, 
             .map_err(|e| Failure::usage(format!("{}: cannot write: {e}", path.display())))?;
         written.push(path.display().to_string());
     }
+    let path = dir.join(CHANNEL_SCHEMA_FILE);
+    write_atomic(&path, craik_contracts::channel::channel_schema_text().as_bytes())
+        .map_err(|e| Failure::usage(format!("{}: cannot write: {e}", path.display())))?;
+    written.push(path.display().to_string());
     match format {
         Format::Json | Format::Junit => out.json(&written)?,
         Format::Human => {
             out.line(format_args!(
-                "wrote {} JSON Schemas to {}",
+                "wrote {} JSON Schemas (the contracts and the adapter channel) to {}",
                 written.len(),
                 dir.display()
             ))?;

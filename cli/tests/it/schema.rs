@@ -21,7 +21,7 @@ fn list_shows_the_26_contracts() {
 }
 
 #[test]
-fn export_writes_26_schemas_a_standard_validator_accepts() {
+fn export_writes_26_contract_schemas_and_the_channel_schema() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("out/schemas");
     let output = run_in(dir.path(), &["schema", "export", "out/schemas"]);
@@ -31,7 +31,7 @@ fn export_writes_26_schemas_a_standard_validator_accepts() {
         .map(|e| e.unwrap().path())
         .collect();
     files.sort();
-    assert_eq!(files.len(), 26);
+    assert_eq!(files.len(), 27);
     for file in files {
         let text = fs::read_to_string(&file).unwrap();
         let committed = repo_root()

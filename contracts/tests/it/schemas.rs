@@ -26,7 +26,16 @@ fn committed_schemas_match_the_types() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    let expected: BTreeSet<String> = Kind::ALL.iter().map(|k| k.schema_file_name()).collect();
+    let channel = dir.join("channel.schema.json");
+    assert!(
+        std::fs::read_to_string(&channel).unwrap_or_default()
+            == craik_contracts::channel::channel_schema_text(),
+        "{} is stale; {REGENERATE}",
+        channel.display()
+    );
+    let mut expected: BTreeSet<String> =
+        Kind::ALL.iter().map(|k| k.schema_file_name()).collect();
+    expected.insert("channel.schema.json".into());
     assert_eq!(
         on_disk, expected,
         "contracts/schema holds files no contract generates"

@@ -61,6 +61,9 @@ pub(crate) enum Command {
     /// List, show and review memory proposals.
     #[command(subcommand)]
     Memory(MemoryCommand),
+    /// Runner capability matrices and adapter conformance.
+    #[command(subcommand)]
+    Runners(RunnersCommand),
     /// Measure Craik's own costs, with ratios against baselines from the same run.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -413,6 +416,16 @@ pub(crate) enum MemoryCommand {
     Approve(ReviewArgs),
     /// Reject a proposal.
     Reject(ReviewArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum RunnersCommand {
+    /// Print the shipped runners' capability matrices (what each may be asked, at what trust).
+    Matrix {
+        /// One runner (`codex` or `runner_codex`); default: all.
+        #[arg(long, value_name = "ID")]
+        runner: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -5,5 +5,6 @@ pub(crate) mod contracts;
 pub(crate) mod keys;
 pub(crate) mod policy;
 pub(crate) mod receipts;
+pub(crate) mod runners;
 pub(crate) mod runs;
 pub(crate) mod schema;

@@ -2,6 +2,7 @@
 //! the documented exit codes. Panics are bugs: they print one line and exit 4, never a
 //! backtrace.
 
+mod adapter;
 mod bundle;
 mod cli;
 mod cmd;
@@ -12,6 +13,7 @@ mod journal;
 mod output;
 mod policytest;
 mod run;
+mod runners;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -20,8 +22,8 @@ use clap::{CommandFactory, Parser};
 
 use crate::cli::{
     ApprovalsCommand, BenchCommand, Cli, Command, ContractsCommand, GrantsCommand, HandoffCommand,
-    KeysCommand, MemoryCommand, PolicyCommand, ProfileArg, ReceiptsCommand, RunsCommand,
-    SchemaCommand,
+    KeysCommand, MemoryCommand, PolicyCommand, ProfileArg, ReceiptsCommand, RunnersCommand,
+    RunsCommand, SchemaCommand,
 };
 use crate::exit::{Exit, Failure};
 use crate::output::Out;
@@ -212,6 +214,9 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         }
         Command::Memory(MemoryCommand::Reject(r)) => {
             cmd::runs::memory_decide(out, &r.home.home, &r.id, &r.by, &r.reason, false)
+        }
+        Command::Runners(RunnersCommand::Matrix { runner }) => {
+            cmd::runners::matrix(out, cli.format, runner.as_deref())
         }
         Command::Bench(BenchCommand::Run { steps }) => cmd::bench::run(out, cli.format, *steps),
         Command::Completions { shell } => {

@@ -12,6 +12,7 @@ use crate::check::{Check, Checker};
 use crate::display::Truncated;
 use crate::enums::{Phase, ProposalOperation, ResultStatus, RunnerTrustLevel};
 use crate::project::Fact;
+use crate::runner::{RunnerStepRequest, RunnerStepResult};
 use crate::tag::{SchemaTag, Version};
 use crate::value::Object;
 
@@ -126,6 +127,69 @@ pub struct FixtureScenario {
 
 fn medium() -> RunnerTrustLevel {
     RunnerTrustLevel::Medium
+}
+
+impl FixtureScenario {
+    /// The scenario's answer to a step request: step `context.step` of the script, echoing the
+    /// request's ids, phase-as-scripted (the host checks it), runner and time. Deterministic
+    /// and stateless, so a runner restarted after a crash answers the same.
+    pub fn answer(&self, request: &RunnerStepRequest) -> Result<RunnerStepResult, String> {
+        let n = request
+            .context
+            .0
+            .get("step")
+            .and_then(serde_json::Value::as_u64)
+            .ok_or("the request has no `context.step`")?;
+        let step = usize::try_from(n)
+            .ok()
+            .and_then(|i| self.steps.get(i))
+            .cloned()
+            .ok_or_else(|| {
+                format!(
+                    "scenario `{}` has no step {n} (it has {})",
+                    self.id,
+                    self.steps.len()
+                )
+            })?;
+        let value = |v: serde_json::Result<serde_json::Value>| v.unwrap_or(serde_json::Value::Null);
+        let mut observed = step.outputs.0.clone();
+        if !step.proposed_actions.is_empty() {
+            observed.insert(
+                PROPOSED_ACTIONS.into(),
+                value(serde_json::to_value(&step.proposed_actions)),
+            );
+        }
+        if !step.memory_proposals.is_empty() {
+            observed.insert(
+                MEMORY_PROPOSALS.into(),
+                value(serde_json::to_value(&step.memory_proposals)),
+            );
+        }
+        if let Some(next) = step.next {
+            observed.insert(NEXT.into(), value(serde_json::to_value(next)));
+        }
+        Ok(RunnerStepResult {
+            schema: SchemaTag::default(),
+            version: Version::default(),
+            id: request
+                .id
+                .replacen("runner_step_request_", "runner_step_result_", 1),
+            request_id: request.id.clone(),
+            run_id: request.run_id.clone(),
+            task_id: request.task_id.clone(),
+            phase: step.phase,
+            runner: request.runner.clone(),
+            status: step.status,
+            summary: step.summary,
+            observed_output: Object(observed),
+            diagnostics: step.diagnostics,
+            receipt_ids: Vec::new(),
+            memory_proposal_ids: Vec::new(),
+            artifacts: Vec::new(),
+            redacted: false,
+            created_at: request.created_at,
+        })
+    }
 }
 
 impl Check for FixtureScenario {

@@ -11,7 +11,10 @@ pub use bundle::{Bundle, GRANT_ID_PREFIX, LoadError, Located, PolicyInfo, RawOut
 pub use command::{
     CommandFacts, MAX_ARGS, MAX_COMMAND_BYTES, analyse as analyse_command, split as split_command,
 };
-pub use decide::{DecideOptions, NaivePolicies, glob_matches, request_hash};
+pub use decide::{
+    DecideOptions, NaivePolicies, RUNNER_PROMPT_HANDOFF, RUNNER_UNSUPPORTED, RunnerSupport,
+    glob_matches, request_hash,
+};
 pub use grant::{CompiledGrant, GrantError, GrantSet, PathPattern, compile as compile_grant};
 pub use request::{
     Approval, Decision, DecisionRequest, DenyKind, IntentScope, Mode, RunnerRef, Verdict,

@@ -366,8 +366,10 @@ fn ungoverned(
     workspace: &Path,
 ) -> std::result::Result<(), Failure> {
     use crate::run::{StepRunner, directives};
+    let _ = ();
     let ws = crate::run::exec::Workspace::open(workspace).map_err(Failure::internal)?;
-    let mut runner = crate::run::FixtureStepRunner::new(scenario.clone(), 0);
+    let mut runner = crate::run::FixtureStepRunner::new(scenario.clone());
+    let metadata = crate::runners::matrix("fixture")?.runner;
     let now = craik_contracts::Timestamp::new(time::OffsetDateTime::now_utc());
     for (n, s) in scenario.steps.iter().enumerate() {
         let request = craik_contracts::RunnerStepRequest {
@@ -377,13 +379,17 @@ fn ungoverned(
             run_id: "run_bench".into(),
             task_id: "task_bench".into(),
             phase: s.phase,
-            runner: runner.metadata().clone(),
+            runner: metadata.clone(),
             policy_envelope_id: "policy_bench".into(),
             intent_lock_id: None,
             capability_grant_ids: Vec::new(),
             expected_output_schemas: Vec::new(),
             input_prompt: String::new(),
-            context: Object::new(),
+            context: Object(
+                [("step".to_owned(), serde_json::json!(n))]
+                    .into_iter()
+                    .collect(),
+            ),
             redaction_required: false,
             created_at: now,
         };
@@ -467,8 +473,8 @@ pub(crate) fn run(
         envelope: None,
         grants: vec![grant],
         runner: "fixture:bench".into(),
-        scenario_path,
-        scenario_digest: crate::run::exec::digest(&scenario_bytes),
+        scenario_path: Some(scenario_path),
+        scenario_digest: Some(crate::run::exec::digest(&scenario_bytes)),
         profile: PolicyProfile::TrustedLocal,
         policies: None,
         custom: Vec::new(),
@@ -485,7 +491,8 @@ pub(crate) fn run(
         grants,
         signer,
         keys: keys.clone(),
-        scenario: scenario.clone(),
+        runner: Box::new(crate::run::FixtureStepRunner::new(scenario.clone())),
+        matrix: crate::runners::matrix("fixture")?,
     };
     let t = Instant::now();
     let mut host = Host::start(home, dir, inputs, setup)?;

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use craik_contracts::{
     AnyContract, CapabilityGrant, FixtureScenario, Handoff, IntentLock, Kind, MemoryProposal,
-    PolicyEnvelope, PolicyProfile, ProposalStatus, ReceiptResult, ReceiptStatus, TaskRequest,
-    TaskRun, Timestamp, decode_document,
+    PolicyEnvelope, PolicyProfile, ProposalStatus, ReceiptResult, ReceiptStatus,
+    RunnerCapabilityMatrix, TaskRequest, TaskRun, Timestamp, decode_document,
 };
 use craik_kernel::{
     DecidedBy, DecidedByKind, Decision, Ed25519Signer, JournalWriter, KeyRing, Mode, ReceiptDraft,
@@ -78,22 +78,35 @@ fn read_one<T>(path: &Path, kind: Kind, pick: fn(AnyContract) -> Option<T>) -> R
 /// An example directory's files, with the command line's flags taking precedence.
 struct Resolved {
     task: PathBuf,
-    scenario: PathBuf,
+    /// `NAME` of the runner (`fixture`, `fixture-adapter`, `codex`, ...).
+    runner: String,
+    scenario: Option<PathBuf>,
     intent: Option<PathBuf>,
     envelope: Option<PathBuf>,
     grants: Vec<PathBuf>,
     workspace_seed: Option<PathBuf>,
 }
 
+/// Runners `craik run` can drive: in-process `fixture`, or a shipped adapter process.
+pub(crate) const RUNNERS: &[&str] = &["fixture", "fixture-adapter", "codex", "claude", "gemini"];
+
 fn resolve(args: &RunArgs<'_>) -> Result<Resolved, Failure> {
-    let scenario_flag = match args.runner {
-        Some(spec) => Some(PathBuf::from(spec.strip_prefix("fixture:").ok_or_else(|| {
-            Failure::usage(format!(
-                "--runner `{}`: only `fixture:SCENARIO.json` runners run in-process (adapters come with the channel)",
-                craik_contracts::Truncated(spec)
-            ))
-        })?)),
-        None => None,
+    let (runner, scenario_flag) = match args.runner {
+        Some(spec) => {
+            let (name, rest) = spec.split_once(':').unwrap_or((spec, ""));
+            if !RUNNERS.contains(&name) {
+                return Err(Failure::usage(format!(
+                    "--runner `{}`: expected one of {} (optionally `:SCENARIO.json`)",
+                    craik_contracts::Truncated(spec),
+                    RUNNERS.join(", ")
+                )));
+            }
+            (
+                name.to_owned(),
+                Some(PathBuf::from(rest)).filter(|p| !rest.is_empty() && !p.as_os_str().is_empty()),
+            )
+        }
+        None => ("fixture".to_owned(), None),
     };
     if args.task.is_dir() {
         let dir = args.task;
@@ -111,18 +124,12 @@ fn resolve(args: &RunArgs<'_>) -> Result<Resolved, Failure> {
                 grants.extend(found);
             }
         }
-        let scenario = scenario_flag
-            .or_else(|| opt("scenario.json"))
-            .ok_or_else(|| {
-                Failure::usage(format!(
-                    "{}: no scenario.json; pass --runner fixture:SCENARIO.json",
-                    dir.display()
-                ))
-            })?;
+        let scenario = scenario_flag.or_else(|| opt("scenario.json"));
         let task = opt("task_request.json")
             .ok_or_else(|| Failure::usage(format!("{}: no task_request.json", dir.display())))?;
         Ok(Resolved {
             task,
+            runner,
             scenario,
             intent: args
                 .intent
@@ -138,9 +145,8 @@ fn resolve(args: &RunArgs<'_>) -> Result<Resolved, Failure> {
     } else {
         Ok(Resolved {
             task: args.task.to_owned(),
-            scenario: scenario_flag.ok_or_else(|| {
-                Failure::usage("--runner fixture:SCENARIO.json is required with a task file")
-            })?,
+            runner,
+            scenario: scenario_flag,
             intent: args.intent.map(Path::to_owned),
             envelope: args.envelope.map(Path::to_owned),
             grants: args.grants.to_vec(),
@@ -170,7 +176,7 @@ fn setup(
     inputs_policies: Option<&Path>,
     custom: &[PathBuf],
     grants: &[CapabilityGrant],
-    scenario: FixtureScenario,
+    runner: (Box<dyn crate::run::StepRunner>, RunnerCapabilityMatrix),
     home: &Home,
     out: &mut Out,
 ) -> Result<Setup, Failure> {
@@ -182,8 +188,66 @@ fn setup(
         grants,
         signer,
         keys,
-        scenario,
+        runner: runner.0,
+        matrix: runner.1,
     })
+}
+
+/// Builds the runner a run names: the in-process fixture, or an adapter process (fixture mode
+/// with a scenario, live mode without). Identity and trust come from the shipped matrix.
+fn build_runner(
+    name: &str,
+    scenario: Option<&Path>,
+    run_dir: &Path,
+) -> Result<(Box<dyn crate::run::StepRunner>, RunnerCapabilityMatrix), Failure> {
+    let matrix_name = if name == "fixture-adapter" {
+        "fixture"
+    } else {
+        name
+    };
+    let matrix = crate::runners::matrix(matrix_name)?;
+    let runner: Box<dyn crate::run::StepRunner> = match (name, scenario) {
+        ("fixture", Some(path)) => {
+            Box::new(crate::run::FixtureStepRunner::new(read_scenario(path)?.0))
+        }
+        ("fixture" | "fixture-adapter", None) => {
+            return Err(Failure::usage(format!(
+                "--runner {name}: a fixture runner needs a scenario (`{name}:SCENARIO.json`, or scenario.json in the example directory)"
+            )));
+        }
+        (_, scenario) => {
+            let binary = if name == "fixture-adapter" {
+                "fixture"
+            } else {
+                name
+            };
+            let program = crate::adapter::shipped(binary).map_err(Failure::usage)?;
+            let mut args = Vec::new();
+            if let Some(path) = scenario {
+                let absolute = path
+                    .canonicalize()
+                    .map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
+                args.push("--fixture".to_owned());
+                args.push(absolute.display().to_string());
+            }
+            let mut spec = crate::adapter::AdapterSpec::new(program, args, run_dir.join("adapter"));
+            spec.env = matrix
+                .runner
+                .metadata
+                .0
+                .get("env")
+                .and_then(serde_json::Value::as_array)
+                .map(|names| {
+                    names
+                        .iter()
+                        .filter_map(|n| n.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            Box::new(crate::adapter::AdapterRunner::new(spec))
+        }
+    };
+    Ok((runner, matrix))
 }
 
 fn read_scenario(path: &Path) -> Result<(FixtureScenario, String), Failure> {
@@ -234,11 +298,16 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         AnyContract::TaskRequest(t) => Some(*t),
         _ => None,
     })?;
-    let (scenario, scenario_digest) = read_scenario(&resolved.scenario)?;
-    let scenario_path = resolved
-        .scenario
-        .canonicalize()
-        .map_err(|e| Failure::usage(format!("{}: {e}", resolved.scenario.display())))?;
+    let (scenario_path, scenario_digest) = match &resolved.scenario {
+        Some(path) => {
+            let (_, digest) = read_scenario(path)?;
+            let absolute = path
+                .canonicalize()
+                .map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
+            (Some(absolute), Some(digest))
+        }
+        None => (None, None),
+    };
     let intent: Option<IntentLock> = resolved
         .intent
         .as_deref()
@@ -288,9 +357,14 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         return Err(Failure::usage("--max-iterations: must be at least 1"));
     }
     let home = Home::new(args.home);
-    let setup = setup(args.policies, args.custom, &grants, scenario, &home, out)?;
     let started = OffsetDateTime::now_utc();
     let run_id = new_run_id(started)?;
+    let runner = build_runner(
+        &resolved.runner,
+        resolved.scenario.as_deref(),
+        &home.runs().join(&run_id),
+    )?;
+    let setup = setup(args.policies, args.custom, &grants, runner, &home, out)?;
     let dir = RunDir::create(&home, &run_id)
         .map_err(|e| Failure::usage(format!("{}: {e}", home.runs().display())))?;
     let workspace = match (&resolved.workspace_seed, args.workspace) {
@@ -313,10 +387,7 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         intent,
         envelope,
         grants,
-        runner: args.runner.map_or_else(
-            || format!("fixture:{}", resolved.scenario.display()),
-            str::to_owned,
-        ),
+        runner: resolved.runner.clone(),
         scenario_path,
         scenario_digest,
         profile,
@@ -494,22 +565,24 @@ fn open_host(home: &Path, run_id: &str, out: &mut Out) -> Result<(Host, KeyRing)
     let inputs: Inputs = dir
         .read_json(crate::run::store::INPUTS)
         .map_err(|e| Failure::invalid(e, Vec::new()))?;
-    let (scenario, digest_now) = read_scenario(&inputs.scenario_path)?;
-    if digest_now != inputs.scenario_digest {
-        return Err(Failure::invalid(
-            format!(
-                "{}: the scenario changed since the run started ({} → {digest_now}); a run continues only with the runner it started with",
-                inputs.scenario_path.display(),
-                inputs.scenario_digest
-            ),
-            Vec::new(),
-        ));
+    if let (Some(path), Some(digest)) = (&inputs.scenario_path, &inputs.scenario_digest) {
+        let (_, digest_now) = read_scenario(path)?;
+        if &digest_now != digest {
+            return Err(Failure::invalid(
+                format!(
+                    "{}: the scenario changed since the run started ({digest} → {digest_now}); a run continues only with the runner it started with",
+                    path.display(),
+                ),
+                Vec::new(),
+            ));
+        }
     }
+    let runner = build_runner(&inputs.runner, inputs.scenario_path.as_deref(), &dir.path)?;
     let setup = setup(
         inputs.policies.as_deref(),
         &inputs.custom,
         &inputs.grants,
-        scenario,
+        runner,
         &home,
         out,
     )?;

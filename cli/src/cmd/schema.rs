@@ -80,8 +80,11 @@ pub(crate) fn export(out: &mut Out, format: Format, dir: &Path) -> Result<Exit, 
         written.push(path.display().to_string());
     }
     let path = dir.join(CHANNEL_SCHEMA_FILE);
-    write_atomic(&path, craik_contracts::channel::channel_schema_text().as_bytes())
-        .map_err(|e| Failure::usage(format!("{}: cannot write: {e}", path.display())))?;
+    write_atomic(
+        &path,
+        craik_contracts::channel::channel_schema_text().as_bytes(),
+    )
+    .map_err(|e| Failure::usage(format!("{}: cannot write: {e}", path.display())))?;
     written.push(path.display().to_string());
     match format {
         Format::Json | Format::Junit => out.json(&written)?,

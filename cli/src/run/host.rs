@@ -19,8 +19,8 @@ use craik_contracts::{
 use craik_kernel::{
     Approval, Bundle, DecideOptions, DecidedBy, DecidedByKind, Decision, DecisionRequest, DenyKind,
     Ed25519Signer, Gate, GrantSet, IntentScope, JournalWriter, KeyRing, Mode, Next, ReceiptDraft,
-    ReceiptPayload, RunLoop, RunnerRef, TargetPath, Verdict, is_terminal, redact_checked,
-    redact_value,
+    ReceiptPayload, RunLoop, RunnerRef, RunnerSupport, TargetPath, Verdict, is_terminal,
+    redact_checked, redact_value,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -31,8 +31,8 @@ use crate::journal::JournalFile;
 use crate::run::exec::{self, FileState, Workspace};
 use crate::run::store::{CANCEL, CrashPoints, EVENTS, HANDOFF, Home, OUTPUTS, RUN, RunDir};
 use crate::run::{
-    ActionRecord, Event, FixtureStepRunner, Inputs, Outcome, StepRunner, compact, directives, json,
-    may_act, may_propose,
+    ActionRecord, Event, Inputs, Outcome, StepRunner, compact, directives, json, may_act,
+    may_propose,
 };
 
 /// Receipts between periodic checkpoints.
@@ -115,6 +115,9 @@ pub(crate) struct Host {
     journal_file: JournalFile,
     pub(crate) machine: RunLoop,
     runner: Box<dyn StepRunner>,
+    matrix: craik_contracts::RunnerCapabilityMatrix,
+    /// The runner's handshake is done (lazily, before its first step).
+    runner_started: bool,
     workspace: Workspace,
     crash: CrashPoints,
     step_count: usize,
@@ -167,7 +170,9 @@ pub(crate) struct Setup {
     pub(crate) grants: GrantSet,
     pub(crate) signer: Ed25519Signer,
     pub(crate) keys: KeyRing,
-    pub(crate) scenario: craik_contracts::FixtureScenario,
+    /// The runner, and its capability matrix (trusted data: identity, trust, support).
+    pub(crate) runner: Box<dyn StepRunner>,
+    pub(crate) matrix: craik_contracts::RunnerCapabilityMatrix,
 }
 
 impl Host {
@@ -215,7 +220,9 @@ impl Host {
         workspace: Workspace,
     ) -> Self {
         Self {
-            runner: Box::new(FixtureStepRunner::new(setup.scenario, 0)),
+            runner: setup.runner,
+            matrix: setup.matrix,
+            runner_started: false,
             journal,
             home,
             dir,
@@ -293,7 +300,6 @@ impl Host {
         let budget = budget_of(&inputs);
         let mut run = initial_run(&inputs);
         run.status = TaskRunStatus::Running;
-        let scenario = setup.scenario.clone();
         let mut host = Self::assemble(
             home,
             dir,
@@ -313,7 +319,6 @@ impl Host {
             host.machine.note_receipt(id);
         }
         host.replay(events)?;
-        host.runner = Box::new(FixtureStepRunner::new(scenario, host.step_count));
         if host.bundle.hash() != host.inputs.policy_set {
             host.notes.push(format!(
                 "the policy set changed since the run started ({} → {}); every further decision uses the current one",
@@ -660,12 +665,12 @@ impl Host {
         Ok(id)
     }
 
+    /// The principal: identity, trust and mode from the matrix, never from the runner.
     fn runner_ref(&self) -> RunnerRef {
-        let meta = self.runner.metadata();
         RunnerRef {
-            id: meta.id.clone(),
-            trust: self.runner.trust(),
-            mode: meta.mode,
+            id: self.matrix.runner.id.clone(),
+            trust: self.matrix.trust.level,
+            mode: self.matrix.runner.mode,
         }
     }
 
@@ -673,6 +678,7 @@ impl Host {
         let run = self.machine.run();
         let n = self.step_count;
         let mut context = Object::new();
+        context.0.insert("step".into(), json!(n));
         context.0.insert("iteration".into(), json!(run.iteration));
         context
             .0
@@ -690,7 +696,7 @@ impl Host {
             run_id: self.inputs.run_id.clone(),
             task_id: self.inputs.task.id.clone(),
             phase,
-            runner: self.runner.metadata().clone(),
+            runner: self.matrix.runner.clone(),
             policy_envelope_id: run.policy_envelope_id.clone(),
             intent_lock_id: run.intent_lock_id.clone(),
             capability_grant_ids: self.inputs.grants.iter().map(|g| g.id.clone()).collect(),
@@ -713,14 +719,28 @@ impl Host {
             at: request.created_at,
             request: Box::new(request.clone()),
         })?;
-        let result = match self.runner.step(&request) {
+        if !self.runner_started {
+            if let Err(why) = self.runner.start(&self.matrix.runner) {
+                return self.violation(&request, &format!("runner handshake failed: {why}"));
+            }
+            self.runner_started = true;
+        }
+        let result = self.runner.step(&request);
+        let runner_diagnostics = self.runner.take_diagnostics();
+        let mut result = match result {
             Ok(r) => r,
-            Err(why) => return self.violation(&request, &format!("runner failed: {why}")),
+            Err(why) => {
+                let mut why = format!("runner failed: {why}");
+                if let Some(last) = runner_diagnostics.last() {
+                    why.push_str(&format!(" (last diagnostic: {last})"));
+                }
+                return self.violation(&request, &why);
+            }
         };
+        result.diagnostics.extend(runner_diagnostics);
         if let Err(why) = check_result(&request, &result) {
             return self.violation(&request, &why);
         }
-        let mut result = result;
         let found = match directives(&mut result.observed_output) {
             Ok(d) => d,
             Err(why) => return self.violation(&request, &why),
@@ -861,7 +881,7 @@ impl Host {
             .unwrap_or_else(|what| format!("(diagnostic withheld: it held {what})"));
         let draft = ReceiptDraft {
             task_id: self.inputs.task.id.clone(),
-            actor: self.runner.metadata().id.clone(),
+            actor: self.matrix.runner.id.clone(),
             capability: "runner.step".into(),
             target: request.id.clone(),
             policy_profile: self.inputs.profile,
@@ -982,7 +1002,12 @@ impl Host {
                 Some(why) => self
                     .bundle
                     .refusal(self.mode(), "kernel.invalid-request", why),
-                None => self.bundle.decide(&self.grants, &request, &options),
+                None => self.bundle.decide_for_runner(
+                    &self.grants,
+                    &request,
+                    &options,
+                    RunnerSupport::of(&self.matrix, &request.capability),
+                ),
             };
             let approver = verdict.approval.as_ref().and_then(|id| {
                 approvals
@@ -1458,7 +1483,7 @@ impl Host {
             task_id: self.inputs.task.id.clone(),
             project_id: self.inputs.task.project_id.clone(),
             intent_lock_id: run.intent_lock_id.clone(),
-            agent: self.runner.metadata().id.clone(),
+            agent: self.matrix.runner.id.clone(),
             status: handoff_status,
             summary: format!(
                 "Run {} {} after {} step(s) in phase {} (iteration {} of {}): {reason}. {} action(s) completed.",
@@ -1547,7 +1572,12 @@ impl Host {
             workspace_root: self.workspace_root(),
             mode: self.mode(),
         };
-        let verdict = self.bundle.decide(&self.grants, &request, &options);
+        let verdict = self.bundle.decide_for_runner(
+            &self.grants,
+            &request,
+            &options,
+            RunnerSupport::of(&self.matrix, &request.capability),
+        );
         let receipt = self.receipt(decision_draft(
             &self.inputs,
             &self.runner_ref().id,

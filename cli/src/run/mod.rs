@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use craik_contracts::{
     CapabilityGrant, FixtureScenario, IntentLock, MEMORY_PROPOSALS, MemoryProposalSpec, NEXT,
     NextStep, Object, PROPOSED_ACTIONS, Phase, PolicyEnvelope, PolicyProfile, ProposedAction,
-    ResultStatus, RunnerMetadata, RunnerMode, RunnerStepRequest, RunnerStepResult,
-    RunnerTrustLevel, TaskRequest, TaskRunStatus, Timestamp,
+    ResultStatus, RunnerMetadata, RunnerStepRequest, RunnerStepResult, TaskRequest, TaskRunStatus,
+    Timestamp,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -27,11 +27,11 @@ pub(crate) struct Inputs {
     pub(crate) grants: Vec<CapabilityGrant>,
     /// `fixture:<path>` as given.
     pub(crate) runner: String,
-    /// The scenario file (absolute) and the `sha256:` of its bytes. The scenario itself is
-    /// not copied (it is the operator's input and may hold anything); a resume re-reads it
-    /// and refuses one that changed.
-    pub(crate) scenario_path: PathBuf,
-    pub(crate) scenario_digest: String,
+    /// The scenario file (absolute) and the `sha256:` of its bytes, for fixture runners.
+    /// The scenario itself is not copied (it is the operator's input and may hold anything);
+    /// a resume re-reads it and refuses one that changed.
+    pub(crate) scenario_path: Option<PathBuf>,
+    pub(crate) scenario_digest: Option<String>,
     pub(crate) profile: PolicyProfile,
     pub(crate) policies: Option<PathBuf>,
     pub(crate) custom: Vec<PathBuf>,
@@ -165,93 +165,38 @@ pub(crate) enum Event {
     },
 }
 
-/// A runner, as the loop sees it. In-process for now; the adapters move it out of process.
+/// A runner, as the loop sees it: in-process (the fixture) or an adapter process behind the
+/// channel (`crate::adapter`). Everything it returns is checked by the host as hostile input.
 pub(crate) trait StepRunner {
-    fn metadata(&self) -> &RunnerMetadata;
-    fn trust(&self) -> RunnerTrustLevel;
+    /// The handshake, before the first step (adapters: `initialize`).
+    fn start(&mut self, expected: &RunnerMetadata) -> Result<(), String> {
+        let _ = expected;
+        Ok(())
+    }
+    /// One step.
     fn step(&mut self, request: &RunnerStepRequest) -> Result<RunnerStepResult, String>;
+    /// Diagnostics gathered since the last call (adapters: redacted stderr, streamed logs).
+    fn take_diagnostics(&mut self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
-/// The deterministic scripted runner: answers each request with the scenario's next step.
+/// The deterministic scripted runner, in process: answers the request of step *n* (its
+/// `context.step`) with the scenario's step *n*, so it needs no state across a crash.
 #[derive(Debug)]
 pub(crate) struct FixtureStepRunner {
     scenario: FixtureScenario,
-    next: usize,
-    metadata: RunnerMetadata,
 }
 
 impl FixtureStepRunner {
-    /// Starts at step `cursor` (the number of results already recorded, on recovery).
-    pub(crate) fn new(scenario: FixtureScenario, cursor: usize) -> Self {
-        let metadata = RunnerMetadata {
-            schema: Default::default(),
-            version: Default::default(),
-            id: "runner_fixture".into(),
-            name: "Fixture step runner".into(),
-            adapter: "fixture".into(),
-            adapter_version: env!("CARGO_PKG_VERSION").into(),
-            mode: RunnerMode::Fixture,
-            capabilities: Vec::new(),
-            metadata: Object::new(),
-        };
-        Self {
-            scenario,
-            next: cursor,
-            metadata,
-        }
+    pub(crate) fn new(scenario: FixtureScenario) -> Self {
+        Self { scenario }
     }
 }
 
 impl StepRunner for FixtureStepRunner {
-    fn metadata(&self) -> &RunnerMetadata {
-        &self.metadata
-    }
-
-    fn trust(&self) -> RunnerTrustLevel {
-        self.scenario.runner_trust
-    }
-
     fn step(&mut self, request: &RunnerStepRequest) -> Result<RunnerStepResult, String> {
-        let n = self.next;
-        let step = self.scenario.steps.get(n).cloned().ok_or_else(|| {
-            format!(
-                "scenario `{}` has no step {n} (it has {})",
-                self.scenario.id,
-                self.scenario.steps.len()
-            )
-        })?;
-        self.next += 1;
-        let mut observed = step.outputs.0.clone();
-        if !step.proposed_actions.is_empty() {
-            observed.insert(PROPOSED_ACTIONS.into(), json(&step.proposed_actions));
-        }
-        if !step.memory_proposals.is_empty() {
-            observed.insert(MEMORY_PROPOSALS.into(), json(&step.memory_proposals));
-        }
-        if let Some(next) = step.next {
-            observed.insert(NEXT.into(), json(&next));
-        }
-        Ok(RunnerStepResult {
-            schema: Default::default(),
-            version: Default::default(),
-            id: request
-                .id
-                .replacen("runner_step_request_", "runner_step_result_", 1),
-            request_id: request.id.clone(),
-            run_id: request.run_id.clone(),
-            task_id: request.task_id.clone(),
-            phase: step.phase,
-            runner: self.metadata.clone(),
-            status: step.status,
-            summary: step.summary,
-            observed_output: Object(observed),
-            diagnostics: step.diagnostics,
-            receipt_ids: Vec::new(),
-            memory_proposal_ids: Vec::new(),
-            artifacts: Vec::new(),
-            redacted: false,
-            created_at: request.created_at,
-        })
+        self.scenario.answer(request)
     }
 }
 

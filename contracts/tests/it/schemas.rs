@@ -33,8 +33,7 @@ fn committed_schemas_match_the_types() {
         "{} is stale; {REGENERATE}",
         channel.display()
     );
-    let mut expected: BTreeSet<String> =
-        Kind::ALL.iter().map(|k| k.schema_file_name()).collect();
+    let mut expected: BTreeSet<String> = Kind::ALL.iter().map(|k| k.schema_file_name()).collect();
     expected.insert("channel.schema.json".into());
     assert_eq!(
         on_disk, expected,

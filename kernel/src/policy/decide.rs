@@ -907,3 +907,111 @@ pub fn glob_matches(pattern: &str, path: &str, case_insensitive: bool) -> bool {
         Err(_) => false,
     }
 }
+
+/// How a runner's capability matrix treats a capability (`craik.runner_capability_matrix`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunnerSupport {
+    /// Not in the matrix, or `unsupported`: denied before any policy is evaluated.
+    Unsupported,
+    /// `prompt-handoff`: the runner may propose it; a human reviews it before it runs.
+    PromptHandoff,
+    /// `supported`: decided by policy and grants as usual.
+    Supported,
+}
+
+impl RunnerSupport {
+    /// The support a matrix declares for `capability`: an exact entry, else a family entry
+    /// (`repo.write` covers `repo.write.docs`), else unsupported.
+    pub fn of(matrix: &craik_contracts::RunnerCapabilityMatrix, capability: &str) -> Self {
+        use craik_contracts::RunnerCapabilitySupport as S;
+        let entry = matrix
+            .capabilities
+            .iter()
+            .filter(|c| {
+                c.name == capability
+                    || capability
+                        .strip_prefix(c.name.as_str())
+                        .is_some_and(|rest| rest.starts_with('.'))
+            })
+            .max_by_key(|c| c.name.len());
+        match entry.map(|c| c.support) {
+            Some(S::Supported) => Self::Supported,
+            Some(S::PromptHandoff) => Self::PromptHandoff,
+            Some(S::Unsupported) | None => Self::Unsupported,
+        }
+    }
+}
+
+/// The pseudo-policy naming a capability the runner's matrix does not support.
+pub const RUNNER_UNSUPPORTED: &str = "runner.unsupported";
+/// The pseudo-policy sending a prompt-handoff capability to review.
+pub const RUNNER_PROMPT_HANDOFF: &str = "runner.prompt-handoff";
+
+impl Bundle {
+    /// [`Bundle::decide`] for a runner whose matrix says `support` for the capability: the
+    /// matrix can only make a verdict stricter. Unsupported denies before Cedar;
+    /// prompt-handoff turns an Allow into RequiresApproval unless an approval binds to this
+    /// exact request (and, under `automation`, into a deny).
+    pub fn decide_for_runner(
+        &self,
+        grants: &GrantSet,
+        request: &DecisionRequest,
+        options: &DecideOptions,
+        support: RunnerSupport,
+    ) -> Verdict {
+        match support {
+            RunnerSupport::Unsupported => {
+                let mut verdict = self.refusal(
+                    options.mode,
+                    RUNNER_UNSUPPORTED,
+                    format!(
+                        "the runner's capability matrix does not support `{}`",
+                        Truncated(&request.capability)
+                    ),
+                );
+                verdict.deny_kind = Some(DenyKind::ForbiddenBy);
+                verdict.request_hash =
+                    request_hash(self, request, &options.workspace_root).unwrap_or_default();
+                verdict
+            }
+            RunnerSupport::Supported => self.decide(grants, request, options),
+            RunnerSupport::PromptHandoff => {
+                let mut verdict = self.decide(grants, request, options);
+                if verdict.decision != Decision::Allow || verdict.approval.is_some() {
+                    return verdict;
+                }
+                if request.profile == PolicyProfile::Automation {
+                    verdict.decision = Decision::Deny;
+                    verdict.deny_kind = Some(DenyKind::ApprovalUnavailable);
+                    verdict.determining = vec![RUNNER_PROMPT_HANDOFF.into()];
+                    verdict.reasons = vec![
+                        "prompt-handoff runner: its side effects need review, and automation admits none".into(),
+                    ];
+                    return verdict;
+                }
+                match find_approval(
+                    &request.approvals,
+                    request,
+                    &verdict.request_hash,
+                    options.now,
+                ) {
+                    Some(approval) => {
+                        verdict.approval = Some(approval.id.clone());
+                        verdict.reasons.push(format!(
+                            "prompt-handoff reviewed and approved by {} ({})",
+                            approval.approved_by, approval.id
+                        ));
+                    }
+                    None => {
+                        verdict.decision = Decision::RequiresApproval;
+                        verdict.determining = vec![RUNNER_PROMPT_HANDOFF.into()];
+                        verdict.reasons = vec![
+                            "prompt-handoff runner: Craik routes its side effects through human review".into(),
+                        ];
+                    }
+                }
+                verdict
+            }
+        }
+    }
+}

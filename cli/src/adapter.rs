@@ -1,0 +1,643 @@
+//! The adapter supervisor: runs a runner adapter as an untrusted child process and speaks
+//! `craik.channel/1` (docs/protocol.md) with it.
+//!
+//! The child gets its own process group, a scrubbed environment (a fixed `PATH`, `HOME` set to
+//! its own working directory, and only the variables its runner profile names), its own
+//! working directory, stdin/stdout for the channel and stderr captured as redacted
+//! diagnostics. Every line it writes is size-limited, strictly decoded and checked against
+//! the request in flight; any violation (EOF, crash, hang, oversized or malformed line,
+//! unknown field, wrong id, an unexpected message) ends the call with an error naming it, and
+//! the group is killed. The supervisor never trusts what the adapter says about itself.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use craik_contracts::channel::{
+    self, CancelMethod, CancelNotification, CancelParams, ChannelError, EventKind,
+    EventNotification, HostInfo, InitializeMethod, InitializeParams, InitializeRequest,
+    InitializeResponse, Limits, PROTOCOL_VERSION, ShutdownMethod, ShutdownRequest,
+    ShutdownResponse, StepMethod, StepParams, StepRequest, StepResponse,
+};
+use craik_contracts::{Check, Checker, RunnerMetadata, RunnerStepRequest, RunnerStepResult};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+use crate::run::StepRunner;
+use crate::run::exec::SAFE_PATH;
+
+/// How an adapter is started.
+#[derive(Debug, Clone)]
+pub(crate) struct AdapterSpec {
+    pub(crate) program: PathBuf,
+    pub(crate) args: Vec<String>,
+    /// Environment variables passed through (by name) from Craik's own environment.
+    pub(crate) env: Vec<String>,
+    /// The adapter's working directory (created).
+    pub(crate) cwd: PathBuf,
+    pub(crate) max_line_bytes: usize,
+    pub(crate) initialize_timeout: Duration,
+    pub(crate) step_timeout: Duration,
+}
+
+impl AdapterSpec {
+    pub(crate) fn new(program: PathBuf, args: Vec<String>, cwd: PathBuf) -> Self {
+        Self {
+            program,
+            args,
+            env: Vec::new(),
+            cwd,
+            max_line_bytes: channel::DEFAULT_MAX_LINE_BYTES,
+            initialize_timeout: Duration::from_secs(10),
+            step_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// What the reader task saw on the adapter's stdout.
+#[derive(Debug)]
+enum Incoming {
+    Line(Vec<u8>),
+    /// The channel is broken: why.
+    Broken(String),
+}
+
+/// Stderr lines kept (redacted), most recent last.
+const STDERR_LINES: usize = 50;
+/// Longest stderr line kept, in characters.
+const STDERR_LINE_CHARS: usize = 500;
+
+/// A running adapter.
+pub(crate) struct Adapter {
+    runtime: tokio::runtime::Runtime,
+    child: tokio::process::Child,
+    stdin: Option<tokio::process::ChildStdin>,
+    incoming: mpsc::Receiver<Incoming>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    pgid: Option<u32>,
+    next_id: u64,
+    spec: AdapterSpec,
+    broken: Option<String>,
+    /// What `initialize` returned, once it did.
+    pub(crate) claimed: Option<InitializeResponse>,
+    /// Streamed events of the last step.
+    pub(crate) events: Vec<channel::EventParams>,
+    pending_diagnostics: Vec<String>,
+}
+
+impl std::fmt::Debug for Adapter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Adapter")
+            .field("program", &self.spec.program)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A call that did not produce a result.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum CallError {
+    /// The adapter answered with a structured error.
+    Structured(ChannelError),
+    /// The adapter broke the protocol (or died, or hung); the group has been killed.
+    Violation(String),
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Structured(e) => write!(f, "adapter error {}: {}", e.code, e.message),
+            Self::Violation(why) => f.write_str(why),
+        }
+    }
+}
+
+fn redact_line(line: &str) -> String {
+    let text: String = line.chars().take(STDERR_LINE_CHARS).collect();
+    match craik_kernel::redact_checked(&text) {
+        Ok(r) => craik_contracts::one_line(&r.text),
+        Err(what) => format!("[stderr line withheld: it held {what}]"),
+    }
+}
+
+impl Adapter {
+    /// Starts the adapter process (no handshake yet).
+    pub(crate) fn spawn(spec: AdapterSpec) -> Result<Self, String> {
+        std::fs::create_dir_all(&spec.cwd)
+            .map_err(|e| format!("{}: cannot create: {e}", spec.cwd.display()))?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the runtime: {e}"))?;
+        let mut command = tokio::process::Command::new(&spec.program);
+        command
+            .args(&spec.args)
+            .current_dir(&spec.cwd)
+            .env_clear()
+            .env("PATH", SAFE_PATH)
+            .env("HOME", &spec.cwd)
+            .env("LANG", "C.UTF-8")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0);
+        for name in &spec.env {
+            if let Some(value) = std::env::var_os(name) {
+                command.env(name, value);
+            }
+        }
+        let _guard = runtime.enter();
+        let mut child = command
+            .spawn()
+            .map_err(|e| format!("`{}`: cannot start: {e}", spec.program.display()))?;
+        let pgid = child.id();
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let stderr_pipe = child.stderr.take().ok_or("no stderr")?;
+        let (tx, incoming) = mpsc::channel(64);
+        let max = spec.max_line_bytes;
+        runtime.spawn(read_lines(stdout, tx, max));
+        let stderr = Arc::new(Mutex::new(VecDeque::new()));
+        let sink = Arc::clone(&stderr);
+        runtime.spawn(async move {
+            let mut lines = tokio::io::BufReader::new(stderr_pipe.take(16 * 1024 * 1024)).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Ok(mut kept) = sink.lock() {
+                    if kept.len() == STDERR_LINES {
+                        kept.pop_front();
+                    }
+                    kept.push_back(redact_line(&line));
+                }
+            }
+        });
+        Ok(Self {
+            runtime,
+            child,
+            stdin,
+            incoming,
+            stderr,
+            pgid,
+            next_id: 1,
+            spec,
+            broken: None,
+            claimed: None,
+            events: Vec::new(),
+            pending_diagnostics: Vec::new(),
+        })
+    }
+
+    /// Redacted stderr lines gathered since the last call.
+    pub(crate) fn drain_stderr(&mut self) -> Vec<String> {
+        self.stderr
+            .lock()
+            .map(|mut kept| kept.drain(..).collect())
+            .unwrap_or_default()
+    }
+
+    fn kill(&mut self) {
+        if let Some(pid) = self
+            .pgid
+            .and_then(|p| i32::try_from(p).ok())
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+        let _ = self.child.start_kill();
+    }
+
+    fn violation(&mut self, why: String) -> CallError {
+        self.kill();
+        // Give the stderr reader a moment to collect the adapter's last words.
+        let _ = self.runtime.block_on(async {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        });
+        let why = craik_contracts::one_line(&why);
+        self.broken = Some(why.clone());
+        CallError::Violation(why)
+    }
+
+    /// Writes one message line.
+    fn send<T: Serialize>(&mut self, message: &T) -> Result<(), CallError> {
+        let mut line = serde_json::to_vec(message)
+            .map_err(|e| CallError::Violation(format!("cannot encode: {e}")))?;
+        line.push(b'\n');
+        let Some(stdin) = self.stdin.as_mut() else {
+            return Err(self.violation("the adapter's stdin is closed".into()));
+        };
+        let written = self.runtime.block_on(async {
+            stdin.write_all(&line).await?;
+            stdin.flush().await
+        });
+        match written {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                let status = self.exit_status();
+                Err(self.violation(format!("cannot write to the adapter ({e}); it {status}")))
+            }
+        }
+    }
+
+    fn exit_status(&mut self) -> String {
+        match self.child.try_wait() {
+            Ok(Some(status)) => format!("exited ({status})"),
+            Ok(None) => "is still running".into(),
+            Err(e) => format!("is in an unknown state ({e})"),
+        }
+    }
+
+    /// Sends a request and waits for its answer, collecting `event` notifications.
+    fn call<Req: Serialize, Resp: DeserializeOwned>(
+        &mut self,
+        id: u64,
+        request: &Req,
+        method: &str,
+        timeout: Duration,
+    ) -> Result<Resp, CallError> {
+        if let Some(why) = &self.broken {
+            return Err(CallError::Violation(format!(
+                "the adapter was stopped earlier: {why}"
+            )));
+        }
+        self.events.clear();
+        self.send(request)?;
+        let deadline = self
+            .runtime
+            .block_on(async { tokio::time::Instant::now() + timeout });
+        loop {
+            let incoming = &mut self.incoming;
+            let next = self
+                .runtime
+                .block_on(async { tokio::time::timeout_at(deadline, incoming.recv()).await });
+            let line = match next {
+                Err(_) => {
+                    // Ask once, politely; then kill.
+                    let _ = self.send(&CancelNotification {
+                        method: CancelMethod::Name,
+                        params: CancelParams { id },
+                    });
+                    return Err(self.violation(format!(
+                        "no answer to `{method}` within {} ms; the adapter's process group was killed",
+                        timeout.as_millis()
+                    )));
+                }
+                Ok(None) => {
+                    let status = self.exit_status();
+                    return Err(self.violation(format!(
+                        "the adapter closed the channel during `{method}`; it {status}"
+                    )));
+                }
+                Ok(Some(Incoming::Broken(why))) => {
+                    let status = self.exit_status();
+                    return Err(self.violation(format!("{why} during `{method}`; it {status}")));
+                }
+                Ok(Some(Incoming::Line(line))) => line,
+            };
+            match self.classify::<Resp>(&line, id, method) {
+                Ok(Some(response)) => return Ok(response),
+                Ok(None) => continue,
+                Err(e @ CallError::Structured(_)) => return Err(e),
+                Err(CallError::Violation(why)) => return Err(self.violation(why)),
+            }
+        }
+    }
+
+    /// One line from the adapter: an event (`None`), the answer, or what is wrong with it.
+    fn classify<Resp: DeserializeOwned>(
+        &mut self,
+        line: &[u8],
+        id: u64,
+        method: &str,
+    ) -> Result<Option<Resp>, CallError> {
+        let value: serde_json::Value = serde_json::from_slice(line).map_err(|e| {
+            CallError::Violation(format!("the adapter wrote a line that is not JSON: {e}"))
+        })?;
+        let Some(object) = value.as_object() else {
+            return Err(CallError::Violation(
+                "the adapter wrote a line that is not a JSON object".into(),
+            ));
+        };
+        if object.contains_key("method") {
+            let event: EventNotification = decode(line, "an `event` notification")?;
+            if event.params.request != id {
+                return Err(CallError::Violation(format!(
+                    "the adapter sent an event for request {} while {id} is in flight",
+                    event.params.request
+                )));
+            }
+            if event.params.kind == EventKind::Log
+                && let Some(message) = &event.params.message
+            {
+                let level = event.params.level.as_deref().unwrap_or("info");
+                self.pending_diagnostics
+                    .push(redact_line(&format!("adapter {level}: {message}")));
+            }
+            if self.events.len() < 10_000 {
+                self.events.push(event.params);
+            }
+            return Ok(None);
+        }
+        let answered = object.get("id").and_then(serde_json::Value::as_u64);
+        if answered != Some(id) {
+            return Err(CallError::Violation(format!(
+                "the adapter answered id {} while {id} (`{method}`) is in flight",
+                object.get("id").map_or_else(
+                    || "(none)".into(),
+                    |v| craik_contracts::Truncated(&v.to_string()).to_string()
+                )
+            )));
+        }
+        if object.contains_key("error") {
+            let error: channel::ErrorResponse = decode(line, "an error response")?;
+            return Err(CallError::Structured(error.error));
+        }
+        decode(line, &format!("the `{method}` response")).map(Some)
+    }
+
+    /// The handshake: checks the protocol version and that the adapter is who the host
+    /// expects (its claimed metadata and matrix must name `expected.id`).
+    pub(crate) fn initialize(&mut self, expected: &RunnerMetadata) -> Result<(), CallError> {
+        let id = self.take_id();
+        let request = InitializeRequest {
+            id,
+            method: InitializeMethod::Name,
+            params: InitializeParams {
+                protocol_version: PROTOCOL_VERSION.into(),
+                host: HostInfo {
+                    name: "craik".into(),
+                    version: env!("CARGO_PKG_VERSION").into(),
+                },
+                limits: self.limits(),
+            },
+        };
+        let timeout = self.spec.initialize_timeout;
+        let response: InitializeResponse = self.call(id, &request, "initialize", timeout)?;
+        let r = &response.result;
+        if r.protocol_version != PROTOCOL_VERSION {
+            return Err(self.violation(format!(
+                "the adapter speaks `{}`, not `{PROTOCOL_VERSION}`",
+                craik_contracts::Truncated(&r.protocol_version)
+            )));
+        }
+        let mut checker = Checker::new();
+        r.runner.check(&mut checker);
+        r.matrix.check(&mut checker);
+        if let Some(problem) = checker.into_problems().first() {
+            return Err(self.violation(format!("the adapter's handshake is invalid: {problem}")));
+        }
+        if r.runner.id != expected.id || r.matrix.runner.id != expected.id {
+            return Err(self.violation(format!(
+                "the adapter claims to be `{}`, but was started as `{}`",
+                craik_contracts::Truncated(&r.runner.id),
+                expected.id
+            )));
+        }
+        self.claimed = Some(response);
+        Ok(())
+    }
+
+    fn take_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    pub(crate) fn limits(&self) -> Limits {
+        Limits {
+            max_line_bytes: u64::try_from(self.spec.max_line_bytes).unwrap_or(u64::MAX),
+            initialize_timeout_ms: u64::try_from(self.spec.initialize_timeout.as_millis())
+                .unwrap_or(u64::MAX),
+            step_timeout_ms: u64::try_from(self.spec.step_timeout.as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+
+    /// One step.
+    pub(crate) fn step_call(
+        &mut self,
+        request: &RunnerStepRequest,
+    ) -> Result<RunnerStepResult, CallError> {
+        let id = self.take_id();
+        let message = StepRequest {
+            id,
+            method: StepMethod::Name,
+            params: StepParams {
+                request: request.clone(),
+            },
+        };
+        let timeout = self.spec.step_timeout;
+        let response: StepResponse = self.call(id, &message, "step", timeout)?;
+        Ok(response.result.result)
+    }
+
+    /// Sends raw bytes (conformance tests only) and returns the next line, if any, within
+    /// `timeout`.
+    pub(crate) fn raw_exchange(
+        &mut self,
+        bytes: &[u8],
+        timeout: Duration,
+    ) -> Result<Option<Vec<u8>>, String> {
+        let Some(stdin) = self.stdin.as_mut() else {
+            return Err("stdin closed".into());
+        };
+        self.runtime
+            .block_on(async {
+                stdin.write_all(bytes).await?;
+                stdin.flush().await
+            })
+            .map_err(|e| format!("cannot write: {e}"))?;
+        if timeout.is_zero() {
+            return Ok(None);
+        }
+        let incoming = &mut self.incoming;
+        match self
+            .runtime
+            .block_on(async { tokio::time::timeout(timeout, incoming.recv()).await })
+        {
+            Err(_) => Ok(None),
+            Ok(None) => Err("the adapter closed the channel".into()),
+            Ok(Some(Incoming::Broken(why))) => Err(why),
+            Ok(Some(Incoming::Line(line))) => Ok(Some(line)),
+        }
+    }
+
+    /// Asks the adapter to shut down; waits up to `grace` for it to exit, then kills the
+    /// group. Returns whether it exited cleanly (answered, exit status 0).
+    pub(crate) fn shutdown(&mut self, grace: Duration) -> Result<(), String> {
+        let answered = if self.broken.is_none() {
+            let id = self.take_id();
+            let request = ShutdownRequest {
+                id,
+                method: ShutdownMethod::Name,
+                params: channel::Empty {},
+            };
+            self.call::<_, ShutdownResponse>(id, &request, "shutdown", grace)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        } else {
+            Err("the adapter was already stopped".into())
+        };
+        self.stdin = None;
+        let child = &mut self.child;
+        let exited = self
+            .runtime
+            .block_on(async { tokio::time::timeout(grace, child.wait()).await });
+        let result = match (answered, exited) {
+            (Ok(()), Ok(Ok(status))) if status.success() => Ok(()),
+            (Ok(()), Ok(Ok(status))) => Err(format!("the adapter exited with {status}")),
+            (Ok(()), _) => Err(format!(
+                "the adapter did not exit within {} ms of `shutdown`",
+                grace.as_millis()
+            )),
+            (Err(e), _) => Err(e),
+        };
+        self.kill();
+        result
+    }
+}
+
+impl Drop for Adapter {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn decode<T: DeserializeOwned>(line: &[u8], what: &str) -> Result<T, CallError> {
+    let mut de = serde_json::Deserializer::from_slice(line);
+    serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        CallError::Violation(format!(
+            "the adapter sent an invalid {what}: {}{}",
+            if path == "." {
+                String::new()
+            } else {
+                format!("{path}: ")
+            },
+            e.into_inner()
+        ))
+    })
+}
+
+async fn read_lines(stdout: tokio::process::ChildStdout, tx: mpsc::Sender<Incoming>, max: usize) {
+    let mut reader = tokio::io::BufReader::new(stdout);
+    loop {
+        let mut line = Vec::new();
+        // Read at most max + 1 bytes of one line, so an endless line cannot grow memory.
+        let mut limited = (&mut reader).take(u64::try_from(max).unwrap_or(u64::MAX) + 2);
+        match limited.read_until(b'\n', &mut line).await {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) => {
+                let _ = tx
+                    .send(Incoming::Broken(format!(
+                        "cannot read the adapter's output: {e}"
+                    )))
+                    .await;
+                return;
+            }
+        }
+        if line.last() == Some(&b'\n') {
+            line.pop();
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+        } else if line.len() <= max {
+            let _ = tx
+                .send(Incoming::Broken(format!(
+                    "the adapter's output ended in the middle of a line ({} bytes)",
+                    line.len()
+                )))
+                .await;
+            return;
+        }
+        if line.len() > max {
+            let _ = tx
+                .send(Incoming::Broken(format!(
+                    "the adapter wrote a line longer than {max} bytes"
+                )))
+                .await;
+            return;
+        }
+        if std::str::from_utf8(&line).is_err() {
+            let _ = tx
+                .send(Incoming::Broken(
+                    "the adapter wrote a line that is not UTF-8".into(),
+                ))
+                .await;
+            return;
+        }
+        if tx.send(Incoming::Line(line)).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// A runner behind an adapter process.
+#[derive(Debug)]
+pub(crate) struct AdapterRunner {
+    spec: AdapterSpec,
+    adapter: Option<Adapter>,
+}
+
+impl AdapterRunner {
+    pub(crate) fn new(spec: AdapterSpec) -> Self {
+        Self {
+            spec,
+            adapter: None,
+        }
+    }
+}
+
+impl StepRunner for AdapterRunner {
+    fn start(&mut self, expected: &RunnerMetadata) -> Result<(), String> {
+        let mut adapter = Adapter::spawn(self.spec.clone())?;
+        let result = adapter.initialize(expected).map_err(|e| e.to_string());
+        self.adapter = Some(adapter);
+        result
+    }
+
+    fn step(&mut self, request: &RunnerStepRequest) -> Result<RunnerStepResult, String> {
+        let adapter = self.adapter.as_mut().ok_or("the adapter was not started")?;
+        adapter.step_call(request).map_err(|e| e.to_string())
+    }
+
+    fn take_diagnostics(&mut self) -> Vec<String> {
+        match self.adapter.as_mut() {
+            Some(a) => {
+                let mut out = std::mem::take(&mut a.pending_diagnostics);
+                out.extend(
+                    a.drain_stderr()
+                        .into_iter()
+                        .map(|l| format!("adapter stderr: {l}")),
+                );
+                out
+            }
+            None => Vec::new(),
+        }
+    }
+}
+
+impl Drop for AdapterRunner {
+    fn drop(&mut self) {
+        if let Some(mut adapter) = self.adapter.take() {
+            let _ = adapter.shutdown(Duration::from_secs(2));
+        }
+    }
+}
+
+/// Where a shipped adapter binary is: beside the running `craik` binary.
+pub(crate) fn shipped(name: &str) -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot locate craik: {e}"))?;
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    let path = dir.join(format!("craik-adapter-{name}"));
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "{}: not found; build the adapters with `cargo build --workspace` (they ship beside `craik`)",
+            path.display()
+        ))
+    }
+}

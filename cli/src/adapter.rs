@@ -215,6 +215,15 @@ impl Adapter {
         let _ = self.runtime.block_on(async {
             tokio::time::sleep(Duration::from_millis(20)).await;
         });
+        let last = self
+            .stderr
+            .lock()
+            .ok()
+            .and_then(|kept| kept.back().cloned());
+        let why = match last {
+            Some(line) => format!("{why} (its stderr: {line})"),
+            None => why,
+        };
         let why = craik_contracts::one_line(&why);
         self.broken = Some(why.clone());
         CallError::Violation(why)
@@ -357,9 +366,10 @@ impl Adapter {
         decode(line, &format!("the `{method}` response")).map(Some)
     }
 
-    /// The handshake: checks the protocol version and that the adapter is who the host
-    /// expects (its claimed metadata and matrix must name `expected.id`).
-    pub(crate) fn initialize(&mut self, expected: &RunnerMetadata) -> Result<(), CallError> {
+    /// The handshake: checks the protocol version, the claimed metadata and matrix, and that
+    /// the adapter is who the host expects (both must name `expected.id`; with `None`, they
+    /// must name the same runner).
+    pub(crate) fn initialize(&mut self, expected: Option<&RunnerMetadata>) -> Result<(), CallError> {
         let id = self.take_id();
         let request = InitializeRequest {
             id,
@@ -388,11 +398,12 @@ impl Adapter {
         if let Some(problem) = checker.into_problems().first() {
             return Err(self.violation(format!("the adapter's handshake is invalid: {problem}")));
         }
-        if r.runner.id != expected.id || r.matrix.runner.id != expected.id {
+        let wanted = expected.map_or(r.runner.id.as_str(), |e| e.id.as_str()).to_owned();
+        if r.runner.id != wanted || r.matrix.runner.id != wanted {
             return Err(self.violation(format!(
-                "the adapter claims to be `{}`, but was started as `{}`",
+                "the adapter claims to be `{}` (matrix: `{}`), but was started as `{wanted}`",
                 craik_contracts::Truncated(&r.runner.id),
-                expected.id
+                craik_contracts::Truncated(&r.matrix.runner.id),
             )));
         }
         self.claimed = Some(response);
@@ -593,7 +604,7 @@ impl AdapterRunner {
 impl StepRunner for AdapterRunner {
     fn start(&mut self, expected: &RunnerMetadata) -> Result<(), String> {
         let mut adapter = Adapter::spawn(self.spec.clone())?;
-        let result = adapter.initialize(expected).map_err(|e| e.to_string());
+        let result = adapter.initialize(Some(expected)).map_err(|e| e.to_string());
         self.adapter = Some(adapter);
         result
     }

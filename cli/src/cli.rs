@@ -426,6 +426,13 @@ pub(crate) enum RunnersCommand {
         #[arg(long, value_name = "ID")]
         runner: Option<String>,
     },
+    /// Check an adapter against docs/protocol.md: handshake, a normal step, structured
+    /// errors, malformed and oversize lines, cancellation, timeouts, clean shutdown.
+    Conformance {
+        /// The adapter command and its arguments, after `--`.
+        #[arg(last = true, required = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -218,6 +218,9 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         Command::Runners(RunnersCommand::Matrix { runner }) => {
             cmd::runners::matrix(out, cli.format, runner.as_deref())
         }
+        Command::Runners(RunnersCommand::Conformance { command }) => {
+            cmd::runners::conformance(out, cli.format, command)
+        }
         Command::Bench(BenchCommand::Run { steps }) => cmd::bench::run(out, cli.format, *steps),
         Command::Completions { shell } => {
             let mut buf = Vec::new();

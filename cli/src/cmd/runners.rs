@@ -77,3 +77,217 @@ pub(crate) fn matrix(out: &mut Out, format: Format, runner: Option<&str>) -> Res
     }
     Ok(Exit::Ok)
 }
+
+/// One conformance scenario's outcome.
+#[derive(Debug, serde::Serialize)]
+struct Check {
+    scenario: &'static str,
+    passed: bool,
+    detail: String,
+}
+
+fn conformance_request(runner: &craik_contracts::RunnerMetadata, n: u64) -> craik_contracts::RunnerStepRequest {
+    let mut context = craik_contracts::Object::new();
+    context.0.insert("step".into(), serde_json::json!(n));
+    context.0.insert("iteration".into(), serde_json::json!(0));
+    context.0.insert("max_iterations".into(), serde_json::json!(5));
+    context.0.insert("profile".into(), serde_json::json!("strict"));
+    craik_contracts::RunnerStepRequest {
+        schema: Default::default(),
+        version: Default::default(),
+        id: format!("runner_step_request_conformance_{n}"),
+        run_id: "run_conformance".into(),
+        task_id: "task_conformance".into(),
+        phase: craik_contracts::Phase::Plan,
+        runner: runner.clone(),
+        policy_envelope_id: "policy_conformance".into(),
+        intent_lock_id: None,
+        capability_grant_ids: Vec::new(),
+        expected_output_schemas: vec!["craik.runner_step_result".into()],
+        input_prompt: "Conformance check: plan the next step.".into(),
+        context,
+        redaction_required: true,
+        created_at: craik_contracts::Timestamp::new(time::OffsetDateTime::now_utc()),
+    }
+}
+
+fn error_of(line: Option<Vec<u8>>) -> Result<(Option<u64>, i64), String> {
+    let line = line.ok_or("no answer within 2 s")?;
+    let e: craik_contracts::channel::ErrorResponse = serde_json::from_slice(&line)
+        .map_err(|e| format!("not an error response: {e}: {}", String::from_utf8_lossy(&line).chars().take(200).collect::<String>()))?;
+    Ok((e.id, e.error.code))
+}
+
+/// `craik runners conformance -- CMD [ARGS]`.
+pub(crate) fn conformance(out: &mut Out, format: Format, command: &[String]) -> Result<Exit, Failure> {
+    use crate::adapter::{Adapter, AdapterSpec};
+    use craik_contracts::channel::codes;
+    use std::time::{Duration, Instant};
+    let (program, args) = command
+        .split_first()
+        .ok_or_else(|| Failure::usage("give the adapter command after `--`"))?;
+    let program = resolve_program(program)?;
+    let scratch = std::env::temp_dir().join(format!("craik-conformance-{}", std::process::id()));
+    let mut spec = AdapterSpec::new(program, args.to_vec(), scratch.clone());
+    spec.initialize_timeout = Duration::from_secs(10);
+    spec.step_timeout = Duration::from_secs(10);
+    let max = spec.max_line_bytes;
+    let mut checks: Vec<Check> = Vec::new();
+    let mut record = |scenario: &'static str, result: Result<String, String>| {
+        let (passed, detail) = match result {
+            Ok(d) => (true, d),
+            Err(d) => (false, d),
+        };
+        checks.push(Check { scenario, passed, detail });
+    };
+    let wait = Duration::from_secs(2);
+    let mut adapter = Adapter::spawn(spec).map_err(Failure::usage)?;
+
+    // 1. Handshake.
+    let started = Instant::now();
+    let (mut adapter, claimed) = match adapter.initialize(None) {
+        Ok(()) => {
+            let runner = adapter.claimed.clone().map(|c| c.result.runner);
+            if let Some(r) = &runner {
+                record(
+                    "handshake",
+                    Ok(format!(
+                        "{} ({} {}), protocol {}, valid metadata and matrix, in {} ms",
+                        r.id,
+                        r.adapter,
+                        r.adapter_version,
+                        craik_contracts::channel::PROTOCOL_VERSION,
+                        started.elapsed().as_millis()
+                    )),
+                );
+            }
+            (Some(adapter), runner)
+        }
+        Err(e) => {
+            record("handshake", Err(e.to_string()));
+            (None, None)
+        }
+    };
+    if let (Some(a), Some(runner)) = (adapter.as_mut(), claimed.as_ref()) {
+        // 2. A normal step.
+        let t = Instant::now();
+        let request = conformance_request(runner, 0);
+        record(
+            "normal step",
+            a.step_call(&request)
+                .map_err(|e| e.to_string())
+                .and_then(|r| {
+                    let mut wrong = Vec::new();
+                    if r.request_id != request.id { wrong.push("request_id"); }
+                    if r.run_id != request.run_id { wrong.push("run_id"); }
+                    if r.task_id != request.task_id { wrong.push("task_id"); }
+                    if r.phase != request.phase { wrong.push("phase"); }
+                    if r.runner.id != runner.id { wrong.push("runner.id"); }
+                    if !r.id.starts_with("runner_step_result_") { wrong.push("id"); }
+                    if !r.receipt_ids.is_empty() || !r.memory_proposal_ids.is_empty() { wrong.push("claimed receipt/memory ids"); }
+                    if wrong.is_empty() {
+                        Ok(format!("{} result `{}` in {} ms, {} event(s)", r.status.as_str(), r.summary.chars().take(60).collect::<String>(), t.elapsed().as_millis(), a.events.len()))
+                    } else {
+                        Err(format!("the result does not echo the request: {}", wrong.join(", ")))
+                    }
+                }),
+        );
+        // 3. Structured errors.
+        let unknown = a
+            .raw_exchange(b"{\"id\":901,\"method\":\"frobnicate\",\"params\":{}}\n", wait)
+            .and_then(error_of);
+        record("structured error: unknown method", match unknown {
+            Ok((Some(901), c)) if c == codes::METHOD_NOT_FOUND => Ok("error -32601 with the request's id".into()),
+            Ok((id, c)) => Err(format!("expected error -32601 for id 901, got {c} for {id:?}")),
+            Err(e) => Err(e),
+        });
+        let bad = a
+            .raw_exchange(b"{\"id\":902,\"method\":\"step\",\"params\":{\"bogus\":1}}\n", wait)
+            .and_then(error_of);
+        record("structured error: invalid params", match bad {
+            Ok((Some(902), c)) if c == codes::INVALID_PARAMS => Ok("error -32602 with the request's id".into()),
+            Ok((id, c)) => Err(format!("expected error -32602 for id 902, got {c} for {id:?}")),
+            Err(e) => Err(e),
+        });
+        let garbage = a.raw_exchange(b"{not json\n", wait).and_then(error_of);
+        record("malformed line", match garbage {
+            Ok((None, c)) if c == codes::PARSE_ERROR => Ok("error -32700 with id null".into()),
+            Ok((id, c)) => Err(format!("expected error -32700 with id null, got {c} for {id:?}")),
+            Err(e) => Err(e),
+        });
+        // 4. Oversize.
+        let mut big = Vec::with_capacity(max + 64);
+        big.extend_from_slice(b"{\"id\":903,\"method\":\"step\",\"params\":{\"pad\":\"");
+        big.resize(max + 16, b'x');
+        big.extend_from_slice(b"\"}}\n");
+        let over = a.raw_exchange(&big, wait).and_then(error_of);
+        record("oversize line", match over {
+            Ok((_, c)) if c == codes::INVALID_REQUEST => Ok(format!("a {}-byte line refused with -32600", big.len() - 1)),
+            Ok((id, c)) => Err(format!("expected error -32600, got {c} for {id:?}")),
+            Err(e) => Err(e),
+        });
+        // 5. Cancellation: an unknown id is ignored, and the adapter keeps serving.
+        let cancel = a.raw_exchange(b"{\"method\":\"cancel\",\"params\":{\"id\":424242}}\n", Duration::from_millis(300));
+        let after = conformance_request(runner, 0);
+        record("cancellation", match cancel {
+            Ok(Some(line)) => Err(format!("answered a notification: {}", String::from_utf8_lossy(&line).chars().take(120).collect::<String>())),
+            Err(e) => Err(e),
+            Ok(None) => a
+                .step_call(&after)
+                .map(|_| "ignored a cancel for an unknown request and kept serving".to_owned())
+                .map_err(|e| format!("after a cancel: {e}")),
+        });
+        // 6. Timeout behaviour: answers arrive well within the announced limits.
+        let t = Instant::now();
+        let timed = a.step_call(&conformance_request(runner, 0));
+        let took = t.elapsed();
+        record("timeout behaviour", match timed {
+            Ok(_) if took < Duration::from_secs(10) => Ok(format!("answered in {} ms (limit {} ms)", took.as_millis(), a.limits().step_timeout_ms)),
+            Ok(_) => Err(format!("took {} ms", took.as_millis())),
+            Err(e) => Err(e.to_string()),
+        });
+        // 7. Clean shutdown.
+        record(
+            "clean shutdown",
+            a.shutdown(Duration::from_secs(2))
+                .map(|()| "answered `shutdown` and exited 0".to_owned()),
+        );
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    let failed = checks.iter().filter(|c| !c.passed).count();
+    match format {
+        Format::Json | Format::Junit => out.json(&checks)?,
+        Format::Human => {
+            for c in &checks {
+                out.line(format_args!(
+                    "{}  {:<34} {}",
+                    if c.passed { "pass" } else { "FAIL" },
+                    c.scenario,
+                    c.detail
+                ))?;
+            }
+            out.line(format_args!(
+                "{} scenario(s): {} passed, {failed} failed",
+                checks.len(),
+                checks.len() - failed
+            ))?;
+        }
+    }
+    Ok(if failed == 0 && checks.len() >= 9 { Exit::Ok } else { Exit::CheckFailed })
+}
+
+/// A program path as given, or found on `PATH`.
+fn resolve_program(program: &str) -> Result<std::path::PathBuf, Failure> {
+    let path = std::path::Path::new(program);
+    if program.contains('/') {
+        return path
+            .canonicalize()
+            .map_err(|e| Failure::usage(format!("{program}: {e}")));
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+        .ok_or_else(|| Failure::usage(format!("{program}: not found on PATH")))
+}

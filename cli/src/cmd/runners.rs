@@ -127,8 +127,16 @@ pub(crate) fn conformance(out: &mut Out, format: Format, command: &[String]) -> 
         .split_first()
         .ok_or_else(|| Failure::usage("give the adapter command after `--`"))?;
     let program = resolve_program(program)?;
+    // The adapter runs in its own directory: arguments naming existing files are made absolute.
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| match std::path::Path::new(a).canonicalize() {
+            Ok(p) if !a.starts_with('-') => p.display().to_string(),
+            _ => a.clone(),
+        })
+        .collect();
     let scratch = std::env::temp_dir().join(format!("craik-conformance-{}", std::process::id()));
-    let mut spec = AdapterSpec::new(program, args.to_vec(), scratch.clone());
+    let mut spec = AdapterSpec::new(program, args, scratch.clone());
     spec.initialize_timeout = Duration::from_secs(10);
     spec.step_timeout = Duration::from_secs(10);
     let max = spec.max_line_bytes;

@@ -369,7 +369,10 @@ impl Adapter {
     /// The handshake: checks the protocol version, the claimed metadata and matrix, and that
     /// the adapter is who the host expects (both must name `expected.id`; with `None`, they
     /// must name the same runner).
-    pub(crate) fn initialize(&mut self, expected: Option<&RunnerMetadata>) -> Result<(), CallError> {
+    pub(crate) fn initialize(
+        &mut self,
+        expected: Option<&RunnerMetadata>,
+    ) -> Result<(), CallError> {
         let id = self.take_id();
         let request = InitializeRequest {
             id,
@@ -398,7 +401,9 @@ impl Adapter {
         if let Some(problem) = checker.into_problems().first() {
             return Err(self.violation(format!("the adapter's handshake is invalid: {problem}")));
         }
-        let wanted = expected.map_or(r.runner.id.as_str(), |e| e.id.as_str()).to_owned();
+        let wanted = expected
+            .map_or(r.runner.id.as_str(), |e| e.id.as_str())
+            .to_owned();
         if r.runner.id != wanted || r.matrix.runner.id != wanted {
             return Err(self.violation(format!(
                 "the adapter claims to be `{}` (matrix: `{}`), but was started as `{wanted}`",
@@ -604,7 +609,9 @@ impl AdapterRunner {
 impl StepRunner for AdapterRunner {
     fn start(&mut self, expected: &RunnerMetadata) -> Result<(), String> {
         let mut adapter = Adapter::spawn(self.spec.clone())?;
-        let result = adapter.initialize(Some(expected)).map_err(|e| e.to_string());
+        let result = adapter
+            .initialize(Some(expected))
+            .map_err(|e| e.to_string());
         self.adapter = Some(adapter);
         result
     }

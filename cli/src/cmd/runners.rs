@@ -86,12 +86,19 @@ struct Check {
     detail: String,
 }
 
-fn conformance_request(runner: &craik_contracts::RunnerMetadata, n: u64) -> craik_contracts::RunnerStepRequest {
+fn conformance_request(
+    runner: &craik_contracts::RunnerMetadata,
+    n: u64,
+) -> craik_contracts::RunnerStepRequest {
     let mut context = craik_contracts::Object::new();
     context.0.insert("step".into(), serde_json::json!(n));
     context.0.insert("iteration".into(), serde_json::json!(0));
-    context.0.insert("max_iterations".into(), serde_json::json!(5));
-    context.0.insert("profile".into(), serde_json::json!("strict"));
+    context
+        .0
+        .insert("max_iterations".into(), serde_json::json!(5));
+    context
+        .0
+        .insert("profile".into(), serde_json::json!("strict"));
     craik_contracts::RunnerStepRequest {
         schema: Default::default(),
         version: Default::default(),
@@ -113,13 +120,25 @@ fn conformance_request(runner: &craik_contracts::RunnerMetadata, n: u64) -> crai
 
 fn error_of(line: Option<Vec<u8>>) -> Result<(Option<u64>, i64), String> {
     let line = line.ok_or("no answer within 2 s")?;
-    let e: craik_contracts::channel::ErrorResponse = serde_json::from_slice(&line)
-        .map_err(|e| format!("not an error response: {e}: {}", String::from_utf8_lossy(&line).chars().take(200).collect::<String>()))?;
+    let e: craik_contracts::channel::ErrorResponse =
+        serde_json::from_slice(&line).map_err(|e| {
+            format!(
+                "not an error response: {e}: {}",
+                String::from_utf8_lossy(&line)
+                    .chars()
+                    .take(200)
+                    .collect::<String>()
+            )
+        })?;
     Ok((e.id, e.error.code))
 }
 
 /// `craik runners conformance -- CMD [ARGS]`.
-pub(crate) fn conformance(out: &mut Out, format: Format, command: &[String]) -> Result<Exit, Failure> {
+pub(crate) fn conformance(
+    out: &mut Out,
+    format: Format,
+    command: &[String],
+) -> Result<Exit, Failure> {
     use crate::adapter::{Adapter, AdapterSpec};
     use craik_contracts::channel::codes;
     use std::time::{Duration, Instant};
@@ -146,7 +165,11 @@ pub(crate) fn conformance(out: &mut Out, format: Format, command: &[String]) -> 
             Ok(d) => (true, d),
             Err(d) => (false, d),
         };
-        checks.push(Check { scenario, passed, detail });
+        checks.push(Check {
+            scenario,
+            passed,
+            detail,
+        });
     };
     let wait = Duration::from_secs(2);
     let mut adapter = Adapter::spawn(spec).map_err(Failure::usage)?;
@@ -186,74 +209,146 @@ pub(crate) fn conformance(out: &mut Out, format: Format, command: &[String]) -> 
                 .map_err(|e| e.to_string())
                 .and_then(|r| {
                     let mut wrong = Vec::new();
-                    if r.request_id != request.id { wrong.push("request_id"); }
-                    if r.run_id != request.run_id { wrong.push("run_id"); }
-                    if r.task_id != request.task_id { wrong.push("task_id"); }
-                    if r.phase != request.phase { wrong.push("phase"); }
-                    if r.runner.id != runner.id { wrong.push("runner.id"); }
-                    if !r.id.starts_with("runner_step_result_") { wrong.push("id"); }
-                    if !r.receipt_ids.is_empty() || !r.memory_proposal_ids.is_empty() { wrong.push("claimed receipt/memory ids"); }
+                    if r.request_id != request.id {
+                        wrong.push("request_id");
+                    }
+                    if r.run_id != request.run_id {
+                        wrong.push("run_id");
+                    }
+                    if r.task_id != request.task_id {
+                        wrong.push("task_id");
+                    }
+                    if r.phase != request.phase {
+                        wrong.push("phase");
+                    }
+                    if r.runner.id != runner.id {
+                        wrong.push("runner.id");
+                    }
+                    if !r.id.starts_with("runner_step_result_") {
+                        wrong.push("id");
+                    }
+                    if !r.receipt_ids.is_empty() || !r.memory_proposal_ids.is_empty() {
+                        wrong.push("claimed receipt/memory ids");
+                    }
                     if wrong.is_empty() {
-                        Ok(format!("{} result `{}` in {} ms, {} event(s)", r.status.as_str(), r.summary.chars().take(60).collect::<String>(), t.elapsed().as_millis(), a.events.len()))
+                        Ok(format!(
+                            "{} result `{}` in {} ms, {} event(s)",
+                            r.status.as_str(),
+                            r.summary.chars().take(60).collect::<String>(),
+                            t.elapsed().as_millis(),
+                            a.events.len()
+                        ))
                     } else {
-                        Err(format!("the result does not echo the request: {}", wrong.join(", ")))
+                        Err(format!(
+                            "the result does not echo the request: {}",
+                            wrong.join(", ")
+                        ))
                     }
                 }),
         );
         // 3. Structured errors.
         let unknown = a
-            .raw_exchange(b"{\"id\":901,\"method\":\"frobnicate\",\"params\":{}}\n", wait)
+            .raw_exchange(
+                b"{\"id\":901,\"method\":\"frobnicate\",\"params\":{}}\n",
+                wait,
+            )
             .and_then(error_of);
-        record("structured error: unknown method", match unknown {
-            Ok((Some(901), c)) if c == codes::METHOD_NOT_FOUND => Ok("error -32601 with the request's id".into()),
-            Ok((id, c)) => Err(format!("expected error -32601 for id 901, got {c} for {id:?}")),
-            Err(e) => Err(e),
-        });
+        record(
+            "structured error: unknown method",
+            match unknown {
+                Ok((Some(901), c)) if c == codes::METHOD_NOT_FOUND => {
+                    Ok("error -32601 with the request's id".into())
+                }
+                Ok((id, c)) => Err(format!(
+                    "expected error -32601 for id 901, got {c} for {id:?}"
+                )),
+                Err(e) => Err(e),
+            },
+        );
         let bad = a
-            .raw_exchange(b"{\"id\":902,\"method\":\"step\",\"params\":{\"bogus\":1}}\n", wait)
+            .raw_exchange(
+                b"{\"id\":902,\"method\":\"step\",\"params\":{\"bogus\":1}}\n",
+                wait,
+            )
             .and_then(error_of);
-        record("structured error: invalid params", match bad {
-            Ok((Some(902), c)) if c == codes::INVALID_PARAMS => Ok("error -32602 with the request's id".into()),
-            Ok((id, c)) => Err(format!("expected error -32602 for id 902, got {c} for {id:?}")),
-            Err(e) => Err(e),
-        });
+        record(
+            "structured error: invalid params",
+            match bad {
+                Ok((Some(902), c)) if c == codes::INVALID_PARAMS => {
+                    Ok("error -32602 with the request's id".into())
+                }
+                Ok((id, c)) => Err(format!(
+                    "expected error -32602 for id 902, got {c} for {id:?}"
+                )),
+                Err(e) => Err(e),
+            },
+        );
         let garbage = a.raw_exchange(b"{not json\n", wait).and_then(error_of);
-        record("malformed line", match garbage {
-            Ok((None, c)) if c == codes::PARSE_ERROR => Ok("error -32700 with id null".into()),
-            Ok((id, c)) => Err(format!("expected error -32700 with id null, got {c} for {id:?}")),
-            Err(e) => Err(e),
-        });
+        record(
+            "malformed line",
+            match garbage {
+                Ok((None, c)) if c == codes::PARSE_ERROR => Ok("error -32700 with id null".into()),
+                Ok((id, c)) => Err(format!(
+                    "expected error -32700 with id null, got {c} for {id:?}"
+                )),
+                Err(e) => Err(e),
+            },
+        );
         // 4. Oversize.
         let mut big = Vec::with_capacity(max + 64);
         big.extend_from_slice(b"{\"id\":903,\"method\":\"step\",\"params\":{\"pad\":\"");
         big.resize(max + 16, b'x');
         big.extend_from_slice(b"\"}}\n");
         let over = a.raw_exchange(&big, wait).and_then(error_of);
-        record("oversize line", match over {
-            Ok((_, c)) if c == codes::INVALID_REQUEST => Ok(format!("a {}-byte line refused with -32600", big.len() - 1)),
-            Ok((id, c)) => Err(format!("expected error -32600, got {c} for {id:?}")),
-            Err(e) => Err(e),
-        });
+        record(
+            "oversize line",
+            match over {
+                Ok((_, c)) if c == codes::INVALID_REQUEST => {
+                    Ok(format!("a {}-byte line refused with -32600", big.len() - 1))
+                }
+                Ok((id, c)) => Err(format!("expected error -32600, got {c} for {id:?}")),
+                Err(e) => Err(e),
+            },
+        );
         // 5. Cancellation: an unknown id is ignored, and the adapter keeps serving.
-        let cancel = a.raw_exchange(b"{\"method\":\"cancel\",\"params\":{\"id\":424242}}\n", Duration::from_millis(300));
+        let cancel = a.raw_exchange(
+            b"{\"method\":\"cancel\",\"params\":{\"id\":424242}}\n",
+            Duration::from_millis(300),
+        );
         let after = conformance_request(runner, 0);
-        record("cancellation", match cancel {
-            Ok(Some(line)) => Err(format!("answered a notification: {}", String::from_utf8_lossy(&line).chars().take(120).collect::<String>())),
-            Err(e) => Err(e),
-            Ok(None) => a
-                .step_call(&after)
-                .map(|_| "ignored a cancel for an unknown request and kept serving".to_owned())
-                .map_err(|e| format!("after a cancel: {e}")),
-        });
+        record(
+            "cancellation",
+            match cancel {
+                Ok(Some(line)) => Err(format!(
+                    "answered a notification: {}",
+                    String::from_utf8_lossy(&line)
+                        .chars()
+                        .take(120)
+                        .collect::<String>()
+                )),
+                Err(e) => Err(e),
+                Ok(None) => a
+                    .step_call(&after)
+                    .map(|_| "ignored a cancel for an unknown request and kept serving".to_owned())
+                    .map_err(|e| format!("after a cancel: {e}")),
+            },
+        );
         // 6. Timeout behaviour: answers arrive well within the announced limits.
         let t = Instant::now();
         let timed = a.step_call(&conformance_request(runner, 0));
         let took = t.elapsed();
-        record("timeout behaviour", match timed {
-            Ok(_) if took < Duration::from_secs(10) => Ok(format!("answered in {} ms (limit {} ms)", took.as_millis(), a.limits().step_timeout_ms)),
-            Ok(_) => Err(format!("took {} ms", took.as_millis())),
-            Err(e) => Err(e.to_string()),
-        });
+        record(
+            "timeout behaviour",
+            match timed {
+                Ok(_) if took < Duration::from_secs(10) => Ok(format!(
+                    "answered in {} ms (limit {} ms)",
+                    took.as_millis(),
+                    a.limits().step_timeout_ms
+                )),
+                Ok(_) => Err(format!("took {} ms", took.as_millis())),
+                Err(e) => Err(e.to_string()),
+            },
+        );
         // 7. Clean shutdown.
         record(
             "clean shutdown",
@@ -281,7 +376,11 @@ pub(crate) fn conformance(out: &mut Out, format: Format, command: &[String]) -> 
             ))?;
         }
     }
-    Ok(if failed == 0 && checks.len() >= 9 { Exit::Ok } else { Exit::CheckFailed })
+    Ok(if failed == 0 && checks.len() >= 9 {
+        Exit::Ok
+    } else {
+        Exit::CheckFailed
+    })
 }
 
 /// A program path as given, or found on `PATH`.

@@ -1,0 +1,476 @@
+//! Prompt-handoff adapters (codex, claude, gemini), shared through `#[path]`.
+//!
+//! Each step compiles the governed prompt — the task, the phase and what it expects, the policy
+//! envelope and grants, the runner's capability notes from its matrix, the outcomes to observe,
+//! the exact output shape — into a `craik.compiled_prompt`, and hands it off:
+//! - **fixture mode** (`--fixture SCENARIO.json`): to the scenario, deterministically;
+//! - **live mode**: to the real CLI (`--cli PATH` or found on `PATH`), whose streamed output is
+//!   mapped into events and a step result. The model's answer is read from the last JSON object
+//!   in its final message; anything else becomes a `partial` step with no actions.
+//!
+//! Either way the result names the compiled prompt (`observed_output.handoff`), so what was
+//! handed off is on record.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+use craik_contracts::channel::{ChannelError, InitializeResult, codes};
+use craik_contracts::{
+    AnyContract, CompiledPrompt, FixtureScenario, Kind, Object, PromptSection, ResultStatus,
+    RunnerCapabilityMatrix, RunnerCapabilitySupport, RunnerStepRequest, RunnerStepResult,
+    decode_document,
+};
+use serde_json::{Value, json};
+
+use crate::serve::{Events, Runner, error};
+
+/// Which CLI a live handoff wraps, and how its output is read. (Each adapter binary uses one.)
+#[allow(
+    dead_code,
+    reason = "each adapter binary constructs its own variant only"
+)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cli {
+    /// `codex exec --json PROMPT`: JSON lines; agent messages as `item.completed` /
+    /// `agent_message` events.
+    Codex,
+    /// `claude -p PROMPT --output-format stream-json --verbose`: JSON lines; `assistant`
+    /// messages with text and tool_use blocks, then a `result`.
+    Claude,
+    /// `gemini -p PROMPT`: plain text.
+    Gemini,
+}
+
+impl Cli {
+    fn program(self) -> &'static str {
+        match self {
+            Self::Codex => "codex",
+            Self::Claude => "claude",
+            Self::Gemini => "gemini",
+        }
+    }
+
+    fn args(self, prompt: &str) -> Vec<String> {
+        match self {
+            Self::Codex => vec!["exec".into(), "--json".into(), prompt.into()],
+            Self::Claude => vec![
+                "-p".into(),
+                prompt.into(),
+                "--output-format".into(),
+                "stream-json".into(),
+                "--verbose".into(),
+            ],
+            Self::Gemini => vec!["-p".into(), prompt.into()],
+        }
+    }
+}
+
+pub(crate) struct Handoff {
+    cli: Cli,
+    matrix: RunnerCapabilityMatrix,
+    scenario: Option<FixtureScenario>,
+    cli_path: Option<String>,
+}
+
+fn matrix_of(text: &str) -> Result<RunnerCapabilityMatrix, String> {
+    let doc = decode_document(text.as_bytes(), Some(Kind::RunnerCapabilityMatrix));
+    match doc.records.into_iter().next().map(|r| r.outcome) {
+        Some(Ok(AnyContract::RunnerCapabilityMatrix(m))) => Ok(*m),
+        _ => Err("the embedded matrix is invalid".into()),
+    }
+}
+
+fn scenario_of(path: &str) -> Result<FixtureScenario, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+    let doc = decode_document(&bytes, Some(Kind::FixtureScenario));
+    if let Some(e) = doc.error {
+        return Err(format!("{path}: {e}"));
+    }
+    match doc.records.into_iter().next().map(|r| r.outcome) {
+        Some(Ok(AnyContract::FixtureScenario(s))) => Ok(*s),
+        Some(Err(p)) => Err(format!(
+            "{path}: {}",
+            p.first().map(ToString::to_string).unwrap_or_default()
+        )),
+        _ => Err(format!("{path}: not a craik.fixture_scenario")),
+    }
+}
+
+impl Handoff {
+    /// From the command line: `[--fixture SCENARIO.json] [--cli PATH]`.
+    pub(crate) fn from_args(cli: Cli, matrix_json: &str, args: &[String]) -> Result<Self, String> {
+        let matrix = matrix_of(matrix_json)?;
+        let mut scenario = None;
+        let mut cli_path = None;
+        let mut it = args.iter();
+        while let Some(arg) = it.next() {
+            match arg.as_str() {
+                "--fixture" => {
+                    scenario = Some(scenario_of(it.next().ok_or("--fixture needs a path")?)?);
+                }
+                "--cli" => cli_path = Some(it.next().ok_or("--cli needs a path")?.clone()),
+                other => return Err(format!("unknown argument `{other}`")),
+            }
+        }
+        Ok(Self {
+            cli,
+            matrix,
+            scenario,
+            cli_path,
+        })
+    }
+
+    /// The governed prompt for one step.
+    pub(crate) fn compile(&self, request: &RunnerStepRequest) -> CompiledPrompt {
+        let phase = request.phase.as_str();
+        let expects = match phase {
+            "plan" => "Decide the next bounded action under the intent lock. Propose nothing yet.",
+            "act" => {
+                "Propose the side effects you need as `proposed_actions`. You do not perform them: Craik decides each one and performs what policy allows."
+            }
+            "observe" => {
+                "Read the outcomes of your proposed actions (below) and record what you learned; you may propose memory facts as `memory_proposals`."
+            }
+            "evaluate" => "Say whether the task is done: `next` is `stop` or `continue`.",
+            _ => "Answer for this phase.",
+        };
+        let mut capabilities = String::new();
+        for c in &self.matrix.capabilities {
+            let how = match c.support {
+                RunnerCapabilitySupport::Supported => "may be proposed; policy and grants decide",
+                RunnerCapabilitySupport::PromptHandoff => {
+                    "may be proposed; a human reviews it before it runs"
+                }
+                RunnerCapabilitySupport::Unsupported => "do not propose: it will be denied",
+            };
+            capabilities.push_str(&format!("- {}: {how}\n", c.name));
+        }
+        let context = serde_json::to_string(&request.context).unwrap_or_default();
+        let sections = vec![
+            PromptSection {
+                title: "Task".into(),
+                body: request.input_prompt.clone(),
+            },
+            PromptSection {
+                title: format!("Phase: {phase}"),
+                body: expects.into(),
+            },
+            PromptSection {
+                title: "Policy boundary".into(),
+                body: format!(
+                    "Policy envelope {}; intent lock {}; capability grants: {}. Anything outside them is denied and recorded.",
+                    request.policy_envelope_id,
+                    request.intent_lock_id.as_deref().unwrap_or("none"),
+                    if request.capability_grant_ids.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        request.capability_grant_ids.join(", ")
+                    }
+                ),
+            },
+            PromptSection {
+                title: "Your capabilities".into(),
+                body: capabilities,
+            },
+            PromptSection {
+                title: "Context".into(),
+                body: context,
+            },
+            PromptSection {
+                title: "Answer format".into(),
+                body: "End your answer with one JSON object: {\"status\": \"completed|partial|blocked|failed\", \"summary\": \"...\", \"proposed_actions\": [{\"id\": \"action_...\", \"capability\": \"...\", \"operation\": \"read|write|patch|execute\", \"target\": \"path\", \"content\": \"...\", \"edits\": [{\"old\": \"...\", \"new\": \"...\"}], \"argv\": [\"...\"]}], \"memory_proposals\": [], \"next\": \"continue|stop\"}. Include only the keys your phase uses.".into(),
+            },
+        ];
+        let prompt = sections
+            .iter()
+            .map(|s| format!("## {}\n{}\n", s.title, s.body))
+            .collect::<Vec<_>>()
+            .join("\n");
+        CompiledPrompt {
+            schema: Default::default(),
+            version: Default::default(),
+            id: request.id.replacen("runner_step_request_", "prompt_", 1),
+            task_id: request.task_id.clone(),
+            case_file_id: format!("case_{}", request.task_id.trim_start_matches("task_")),
+            policy_envelope_id: request.policy_envelope_id.clone(),
+            runner_id: self.matrix.runner.id.clone(),
+            runner_mode: self.matrix.runner.mode,
+            capability_grant_ids: request.capability_grant_ids.clone(),
+            expected_output_schemas: request.expected_output_schemas.clone(),
+            context_omissions: Vec::new(),
+            stop_conditions: Vec::new(),
+            sections,
+            prompt,
+        }
+    }
+
+    fn live(
+        &self,
+        request: &RunnerStepRequest,
+        prompt: &CompiledPrompt,
+        events: &mut Events<'_>,
+    ) -> Result<RunnerStepResult, ChannelError> {
+        let program = self
+            .cli_path
+            .clone()
+            .or_else(|| find_on_path(self.cli.program()))
+            .ok_or_else(|| {
+                error(
+                    codes::UNAVAILABLE,
+                    format!(
+                        "live mode needs the `{}` CLI on PATH (or --cli PATH); use --fixture for deterministic runs",
+                        self.cli.program()
+                    ),
+                )
+            })?;
+        let mut child = Command::new(&program)
+            .args(self.cli.args(&prompt.prompt))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| error(codes::UNAVAILABLE, format!("`{program}`: {e}")))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| error(codes::RUNNER_FAILED, "no stdout"))?;
+        let mut final_text = String::new();
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            match self.cli {
+                Cli::Gemini => {
+                    events.text(&format!("{line}\n"));
+                    final_text.push_str(&line);
+                    final_text.push('\n');
+                }
+                Cli::Codex | Cli::Claude => {
+                    let Ok(value) = serde_json::from_str::<Value>(&line) else {
+                        events.log("warn", "the CLI wrote a line that is not JSON");
+                        continue;
+                    };
+                    map_event(self.cli, &value, events, &mut final_text);
+                }
+            }
+        }
+        let status = child
+            .wait()
+            .map_err(|e| error(codes::RUNNER_FAILED, format!("waiting for the CLI: {e}")))?;
+        if !status.success() {
+            return Err(error(
+                codes::RUNNER_FAILED,
+                format!("`{program}` exited with {status}"),
+            ));
+        }
+        Ok(result_from_text(request, &final_text))
+    }
+}
+
+fn find_on_path(program: &str) -> Option<String> {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+        .map(|p| p.display().to_string())
+}
+
+/// Maps one JSON event of a CLI into channel events; agent text accumulates in `text`.
+fn map_event(cli: Cli, value: &Value, events: &mut Events<'_>, text: &mut String) {
+    match cli {
+        Cli::Codex => {
+            // Current `codex exec --json`: {"type":"item.completed","item":{"type":"agent_message","text":...}};
+            // older: {"msg":{"type":"agent_message","message":...}}.
+            let item = value.get("item");
+            let kind = item.and_then(|i| i.get("type")).and_then(Value::as_str);
+            let message = match kind {
+                Some("agent_message") => item.and_then(|i| i.get("text")).and_then(Value::as_str),
+                _ => value
+                    .get("msg")
+                    .filter(|m| m.get("type").and_then(Value::as_str) == Some("agent_message"))
+                    .and_then(|m| m.get("message"))
+                    .and_then(Value::as_str),
+            };
+            if let Some(m) = message {
+                events.text(m);
+                text.clear();
+                text.push_str(m);
+            }
+            if kind == Some("command_execution") || kind == Some("file_change") {
+                events.log(
+                    "warn",
+                    "the CLI reported acting on its own; Craik only executes what it decides",
+                );
+            }
+        }
+        Cli::Claude => match value.get("type").and_then(Value::as_str) {
+            Some("assistant") => {
+                let blocks = value
+                    .get("message")
+                    .and_then(|m| m.get("content"))
+                    .and_then(Value::as_array);
+                for block in blocks.into_iter().flatten() {
+                    match block.get("type").and_then(Value::as_str) {
+                        Some("text") => {
+                            if let Some(t) = block.get("text").and_then(Value::as_str) {
+                                events.text(t);
+                                text.push_str(t);
+                            }
+                        }
+                        Some("tool_use") => {
+                            let name = block.get("name").and_then(Value::as_str).unwrap_or("?");
+                            let args = block
+                                .get("input")
+                                .and_then(Value::as_object)
+                                .cloned()
+                                .map(Object)
+                                .unwrap_or_default();
+                            events.tool_call(name, args);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Some("result") => {
+                if let Some(r) = value.get("result").and_then(Value::as_str) {
+                    text.clear();
+                    text.push_str(r);
+                }
+            }
+            _ => {}
+        },
+        Cli::Gemini => {}
+    }
+}
+
+/// The last top-level JSON object in `text` (a fenced block or bare).
+fn last_json_object(text: &str) -> Option<serde_json::Map<String, Value>> {
+    let bytes = text.as_bytes();
+    let mut end = bytes.len();
+    while let Some(close) = text.get(..end).and_then(|t| t.rfind('}')) {
+        let mut depth = 0i32;
+        let mut start = None;
+        for (i, c) in text.get(..=close)?.char_indices().rev() {
+            match c {
+                '}' => depth += 1,
+                '{' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        start = Some(i);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(s) = start
+            && let Ok(Value::Object(map)) = serde_json::from_str::<Value>(text.get(s..=close)?)
+        {
+            return Some(map);
+        }
+        end = close;
+    }
+    None
+}
+
+/// Maps the model's final text into a step result: its JSON answer's keys, or a partial step.
+fn result_from_text(request: &RunnerStepRequest, text: &str) -> RunnerStepResult {
+    let mut observed = serde_json::Map::new();
+    let mut status = ResultStatus::Partial;
+    let mut summary: String = text.trim().chars().take(500).collect();
+    let mut diagnostics = Vec::new();
+    match last_json_object(text) {
+        Some(answer) => {
+            for key in ["proposed_actions", "memory_proposals", "next"] {
+                if let Some(v) = answer.get(key) {
+                    observed.insert(key.into(), v.clone());
+                }
+            }
+            status = match answer.get("status").and_then(Value::as_str) {
+                Some("completed") => ResultStatus::Completed,
+                Some("blocked") => ResultStatus::Blocked,
+                Some("failed") => ResultStatus::Failed,
+                _ => ResultStatus::Partial,
+            };
+            if let Some(s) = answer.get("summary").and_then(Value::as_str) {
+                summary = s.chars().take(500).collect();
+            }
+        }
+        None => {
+            diagnostics.push("the model's answer held no JSON object; recorded as partial".into())
+        }
+    }
+    if summary.is_empty() {
+        summary = "(no text)".into();
+    }
+    RunnerStepResult {
+        schema: Default::default(),
+        version: Default::default(),
+        id: request
+            .id
+            .replacen("runner_step_request_", "runner_step_result_", 1),
+        request_id: request.id.clone(),
+        run_id: request.run_id.clone(),
+        task_id: request.task_id.clone(),
+        phase: request.phase,
+        runner: request.runner.clone(),
+        status,
+        summary,
+        observed_output: Object(observed),
+        diagnostics,
+        receipt_ids: Vec::new(),
+        memory_proposal_ids: Vec::new(),
+        artifacts: Vec::new(),
+        redacted: false,
+        created_at: request.created_at,
+    }
+}
+
+impl Runner for Handoff {
+    fn initialize(&mut self) -> Result<InitializeResult, ChannelError> {
+        Ok(InitializeResult {
+            protocol_version: String::new(),
+            runner: self.matrix.runner.clone(),
+            matrix: self.matrix.clone(),
+        })
+    }
+
+    fn step(
+        &mut self,
+        request: RunnerStepRequest,
+        events: &mut Events<'_>,
+    ) -> Result<RunnerStepResult, ChannelError> {
+        let prompt = self.compile(&request);
+        let mut result = match &self.scenario {
+            Some(scenario) => {
+                let r = scenario
+                    .answer(&request)
+                    .map_err(|why| error(codes::RUNNER_FAILED, why))?;
+                events.text(&r.summary);
+                r
+            }
+            None => self.live(&request, &prompt, events)?,
+        };
+        let sha = {
+            // A stable, dependency-free fingerprint (FNV-1a 64) of the handed-off prompt; the
+            // host records the prompt id and this digest.
+            let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+            for b in prompt.prompt.bytes() {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0100_0000_01b3);
+            }
+            format!("fnv1a64:{h:016x}")
+        };
+        result.observed_output.0.insert(
+            "handoff".into(),
+            json!({
+                "mode": if self.scenario.is_some() { "fixture" } else { "live" },
+                "cli": self.cli.program(),
+                "prompt_id": prompt.id,
+                "prompt_bytes": prompt.prompt.len(),
+                "prompt_digest": sha,
+                "sections": prompt.sections.iter().map(|s| s.title.clone()).collect::<Vec<_>>(),
+            }),
+        );
+        Ok(result)
+    }
+}

@@ -212,7 +212,7 @@ impl Adapter {
     fn violation(&mut self, why: String) -> CallError {
         self.kill();
         // Give the stderr reader a moment to collect the adapter's last words.
-        let _ = self.runtime.block_on(async {
+        self.runtime.block_on(async {
             tokio::time::sleep(Duration::from_millis(20)).await;
         });
         let last = self
@@ -273,15 +273,43 @@ impl Adapter {
         }
         self.events.clear();
         self.send(request)?;
-        let deadline = self
+        let mut deadline = self
             .runtime
             .block_on(async { tokio::time::Instant::now() + timeout });
+        let mut exited: Option<String> = None;
         loop {
             let incoming = &mut self.incoming;
-            let next = self
-                .runtime
-                .block_on(async { tokio::time::timeout_at(deadline, incoming.recv()).await });
+            let child = &mut self.child;
+            let watch_exit = exited.is_none();
+            let next = self.runtime.block_on(async {
+                tokio::select! {
+                    biased;
+                    line = tokio::time::timeout_at(deadline, incoming.recv()) => Ok(line),
+                    status = child.wait(), if watch_exit => Err(status),
+                }
+            });
+            let next = match next {
+                Ok(next) => next,
+                Err(status) => {
+                    // The process is gone (its children may still hold the pipe): read what it
+                    // wrote before exiting, briefly, then give up.
+                    exited = Some(match status {
+                        Ok(s) => format!("exited ({s})"),
+                        Err(e) => format!("ended in an unknown state ({e})"),
+                    });
+                    deadline = self.runtime.block_on(async {
+                        tokio::time::Instant::now() + Duration::from_millis(200)
+                    });
+                    continue;
+                }
+            };
             let line = match next {
+                Err(_) if exited.is_some() => {
+                    let status = exited.unwrap_or_default();
+                    return Err(self.violation(format!(
+                        "the adapter closed the channel during `{method}`: it {status} without answering"
+                    )));
+                }
                 Err(_) => {
                     // Ask once, politely; then kill.
                     let _ = self.send(&CancelNotification {

@@ -274,9 +274,17 @@ pub(crate) struct RunCmd {
     /// A craik.task_request file, or an example directory.
     #[arg(value_name = "TASK")]
     pub(crate) task: PathBuf,
-    /// The runner: `fixture:SCENARIO.json`.
+    /// The runner: `fixture[:SCENARIO.json]` (in process), `fixture-adapter`, `codex`,
+    /// `claude`, `gemini` (adapter processes; with a scenario, in fixture mode), or
+    /// `adapter:PROGRAM` (any adapter speaking docs/protocol.md, under --runner-matrix).
     #[arg(long, value_name = "RUNNER")]
     pub(crate) runner: Option<String>,
+    /// For `adapter:PROGRAM`: the shipped matrix (identity, trust, support) it runs under.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) runner_matrix: Option<String>,
+    /// Seconds an adapter has to answer one step (default 120).
+    #[arg(long, value_name = "SECS")]
+    pub(crate) step_timeout_secs: Option<u64>,
     /// Policy profile (default: the envelope's, else strict).
     #[arg(long, value_enum)]
     pub(crate) profile: Option<ProfileArg>,

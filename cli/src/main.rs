@@ -158,6 +158,8 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
                 home: &args.home.home,
                 policies: args.bundle.policies.as_deref(),
                 custom: &args.bundle.custom,
+                runner_matrix: args.runner_matrix.as_deref(),
+                step_timeout_secs: args.step_timeout_secs,
             };
             cmd::runs::run(out, cli.format, &run)
         }

@@ -170,7 +170,7 @@ impl FixtureScenario {
         }
         Ok(RunnerStepResult {
             schema: SchemaTag::default(),
-            version: Version::default(),
+            version: Version,
             id: request
                 .id
                 .replacen("runner_step_request_", "runner_step_result_", 1),

@@ -44,6 +44,10 @@ pub(crate) struct RunArgs<'a> {
     pub(crate) home: &'a Path,
     pub(crate) policies: Option<&'a Path>,
     pub(crate) custom: &'a [PathBuf],
+    /// For `--runner adapter:PROGRAM`: the shipped matrix it runs under.
+    pub(crate) runner_matrix: Option<&'a str>,
+    /// Per-step timeout for adapter runners.
+    pub(crate) step_timeout_secs: Option<u64>,
 }
 
 fn read_one<T>(path: &Path, kind: Kind, pick: fn(AnyContract) -> Option<T>) -> Result<T, Failure> {
@@ -78,7 +82,8 @@ fn read_one<T>(path: &Path, kind: Kind, pick: fn(AnyContract) -> Option<T>) -> R
 /// An example directory's files, with the command line's flags taking precedence.
 struct Resolved {
     task: PathBuf,
-    /// `NAME` of the runner (`fixture`, `fixture-adapter`, `codex`, ...).
+    /// `NAME` of the runner (`fixture`, `fixture-adapter`, `codex`, ...), or
+    /// `adapter:PROGRAM`.
     runner: String,
     scenario: Option<PathBuf>,
     intent: Option<PathBuf>,
@@ -94,17 +99,25 @@ fn resolve(args: &RunArgs<'_>) -> Result<Resolved, Failure> {
     let (runner, scenario_flag) = match args.runner {
         Some(spec) => {
             let (name, rest) = spec.split_once(':').unwrap_or((spec, ""));
-            if !RUNNERS.contains(&name) {
+            if name == "adapter" {
+                let program = PathBuf::from(rest);
+                let program = program
+                    .canonicalize()
+                    .map_err(|e| Failure::usage(format!("--runner adapter:{rest}: {e}")))?;
+                (format!("adapter:{}", program.display()), None)
+            } else if !RUNNERS.contains(&name) {
                 return Err(Failure::usage(format!(
                     "--runner `{}`: expected one of {} (optionally `:SCENARIO.json`)",
                     craik_contracts::Truncated(spec),
                     RUNNERS.join(", ")
                 )));
+            } else {
+                (
+                    name.to_owned(),
+                    Some(PathBuf::from(rest))
+                        .filter(|p| !rest.is_empty() && !p.as_os_str().is_empty()),
+                )
             }
-            (
-                name.to_owned(),
-                Some(PathBuf::from(rest)).filter(|p| !rest.is_empty() && !p.as_os_str().is_empty()),
-            )
         }
         None => ("fixture".to_owned(), None),
     };
@@ -193,13 +206,37 @@ fn setup(
     })
 }
 
+/// How an adapter runner is configured beyond its name.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RunnerOptions {
+    /// The shipped matrix an `adapter:PROGRAM` runs under (default: fixture).
+    #[serde(default)]
+    pub(crate) matrix: Option<String>,
+    #[serde(default)]
+    pub(crate) step_timeout_secs: Option<u64>,
+}
+
 /// Builds the runner a run names: the in-process fixture, or an adapter process (fixture mode
 /// with a scenario, live mode without). Identity and trust come from the shipped matrix.
 fn build_runner(
     name: &str,
     scenario: Option<&Path>,
     run_dir: &Path,
+    options: &RunnerOptions,
 ) -> Result<(Box<dyn crate::run::StepRunner>, RunnerCapabilityMatrix), Failure> {
+    if let Some(program) = name.strip_prefix("adapter:") {
+        let matrix = crate::runners::matrix(options.matrix.as_deref().unwrap_or("fixture"))?;
+        let mut spec = crate::adapter::AdapterSpec::new(
+            PathBuf::from(program),
+            Vec::new(),
+            run_dir.join("adapter"),
+        );
+        if let Some(secs) = options.step_timeout_secs {
+            spec.step_timeout = std::time::Duration::from_secs(secs);
+        }
+        return Ok((Box::new(crate::adapter::AdapterRunner::new(spec)), matrix));
+    }
     let matrix_name = if name == "fixture-adapter" {
         "fixture"
     } else {
@@ -231,6 +268,9 @@ fn build_runner(
                 args.push(absolute.display().to_string());
             }
             let mut spec = crate::adapter::AdapterSpec::new(program, args, run_dir.join("adapter"));
+            if let Some(secs) = options.step_timeout_secs {
+                spec.step_timeout = std::time::Duration::from_secs(secs);
+            }
             spec.env = matrix
                 .runner
                 .metadata
@@ -359,10 +399,15 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
     let home = Home::new(args.home);
     let started = OffsetDateTime::now_utc();
     let run_id = new_run_id(started)?;
+    let runner_options = RunnerOptions {
+        matrix: args.runner_matrix.map(str::to_owned),
+        step_timeout_secs: args.step_timeout_secs,
+    };
     let runner = build_runner(
         &resolved.runner,
         resolved.scenario.as_deref(),
         &home.runs().join(&run_id),
+        &runner_options,
     )?;
     let setup = setup(args.policies, args.custom, &grants, runner, &home, out)?;
     let dir = RunDir::create(&home, &run_id)
@@ -388,6 +433,7 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         envelope,
         grants,
         runner: resolved.runner.clone(),
+        runner_options,
         scenario_path,
         scenario_digest,
         profile,
@@ -577,7 +623,12 @@ fn open_host(home: &Path, run_id: &str, out: &mut Out) -> Result<(Host, KeyRing)
             ));
         }
     }
-    let runner = build_runner(&inputs.runner, inputs.scenario_path.as_deref(), &dir.path)?;
+    let runner = build_runner(
+        &inputs.runner,
+        inputs.scenario_path.as_deref(),
+        &dir.path,
+        &inputs.runner_options,
+    )?;
     let setup = setup(
         inputs.policies.as_deref(),
         &inputs.custom,

@@ -25,8 +25,10 @@ pub(crate) struct Inputs {
     pub(crate) intent: Option<IntentLock>,
     pub(crate) envelope: Option<PolicyEnvelope>,
     pub(crate) grants: Vec<CapabilityGrant>,
-    /// `fixture:<path>` as given.
+    /// The runner's name (`fixture`, `codex`, ..., or `adapter:PROGRAM`).
     pub(crate) runner: String,
+    #[serde(default)]
+    pub(crate) runner_options: crate::cmd::runs::RunnerOptions,
     /// The scenario file (absolute) and the `sha256:` of its bytes, for fixture runners.
     /// The scenario itself is not copied (it is the operator's input and may hold anything);
     /// a resume re-reads it and refuses one that changed.

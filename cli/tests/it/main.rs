@@ -9,6 +9,7 @@
     reason = "integration tests fail loudly by design"
 )]
 
+mod adapters;
 mod contracts;
 mod crash;
 mod interop;

@@ -451,6 +451,16 @@ pub(crate) enum BenchCommand {
         /// Steps (a multiple of 4: plan, act, observe, evaluate).
         #[arg(long, default_value_t = 1000)]
         steps: usize,
+        /// Also run it with the fixture runner as an adapter process (needs the adapters built).
+        #[arg(long)]
+        adapter: bool,
+    },
+    /// Round trips of a step with a 4 KB context over the channel to the fixture adapter
+    /// process, against the same step answered in process, measured in the same run.
+    Channel {
+        /// Round trips.
+        #[arg(long, default_value_t = 10_000)]
+        count: usize,
     },
     /// Sign, chain and append N receipts, then verify them; prints rates and ratios against
     /// signing alone, measured in the same run. Writes the journal with --out.

@@ -223,7 +223,12 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         Command::Runners(RunnersCommand::Conformance { command }) => {
             cmd::runners::conformance(out, cli.format, command)
         }
-        Command::Bench(BenchCommand::Run { steps }) => cmd::bench::run(out, cli.format, *steps),
+        Command::Bench(BenchCommand::Run { steps, adapter }) => {
+            cmd::bench::run(out, cli.format, *steps, *adapter)
+        }
+        Command::Bench(BenchCommand::Channel { count }) => {
+            cmd::bench::channel(out, cli.format, *count)
+        }
         Command::Completions { shell } => {
             let mut buf = Vec::new();
             clap_complete::generate(*shell, &mut Cli::command(), "craik", &mut buf);

@@ -272,6 +272,12 @@ struct RunResult {
     fsyncs_per_write_side_effect: u64,
     fsyncs_per_read: u64,
     journal_valid: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    adapter_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    adapter_steps_per_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    adapter_overhead_per_step_us: Option<f64>,
 }
 
 /// Removes the bench's scratch directory however the bench ends.
@@ -417,9 +423,8 @@ pub(crate) fn run(
     out: &mut Out,
     format: Format,
     steps: usize,
+    adapter: bool,
 ) -> std::result::Result<Exit, Failure> {
-    use crate::run::host::{Host, Setup};
-    use crate::run::store::{Home, RunDir};
     if steps < 4 || !steps.is_multiple_of(4) {
         return Err(Failure::usage(
             "--steps must be a positive multiple of 4 (plan, act, observe, evaluate)",
@@ -440,11 +445,132 @@ pub(crate) fn run(
             .map_err(|e| Failure::internal(e.to_string()))?;
         Ok(ws)
     };
-    let governed_ws = make_ws("governed")?;
     let plain_ws = make_ws("plain")?;
     let scenario_bytes =
         serde_json::to_vec(&scenario).map_err(|e| Failure::internal(e.to_string()))?;
     write_atomic(&scenario_path, &scenario_bytes).map_err(|e| Failure::internal(e.to_string()))?;
+    let governed_ws = make_ws("governed")?;
+    let in_process = governed_run(
+        &root.join("in-process"),
+        &governed_ws,
+        &scenario_path,
+        &scenario_bytes,
+        steps,
+        Box::new(crate::run::FixtureStepRunner::new(scenario.clone())),
+    )?;
+    let (governed_s, fsyncs, journal_valid, receipts) = in_process;
+    let through_adapter = if adapter {
+        let program = crate::adapter::shipped("fixture").map_err(Failure::usage)?;
+        let spec = crate::adapter::AdapterSpec::new(
+            program,
+            vec!["--fixture".into(), scenario_path.display().to_string()],
+            root.join("adapter-cwd"),
+        );
+        let ws = make_ws("governed-adapter")?;
+        Some(governed_run(
+            &root.join("adapter"),
+            &ws,
+            &scenario_path,
+            &scenario_bytes,
+            steps,
+            Box::new(crate::adapter::AdapterRunner::new(spec)),
+        )?)
+    } else {
+        None
+    };
+    let t = Instant::now();
+    ungoverned(&scenario, &plain_ws)?;
+    let ungoverned_s = t.elapsed().as_secs_f64();
+    let iterations = steps / 4;
+    let steps_f = steps as f64;
+    let result = RunResult {
+        steps,
+        iterations,
+        side_effects: iterations,
+        decisions: iterations * 4,
+        governed_s,
+        ungoverned_s,
+        governed_steps_per_s: steps_f / governed_s,
+        ungoverned_steps_per_s: steps_f / ungoverned_s,
+        overhead_per_step_us: (governed_s - ungoverned_s) / steps_f * 1e6,
+        governed_vs_ungoverned: governed_s / ungoverned_s,
+        fsyncs,
+        fsyncs_per_step: fsyncs as f64 / steps_f,
+        // decision receipt, `executing` event, file fsync + directory fsync, outcome receipt,
+        // `outcome` event (see run/host.rs, "Durability order"); a read has no file fsyncs.
+        fsyncs_per_write_side_effect: 6,
+        fsyncs_per_read: 4,
+        journal_valid,
+        adapter_s: through_adapter.as_ref().map(|t| t.0),
+        adapter_steps_per_s: through_adapter.as_ref().map(|t| steps_f / t.0),
+        adapter_overhead_per_step_us: through_adapter
+            .as_ref()
+            .map(|t| (t.0 - governed_s) / steps_f * 1e6),
+    };
+    match format {
+        Format::Human => {
+            out.line(format_args!(
+                "{} steps ({} iterations; {} decisions, each receipted; {} file writes), this machine, one process",
+                result.steps, result.iterations, result.decisions, result.side_effects
+            ))?;
+            out.line(format_args!(
+                "  governed     {:>9.0} steps/s  ({:.3} s)",
+                result.governed_steps_per_s, result.governed_s
+            ))?;
+            out.line(format_args!(
+                "  ungoverned   {:>9.0} steps/s  ({:.3} s)  same scenario and executors, no kernel, receipts or journal",
+                result.ungoverned_steps_per_s, result.ungoverned_s
+            ))?;
+            out.line(format_args!(
+                "  ratio        {:.1}× slower governed; {:.0} µs overhead per step",
+                result.governed_vs_ungoverned, result.overhead_per_step_us
+            ))?;
+            out.line(format_args!(
+                "  durability   {} fsyncs ({:.2} per step); {} per file write (receipt, event, file, directory, receipt, event), {} per read",
+                result.fsyncs,
+                result.fsyncs_per_step,
+                result.fsyncs_per_write_side_effect,
+                result.fsyncs_per_read
+            ))?;
+            out.line(format_args!(
+                "  journal      {} receipts, {}",
+                receipts,
+                if result.journal_valid {
+                    "verified"
+                } else {
+                    "INVALID"
+                }
+            ))?;
+            if let (Some(a), Some(per_s), Some(over)) = (
+                result.adapter_s,
+                result.adapter_steps_per_s,
+                result.adapter_overhead_per_step_us,
+            ) {
+                out.line(format_args!(
+                    "  via adapter  {per_s:>9.0} steps/s  ({a:.3} s)  the same governed run, the fixture runner as an adapter process: {over:.0} µs per step for the channel"
+                ))?;
+            }
+        }
+        Format::Json | Format::Junit => out.json(&result)?,
+    }
+    Ok(if result.journal_valid {
+        Exit::Ok
+    } else {
+        Exit::Internal
+    })
+}
+
+/// One governed run of the bench scenario in `root`: (seconds, fsyncs, journal valid, receipts).
+fn governed_run(
+    root: &Path,
+    workspace: &Path,
+    scenario_path: &Path,
+    scenario_bytes: &[u8],
+    steps: usize,
+    runner: Box<dyn crate::run::StepRunner>,
+) -> std::result::Result<(f64, u64, bool, u64), Failure> {
+    use crate::run::host::{Host, Setup};
+    use crate::run::store::{Home, RunDir};
     let grant: craik_contracts::CapabilityGrant = serde_json::from_value(serde_json::json!({
         "id": "grant_bench", "task_id": "task_bench", "capability": "repo.write.docs",
         "target": {"paths": ["docs/**"], "exclude": []}, "operations": ["write"],
@@ -474,13 +600,13 @@ pub(crate) fn run(
         grants: vec![grant],
         runner: "fixture".into(),
         runner_options: crate::cmd::runs::RunnerOptions::default(),
-        scenario_path: Some(scenario_path),
-        scenario_digest: Some(crate::run::exec::digest(&scenario_bytes)),
+        scenario_path: Some(scenario_path.to_owned()),
+        scenario_digest: Some(crate::run::exec::digest(scenario_bytes)),
         profile: PolicyProfile::TrustedLocal,
         policies: None,
         custom: Vec::new(),
         policy_set: loaded.bundle.hash().to_owned(),
-        workspace: governed_ws,
+        workspace: workspace.to_owned(),
         max_iterations: u32::try_from(steps / 4 + 1).unwrap_or(u32::MAX),
         budget_secs: None,
         shadow: false,
@@ -492,7 +618,7 @@ pub(crate) fn run(
         grants,
         signer,
         keys: keys.clone(),
-        runner: Box::new(crate::run::FixtureStepRunner::new(scenario.clone())),
+        runner,
         matrix: crate::runners::matrix("fixture")?,
     };
     let t = Instant::now();
@@ -511,70 +637,141 @@ pub(crate) fn run(
         std::fs::read(host.journal_path()).map_err(|e| Failure::internal(e.to_string()))?;
     let report = verify_journal_with(&journal, &keys, VerifyOptions::default(), &mut |_, _| {});
     let fsyncs = host.fsyncs();
-    let t = Instant::now();
-    ungoverned(&scenario, &plain_ws)?;
-    let ungoverned_s = t.elapsed().as_secs_f64();
-    let iterations = steps / 4;
-    let steps_f = steps as f64;
-    let result = RunResult {
-        steps,
-        iterations,
-        side_effects: iterations,
-        decisions: iterations * 4,
-        governed_s,
-        ungoverned_s,
-        governed_steps_per_s: steps_f / governed_s,
-        ungoverned_steps_per_s: steps_f / ungoverned_s,
-        overhead_per_step_us: (governed_s - ungoverned_s) / steps_f * 1e6,
-        governed_vs_ungoverned: governed_s / ungoverned_s,
-        fsyncs,
-        fsyncs_per_step: fsyncs as f64 / steps_f,
-        // decision receipt, `executing` event, file fsync + directory fsync, outcome receipt,
-        // `outcome` event (see run/host.rs, "Durability order"); a read has no file fsyncs.
-        fsyncs_per_write_side_effect: 6,
-        fsyncs_per_read: 4,
-        journal_valid: report.is_valid(),
+    Ok((governed_s, fsyncs, report.is_valid(), report.receipts))
+}
+
+#[derive(Serialize)]
+struct ChannelResult {
+    round_trips: usize,
+    request_bytes: usize,
+    channel_p50_us: f64,
+    channel_p99_us: f64,
+    in_process_p50_us: f64,
+    in_process_p99_us: f64,
+    channel_vs_in_process_p50: f64,
+    target_p50_us: f64,
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted.get(rank).copied().unwrap_or_default()
+}
+
+/// `craik bench channel`: step round trips to the fixture adapter process vs in process.
+pub(crate) fn channel(
+    out: &mut Out,
+    format: Format,
+    count: usize,
+) -> std::result::Result<Exit, Failure> {
+    use crate::run::StepRunner;
+    if count == 0 {
+        return Err(Failure::usage("--count must be at least 1"));
+    }
+    let mut random = [0u8; 4];
+    getrandom::fill(&mut random).map_err(|e| Failure::internal(format!("no randomness: {e}")))?;
+    let scratch = Scratch(std::env::temp_dir().join(format!(
+        "craik-bench-channel-{}",
+        craik_kernel::to_hex(&random)
+    )));
+    std::fs::create_dir_all(&scratch.0).map_err(|e| Failure::internal(e.to_string()))?;
+    let scenario = bench_scenario(4);
+    let path = scratch.0.join("scenario.json");
+    let bytes = serde_json::to_vec(&scenario).map_err(|e| Failure::internal(e.to_string()))?;
+    write_atomic(&path, &bytes).map_err(|e| Failure::internal(e.to_string()))?;
+    let matrix = crate::runners::matrix("fixture")?;
+    // A plan-phase request whose context carries 4 KB, as a step of a real run would.
+    let mut context = Object::new();
+    context.0.insert("step".into(), serde_json::json!(0));
+    context
+        .0
+        .insert("notes".into(), serde_json::json!("x".repeat(4000)));
+    let request = craik_contracts::RunnerStepRequest {
+        schema: Default::default(),
+        version: Default::default(),
+        id: "runner_step_request_bench_0".into(),
+        run_id: "run_bench".into(),
+        task_id: "task_bench".into(),
+        phase: craik_contracts::Phase::Plan,
+        runner: matrix.runner.clone(),
+        policy_envelope_id: "policy_bench".into(),
+        intent_lock_id: None,
+        capability_grant_ids: Vec::new(),
+        expected_output_schemas: vec!["craik.runner_step_result".into()],
+        input_prompt: "bench".into(),
+        context,
+        redaction_required: true,
+        created_at: craik_contracts::Timestamp::new(time::OffsetDateTime::now_utc()),
+    };
+    let request_bytes = serde_json::to_vec(&request)
+        .map_err(|e| Failure::internal(e.to_string()))?
+        .len();
+    let program = crate::adapter::shipped("fixture").map_err(Failure::usage)?;
+    let spec = crate::adapter::AdapterSpec::new(
+        program,
+        vec!["--fixture".into(), path.display().to_string()],
+        scratch.0.join("cwd"),
+    );
+    let mut adapter = crate::adapter::AdapterRunner::new(spec);
+    adapter.start(&matrix.runner).map_err(Failure::internal)?;
+    let mut inproc = crate::run::FixtureStepRunner::new(scenario);
+    let mut channel_us = Vec::with_capacity(count);
+    let mut local_us = Vec::with_capacity(count);
+    // Warm both paths, then interleave so both see the same machine state.
+    for _ in 0..100.min(count) {
+        adapter.step(&request).map_err(Failure::internal)?;
+        black_box(inproc.step(&request).map_err(Failure::internal)?);
+    }
+    for _ in 0..count {
+        let t = Instant::now();
+        black_box(adapter.step(&request).map_err(Failure::internal)?);
+        channel_us.push(t.elapsed().as_secs_f64() * 1e6);
+        let t = Instant::now();
+        black_box(inproc.step(&request).map_err(Failure::internal)?);
+        local_us.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    drop(adapter);
+    channel_us.sort_by(f64::total_cmp);
+    local_us.sort_by(f64::total_cmp);
+    let result = ChannelResult {
+        round_trips: count,
+        request_bytes,
+        channel_p50_us: percentile(&channel_us, 0.5),
+        channel_p99_us: percentile(&channel_us, 0.99),
+        in_process_p50_us: percentile(&local_us, 0.5),
+        in_process_p99_us: percentile(&local_us, 0.99),
+        channel_vs_in_process_p50: percentile(&channel_us, 0.5)
+            / percentile(&local_us, 0.5).max(0.001),
+        target_p50_us: 200.0,
     };
     match format {
         Format::Human => {
             out.line(format_args!(
-                "{} steps ({} iterations; {} decisions, each receipted; {} file writes), this machine, one process",
-                result.steps, result.iterations, result.decisions, result.side_effects
+                "{} step round trips, {}-byte request (4 KB context), this machine",
+                result.round_trips, result.request_bytes
             ))?;
             out.line(format_args!(
-                "  governed     {:>9.0} steps/s  ({:.3} s)",
-                result.governed_steps_per_s, result.governed_s
+                "  channel     p50 {:>8.1} µs   p99 {:>8.1} µs   (fixture adapter process, craik.channel/1)",
+                result.channel_p50_us, result.channel_p99_us
             ))?;
             out.line(format_args!(
-                "  ungoverned   {:>9.0} steps/s  ({:.3} s)  same scenario and executors, no kernel, receipts or journal",
-                result.ungoverned_steps_per_s, result.ungoverned_s
+                "  in process  p50 {:>8.1} µs   p99 {:>8.1} µs   (the same answer, no channel)",
+                result.in_process_p50_us, result.in_process_p99_us
             ))?;
             out.line(format_args!(
-                "  ratio        {:.1}× slower governed; {:.0} µs overhead per step",
-                result.governed_vs_ungoverned, result.overhead_per_step_us
-            ))?;
-            out.line(format_args!(
-                "  durability   {} fsyncs ({:.2} per step); {} per file write (receipt, event, file, directory, receipt, event), {} per read",
-                result.fsyncs,
-                result.fsyncs_per_step,
-                result.fsyncs_per_write_side_effect,
-                result.fsyncs_per_read
-            ))?;
-            out.line(format_args!(
-                "  journal      {} receipts, {}",
-                report.receipts,
-                if result.journal_valid {
-                    "verified"
+                "  ratio       {:.1}× at p50; target p50 ≤ {:.0} µs: {}",
+                result.channel_vs_in_process_p50,
+                result.target_p50_us,
+                if result.channel_p50_us <= result.target_p50_us {
+                    "met"
                 } else {
-                    "INVALID"
+                    "NOT met"
                 }
             ))?;
         }
         Format::Json | Format::Junit => out.json(&result)?,
     }
-    Ok(if result.journal_valid {
-        Exit::Ok
-    } else {
-        Exit::Internal
-    })
+    Ok(Exit::Ok)
 }

@@ -443,3 +443,31 @@ fn an_adapter_gets_a_scrubbed_environment_and_what_it_steals_never_reaches_the_r
     }
     verify_run(&home, &id, false);
 }
+
+#[test]
+fn bench_channel_and_adapter_run_smoke() {
+    let _ = adapter_bin("fixture");
+    let out = craik()
+        .args(["bench", "channel", "--count", "50", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["round_trips"], 50);
+    assert!(v["request_bytes"].as_u64().unwrap() > 4000);
+    let out = craik()
+        .args([
+            "bench",
+            "run",
+            "--steps",
+            "8",
+            "--adapter",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["adapter_steps_per_s"].as_f64().unwrap() > 0.0);
+}

@@ -471,3 +471,109 @@ fn bench_channel_and_adapter_run_smoke() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["adapter_steps_per_s"].as_f64().unwrap() > 0.0);
 }
+
+/// A stand-in for a live CLI: answers each phase of the compiled prompt in the CLI's own
+/// output format.
+fn fake_cli(dir: &Path, cli: &str) -> PathBuf {
+    let wrap = match cli {
+        "codex" => {
+            r##"printf '{"type":"thread.started"}\n'; printf '{"type":"item.completed","item":{"type":"agent_message","text":"%s"}}\n' "$(printf '%s' "$msg" | sed 's/"/\\"/g')""##
+        }
+        "claude" => {
+            r##"printf '{"type":"system","subtype":"init"}\n'; printf '{"type":"assistant","message":{"content":[{"type":"text","text":"thinking"},{"type":"tool_use","name":"Read","input":{"path":"README.md"}}]}}\n'; printf '{"type":"result","result":"%s","is_error":false}\n' "$(printf '%s' "$msg" | sed 's/"/\\"/g')""##
+        }
+        _ => r##"printf 'Here is my answer.\n%s\n' "$msg""##,
+    };
+    let script = dir.join(format!("fake-{cli}"));
+    let body = format!(
+        r##"#!/bin/sh
+prev=""; for a in "$@"; do if [ "$prev" = "-p" ]; then prompt="$a"; fi; [ -z "$prompt" ] && last="$a"; prev="$a"; done; [ -z "$prompt" ] && prompt="$last"
+case "$prompt" in *"Phase: plan"*) p=plan;; *"Phase: act"*) p=act;; *"Phase: observe"*) p=observe;; *) p=evaluate;; esac
+case "$p" in
+  plan) msg='{{"status":"completed","summary":"plan: read the README"}}';;
+  act) msg='{{"status":"completed","summary":"reading","proposed_actions":[{{"id":"action_read","capability":"repo.read","operation":"read","target":"README.md"}}]}}';;
+  observe) msg='{{"status":"completed","summary":"the README is short"}}';;
+  *) msg='{{"status":"completed","summary":"done","next":"stop"}}';;
+esac
+{wrap}
+"##
+    );
+    std::fs::write(&script, body).unwrap();
+    make_executable(&script);
+    script
+}
+
+#[test]
+fn live_mode_maps_each_cli_into_step_results() {
+    for cli in ["codex", "claude", "gemini"] {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = fake_cli(dir.path(), cli);
+        // Conformance in live mode.
+        let bin = adapter_bin(cli);
+        let out = conformance(&[bin.to_str().unwrap(), "--cli", fake.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{cli}: {}", transcript(&out));
+        // A whole run in live mode, through a wrapper that passes --cli.
+        let wrapper = dir.path().join(format!("live-{cli}.sh"));
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\nexec {} --cli {}\n",
+                bin.display(),
+                fake.display()
+            ),
+        )
+        .unwrap();
+        make_executable(&wrapper);
+        let ex = scratch_example(
+            dir.path(),
+            "trusted-local",
+            &[],
+            simple_steps(),
+            &[("README.md", "hello\n")],
+        );
+        let home = dir.path().join("home");
+        let (exit, id, text) = run_example(
+            &home,
+            &ex,
+            &[
+                "--runner",
+                &format!("adapter:{}", wrapper.display()),
+                "--runner-matrix",
+                cli,
+            ],
+        );
+        assert_eq!(exit, 0, "{cli}: {text}");
+        let outputs =
+            std::fs::read_to_string(home.join("runs").join(&id).join("outputs.jsonl")).unwrap();
+        assert!(outputs.contains("\"mode\":\"live\""), "{cli}: {outputs}");
+        assert!(outputs.contains("the README is short"), "{cli}");
+        verify_run(&home, &id, false);
+    }
+    // Without the CLI, live mode is a structured `unavailable` error, not a crash.
+    let dir = tempfile::tempdir().unwrap();
+    let ex = scratch_example(dir.path(), "trusted-local", &[], simple_steps(), &[]);
+    let home = dir.path().join("home");
+    let task = ex.join("task_request.json");
+    let workspace = ex.join("workspace");
+    let (exit, id, _) = run_example(
+        &home,
+        &task,
+        &[
+            "--runner",
+            "codex",
+            "--workspace",
+            workspace.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(exit, 1);
+    let run = run_json(&home, &id);
+    assert_eq!(run["status"], "failed");
+    assert!(
+        run["stop_reason"]
+            .as_str()
+            .unwrap()
+            .contains("live mode needs the `codex` CLI"),
+        "{}",
+        run["stop_reason"]
+    );
+}

@@ -99,7 +99,18 @@ fn resolve(args: &RunArgs<'_>) -> Result<Resolved, Failure> {
     let (runner, scenario_flag) = match args.runner {
         Some(spec) => {
             let (name, rest) = spec.split_once(':').unwrap_or((spec, ""));
-            if name == "adapter" {
+            if name == "provider" {
+                let ok = rest
+                    .split_once(':')
+                    .is_some_and(|(a, m)| !a.is_empty() && !m.is_empty());
+                if !ok {
+                    return Err(Failure::usage(format!(
+                        "--runner `{}`: expected `provider:API:MODEL` (API: openai-responses, anthropic-messages, chat-completions)",
+                        craik_contracts::Truncated(spec)
+                    )));
+                }
+                (spec.to_owned(), None)
+            } else if name == "adapter" {
                 let program = PathBuf::from(rest);
                 let program = program
                     .canonicalize()
@@ -206,6 +217,24 @@ fn setup(
     })
 }
 
+/// The environment variables a runner's matrix names (`runner.metadata.env`): the only ones
+/// its adapter process receives besides PATH, HOME and LANG.
+fn passed_env(matrix: &RunnerCapabilityMatrix) -> Vec<String> {
+    matrix
+        .runner
+        .metadata
+        .0
+        .get("env")
+        .and_then(serde_json::Value::as_array)
+        .map(|names| {
+            names
+                .iter()
+                .filter_map(|n| n.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// How an adapter runner is configured beyond its name.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -225,6 +254,27 @@ fn build_runner(
     run_dir: &Path,
     options: &RunnerOptions,
 ) -> Result<(Box<dyn crate::run::StepRunner>, RunnerCapabilityMatrix), Failure> {
+    if let Some(rest) = name.strip_prefix("provider:") {
+        let (api, model) = rest.split_once(':').unwrap_or((rest, ""));
+        let matrix = crate::runners::matrix("provider")?;
+        let program = crate::adapter::shipped("provider").map_err(Failure::usage)?;
+        let mut spec = crate::adapter::AdapterSpec::new(
+            program,
+            vec![
+                "--api".into(),
+                api.into(),
+                "--model".into(),
+                model.into(),
+                "--stream".into(),
+            ],
+            run_dir.join("adapter"),
+        );
+        if let Some(secs) = options.step_timeout_secs {
+            spec.step_timeout = std::time::Duration::from_secs(secs);
+        }
+        spec.env = passed_env(&matrix);
+        return Ok((Box::new(crate::adapter::AdapterRunner::new(spec)), matrix));
+    }
     if let Some(program) = name.strip_prefix("adapter:") {
         let matrix = crate::runners::matrix(options.matrix.as_deref().unwrap_or("fixture"))?;
         let mut spec = crate::adapter::AdapterSpec::new(
@@ -235,6 +285,7 @@ fn build_runner(
         if let Some(secs) = options.step_timeout_secs {
             spec.step_timeout = std::time::Duration::from_secs(secs);
         }
+        spec.env = passed_env(&matrix);
         return Ok((Box::new(crate::adapter::AdapterRunner::new(spec)), matrix));
     }
     let matrix_name = if name == "fixture-adapter" {
@@ -271,19 +322,7 @@ fn build_runner(
             if let Some(secs) = options.step_timeout_secs {
                 spec.step_timeout = std::time::Duration::from_secs(secs);
             }
-            spec.env = matrix
-                .runner
-                .metadata
-                .0
-                .get("env")
-                .and_then(serde_json::Value::as_array)
-                .map(|names| {
-                    names
-                        .iter()
-                        .filter_map(|n| n.as_str().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default();
+            spec.env = passed_env(&matrix);
             Box::new(crate::adapter::AdapterRunner::new(spec))
         }
     };

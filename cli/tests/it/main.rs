@@ -14,6 +14,7 @@ mod contracts;
 mod crash;
 mod interop;
 mod policy;
+mod provider;
 mod receipts;
 mod runs;
 mod schema;

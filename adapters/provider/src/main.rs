@@ -1,0 +1,778 @@
+//! `craik-adapter-provider --api openai-responses|anthropic-messages|chat-completions
+//! --model MODEL [--base-url URL] [--key-env NAME] [--stream] [--max-retries N]
+//! [--retry-base-ms MS]`: a model API as a runner over craik.channel/1.
+//!
+//! Each step sends the governed prompt with one tool, `propose_action` (its parameters are a
+//! Craik proposed action), and asks for a final JSON answer (`status`, `summary`, `next`,
+//! `memory_proposals`). The response — plain or streamed (SSE) — is normalised into text,
+//! tool calls, structured output and usage: text deltas and tool calls are streamed to Craik as
+//! events, tool calls become `proposed_actions`, usage lands in `observed_output.usage`.
+//! Requests are retried with exponential backoff (honouring `retry-after`) on 408, 409, 429
+//! and 5xx, and on Anthropic's 529. The API key is read only from the variable `--key-env`
+//! names, which the host passes through (runners/provider.json); without it a step is a
+//! structured `unavailable` error: no live call happens by default.
+
+#[path = "../../common/serve.rs"]
+mod serve;
+
+use std::io::{BufRead, BufReader, Read};
+use std::time::Duration;
+
+use craik_contracts::channel::{ChannelError, InitializeResult, codes};
+use craik_contracts::{
+    AnyContract, Kind, Object, ResultStatus, RunnerCapabilityMatrix, RunnerStepRequest,
+    RunnerStepResult, decode_document,
+};
+use serde_json::{Map, Value, json};
+
+use serve::{Events, Runner, error};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Api {
+    OpenAiResponses,
+    AnthropicMessages,
+    ChatCompletions,
+}
+
+impl Api {
+    fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "openai-responses" => Ok(Self::OpenAiResponses),
+            "anthropic-messages" => Ok(Self::AnthropicMessages),
+            "chat-completions" => Ok(Self::ChatCompletions),
+            other => Err(format!(
+                "--api `{other}`: expected openai-responses, anthropic-messages or chat-completions"
+            )),
+        }
+    }
+
+    fn default_base(self) -> &'static str {
+        match self {
+            Self::OpenAiResponses | Self::ChatCompletions => "https://api.openai.com",
+            Self::AnthropicMessages => "https://api.anthropic.com",
+        }
+    }
+
+    fn default_key_env(self) -> &'static str {
+        match self {
+            Self::OpenAiResponses | Self::ChatCompletions => "OPENAI_API_KEY",
+            Self::AnthropicMessages => "ANTHROPIC_API_KEY",
+        }
+    }
+
+    fn path(self) -> &'static str {
+        match self {
+            Self::OpenAiResponses => "/v1/responses",
+            Self::AnthropicMessages => "/v1/messages",
+            Self::ChatCompletions => "/v1/chat/completions",
+        }
+    }
+
+    fn retryable(self, status: u16) -> bool {
+        matches!(status, 408 | 409 | 429 | 500..=599)
+            || (self == Self::AnthropicMessages && status == 529)
+    }
+}
+
+struct Config {
+    api: Api,
+    model: String,
+    base_url: String,
+    key_env: String,
+    stream: bool,
+    max_retries: u32,
+    retry_base: Duration,
+}
+
+fn parse_args(args: &[String]) -> Result<Config, String> {
+    let mut api = None;
+    let mut model = None;
+    let mut base_url = None;
+    let mut key_env = None;
+    let mut stream = false;
+    let mut max_retries = 3;
+    let mut retry_base = Duration::from_millis(500);
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = || it.next().cloned().ok_or(format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--api" => api = Some(Api::parse(&value()?)?),
+            "--model" => model = Some(value()?),
+            "--base-url" => base_url = Some(value()?),
+            "--key-env" => key_env = Some(value()?),
+            "--stream" => stream = true,
+            "--max-retries" => {
+                max_retries = value()?.parse().map_err(|_| "--max-retries: a number")?;
+            }
+            "--retry-base-ms" => {
+                retry_base = Duration::from_millis(
+                    value()?.parse().map_err(|_| "--retry-base-ms: a number")?,
+                );
+            }
+            other => return Err(format!("unknown argument `{other}`")),
+        }
+    }
+    let api = api.ok_or("--api is required")?;
+    Ok(Config {
+        api,
+        model: model.ok_or("--model is required")?,
+        base_url: base_url
+            .unwrap_or_else(|| api.default_base().to_owned())
+            .trim_end_matches('/')
+            .to_owned(),
+        key_env: key_env.unwrap_or_else(|| api.default_key_env().to_owned()),
+        stream,
+        max_retries,
+        retry_base,
+    })
+}
+
+/// The tool every API is offered: a Craik proposed action.
+fn action_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "description": "action_<short name>"},
+            "capability": {"type": "string", "description": "e.g. repo.read, repo.write.docs, shell.test"},
+            "operation": {"type": "string", "enum": ["read", "write", "patch", "execute"]},
+            "target": {"type": "string", "description": "workspace-relative path"},
+            "content": {"type": "string", "description": "write: the whole new content"},
+            "edits": {"type": "array", "items": {"type": "object", "properties": {"old": {"type": "string"}, "new": {"type": "string"}}, "required": ["old", "new"]}},
+            "argv": {"type": "array", "items": {"type": "string"}, "description": "execute: the command, no shell"},
+            "reason": {"type": "string"}
+        },
+        "required": ["id", "capability", "operation"]
+    })
+}
+
+const TOOL_DESCRIPTION: &str = "Propose one side effect. You do not perform it: Craik decides it against policy and, if allowed, performs it and reports the outcome in the next observe step.";
+
+/// The structured final answer.
+fn answer_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "status": {"type": "string", "enum": ["completed", "partial", "blocked", "failed"]},
+            "summary": {"type": "string"},
+            "next": {"type": "string", "enum": ["continue", "stop"]},
+            "memory_proposals": {"type": "array"}
+        },
+        "required": ["status", "summary"]
+    })
+}
+
+fn system_prompt(request: &RunnerStepRequest) -> String {
+    format!(
+        "You are a runner governed by Craik. Phase: {}. Use the propose_action tool for side effects (act phase only). Finish with one JSON object matching: {}",
+        request.phase.as_str(),
+        answer_schema()
+    )
+}
+
+fn user_prompt(request: &RunnerStepRequest) -> String {
+    format!(
+        "{}\n\nContext: {}",
+        request.input_prompt,
+        serde_json::to_string(&request.context).unwrap_or_default()
+    )
+}
+
+fn payload(config: &Config, request: &RunnerStepRequest) -> Value {
+    match config.api {
+        Api::OpenAiResponses => json!({
+            "model": config.model,
+            "instructions": system_prompt(request),
+            "input": user_prompt(request),
+            "tools": [{"type": "function", "name": "propose_action", "description": TOOL_DESCRIPTION, "parameters": action_schema(), "strict": false}],
+            "text": {"format": {"type": "json_schema", "name": "craik_step", "schema": answer_schema(), "strict": false}},
+            "stream": config.stream,
+        }),
+        Api::AnthropicMessages => json!({
+            "model": config.model,
+            "max_tokens": 4096,
+            "system": system_prompt(request),
+            "messages": [{"role": "user", "content": user_prompt(request)}],
+            "tools": [{"name": "propose_action", "description": TOOL_DESCRIPTION, "input_schema": action_schema()}],
+            "stream": config.stream,
+        }),
+        Api::ChatCompletions => json!({
+            "model": config.model,
+            "messages": [
+                {"role": "system", "content": system_prompt(request)},
+                {"role": "user", "content": user_prompt(request)}
+            ],
+            "tools": [{"type": "function", "function": {"name": "propose_action", "description": TOOL_DESCRIPTION, "parameters": action_schema()}}],
+            "stream": config.stream,
+        }),
+    }
+}
+
+/// What a model answered, normalised across APIs.
+#[derive(Debug, Default)]
+struct Normalised {
+    text: String,
+    tool_calls: Vec<(String, Map<String, Value>)>,
+    input_tokens: u64,
+    output_tokens: u64,
+    stop_reason: Option<String>,
+}
+
+fn args_object(v: &Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m.clone(),
+        Value::String(s) => serde_json::from_str::<Value>(s)
+            .ok()
+            .and_then(|v| v.as_object().cloned())
+            .unwrap_or_default(),
+        _ => Map::new(),
+    }
+}
+
+fn u64_at(v: &Value, path: &[&str]) -> u64 {
+    path.iter()
+        .try_fold(v, |v, k| v.get(*k))
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+}
+
+/// A complete (non-streamed) response body.
+fn parse_body(api: Api, body: &Value) -> Normalised {
+    let mut n = Normalised::default();
+    match api {
+        Api::OpenAiResponses => {
+            for item in body
+                .get("output")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                match item.get("type").and_then(Value::as_str) {
+                    Some("message") => {
+                        for c in item
+                            .get("content")
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten()
+                        {
+                            if let Some(t) = c.get("text").and_then(Value::as_str) {
+                                n.text.push_str(t);
+                            }
+                        }
+                    }
+                    Some("function_call") => n.tool_calls.push((
+                        item.get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_owned(),
+                        args_object(item.get("arguments").unwrap_or(&Value::Null)),
+                    )),
+                    _ => {}
+                }
+            }
+            n.input_tokens = u64_at(body, &["usage", "input_tokens"]);
+            n.output_tokens = u64_at(body, &["usage", "output_tokens"]);
+            n.stop_reason = body
+                .get("status")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+        }
+        Api::AnthropicMessages => {
+            for c in body
+                .get("content")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                match c.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        n.text
+                            .push_str(c.get("text").and_then(Value::as_str).unwrap_or(""));
+                    }
+                    Some("tool_use") => n.tool_calls.push((
+                        c.get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_owned(),
+                        args_object(c.get("input").unwrap_or(&Value::Null)),
+                    )),
+                    _ => {}
+                }
+            }
+            n.input_tokens = u64_at(body, &["usage", "input_tokens"]);
+            n.output_tokens = u64_at(body, &["usage", "output_tokens"]);
+            n.stop_reason = body
+                .get("stop_reason")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+        }
+        Api::ChatCompletions => {
+            let choice = body.get("choices").and_then(|c| c.get(0));
+            let message = choice.and_then(|c| c.get("message"));
+            if let Some(t) = message
+                .and_then(|m| m.get("content"))
+                .and_then(Value::as_str)
+            {
+                n.text.push_str(t);
+            }
+            for call in message
+                .and_then(|m| m.get("tool_calls"))
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let f = call.get("function");
+                n.tool_calls.push((
+                    f.and_then(|f| f.get("name"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned(),
+                    args_object(f.and_then(|f| f.get("arguments")).unwrap_or(&Value::Null)),
+                ));
+            }
+            n.input_tokens = u64_at(body, &["usage", "prompt_tokens"]);
+            n.output_tokens = u64_at(body, &["usage", "completion_tokens"]);
+            n.stop_reason = choice
+                .and_then(|c| c.get("finish_reason"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+        }
+    }
+    n
+}
+
+/// A streamed (SSE) response, event by event; text deltas and tool calls are forwarded.
+fn parse_stream(
+    api: Api,
+    reader: impl Read,
+    events: &mut Events<'_>,
+) -> Result<Normalised, ChannelError> {
+    let mut n = Normalised::default();
+    // Partial tool calls by index: (name, arguments JSON text).
+    let mut partial: Vec<(String, String)> = Vec::new();
+    let mut event_name = String::new();
+    for line in BufReader::new(reader).lines() {
+        let line =
+            line.map_err(|e| error(codes::RUNNER_FAILED, format!("reading the stream: {e}")))?;
+        if let Some(name) = line.strip_prefix("event:") {
+            event_name = name.trim().to_owned();
+            continue;
+        }
+        let Some(data) = line.strip_prefix("data:") else {
+            continue;
+        };
+        let data = data.trim();
+        if data == "[DONE]" {
+            break;
+        }
+        let Ok(v) = serde_json::from_str::<Value>(data) else {
+            events.log("warn", "a stream event that is not JSON was skipped");
+            continue;
+        };
+        let kind = v
+            .get("type")
+            .and_then(Value::as_str)
+            .map_or_else(|| event_name.clone(), str::to_owned);
+        match api {
+            Api::OpenAiResponses => match kind.as_str() {
+                "response.output_text.delta" => {
+                    let d = v.get("delta").and_then(Value::as_str).unwrap_or("");
+                    events.text(d);
+                }
+                "response.completed" => {
+                    if let Some(r) = v.get("response") {
+                        let done = parse_body(api, r);
+                        for (name, args) in &done.tool_calls {
+                            events.tool_call(name, Object(args.clone()));
+                        }
+                        n = done;
+                    }
+                }
+                "response.failed" | "error" => {
+                    return Err(error(
+                        codes::RUNNER_FAILED,
+                        format!("the provider reported: {data}"),
+                    ));
+                }
+                _ => {}
+            },
+            Api::AnthropicMessages => match kind.as_str() {
+                "message_start" => {
+                    n.input_tokens = u64_at(&v, &["message", "usage", "input_tokens"]);
+                }
+                "content_block_start" => {
+                    let block = v.get("content_block");
+                    if block.and_then(|b| b.get("type")).and_then(Value::as_str) == Some("tool_use")
+                    {
+                        let name = block
+                            .and_then(|b| b.get("name"))
+                            .and_then(Value::as_str)
+                            .unwrap_or("");
+                        partial.push((name.to_owned(), String::new()));
+                    } else {
+                        partial.push((String::new(), String::new()));
+                    }
+                }
+                "content_block_delta" => {
+                    let delta = v.get("delta");
+                    match delta.and_then(|d| d.get("type")).and_then(Value::as_str) {
+                        Some("text_delta") => {
+                            let t = delta
+                                .and_then(|d| d.get("text"))
+                                .and_then(Value::as_str)
+                                .unwrap_or("");
+                            events.text(t);
+                            n.text.push_str(t);
+                        }
+                        Some("input_json_delta") => {
+                            let j = delta
+                                .and_then(|d| d.get("partial_json"))
+                                .and_then(Value::as_str)
+                                .unwrap_or("");
+                            if let Some(last) = partial.last_mut() {
+                                last.1.push_str(j);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                "message_delta" => {
+                    n.output_tokens = u64_at(&v, &["usage", "output_tokens"]);
+                    n.stop_reason = v
+                        .get("delta")
+                        .and_then(|d| d.get("stop_reason"))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned);
+                }
+                "error" => {
+                    return Err(error(
+                        codes::RUNNER_FAILED,
+                        format!("the provider reported: {data}"),
+                    ));
+                }
+                _ => {}
+            },
+            Api::ChatCompletions => {
+                let choice = v.get("choices").and_then(|c| c.get(0));
+                let delta = choice.and_then(|c| c.get("delta"));
+                if let Some(t) = delta.and_then(|d| d.get("content")).and_then(Value::as_str) {
+                    events.text(t);
+                    n.text.push_str(t);
+                }
+                for call in delta
+                    .and_then(|d| d.get("tool_calls"))
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    let index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
+                    let index = usize::try_from(index).unwrap_or(usize::MAX).min(64);
+                    while partial.len() <= index {
+                        partial.push((String::new(), String::new()));
+                    }
+                    if let Some(slot) = partial.get_mut(index) {
+                        if let Some(name) = call
+                            .get("function")
+                            .and_then(|f| f.get("name"))
+                            .and_then(Value::as_str)
+                        {
+                            slot.0.push_str(name);
+                        }
+                        if let Some(a) = call
+                            .get("function")
+                            .and_then(|f| f.get("arguments"))
+                            .and_then(Value::as_str)
+                        {
+                            slot.1.push_str(a);
+                        }
+                    }
+                }
+                if let Some(r) = choice
+                    .and_then(|c| c.get("finish_reason"))
+                    .and_then(Value::as_str)
+                {
+                    n.stop_reason = Some(r.to_owned());
+                }
+                if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
+                    n.input_tokens = u64_at(u, &["prompt_tokens"]);
+                    n.output_tokens = u64_at(u, &["completion_tokens"]);
+                }
+            }
+        }
+    }
+    for (name, args) in partial.into_iter().filter(|(name, _)| !name.is_empty()) {
+        let args = args_object(&Value::String(args));
+        events.tool_call(&name, Object(args.clone()));
+        n.tool_calls.push((name, args));
+    }
+    Ok(n)
+}
+
+struct Provider {
+    config: Config,
+    matrix: RunnerCapabilityMatrix,
+    agent: ureq::Agent,
+}
+
+impl Provider {
+    fn call(
+        &self,
+        request: &RunnerStepRequest,
+        events: &mut Events<'_>,
+    ) -> Result<Normalised, ChannelError> {
+        let key = std::env::var(&self.config.key_env).ok().filter(|k| !k.is_empty()).ok_or_else(|| {
+            error(
+                codes::UNAVAILABLE,
+                format!(
+                    "no API key: `{}` is not set (the host passes it only when the runner profile names it); no call was made",
+                    self.config.key_env
+                ),
+            )
+        })?;
+        let url = format!("{}{}", self.config.base_url, self.config.api.path());
+        let body = payload(&self.config, request).to_string();
+        let mut attempt = 0u32;
+        loop {
+            let mut req = self
+                .agent
+                .post(&url)
+                .set("content-type", "application/json");
+            req = match self.config.api {
+                Api::AnthropicMessages => req
+                    .set("x-api-key", &key)
+                    .set("anthropic-version", "2023-06-01"),
+                _ => req.set("authorization", &format!("Bearer {key}")),
+            };
+            if self.config.stream {
+                req = req.set("accept", "text/event-stream");
+            }
+            match req.send_string(&body) {
+                Ok(response) => {
+                    return if self.config.stream {
+                        parse_stream(self.config.api, response.into_reader(), events)
+                    } else {
+                        let mut text = String::new();
+                        response
+                            .into_reader()
+                            .take(16 * 1024 * 1024)
+                            .read_to_string(&mut text)
+                            .map_err(|e| {
+                                error(codes::RUNNER_FAILED, format!("reading the response: {e}"))
+                            })?;
+                        let value: Value = serde_json::from_str(&text).map_err(|e| {
+                            error(
+                                codes::RUNNER_FAILED,
+                                format!("the provider's response is not JSON: {e}"),
+                            )
+                        })?;
+                        let n = parse_body(self.config.api, &value);
+                        if !n.text.is_empty() {
+                            events.text(&n.text);
+                        }
+                        for (name, args) in &n.tool_calls {
+                            events.tool_call(name, Object(args.clone()));
+                        }
+                        Ok(n)
+                    };
+                }
+                Err(ureq::Error::Status(status, response)) => {
+                    let retry_after = response
+                        .header("retry-after")
+                        .and_then(|v| v.trim().parse::<u64>().ok())
+                        .map(|s| Duration::from_secs(s.min(10)));
+                    let text: String = response
+                        .into_string()
+                        .unwrap_or_default()
+                        .chars()
+                        .take(300)
+                        .collect();
+                    if self.config.api.retryable(status) && attempt < self.config.max_retries {
+                        let backoff = self.config.retry_base.saturating_mul(1 << attempt.min(10));
+                        let wait = retry_after.unwrap_or(backoff);
+                        events.log(
+                            "warn",
+                            &format!(
+                                "HTTP {status}; retry {} of {} in {} ms",
+                                attempt + 1,
+                                self.config.max_retries,
+                                wait.as_millis()
+                            ),
+                        );
+                        std::thread::sleep(wait);
+                        attempt += 1;
+                        continue;
+                    }
+                    return Err(error(
+                        codes::RUNNER_FAILED,
+                        format!(
+                            "HTTP {status} from the provider after {attempt} retr{}: {text}",
+                            if attempt == 1 { "y" } else { "ies" }
+                        ),
+                    ));
+                }
+                Err(ureq::Error::Transport(t)) => {
+                    if attempt < self.config.max_retries {
+                        let wait = self.config.retry_base.saturating_mul(1 << attempt.min(10));
+                        events.log(
+                            "warn",
+                            &format!(
+                                "transport error ({t}); retry {} in {} ms",
+                                attempt + 1,
+                                wait.as_millis()
+                            ),
+                        );
+                        std::thread::sleep(wait);
+                        attempt += 1;
+                        continue;
+                    }
+                    return Err(error(
+                        codes::RUNNER_FAILED,
+                        format!("cannot reach the provider: {t}"),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// The last top-level JSON object in the text, if any.
+fn final_answer(text: &str) -> Option<Map<String, Value>> {
+    let mut end = text.len();
+    while let Some(close) = text.get(..end).and_then(|t| t.rfind('}')) {
+        let mut depth = 0i32;
+        for (i, c) in text.get(..=close)?.char_indices().rev() {
+            match c {
+                '}' => depth += 1,
+                '{' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        if let Ok(Value::Object(m)) = serde_json::from_str(text.get(i..=close)?) {
+                            return Some(m);
+                        }
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        end = close;
+    }
+    None
+}
+
+impl Runner for Provider {
+    fn initialize(&mut self) -> Result<InitializeResult, ChannelError> {
+        Ok(InitializeResult {
+            protocol_version: String::new(),
+            runner: self.matrix.runner.clone(),
+            matrix: self.matrix.clone(),
+        })
+    }
+
+    fn step(
+        &mut self,
+        request: RunnerStepRequest,
+        events: &mut Events<'_>,
+    ) -> Result<RunnerStepResult, ChannelError> {
+        let n = self.call(&request, events)?;
+        let mut observed = Map::new();
+        let actions: Vec<Value> = n
+            .tool_calls
+            .iter()
+            .filter(|(name, _)| name == "propose_action")
+            .map(|(_, args)| Value::Object(args.clone()))
+            .collect();
+        if !actions.is_empty() {
+            observed.insert("proposed_actions".into(), Value::Array(actions));
+        }
+        let answer = final_answer(&n.text);
+        let mut status = ResultStatus::Partial;
+        let mut summary: String = n.text.trim().chars().take(500).collect();
+        if let Some(a) = &answer {
+            status = match a.get("status").and_then(Value::as_str) {
+                Some("completed") => ResultStatus::Completed,
+                Some("blocked") => ResultStatus::Blocked,
+                Some("failed") => ResultStatus::Failed,
+                _ => ResultStatus::Partial,
+            };
+            if let Some(s) = a.get("summary").and_then(Value::as_str) {
+                summary = s.chars().take(500).collect();
+            }
+            for key in ["next", "memory_proposals"] {
+                if let Some(v) = a.get(key) {
+                    observed.insert(key.into(), v.clone());
+                }
+            }
+        }
+        if summary.is_empty() {
+            summary = "(no text)".into();
+        }
+        observed.insert(
+            "usage".into(),
+            json!({"input_tokens": n.input_tokens, "output_tokens": n.output_tokens}),
+        );
+        observed.insert(
+            "provider".into(),
+            json!({"model": self.config.model, "stop_reason": n.stop_reason, "streamed": self.config.stream}),
+        );
+        Ok(RunnerStepResult {
+            schema: Default::default(),
+            version: Default::default(),
+            id: request
+                .id
+                .replacen("runner_step_request_", "runner_step_result_", 1),
+            request_id: request.id.clone(),
+            run_id: request.run_id.clone(),
+            task_id: request.task_id.clone(),
+            phase: request.phase,
+            runner: request.runner.clone(),
+            status,
+            summary,
+            observed_output: Object(observed),
+            diagnostics: if answer.is_none() {
+                vec!["the model's text held no JSON answer; recorded as partial".into()]
+            } else {
+                Vec::new()
+            },
+            receipt_ids: Vec::new(),
+            memory_proposal_ids: Vec::new(),
+            artifacts: Vec::new(),
+            redacted: false,
+            created_at: request.created_at,
+        })
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let config = match parse_args(&args) {
+        Ok(c) => c,
+        Err(why) => {
+            #[allow(
+                clippy::print_stderr,
+                reason = "the host captures stderr as diagnostics"
+            )]
+            {
+                eprintln!("craik-adapter-provider: {why}");
+            }
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let doc = decode_document(
+        include_str!("../../../runners/provider.json").as_bytes(),
+        Some(Kind::RunnerCapabilityMatrix),
+    );
+    let Some(Ok(AnyContract::RunnerCapabilityMatrix(matrix))) =
+        doc.records.into_iter().next().map(|r| r.outcome)
+    else {
+        return std::process::ExitCode::from(4);
+    };
+    let agent = ureq::AgentBuilder::new()
+        .timeout_connect(Duration::from_secs(10))
+        .timeout(Duration::from_secs(110))
+        .build();
+    serve::serve(&mut Provider {
+        config,
+        matrix: *matrix,
+        agent,
+    })
+}

@@ -1,0 +1,473 @@
+//! The provider adapter against a loopback HTTP server that answers in each API's real wire
+//! format — OpenAI Responses, Anthropic Messages, OpenAI-compatible Chat Completions — plain
+//! and streamed (SSE), with rate limits and overload errors first. The adapter's real HTTP code
+//! path runs; no live call is ever made.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+use crate::runs::{run_json, scratch_example, verify_run};
+use crate::{craik, transcript};
+
+#[derive(Debug, Clone)]
+struct Recorded {
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Value,
+}
+
+impl Recorded {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+type Responder = dyn Fn(&Recorded, usize) -> (u16, Vec<(String, String)>, String) + Send + Sync;
+
+/// Serves until the test ends; returns the port and the requests it saw.
+fn serve(respond: Arc<Responder>) -> (u16, Arc<Mutex<Vec<Recorded>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut request_line = String::new();
+            if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+                continue;
+            }
+            let path = request_line
+                .split_whitespace()
+                .nth(1)
+                .unwrap_or("")
+                .to_owned();
+            let mut headers = Vec::new();
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                let line = line.trim_end().to_owned();
+                if line.is_empty() {
+                    break;
+                }
+                if let Some((k, v)) = line.split_once(':') {
+                    headers.push((k.trim().to_ascii_lowercase(), v.trim().to_owned()));
+                }
+            }
+            let length: usize = headers
+                .iter()
+                .find(|(k, _)| k == "content-length")
+                .and_then(|(_, v)| v.parse().ok())
+                .unwrap_or(0);
+            let mut body = vec![0u8; length];
+            reader.read_exact(&mut body).unwrap();
+            let recorded = Recorded {
+                path,
+                headers,
+                body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+            };
+            let n = {
+                let mut seen = log.lock().unwrap();
+                seen.push(recorded.clone());
+                seen.len()
+            };
+            let (status, extra, text) = respond(&recorded, n);
+            let mut head = format!(
+                "HTTP/1.1 {status} X\r\ncontent-length: {}\r\nconnection: close\r\n",
+                text.len()
+            );
+            for (k, v) in extra {
+                head.push_str(&format!("{k}: {v}\r\n"));
+            }
+            head.push_str("\r\n");
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(text.as_bytes());
+        }
+    });
+    (port, seen)
+}
+
+fn phase_of(body: &Value) -> &'static str {
+    let text = body.to_string();
+    for phase in ["plan", "act", "observe", "evaluate"] {
+        if text.contains(&format!("Phase: {phase}.")) {
+            return phase;
+        }
+    }
+    "unknown"
+}
+
+fn answer(phase: &str) -> (String, Option<Value>) {
+    let text = match phase {
+        "plan" => json!({"status":"completed","summary":"plan: read the README"}),
+        "act" => json!({"status":"completed","summary":"proposed a read"}),
+        "observe" => json!({"status":"completed","summary":"the README is short"}),
+        _ => json!({"status":"completed","summary":"done","next":"stop"}),
+    }
+    .to_string();
+    let tool = (phase == "act").then(|| {
+        json!({"id":"action_read","capability":"repo.read","operation":"read","target":"README.md"})
+    });
+    (text, tool)
+}
+
+fn sse(events: &[(&str, Value)]) -> String {
+    events
+        .iter()
+        .map(|(name, data)| {
+            if name.is_empty() {
+                format!("data: {data}\n\n")
+            } else {
+                format!("event: {name}\ndata: {data}\n\n")
+            }
+        })
+        .collect()
+}
+
+/// One successful answer in `api`'s wire format.
+fn wire(api: &str, stream: bool, phase: &str) -> (Vec<(String, String)>, String) {
+    let (text, tool) = answer(phase);
+    let args = tool.as_ref().map(Value::to_string);
+    let ct = |t: &str| vec![("content-type".to_owned(), t.to_owned())];
+    match (api, stream) {
+        ("openai-responses", _) => {
+            let mut output = Vec::new();
+            if let Some(a) = &args {
+                output.push(json!({"type":"function_call","id":"fc_1","call_id":"call_1","name":"propose_action","arguments":a,"status":"completed"}));
+            }
+            output.push(json!({"type":"message","id":"msg_1","role":"assistant","status":"completed","content":[{"type":"output_text","text":text,"annotations":[]}]}));
+            let response = json!({"id":"resp_1","object":"response","status":"completed","model":"m","output":output,"usage":{"input_tokens":12,"output_tokens":7,"total_tokens":19}});
+            if stream {
+                let (a, b) = text.split_at(text.len() / 2);
+                let body = sse(&[
+                    (
+                        "response.created",
+                        json!({"type":"response.created","response":{"id":"resp_1","status":"in_progress","output":[]}}),
+                    ),
+                    (
+                        "response.output_text.delta",
+                        json!({"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":a}),
+                    ),
+                    (
+                        "response.output_text.delta",
+                        json!({"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":b}),
+                    ),
+                    (
+                        "response.completed",
+                        json!({"type":"response.completed","response":response}),
+                    ),
+                ]);
+                (ct("text/event-stream"), body)
+            } else {
+                (ct("application/json"), response.to_string())
+            }
+        }
+        ("anthropic-messages", false) => {
+            let mut content = vec![json!({"type":"text","text":text})];
+            if let Some(t) = &tool {
+                content.push(
+                    json!({"type":"tool_use","id":"toolu_1","name":"propose_action","input":t}),
+                );
+            }
+            let body = json!({"id":"msg_1","type":"message","role":"assistant","model":"m","content":content,"stop_reason": if tool.is_some() {"tool_use"} else {"end_turn"},"usage":{"input_tokens":12,"output_tokens":7}});
+            (ct("application/json"), body.to_string())
+        }
+        ("anthropic-messages", true) => {
+            let mut events = vec![
+                (
+                    "message_start",
+                    json!({"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"m","usage":{"input_tokens":12,"output_tokens":1}}}),
+                ),
+                (
+                    "content_block_start",
+                    json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
+                ),
+                ("ping", json!({"type":"ping"})),
+                (
+                    "content_block_delta",
+                    json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":text}}),
+                ),
+                (
+                    "content_block_stop",
+                    json!({"type":"content_block_stop","index":0}),
+                ),
+            ];
+            if let Some(a) = &args {
+                let (x, y) = a.split_at(a.len() / 2);
+                events.push(("content_block_start", json!({"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"propose_action","input":{}}})));
+                events.push(("content_block_delta", json!({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":x}})));
+                events.push(("content_block_delta", json!({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":y}})));
+                events.push((
+                    "content_block_stop",
+                    json!({"type":"content_block_stop","index":1}),
+                ));
+            }
+            events.push(("message_delta", json!({"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":7}})));
+            events.push(("message_stop", json!({"type":"message_stop"})));
+            (ct("text/event-stream"), sse(&events))
+        }
+        (_, false) => {
+            let mut message = json!({"role":"assistant","content":text});
+            if let Some(a) = &args {
+                message["tool_calls"] = json!([{"id":"call_1","type":"function","function":{"name":"propose_action","arguments":a}}]);
+            }
+            let body = json!({"id":"chatcmpl-1","object":"chat.completion","model":"m","choices":[{"index":0,"message":message,"finish_reason": if args.is_some() {"tool_calls"} else {"stop"}}],"usage":{"prompt_tokens":12,"completion_tokens":7,"total_tokens":19}});
+            (ct("application/json"), body.to_string())
+        }
+        (_, true) => {
+            let mut events = vec![
+                (
+                    "",
+                    json!({"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}),
+                ),
+                (
+                    "",
+                    json!({"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":text},"finish_reason":null}]}),
+                ),
+            ];
+            if let Some(a) = &args {
+                let (x, y) = a.split_at(a.len() / 2);
+                events.push(("", json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"propose_action","arguments":""}}]},"finish_reason":null}]})));
+                events.push(("", json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":x}}]},"finish_reason":null}]})));
+                events.push(("", json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":y}}]},"finish_reason":null}]})));
+            }
+            events.push(("", json!({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":7}})));
+            let mut body = sse(&events);
+            body.push_str("data: [DONE]\n\n");
+            (ct("text/event-stream"), body)
+        }
+    }
+}
+
+/// The API's own rate-limit / overload error.
+fn throttled(api: &str) -> (u16, Vec<(String, String)>, String) {
+    let headers = vec![
+        ("content-type".to_owned(), "application/json".to_owned()),
+        ("retry-after".to_owned(), "0".to_owned()),
+    ];
+    match api {
+        "anthropic-messages" => (
+            529,
+            headers,
+            json!({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}).to_string(),
+        ),
+        _ => (
+            429,
+            headers,
+            json!({"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}).to_string(),
+        ),
+    }
+}
+
+fn wrapper(dir: &Path, api: &str, port: u16, stream: bool) -> PathBuf {
+    let bin = assert_cmd::cargo::cargo_bin("craik-adapter-provider");
+    assert!(bin.is_file(), "run the suite with `cargo test --workspace`");
+    let script = dir.join(format!("provider-{api}.sh"));
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nexec {} --api {api} --model m --base-url http://127.0.0.1:{port} --retry-base-ms 1 {}\n",
+            bin.display(),
+            if stream { "--stream" } else { "" }
+        ),
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    script
+}
+
+fn steps() -> Value {
+    json!([
+        {"phase":"plan","summary":"p"},
+        {"phase":"act","summary":"a"},
+        {"phase":"observe","summary":"o"},
+        {"phase":"evaluate","summary":"e","next":"stop"}
+    ])
+}
+
+fn run_provider(
+    dir: &Path,
+    script: &Path,
+    key: Option<(&str, &str)>,
+) -> (std::process::Output, PathBuf) {
+    let ex = scratch_example(
+        dir,
+        "trusted-local",
+        &[],
+        steps(),
+        &[("README.md", "hello\n")],
+    );
+    let home = dir.join("home");
+    let mut cmd = craik();
+    cmd.arg("run")
+        .arg(&ex)
+        .arg("--home")
+        .arg(&home)
+        .arg("--runner")
+        .arg(format!("adapter:{}", script.display()))
+        .args(["--runner-matrix", "provider", "--step-timeout-secs", "20"])
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY");
+    if let Some((k, v)) = key {
+        cmd.env(k, v);
+    }
+    (cmd.output().unwrap(), home)
+}
+
+fn run_id(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_default()
+        .trim_end_matches(':')
+        .to_owned()
+}
+
+#[test]
+fn every_api_family_plain_and_streamed_through_rate_limits() {
+    for api in ["openai-responses", "anthropic-messages", "chat-completions"] {
+        for stream in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let api_name = api.to_owned();
+            let (port, seen) = serve(Arc::new(move |r: &Recorded, n: usize| {
+                if n == 1 {
+                    return throttled(&api_name);
+                }
+                let (headers, body) = wire(&api_name, stream, phase_of(&r.body));
+                (200, headers, body)
+            }));
+            let script = wrapper(dir.path(), api, port, stream);
+            let key_env = if api == "anthropic-messages" {
+                "ANTHROPIC_API_KEY"
+            } else {
+                "OPENAI_API_KEY"
+            };
+            let (out, home) = run_provider(dir.path(), &script, Some((key_env, "test-key-123")));
+            let what = format!("{api} stream={stream}");
+            assert_eq!(out.status.code(), Some(0), "{what}: {}", transcript(&out));
+            let id = run_id(&out);
+            assert_eq!(run_json(&home, &id)["status"], "completed", "{what}");
+            verify_run(&home, &id, false);
+            // The tool call became a proposal Craik decided and performed.
+            let receipts = craik()
+                .args(["receipts", "list", &id, "--format", "json", "--home"])
+                .arg(&home)
+                .output()
+                .unwrap();
+            let receipts: Vec<Value> = serde_json::from_slice(&receipts.stdout).unwrap();
+            assert!(
+                receipts.iter().any(|r| r["capability"] == "repo.read"
+                    && r["decided_by"]["kind"] == "outcome"
+                    && r["result"]["status"] == "passed"),
+                "{what}: {receipts:?}"
+            );
+            // Real request payloads: path, auth, model, the tool.
+            let seen = seen.lock().unwrap().clone();
+            assert_eq!(seen.len(), 5, "{what}: one retry, then four steps");
+            for r in &seen {
+                let body = r.body.to_string();
+                assert!(body.contains("propose_action"), "{what}: {body}");
+                assert_eq!(r.body["model"], "m");
+                assert_eq!(r.body["stream"], stream);
+                match api {
+                    "anthropic-messages" => {
+                        assert_eq!(r.path, "/v1/messages");
+                        assert_eq!(r.header("x-api-key"), Some("test-key-123"));
+                        assert_eq!(r.header("anthropic-version"), Some("2023-06-01"));
+                        assert!(r.body["tools"][0]["input_schema"].is_object());
+                    }
+                    "openai-responses" => {
+                        assert_eq!(r.path, "/v1/responses");
+                        assert_eq!(r.header("authorization"), Some("Bearer test-key-123"));
+                        assert_eq!(r.body["text"]["format"]["type"], "json_schema");
+                    }
+                    _ => {
+                        assert_eq!(r.path, "/v1/chat/completions");
+                        assert_eq!(r.header("authorization"), Some("Bearer test-key-123"));
+                        assert_eq!(r.body["tools"][0]["function"]["name"], "propose_action");
+                    }
+                }
+            }
+            // Usage is recorded; the key never is.
+            let run_dir = home.join("runs").join(&id);
+            let outputs = std::fs::read_to_string(run_dir.join("outputs.jsonl")).unwrap();
+            assert!(outputs.contains("\"input_tokens\":12"), "{what}: {outputs}");
+            assert!(outputs.contains("the README is short"), "{what}");
+            for name in [
+                "outputs.jsonl",
+                "events.jsonl",
+                "receipts.jsonl",
+                "inputs.json",
+                "handoff.json",
+            ] {
+                let text = std::fs::read_to_string(run_dir.join(name)).unwrap();
+                assert!(
+                    !text.contains("test-key-123"),
+                    "{what}: {name} holds the key"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn errors_are_not_retried_forever_and_no_key_means_no_call() {
+    // 401 is not retryable: one request, the step fails with the status named.
+    let dir = tempfile::tempdir().unwrap();
+    let (port, seen) = serve(Arc::new(|_: &Recorded, _| {
+        (
+            401,
+            vec![],
+            json!({"error":{"message":"Incorrect API key provided"}}).to_string(),
+        )
+    }));
+    let script = wrapper(dir.path(), "chat-completions", port, false);
+    let (out, home) = run_provider(dir.path(), &script, Some(("OPENAI_API_KEY", "bad")));
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    let run = run_json(&home, &run_id(&out));
+    assert!(
+        run["stop_reason"].as_str().unwrap().contains("HTTP 401"),
+        "{}",
+        run["stop_reason"]
+    );
+    assert_eq!(seen.lock().unwrap().len(), 1);
+    // 503 forever: retried max-retries (3) times, then the step fails.
+    let dir = tempfile::tempdir().unwrap();
+    let (port, seen) = serve(Arc::new(|_: &Recorded, _| (503, vec![], "{}".to_owned())));
+    let script = wrapper(dir.path(), "openai-responses", port, false);
+    let (out, home) = run_provider(dir.path(), &script, Some(("OPENAI_API_KEY", "k")));
+    assert_eq!(out.status.code(), Some(1));
+    let run = run_json(&home, &run_id(&out));
+    assert!(
+        run["stop_reason"].as_str().unwrap().contains("HTTP 503"),
+        "{}",
+        run["stop_reason"]
+    );
+    assert_eq!(seen.lock().unwrap().len(), 4);
+    // No key in the environment: a structured `unavailable`, and no request at all.
+    let dir = tempfile::tempdir().unwrap();
+    let (port, seen) = serve(Arc::new(|_: &Recorded, _| (200, vec![], "{}".to_owned())));
+    let script = wrapper(dir.path(), "anthropic-messages", port, false);
+    let (out, home) = run_provider(dir.path(), &script, None);
+    assert_eq!(out.status.code(), Some(1));
+    let run = run_json(&home, &run_id(&out));
+    assert!(
+        run["stop_reason"].as_str().unwrap().contains("no API key"),
+        "{}",
+        run["stop_reason"]
+    );
+    assert!(seen.lock().unwrap().is_empty());
+    verify_run(&home, &run_id(&out), false);
+}

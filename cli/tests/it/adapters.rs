@@ -11,7 +11,9 @@ use crate::runs::{run_example, run_json, scratch_example, verify_run};
 use crate::{craik, repo_root, transcript};
 
 fn adapter_bin(name: &str) -> PathBuf {
-    let path = assert_cmd::cargo::cargo_bin(format!("craik-adapter-{name}"));
+    crate::ensure_adapters();
+    let path =
+        assert_cmd::cargo::cargo_bin("craik").with_file_name(format!("craik-adapter-{name}"));
     assert!(
         path.is_file(),
         "{} missing: run the suite with `cargo test --workspace`",
@@ -127,6 +129,7 @@ fn runners_matrix_prints_every_profile() {
 
 #[test]
 fn craik_run_through_each_shipped_adapter() {
+    crate::ensure_adapters();
     // fixture-adapter and codex (supported, medium trust) complete the docs review.
     for runner in ["fixture-adapter", "codex"] {
         let home = tempfile::tempdir().unwrap();
@@ -214,6 +217,7 @@ fn craik_run_through_each_shipped_adapter() {
 
 #[test]
 fn the_matrix_denies_unsupported_capabilities_before_policy() {
+    crate::ensure_adapters();
     let dir = tempfile::tempdir().unwrap();
     let ex = scratch_example(
         dir.path(),
@@ -334,6 +338,7 @@ fn simple_steps() -> Value {
 
 #[test]
 fn hostile_adapters_end_in_a_failed_step_with_a_receipt() {
+    crate::ensure_adapters();
     let cases = [
         ("garbage", "not JSON"),
         ("huge", "longer than 1048576 bytes"),
@@ -401,6 +406,7 @@ fn hostile_adapters_end_in_a_failed_step_with_a_receipt() {
 
 #[test]
 fn an_adapter_gets_a_scrubbed_environment_and_what_it_steals_never_reaches_the_record() {
+    crate::ensure_adapters();
     let dir = tempfile::tempdir().unwrap();
     let ex = scratch_example(dir.path(), "trusted-local", &[], simple_steps(), &[]);
     let script = hostile(dir.path(), "steal");

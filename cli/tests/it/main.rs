@@ -24,6 +24,35 @@ use std::process::Output;
 
 use assert_cmd::Command;
 
+/// Builds the adapter binaries (other packages of the workspace) into the same target
+/// directory as `craik`, once per test run: `cargo test` builds only test harnesses of other
+/// packages, and `craik` looks for its adapters beside itself.
+pub fn ensure_adapters() {
+    static BUILT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    let result = BUILT.get_or_init(|| {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let exe = assert_cmd::cargo::cargo_bin("craik");
+        let release = exe.components().any(|c| c.as_os_str() == "release");
+        let mut cmd = std::process::Command::new(cargo);
+        cmd.current_dir(repo_root())
+            .args(["build", "--locked", "--quiet"]);
+        for name in ["fixture", "codex", "claude", "gemini", "provider"] {
+            cmd.args(["-p", &format!("craik-adapter-{name}")]);
+        }
+        if release {
+            cmd.arg("--release");
+        }
+        match cmd.status() {
+            Ok(s) if s.success() => Ok(()),
+            Ok(s) => Err(format!("building the adapters failed: {s}")),
+            Err(e) => Err(format!("cannot run cargo to build the adapters: {e}")),
+        }
+    });
+    if let Err(why) = result {
+        panic!("{why}");
+    }
+}
+
 pub fn craik() -> Command {
     Command::cargo_bin("craik").expect("craik binary is built")
 }

@@ -268,7 +268,8 @@ fn throttled(api: &str) -> (u16, Vec<(String, String)>, String) {
 }
 
 fn wrapper(dir: &Path, api: &str, port: u16, stream: bool) -> PathBuf {
-    let bin = assert_cmd::cargo::cargo_bin("craik-adapter-provider");
+    crate::ensure_adapters();
+    let bin = assert_cmd::cargo::cargo_bin("craik").with_file_name("craik-adapter-provider");
     assert!(bin.is_file(), "run the suite with `cargo test --workspace`");
     let script = dir.join(format!("provider-{api}.sh"));
     std::fs::write(

@@ -196,6 +196,14 @@ fn craik_run_through_each_shipped_adapter() {
     assert_eq!(resumed.status.code(), Some(0), "{}", transcript(&resumed));
     assert_eq!(run_json(h, &id)["status"], "completed");
     verify_run(h, &id, false);
+    // Every shipped adapter completes the read-only review example.
+    for runner in ["fixture-adapter", "codex", "claude", "gemini"] {
+        let home = tempfile::tempdir().unwrap();
+        let (exit, id, text) =
+            run_example(home.path(), &example("review-only"), &["--runner", runner]);
+        assert_eq!(exit, 0, "{runner}: {text}");
+        verify_run(home.path(), &id, false);
+    }
     // gemini is low trust: trusted-local's forbid on low-trust writes blocks the write.
     let home = tempfile::tempdir().unwrap();
     let (exit, id, text) = run_example(

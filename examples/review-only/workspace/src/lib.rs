@@ -1,0 +1,3 @@
+pub fn parse(input: &str) -> usize {
+    input.len()
+}

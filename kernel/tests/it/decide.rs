@@ -140,3 +140,100 @@ fn shadow_mode_reports_without_changing_the_verdict() {
     assert_eq!(v.mode, Mode::Shadow);
     assert_eq!(v.decision, Decision::Deny);
 }
+
+/// The runner's matrix can only make a verdict stricter: unsupported denies before policy,
+/// prompt-handoff turns an Allow into review (a deny under automation), and an approval bound
+/// to the exact request lets a reviewed prompt-handoff action through.
+#[test]
+fn the_runner_matrix_only_tightens() {
+    use craik_kernel::RunnerSupport;
+    let b = bundle();
+    let read = json!({"capability": "repo.read", "target": "README.md", "operation": "read"});
+    for profile in ["strict", "trusted-local", "automation"] {
+        let mut req = read.clone();
+        req["profile"] = json!(profile);
+        let r = request(req);
+        let g = GrantSet::compile(&b, &[]).unwrap();
+        let plain = b.decide(&g, &r, &options());
+        assert_eq!(plain.decision, Decision::Allow, "{profile}");
+        let supported = b.decide_for_runner(&g, &r, &options(), RunnerSupport::Supported);
+        assert_eq!(supported, plain, "{profile}");
+        let unsupported = b.decide_for_runner(&g, &r, &options(), RunnerSupport::Unsupported);
+        assert_eq!(unsupported.decision, Decision::Deny, "{profile}");
+        assert_eq!(unsupported.determining, ["runner.unsupported"]);
+        assert!(!unsupported.request_hash.is_empty());
+        let handoff = b.decide_for_runner(&g, &r, &options(), RunnerSupport::PromptHandoff);
+        let expected = if profile == "automation" {
+            Decision::Deny
+        } else {
+            Decision::RequiresApproval
+        };
+        assert_eq!(handoff.decision, expected, "{profile}: {handoff:?}");
+        assert_eq!(handoff.determining, ["runner.prompt-handoff"]);
+        if profile != "automation" {
+            // An approval bound to this exact request lets it through.
+            let mut approved = r.clone();
+            approved.approvals = vec![craik_kernel::Approval {
+                id: "approval_1".into(),
+                request_hash: handoff.request_hash.clone(),
+                approved_by: "user:alice".into(),
+                profile: r.profile,
+                task_id: r.task_id.clone(),
+                expires_at: None,
+                used: false,
+            }];
+            let v = b.decide_for_runner(&g, &approved, &options(), RunnerSupport::PromptHandoff);
+            assert_eq!(v.decision, Decision::Allow, "{profile}: {v:?}");
+            assert_eq!(v.approval.as_deref(), Some("approval_1"));
+        }
+    }
+    // A deny stays a deny whatever the matrix says.
+    let r = request(json!({"capability": "repo.write.adr", "target": "docs/adr/1.md"}));
+    let g = GrantSet::compile(&b, &[]).unwrap();
+    for support in [
+        RunnerSupport::Supported,
+        RunnerSupport::PromptHandoff,
+        RunnerSupport::Unsupported,
+    ] {
+        assert_eq!(
+            b.decide_for_runner(&g, &r, &options(), support).decision,
+            Decision::Deny
+        );
+    }
+}
+
+#[test]
+fn matrix_support_lookup_takes_the_most_specific_entry() {
+    use craik_kernel::RunnerSupport;
+    let m: craik_contracts::RunnerCapabilityMatrix = serde_json::from_value(json!({
+        "runner": {"id": "runner_x", "name": "x", "adapter": "x", "adapter_version": "1", "mode": "live"},
+        "trust": {"level": "low", "boundary": "b"},
+        "capabilities": [
+            {"name": "repo.write", "support": "prompt-handoff"},
+            {"name": "repo.write.code", "support": "unsupported"},
+            {"name": "shell.test", "support": "supported"}
+        ]
+    }))
+    .unwrap();
+    assert_eq!(
+        RunnerSupport::of(&m, "repo.write.docs"),
+        RunnerSupport::PromptHandoff
+    );
+    assert_eq!(
+        RunnerSupport::of(&m, "repo.write.code"),
+        RunnerSupport::Unsupported
+    );
+    assert_eq!(
+        RunnerSupport::of(&m, "shell.test"),
+        RunnerSupport::Supported
+    );
+    assert_eq!(
+        RunnerSupport::of(&m, "shell.execute"),
+        RunnerSupport::Unsupported
+    );
+    assert_eq!(
+        RunnerSupport::of(&m, "repo.writer"),
+        RunnerSupport::Unsupported,
+        "prefix is by segment"
+    );
+}

@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 
 use craik_contracts::channel::{ChannelError, InitializeResult, codes};
 use craik_contracts::{
-    AnyContract, CompiledPrompt, FixtureScenario, Kind, Object, PromptSection, ResultStatus,
+    AnyContract, CompiledPrompt, FixtureScenario, Kind, Object, PromptSection,
     RunnerCapabilityMatrix, RunnerCapabilitySupport, RunnerStepRequest, RunnerStepResult,
     decode_document,
 };
@@ -72,14 +72,6 @@ pub(crate) struct Handoff {
     cli_path: Option<String>,
 }
 
-fn matrix_of(text: &str) -> Result<RunnerCapabilityMatrix, String> {
-    let doc = decode_document(text.as_bytes(), Some(Kind::RunnerCapabilityMatrix));
-    match doc.records.into_iter().next().map(|r| r.outcome) {
-        Some(Ok(AnyContract::RunnerCapabilityMatrix(m))) => Ok(*m),
-        _ => Err("the embedded matrix is invalid".into()),
-    }
-}
-
 fn scenario_of(path: &str) -> Result<FixtureScenario, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
     let doc = decode_document(&bytes, Some(Kind::FixtureScenario));
@@ -99,7 +91,7 @@ fn scenario_of(path: &str) -> Result<FixtureScenario, String> {
 impl Handoff {
     /// From the command line: `[--fixture SCENARIO.json] [--cli PATH]`.
     pub(crate) fn from_args(cli: Cli, matrix_json: &str, args: &[String]) -> Result<Self, String> {
-        let matrix = matrix_of(matrix_json)?;
+        let matrix = crate::serve::embedded_matrix(matrix_json)?;
         let mut scenario = None;
         let mut cli_path = None;
         let mut it = args.iter();
@@ -261,7 +253,11 @@ impl Handoff {
                 format!("`{program}` exited with {status}"),
             ));
         }
-        Ok(result_from_text(request, &final_text))
+        Ok(crate::answer::result_from_text(
+            request,
+            &final_text,
+            serde_json::Map::new(),
+        ))
     }
 }
 
@@ -339,89 +335,6 @@ fn map_event(cli: Cli, value: &Value, events: &mut Events<'_>, text: &mut String
             _ => {}
         },
         Cli::Gemini => {}
-    }
-}
-
-/// The last top-level JSON object in `text` (a fenced block or bare).
-fn last_json_object(text: &str) -> Option<serde_json::Map<String, Value>> {
-    let bytes = text.as_bytes();
-    let mut end = bytes.len();
-    while let Some(close) = text.get(..end).and_then(|t| t.rfind('}')) {
-        let mut depth = 0i32;
-        let mut start = None;
-        for (i, c) in text.get(..=close)?.char_indices().rev() {
-            match c {
-                '}' => depth += 1,
-                '{' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        start = Some(i);
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-        if let Some(s) = start
-            && let Ok(Value::Object(map)) = serde_json::from_str::<Value>(text.get(s..=close)?)
-        {
-            return Some(map);
-        }
-        end = close;
-    }
-    None
-}
-
-/// Maps the model's final text into a step result: its JSON answer's keys, or a partial step.
-fn result_from_text(request: &RunnerStepRequest, text: &str) -> RunnerStepResult {
-    let mut observed = serde_json::Map::new();
-    let mut status = ResultStatus::Partial;
-    let mut summary: String = text.trim().chars().take(500).collect();
-    let mut diagnostics = Vec::new();
-    match last_json_object(text) {
-        Some(answer) => {
-            for key in ["proposed_actions", "memory_proposals", "next"] {
-                if let Some(v) = answer.get(key) {
-                    observed.insert(key.into(), v.clone());
-                }
-            }
-            status = match answer.get("status").and_then(Value::as_str) {
-                Some("completed") => ResultStatus::Completed,
-                Some("blocked") => ResultStatus::Blocked,
-                Some("failed") => ResultStatus::Failed,
-                _ => ResultStatus::Partial,
-            };
-            if let Some(s) = answer.get("summary").and_then(Value::as_str) {
-                summary = s.chars().take(500).collect();
-            }
-        }
-        None => {
-            diagnostics.push("the model's answer held no JSON object; recorded as partial".into())
-        }
-    }
-    if summary.is_empty() {
-        summary = "(no text)".into();
-    }
-    RunnerStepResult {
-        schema: Default::default(),
-        version: Default::default(),
-        id: request
-            .id
-            .replacen("runner_step_request_", "runner_step_result_", 1),
-        request_id: request.id.clone(),
-        run_id: request.run_id.clone(),
-        task_id: request.task_id.clone(),
-        phase: request.phase,
-        runner: request.runner.clone(),
-        status,
-        summary,
-        observed_output: Object(observed),
-        diagnostics,
-        receipt_ids: Vec::new(),
-        memory_proposal_ids: Vec::new(),
-        artifacts: Vec::new(),
-        redacted: false,
-        created_at: request.created_at,
     }
 }
 

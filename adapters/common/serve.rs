@@ -14,7 +14,10 @@ use craik_contracts::channel::{
     PROTOCOL_VERSION, ShutdownRequest, ShutdownResponse, StepOutcome, StepRequest, StepResponse,
     codes,
 };
-use craik_contracts::{Object, RunnerStepRequest, RunnerStepResult};
+use craik_contracts::{
+    AnyContract, Kind, Object, RunnerCapabilityMatrix, RunnerStepRequest, RunnerStepResult,
+    decode_document,
+};
 use serde::Serialize;
 
 /// What a runner behind the channel implements.
@@ -85,6 +88,15 @@ impl Events<'_> {
             level: Some(level.to_owned()),
             message: Some(message.to_owned()),
         });
+    }
+}
+
+/// An adapter's own copy of its shipped matrix (the host checks it against its own).
+pub(crate) fn embedded_matrix(text: &str) -> Result<RunnerCapabilityMatrix, String> {
+    let doc = decode_document(text.as_bytes(), Some(Kind::RunnerCapabilityMatrix));
+    match doc.records.into_iter().next().map(|r| r.outcome) {
+        Some(Ok(AnyContract::RunnerCapabilityMatrix(m))) => Ok(*m),
+        _ => Err("the embedded matrix is invalid".into()),
     }
 }
 

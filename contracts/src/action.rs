@@ -168,27 +168,17 @@ impl FixtureScenario {
         if let Some(next) = step.next {
             observed.insert(NEXT.into(), value(serde_json::to_value(next)));
         }
-        Ok(RunnerStepResult {
-            schema: SchemaTag::default(),
-            version: Version,
-            id: request
-                .id
-                .replacen("runner_step_request_", "runner_step_result_", 1),
-            request_id: request.id.clone(),
-            run_id: request.run_id.clone(),
-            task_id: request.task_id.clone(),
-            phase: step.phase,
-            runner: request.runner.clone(),
-            status: step.status,
-            summary: step.summary,
-            observed_output: Object(observed),
-            diagnostics: step.diagnostics,
-            receipt_ids: Vec::new(),
-            memory_proposal_ids: Vec::new(),
-            artifacts: Vec::new(),
-            redacted: false,
-            created_at: request.created_at,
-        })
+        let mut result = RunnerStepResult::answering(
+            request,
+            step.status,
+            step.summary,
+            Object(observed),
+            step.diagnostics,
+        );
+        // The scripted phase, not the asked one: a script out of step with the loop is caught
+        // by the host like any runner answering the wrong phase.
+        result.phase = step.phase;
+        Ok(result)
     }
 }
 

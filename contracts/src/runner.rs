@@ -254,6 +254,40 @@ pub struct RunnerStepResult {
     pub created_at: Timestamp,
 }
 
+impl RunnerStepResult {
+    /// A result answering `request`: its ids, phase, runner and time echoed, the rest given.
+    /// Adapters build every answer with it, so the echo the host checks is never hand-copied.
+    pub fn answering(
+        request: &RunnerStepRequest,
+        status: ResultStatus,
+        summary: String,
+        observed_output: Object,
+        diagnostics: Vec<String>,
+    ) -> Self {
+        Self {
+            schema: SchemaTag::default(),
+            version: Version,
+            id: request
+                .id
+                .replacen("runner_step_request_", "runner_step_result_", 1),
+            request_id: request.id.clone(),
+            run_id: request.run_id.clone(),
+            task_id: request.task_id.clone(),
+            phase: request.phase,
+            runner: request.runner.clone(),
+            status,
+            summary,
+            observed_output,
+            diagnostics,
+            receipt_ids: Vec::new(),
+            memory_proposal_ids: Vec::new(),
+            artifacts: Vec::new(),
+            redacted: false,
+            created_at: request.created_at,
+        }
+    }
+}
+
 impl Check for RunnerStepResult {
     fn check(&self, c: &mut Checker) {
         c.id(&self.id, "runner_step_result_");

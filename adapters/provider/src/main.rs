@@ -12,6 +12,8 @@
 //! names, which the host passes through (runners/provider.json); without it a step is a
 //! structured `unavailable` error: no live call happens by default.
 
+#[path = "../../common/answer.rs"]
+mod answer;
 #[path = "../../common/serve.rs"]
 mod serve;
 
@@ -19,10 +21,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::time::Duration;
 
 use craik_contracts::channel::{ChannelError, InitializeResult, codes};
-use craik_contracts::{
-    AnyContract, Kind, Object, ResultStatus, RunnerCapabilityMatrix, RunnerStepRequest,
-    RunnerStepResult, decode_document,
-};
+use craik_contracts::{Object, RunnerCapabilityMatrix, RunnerStepRequest, RunnerStepResult};
 use serde_json::{Map, Value, json};
 
 use serve::{Events, Runner, error};
@@ -634,31 +633,6 @@ impl Provider {
     }
 }
 
-/// The last top-level JSON object in the text, if any.
-fn final_answer(text: &str) -> Option<Map<String, Value>> {
-    let mut end = text.len();
-    while let Some(close) = text.get(..end).and_then(|t| t.rfind('}')) {
-        let mut depth = 0i32;
-        for (i, c) in text.get(..=close)?.char_indices().rev() {
-            match c {
-                '}' => depth += 1,
-                '{' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        if let Ok(Value::Object(m)) = serde_json::from_str(text.get(i..=close)?) {
-                            return Some(m);
-                        }
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-        end = close;
-    }
-    None
-}
-
 impl Runner for Provider {
     fn initialize(&mut self) -> Result<InitializeResult, ChannelError> {
         Ok(InitializeResult {
@@ -684,28 +658,6 @@ impl Runner for Provider {
         if !actions.is_empty() {
             observed.insert("proposed_actions".into(), Value::Array(actions));
         }
-        let answer = final_answer(&n.text);
-        let mut status = ResultStatus::Partial;
-        let mut summary: String = n.text.trim().chars().take(500).collect();
-        if let Some(a) = &answer {
-            status = match a.get("status").and_then(Value::as_str) {
-                Some("completed") => ResultStatus::Completed,
-                Some("blocked") => ResultStatus::Blocked,
-                Some("failed") => ResultStatus::Failed,
-                _ => ResultStatus::Partial,
-            };
-            if let Some(s) = a.get("summary").and_then(Value::as_str) {
-                summary = s.chars().take(500).collect();
-            }
-            for key in ["next", "memory_proposals"] {
-                if let Some(v) = a.get(key) {
-                    observed.insert(key.into(), v.clone());
-                }
-            }
-        }
-        if summary.is_empty() {
-            summary = "(no text)".into();
-        }
         observed.insert(
             "usage".into(),
             json!({"input_tokens": n.input_tokens, "output_tokens": n.output_tokens}),
@@ -714,31 +666,7 @@ impl Runner for Provider {
             "provider".into(),
             json!({"model": self.config.model, "stop_reason": n.stop_reason, "streamed": self.config.stream}),
         );
-        Ok(RunnerStepResult {
-            schema: Default::default(),
-            version: Default::default(),
-            id: request
-                .id
-                .replacen("runner_step_request_", "runner_step_result_", 1),
-            request_id: request.id.clone(),
-            run_id: request.run_id.clone(),
-            task_id: request.task_id.clone(),
-            phase: request.phase,
-            runner: request.runner.clone(),
-            status,
-            summary,
-            observed_output: Object(observed),
-            diagnostics: if answer.is_none() {
-                vec!["the model's text held no JSON answer; recorded as partial".into()]
-            } else {
-                Vec::new()
-            },
-            receipt_ids: Vec::new(),
-            memory_proposal_ids: Vec::new(),
-            artifacts: Vec::new(),
-            redacted: false,
-            created_at: request.created_at,
-        })
+        Ok(answer::result_from_text(&request, &n.text, observed))
     }
 }
 
@@ -757,13 +685,7 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    let doc = decode_document(
-        include_str!("../../../runners/provider.json").as_bytes(),
-        Some(Kind::RunnerCapabilityMatrix),
-    );
-    let Some(Ok(AnyContract::RunnerCapabilityMatrix(matrix))) =
-        doc.records.into_iter().next().map(|r| r.outcome)
-    else {
+    let Ok(matrix) = serve::embedded_matrix(include_str!("../../../runners/provider.json")) else {
         return std::process::ExitCode::from(4);
     };
     let agent = ureq::AgentBuilder::new()
@@ -772,7 +694,7 @@ fn main() -> std::process::ExitCode {
         .build();
     serve::serve(&mut Provider {
         config,
-        matrix: *matrix,
+        matrix,
         agent,
     })
 }

@@ -254,62 +254,48 @@ fn build_runner(
     run_dir: &Path,
     options: &RunnerOptions,
 ) -> Result<(Box<dyn crate::run::StepRunner>, RunnerCapabilityMatrix), Failure> {
-    if let Some(rest) = name.strip_prefix("provider:") {
-        let (api, model) = rest.split_once(':').unwrap_or((rest, ""));
-        let matrix = crate::runners::matrix("provider")?;
-        let program = crate::adapter::shipped("provider").map_err(Failure::usage)?;
-        let mut spec = crate::adapter::AdapterSpec::new(
-            program,
-            vec![
-                "--api".into(),
-                api.into(),
-                "--model".into(),
-                model.into(),
-                "--stream".into(),
-            ],
-            run_dir.join("adapter"),
-        );
+    // An adapter process under `matrix`: its env is what the matrix names, its cwd its own.
+    let adapter = |program: PathBuf, args: Vec<String>, matrix: RunnerCapabilityMatrix| {
+        let mut spec = crate::adapter::AdapterSpec::new(program, args, run_dir.join("adapter"));
         if let Some(secs) = options.step_timeout_secs {
             spec.step_timeout = std::time::Duration::from_secs(secs);
         }
         spec.env = passed_env(&matrix);
-        return Ok((Box::new(crate::adapter::AdapterRunner::new(spec)), matrix));
+        let runner: Box<dyn crate::run::StepRunner> =
+            Box::new(crate::adapter::AdapterRunner::new(spec));
+        Ok((runner, matrix))
+    };
+    let shipped = |binary: &str| crate::adapter::shipped(binary).map_err(Failure::usage);
+    if let Some(rest) = name.strip_prefix("provider:") {
+        let (api, model) = rest.split_once(':').unwrap_or((rest, ""));
+        let args = ["--api", api, "--model", model, "--stream"]
+            .map(str::to_owned)
+            .to_vec();
+        return adapter(
+            shipped("provider")?,
+            args,
+            crate::runners::matrix("provider")?,
+        );
     }
     if let Some(program) = name.strip_prefix("adapter:") {
         let matrix = crate::runners::matrix(options.matrix.as_deref().unwrap_or("fixture"))?;
-        let mut spec = crate::adapter::AdapterSpec::new(
-            PathBuf::from(program),
-            Vec::new(),
-            run_dir.join("adapter"),
-        );
-        if let Some(secs) = options.step_timeout_secs {
-            spec.step_timeout = std::time::Duration::from_secs(secs);
-        }
-        spec.env = passed_env(&matrix);
-        return Ok((Box::new(crate::adapter::AdapterRunner::new(spec)), matrix));
+        return adapter(PathBuf::from(program), Vec::new(), matrix);
     }
-    let matrix_name = if name == "fixture-adapter" {
+    let binary = if name == "fixture-adapter" {
         "fixture"
     } else {
         name
     };
-    let matrix = crate::runners::matrix(matrix_name)?;
-    let runner: Box<dyn crate::run::StepRunner> = match (name, scenario) {
-        ("fixture", Some(path)) => {
-            Box::new(crate::run::FixtureStepRunner::new(read_scenario(path)?.0))
-        }
-        ("fixture" | "fixture-adapter", None) => {
-            return Err(Failure::usage(format!(
-                "--runner {name}: a fixture runner needs a scenario (`{name}:SCENARIO.json`, or scenario.json in the example directory)"
-            )));
-        }
+    let matrix = crate::runners::matrix(binary)?;
+    match (name, scenario) {
+        ("fixture", Some(path)) => Ok((
+            Box::new(crate::run::FixtureStepRunner::new(read_scenario(path)?.0)),
+            matrix,
+        )),
+        ("fixture" | "fixture-adapter", None) => Err(Failure::usage(format!(
+            "--runner {name}: a fixture runner needs a scenario (`{name}:SCENARIO.json`, or scenario.json in the example directory)"
+        ))),
         (_, scenario) => {
-            let binary = if name == "fixture-adapter" {
-                "fixture"
-            } else {
-                name
-            };
-            let program = crate::adapter::shipped(binary).map_err(Failure::usage)?;
             let mut args = Vec::new();
             if let Some(path) = scenario {
                 let absolute = path
@@ -318,15 +304,9 @@ fn build_runner(
                 args.push("--fixture".to_owned());
                 args.push(absolute.display().to_string());
             }
-            let mut spec = crate::adapter::AdapterSpec::new(program, args, run_dir.join("adapter"));
-            if let Some(secs) = options.step_timeout_secs {
-                spec.step_timeout = std::time::Duration::from_secs(secs);
-            }
-            spec.env = passed_env(&matrix);
-            Box::new(crate::adapter::AdapterRunner::new(spec))
+            adapter(shipped(binary)?, args, matrix)
         }
-    };
-    Ok((runner, matrix))
+    }
 }
 
 fn read_scenario(path: &Path) -> Result<(FixtureScenario, String), Failure> {
@@ -1052,7 +1032,7 @@ fn reviewer(by: &str, runner: &str) -> Result<(), Failure> {
             craik_contracts::Truncated(by)
         )));
     }
-    if by == runner || name == runner || runner.ends_with(name) {
+    if by == runner || name == runner || runner.strip_prefix("runner_") == Some(name) {
         return Err(Failure::usage(format!(
             "--by `{by}`: the runner `{runner}` can never review its own request"
         )));

@@ -1916,23 +1916,20 @@ pub(crate) fn read_approvals(dir: &RunDir) -> Result<Vec<ApprovalRecord>, Failur
 }
 
 pub(crate) fn write_approval(dir: &RunDir, record: &ApprovalRecord) -> Result<(), Failure> {
-    let path = dir.file("approvals");
-    std::fs::create_dir_all(&path).map_err(io(&path))?;
-    let mut text =
-        serde_json::to_vec_pretty(record).map_err(|e| Failure::internal(e.to_string()))?;
-    text.push(b'\n');
-    let file = path.join(format!("{}.json", record.id));
-    crate::files::write_atomic(&file, &text).map_err(io(&file))?;
-    crate::run::store::sync_dir(&path).map_err(io(&path))
+    write_record(&dir.file("approvals"), &record.id, record)
 }
 
 pub(crate) fn write_memory(home: &Home, proposal: &MemoryProposal) -> Result<(), Failure> {
-    let dir = home.memory();
-    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    write_record(&home.memory(), &proposal.id, proposal)
+}
+
+/// `dir/<id>.json`, pretty, replaced atomically and fsynced with its directory.
+fn write_record<T: Serialize>(dir: &Path, id: &str, value: &T) -> Result<(), Failure> {
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
     let mut text =
-        serde_json::to_vec_pretty(proposal).map_err(|e| Failure::internal(e.to_string()))?;
+        serde_json::to_vec_pretty(value).map_err(|e| Failure::internal(e.to_string()))?;
     text.push(b'\n');
-    let file = dir.join(format!("{}.json", proposal.id));
+    let file = dir.join(format!("{id}.json"));
     crate::files::write_atomic(&file, &text).map_err(io(&file))?;
-    crate::run::store::sync_dir(&dir).map_err(io(&dir))
+    crate::run::store::sync_dir(dir).map_err(io(dir))
 }

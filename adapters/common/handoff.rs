@@ -16,9 +16,8 @@ use std::process::{Command, Stdio};
 
 use craik_contracts::channel::{ChannelError, InitializeResult, codes};
 use craik_contracts::{
-    AnyContract, CompiledPrompt, FixtureScenario, Kind, Object, PromptSection,
-    RunnerCapabilityMatrix, RunnerCapabilitySupport, RunnerStepRequest, RunnerStepResult,
-    decode_document,
+    CompiledPrompt, FixtureScenario, Object, PromptSection, RunnerCapabilityMatrix,
+    RunnerCapabilitySupport, RunnerStepRequest, RunnerStepResult,
 };
 use serde_json::{Value, json};
 
@@ -72,22 +71,6 @@ pub(crate) struct Handoff {
     cli_path: Option<String>,
 }
 
-fn scenario_of(path: &str) -> Result<FixtureScenario, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
-    let doc = decode_document(&bytes, Some(Kind::FixtureScenario));
-    if let Some(e) = doc.error {
-        return Err(format!("{path}: {e}"));
-    }
-    match doc.records.into_iter().next().map(|r| r.outcome) {
-        Some(Ok(AnyContract::FixtureScenario(s))) => Ok(*s),
-        Some(Err(p)) => Err(format!(
-            "{path}: {}",
-            p.first().map(ToString::to_string).unwrap_or_default()
-        )),
-        _ => Err(format!("{path}: not a craik.fixture_scenario")),
-    }
-}
-
 impl Handoff {
     /// From the command line: `[--fixture SCENARIO.json] [--cli PATH]`.
     pub(crate) fn from_args(cli: Cli, matrix_json: &str, args: &[String]) -> Result<Self, String> {
@@ -98,7 +81,9 @@ impl Handoff {
         while let Some(arg) = it.next() {
             match arg.as_str() {
                 "--fixture" => {
-                    scenario = Some(scenario_of(it.next().ok_or("--fixture needs a path")?)?);
+                    scenario = Some(crate::serve::load_scenario(
+                        it.next().ok_or("--fixture needs a path")?,
+                    )?);
                 }
                 "--cli" => cli_path = Some(it.next().ok_or("--cli needs a path")?.clone()),
                 other => return Err(format!("unknown argument `{other}`")),

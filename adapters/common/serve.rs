@@ -100,6 +100,27 @@ pub(crate) fn embedded_matrix(text: &str) -> Result<RunnerCapabilityMatrix, Stri
     }
 }
 
+/// A scenario file for fixture mode.
+#[allow(dead_code, reason = "the provider adapter has no fixture mode")]
+pub(crate) fn load_scenario(path: &str) -> Result<craik_contracts::FixtureScenario, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+    let doc = decode_document(&bytes, Some(Kind::FixtureScenario));
+    if let Some(e) = doc.error {
+        return Err(format!("{path}: {e}"));
+    }
+    match doc.records.into_iter().next().map(|r| r.outcome) {
+        Some(Ok(AnyContract::FixtureScenario(s))) => Ok(*s),
+        Some(Err(problems)) => Err(format!(
+            "{path}: {}",
+            problems
+                .first()
+                .map(ToString::to_string)
+                .unwrap_or_default()
+        )),
+        _ => Err(format!("{path}: not a craik.fixture_scenario")),
+    }
+}
+
 /// A structured error.
 pub(crate) fn error(code: i64, message: impl Into<String>) -> ChannelError {
     ChannelError {

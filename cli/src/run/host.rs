@@ -35,6 +35,12 @@ use crate::run::{
     may_propose,
 };
 
+/// Most actions one step may propose (each is decided and receipted: a runner cannot flood
+/// the journal).
+pub(crate) const MAX_ACTIONS_PER_STEP: usize = 64;
+/// Most memory proposals one step may make.
+pub(crate) const MAX_MEMORY_PER_STEP: usize = 16;
+
 /// Receipts between periodic checkpoints.
 pub(crate) const CHECKPOINT_EVERY: u64 = 64;
 
@@ -745,6 +751,16 @@ impl Host {
             Ok(d) => d,
             Err(why) => return self.violation(&request, &why),
         };
+        if found.actions.len() > MAX_ACTIONS_PER_STEP || found.memory.len() > MAX_MEMORY_PER_STEP {
+            return self.violation(
+                &request,
+                &format!(
+                    "{} actions and {} memory proposals in one step; at most {MAX_ACTIONS_PER_STEP} and {MAX_MEMORY_PER_STEP}",
+                    found.actions.len(),
+                    found.memory.len()
+                ),
+            );
+        }
         if !found.actions.is_empty() && !may_act(phase) {
             return self.violation(
                 &request,

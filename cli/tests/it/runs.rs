@@ -435,7 +435,15 @@ fn act(actions: Value) -> Value {
 
 #[test]
 fn hostile_runner_answers_fail_the_run_with_a_kernel_receipt() {
-    let cases: [(&str, Value, &str); 4] = [
+    let flood: Vec<Value> = (0..65)
+        .map(|i| json!({"id": format!("action_{i}"), "capability": "repo.read", "operation": "read", "target": "a.md"}))
+        .collect();
+    let cases: [(&str, Value, &str); 5] = [
+        (
+            "a flood of actions",
+            json!([{"phase":"plan","summary":"p"},{"phase":"act","summary":"a","proposed_actions":flood}]),
+            "65 actions and 0 memory proposals in one step; at most 64",
+        ),
         (
             "wrong phase",
             json!([{"phase":"act","summary":"skipping plan"}]),

@@ -275,7 +275,8 @@ pub(crate) struct RunCmd {
     #[arg(value_name = "TASK")]
     pub(crate) task: PathBuf,
     /// The runner: `fixture[:SCENARIO.json]` (in process), `fixture-adapter`, `codex`,
-    /// `claude`, `gemini` (adapter processes; with a scenario, in fixture mode), or
+    /// `claude`, `gemini` (adapter processes; with a scenario, in fixture mode),
+    /// `provider:API:MODEL` (API: openai-responses, anthropic-messages, chat-completions), or
     /// `adapter:PROGRAM` (any adapter speaking docs/protocol.md, under --runner-matrix).
     #[arg(long, value_name = "RUNNER")]
     pub(crate) runner: Option<String>,

@@ -283,15 +283,34 @@ pub(crate) fn list(out: &mut Out, format: Format, run: &str, home: &Path) -> Res
             ))?;
             for (line, r) in &receipts {
                 match r {
-                    Ok(r) => out.line(format_args!(
-                        "{:>6}  {}  {:<18} {:<17} {:<40} {}",
-                        r.seq,
-                        r.created_at,
-                        crate::policytest::decision_name(r.decision),
-                        r.capability,
-                        craik_contracts::Truncated(&r.target).to_string(),
-                        r.determining_policies.join(",")
-                    ))?,
+                    Ok(r) => {
+                        // A decision shows its verdict and policies; an outcome, what happened.
+                        let (kind, detail) =
+                            if r.decided_by.kind == craik_kernel::DecidedByKind::Outcome {
+                                (
+                                    format!("outcome:{}", r.result.status.as_str()),
+                                    craik_contracts::Truncated(&r.result.summary).to_string(),
+                                )
+                            } else {
+                                (
+                                    crate::policytest::decision_name(r.decision).to_owned(),
+                                    r.determining_policies.join(","),
+                                )
+                            };
+                        out.line(format_args!(
+                            "{:>6}  {}  {:<18} {:<17} {:<40} {}{}",
+                            r.seq,
+                            r.created_at,
+                            kind,
+                            r.capability,
+                            craik_contracts::Truncated(&r.target).to_string(),
+                            r.action
+                                .as_deref()
+                                .map(|a| format!("[{a}] "))
+                                .unwrap_or_default(),
+                            detail
+                        ))?;
+                    }
                     Err(e) => out.line(format_args!("  line {line}: {e}"))?,
                 }
             }

@@ -1,6 +1,7 @@
 //! Finding and loading policy bundles and grants for the CLI: a directory (`--policies DIR`)
 //! or the embedded default, plus operator `--custom DIR`s loaded on top, never instead.
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use craik_contracts::{CapabilityGrant, Kind, decode_document};
@@ -49,20 +50,69 @@ pub(crate) fn sources(
     Ok((schema, files, origin))
 }
 
-/// Loads a bundle; a refused bundle lists every problem, one per line (exit 3).
+/// Loads a bundle; a refused bundle lists every problem, one per line (exit 3). On a
+/// terminal each problem is also drawn as a miette report over its source line.
 pub(crate) fn load(policies: Option<&Path>, custom: &[PathBuf]) -> Result<Loaded, Failure> {
     let (schema, files, origin) = sources(policies, custom)?;
     let bundle = Bundle::load(&schema, &files).map_err(|e| {
         let n = e.problems.len();
+        let all: Vec<&SourceFile> = std::iter::once(&schema).chain(files.iter()).collect();
+        let details = if std::io::stderr().is_terminal() {
+            e.problems.iter().map(|p| report(p, &all)).collect()
+        } else {
+            e.problems.iter().map(ToString::to_string).collect()
+        };
         Failure::invalid(
             format!(
                 "policy bundle {origin} refused: {n} problem{}",
                 if n == 1 { "" } else { "s" }
             ),
-            e.problems.iter().map(ToString::to_string).collect(),
+            details,
         )
+        .multi_line_details(std::io::stderr().is_terminal())
     })?;
     Ok(Loaded { bundle, origin })
+}
+
+/// A problem drawn by miette over its file's text (a plain line when the file is unknown).
+fn report(problem: &craik_kernel::Located, files: &[&SourceFile]) -> String {
+    let Some(file) = files.iter().find(|f| f.name == problem.file) else {
+        return problem.to_string();
+    };
+    if problem.line == 0 {
+        return problem.to_string();
+    }
+    let offset: usize = file
+        .text
+        .split_inclusive('\n')
+        .take(problem.line - 1)
+        .map(str::len)
+        .sum::<usize>()
+        + problem.column.saturating_sub(1);
+    let offset = offset.min(file.text.len());
+    let diagnostic = miette::MietteDiagnostic::new(problem.message.clone())
+        .with_label(miette::LabeledSpan::at(offset..offset, "here"));
+    // Control characters (a hostile file's terminal escapes) are drawn as `?`, byte for byte,
+    // so offsets stay right.
+    let text: String = file
+        .text
+        .chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                "?".repeat(c.len_utf8())
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
+    let report = miette::Report::new(diagnostic)
+        .with_source_code(miette::NamedSource::new(file.name.clone(), text));
+    let mut out = String::new();
+    let handler = miette::GraphicalReportHandler::new();
+    match handler.render_report(&mut out, report.as_ref()) {
+        Ok(()) => out,
+        Err(_) => problem.to_string(),
+    }
 }
 
 fn read_text(path: &Path) -> Result<String, Failure> {
@@ -167,4 +217,42 @@ pub(crate) fn compile_grants(
     GrantSet::compile(bundle, grants).map_err(|e| {
         Failure::invalid(format!("{label}: {e}"), Vec::new()).with_exit(Exit::InvalidInput)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use craik_kernel::{Located, SourceFile};
+
+    #[test]
+    fn a_report_points_at_the_line_and_defuses_escapes() {
+        let file = SourceFile::new(
+            "base/x.cedar",
+            "permit (principal, action, resource)\nwhen { context.nope\u{1b}[2J };\n",
+        );
+        let problem = Located {
+            file: "base/x.cedar".into(),
+            line: 2,
+            column: 8,
+            message: "attribute `nope` not found".into(),
+        };
+        let text = super::report(&problem, &[&file]);
+        assert!(text.contains("base/x.cedar:2:8"), "{text}");
+        assert!(text.contains("context.nope"), "{text}");
+        assert!(text.contains("attribute `nope` not found"), "{text}");
+        assert!(
+            !text.contains("\u{1b}[2J"),
+            "a file's escape sequence reached the terminal"
+        );
+        // Unknown file or line: the one-line form.
+        let bare = Located {
+            line: 0,
+            ..problem.clone()
+        };
+        assert_eq!(super::report(&bare, &[&file]), bare.to_string());
+        let elsewhere = Located {
+            file: "other.cedar".into(),
+            ..problem
+        };
+        assert_eq!(super::report(&elsewhere, &[&file]), elsewhere.to_string());
+    }
 }

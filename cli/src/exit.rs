@@ -64,6 +64,8 @@ pub(crate) struct Failure {
     pub(crate) broken_pipe: bool,
     /// Lines printed before the message (one problem each).
     pub(crate) details: Vec<String>,
+    /// The details are multi-line reports (drawn for a terminal), printed as they are.
+    pub(crate) multi_line: bool,
 }
 
 impl Failure {
@@ -73,6 +75,7 @@ impl Failure {
             message: message.into(),
             broken_pipe: false,
             details: Vec::new(),
+            multi_line: false,
         }
     }
 
@@ -82,7 +85,14 @@ impl Failure {
             message: message.into(),
             broken_pipe: false,
             details,
+            multi_line: false,
         }
+    }
+
+    /// Marks the details as multi-line reports, printed as they are.
+    pub(crate) fn multi_line_details(mut self, multi_line: bool) -> Self {
+        self.multi_line = multi_line;
+        self
     }
 
     pub(crate) fn with_exit(mut self, exit: Exit) -> Self {
@@ -96,6 +106,7 @@ impl Failure {
             message: message.into(),
             broken_pipe: false,
             details: Vec::new(),
+            multi_line: false,
         }
     }
 }

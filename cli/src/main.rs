@@ -49,7 +49,11 @@ fn main() -> ExitCode {
         Err(failure) => {
             let _ = out.flush();
             for line in &failure.details {
-                let _ = writeln!(io::stderr(), "{}", craik_contracts::one_line(line));
+                if failure.multi_line {
+                    let _ = writeln!(io::stderr(), "{line}");
+                } else {
+                    let _ = writeln!(io::stderr(), "{}", craik_contracts::one_line(line));
+                }
             }
             let _ = writeln!(
                 io::stderr(),

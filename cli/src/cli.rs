@@ -286,6 +286,9 @@ pub(crate) struct RunCmd {
     /// Seconds an adapter has to answer one step (default 120).
     #[arg(long, value_name = "SECS")]
     pub(crate) step_timeout_secs: Option<u64>,
+    /// Largest line an adapter may write, in bytes (default 1048576; at least 1024).
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1024..=(1u64 << 30)))]
+    pub(crate) max_line_bytes: Option<u64>,
     /// Policy profile (default: the envelope's, else strict).
     #[arg(long, value_enum)]
     pub(crate) profile: Option<ProfileArg>,

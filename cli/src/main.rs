@@ -164,6 +164,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
                 custom: &args.bundle.custom,
                 runner_matrix: args.runner_matrix.as_deref(),
                 step_timeout_secs: args.step_timeout_secs,
+                max_line_bytes: args.max_line_bytes.and_then(|b| usize::try_from(b).ok()),
             };
             cmd::runs::run(out, cli.format, &run)
         }

@@ -48,6 +48,8 @@ pub(crate) struct RunArgs<'a> {
     pub(crate) runner_matrix: Option<&'a str>,
     /// Per-step timeout for adapter runners.
     pub(crate) step_timeout_secs: Option<u64>,
+    /// Line limit for adapter runners.
+    pub(crate) max_line_bytes: Option<usize>,
 }
 
 fn read_one<T>(path: &Path, kind: Kind, pick: fn(AnyContract) -> Option<T>) -> Result<T, Failure> {
@@ -244,6 +246,9 @@ pub(crate) struct RunnerOptions {
     pub(crate) matrix: Option<String>,
     #[serde(default)]
     pub(crate) step_timeout_secs: Option<u64>,
+    /// Largest line an adapter may write (default 1 MiB).
+    #[serde(default)]
+    pub(crate) max_line_bytes: Option<usize>,
 }
 
 /// Builds the runner a run names: the in-process fixture, or an adapter process (fixture mode
@@ -259,6 +264,9 @@ fn build_runner(
         let mut spec = crate::adapter::AdapterSpec::new(program, args, run_dir.join("adapter"));
         if let Some(secs) = options.step_timeout_secs {
             spec.step_timeout = std::time::Duration::from_secs(secs);
+        }
+        if let Some(max) = options.max_line_bytes {
+            spec.max_line_bytes = max;
         }
         spec.env = passed_env(&matrix);
         let runner: Box<dyn crate::run::StepRunner> =
@@ -421,6 +429,7 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
     let runner_options = RunnerOptions {
         matrix: args.runner_matrix.map(str::to_owned),
         step_timeout_secs: args.step_timeout_secs,
+        max_line_bytes: args.max_line_bytes,
     };
     let runner = build_runner(
         &resolved.runner,

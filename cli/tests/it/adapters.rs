@@ -591,3 +591,35 @@ fn live_mode_maps_each_cli_into_step_results() {
         run["stop_reason"]
     );
 }
+
+#[test]
+fn the_line_limit_is_configurable() {
+    crate::ensure_adapters();
+    let home = tempfile::tempdir().unwrap();
+    let (exit, id, text) = run_example(
+        home.path(),
+        &example("docs-review"),
+        &["--runner", "fixture-adapter", "--max-line-bytes", "1024"],
+    );
+    assert_eq!(exit, 1, "{text}");
+    let run = run_json(home.path(), &id);
+    assert_eq!(run["status"], "failed");
+    assert!(
+        run["stop_reason"]
+            .as_str()
+            .unwrap()
+            .contains("longer than 1024 bytes"),
+        "{}",
+        run["stop_reason"]
+    );
+    let out = craik()
+        .args(["run", "--max-line-bytes", "10"])
+        .arg(example("docs-review"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "below the floor is a usage error"
+    );
+}

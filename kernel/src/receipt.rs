@@ -28,4 +28,4 @@ pub use payload::{
     check_json_numbers, receipt_hash,
 };
 pub use signer::{Ed25519Signer, KeyRing, Signer, key_id_of, spki_der};
-pub use verify::{Failure, Report, VerifyOptions, verify_journal, verify_journal_with};
+pub use verify::{Failure, Report, Verifier, VerifyOptions, verify_journal, verify_journal_with};

@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use craik_kernel::{
-    Envelope, KeyRing, RECEIPT_PAYLOAD_TYPE, ReceiptPayload, Report, VerifyOptions,
-    verify_journal_with,
+    Envelope, KeyRing, RECEIPT_PAYLOAD_TYPE, ReceiptPayload, Report, Verifier, VerifyOptions,
 };
 use serde::Serialize;
 
@@ -104,25 +103,45 @@ pub(crate) fn verify(
     let mut results = Vec::new();
     let mut exit = Exit::Ok;
     for path in journals(paths)? {
-        let bytes = read_journal(&path)?;
-        let show = progress && bytes.len() > 16 * 1024 * 1024;
-        let total = bytes.len().max(1);
-        let mut tick = |lines: usize, done: usize| {
-            if show {
-                let pct = done.saturating_mul(100) / total;
-                let _ = out.progress(format_args!(
-                    "{}: {pct:>3}%  {lines} lines verified",
-                    path.display()
-                ));
-            }
-        };
+        // Streamed: memory stays at one chunk and one window of lines, whatever the size.
+        let mut file = std::fs::File::open(&path)
+            .map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
+        let total = file
+            .metadata()
+            .map(|m| usize::try_from(m.len()).unwrap_or(usize::MAX))
+            .unwrap_or(0)
+            .max(1);
+        let show = progress && total > 16 * 1024 * 1024;
         let options = VerifyOptions {
             policy_set: policy_set.as_deref(),
             threads: threads(),
             batch: true,
             allow_open,
         };
-        let report = verify_journal_with(&bytes, &ring, options, &mut tick);
+        let mut verifier = Verifier::new(&ring, options);
+        let mut buf = vec![0u8; 8 * 1024 * 1024];
+        let mut done = 0usize;
+        loop {
+            let n = match std::io::Read::read(&mut file, &mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Failure::usage(format!("{}: {e}", path.display()))),
+            };
+            done += n;
+            if !verifier.feed(buf.get(..n).unwrap_or_default()) {
+                break;
+            }
+            if show {
+                let pct = done.saturating_mul(100) / total;
+                out.progress(format_args!(
+                    "{}: {pct:>3}%  {} lines verified",
+                    path.display(),
+                    verifier.lines()
+                ))?;
+            }
+        }
+        let report = verifier.finish();
         if show {
             out.end_progress()?;
         }

@@ -112,100 +112,202 @@ pub fn verify_journal(bytes: &[u8], keys: &KeyRing, policy_set: Option<&str>) ->
 }
 
 /// [`verify_journal`] with options, calling `progress` with the lines and bytes done after
-/// each window.
+/// each chunk.
 pub fn verify_journal_with(
     bytes: &[u8],
     keys: &KeyRing,
     options: VerifyOptions<'_>,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Report {
-    let mut state = State {
-        keys,
-        policy_set: options.policy_set,
-        report: Report::default(),
-        prev: None,
-        tree: MerkleRange::new(),
-        last_time: None,
-        run_id: None,
-    };
-    if keys.is_empty() {
-        state.report.failure = Some(Failure {
-            line: 0,
-            seq: None,
-            what: "keys".into(),
-            why: "no trusted public key given".into(),
-        });
-        return state.report;
-    }
-    let mut rest = bytes;
-    let mut line_no = 0usize;
-    loop {
-        // Frame a window of lines.
-        let mut window: Vec<(usize, Result<Prepared, LineError>)> = Vec::with_capacity(WINDOW);
-        let mut torn: Option<(usize, usize)> = None;
-        while window.len() < WINDOW && !rest.is_empty() {
-            line_no += 1;
-            match rest.iter().position(|&b| b == b'\n') {
-                Some(nl) => {
-                    let line = rest.get(..nl).unwrap_or_default();
-                    rest = rest.get(nl + 1..).unwrap_or_default();
-                    let prepared = state.prepare(line);
-                    let stop = prepared.is_err();
-                    window.push((line_no, prepared));
-                    if stop {
-                        break;
-                    }
-                }
-                None => {
-                    torn = Some((line_no, rest.len()));
-                    rest = &[];
-                }
-            }
-        }
-        if window.is_empty() && torn.is_none() {
+    let mut verifier = Verifier::new(keys, options);
+    let mut done = 0;
+    for chunk in bytes.chunks(CHUNK) {
+        done += chunk.len();
+        if !verifier.feed(chunk) {
             break;
         }
-        let checked = check_signatures(&window, options);
-        for ((n, prepared), signature_ok) in window.into_iter().zip(checked) {
-            if state.report.closed {
-                return state.fail(
-                    n,
-                    None,
-                    "after close",
-                    "an entry follows the final checkpoint".into(),
-                );
-            }
-            let item = match prepared {
-                Ok(item) => item,
-                Err((seq, what, why)) => return state.fail(n, seq, what, why),
-            };
-            if !signature_ok {
-                return state.fail(
-                    n,
-                    None,
-                    "signature",
-                    "signature does not verify over the payload".into(),
-                );
-            }
-            if let Err((seq, what, why)) = state.finish(item) {
-                return state.fail(n, seq, what, why);
-            }
+        progress(verifier.lines(), done);
+    }
+    verifier.finish()
+}
+
+/// Bytes handed to the verifier at a time by [`verify_journal_with`].
+const CHUNK: usize = 8 * 1024 * 1024;
+
+/// Streaming verification: feed a journal's bytes in any chunks, then [`Verifier::finish`].
+/// Memory stays at one window of lines plus one chunk, whatever the journal's size; the
+/// verdict is the same as verifying the whole byte string at once.
+pub struct Verifier<'a> {
+    state: Option<State<'a>>,
+    failed: Option<Report>,
+    options: VerifyOptions<'a>,
+    pending: Vec<u8>,
+    line_no: usize,
+}
+
+impl std::fmt::Debug for Verifier<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Verifier")
+            .field("line", &self.line_no)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Verifier<'a> {
+    /// A verifier trusting `keys`.
+    pub fn new(keys: &'a KeyRing, options: VerifyOptions<'a>) -> Self {
+        let state = State {
+            keys,
+            policy_set: options.policy_set,
+            report: Report::default(),
+            prev: None,
+            tree: MerkleRange::new(),
+            last_time: None,
+            run_id: None,
+        };
+        let mut verifier = Self {
+            state: Some(state),
+            failed: None,
+            options,
+            pending: Vec::new(),
+            line_no: 0,
+        };
+        if keys.is_empty() {
+            verifier.fail(0, None, "keys", "no trusted public key given".into());
         }
-        if let Some((n, len)) = torn {
-            return state.fail(n, None, "torn line", format!(
+        verifier
+    }
+
+    /// Lines framed so far.
+    pub fn lines(&self) -> usize {
+        self.line_no
+    }
+
+    fn fail(&mut self, line: usize, seq: Option<u64>, what: &str, why: String) {
+        if let Some(state) = self.state.take() {
+            self.failed = Some(state.fail(line, seq, what, why));
+        }
+    }
+
+    /// Feeds the next bytes; `false` once a failure is found (feed no more).
+    pub fn feed(&mut self, chunk: &[u8]) -> bool {
+        if self.state.is_none() {
+            return false;
+        }
+        self.pending.extend_from_slice(chunk);
+        self.drain(false)
+    }
+
+    /// Checks every full window of complete lines (every complete line, `at_end`).
+    fn drain(&mut self, at_end: bool) -> bool {
+        loop {
+            let mut ends = Vec::with_capacity(WINDOW);
+            let mut start = 0;
+            while ends.len() < WINDOW {
+                match self
+                    .pending
+                    .get(start..)
+                    .and_then(|rest| rest.iter().position(|&b| b == b'\n'))
+                {
+                    Some(i) => {
+                        ends.push(start + i);
+                        start += i + 1;
+                    }
+                    None => break,
+                }
+            }
+            if ends.is_empty() || (ends.len() < WINDOW && !at_end) {
+                return true;
+            }
+            let Some(state) = self.state.as_mut() else {
+                return false;
+            };
+            // Frame the window: stop at the first line that cannot even be prepared.
+            let mut window: Vec<(usize, Result<Prepared, LineError>)> =
+                Vec::with_capacity(ends.len());
+            let mut from = 0;
+            for &end in &ends {
+                self.line_no += 1;
+                let line = self.pending.get(from..end).unwrap_or_default();
+                from = end + 1;
+                let prepared = state.prepare(line);
+                let stop = prepared.is_err();
+                window.push((self.line_no, prepared));
+                if stop {
+                    break;
+                }
+            }
+            let checked = check_signatures(&window, self.options);
+            for ((n, prepared), signature_ok) in window.into_iter().zip(checked) {
+                let Some(state) = self.state.as_mut() else {
+                    return false;
+                };
+                if state.report.closed {
+                    self.fail(
+                        n,
+                        None,
+                        "after close",
+                        "an entry follows the final checkpoint".into(),
+                    );
+                    return false;
+                }
+                let item = match prepared {
+                    Ok(item) => item,
+                    Err((seq, what, why)) => {
+                        self.fail(n, seq, what, why);
+                        return false;
+                    }
+                };
+                if !signature_ok {
+                    self.fail(
+                        n,
+                        None,
+                        "signature",
+                        "signature does not verify over the payload".into(),
+                    );
+                    return false;
+                }
+                if let Err((seq, what, why)) = state.finish(item) {
+                    self.fail(n, seq, what, why);
+                    return false;
+                }
+            }
+            self.pending.drain(..from.min(self.pending.len()));
+        }
+    }
+
+    /// The verdict on everything fed.
+    pub fn finish(mut self) -> Report {
+        if self.state.is_some() {
+            self.drain(true);
+        }
+        if let Some(report) = self.failed.take() {
+            return report;
+        }
+        if !self.pending.is_empty() {
+            let n = self.line_no + 1;
+            let len = self.pending.len();
+            self.fail(n, None, "torn line", format!(
                 "last line has {len} bytes and no newline: an append was cut short (crash?); the journal is not repaired"
             ));
+            return self.failed.take().unwrap_or_default();
         }
-        progress(line_no, bytes.len() - rest.len());
+        if self.line_no == 0 {
+            self.fail(0, None, "empty", "the journal has no entries".into());
+            return self.failed.take().unwrap_or_default();
+        }
+        let (closed, receipts) = self
+            .state
+            .as_ref()
+            .map(|s| (s.report.closed, s.report.receipts))
+            .unwrap_or_default();
+        if !closed && !self.options.allow_open {
+            let n = self.line_no;
+            self.fail(n, None, "not closed", format!("journal not closed: no final checkpoint after {receipts} receipts (truncated, or the run is still going)"));
+            return self.failed.take().unwrap_or_default();
+        }
+        self.state.map(|s| s.report).unwrap_or_default()
     }
-    if line_no == 0 {
-        return state.fail(0, None, "empty", "the journal has no entries".into());
-    }
-    if !state.report.closed && !options.allow_open {
-        let n = state.report.receipts;
-        return state.fail(line_no, None, "not closed", format!("journal not closed: no final checkpoint after {n} receipts (truncated, or the run is still going)"));
-    }
-    state.report
 }
 
 /// A line whose envelope is well-formed and whose key is trusted, ready for its signature.

@@ -325,3 +325,42 @@ fn batching_and_threads_never_change_the_report() {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Streaming verification, fed in arbitrary chunks, reaches exactly the verdict of
+    /// verifying the whole byte string — for intact, tampered, truncated and open journals.
+    #[test]
+    fn streaming_verification_equals_whole_verification(
+        cuts in prop::collection::vec(1usize..700, 1..40),
+        tamper in prop::option::of((any::<prop::sample::Index>(), any::<u8>())),
+        truncate in prop::option::of(any::<prop::sample::Index>()),
+        allow_open in any::<bool>(),
+    ) {
+        let signer = test_signer();
+        let keys = ring(&signer);
+        let mut bytes = journal(12, 4, &signer);
+        if let Some((at, byte)) = tamper {
+            let i = at.index(bytes.len());
+            bytes[i] = byte;
+        }
+        if let Some(at) = truncate {
+            bytes.truncate(at.index(bytes.len()));
+        }
+        let options = craik_kernel::VerifyOptions { allow_open, ..Default::default() };
+        let whole = craik_kernel::verify_journal_with(&bytes, &keys, options, &mut |_, _| {});
+        let mut verifier = craik_kernel::Verifier::new(&keys, options);
+        let mut rest = bytes.as_slice();
+        let mut cut = cuts.iter().cycle();
+        while !rest.is_empty() {
+            let n = (*cut.next().unwrap()).min(rest.len());
+            let (chunk, tail) = rest.split_at(n);
+            rest = tail;
+            if !verifier.feed(chunk) {
+                break;
+            }
+        }
+        prop_assert_eq!(verifier.finish(), whole);
+    }
+}

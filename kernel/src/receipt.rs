@@ -25,7 +25,7 @@ pub use journal::{JournalError, JournalWriter, ReceiptDraft};
 pub use merkle::{MerkleRange, leaf_hash, node_hash};
 pub use payload::{
     Checkpoint, DecidedBy, DecidedByKind, MAX_SAFE_INTEGER, ReceiptPayload, canonical_bytes,
-    check_json_numbers, receipt_hash,
+    check_json_numbers, payload_schema_text, receipt_hash,
 };
 pub use signer::{Ed25519Signer, KeyRing, Signer, key_id_of, spki_der};
 pub use verify::{Failure, Report, Verifier, VerifyOptions, verify_journal, verify_journal_with};

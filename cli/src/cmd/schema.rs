@@ -79,6 +79,15 @@ pub(crate) fn export(out: &mut Out, format: Format, dir: &Path) -> Result<Exit, 
             .map_err(|e| Failure::usage(format!("{}: cannot write: {e}", path.display())))?;
         written.push(path.display().to_string());
     }
+    for (name, checkpoint) in [("receipt", false), ("checkpoint", true)] {
+        let path = dir.join(format!("{name}.schema.json"));
+        write_atomic(
+            &path,
+            craik_kernel::payload_schema_text(checkpoint).as_bytes(),
+        )
+        .map_err(|e| Failure::usage(format!("{}: cannot write: {e}", path.display())))?;
+        written.push(path.display().to_string());
+    }
     let path = dir.join(CHANNEL_SCHEMA_FILE);
     write_atomic(
         &path,
@@ -90,7 +99,7 @@ pub(crate) fn export(out: &mut Out, format: Format, dir: &Path) -> Result<Exit, 
         Format::Json | Format::Junit => out.json(&written)?,
         Format::Human => {
             out.line(format_args!(
-                "wrote {} JSON Schemas (the contracts and the adapter channel) to {}",
+                "wrote {} JSON Schemas (the contracts, signed receipt and checkpoint payloads, the adapter channel) to {}",
                 written.len(),
                 dir.display()
             ))?;

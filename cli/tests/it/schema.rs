@@ -21,7 +21,7 @@ fn list_shows_the_26_contracts() {
 }
 
 #[test]
-fn export_writes_26_contract_schemas_and_the_channel_schema() {
+fn export_writes_26_contract_schemas_the_payload_schemas_and_the_channel_schema() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("out/schemas");
     let output = run_in(dir.path(), &["schema", "export", "out/schemas"]);
@@ -31,7 +31,7 @@ fn export_writes_26_contract_schemas_and_the_channel_schema() {
         .map(|e| e.unwrap().path())
         .collect();
     files.sort();
-    assert_eq!(files.len(), 27);
+    assert_eq!(files.len(), 29);
     for file in files {
         let text = fs::read_to_string(&file).unwrap();
         let committed = repo_root()
@@ -86,4 +86,57 @@ fn version_and_completions() {
             "{shell}"
         );
     }
+}
+
+#[test]
+fn signed_payloads_of_a_real_run_validate_against_the_payload_schemas() {
+    use base64::Engine as _;
+    let home = tempfile::tempdir().unwrap();
+    let out = crate::craik()
+        .arg("run")
+        .arg(repo_root().join("examples/docs-review"))
+        .arg("--home")
+        .arg(home.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    let schema = |name: &str| {
+        let text =
+            fs::read_to_string(repo_root().join(format!("contracts/schema/{name}.schema.json")))
+                .unwrap();
+        jsonschema::draft202012::new(&serde_json::from_str::<serde_json::Value>(&text).unwrap())
+            .unwrap()
+    };
+    let (receipt, checkpoint) = (schema("receipt"), schema("checkpoint"));
+    let runs = home.path().join("runs");
+    let run = fs::read_dir(&runs).unwrap().next().unwrap().unwrap().path();
+    let journal = fs::read_to_string(run.join("receipts.jsonl")).unwrap();
+    let mut seen = (0, 0);
+    for line in journal.lines() {
+        let envelope: serde_json::Value = serde_json::from_str(line).unwrap();
+        let payload = base64::engine::general_purpose::STANDARD
+            .decode(envelope["payload"].as_str().unwrap())
+            .unwrap();
+        let payload: serde_json::Value = serde_json::from_slice(&payload).unwrap();
+        let (validator, count) = if envelope["payloadType"]
+            .as_str()
+            .unwrap()
+            .contains("checkpoint")
+        {
+            (&checkpoint, &mut seen.1)
+        } else {
+            (&receipt, &mut seen.0)
+        };
+        let errors: Vec<String> = validator
+            .iter_errors(&payload)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{errors:?}\n{payload}");
+        *count += 1;
+    }
+    assert!(seen.0 > 5 && seen.1 >= 1, "{seen:?}");
+    // A payload with a stray field does not validate.
+    let mut stray: serde_json::Value = serde_json::json!({});
+    stray["unexpected"] = serde_json::json!(1);
+    assert!(!receipt.is_valid(&stray));
 }

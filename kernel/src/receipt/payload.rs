@@ -12,7 +12,7 @@ use crate::policy::{Decision, Mode, hex};
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// What decided a receipt's outcome.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DecidedByKind {
     /// The determining policies (`determining_policies`).
@@ -28,7 +28,7 @@ pub enum DecidedByKind {
 }
 
 /// Who or what decided.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DecidedBy {
     pub kind: DecidedByKind,
@@ -38,7 +38,7 @@ pub struct DecidedBy {
 }
 
 /// A receipt: `craik.capability_receipt` extended with the chain and decision fields.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReceiptPayload {
     pub schema: String,
@@ -78,7 +78,7 @@ pub struct ReceiptPayload {
 }
 
 /// A signed statement of the journal's size and Merkle root.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Checkpoint {
     pub schema: String,
@@ -138,6 +138,51 @@ pub fn check_json_numbers(value: &Value, path: &str) -> Result<(), String> {
 /// `sha256:<hex>` of payload bytes: what `prev` and the Merkle leaves name.
 pub fn receipt_hash(payload: &[u8]) -> String {
     format!("sha256:{}", hex(&Sha256::digest(payload)))
+}
+
+/// The JSON Schema (draft 2020-12) of a signed receipt payload or checkpoint, as committed in
+/// `contracts/schema/` (`receipt.schema.json`, `checkpoint.schema.json`) for auditors who
+/// check payloads in other languages.
+pub fn payload_schema_text(checkpoint: bool) -> String {
+    let generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+    let (schema, name, title, description) = if checkpoint {
+        (
+            generator.into_root_schema_for::<Checkpoint>(),
+            "checkpoint",
+            "craik.receipt_checkpoint",
+            "A signed statement of a journal's size and RFC 9162 Merkle root (DSSE payload).",
+        )
+    } else {
+        (
+            generator.into_root_schema_for::<ReceiptPayload>(),
+            "receipt",
+            "craik.capability_receipt",
+            "A signed receipt: craik.capability_receipt extended with the chain and decision fields (DSSE payload).",
+        )
+    };
+    let mut ordered = serde_json::Map::new();
+    ordered.insert(
+        "$schema".into(),
+        "https://json-schema.org/draft/2020-12/schema".into(),
+    );
+    ordered.insert(
+        "$id".into(),
+        format!(
+            "urn:craik:receipt:{name}:{}",
+            craik_contracts::CONTRACT_VERSION
+        )
+        .into(),
+    );
+    ordered.insert("title".into(), title.into());
+    ordered.insert("description".into(), description.into());
+    if let Value::Object(map) = schema.to_value() {
+        for (k, v) in map {
+            ordered.entry(k).or_insert(v);
+        }
+    }
+    let mut text = serde_json::to_string_pretty(&Value::Object(ordered)).unwrap_or_default();
+    text.push('\n');
+    text
 }
 
 #[cfg(test)]

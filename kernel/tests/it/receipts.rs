@@ -364,3 +364,18 @@ proptest! {
         prop_assert_eq!(verifier.finish(), whole);
     }
 }
+
+/// The committed payload schemas are what the types generate.
+#[test]
+fn committed_payload_schemas_match_the_types() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../contracts/schema");
+    for (name, checkpoint) in [("receipt", false), ("checkpoint", true)] {
+        let path = dir.join(format!("{name}.schema.json"));
+        let committed = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            committed == craik_kernel::payload_schema_text(checkpoint),
+            "{} is stale; regenerate with `cargo run -p craik -- schema export contracts/schema`",
+            path.display()
+        );
+    }
+}

@@ -24,15 +24,21 @@ struct Patterns {
     redact: Vec<(Regex, &'static str)>,
     /// Anything matching these after redaction is refused.
     detect: Vec<(Regex, &'static str)>,
+    /// Every pattern compiled. If one did not, nothing is let through (fail closed).
+    complete: bool,
 }
 
 fn patterns() -> &'static Patterns {
     static PATTERNS: OnceLock<Patterns> = OnceLock::new();
     PATTERNS.get_or_init(|| {
-        let build = |list: &[(&str, &'static str)]| -> Vec<(Regex, &'static str)> {
-            list.iter()
+        let mut complete = true;
+        let mut build = |list: &[(&str, &'static str)]| -> Vec<(Regex, &'static str)> {
+            let built: Vec<(Regex, &'static str)> = list
+                .iter()
                 .filter_map(|(p, r)| Regex::new(p).ok().map(|re| (re, *r)))
-                .collect()
+                .collect();
+            complete &= built.len() == list.len();
+            built
         };
         let key_value = format!(
             r#"(?i)(\b{SECRET_KEYS}["']?\s*[:=]\s*["']?)[^\s"',;&]+"#
@@ -69,7 +75,11 @@ fn patterns() -> &'static Patterns {
             (r"\b(?:AKIA|ASIA)[0-9A-Z]{12,}", "an AWS access key"),
             (r"(?i)\b[a-z][a-z0-9+.-]*://[^/\s@]*:[^/\s@\[]+@", "a credential in a URL"),
         ]);
-        Patterns { redact, detect }
+        Patterns {
+            redact,
+            detect,
+            complete,
+        }
     })
 }
 
@@ -102,6 +112,9 @@ pub fn redact_text(text: &str) -> Redacted {
 
 /// What still looks like a secret in `text` (after redaction), if anything.
 pub fn still_secret(text: &str) -> Option<&'static str> {
+    if !patterns().complete {
+        return Some("text the redactor cannot check (a pattern failed to compile)");
+    }
     patterns()
         .detect
         .iter()
@@ -163,6 +176,12 @@ fn is_secret_key(key: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_pattern_compiles() {
+        assert!(super::patterns().complete);
+        assert!(super::patterns().redact.len() >= 12);
+    }
 
     #[test]
     fn idempotent_and_counted() {

@@ -197,3 +197,17 @@ pub struct Verdict {
     /// Hash of the loaded policy set.
     pub policy_set: String,
 }
+
+impl Verdict {
+    /// A deny decided by the intent lock or the iteration ceiling alone (`intent.*`,
+    /// `loop.*` in `policies/base/intent.cedar`): the run must stop, not just this action.
+    /// Any other forbid among the determining policies makes it an ordinary denial.
+    pub fn is_intent_stop(&self) -> bool {
+        self.decision == Decision::Deny
+            && !self.determining.is_empty()
+            && self
+                .determining
+                .iter()
+                .all(|p| p.starts_with("intent.") || p.starts_with("loop."))
+    }
+}

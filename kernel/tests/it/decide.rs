@@ -237,3 +237,26 @@ fn matrix_support_lookup_takes_the_most_specific_entry() {
         "prefix is by segment"
     );
 }
+
+#[test]
+fn intent_stops_are_told_apart_from_denials() {
+    let b = bundle();
+    let g = GrantSet::compile(&b, &[]).unwrap();
+    let intent = json!({"in_scope": ["docs/"], "out_of_scope": ["src/"], "stop_conditions": []});
+    let out_of_scope = request(
+        json!({"capability": "repo.read", "target": "src/lib.rs", "operation": "read", "intent": intent}),
+    );
+    let v = b.decide(&g, &out_of_scope, &options());
+    assert_eq!(v.decision, Decision::Deny, "{v:?}");
+    assert!(v.is_intent_stop(), "{v:?}");
+    // An ADR write out of scope is forbidden by the immutable policy too: a denial, not a stop.
+    let adr = request(
+        json!({"capability": "repo.write.adr", "target": "src/adr/1.md", "intent": intent}),
+    );
+    let v = b.decide(&g, &adr, &options());
+    assert_eq!(v.decision, Decision::Deny);
+    assert!(!v.is_intent_stop(), "{v:?}");
+    let allowed =
+        request(json!({"capability": "repo.read", "target": "docs/a.md", "operation": "read"}));
+    assert!(!b.decide(&g, &allowed, &options()).is_intent_stop());
+}

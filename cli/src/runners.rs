@@ -2,7 +2,7 @@
 //! host takes a runner's identity, trust and per-capability support from here — never from
 //! what an adapter claims about itself — and the kernel's decision consumes it.
 
-use craik_contracts::{AnyContract, Kind, RunnerCapabilityMatrix, decode_document};
+use craik_contracts::{Contract, RunnerCapabilityMatrix, decode_document};
 
 use crate::exit::Failure;
 
@@ -30,13 +30,13 @@ pub(crate) fn matrix(name: &str) -> Result<RunnerCapabilityMatrix, Failure> {
             names().collect::<Vec<_>>().join(", ")
         ))
     })?;
-    let doc = decode_document(text.as_bytes(), Some(Kind::RunnerCapabilityMatrix));
-    match doc.records.into_iter().next().map(|r| r.outcome) {
-        Some(Ok(AnyContract::RunnerCapabilityMatrix(m))) => Ok(*m),
-        _ => Err(Failure::internal(format!(
-            "the embedded matrix of `{short}` is invalid"
-        ))),
-    }
+    let doc = decode_document(text.as_bytes(), Some(RunnerCapabilityMatrix::KIND));
+    doc.records
+        .into_iter()
+        .next()
+        .and_then(|r| r.outcome.ok())
+        .and_then(RunnerCapabilityMatrix::from_any)
+        .ok_or_else(|| Failure::internal(format!("the embedded matrix of `{short}` is invalid")))
 }
 
 #[cfg(test)]

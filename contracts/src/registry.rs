@@ -65,6 +65,20 @@ macro_rules! registry {
             }
         }
 
+        $(
+            impl Contract for $ty {
+                const KIND: Kind = Kind::$variant;
+
+                fn from_any(any: AnyContract) -> Option<Self> {
+                    match any {
+                        AnyContract::$variant(v) => Some(*v),
+                        #[allow(unreachable_patterns, reason = "one arm per contract")]
+                        _ => None,
+                    }
+                }
+            }
+        )+
+
         /// A decoded, checked contract of any kind.
         #[derive(Debug, Clone, PartialEq)]
         pub enum AnyContract {
@@ -115,6 +129,14 @@ registry! {
     CompiledPrompt(CompiledPrompt) = "compiled_prompt", "A deterministic, policy-aware runner prompt.";
     ModelProvider(ModelProvider) = "model_provider", "A model provider and its runtime path; names secrets, never holds them.";
     FixtureScenario(FixtureScenario) = "fixture_scenario", "A deterministic scripted run for the fixture runner.";
+}
+
+/// A registered contract type: its [`Kind`], and how to take it out of an [`AnyContract`].
+pub trait Contract: Sized {
+    /// The contract's kind.
+    const KIND: Kind;
+    /// The contract, if `any` is one.
+    fn from_any(any: AnyContract) -> Option<Self>;
 }
 
 impl Kind {

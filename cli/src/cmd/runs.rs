@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use craik_contracts::{
-    AnyContract, CapabilityGrant, FixtureScenario, Handoff, IntentLock, Kind, MemoryProposal,
+    CapabilityGrant, Contract, FixtureScenario, Handoff, IntentLock, MemoryProposal,
     PolicyEnvelope, PolicyProfile, ProposalStatus, ReceiptResult, ReceiptStatus,
     RunnerCapabilityMatrix, TaskRequest, TaskRun, Timestamp, decode_document,
 };
@@ -52,16 +52,25 @@ pub(crate) struct RunArgs<'a> {
     pub(crate) max_line_bytes: Option<usize>,
 }
 
-fn read_one<T>(path: &Path, kind: Kind, pick: fn(AnyContract) -> Option<T>) -> Result<T, Failure> {
-    let bytes = read_bounded(&Input::File(path.to_owned()), DEFAULT_MAX_BYTES)
-        .map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
-    let doc = decode_document(&bytes, Some(kind));
+/// A file holding exactly one contract of type `T`.
+fn read_one<T: Contract>(path: &Path) -> Result<T, Failure> {
+    decode_one(path, &read_file(path)?)
+}
+
+fn read_file(path: &Path) -> Result<Vec<u8>, Failure> {
+    read_bounded(&Input::File(path.to_owned()), DEFAULT_MAX_BYTES)
+        .map_err(|e| Failure::usage(format!("{}: {e}", path.display())))
+}
+
+/// `bytes` (read from `path`) as exactly one `T`; every problem names the file and field.
+fn decode_one<T: Contract>(path: &Path, bytes: &[u8]) -> Result<T, Failure> {
+    let doc = decode_document(bytes, Some(T::KIND));
     let label = path.display().to_string();
     let mut problems: Vec<String> = doc.error.iter().map(|p| format!("{label}: {p}")).collect();
     let mut found = None;
     for record in doc.records {
         match record.outcome {
-            Ok(c) if found.is_none() => found = pick(c),
+            Ok(c) if found.is_none() => found = T::from_any(c),
             Ok(_) => problems.push(format!("{label}: holds more than one record")),
             Err(ps) => problems.extend(ps.iter().map(|p| format!("{label}: {p}"))),
         }
@@ -70,7 +79,7 @@ fn read_one<T>(path: &Path, kind: Kind, pick: fn(AnyContract) -> Option<T>) -> R
         Some(v) if problems.is_empty() => Ok(v),
         _ => {
             if problems.is_empty() {
-                problems.push(format!("{label}: not a {}", kind.schema_name()));
+                problems.push(format!("{label}: not a {}", T::KIND.schema_name()));
             }
             let first = problems.first().cloned().unwrap_or_default();
             Err(Failure::invalid(
@@ -318,13 +327,9 @@ fn build_runner(
 }
 
 fn read_scenario(path: &Path) -> Result<(FixtureScenario, String), Failure> {
-    let scenario = read_one(path, Kind::FixtureScenario, |c| match c {
-        AnyContract::FixtureScenario(s) => Some(*s),
-        _ => None,
-    })?;
-    let bytes =
-        std::fs::read(path).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
-    Ok((scenario, digest(&bytes)))
+    // One read: the bytes decoded are the bytes hashed.
+    let bytes = read_file(path)?;
+    Ok((decode_one(path, &bytes)?, digest(&bytes)))
 }
 
 fn new_run_id(now: OffsetDateTime) -> Result<String, Failure> {
@@ -361,10 +366,7 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
 /// `craik run`.
 pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<Exit, Failure> {
     let resolved = resolve(args)?;
-    let task: TaskRequest = read_one(&resolved.task, Kind::TaskRequest, |c| match c {
-        AnyContract::TaskRequest(t) => Some(*t),
-        _ => None,
-    })?;
+    let task: TaskRequest = read_one(&resolved.task)?;
     let (scenario_path, scenario_digest) = match &resolved.scenario {
         Some(path) => {
             let (_, digest) = read_scenario(path)?;
@@ -375,26 +377,9 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         }
         None => (None, None),
     };
-    let intent: Option<IntentLock> = resolved
-        .intent
-        .as_deref()
-        .map(|p| {
-            read_one(p, Kind::IntentLock, |c| match c {
-                AnyContract::IntentLock(i) => Some(*i),
-                _ => None,
-            })
-        })
-        .transpose()?;
-    let envelope: Option<PolicyEnvelope> = resolved
-        .envelope
-        .as_deref()
-        .map(|p| {
-            read_one(p, Kind::PolicyEnvelope, |c| match c {
-                AnyContract::PolicyEnvelope(e) => Some(*e),
-                _ => None,
-            })
-        })
-        .transpose()?;
+    let intent: Option<IntentLock> = resolved.intent.as_deref().map(read_one).transpose()?;
+    let envelope: Option<PolicyEnvelope> =
+        resolved.envelope.as_deref().map(read_one).transpose()?;
     for (what, id) in [
         ("intent lock", intent.as_ref().map(|i| &i.task_id)),
         ("policy envelope", envelope.as_ref().map(|e| &e.task_id)),
@@ -525,8 +510,7 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
         &mut |_, _| {},
     );
     // Verdicts as the journal records them (every decision, across resumes).
-    let mut tally = host.tally.clone();
-    (tally.allow, tally.approval, tally.deny) = (0, 0, 0);
+    let mut tally = host.tally();
     for (_, line) in crate::cmd::receipts::decode_all(&bytes) {
         if let crate::cmd::receipts::Decoded::Receipt(r) = line
             && r.decided_by.kind != DecidedByKind::Outcome
@@ -1205,10 +1189,7 @@ fn proposals(home: &Home) -> Result<Vec<MemoryProposal>, Failure> {
     for entry in entries.flatten() {
         let p = entry.path();
         if p.extension().is_some_and(|e| e == "json") {
-            out.push(read_one(&p, Kind::MemoryProposal, |c| match c {
-                AnyContract::MemoryProposal(m) => Some(*m),
-                _ => None,
-            })?);
+            out.push(read_one::<MemoryProposal>(&p)?);
         }
     }
     out.sort_by(|a, b| a.id.cmp(&b.id));

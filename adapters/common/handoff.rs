@@ -64,6 +64,24 @@ impl Cli {
     }
 }
 
+/// A prompt-handoff adapter's whole `main`: parse the arguments, serve the channel.
+pub(crate) fn main(binary: &str, cli: Cli, matrix_json: &str) -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match Handoff::from_args(cli, matrix_json, &args) {
+        Ok(mut runner) => crate::serve::serve(&mut runner),
+        Err(why) => {
+            #[allow(
+                clippy::print_stderr,
+                reason = "the host captures stderr as diagnostics"
+            )]
+            {
+                eprintln!("{binary}: {why}");
+            }
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
 pub(crate) struct Handoff {
     cli: Cli,
     matrix: RunnerCapabilityMatrix,
@@ -325,11 +343,7 @@ fn map_event(cli: Cli, value: &Value, events: &mut Events<'_>, text: &mut String
 
 impl Runner for Handoff {
     fn initialize(&mut self) -> Result<InitializeResult, ChannelError> {
-        Ok(InitializeResult {
-            protocol_version: String::new(),
-            runner: self.matrix.runner.clone(),
-            matrix: self.matrix.clone(),
-        })
+        Ok(crate::serve::handshake(&self.matrix))
     }
 
     fn step(

@@ -15,8 +15,7 @@ use craik_contracts::channel::{
     codes,
 };
 use craik_contracts::{
-    AnyContract, Kind, Object, RunnerCapabilityMatrix, RunnerStepRequest, RunnerStepResult,
-    decode_document,
+    Contract, Object, RunnerCapabilityMatrix, RunnerStepRequest, RunnerStepResult, decode_document,
 };
 use serde::Serialize;
 
@@ -93,23 +92,27 @@ impl Events<'_> {
 
 /// An adapter's own copy of its shipped matrix (the host checks it against its own).
 pub(crate) fn embedded_matrix(text: &str) -> Result<RunnerCapabilityMatrix, String> {
-    let doc = decode_document(text.as_bytes(), Some(Kind::RunnerCapabilityMatrix));
-    match doc.records.into_iter().next().map(|r| r.outcome) {
-        Some(Ok(AnyContract::RunnerCapabilityMatrix(m))) => Ok(*m),
-        _ => Err("the embedded matrix is invalid".into()),
-    }
+    let doc = decode_document(text.as_bytes(), Some(RunnerCapabilityMatrix::KIND));
+    doc.records
+        .into_iter()
+        .next()
+        .and_then(|r| r.outcome.ok())
+        .and_then(RunnerCapabilityMatrix::from_any)
+        .ok_or_else(|| "the embedded matrix is invalid".into())
 }
 
 /// A scenario file for fixture mode.
 #[allow(dead_code, reason = "the provider adapter has no fixture mode")]
 pub(crate) fn load_scenario(path: &str) -> Result<craik_contracts::FixtureScenario, String> {
+    use craik_contracts::FixtureScenario;
     let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
-    let doc = decode_document(&bytes, Some(Kind::FixtureScenario));
+    let doc = decode_document(&bytes, Some(FixtureScenario::KIND));
     if let Some(e) = doc.error {
         return Err(format!("{path}: {e}"));
     }
     match doc.records.into_iter().next().map(|r| r.outcome) {
-        Some(Ok(AnyContract::FixtureScenario(s))) => Ok(*s),
+        Some(Ok(any)) => FixtureScenario::from_any(any)
+            .ok_or_else(|| format!("{path}: not a craik.fixture_scenario")),
         Some(Err(problems)) => Err(format!(
             "{path}: {}",
             problems
@@ -117,7 +120,17 @@ pub(crate) fn load_scenario(path: &str) -> Result<craik_contracts::FixtureScenar
                 .map(ToString::to_string)
                 .unwrap_or_default()
         )),
-        _ => Err(format!("{path}: not a craik.fixture_scenario")),
+        None => Err(format!("{path}: holds no record")),
+    }
+}
+
+/// The `initialize` answer of an adapter whose identity is `matrix` (the protocol version is
+/// filled in by [`serve`]).
+pub(crate) fn handshake(matrix: &RunnerCapabilityMatrix) -> InitializeResult {
+    InitializeResult {
+        protocol_version: String::new(),
+        runner: matrix.runner.clone(),
+        matrix: matrix.clone(),
     }
 }
 

@@ -9,22 +9,9 @@ mod handoff;
 mod serve;
 
 fn main() -> std::process::ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match handoff::Handoff::from_args(
+    handoff::main(
+        "craik-adapter-codex",
         handoff::Cli::Codex,
         include_str!("../../../runners/codex.json"),
-        &args,
-    ) {
-        Ok(mut runner) => serve::serve(&mut runner),
-        Err(why) => {
-            #[allow(
-                clippy::print_stderr,
-                reason = "the host captures stderr as diagnostics"
-            )]
-            {
-                eprintln!("craik-adapter-codex: {why}");
-            }
-            std::process::ExitCode::from(2)
-        }
-    }
+    )
 }

@@ -227,6 +227,17 @@ fn args_object(v: &Value) -> Map<String, Value> {
     }
 }
 
+/// A tool call's `name` and its arguments (an object, or a JSON string of one) under `args`.
+fn tool_call(v: &Value, args: &str) -> (String, Map<String, Value>) {
+    (
+        v.get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+        args_object(v.get(args).unwrap_or(&Value::Null)),
+    )
+}
+
 fn u64_at(v: &Value, path: &[&str]) -> u64 {
     path.iter()
         .try_fold(v, |v, k| v.get(*k))
@@ -258,13 +269,7 @@ fn parse_body(api: Api, body: &Value) -> Normalised {
                             }
                         }
                     }
-                    Some("function_call") => n.tool_calls.push((
-                        item.get("name")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_owned(),
-                        args_object(item.get("arguments").unwrap_or(&Value::Null)),
-                    )),
+                    Some("function_call") => n.tool_calls.push(tool_call(item, "arguments")),
                     _ => {}
                 }
             }
@@ -287,13 +292,7 @@ fn parse_body(api: Api, body: &Value) -> Normalised {
                         n.text
                             .push_str(c.get("text").and_then(Value::as_str).unwrap_or(""));
                     }
-                    Some("tool_use") => n.tool_calls.push((
-                        c.get("name")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_owned(),
-                        args_object(c.get("input").unwrap_or(&Value::Null)),
-                    )),
+                    Some("tool_use") => n.tool_calls.push(tool_call(c, "input")),
                     _ => {}
                 }
             }
@@ -319,14 +318,8 @@ fn parse_body(api: Api, body: &Value) -> Normalised {
                 .into_iter()
                 .flatten()
             {
-                let f = call.get("function");
-                n.tool_calls.push((
-                    f.and_then(|f| f.get("name"))
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_owned(),
-                    args_object(f.and_then(|f| f.get("arguments")).unwrap_or(&Value::Null)),
-                ));
+                let f = call.get("function").unwrap_or(&Value::Null);
+                n.tool_calls.push(tool_call(f, "arguments"));
             }
             n.input_tokens = u64_at(body, &["usage", "prompt_tokens"]);
             n.output_tokens = u64_at(body, &["usage", "completion_tokens"]);
@@ -635,11 +628,7 @@ impl Provider {
 
 impl Runner for Provider {
     fn initialize(&mut self) -> Result<InitializeResult, ChannelError> {
-        Ok(InitializeResult {
-            protocol_version: String::new(),
-            runner: self.matrix.runner.clone(),
-            matrix: self.matrix.clone(),
-        })
+        Ok(crate::serve::handshake(&self.matrix))
     }
 
     fn step(

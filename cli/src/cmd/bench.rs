@@ -17,6 +17,7 @@ use crate::cmd::keys::read_signer;
 use crate::exit::{Exit, Failure};
 use crate::files::write_atomic;
 use crate::output::{Format, Out};
+use crate::run::store::io_at;
 
 #[derive(Serialize)]
 struct Result {
@@ -440,15 +441,14 @@ pub(crate) fn run(
     let scenario_path = root.join("scenario.json");
     let make_ws = |name: &str| -> std::result::Result<std::path::PathBuf, Failure> {
         let ws = root.join(name);
-        std::fs::create_dir_all(ws.join("docs")).map_err(|e| Failure::internal(e.to_string()))?;
-        std::fs::write(ws.join("README.md"), "# bench\n")
-            .map_err(|e| Failure::internal(e.to_string()))?;
+        std::fs::create_dir_all(ws.join("docs")).map_err(io_at(&ws))?;
+        std::fs::write(ws.join("README.md"), "# bench\n").map_err(io_at(&ws))?;
         Ok(ws)
     };
     let plain_ws = make_ws("plain")?;
     let scenario_bytes =
         serde_json::to_vec(&scenario).map_err(|e| Failure::internal(e.to_string()))?;
-    write_atomic(&scenario_path, &scenario_bytes).map_err(|e| Failure::internal(e.to_string()))?;
+    write_atomic(&scenario_path, &scenario_bytes).map_err(io_at(&scenario_path))?;
     let governed_ws = make_ws("governed")?;
     let in_process = governed_run(
         &root.join("in-process"),
@@ -612,7 +612,7 @@ fn governed_run(
         shadow: false,
         started_at: craik_contracts::Timestamp::new(started),
     };
-    let dir = RunDir::create(&home, "run_bench").map_err(|e| Failure::internal(e.to_string()))?;
+    let dir = RunDir::create(&home, "run_bench").map_err(io_at(&home.runs()))?;
     let setup = Setup {
         bundle: loaded.bundle,
         grants,
@@ -633,8 +633,7 @@ fn governed_run(
             host.machine.run().stop_reason.clone().unwrap_or_default()
         )));
     }
-    let journal =
-        std::fs::read(host.journal_path()).map_err(|e| Failure::internal(e.to_string()))?;
+    let journal = std::fs::read(host.journal_path()).map_err(io_at(&host.journal_path()))?;
     let report = verify_journal_with(&journal, &keys, VerifyOptions::default(), &mut |_, _| {});
     let fsyncs = host.fsyncs();
     Ok((governed_s, fsyncs, report.is_valid(), report.receipts))
@@ -676,11 +675,11 @@ pub(crate) fn channel(
         "craik-bench-channel-{}",
         craik_kernel::to_hex(&random)
     )));
-    std::fs::create_dir_all(&scratch.0).map_err(|e| Failure::internal(e.to_string()))?;
+    std::fs::create_dir_all(&scratch.0).map_err(io_at(&scratch.0))?;
     let scenario = bench_scenario(4);
     let path = scratch.0.join("scenario.json");
     let bytes = serde_json::to_vec(&scenario).map_err(|e| Failure::internal(e.to_string()))?;
-    write_atomic(&path, &bytes).map_err(|e| Failure::internal(e.to_string()))?;
+    write_atomic(&path, &bytes).map_err(io_at(&path))?;
     let matrix = crate::runners::matrix("fixture")?;
     // A plan-phase request whose context carries 4 KB, as a step of a real run would.
     let mut context = Object::new();

@@ -99,7 +99,8 @@ enum Flow {
     Stop,
 }
 
-/// Counters for the closing summary.
+/// Counters for the closing summary: steps and side effects from the run's events, verdicts
+/// from its journal.
 #[derive(Debug, Default, Clone, Serialize)]
 pub(crate) struct Tally {
     pub(crate) steps: usize,
@@ -141,7 +142,6 @@ pub(crate) struct Host {
     output_ids: HashSet<String>,
     halted: Option<(TaskRunStatus, String)>,
     closed: bool,
-    pub(crate) tally: Tally,
     pub(crate) notes: Vec<String>,
 }
 
@@ -161,9 +161,7 @@ fn ts(at: OffsetDateTime) -> Timestamp {
     Timestamp::new(at)
 }
 
-fn io(path: &Path) -> impl Fn(std::io::Error) -> Failure + '_ {
-    move |e| Failure::internal(format!("{}: {e}", path.display()))
-}
+use crate::run::store::io_at as io;
 
 /// The id suffix of a run (`run_x` → `x`).
 fn suffix(run_id: &str) -> &str {
@@ -252,7 +250,6 @@ impl Host {
             output_ids: HashSet::new(),
             halted: None,
             closed: false,
-            tally: Tally::default(),
             notes: Vec::new(),
             inputs,
         }
@@ -346,7 +343,6 @@ impl Host {
                     next,
                 } => {
                     self.step_count += 1;
-                    self.tally.steps += 1;
                     self.step_result_ids.push(result.id.clone());
                     self.memory_ids.extend(result.memory_proposal_ids.clone());
                     let next = next.map(|n| match n {
@@ -375,7 +371,6 @@ impl Host {
                 }
                 Event::Outcome { outcome, .. } => {
                     self.pending.retain(|a| a.id != outcome.action);
-                    self.count_outcome(&outcome);
                     self.outcomes.push(outcome.clone());
                     self.all_outcomes.push(outcome);
                 }
@@ -391,9 +386,12 @@ impl Host {
         Ok(())
     }
 
-    fn count_outcome(&mut self, outcome: &Outcome) {
-        if outcome.ok {
-            self.tally.executed += 1;
+    /// Steps answered and side effects performed so far (verdicts come from the journal).
+    pub(crate) fn tally(&self) -> Tally {
+        Tally {
+            steps: self.step_result_ids.len(),
+            executed: self.all_outcomes.iter().filter(|o| o.ok).count(),
+            ..Tally::default()
         }
     }
 
@@ -810,7 +808,6 @@ impl Host {
             next: found.next,
         })?;
         self.step_count += 1;
-        self.tally.steps += 1;
         self.step_result_ids.push(result.id.clone());
         self.memory_ids.extend(memory_ids);
         let next = found.next.map(|n| match n {
@@ -1082,14 +1079,7 @@ impl Host {
                         receipt,
                     };
                     self.record_outcome(outcome)?;
-                    // Only the intent lock (or the ceiling) deciding alone is a stop; any other
-                    // forbid makes it a denial that blocks.
-                    let intent = !verdict.determining.is_empty()
-                        && verdict
-                            .determining
-                            .iter()
-                            .all(|p| p.starts_with("intent.") || p.starts_with("loop."));
-                    let (status, what) = if intent {
+                    let (status, what) = if verdict.is_intent_stop() {
                         (TaskRunStatus::Interrupted, "intent lock")
                     } else {
                         (TaskRunStatus::Blocked, "denied")
@@ -1119,7 +1109,6 @@ impl Host {
             outcome: outcome.clone(),
         })?;
         self.pending.retain(|a| a.id != outcome.action);
-        self.count_outcome(&outcome);
         self.outcomes.push(outcome.clone());
         self.all_outcomes.push(outcome);
         Ok(())

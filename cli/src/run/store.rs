@@ -319,6 +319,11 @@ pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, String> {
     serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// An i/o failure on `path`, naming it (exit 4: Craik's own files failed it).
+pub(crate) fn io_at(path: &Path) -> impl Fn(io::Error) -> Failure + '_ {
+    move |e| Failure::internal(format!("{}: {e}", path.display()))
+}
+
 /// fsync a directory, so a rename or a new entry in it is durable.
 pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()

@@ -212,13 +212,11 @@ fn craik_run_through_each_shipped_adapter() {
         &["--runner", "gemini"],
     );
     assert_eq!(exit, 1, "{text}");
-    let run = run_json(home.path(), &id);
-    assert_eq!(run["status"], "blocked");
+    let (status, reason) = crate::runs::stopped(home.path(), &id);
+    assert_eq!(status, "blocked");
     assert!(
-        run["stop_reason"]
-            .as_str()
-            .unwrap()
-            .contains("trusted-local.deny.low-trust-writes")
+        reason.contains("trusted-local.deny.low-trust-writes"),
+        "{reason}"
     );
     verify_run(home.path(), &id, false);
 }

@@ -166,21 +166,28 @@ fn the_docs_review_example_changes_only_its_scratch_workspace() {
     assert_eq!(handoff["receipt_ids"].as_array().unwrap(), &ids);
 }
 
-fn approve(home: &Path, id: &str, by: &str) -> std::process::Output {
+/// `craik approvals VERB ID --by BY --reason … [EXTRA…]` under `home`.
+fn review(home: &Path, verb: &str, id: &str, by: &str, extra: &[&str]) -> std::process::Output {
     craik()
-        .args([
-            "approvals",
-            "approve",
-            id,
-            "--by",
-            by,
-            "--reason",
-            "checked",
-            "--home",
-        ])
+        .args(["approvals", verb, id, "--by", by, "--reason", "checked"])
+        .args(extra)
+        .arg("--home")
         .arg(home)
         .output()
         .unwrap()
+}
+
+fn approve(home: &Path, id: &str, by: &str) -> std::process::Output {
+    review(home, "approve", id, by, &[])
+}
+
+/// The run's status and stop reason.
+pub(crate) fn stopped(home: &Path, id: &str) -> (String, String) {
+    let run = run_json(home, id);
+    (
+        run["status"].as_str().unwrap_or_default().to_owned(),
+        run["stop_reason"].as_str().unwrap_or_default().to_owned(),
+    )
 }
 
 fn pending_approval(home: &Path) -> String {
@@ -272,31 +279,13 @@ fn a_denied_approval_blocks_the_run() {
     let h = home.path();
     let (_, id, _) = run_example(h, &example("approval"), &[]);
     let approval = pending_approval(h);
-    let out = craik()
-        .args([
-            "approvals",
-            "deny",
-            &approval,
-            "--by",
-            "user:alice",
-            "--reason",
-            "not now",
-            "--home",
-        ])
-        .arg(h)
-        .output()
-        .unwrap();
+    let out = review(h, "deny", &approval, "user:alice", &[]);
     assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
     let done = resume(h, &id);
     assert_eq!(done.status.code(), Some(1), "{}", transcript(&done));
-    let run = run_json(h, &id);
-    assert_eq!(run["status"], "blocked");
-    assert!(
-        run["stop_reason"]
-            .as_str()
-            .unwrap()
-            .contains("denied by user:alice")
-    );
+    let (status, reason) = stopped(h, &id);
+    assert_eq!(status, "blocked");
+    assert!(reason.contains("denied by user:alice"), "{reason}");
     verify_run(h, &id, false);
     let file = h.join("runs").join(&id).join("workspace/docs/status.md");
     assert!(
@@ -347,14 +336,9 @@ fn automation_admits_no_approval_so_the_write_is_denied() {
         &["--profile", "automation"],
     );
     assert_eq!(exit, 1, "{text}");
-    let run = run_json(home.path(), &id);
-    assert_eq!(run["status"], "blocked");
-    assert!(
-        run["stop_reason"]
-            .as_str()
-            .unwrap()
-            .contains("approval.automation")
-    );
+    let (status, reason) = stopped(home.path(), &id);
+    assert_eq!(status, "blocked");
+    assert!(reason.contains("approval.automation"), "{reason}");
     let rs = receipts(home.path(), &id);
     assert_eq!(rs[0]["decision"], "deny");
     verify_run(home.path(), &id, false);
@@ -515,13 +499,11 @@ fn secrets_never_reach_disk_and_secret_payloads_are_refused() {
     let home = dir.path().join("home");
     let (exit, id, text) = run_example(&home, &ex, &[]);
     assert_eq!(exit, 1, "{text}");
-    let run = run_json(&home, &id);
-    assert_eq!(run["status"], "blocked");
+    let (status, reason) = stopped(&home, &id);
+    assert_eq!(status, "blocked");
     assert!(
-        run["stop_reason"]
-            .as_str()
-            .unwrap()
-            .contains("never writes, runs or stores secrets")
+        reason.contains("never writes, runs or stores secrets"),
+        "{reason}"
     );
     assert!(
         !home
@@ -893,22 +875,13 @@ fn an_expired_approval_is_not_honoured() {
     let h = home.path();
     let (_, id, _) = run_example(h, &example("approval"), &[]);
     let approval = pending_approval(h);
-    let out = craik()
-        .args([
-            "approvals",
-            "approve",
-            &approval,
-            "--by",
-            "user:alice",
-            "--reason",
-            "ok",
-            "--expires-in",
-            "0",
-            "--home",
-        ])
-        .arg(h)
-        .output()
-        .unwrap();
+    let out = review(
+        h,
+        "approve",
+        &approval,
+        "user:alice",
+        &["--expires-in", "0"],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
     let resumed = resume(h, &id);
     assert_eq!(resumed.status.code(), Some(1), "{}", transcript(&resumed));

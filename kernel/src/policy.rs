@@ -3,7 +3,9 @@
 mod bundle;
 mod command;
 pub(crate) mod decide;
+mod eval;
 mod grant;
+mod inputs;
 mod request;
 
 pub(crate) use bundle::hex;

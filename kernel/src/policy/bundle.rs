@@ -16,6 +16,8 @@ use cedar_policy::{
 use craik_contracts::PolicyProfile;
 use sha2::{Digest, Sha256};
 
+use crate::policy::eval::Slice;
+
 /// One source file, by the name diagnostics should use for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceFile {
@@ -94,18 +96,18 @@ pub struct Bundle {
     /// Built once: validating a compiled grant must not clone the schema each time.
     pub(crate) validator: std::sync::Arc<Validator>,
     /// Per capability: its action entity and its families', added to every request's entities.
-    pub(crate) action_stores: HashMap<String, Entities>,
+    pub(crate) action_stores: HashMap<String, crate::policy::inputs::ActionStore>,
     /// Leaf capabilities (actions that are not groups), e.g. `repo.write.docs`.
     pub(crate) capabilities: BTreeSet<String>,
     /// Ancestors (families) of each capability, outermost first.
     pub(crate) families: HashMap<String, Vec<String>>,
     pub(crate) info: BTreeMap<String, PolicyInfo>,
     /// Decision policies, sliced by capability and profile.
-    pub(crate) decision_slices: HashMap<SliceKey, HashMap<String, PolicySet>>,
+    pub(crate) decision_slices: HashMap<SliceKey, HashMap<String, Slice>>,
     /// Approval rules, sliced by capability and profile.
-    pub(crate) approval_slices: HashMap<SliceKey, HashMap<String, PolicySet>>,
+    pub(crate) approval_slices: HashMap<SliceKey, HashMap<String, Slice>>,
     /// Entity type names, parsed once.
-    pub(crate) types: crate::policy::decide::Types,
+    pub(crate) types: crate::policy::inputs::Types,
     /// Every decision policy (no approval rules), for Cedar-level tests.
     pub(crate) decision_all: PolicySet,
     hash: String,
@@ -217,6 +219,14 @@ impl Bundle {
             capabilities.insert(name);
         }
 
+        let types = crate::policy::inputs::Types::new().map_err(|message| LoadError {
+            problems: vec![Located {
+                file: schema.name.clone(),
+                line: 0,
+                column: 0,
+                message,
+            }],
+        })?;
         let mut action_stores = HashMap::new();
         for capability in &capabilities {
             let wanted: Vec<&str> = std::iter::once(capability.as_str())
@@ -240,10 +250,13 @@ impl Bundle {
                     message: e.to_string(),
                 }],
             })?;
-            action_stores.insert(capability.clone(), store);
+            action_stores.insert(
+                capability.clone(),
+                crate::policy::inputs::ActionStore::new(&types, capability, store),
+            );
         }
-        let mut decision_slices: HashMap<SliceKey, HashMap<String, PolicySet>> = HashMap::new();
-        let mut approval_slices: HashMap<SliceKey, HashMap<String, PolicySet>> = HashMap::new();
+        let mut decision_slices: HashMap<SliceKey, HashMap<String, Slice>> = HashMap::new();
+        let mut approval_slices: HashMap<SliceKey, HashMap<String, Slice>> = HashMap::new();
         let guards: HashMap<String, Option<Guard>> =
             all.iter().map(|p| (p.id().to_string(), guard(p))).collect();
         let keys = PolicyProfile::ALL.iter().flat_map(|profile| {
@@ -289,11 +302,11 @@ impl Bundle {
             decision_slices
                 .entry(key)
                 .or_default()
-                .insert(capability.clone(), decision);
+                .insert(capability.clone(), Slice::new(decision));
             approval_slices
                 .entry(key)
                 .or_default()
-                .insert(capability.clone(), approval);
+                .insert(capability.clone(), Slice::new(approval));
         }
 
         let mut decision_all = PolicySet::new();
@@ -306,14 +319,7 @@ impl Bundle {
             }
         }
         let hash = bundle_hash(schema, policies);
-        let types = crate::policy::decide::Types::new().map_err(|message| LoadError {
-            problems: vec![Located {
-                file: schema.name.clone(),
-                line: 0,
-                column: 0,
-                message,
-            }],
-        })?;
+
         Ok(Self {
             types,
             validator: std::sync::Arc::new(Validator::new(schema_value.clone())),
@@ -396,7 +402,13 @@ impl Bundle {
             Request::new(p, a, r, context, Some(&self.schema)).map_err(|e| error_chain(&e))?;
         let entities =
             Entities::from_json_value(entities, Some(&self.schema)).map_err(|e| error_chain(&e))?;
-        let evaluation = crate::policy::decide::evaluate(&self.decision_all, &request, &entities);
+        let evaluation = crate::policy::eval::evaluate_with_authorizer(
+            &self.decision_all,
+            &crate::policy::inputs::Inputs {
+                request: request.as_ref().clone(),
+                entities: entities.as_ref().clone(),
+            },
+        );
         Ok(RawOutcome {
             allow: evaluation.decision == Decision::Allow,
             reason: evaluation.reason,

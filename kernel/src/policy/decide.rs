@@ -6,13 +6,9 @@
 //! `RequiresApproval`. Unknown capabilities, unsafe targets, evaluation errors and entity or
 //! request construction failures all deny.
 
-use std::collections::{HashMap, HashSet};
-use std::str::FromStr;
+use std::collections::HashMap;
 
-use cedar_policy::{
-    Authorizer, Context, Decision as CedarDecision, Entities, Entity, EntityId, EntityTypeName,
-    EntityUid, PolicySet, Request, RestrictedExpression,
-};
+use cedar_policy::{Decision as CedarDecision, PolicySet};
 use craik_contracts::{PolicyProfile, Timestamp, Truncated};
 use globset::GlobBuilder;
 use serde_json::{Value, json};
@@ -23,6 +19,8 @@ use crate::path::TargetPath;
 use crate::policy::bundle::{Bundle, SliceKey, hex};
 use crate::policy::command::{analyse, split};
 use crate::policy::grant::{CompiledGrant, GrantSet, PathPattern};
+use crate::policy::eval::{self, Evaluation, Slice};
+use crate::policy::inputs::{Attr, EntitySpec, Inputs, Kind, Spec};
 use crate::policy::request::{
     Approval, Decision, DecisionRequest, DenyKind, IntentScope, Mode, Verdict,
 };
@@ -40,8 +38,7 @@ pub struct DecideOptions {
 
 /// The resource as the kernel understood it.
 struct Resource {
-    uid: EntityUid,
-    entities: Vec<Entity>,
+    entity: EntitySpec<'static>,
     /// Canonical spelling for the request hash.
     canonical: Value,
     path: Option<TargetPath>,
@@ -60,25 +57,29 @@ pub fn request_hash(
 }
 
 fn hash_of(request: &DecisionRequest, target: &Value) -> String {
-    // Canonical JSON with keys in sorted order, written directly (no intermediate map).
-    // `payload` is present only when the action carries one, so hashes of payload-free
-    // requests are unchanged.
-    let quote = |s: &str| serde_json::to_string(s).unwrap_or_default();
-    let payload = request
-        .payload
-        .as_deref()
-        .map(|p| format!(",\"payload\":{}", quote(p)))
-        .unwrap_or_default();
-    let text = format!(
-        "{{\"capability\":{},\"operation\":{}{payload},\"profile\":{},\"runner\":{},\"target\":{},\"task_id\":{}}}",
-        quote(&request.capability),
-        quote(&request.operation),
-        quote(request.profile.as_str()),
-        quote(&request.runner.id),
-        target,
-        quote(&request.task_id),
-    );
-    format!("sha256:{}", hex(&Sha256::digest(text.as_bytes())))
+    // Canonical JSON with keys in sorted order, written directly into one buffer. `payload`
+    // is present only when the action carries one, so hashes of payload-free requests are
+    // unchanged.
+    fn field<T: serde::Serialize + ?Sized>(text: &mut Vec<u8>, key: &str, value: &T) {
+        text.push(if text.is_empty() { b'{' } else { b',' });
+        text.push(b'"');
+        text.extend_from_slice(key.as_bytes());
+        text.extend_from_slice(b"\":");
+        // Writing a string or a JSON value into a Vec cannot fail.
+        let _ = serde_json::to_writer(text, value);
+    }
+    let mut text: Vec<u8> = Vec::with_capacity(256);
+    field(&mut text, "capability", request.capability.as_str());
+    field(&mut text, "operation", request.operation.as_str());
+    if let Some(payload) = request.payload.as_deref() {
+        field(&mut text, "payload", payload);
+    }
+    field(&mut text, "profile", request.profile.as_str());
+    field(&mut text, "runner", request.runner.id.as_str());
+    field(&mut text, "target", target);
+    field(&mut text, "task_id", request.task_id.as_str());
+    text.push(b'}');
+    format!("sha256:{}", hex(&Sha256::digest(&text)))
 }
 
 /// Every policy and every grant in one Cedar set: the naive baseline the benchmarks compare
@@ -90,48 +91,28 @@ pub struct NaivePolicies {
     approvals: PolicySet,
 }
 
-/// One Cedar evaluation: decision, determining policies (sorted), errors by policy.
-#[derive(Debug)]
-pub(crate) struct Evaluation {
-    pub(crate) decision: CedarDecision,
-    pub(crate) reason: Vec<String>,
-    pub(crate) errors: Vec<(String, String)>,
-}
-
-impl Default for Evaluation {
-    /// No policies: Cedar denies with no reason.
-    fn default() -> Self {
-        Self {
-            decision: CedarDecision::Deny,
-            reason: Vec::new(),
-            errors: Vec::new(),
+/// Evaluates a slice plus grants by prepared conditions; debug builds (every test) check the
+/// result against cedar-policy-core's authorizer over the same policies.
+fn evaluate_sliced(slice: Option<&Slice>, grants: &[CompiledGrant], inputs: &Inputs) -> Evaluation {
+    let prepared = slice
+        .map(|s| s.prepared.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .chain(grants.iter().map(|g| &g.prepared));
+    let outcome = eval::evaluate(prepared, inputs);
+    if cfg!(debug_assertions) {
+        let mut set = slice.map(|s| s.set.clone()).unwrap_or_default();
+        for grant in grants {
+            // Grant ids are unique and carry a reserved prefix.
+            let _ = set.add(grant.policy.clone());
         }
+        assert_eq!(
+            outcome,
+            eval::evaluate_with_authorizer(&set, inputs),
+            "prepared evaluation differs from Cedar's authorizer"
+        );
     }
-}
-
-pub(crate) fn evaluate(set: &PolicySet, request: &Request, entities: &Entities) -> Evaluation {
-    let response = Authorizer::new().is_authorized(request, set, entities);
-    let errors = response
-        .diagnostics()
-        .errors()
-        .map(|e| match e {
-            cedar_policy::AuthorizationError::PolicyEvaluationError(pe) => (
-                pe.policy_id().to_string(),
-                craik_contracts::one_line(&e.to_string()),
-            ),
-        })
-        .collect();
-    let mut reason: Vec<String> = response
-        .diagnostics()
-        .reason()
-        .map(ToString::to_string)
-        .collect();
-    reason.sort();
-    Evaluation {
-        decision: response.decision(),
-        reason,
-        errors,
-    }
+    outcome
 }
 
 /// Which policies a decision evaluates.
@@ -170,8 +151,8 @@ impl Bundle {
             let _ = decision.add(grant.policy.clone());
         }
         let mut approvals = PolicySet::new();
-        for set in self.approval_slices.values().flat_map(HashMap::values) {
-            for policy in set.policies() {
+        for slice in self.approval_slices.values().flat_map(HashMap::values) {
+            for policy in slice.set.policies() {
                 let _ = approvals.add(policy.clone());
             }
         }
@@ -249,103 +230,62 @@ impl Bundle {
             );
         }
         let candidates = grants.for_request(&request.task_id, &request.capability);
-        let resource = match build_resource(self, request, &options.workspace_root, candidates) {
+        let Resource {
+            entity,
+            canonical,
+            path,
+        } = match build_resource(self, request, &options.workspace_root, candidates) {
             Ok(resource) => resource,
             Err(why) => return invalid(verdict, why),
         };
-        verdict.request_hash = hash_of(request, &resource.canonical);
+        verdict.request_hash = hash_of(request, &canonical);
 
         let (out_of_scope, outside_scope, stop) = intent_facts(
             self,
             request,
-            resource.path.as_ref(),
+            path.as_ref(),
             &options.workspace_root,
         );
         // Bit order of `INTENT_FLAGS`.
         let facts = u8::from(out_of_scope) | (u8::from(outside_scope) << 1) | (u8::from(stop) << 2);
-        let context = Context::from_pairs([
-            (
-                "profile".to_owned(),
-                string(request.profile.as_str().to_owned()),
-            ),
-            (
-                "phase".to_owned(),
-                string(request.phase.as_str().to_owned()),
-            ),
-            (
-                "iteration".to_owned(),
-                RestrictedExpression::new_long(i64::from(request.iteration)),
-            ),
-            (
-                "max_iterations".to_owned(),
-                RestrictedExpression::new_long(i64::from(request.max_iterations)),
-            ),
-            ("operation".to_owned(), string(request.operation.clone())),
-            (
-                "now".to_owned(),
-                RestrictedExpression::new_long(options.now.unix_timestamp()),
-            ),
-            (
-                "task_mode".to_owned(),
-                string(request.task_mode.as_str().to_owned()),
-            ),
-            (
-                "intent_out_of_scope".to_owned(),
-                RestrictedExpression::new_bool(out_of_scope),
-            ),
-            (
-                "intent_outside_scope".to_owned(),
-                RestrictedExpression::new_bool(outside_scope),
-            ),
-            (
-                "intent_stop".to_owned(),
-                RestrictedExpression::new_bool(stop),
-            ),
-        ]);
-
-        let built = (|| -> Result<(Request, Entities), String> {
-            let task = uid(&self.types.task, &request.task_id);
-            let principal = uid(&self.types.runner, &request.runner.id);
-            let action = uid(&self.types.action, &request.capability);
-            let mut entities = resource.entities;
-            entities.push(entity(
-                principal.clone(),
-                [
-                    ("trust", string(request.runner.trust.as_str().to_owned())),
-                    ("mode", string(request.runner.mode.as_str().to_owned())),
+        let spec = Spec {
+            principal: EntitySpec {
+                kind: Kind::Runner,
+                id: request.runner.id.as_str().into(),
+                attrs: vec![
+                    ("trust", Attr::Str(request.runner.trust.as_str().into())),
+                    ("mode", Attr::Str(request.runner.mode.as_str().into())),
                 ],
-                [task],
-            )?);
-            // The task needs no entity of its own: the runner's ancestor set names it.
-            let context = context.map_err(|e| e.to_string())?;
-            let cedar_request = Request::new(
-                principal,
-                action,
-                resource.uid.clone(),
-                context,
-                // Built from checked values; debug builds (every test) still validate it.
-                if cfg!(debug_assertions) {
-                    Some(&self.schema)
-                } else {
-                    None
-                },
-            )
-            .map_err(|e| e.to_string())?;
-            // INVARIANT: these entities are built here from checked values only; the request
-            // was validated against the schema above, and the policies in strict mode at load.
-            // The store holds only this capability's action and its families.
-            let store = self
-                .action_stores
-                .get(&request.capability)
-                .ok_or("no action entity")?;
-            let entities = store
-                .clone()
-                .add_entities(entities, None)
-                .map_err(|e| e.to_string())?;
-            Ok((cedar_request, entities))
-        })();
-        let (cedar_request, cedar_entities) = match built {
-            Ok(pair) => pair,
+                // The task needs no entity of its own: the runner's ancestor set names it.
+                ancestors: vec![(Kind::Task, request.task_id.as_str().into())],
+            },
+            action: &request.capability,
+            resource: entity,
+            context: vec![
+                ("profile", Attr::Str(request.profile.as_str().into())),
+                ("phase", Attr::Str(request.phase.as_str().into())),
+                ("iteration", Attr::Long(i64::from(request.iteration))),
+                ("max_iterations", Attr::Long(i64::from(request.max_iterations))),
+                ("operation", Attr::Str(request.operation.as_str().into())),
+                ("now", Attr::Long(options.now.unix_timestamp())),
+                ("task_mode", Attr::Str(request.task_mode.as_str().into())),
+                ("intent_out_of_scope", Attr::Bool(out_of_scope)),
+                ("intent_outside_scope", Attr::Bool(outside_scope)),
+                ("intent_stop", Attr::Bool(stop)),
+            ],
+        };
+        // The store holds only this capability's action and its families.
+        let built = match self.action_stores.get(&request.capability) {
+            None => Err("no action entity".to_owned()),
+            // The naive baseline takes the public API's construction, so the law tests
+            // (sliced == naive) compare the two constructions too.
+            Some(store) => match source {
+                Source::Sliced => spec.build(&self.types, store, &self.schema),
+                Source::Naive(_) => spec.build_public(&self.types, store, &self.schema),
+            },
+        };
+        let inputs = match built {
+            Ok(inputs) => inputs,
             Err(e) => {
                 return invalid(
                     verdict,
@@ -358,37 +298,19 @@ impl Bundle {
         };
 
         let outcome = match source {
-            Source::Sliced => {
-                // One evaluation over exactly the policies that can apply: the slice for this
-                // capability and profile, plus the task's grants for it when it has any.
-                let key = SliceKey {
-                    profile: request.profile,
-                    facts,
-                };
-                let slice = self
-                    .decision_slices
-                    .get(&key)
-                    .and_then(|m| m.get(&request.capability));
-                let prebuilt = if facts == 0 {
-                    grants.policy_set(&request.task_id, &request.capability, request.profile)
-                } else {
-                    None
-                };
-                match (prebuilt, slice) {
-                    (Some(set), _) => evaluate(set, &cedar_request, &cedar_entities),
-                    (None, Some(slice)) if !candidates.is_empty() => {
-                        // An intent fact is true (rare): combine this slice with the grants now.
-                        let mut set = slice.clone();
-                        for grant in candidates {
-                            let _ = set.add(grant.policy.clone());
-                        }
-                        evaluate(&set, &cedar_request, &cedar_entities)
-                    }
-                    (None, Some(slice)) => evaluate(slice, &cedar_request, &cedar_entities),
-                    (None, None) => Evaluation::default(),
-                }
-            }
-            Source::Naive(naive) => evaluate(&naive.decision, &cedar_request, &cedar_entities),
+            // One evaluation over exactly the policies that can apply: the slice for this
+            // capability, profile and intent facts, plus the task's grants for the capability.
+            Source::Sliced => evaluate_sliced(
+                self.decision_slices
+                    .get(&SliceKey {
+                        profile: request.profile,
+                        facts,
+                    })
+                    .and_then(|m| m.get(&request.capability)),
+                candidates,
+                &inputs,
+            ),
+            Source::Naive(naive) => eval::evaluate_with_authorizer(&naive.decision, &inputs),
         };
         let errors = outcome.errors;
         let fail_open = request.fail_open && request.profile == PolicyProfile::TrustedLocal;
@@ -413,10 +335,10 @@ impl Bundle {
                     verdict.reasons = vec![format!(
                         "not permitted: no policy or grant allows `{}` on `{}`",
                         request.capability,
-                        target_display(&resource.canonical)
+                        target_display(&canonical)
                     )];
                     verdict.grant_notes =
-                        grant_notes(grants, request, resource.path.as_ref(), options.now);
+                        grant_notes(grants, request, path.as_ref(), options.now);
                 } else {
                     verdict.deny_kind = Some(DenyKind::ForbiddenBy);
                     self.explain(&mut verdict, reason);
@@ -435,7 +357,7 @@ impl Bundle {
                     source,
                     verdict,
                     request,
-                    (&cedar_request, &cedar_entities, facts),
+                    (&inputs, facts),
                     options.now,
                     reason,
                 )
@@ -448,58 +370,39 @@ impl Bundle {
         source: Source<'_>,
         mut verdict: Verdict,
         request: &DecisionRequest,
-        (cedar_request, entities, facts): (&Request, &Entities, u8),
+        (inputs, facts): (&Inputs, u8),
         now: OffsetDateTime,
         allow_reason: Vec<String>,
     ) -> Verdict {
-        let rules = match source {
-            Source::Sliced => self
-                .approval_slices
-                .get(&SliceKey {
-                    profile: request.profile,
-                    facts,
-                })
-                .and_then(|m| m.get(&request.capability)),
-            Source::Naive(naive) => Some(&naive.approvals),
-        };
-        let rules = match rules {
-            Some(rules) if rules.policies().next().is_some() => rules,
-            _ => {
-                verdict.decision = Decision::Allow;
-                verdict.deny_kind = None;
-                self.explain(&mut verdict, allow_reason);
-                return verdict;
+        let response = match source {
+            Source::Sliced => {
+                let rules = self
+                    .approval_slices
+                    .get(&SliceKey {
+                        profile: request.profile,
+                        facts,
+                    })
+                    .and_then(|m| m.get(&request.capability))
+                    .filter(|rules| !rules.is_empty());
+                match rules {
+                    Some(rules) => evaluate_sliced(Some(rules), &[], inputs),
+                    None => Evaluation::default(),
+                }
             }
+            Source::Naive(naive) => eval::evaluate_with_authorizer(&naive.approvals, inputs),
         };
-        let response = Authorizer::new().is_authorized(cedar_request, rules, entities);
-        let errors: Vec<String> = response
-            .diagnostics()
-            .errors()
-            .map(|e| craik_contracts::one_line(&e.to_string()))
-            .collect();
-        if !errors.is_empty() {
-            verdict.errors.extend(errors);
+        if !response.errors.is_empty() {
+            let mut ids: Vec<String> = response.errors.iter().map(|(id, _)| id.clone()).collect();
+            verdict
+                .errors
+                .extend(response.errors.into_iter().map(|(_, message)| message));
             verdict.deny_kind = Some(DenyKind::EvaluationError);
-            let mut ids: Vec<String> = response
-                .diagnostics()
-                .errors()
-                .map(
-                    |cedar_policy::AuthorizationError::PolicyEvaluationError(pe)| {
-                        pe.policy_id().to_string()
-                    },
-                )
-                .collect();
             ids.sort();
             self.explain(&mut verdict, ids);
             return verdict;
         }
-        let mut rule_ids: Vec<String> = response
-            .diagnostics()
-            .reason()
-            .map(ToString::to_string)
-            .collect();
-        rule_ids.sort();
-        if response.decision() == CedarDecision::Deny || rule_ids.is_empty() {
+        let rule_ids = response.reason;
+        if response.decision == CedarDecision::Deny || rule_ids.is_empty() {
             verdict.decision = Decision::Allow;
             verdict.deny_kind = None;
             self.explain(&mut verdict, allow_reason);
@@ -586,53 +489,14 @@ fn family(bundle: &Bundle, capability: &str) -> String {
         .unwrap_or_default()
 }
 
-/// The entity type names requests use, parsed once per bundle.
-#[derive(Debug, Clone)]
-pub(crate) struct Types {
-    task: EntityTypeName,
-    runner: EntityTypeName,
-    action: EntityTypeName,
-    dir: EntityTypeName,
-    path: EntityTypeName,
-    command: EntityTypeName,
-    memory: EntityTypeName,
-    url: EntityTypeName,
-    repo: EntityTypeName,
-}
-
-impl Types {
-    pub(crate) fn new() -> Result<Self, String> {
-        let t = |name: &str| EntityTypeName::from_str(name).map_err(|e| e.to_string());
-        Ok(Self {
-            task: t("Craik::Task")?,
-            runner: t("Craik::Runner")?,
-            action: t("Craik::Action")?,
-            dir: t("Craik::Dir")?,
-            path: t("Craik::Path")?,
-            command: t("Craik::Command")?,
-            memory: t("Craik::Memory")?,
-            url: t("Craik::Url")?,
-            repo: t("Craik::Repo")?,
-        })
+/// An entity with no ancestors.
+fn leaf(kind: Kind, id: &str, attrs: Vec<(&'static str, Attr<'static>)>) -> EntitySpec<'static> {
+    EntitySpec {
+        kind,
+        id: id.to_owned().into(),
+        attrs,
+        ancestors: Vec::new(),
     }
-}
-
-fn uid(kind: &EntityTypeName, id: &str) -> EntityUid {
-    EntityUid::from_type_name_and_id(kind.clone(), EntityId::new(id))
-}
-
-fn string(value: String) -> RestrictedExpression {
-    RestrictedExpression::new_string(value)
-}
-
-fn entity<const N: usize>(
-    id: EntityUid,
-    attrs: [(&str, RestrictedExpression); N],
-    parents: impl IntoIterator<Item = EntityUid>,
-) -> Result<Entity, String> {
-    let attrs: HashMap<String, RestrictedExpression> =
-        attrs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
-    Entity::new(id, attrs, parents.into_iter().collect::<HashSet<_>>()).map_err(|e| e.to_string())
 }
 
 fn build_resource(
@@ -642,7 +506,6 @@ fn build_resource(
     grants: &[CompiledGrant],
 ) -> Result<Resource, String> {
     let target = request.target.as_deref();
-    let t = &bundle.types;
     match family(bundle, &request.capability).as_str() {
         "repo" => {
             let raw = target.ok_or("repo capabilities need a `target` path")?;
@@ -658,34 +521,27 @@ fn build_resource(
             };
             let text = path.as_str();
             let name = text.rsplit('/').next().unwrap_or(text);
-            let segments: Vec<&str> = path.segments().collect();
-            // Directories above the path, outermost first: ".", "a", "a/b", ...
-            let dirs: Vec<String> = (0..segments.len())
-                .map(|n| match segments.get(..n) {
-                    Some(s) if !s.is_empty() => s.join("/"),
-                    _ => ".".to_owned(),
-                })
-                .collect();
-            // The path is `in` every directory above it, listed directly: the ancestor set
-            // is already transitively closed, so no Dir entities need to exist for
+            // The path is `in` every directory above it, listed directly (".", then "a",
+            // "a/b", ... — the prefixes before each `/` of the normalised path): the ancestor
+            // set is closed, so no Dir entities need to exist for
             // `resource in Craik::Dir::"docs"` to hold.
-            let ancestors: Vec<EntityUid> = dirs.iter().map(|d| uid(&t.dir, d)).collect();
-            let mut entities = Vec::with_capacity(1);
-            let id = uid(&t.path, text);
-            entities.push(entity(
-                id.clone(),
-                [
-                    ("path", string(text.to_owned())),
-                    ("fold", string(text.to_ascii_lowercase())),
-                    ("name", string(name.to_owned())),
-                    ("fold_name", string(name.to_ascii_lowercase())),
-                    ("protected", string(protected.to_owned())),
-                ],
-                ancestors,
-            )?);
+            let ancestors = std::iter::once(".")
+                .chain(text.match_indices('/').map(|(at, _)| &text[..at]))
+                .map(|dir| (Kind::Dir, dir.to_owned().into()))
+                .collect();
             Ok(Resource {
-                uid: id,
-                entities,
+                entity: EntitySpec {
+                    kind: Kind::Path,
+                    id: text.to_owned().into(),
+                    attrs: vec![
+                        ("path", Attr::Str(text.to_owned().into())),
+                        ("fold", Attr::Str(text.to_ascii_lowercase().into())),
+                        ("name", Attr::Str(name.to_owned().into())),
+                        ("fold_name", Attr::Str(name.to_ascii_lowercase().into())),
+                        ("protected", Attr::Str(protected.to_owned().into())),
+                    ],
+                    ancestors,
+                },
                 canonical: json!(text),
                 path: Some(path),
             })
@@ -699,31 +555,29 @@ fn build_resource(
                 }
             };
             let facts = analyse(&argv).map_err(|e| format!("command refused: {e}"))?;
-            let id = uid(&t.command, &facts.line);
-            let e = entity(
-                id.clone(),
-                [
-                    ("program", string(facts.program)),
-                    ("line", string(facts.line)),
-                    ("shell", RestrictedExpression::new_bool(facts.shell)),
-                    ("wrapper", RestrictedExpression::new_bool(facts.wrapper)),
-                ],
-                [],
-            )?;
             Ok(Resource {
-                uid: id,
-                entities: vec![e],
+                entity: leaf(
+                    Kind::Command,
+                    &facts.line,
+                    vec![
+                        ("program", Attr::Str(facts.program.into())),
+                        ("line", Attr::Str(facts.line.clone().into())),
+                        ("shell", Attr::Bool(facts.shell)),
+                        ("wrapper", Attr::Bool(facts.wrapper)),
+                    ],
+                ),
                 canonical: json!(argv),
                 path: None,
             })
         }
         "memory" => {
             let scope = target.unwrap_or("team");
-            let id = uid(&t.memory, scope);
-            let e = entity(id.clone(), [("scope", string(scope.to_owned()))], [])?;
             Ok(Resource {
-                uid: id,
-                entities: vec![e],
+                entity: leaf(
+                    Kind::Memory,
+                    scope,
+                    vec![("scope", Attr::Str(scope.to_owned().into()))],
+                ),
                 canonical: json!(scope),
                 path: None,
             })
@@ -738,29 +592,23 @@ fn build_resource(
             if scheme.is_empty() || host.is_empty() || url.chars().any(char::is_control) {
                 return Err(format!("target `{}` is not a URL", Truncated(url)));
             }
-            let id = uid(&t.url, url);
-            let e = entity(
-                id.clone(),
-                [
-                    ("scheme", string(scheme.to_ascii_lowercase())),
-                    ("host", string(host)),
-                ],
-                [],
-            )?;
             Ok(Resource {
-                uid: id,
-                entities: vec![e],
+                entity: leaf(
+                    Kind::Url,
+                    url,
+                    vec![
+                        ("scheme", Attr::Str(scheme.to_ascii_lowercase().into())),
+                        ("host", Attr::Str(host.into())),
+                    ],
+                ),
                 canonical: json!(url),
                 path: None,
             })
         }
         "git" | "github" => {
             let repo = target.unwrap_or("origin");
-            let id = uid(&t.repo, repo);
-            let e = entity(id.clone(), [], [])?;
             Ok(Resource {
-                uid: id,
-                entities: vec![e],
+                entity: leaf(Kind::Repo, repo, Vec::new()),
                 canonical: json!(repo),
                 path: None,
             })

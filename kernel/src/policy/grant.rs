@@ -26,11 +26,12 @@ use std::fmt::Write as _;
 use std::str::FromStr;
 
 use cedar_policy::{Policy, PolicyId, PolicySet, ValidationMode};
-use craik_contracts::{CapabilityGrant, PolicyProfile, Truncated, id_problem};
+use craik_contracts::{CapabilityGrant, Truncated, id_problem};
 use time::format_description::well_known::Rfc3339;
 
 use crate::path::check_segment;
 use crate::policy::bundle::{Bundle, GRANT_ID_PREFIX};
+use crate::policy::eval::Prepared;
 
 /// Why a grant was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -58,16 +59,16 @@ pub struct CompiledGrant {
     /// Exact (wildcard-free) paths it names: the only way a grant reaches a protected path.
     pub exact_paths: Vec<String>,
     pub(crate) policy: Policy,
+    /// The policy with its condition built once, for the sliced decision.
+    pub(crate) prepared: Prepared,
     pub(crate) grant: CapabilityGrant,
 }
 
-/// The grants of one task for one capability, and the policy sets a decision evaluates for
-/// them: per profile, the bundle's slice for the capability plus these grants, prebuilt so a
-/// decision is one Cedar evaluation over exactly the policies that can apply.
+/// The grants of one task for one capability: with the bundle's slice for the capability and
+/// profile, exactly the policies a decision evaluates.
 #[derive(Debug, Clone, Default)]
 struct Bucket {
     grants: Vec<CompiledGrant>,
-    by_profile: HashMap<PolicyProfile, PolicySet>,
 }
 
 /// Grants indexed by task, then capability (looked up by `&str`, without allocating), so a
@@ -99,25 +100,6 @@ impl GrantSet {
                 .or_default();
             bucket.grants.push(compiled);
         }
-        for buckets in set.by_task.values_mut() {
-            for (capability, bucket) in buckets.iter_mut() {
-                // Prebuilt for requests with no intent fact true (the common case); other slices
-                // are combined with the grants at decision time.
-                for (key, slices) in bundle.decision_slices.iter().filter(|(k, _)| k.facts == 0) {
-                    let profile = &key.profile;
-                    let mut policies = slices
-                        .get(capability)
-                        .cloned()
-                        .unwrap_or_else(PolicySet::new);
-                    for grant in &bucket.grants {
-                        // Grant ids are unique (checked above) and use a reserved prefix, so
-                        // adding cannot collide with each other or with bundle policies.
-                        let _ = policies.add(grant.policy.clone());
-                    }
-                    bucket.by_profile.insert(*profile, policies);
-                }
-            }
-        }
         Ok(set)
     }
 
@@ -141,18 +123,6 @@ impl GrantSet {
             .into_iter()
             .flat_map(|caps| caps.values())
             .flat_map(|b| &b.grants)
-    }
-
-    /// The prebuilt policy set for this task, capability and profile: the bundle's slice plus
-    /// the task's grants for the capability. `None` when the task holds no such grant.
-    pub(crate) fn policy_set(
-        &self,
-        task_id: &str,
-        capability: &str,
-        profile: PolicyProfile,
-    ) -> Option<&PolicySet> {
-        self.bucket(task_id, capability)
-            .and_then(|b| b.by_profile.get(&profile))
     }
 
     /// Every grant.
@@ -318,6 +288,7 @@ pub fn compile(bundle: &Bundle, grant: &CapabilityGrant) -> Result<CompiledGrant
         capability: grant.capability.clone(),
         cedar,
         exact_paths,
+        prepared: Prepared::new(&policy),
         policy,
         grant: grant.clone(),
     })

@@ -302,11 +302,11 @@ impl Bundle {
             decision_slices
                 .entry(key)
                 .or_default()
-                .insert(capability.clone(), Slice::new(decision));
+                .insert(capability.clone(), Slice::for_known_action(decision));
             approval_slices
                 .entry(key)
                 .or_default()
-                .insert(capability.clone(), Slice::new(approval));
+                .insert(capability.clone(), Slice::for_known_action(approval));
         }
 
         let mut decision_all = PolicySet::new();

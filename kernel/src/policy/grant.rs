@@ -288,7 +288,7 @@ pub fn compile(bundle: &Bundle, grant: &CapabilityGrant) -> Result<CompiledGrant
         capability: grant.capability.clone(),
         cedar,
         exact_paths,
-        prepared: Prepared::new(&policy),
+        prepared: Prepared::for_known_action(&policy),
         policy,
         grant: grant.clone(),
     })

@@ -18,8 +18,8 @@ use time::OffsetDateTime;
 use crate::path::TargetPath;
 use crate::policy::bundle::{Bundle, SliceKey, hex};
 use crate::policy::command::{analyse, split};
-use crate::policy::grant::{CompiledGrant, GrantSet, PathPattern};
 use crate::policy::eval::{self, Evaluation, Slice};
+use crate::policy::grant::{CompiledGrant, GrantSet, PathPattern};
 use crate::policy::inputs::{Attr, EntitySpec, Inputs, Kind, Spec};
 use crate::policy::request::{
     Approval, Decision, DecisionRequest, DenyKind, IntentScope, Mode, Verdict,
@@ -240,12 +240,8 @@ impl Bundle {
         };
         verdict.request_hash = hash_of(request, &canonical);
 
-        let (out_of_scope, outside_scope, stop) = intent_facts(
-            self,
-            request,
-            path.as_ref(),
-            &options.workspace_root,
-        );
+        let (out_of_scope, outside_scope, stop) =
+            intent_facts(self, request, path.as_ref(), &options.workspace_root);
         // Bit order of `INTENT_FLAGS`.
         let facts = u8::from(out_of_scope) | (u8::from(outside_scope) << 1) | (u8::from(stop) << 2);
         let spec = Spec {
@@ -265,7 +261,10 @@ impl Bundle {
                 ("profile", Attr::Str(request.profile.as_str().into())),
                 ("phase", Attr::Str(request.phase.as_str().into())),
                 ("iteration", Attr::Long(i64::from(request.iteration))),
-                ("max_iterations", Attr::Long(i64::from(request.max_iterations))),
+                (
+                    "max_iterations",
+                    Attr::Long(i64::from(request.max_iterations)),
+                ),
                 ("operation", Attr::Str(request.operation.as_str().into())),
                 ("now", Attr::Long(options.now.unix_timestamp())),
                 ("task_mode", Attr::Str(request.task_mode.as_str().into())),
@@ -337,8 +336,7 @@ impl Bundle {
                         request.capability,
                         target_display(&canonical)
                     )];
-                    verdict.grant_notes =
-                        grant_notes(grants, request, path.as_ref(), options.now);
+                    verdict.grant_notes = grant_notes(grants, request, path.as_ref(), options.now);
                 } else {
                     verdict.deny_kind = Some(DenyKind::ForbiddenBy);
                     self.explain(&mut verdict, reason);

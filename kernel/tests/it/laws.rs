@@ -212,3 +212,122 @@ fn slicing_never_changes_a_verdict() {
         }
     }
 }
+
+/// A bundle with extra policies over every kind of action scope (`==`, `in` a family, `in` a
+/// list mixing leaves and families, none), on principal, resource and context attributes, one
+/// of them erroring: what the sliced fast path prepares differently from Cedar's own condition.
+fn scoped_extra() -> Bundle {
+    static EXTRA: std::sync::LazyLock<Bundle> = std::sync::LazyLock::new(|| {
+        with_extra(
+            "@id(\"extra.eq\")\n@reason(\"x\")\nforbid (principal, action == Craik::Action::\"repo.write.code\", resource is Craik::Path) when { resource.name like \"*.lock\" };\n\
+             @id(\"extra.in-family\")\n@reason(\"x\")\npermit (principal, action in Craik::Action::\"repo.read\", resource) when { principal.trust == \"high\" };\n\
+             @id(\"extra.in-list\")\n@reason(\"x\")\nforbid (principal, action in [Craik::Action::\"net\", Craik::Action::\"repo.write.docs\", Craik::Action::\"git.push\"], resource) when { context.iteration > 4 && context.operation != \"read\" };\n\
+             @id(\"extra.any\")\n@reason(\"x\")\nforbid (principal, action, resource) when { context.phase == \"plan\" && principal.mode == \"live\" };\n\
+             @id(\"extra.erroring\")\n@reason(\"x\")\npermit (principal, action in Craik::Action::\"shell\", resource) when { context.iteration * 4611686018427387904 < 0 };\n",
+        )
+    });
+    EXTRA.clone()
+}
+
+fn any_target(capability: &str) -> BoxedStrategy<Option<String>> {
+    let family = capability.split('.').next().unwrap_or_default().to_owned();
+    match family.as_str() {
+        "repo" => prop_oneof![
+            path(),
+            Just("docs/adr/0001.md".to_owned()),
+            Just(".git/config".to_owned()),
+            Just(".craik/keys/x".to_owned()),
+            Just("AGENTS.md".to_owned()),
+            Just("docs/../src/Cargo.lock".to_owned()),
+            Just("/workspace/docs/a.md".to_owned()),
+            Just("/etc/passwd".to_owned()),
+            Just("docs//a.md".to_owned()),
+        ]
+        .prop_map(Some)
+        .boxed(),
+        "shell" => prop_oneof![
+            Just("cargo test".to_owned()),
+            Just("sh -c 'rm -rf /'".to_owned()),
+            Just("env FOO=1 cargo test".to_owned()),
+            Just("cargo test -- a; b".to_owned()),
+        ]
+        .prop_map(Some)
+        .boxed(),
+        "net" => prop_oneof![
+            Just(Some("https://example.org/x".to_owned())),
+            Just(Some("not a url".to_owned())),
+        ]
+        .boxed(),
+        _ => prop_oneof![Just(None), Just(Some("team".to_owned()))].boxed(),
+    }
+}
+
+fn any_request() -> impl Strategy<Value = serde_json::Value> {
+    let capabilities: Vec<String> = bundle().capabilities().map(str::to_owned).collect();
+    prop::sample::select(capabilities).prop_flat_map(|capability| {
+        (
+            any_target(&capability),
+            (
+                prop_oneof![
+                    Just("strict"),
+                    Just("trusted-local"),
+                    Just("automation"),
+                    Just("custom")
+                ],
+                prop_oneof![Just("read"), Just("write"), Just("patch"), Just("execute")],
+                prop_oneof![Just("low"), Just("medium"), Just("high")],
+                prop_oneof![Just("fixture"), Just("live")],
+            ),
+            (
+                prop_oneof![Just("plan"), Just("act"), Just("observe")],
+                0u32..9,
+                prop_oneof![Just("task_docs"), Just("task_other")],
+                prop_oneof![
+                    Just(serde_json::Value::Null),
+                    Just(json!({"out_of_scope": ["docs/"]})),
+                    Just(
+                        json!({"in_scope": ["src/"], "stop_conditions": ["capability:repo.write"]})
+                    ),
+                ],
+            ),
+            any::<bool>(),
+        )
+            .prop_map(
+                move |(
+                    target,
+                    (profile, op, trust, mode),
+                    (phase, iteration, task, intent),
+                    fail_open,
+                )| {
+                    json!({
+                        "capability": capability, "target": target, "operation": op,
+                        "profile": profile, "phase": phase, "iteration": iteration,
+                        "max_iterations": 6, "task_id": task, "intent": intent,
+                        "runner": {"id": "runner_fixture", "trust": trust, "mode": mode},
+                        "fail_open": fail_open,
+                    })
+                },
+            )
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// The sliced fast path (core-built inputs, prepared conditions with the action scope
+    /// taken as established) decides every generated request exactly as the naive baseline
+    /// (public-API inputs, every policy and grant in one set, Cedar's own authorizer), with
+    /// the committed bundle and with extra policies over every kind of action scope.
+    #[test]
+    fn the_fast_path_decides_exactly_as_cedar(r in any_request(), extra in any::<bool>()) {
+        let b = if extra { scoped_extra() } else { bundle() };
+        let g = all_grants(&b);
+        let naive = b.naive(&g);
+        let req = request(r.clone());
+        prop_assert_eq!(
+            b.decide(&g, &req, &options()),
+            b.decide_naive(&naive, &g, &req, &options()),
+            "{}", r
+        );
+    }
+}

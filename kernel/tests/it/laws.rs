@@ -229,35 +229,35 @@ fn scoped_extra() -> Bundle {
     EXTRA.clone()
 }
 
+fn one_of(values: &[&str]) -> BoxedStrategy<String> {
+    prop::sample::select(values.iter().map(|v| (*v).to_owned()).collect::<Vec<_>>()).boxed()
+}
+
 fn any_target(capability: &str) -> BoxedStrategy<Option<String>> {
-    let family = capability.split('.').next().unwrap_or_default().to_owned();
-    match family.as_str() {
-        "repo" => prop_oneof![
-            path(),
-            Just("docs/adr/0001.md".to_owned()),
-            Just(".git/config".to_owned()),
-            Just(".craik/keys/x".to_owned()),
-            Just("AGENTS.md".to_owned()),
-            Just("docs/../src/Cargo.lock".to_owned()),
-            Just("/workspace/docs/a.md".to_owned()),
-            Just("/etc/passwd".to_owned()),
-            Just("docs//a.md".to_owned()),
-        ]
-        .prop_map(Some)
-        .boxed(),
-        "shell" => prop_oneof![
-            Just("cargo test".to_owned()),
-            Just("sh -c 'rm -rf /'".to_owned()),
-            Just("env FOO=1 cargo test".to_owned()),
-            Just("cargo test -- a; b".to_owned()),
-        ]
-        .prop_map(Some)
-        .boxed(),
-        "net" => prop_oneof![
-            Just(Some("https://example.org/x".to_owned())),
-            Just(Some("not a url".to_owned())),
-        ]
-        .boxed(),
+    let tricky_paths = [
+        "docs/adr/0001.md",
+        ".git/config",
+        ".craik/keys/x",
+        "AGENTS.md",
+        "docs/../src/Cargo.lock",
+        "/workspace/docs/a.md",
+        "/etc/passwd",
+        "docs//a.md",
+    ];
+    let commands = [
+        "cargo test",
+        "sh -c 'rm -rf /'",
+        "env FOO=1 cargo test",
+        "cargo test -- a; b",
+    ];
+    match capability.split('.').next().unwrap_or_default() {
+        "repo" => prop_oneof![path(), one_of(&tricky_paths)]
+            .prop_map(Some)
+            .boxed(),
+        "shell" => one_of(&commands).prop_map(Some).boxed(),
+        "net" => one_of(&["https://example.org/x", "not a url"])
+            .prop_map(Some)
+            .boxed(),
         _ => prop_oneof![Just(None), Just(Some("team".to_owned()))].boxed(),
     }
 }

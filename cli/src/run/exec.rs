@@ -1,21 +1,25 @@
 //! Side-effect executors. Craik performs allowed actions itself; a runner never does.
 //!
-//! - Files: the target is the kernel's normalised workspace-relative path; every existing
-//!   component is checked not to be a symlink, and the file is opened through `cap-std`, whose
-//!   `Dir` cannot resolve outside the workspace (a symlink swapped in between the check and
-//!   the open still cannot escape). Writes go to a temporary file in the same directory, are
-//!   fsynced and renamed over the target (a rename replaces a symlink, never writes through
-//!   it), then the directory is fsynced.
+//! - Files: the target is the kernel's normalised workspace-relative path. It is reached one
+//!   component at a time from a descriptor of the workspace root, each directory opened with
+//!   `O_NOFOLLOW | O_DIRECTORY` relative to the descriptor of the one above it, so no
+//!   component is ever a symlink — not even one swapped in after a check: every later step
+//!   works on the descriptors already held. Files are opened `O_NOFOLLOW` (reads also
+//!   `O_NONBLOCK`, and must be regular files). Writes go to a new temporary file in the held
+//!   directory, are fsynced and renamed over the target there (a rename replaces a symlink,
+//!   never writes through it), then the directory is fsynced.
 //! - Commands: argv only, no shell; argv\[0] resolved against a fixed PATH and pinned; cwd the
 //!   workspace; environment cleared but for PATH, LANG and HOME; stdin closed; own process
 //!   group, killed as a group on timeout; stdout/stderr capped and redacted.
 
+use std::fs::File;
 use std::io::{Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use cap_std::ambient_authority;
-use cap_std::fs::{Dir, OpenOptions};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 
@@ -35,11 +39,11 @@ pub(crate) fn digest(bytes: &[u8]) -> String {
     format!("sha256:{}", to_hex(&Sha256::digest(bytes)))
 }
 
-/// The workspace, opened as a capability.
+/// The workspace, held as a descriptor of its root directory.
 #[derive(Debug)]
 pub(crate) struct Workspace {
     pub(crate) root: PathBuf,
-    dir: Dir,
+    dir: OwnedFd,
 }
 
 /// What a file in the workspace currently holds.
@@ -58,108 +62,175 @@ impl FileState {
     }
 }
 
+/// A directory opened from the workspace root without following any symlink, and the file
+/// name in it a path ends with.
+struct Parent<'a> {
+    dir: OwnedFd,
+    name: &'a str,
+}
+
 impl Workspace {
     pub(crate) fn open(root: &Path) -> Result<Self, String> {
         let root = root
             .canonicalize()
             .map_err(|e| format!("{}: {e}", root.display()))?;
-        let dir = Dir::open_ambient_dir(&root, ambient_authority())
-            .map_err(|e| format!("{}: {e}", root.display()))?;
+        let dir = rustix::fs::open(
+            &root,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| format!("{}: {e}", root.display()))?;
         Ok(Self { root, dir })
     }
 
-    /// Refuses a path any existing component of which is a symlink or not what it should be.
-    fn check_components(&self, rel: &str) -> Result<(), String> {
-        let mut prefix = PathBuf::new();
-        let segments: Vec<&str> = rel.split('/').collect();
-        for (i, seg) in segments.iter().enumerate() {
-            prefix.push(seg);
-            match self.dir.symlink_metadata(&prefix) {
-                Ok(meta) if meta.file_type().is_symlink() => {
-                    return Err(format!(
-                        "`{}` is a symlink; Craik never writes through one",
-                        prefix.display()
-                    ));
-                }
-                Ok(meta) if i + 1 < segments.len() && !meta.is_dir() => {
-                    return Err(format!("`{}` is not a directory", prefix.display()));
-                }
-                Ok(meta) if i + 1 == segments.len() && !meta.is_file() => {
-                    return Err(format!("`{}` is not a regular file", prefix.display()));
-                }
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-                Err(e) => return Err(format!("`{}`: {e}", prefix.display())),
+    /// Opens the directory holding `rel` (normalised, `/`-separated) one component at a time,
+    /// each relative to the descriptor of the one above it and never following a symlink.
+    /// `None` when a directory on the way does not exist and `create` is false.
+    fn parent<'a>(&self, rel: &'a str, create: bool) -> Result<Option<Parent<'a>>, String> {
+        let (dirs, name) = match rel.rsplit_once('/') {
+            Some((dirs, name)) => (Some(dirs), name),
+            None => (None, rel),
+        };
+        let mut dir =
+            rustix::io::fcntl_dupfd_cloexec(&self.dir, 0).map_err(|e| format!("workspace: {e}"))?;
+        let mut walked = String::new();
+        for segment in dirs.into_iter().flat_map(|d| d.split('/')) {
+            if !walked.is_empty() {
+                walked.push('/');
             }
+            walked.push_str(segment);
+            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            let opened = match rustix::fs::openat(&dir, segment, flags, Mode::empty()) {
+                Err(Errno::NOENT) if create => {
+                    match rustix::fs::mkdirat(&dir, segment, Mode::from_raw_mode(0o755)) {
+                        Ok(()) | Err(Errno::EXIST) => {}
+                        Err(e) => {
+                            return Err(format!(
+                                "`{walked}`: cannot create: {}",
+                                std::io::Error::from(e)
+                            ));
+                        }
+                    }
+                    rustix::fs::openat(&dir, segment, flags, Mode::empty())
+                }
+                other => other,
+            };
+            dir = match opened {
+                Ok(fd) => fd,
+                Err(Errno::NOENT) => return Ok(None),
+                Err(e) => return Err(refusal(&dir, segment, &walked, e)),
+            };
         }
-        Ok(())
+        Ok(Some(Parent { dir, name }))
     }
 
     /// The file's current state.
     pub(crate) fn state(&self, rel: &str) -> Result<FileState, String> {
-        self.check_components(rel)?;
-        match self.read_bytes(rel) {
-            Ok(bytes) => Ok(FileState::Present(digest(&bytes))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(FileState::Missing),
-            Err(e) => Err(format!("`{rel}`: {e}")),
+        match self.read_bytes(rel)? {
+            Some(bytes) => Ok(FileState::Present(digest(&bytes))),
+            None => Ok(FileState::Missing),
         }
     }
 
-    fn read_bytes(&self, rel: &str) -> std::io::Result<Vec<u8>> {
-        let file = self.dir.open(rel)?;
-        let mut bytes = Vec::new();
-        file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
-        if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > MAX_FILE_BYTES {
-            return Err(std::io::Error::other(format!(
-                "larger than {MAX_FILE_BYTES} bytes"
-            )));
+    /// The file's bytes; `None` when it does not exist.
+    fn read_bytes(&self, rel: &str) -> Result<Option<Vec<u8>>, String> {
+        let Some(parent) = self.parent(rel, false)? else {
+            return Ok(None);
+        };
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let fd = match rustix::fs::openat(&parent.dir, parent.name, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(e) => return Err(refusal(&parent.dir, parent.name, rel, e)),
+        };
+        let stat = rustix::fs::fstat(&fd).map_err(|e| format!("`{rel}`: {e}"))?;
+        if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+            return Err(format!("`{rel}` is not a regular file"));
         }
-        Ok(bytes)
+        let mut bytes = Vec::new();
+        File::from(fd)
+            .take(MAX_FILE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("`{rel}`: {e}"))?;
+        if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > MAX_FILE_BYTES {
+            return Err(format!("`{rel}`: larger than {MAX_FILE_BYTES} bytes"));
+        }
+        Ok(Some(bytes))
     }
 
     /// Reads a text file.
     pub(crate) fn read_text(&self, rel: &str) -> Result<String, String> {
-        self.check_components(rel)?;
-        let bytes = self.read_bytes(rel).map_err(|e| format!("`{rel}`: {e}"))?;
+        let bytes = self
+            .read_bytes(rel)?
+            .ok_or_else(|| format!("`{rel}`: {}", std::io::Error::from(Errno::NOENT)))?;
         String::from_utf8(bytes).map_err(|_| format!("`{rel}`: not UTF-8 text"))
     }
 
     /// Writes `content` to `rel` atomically.
     pub(crate) fn write(&self, rel: &str, content: &[u8], tag: &str) -> Result<(), String> {
-        self.check_components(rel)?;
-        let (parent, name) = match rel.rsplit_once('/') {
-            Some((p, n)) => (Some(p), n),
-            None => (None, rel),
-        };
-        let dir = match parent {
-            Some(p) => {
-                self.dir
-                    .create_dir_all(p)
-                    .map_err(|e| format!("`{p}`: cannot create: {e}"))?;
-                self.dir
-                    .open_dir(p)
-                    .map_err(|e| format!("`{p}`: cannot open: {e}"))?
+        let parent = self
+            .parent(rel, true)?
+            .ok_or_else(|| format!("`{rel}`: cannot create its directory"))?;
+        write_in(parent, rel, content, tag)
+    }
+}
+
+/// Writes `content` as `parent.name` in the directory already held: whatever happens to the
+/// path above it meanwhile, the file lands in that directory.
+fn write_in(parent: Parent<'_>, rel: &str, content: &[u8], tag: &str) -> Result<(), String> {
+    let Parent { dir, name } = parent;
+    // An existing target must be a regular file: never a symlink (the rename would replace
+    // it, but Craik refuses rather than surprise), a directory or anything else.
+    match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(stat) => match FileType::from_raw_mode(stat.st_mode) {
+            FileType::RegularFile => {}
+            FileType::Symlink => {
+                return Err(format!(
+                    "`{rel}` is a symlink; Craik never writes through one"
+                ));
             }
-            None => self
-                .dir
-                .try_clone()
-                .map_err(|e| format!("workspace: {e}"))?,
-        };
-        let tmp = format!(".{name}.craik-{tag}.tmp");
-        let result = (|| -> std::io::Result<()> {
-            let mut options = OpenOptions::new();
-            options.write(true).create(true).truncate(true);
-            let mut file = dir.open_with(&tmp, &options)?;
-            file.write_all(content)?;
-            file.sync_all()?;
-            dir.rename(&tmp, &dir, name)?;
-            dir.open(".")?.sync_all()
-        })();
-        if let Err(e) = result {
-            let _ = dir.remove_file(&tmp);
-            return Err(format!("`{rel}`: cannot write: {e}"));
+            _ => return Err(format!("`{rel}` is not a regular file")),
+        },
+        Err(Errno::NOENT) => {}
+        Err(e) => return Err(format!("`{rel}`: {e}")),
+    }
+    let tmp = format!(".{name}.craik-{tag}.tmp");
+    let result = (|| -> std::io::Result<()> {
+        // A temporary file left by a crash is ours to replace.
+        match rustix::fs::unlinkat(&dir, &tmp, AtFlags::empty()) {
+            Ok(()) | Err(Errno::NOENT) => {}
+            Err(e) => return Err(e.into()),
         }
+        let fd = rustix::fs::openat(
+            &dir,
+            &tmp,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o644),
+        )?;
+        let mut file = File::from(fd);
+        file.write_all(content)?;
+        file.sync_all()?;
+        rustix::fs::renameat(&dir, &tmp, &dir, name)?;
+        rustix::fs::fsync(&dir)?;
         Ok(())
+    })();
+    if let Err(e) = result {
+        let _ = rustix::fs::unlinkat(&dir, &tmp, AtFlags::empty());
+        return Err(format!("`{rel}`: cannot write: {e}"));
+    }
+    Ok(())
+}
+
+/// Why opening `name` in `dir` (reached as `shown`) failed, in words.
+fn refusal(dir: &impl AsFd, name: &str, shown: &str, error: Errno) -> String {
+    // ELOOP (O_NOFOLLOW on a symlink) or ENOTDIR: say which, from what is there now.
+    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+        .map(|stat| FileType::from_raw_mode(stat.st_mode))
+    {
+        Ok(FileType::Symlink) => format!("`{shown}` is a symlink; Craik never follows one"),
+        Ok(FileType::Directory) | Err(_) => format!("`{shown}`: {error}"),
+        Ok(_) if error == Errno::NOTDIR => format!("`{shown}` is not a directory"),
+        Ok(_) => format!("`{shown}`: {error}"),
     }
 }
 
@@ -329,4 +400,101 @@ async fn read_capped<R: tokio::io::AsyncRead + Unpin>(reader: Option<R>) -> (Str
         }
     }
     (String::from_utf8_lossy(&kept).into_owned(), truncated)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests fail loudly")]
+
+    use std::os::unix::fs::symlink;
+
+    use super::*;
+
+    fn workspace() -> (tempfile::TempDir, Workspace) {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("docs")).unwrap();
+        std::fs::create_dir_all(tmp.path().join(".git")).unwrap();
+        let ws = Workspace::open(tmp.path()).unwrap();
+        (tmp, ws)
+    }
+
+    /// The race the descriptor walk closes: the directory is opened, then swapped for a
+    /// symlink to `.git/`; the write still lands in the directory that was opened.
+    #[test]
+    fn a_directory_swapped_for_a_symlink_after_the_walk_is_not_followed() {
+        let (tmp, ws) = workspace();
+        let parent = ws.parent("docs/a.md", true).unwrap().unwrap();
+        std::fs::rename(tmp.path().join("docs"), tmp.path().join("docs-old")).unwrap();
+        symlink(tmp.path().join(".git"), tmp.path().join("docs")).unwrap();
+        write_in(parent, "docs/a.md", b"x", "t").unwrap();
+        assert!(tmp.path().join("docs-old/a.md").is_file());
+        assert!(!tmp.path().join(".git/a.md").exists());
+        // And a fresh walk now refuses the symlinked component.
+        let e = ws.write("docs/b.md", b"x", "t").unwrap_err();
+        assert!(e.contains("`docs` is a symlink"), "{e}");
+        assert!(!tmp.path().join(".git/b.md").exists());
+    }
+
+    #[test]
+    fn no_component_and_no_file_may_be_a_symlink_or_special() {
+        let (tmp, ws) = workspace();
+        std::fs::write(tmp.path().join("docs/real.md"), "real").unwrap();
+        symlink("real.md", tmp.path().join("docs/link.md")).unwrap();
+        symlink("../.git", tmp.path().join("docs/inner")).unwrap();
+        std::fs::write(tmp.path().join("plain"), "").unwrap();
+        let fifo = tmp.path().join("docs/fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            FileType::Fifo,
+            Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+
+        let e = ws.read_text("docs/link.md").unwrap_err();
+        assert!(e.contains("`docs/link.md` is a symlink"), "{e}");
+        let e = ws.write("docs/link.md", b"x", "t").unwrap_err();
+        assert!(e.contains("is a symlink"), "{e}");
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join("docs/real.md")).unwrap(),
+            "real"
+        );
+        let e = ws.write("docs/inner/config", b"x", "t").unwrap_err();
+        assert!(e.contains("`docs/inner` is a symlink"), "{e}");
+        assert!(!tmp.path().join(".git/config").exists());
+        // A FIFO is neither read (which would block) nor replaced.
+        assert!(
+            ws.read_text("docs/fifo")
+                .unwrap_err()
+                .contains("not a regular file")
+        );
+        assert!(
+            ws.write("docs/fifo", b"x", "t")
+                .unwrap_err()
+                .contains("not a regular file")
+        );
+        let e = ws.write("plain/x", b"x", "t").unwrap_err();
+        assert!(e.contains("`plain` is not a directory"), "{e}");
+        assert!(
+            ws.write("docs", b"x", "t")
+                .unwrap_err()
+                .contains("not a regular file")
+        );
+
+        assert_eq!(ws.state("docs/none/x.md").unwrap(), FileState::Missing);
+        assert_eq!(ws.state("docs/x.md").unwrap(), FileState::Missing);
+        ws.write("docs/new/deep/x.md", b"hello", "t").unwrap();
+        assert_eq!(ws.read_text("docs/new/deep/x.md").unwrap(), "hello");
+        assert_eq!(
+            ws.state("docs/new/deep/x.md").unwrap(),
+            FileState::Present(digest(b"hello"))
+        );
+        // No temporary file is left behind.
+        let names: Vec<_> = std::fs::read_dir(tmp.path().join("docs/new/deep"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["x.md"]);
+    }
 }

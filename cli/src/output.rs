@@ -74,6 +74,20 @@ impl Out {
         Ok(())
     }
 
+    /// A JSON array on stdout, each element written as the iterator yields it (the same text
+    /// [`Out::json`] writes for the collected array).
+    pub(crate) fn json_seq<T: Serialize>(
+        &mut self,
+        items: impl Iterator<Item = T>,
+    ) -> Result<(), Failure> {
+        use serde::Serializer as _;
+        serde_json::Serializer::pretty(&mut self.stdout)
+            .collect_seq(items)
+            .map_err(|e| Failure::internal(format!("cannot encode output: {e}")))?;
+        writeln!(self.stdout)?;
+        Ok(())
+    }
+
     pub(crate) fn flush(&mut self) -> io::Result<()> {
         self.stdout.flush()
     }

@@ -12,11 +12,8 @@ use serde::Serialize;
 
 use crate::cmd::keys::{default_public, read_public};
 use crate::exit::{Exit, Failure};
-use crate::files::{Input, read_bounded};
 use crate::output::{Format, Out};
 
-/// Largest journal read into memory.
-const MAX_JOURNAL_BYTES: u64 = 8 * 1024 * 1024 * 1024;
 /// The journal's file name inside a run directory.
 pub(crate) const JOURNAL_NAME: &str = "receipts.jsonl";
 
@@ -57,11 +54,6 @@ fn journals(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
         }
     }
     Ok(out)
-}
-
-fn read_journal(path: &Path) -> Result<Vec<u8>, Failure> {
-    read_bounded(&Input::File(path.to_owned()), MAX_JOURNAL_BYTES)
-        .map_err(|e| Failure::usage(format!("{}: {e}", path.display())))
 }
 
 #[derive(Serialize)]
@@ -221,30 +213,100 @@ fn resolve(run: &str, home: &Path) -> Result<PathBuf, Failure> {
     )))
 }
 
-/// Receipts decoded without verification (list/show say so).
-fn decode(bytes: &[u8]) -> Vec<(usize, Result<ReceiptPayload, String>)> {
-    bytes
-        .split(|&b| b == b'\n')
-        .enumerate()
-        .filter(|(_, line)| !line.is_empty())
-        .filter_map(|(i, line)| {
-            let envelope: Envelope = match serde_json::from_slice(line) {
-                Ok(e) => e,
-                Err(e) => return Some((i + 1, Err(format!("not an envelope: {e}")))),
-            };
-            if envelope.payload_type != RECEIPT_PAYLOAD_TYPE {
-                return None;
-            }
-            let decoded = STANDARD
-                .decode(&envelope.payload)
-                .map_err(|e| format!("payload is not base64: {e}"))
-                .and_then(|p| {
-                    serde_json::from_slice::<ReceiptPayload>(&p)
-                        .map_err(|e| format!("not a receipt: {e}"))
-                });
-            Some((i + 1, decoded))
+/// Longest journal line list/show decode (a receipt is a few KB; verification has its own
+/// limit and reports the line).
+const MAX_LINE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// A journal's receipts, decoded without verification (list/show say so), read one line at a
+/// time: memory holds one line, whatever the journal's size. Items are `(line number, receipt
+/// or why the line is not one)`; other envelopes (checkpoints) are skipped. A read error ends
+/// the iteration and is kept in `error`.
+struct Receipts {
+    reader: std::io::BufReader<std::fs::File>,
+    path: PathBuf,
+    line: usize,
+    buf: Vec<u8>,
+    error: Option<Failure>,
+}
+
+impl Receipts {
+    fn open(path: &Path) -> Result<Self, Failure> {
+        let file = std::fs::File::open(path)
+            .map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
+        Ok(Self {
+            reader: std::io::BufReader::with_capacity(1 << 20, file),
+            path: path.to_owned(),
+            line: 0,
+            buf: Vec::new(),
+            error: None,
         })
-        .collect()
+    }
+
+    /// The read error that ended the iteration, if one did.
+    fn finish(self) -> Result<(), Failure> {
+        self.error.map_or(Ok(()), Err)
+    }
+}
+
+impl Iterator for Receipts {
+    type Item = (usize, Result<ReceiptPayload, String>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        use std::io::{BufRead, Read};
+        loop {
+            self.buf.clear();
+            self.line += 1;
+            let read = (&mut self.reader)
+                .take(MAX_LINE_BYTES + 1)
+                .read_until(b'\n', &mut self.buf);
+            match read {
+                Ok(0) => return None,
+                Ok(_)
+                    if self.buf.last() != Some(&b'\n')
+                        && u64::try_from(self.buf.len()).unwrap_or(u64::MAX) > MAX_LINE_BYTES =>
+                {
+                    self.error = Some(Failure::usage(format!(
+                        "{}:{}: line longer than {MAX_LINE_BYTES} bytes",
+                        self.path.display(),
+                        self.line
+                    )));
+                    return None;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    self.error = Some(Failure::usage(format!("{}: {e}", self.path.display())));
+                    return None;
+                }
+            }
+            let line = self.buf.strip_suffix(b"\n").unwrap_or(&self.buf);
+            if line.is_empty() {
+                continue;
+            }
+            if let Some(decoded) = decode_receipt(line) {
+                return Some((self.line, decoded));
+            }
+        }
+    }
+}
+
+/// One journal line as a receipt; `None` for another kind of envelope.
+fn decode_receipt(line: &[u8]) -> Option<Result<ReceiptPayload, String>> {
+    let envelope: Envelope = match serde_json::from_slice(line) {
+        Ok(e) => e,
+        Err(e) => return Some(Err(format!("not an envelope: {e}"))),
+    };
+    if envelope.payload_type != RECEIPT_PAYLOAD_TYPE {
+        return None;
+    }
+    Some(
+        STANDARD
+            .decode(&envelope.payload)
+            .map_err(|e| format!("payload is not base64: {e}"))
+            .and_then(|p| {
+                serde_json::from_slice::<ReceiptPayload>(&p)
+                    .map_err(|e| format!("not a receipt: {e}"))
+            }),
+    )
 }
 
 /// One journal line, decoded without verification (recovery verifies first).
@@ -285,22 +347,18 @@ pub(crate) fn decode_all(bytes: &[u8]) -> Vec<(usize, Decoded)> {
 
 pub(crate) fn list(out: &mut Out, format: Format, run: &str, home: &Path) -> Result<Exit, Failure> {
     let path = resolve(run, home)?;
-    let bytes = read_journal(&path)?;
-    let receipts = decode(&bytes);
+    let mut receipts = Receipts::open(&path)?;
     match format {
         Format::Json | Format::Junit => {
-            let ok: Vec<&ReceiptPayload> = receipts
-                .iter()
-                .filter_map(|(_, r)| r.as_ref().ok())
-                .collect();
-            out.json(&ok)?;
+            // One array, written as the receipts are read.
+            out.json_seq(receipts.by_ref().filter_map(|(_, r)| r.ok()))?;
         }
         Format::Human => {
             out.line(format_args!(
                 "{} (decoded, not verified: run `craik receipts verify`)",
                 path.display()
             ))?;
-            for (line, r) in &receipts {
+            for (line, r) in receipts.by_ref() {
                 match r {
                     Ok(r) => {
                         // A decision shows its verdict and policies; an outcome, what happened.
@@ -335,6 +393,7 @@ pub(crate) fn list(out: &mut Out, format: Format, run: &str, home: &Path) -> Res
             }
         }
     }
+    receipts.finish()?;
     Ok(Exit::Ok)
 }
 
@@ -346,10 +405,11 @@ pub(crate) fn show(
     home: &Path,
 ) -> Result<Exit, Failure> {
     let path = resolve(run, home)?;
-    let bytes = read_journal(&path)?;
-    let found = decode(&bytes)
-        .into_iter()
+    let mut receipts = Receipts::open(&path)?;
+    let found = receipts
+        .by_ref()
         .find_map(|(_, r)| r.ok().filter(|r| r.seq == seq));
+    receipts.finish()?;
     let receipt = found
         .ok_or_else(|| Failure::usage(format!("{}: no receipt with seq {seq}", path.display())))?;
     match format {

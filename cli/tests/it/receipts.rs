@@ -286,6 +286,32 @@ fn list_and_show_decode_receipts() {
     assert_eq!(receipt["target"], "docs/page-2.md");
     let o = run_in(dir.path(), &["receipts", "show", "journal.jsonl", "9"]);
     assert_eq!(o.status.code(), Some(2));
+
+    // Read line by line: a damaged line is named by its number and the rest still decode;
+    // JSON lists exactly the receipts that decode, in order.
+    let journal = fs::read_to_string(dir.path().join("journal.jsonl")).unwrap();
+    let mut lines: Vec<&str> = journal.lines().collect();
+    lines.insert(1, "{not json");
+    fs::write(dir.path().join("damaged.jsonl"), lines.join("\n")).unwrap();
+    let o = run_in(dir.path(), &["receipts", "list", "damaged.jsonl"]);
+    assert_eq!(o.status.code(), Some(0), "{}", transcript(&o));
+    let out = stdout(&o);
+    assert!(out.contains("\n  line 2: not an envelope: "), "{out}");
+    assert_eq!(out.lines().count(), 5, "{out}");
+    let o = run_in(
+        dir.path(),
+        &["--format", "json", "receipts", "list", "damaged.jsonl"],
+    );
+    let listed: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    let seqs: Vec<u64> = listed.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, [0, 1, 2]);
+    let o = run_in(
+        dir.path(),
+        &["--format", "json", "receipts", "show", "damaged.jsonl", "2"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", transcript(&o));
+    let receipt: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(receipt["seq"], 2);
 }
 
 /// The commands of docs/receipts.md, run verbatim with the real `openssl`.

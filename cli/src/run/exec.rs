@@ -87,6 +87,10 @@ impl Workspace {
     /// each relative to the descriptor of the one above it and never following a symlink.
     /// `None` when a directory on the way does not exist and `create` is false.
     fn parent<'a>(&self, rel: &'a str, create: bool) -> Result<Option<Parent<'a>>, String> {
+        // The kernel hands over normalised paths; refuse anything else rather than walk it.
+        if rel.split('/').any(|s| matches!(s, "" | "." | "..")) {
+            return Err(format!("`{rel}`: not a normalised workspace path"));
+        }
         let (dirs, name) = match rel.rsplit_once('/') {
             Some((dirs, name)) => (Some(dirs), name),
             None => (None, rel),
@@ -481,6 +485,20 @@ mod tests {
                 .unwrap_err()
                 .contains("not a regular file")
         );
+
+        for bad in [
+            "../x",
+            "docs/../../x",
+            "/etc/passwd",
+            "docs//x",
+            "./x",
+            "docs/.",
+            "",
+        ] {
+            let e = ws.write(bad, b"x", "t").unwrap_err();
+            assert!(e.contains("not a normalised workspace path"), "{bad}: {e}");
+            assert!(ws.state(bad).is_err(), "{bad}");
+        }
 
         assert_eq!(ws.state("docs/none/x.md").unwrap(), FileState::Missing);
         assert_eq!(ws.state("docs/x.md").unwrap(), FileState::Missing);

@@ -49,18 +49,6 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    const ALL: [Kind; 9] = [
-        Kind::Task,
-        Kind::Runner,
-        Kind::Action,
-        Kind::Dir,
-        Kind::Path,
-        Kind::Command,
-        Kind::Memory,
-        Kind::Url,
-        Kind::Repo,
-    ];
-
     fn name(self) -> &'static str {
         match self {
             Kind::Task => "Craik::Task",
@@ -76,39 +64,69 @@ impl Kind {
     }
 }
 
-/// Entity type names, parsed once per bundle, in both APIs' types.
+/// One entity type, in both APIs' types.
+#[derive(Debug, Clone)]
+struct Type {
+    public: EntityTypeName,
+    core: ast::EntityType,
+}
+
+/// Entity type names, parsed once per bundle.
 #[derive(Debug, Clone)]
 pub(crate) struct Types {
-    public: Vec<EntityTypeName>,
-    core: Vec<ast::EntityType>,
+    task: Type,
+    runner: Type,
+    action: Type,
+    dir: Type,
+    path: Type,
+    command: Type,
+    memory: Type,
+    url: Type,
+    repo: Type,
 }
 
 impl Types {
     pub(crate) fn new() -> Result<Self, String> {
-        let public = Kind::ALL
-            .iter()
-            .map(|k| EntityTypeName::from_str(k.name()).map_err(|e| e.to_string()))
-            .collect::<Result<Vec<_>, _>>()?;
-        let core = public.iter().map(|t| t.as_ref().clone()).collect();
-        Ok(Self { public, core })
+        let t = |kind: Kind| {
+            let public = EntityTypeName::from_str(kind.name()).map_err(|e| e.to_string())?;
+            Ok::<_, String>(Type {
+                core: public.as_ref().clone(),
+                public,
+            })
+        };
+        Ok(Self {
+            task: t(Kind::Task)?,
+            runner: t(Kind::Runner)?,
+            action: t(Kind::Action)?,
+            dir: t(Kind::Dir)?,
+            path: t(Kind::Path)?,
+            command: t(Kind::Command)?,
+            memory: t(Kind::Memory)?,
+            url: t(Kind::Url)?,
+            repo: t(Kind::Repo)?,
+        })
+    }
+
+    fn of(&self, kind: Kind) -> &Type {
+        match kind {
+            Kind::Task => &self.task,
+            Kind::Runner => &self.runner,
+            Kind::Action => &self.action,
+            Kind::Dir => &self.dir,
+            Kind::Path => &self.path,
+            Kind::Command => &self.command,
+            Kind::Memory => &self.memory,
+            Kind::Url => &self.url,
+            Kind::Repo => &self.repo,
+        }
     }
 
     fn public_uid(&self, kind: Kind, id: &str) -> EntityUid {
-        let ty = self.public.get(kind as usize).cloned();
-        // `public` holds every kind (built from `Kind::ALL`, in its order).
-        EntityUid::from_type_name_and_id(
-            ty.unwrap_or_else(|| unreachable!("Types holds every Kind")),
-            EntityId::new(id),
-        )
+        EntityUid::from_type_name_and_id(self.of(kind).public.clone(), EntityId::new(id))
     }
 
     fn core_uid(&self, kind: Kind, id: &str) -> ast::EntityUID {
-        let ty = self.core.get(kind as usize).cloned();
-        ast::EntityUID::from_components(
-            ty.unwrap_or_else(|| unreachable!("Types holds every Kind")),
-            ast::Eid::new(id),
-            None,
-        )
+        ast::EntityUID::from_components(self.of(kind).core.clone(), ast::Eid::new(id), None)
     }
 }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::runs::{run_example, run_json, scratch_example, verify_run};
+use crate::runs::{json_out, receipts, run_example, run_json, scratch_example, verify_run};
 use crate::{craik, repo_root, transcript};
 
 fn adapter_bin(name: &str) -> PathBuf {
@@ -161,12 +161,8 @@ fn craik_run_through_each_shipped_adapter() {
     );
     let mut resumed = None;
     for _ in 0..4 {
-        let list = craik()
-            .args(["approvals", "list", "--format", "json", "--home"])
-            .arg(h)
-            .output()
-            .unwrap();
-        let pending: Vec<Value> = serde_json::from_slice(&list.stdout).unwrap();
+        let pending: Vec<Value> =
+            serde_json::from_value(json_out(h, &["approvals", "list"])).unwrap();
         let Some(a) = pending.first() else { break };
         assert_eq!(a["policies"], json!(["runner.prompt-handoff"]));
         let ok = craik()
@@ -241,12 +237,7 @@ fn the_matrix_denies_unsupported_capabilities_before_policy() {
     let home = dir.path().join("home");
     let (exit, id, text) = run_example(&home, &ex, &["--runner", "gemini"]);
     assert_eq!(exit, 1, "{text}");
-    let receipts = craik()
-        .args(["receipts", "list", &id, "--format", "json", "--home"])
-        .arg(&home)
-        .output()
-        .unwrap();
-    let receipts: Vec<Value> = serde_json::from_slice(&receipts.stdout).unwrap();
+    let receipts: Vec<Value> = receipts(&home, &id);
     assert_eq!(
         receipts[0]["determining_policies"],
         json!(["runner.unsupported"])
@@ -381,12 +372,7 @@ fn hostile_adapters_end_in_a_failed_step_with_a_receipt() {
         let reason = run["stop_reason"].as_str().unwrap();
         assert!(reason.contains(expect), "{mode}: {reason}");
         assert!(!reason.contains('\n'));
-        let receipts = craik()
-            .args(["receipts", "list", &id, "--format", "json", "--home"])
-            .arg(&home)
-            .output()
-            .unwrap();
-        let receipts: Vec<Value> = serde_json::from_slice(&receipts.stdout).unwrap();
+        let receipts: Vec<Value> = receipts(&home, &id);
         let last = receipts.last().unwrap();
         assert_eq!(
             last["determining_policies"],

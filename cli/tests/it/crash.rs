@@ -9,7 +9,7 @@ use std::process::Stdio;
 
 use serde_json::{Value, json};
 
-use crate::runs::{run_json, scratch_example, verify_run};
+use crate::runs::{receipts, run_json, scratch_example, verify_run};
 use crate::{craik, transcript};
 
 fn scenario() -> Value {
@@ -64,12 +64,7 @@ fn run_and_kill(example: &Path, home: &Path, n: u64) -> bool {
 }
 
 fn outcome_receipts(home: &Path, id: &str) -> Vec<Value> {
-    let out = craik()
-        .args(["receipts", "list", id, "--format", "json", "--home"])
-        .arg(home)
-        .output()
-        .unwrap();
-    let all: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let all: Vec<Value> = receipts(home, id);
     all.into_iter()
         .filter(|r| r["decided_by"]["kind"] == "outcome")
         .collect()

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use crate::runs::{run_json, scratch_example, verify_run};
+use crate::runs::{receipts, run_json, scratch_example, verify_run};
 use crate::{craik, transcript};
 
 #[derive(Debug, Clone)]
@@ -362,12 +362,7 @@ fn every_api_family_plain_and_streamed_through_rate_limits() {
             assert_eq!(run_json(&home, &id)["status"], "completed", "{what}");
             verify_run(&home, &id, false);
             // The tool call became a proposal Craik decided and performed.
-            let receipts = craik()
-                .args(["receipts", "list", &id, "--format", "json", "--home"])
-                .arg(&home)
-                .output()
-                .unwrap();
-            let receipts: Vec<Value> = serde_json::from_slice(&receipts.stdout).unwrap();
+            let receipts: Vec<Value> = receipts(&home, &id);
             assert!(
                 receipts.iter().any(|r| r["capability"] == "repo.read"
                     && r["decided_by"]["kind"] == "outcome"

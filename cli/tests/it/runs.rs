@@ -38,9 +38,14 @@ pub(crate) fn run_json(home: &Path, id: &str) -> Value {
 }
 
 pub(crate) fn verify_run(home: &Path, id: &str, allow_open: bool) {
+    verify_journals(home, &home.join("runs").join(id), allow_open);
+}
+
+/// `craik receipts verify PATH` with the home's key succeeds.
+fn verify_journals(home: &Path, path: &Path, allow_open: bool) {
     let mut cmd = craik();
     cmd.args(["receipts", "verify"])
-        .arg(home.join("runs").join(id))
+        .arg(path)
         .arg("--key")
         .arg(home.join("keys/signing.pub.pem"));
     if allow_open {
@@ -68,13 +73,21 @@ fn validate_persisted(home: &Path, id: &str) {
     assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
 }
 
-fn receipts(home: &Path, id: &str) -> Vec<Value> {
+/// `craik ARGS --format json --home HOME`, which must succeed, as JSON.
+pub(crate) fn json_out(home: &Path, args: &[&str]) -> Value {
     let out = craik()
-        .args(["receipts", "list", id, "--format", "json", "--home"])
+        .args(args)
+        .args(["--format", "json", "--home"])
         .arg(home)
         .output()
         .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", transcript(&out));
     serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The run's receipts, decoded.
+pub(crate) fn receipts(home: &Path, id: &str) -> Vec<Value> {
+    serde_json::from_value(json_out(home, &["receipts", "list", id])).unwrap()
 }
 
 fn example(name: &str) -> PathBuf {
@@ -129,7 +142,7 @@ fn the_docs_review_example_changes_only_its_scratch_workspace() {
     let (exit, id, _) = run_example(home.path(), &example("docs-review"), &[]);
     assert_eq!(exit, 0);
     let run_dir = home.path().join("runs").join(&id);
-    let changed = std::fs::read_to_string(run_dir.join("workspace/docs/status.md")).unwrap();
+    let changed = workspace_text(home.path(), &id, "docs/status.md");
     assert!(changed.contains("Status: current"), "{changed}");
     assert_eq!(
         std::fs::read_to_string(example("docs-review/workspace/docs/status.md")).unwrap(),
@@ -181,6 +194,11 @@ fn approve(home: &Path, id: &str, by: &str) -> std::process::Output {
     review(home, "approve", id, by, &[])
 }
 
+/// A file of the run's scratch workspace.
+fn workspace_text(home: &Path, id: &str, rel: &str) -> String {
+    std::fs::read_to_string(home.join("runs").join(id).join("workspace").join(rel)).unwrap()
+}
+
 /// The run's status and stop reason.
 pub(crate) fn stopped(home: &Path, id: &str) -> (String, String) {
     let run = run_json(home, id);
@@ -191,12 +209,7 @@ pub(crate) fn stopped(home: &Path, id: &str) -> (String, String) {
 }
 
 fn pending_approval(home: &Path) -> String {
-    let out = craik()
-        .args(["approvals", "list", "--format", "json", "--home"])
-        .arg(home)
-        .output()
-        .unwrap();
-    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let list: Value = json_out(home, &["approvals", "list"]);
     list[0]["id"].as_str().unwrap().to_owned()
 }
 
@@ -252,20 +265,8 @@ fn approval_round_trip_from_the_cli() {
             .unwrap()
             .contains(&approval)
     );
-    let review = craik()
-        .args(["receipts", "verify"])
-        .arg(h.join("reviews"))
-        .arg("--key")
-        .arg(h.join("keys/signing.pub.pem"))
-        .output()
-        .unwrap();
-    assert_eq!(review.status.code(), Some(0), "{}", transcript(&review));
-    let show = craik()
-        .args(["approvals", "show", &approval, "--format", "json", "--home"])
-        .arg(h)
-        .output()
-        .unwrap();
-    let record: Value = serde_json::from_slice(&show.stdout).unwrap();
+    verify_journals(h, &h.join("reviews"), false);
+    let record: Value = json_out(h, &["approvals", "show", &approval]);
     assert_eq!(record["status"], "consumed");
     // Resuming a finished run changes nothing.
     let again = resume(h, &id);
@@ -287,12 +288,7 @@ fn a_denied_approval_blocks_the_run() {
     assert_eq!(status, "blocked");
     assert!(reason.contains("denied by user:alice"), "{reason}");
     verify_run(h, &id, false);
-    let file = h.join("runs").join(&id).join("workspace/docs/status.md");
-    assert!(
-        std::fs::read_to_string(file)
-            .unwrap()
-            .contains("Status: stale")
-    );
+    assert!(workspace_text(h, &id, "docs/status.md").contains("Status: stale"));
 }
 
 #[test]
@@ -309,22 +305,10 @@ fn an_approval_never_covers_a_changed_action() {
     std::fs::write(&events, text.replace("Status: current", "Status: pwned!!")).unwrap();
     let out = resume(h, &id);
     assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
-    let run = run_json(h, &id);
-    assert_eq!(run["status"], "blocked");
-    assert!(
-        run["stop_reason"]
-            .as_str()
-            .unwrap()
-            .contains("awaiting approval"),
-        "{}",
-        run["stop_reason"]
-    );
-    let file = h.join("runs").join(&id).join("workspace/docs/status.md");
-    assert!(
-        std::fs::read_to_string(file)
-            .unwrap()
-            .contains("Status: stale")
-    );
+    let (status, reason) = stopped(h, &id);
+    assert_eq!(status, "blocked");
+    assert!(reason.contains("awaiting approval"), "{reason}");
+    assert!(workspace_text(h, &id, "docs/status.md").contains("Status: stale"));
 }
 
 #[test]
@@ -350,9 +334,7 @@ fn shadow_mode_decides_and_receipts_but_performs_nothing() {
     let (_, id, text) = run_example(home.path(), &example("docs-review"), &["--shadow"]);
     let run_dir = home.path().join("runs").join(&id);
     assert!(
-        std::fs::read_to_string(run_dir.join("workspace/docs/status.md"))
-            .unwrap()
-            .contains("Status: stale"),
+        workspace_text(home.path(), &id, "docs/status.md").contains("Status: stale"),
         "{text}"
     );
     assert!(!run_dir.join("workspace/docs/review-notes.md").exists());
@@ -727,12 +709,7 @@ fn runs_list_show_handoff_and_cancel() {
     let h = home.path();
     let (_, done, _) = run_example(h, &example("adr-denied"), &[]);
     let (_, parked, _) = run_example(h, &example("approval"), &[]);
-    let list = craik()
-        .args(["runs", "list", "--format", "json", "--home"])
-        .arg(h)
-        .output()
-        .unwrap();
-    let rows: Value = serde_json::from_slice(&list.stdout).unwrap();
+    let rows: Value = json_out(h, &["runs", "list"]);
     assert_eq!(rows.as_array().unwrap().len(), 2);
     let show = craik()
         .args(["runs", "show", &done, "--home"])
@@ -762,12 +739,7 @@ fn runs_list_show_handoff_and_cancel() {
     assert_eq!(cancel.status.code(), Some(0), "{}", transcript(&cancel));
     assert_eq!(run_json(h, &parked)["status"], "interrupted");
     verify_run(h, &parked, false);
-    let handoff = craik()
-        .args(["handoff", "show", &parked, "--format", "json", "--home"])
-        .arg(h)
-        .output()
-        .unwrap();
-    let handoff: Value = serde_json::from_slice(&handoff.stdout).unwrap();
+    let handoff: Value = json_out(h, &["handoff", "show", &parked]);
     assert_eq!(handoff["status"], "incomplete");
     assert!(handoff["completed_actions"].as_array().unwrap().is_empty());
     assert!(
@@ -790,12 +762,7 @@ fn memory_review_needs_a_human_and_is_receipted() {
     let home = tempfile::tempdir().unwrap();
     let h = home.path();
     run_example(h, &example("docs-review"), &[]);
-    let list = craik()
-        .args(["memory", "list", "--format", "json", "--home"])
-        .arg(h)
-        .output()
-        .unwrap();
-    let list: Value = serde_json::from_slice(&list.stdout).unwrap();
+    let list: Value = json_out(h, &["memory", "list"]);
     let id = list[0]["id"].as_str().unwrap().to_owned();
     let decide = |verb: &str, by: &str| {
         craik()
@@ -833,14 +800,7 @@ fn memory_review_needs_a_human_and_is_receipted() {
     let m: Value = serde_json::from_slice(&shown.stdout).unwrap();
     assert_eq!(m["status"], "approved");
     assert_eq!(m["decided_by"], "user:alice");
-    let verify = craik()
-        .args(["receipts", "verify"])
-        .arg(h.join("reviews"))
-        .arg("--key")
-        .arg(h.join("keys/signing.pub.pem"))
-        .output()
-        .unwrap();
-    assert_eq!(verify.status.code(), Some(0), "{}", transcript(&verify));
+    verify_journals(h, &h.join("reviews"), false);
     // A proposal without evidence cannot be approved.
     let path = h.join("memory").join(format!("{id}.json"));
     let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
@@ -885,19 +845,13 @@ fn an_expired_approval_is_not_honoured() {
     assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
     let resumed = resume(h, &id);
     assert_eq!(resumed.status.code(), Some(1), "{}", transcript(&resumed));
-    let run = run_json(h, &id);
-    assert_eq!(run["status"], "blocked");
-    let reason = run["stop_reason"].as_str().unwrap();
+    let (status, reason) = stopped(h, &id);
+    assert_eq!(status, "blocked");
     assert!(
         reason.contains("awaiting approval") && !reason.contains(&approval),
         "{reason}"
     );
-    let file = h.join("runs").join(&id).join("workspace/docs/status.md");
-    assert!(
-        std::fs::read_to_string(file)
-            .unwrap()
-            .contains("Status: stale")
-    );
+    assert!(workspace_text(h, &id, "docs/status.md").contains("Status: stale"));
     verify_run(h, &id, true);
 }
 

@@ -14,9 +14,7 @@ use craik_contracts::channel::{
     PROTOCOL_VERSION, ShutdownRequest, ShutdownResponse, StepOutcome, StepRequest, StepResponse,
     codes,
 };
-use craik_contracts::{
-    Contract, Object, RunnerCapabilityMatrix, RunnerStepRequest, RunnerStepResult, decode_document,
-};
+use craik_contracts::{Object, RunnerCapabilityMatrix, RunnerStepRequest, RunnerStepResult};
 use serde::Serialize;
 
 /// What a runner behind the channel implements.
@@ -92,13 +90,8 @@ impl Events<'_> {
 
 /// An adapter's own copy of its shipped matrix (the host checks it against its own).
 pub(crate) fn embedded_matrix(text: &str) -> Result<RunnerCapabilityMatrix, String> {
-    let doc = decode_document(text.as_bytes(), Some(RunnerCapabilityMatrix::KIND));
-    doc.records
-        .into_iter()
-        .next()
-        .and_then(|r| r.outcome.ok())
-        .and_then(RunnerCapabilityMatrix::from_any)
-        .ok_or_else(|| "the embedded matrix is invalid".into())
+    craik_contracts::decode_single(text.as_bytes())
+        .map_err(|problems| format!("the embedded matrix is invalid: {}", problems.join("; ")))
 }
 
 /// A scenario file for fixture mode.
@@ -106,22 +99,8 @@ pub(crate) fn embedded_matrix(text: &str) -> Result<RunnerCapabilityMatrix, Stri
 pub(crate) fn load_scenario(path: &str) -> Result<craik_contracts::FixtureScenario, String> {
     use craik_contracts::FixtureScenario;
     let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
-    let doc = decode_document(&bytes, Some(FixtureScenario::KIND));
-    if let Some(e) = doc.error {
-        return Err(format!("{path}: {e}"));
-    }
-    match doc.records.into_iter().next().map(|r| r.outcome) {
-        Some(Ok(any)) => FixtureScenario::from_any(any)
-            .ok_or_else(|| format!("{path}: not a craik.fixture_scenario")),
-        Some(Err(problems)) => Err(format!(
-            "{path}: {}",
-            problems
-                .first()
-                .map(ToString::to_string)
-                .unwrap_or_default()
-        )),
-        None => Err(format!("{path}: holds no record")),
-    }
+    craik_contracts::decode_single::<FixtureScenario>(&bytes)
+        .map_err(|problems| format!("{path}: {}", problems.join("; ")))
 }
 
 /// The `initialize` answer of an adapter whose identity is `matrix` (the protocol version is

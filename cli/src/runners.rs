@@ -2,7 +2,7 @@
 //! host takes a runner's identity, trust and per-capability support from here — never from
 //! what an adapter claims about itself — and the kernel's decision consumes it.
 
-use craik_contracts::{Contract, RunnerCapabilityMatrix, decode_document};
+use craik_contracts::RunnerCapabilityMatrix;
 
 use crate::exit::Failure;
 
@@ -30,13 +30,12 @@ pub(crate) fn matrix(name: &str) -> Result<RunnerCapabilityMatrix, Failure> {
             names().collect::<Vec<_>>().join(", ")
         ))
     })?;
-    let doc = decode_document(text.as_bytes(), Some(RunnerCapabilityMatrix::KIND));
-    doc.records
-        .into_iter()
-        .next()
-        .and_then(|r| r.outcome.ok())
-        .and_then(RunnerCapabilityMatrix::from_any)
-        .ok_or_else(|| Failure::internal(format!("the embedded matrix of `{short}` is invalid")))
+    craik_contracts::decode_single(text.as_bytes()).map_err(|problems| {
+        Failure::internal(format!(
+            "the embedded matrix of `{short}` is invalid: {}",
+            problems.join("; ")
+        ))
+    })
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use serde_json::value::RawValue;
 
 use crate::display::Truncated;
 use crate::problem::Problem;
-use crate::registry::{AnyContract, Kind, json_problem};
+use crate::registry::{AnyContract, Contract, Kind, json_problem};
 
 /// Where a record sits in its document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +47,27 @@ impl Document {
     /// True when the document and every record are valid.
     pub fn is_valid(&self) -> bool {
         self.error.is_none() && self.records.iter().all(|r| r.outcome.is_ok())
+    }
+}
+
+/// `bytes` as exactly one contract of type `T`. Otherwise every problem found, in file order,
+/// each one line (`$.path: message (line L, column C)`): the document's, each record's, a
+/// second record, or no record at all.
+pub fn decode_single<T: Contract>(bytes: &[u8]) -> Result<T, Vec<String>> {
+    let doc = decode_document(bytes, Some(T::KIND));
+    let mut problems: Vec<String> = doc.error.iter().map(ToString::to_string).collect();
+    let mut found = None;
+    for record in doc.records {
+        match record.outcome {
+            Ok(c) if found.is_none() => found = T::from_any(c),
+            Ok(_) => problems.push("holds more than one record".into()),
+            Err(ps) => problems.extend(ps.iter().map(ToString::to_string)),
+        }
+    }
+    match found {
+        Some(v) if problems.is_empty() => Ok(v),
+        _ if problems.is_empty() => Err(vec![format!("not a {}", T::KIND.schema_name())]),
+        _ => Err(problems),
     }
 }
 

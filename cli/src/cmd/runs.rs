@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use craik_contracts::{
     CapabilityGrant, Contract, FixtureScenario, Handoff, IntentLock, MemoryProposal,
     PolicyEnvelope, PolicyProfile, ProposalStatus, ReceiptResult, ReceiptStatus,
-    RunnerCapabilityMatrix, TaskRequest, TaskRun, Timestamp, decode_document,
+    RunnerCapabilityMatrix, TaskRequest, TaskRun, Timestamp,
 };
 use craik_kernel::{
     DecidedBy, DecidedByKind, Decision, Ed25519Signer, JournalWriter, KeyRing, Mode, ReceiptDraft,
@@ -64,30 +64,13 @@ fn read_file(path: &Path) -> Result<Vec<u8>, Failure> {
 
 /// `bytes` (read from `path`) as exactly one `T`; every problem names the file and field.
 fn decode_one<T: Contract>(path: &Path, bytes: &[u8]) -> Result<T, Failure> {
-    let doc = decode_document(bytes, Some(T::KIND));
-    let label = path.display().to_string();
-    let mut problems: Vec<String> = doc.error.iter().map(|p| format!("{label}: {p}")).collect();
-    let mut found = None;
-    for record in doc.records {
-        match record.outcome {
-            Ok(c) if found.is_none() => found = T::from_any(c),
-            Ok(_) => problems.push(format!("{label}: holds more than one record")),
-            Err(ps) => problems.extend(ps.iter().map(|p| format!("{label}: {p}"))),
-        }
-    }
-    match found {
-        Some(v) if problems.is_empty() => Ok(v),
-        _ => {
-            if problems.is_empty() {
-                problems.push(format!("{label}: not a {}", T::KIND.schema_name()));
-            }
-            let first = problems.first().cloned().unwrap_or_default();
-            Err(Failure::invalid(
-                first,
-                problems.into_iter().skip(1).collect(),
-            ))
-        }
-    }
+    craik_contracts::decode_single(bytes).map_err(|problems| {
+        let mut lines = problems
+            .into_iter()
+            .map(|p| format!("{}: {p}", path.display()));
+        let first = lines.next().unwrap_or_default();
+        Failure::invalid(first, lines.collect())
+    })
 }
 
 /// An example directory's files, with the command line's flags taking precedence.

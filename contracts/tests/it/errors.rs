@@ -2,7 +2,7 @@
 //! reference payload is refused with a path that names it; free-form objects are the only
 //! places that accept arbitrary keys.
 
-use craik_contracts::{Kind, decode_document};
+use craik_contracts::{Kind, TaskRequest, decode_document, decode_single};
 use serde_json::Value;
 
 use crate::upstream_fixtures;
@@ -195,4 +195,35 @@ fn semantic_rules_report_every_problem() {
             "$.authority: a `orchestrator` role must hold `coordinate` authority",
         ]
     );
+}
+
+/// Exactly one record of the asked type, or every problem in one line each.
+#[test]
+fn decode_single_wants_exactly_one_record_of_its_type() {
+    let fixtures = upstream_fixtures();
+    let task = fixtures["craik.task_request"].clone();
+    let one = serde_json::to_vec(&task).unwrap();
+    let decoded: TaskRequest = decode_single(&one).unwrap();
+    assert_eq!(
+        serde_json::to_value(&decoded).unwrap()["schema"],
+        task["schema"]
+    );
+
+    let two = serde_json::to_vec(&serde_json::json!([task, task])).unwrap();
+    assert_eq!(
+        decode_single::<TaskRequest>(&two).unwrap_err(),
+        ["holds more than one record"]
+    );
+    let empty = decode_single::<TaskRequest>(b"[]").unwrap_err();
+    assert_eq!(
+        empty,
+        ["$: empty array, expected at least one contract object"]
+    );
+    let mut bad = task.clone();
+    bad["bogus"] = serde_json::json!(1);
+    let problems = decode_single::<TaskRequest>(&serde_json::to_vec(&bad).unwrap()).unwrap_err();
+    assert!(problems[0].starts_with("$.bogus: "), "{problems:?}");
+    let broken = decode_single::<TaskRequest>(b"{\"schema\": ").unwrap_err();
+    assert_eq!(broken.len(), 1);
+    assert!(!broken[0].contains('\n'), "{broken:?}");
 }

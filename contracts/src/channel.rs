@@ -252,30 +252,9 @@ pub enum ChannelMessage {
 
 /// The channel's JSON Schema (draft 2020-12), as committed in `contracts/schema/`.
 pub fn channel_schema_text() -> String {
-    let generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
-    let schema = generator.into_root_schema_for::<ChannelMessage>();
-    let mut value = schema.to_value();
-    if let serde_json::Value::Object(map) = &mut value {
-        let mut ordered = serde_json::Map::new();
-        ordered.insert(
-            "$schema".into(),
-            "https://json-schema.org/draft/2020-12/schema".into(),
-        );
-        ordered.insert(
-            "$id".into(),
-            format!("urn:craik:channel:{PROTOCOL_VERSION}").into(),
-        );
-        ordered.insert("title".into(), "craik.channel/1 message".into());
-        ordered.insert(
-            "description".into(),
-            "One line of the Craik adapter channel (docs/protocol.md), either way.".into(),
-        );
-        for (k, v) in std::mem::take(map) {
-            ordered.entry(k).or_insert(v);
-        }
-        *map = ordered;
-    }
-    let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
-    text.push('\n');
-    text
+    crate::schema_text(&crate::schema_document::<ChannelMessage>(
+        &format!("urn:craik:channel:{PROTOCOL_VERSION}"),
+        "craik.channel/1 message",
+        "One line of the Craik adapter channel (docs/protocol.md), either way.",
+    ))
 }

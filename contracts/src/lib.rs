@@ -52,7 +52,7 @@ pub use project::{
     AgentRole, Assumption, CaseFile, ContradictionReport, DocsProfile, EvidenceReference, Fact,
     IntentLock, MemoryProfile, ProjectProfile, RepoProfile, TaskRequest, WorkGraphEvent,
 };
-pub use registry::{AnyContract, Contract, Kind};
+pub use registry::{AnyContract, Contract, Kind, schema_document, schema_text};
 pub use roundtrip::{RoundTrip, compare as compare_roundtrip};
 pub use run::{
     Handoff, MemoryBackendCapabilities, MemoryOptionalCapabilities, MemoryProposal,

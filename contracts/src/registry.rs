@@ -161,34 +161,34 @@ impl Kind {
 
     /// The JSON Schema as committed: pretty-printed, two-space indent, trailing newline.
     pub fn json_schema_text(self) -> String {
-        let mut text = serde_json::to_string_pretty(&self.json_schema())
-            .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
-        text.push('\n');
-        text
+        schema_text(&self.json_schema())
     }
 }
 
 fn schema_of<T: JsonSchema>(kind: Kind) -> Value {
+    schema_document::<T>(
+        &format!(
+            "urn:craik:contract:{}:{}",
+            kind.name(),
+            crate::CONTRACT_VERSION
+        ),
+        kind.schema_name(),
+        kind.description(),
+    )
+}
+
+/// The JSON Schema (draft 2020-12) of `T` as Craik commits its schemas: the header keys
+/// (`$schema`, `$id`, `title`, `description`) first, so a reader sees what the file is before
+/// its body, then the generated schema.
+pub fn schema_document<T: JsonSchema>(id: &str, title: &str, description: &str) -> Value {
     let generator = SchemaSettings::draft2020_12().into_generator();
-    let schema = generator.into_root_schema_for::<T>();
-    match schema.to_value() {
+    match generator.into_root_schema_for::<T>().to_value() {
         Value::Object(generated) => {
-            // Header keys first, so a reader sees what the file is before its body.
             let mut ordered = serde_json::Map::new();
             ordered.insert("$schema".into(), Value::String(DRAFT_2020_12.into()));
-            ordered.insert(
-                "$id".into(),
-                Value::String(format!(
-                    "urn:craik:contract:{}:{}",
-                    kind.name(),
-                    crate::CONTRACT_VERSION
-                )),
-            );
-            ordered.insert("title".into(), Value::String(kind.schema_name().into()));
-            ordered.insert(
-                "description".into(),
-                Value::String(kind.description().into()),
-            );
+            ordered.insert("$id".into(), Value::String(id.into()));
+            ordered.insert("title".into(), Value::String(title.into()));
+            ordered.insert("description".into(), Value::String(description.into()));
             for (key, value) in generated {
                 ordered.entry(key).or_insert(value);
             }
@@ -196,6 +196,14 @@ fn schema_of<T: JsonSchema>(kind: Kind) -> Value {
         }
         other => other,
     }
+}
+
+/// A schema as committed: pretty-printed, two-space indent, trailing newline.
+pub fn schema_text(schema: &Value) -> String {
+    let mut text =
+        serde_json::to_string_pretty(schema).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    text.push('\n');
+    text
 }
 
 const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";

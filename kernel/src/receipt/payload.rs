@@ -144,45 +144,22 @@ pub fn receipt_hash(payload: &[u8]) -> String {
 /// `contracts/schema/` (`receipt.schema.json`, `checkpoint.schema.json`) for auditors who
 /// check payloads in other languages.
 pub fn payload_schema_text(checkpoint: bool) -> String {
-    let generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
-    let (schema, name, title, description) = if checkpoint {
-        (
-            generator.into_root_schema_for::<Checkpoint>(),
-            "checkpoint",
+    use craik_contracts::{CONTRACT_VERSION, schema_document, schema_text};
+    let id = |name: &str| format!("urn:craik:receipt:{name}:{CONTRACT_VERSION}");
+    let schema = if checkpoint {
+        schema_document::<Checkpoint>(
+            &id("checkpoint"),
             "craik.receipt_checkpoint",
             "A signed statement of a journal's size and RFC 9162 Merkle root (DSSE payload).",
         )
     } else {
-        (
-            generator.into_root_schema_for::<ReceiptPayload>(),
-            "receipt",
+        schema_document::<ReceiptPayload>(
+            &id("receipt"),
             "craik.capability_receipt",
             "A signed receipt: craik.capability_receipt extended with the chain and decision fields (DSSE payload).",
         )
     };
-    let mut ordered = serde_json::Map::new();
-    ordered.insert(
-        "$schema".into(),
-        "https://json-schema.org/draft/2020-12/schema".into(),
-    );
-    ordered.insert(
-        "$id".into(),
-        format!(
-            "urn:craik:receipt:{name}:{}",
-            craik_contracts::CONTRACT_VERSION
-        )
-        .into(),
-    );
-    ordered.insert("title".into(), title.into());
-    ordered.insert("description".into(), description.into());
-    if let Value::Object(map) = schema.to_value() {
-        for (k, v) in map {
-            ordered.entry(k).or_insert(v);
-        }
-    }
-    let mut text = serde_json::to_string_pretty(&Value::Object(ordered)).unwrap_or_default();
-    text.push('\n');
-    text
+    schema_text(&schema)
 }
 
 #[cfg(test)]

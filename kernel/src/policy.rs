@@ -3,6 +3,7 @@
 mod bundle;
 mod command;
 pub(crate) mod decide;
+mod effect;
 mod eval;
 mod grant;
 mod inputs;
@@ -17,6 +18,7 @@ pub use decide::{
     DecideOptions, NaivePolicies, RUNNER_PROMPT_HANDOFF, RUNNER_UNSUPPORTED, RunnerSupport,
     glob_matches, request_hash,
 };
+pub use effect::{Effect, OPERATIONS, operations_of};
 pub use grant::{CompiledGrant, GrantError, GrantSet, PathPattern, compile as compile_grant};
 pub use request::{
     Approval, Decision, DecisionRequest, DenyKind, IntentScope, Mode, RunnerRef, Verdict,

@@ -18,9 +18,9 @@ use craik_contracts::{
 };
 use craik_kernel::{
     Approval, Bundle, DecideOptions, DecidedBy, DecidedByKind, Decision, DecisionRequest, DenyKind,
-    Ed25519Signer, Gate, GrantSet, IntentScope, JournalWriter, KeyRing, Mode, Next, ReceiptDraft,
-    ReceiptPayload, RunLoop, RunnerRef, RunnerSupport, TargetPath, Verdict, is_terminal,
-    redact_checked, redact_value,
+    Ed25519Signer, Effect, Gate, GrantSet, IntentScope, JournalWriter, KeyRing, Mode, Next,
+    ReceiptDraft, ReceiptPayload, RunLoop, RunnerRef, RunnerSupport, TargetPath, Verdict,
+    is_terminal, redact_checked, redact_value,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -470,8 +470,18 @@ impl Host {
                 }
                 continue;
             };
+            let effect = Effect::of(&action.proposed.capability, &action.proposed.operation);
+            if effect.is_some_and(|e| !e.is_side_effect()) {
+                // A read has no side effect: nothing is uncertain, it is decided afresh.
+                self.executing.remove(&action.id);
+                found.push(format!(
+                    "{}: a read was interrupted; it has no side effect and will be decided again",
+                    action.id
+                ));
+                continue;
+            }
             // Started, no outcome: uncertain.
-            let file_action = matches!(action.proposed.operation.as_str(), "write" | "patch");
+            let file_action = matches!(effect, Some(Effect::WriteFile | Effect::PatchFile));
             let target = action.proposed.target.clone().unwrap_or_default();
             if file_action {
                 let current = TargetPath::normalize(&self.workspace_root(), &target)
@@ -959,23 +969,25 @@ impl Host {
             return Some(refused.clone());
         }
         let p = &action.proposed;
-        let family = p.capability.split('.').next().unwrap_or_default();
-        let problem = match (family, p.operation.as_str()) {
-            ("repo", "read") if p.target.is_none() => Some("`read` needs a `target`"),
-            ("repo", "write") if p.content.is_none() || p.target.is_none() => {
+        // The executor is the one the (capability, operation) pair names in the kernel's
+        // table; a pair outside it is refused here and again by the kernel.
+        let problem = match Effect::of(&p.capability, &p.operation) {
+            None => Some("operation does not belong to this capability"),
+            Some(Effect::ReadFile) if p.target.is_none() => Some("`read` needs a `target`"),
+            Some(Effect::WriteFile) if p.content.is_none() || p.target.is_none() => {
                 Some("`write` needs `target` and `content`")
             }
-            ("repo", "patch") if p.edits.is_empty() || p.target.is_none() => {
+            Some(Effect::PatchFile) if p.edits.is_empty() || p.target.is_none() => {
                 Some("`patch` needs `target` and `edits`")
             }
-            ("repo", "read" | "write" | "patch") => None,
-            ("repo", _) => Some("repo actions are `read`, `write` or `patch`"),
-            ("shell", "execute") if p.argv.as_ref().is_none_or(Vec::is_empty) => {
+            Some(Effect::ReadFile | Effect::WriteFile | Effect::PatchFile) => None,
+            Some(Effect::Execute) if p.argv.as_ref().is_none_or(Vec::is_empty) => {
                 Some("shell actions need a non-empty `argv`")
             }
-            ("shell", "execute") => None,
-            ("shell", _) => Some("shell actions have operation `execute`"),
-            _ => Some("Craik has no executor for this capability in a governed run"),
+            Some(Effect::Execute) => None,
+            Some(Effect::CreateFile | Effect::DeleteFile | Effect::External) => {
+                Some("Craik has no executor for this capability in a governed run")
+            }
         };
         if let Some(problem) = problem {
             return Some(format!("{}: {problem}", action.id));
@@ -1177,12 +1189,13 @@ impl Host {
             .as_ref()
             .map(|t| t.as_str().to_owned())
             .unwrap_or_default();
-        let _ = verdict;
-        match (
-            p.capability.split('.').next().unwrap_or_default(),
-            p.operation.as_str(),
-        ) {
-            ("repo", "read") => {
+        // The executor comes from the pair the kernel decided, never from the label alone.
+        let effect = Effect::of(&p.capability, &p.operation);
+        if verdict.decision != Decision::Allow {
+            return self.outcome_receipt(action, false, "not allowed; not executed", None);
+        }
+        match effect {
+            Some(Effect::ReadFile) => {
                 self.event(&Event::Executing {
                     at: ts(now()),
                     action: action.id.clone(),
@@ -1204,14 +1217,14 @@ impl Host {
                     }
                 }
             }
-            ("repo", op @ ("write" | "patch")) => {
+            Some(effect @ (Effect::WriteFile | Effect::PatchFile)) => {
                 let pre = match self.workspace.state(&rel) {
                     Ok(s) => s,
                     Err(e) => {
                         return self.outcome_receipt(action, false, &format!("refused: {e}"), None);
                     }
                 };
-                let new_text = if op == "write" {
+                let new_text = if effect == Effect::WriteFile {
                     Ok(p.content.clone().unwrap_or_default())
                 } else {
                     self.workspace
@@ -1257,7 +1270,7 @@ impl Host {
                     }
                 }
             }
-            ("shell", "execute") => {
+            Some(Effect::Execute) => {
                 let argv = p.argv.clone().unwrap_or_default();
                 self.event(&Event::Executing {
                     at: ts(now()),
@@ -1296,7 +1309,9 @@ impl Host {
                     Err(e) => self.outcome_receipt(action, false, &format!("not run: {e}"), None),
                 }
             }
-            _ => self.outcome_receipt(action, false, "no executor", None),
+            Some(Effect::CreateFile | Effect::DeleteFile | Effect::External) | None => {
+                self.outcome_receipt(action, false, "no executor", None)
+            }
         }
     }
 

@@ -10,6 +10,7 @@
 )]
 
 mod adapters;
+mod boundary;
 mod contracts;
 mod crash;
 mod interop;

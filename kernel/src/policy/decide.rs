@@ -18,6 +18,7 @@ use time::OffsetDateTime;
 use crate::path::TargetPath;
 use crate::policy::bundle::{Bundle, SliceKey, hex};
 use crate::policy::command::{analyse, split};
+use crate::policy::effect::{Effect, operations_of};
 use crate::policy::eval::{self, Evaluation, Slice};
 use crate::policy::grant::{CompiledGrant, GrantSet, PathPattern};
 use crate::policy::inputs::{Attr, EntitySpec, Inputs, Kind, Spec};
@@ -227,6 +228,19 @@ impl Bundle {
             return invalid(
                 verdict,
                 format!("invalid operation `{}`", Truncated(&request.operation)),
+            );
+        }
+        if Effect::of(&request.capability, &request.operation).is_none() {
+            return invalid(
+                verdict,
+                format!(
+                    "operation `{}` does not belong to capability `{}` (it admits {})",
+                    Truncated(&request.operation),
+                    request.capability,
+                    operations_of(&request.capability)
+                        .map(|ops| format!("`{}`", ops.join("`, `")))
+                        .unwrap_or_else(|| "no operation".into())
+                ),
             );
         }
         let candidates = grants.for_request(&request.task_id, &request.capability);

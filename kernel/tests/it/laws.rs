@@ -331,3 +331,55 @@ proptest! {
         );
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Issue 11 item 1: a (capability, operation) pair outside the kernel's table is refused as
+    /// an invalid request before any policy, under every profile and whatever the grants; a
+    /// pair inside it is never refused for its operation, and names exactly one effect.
+    #[test]
+    fn the_operation_belongs_to_the_capability(
+        cap in 0usize..64,
+        operation in prop_oneof![
+            Just("read".to_owned()), Just("write".to_owned()), Just("patch".to_owned()),
+            Just("create".to_owned()), Just("delete".to_owned()), Just("execute".to_owned()),
+            Just("propose".to_owned()), "[a-z_]{1,8}",
+        ],
+        profile in prop_oneof![Just("strict"), Just("trusted-local"), Just("automation")],
+    ) {
+        let b = bundle();
+        let caps: Vec<String> = b.capabilities().map(str::to_owned).collect();
+        let capability = caps[cap % caps.len()].clone();
+        let target = match capability.split('.').next().unwrap() {
+            "repo" => json!({"target": "docs/a.md"}),
+            "shell" => json!({"argv": ["cargo", "test"]}),
+            "net" => json!({"target": "https://example.com/"}),
+            _ => json!({}),
+        };
+        let mut spec = json!({"capability": capability, "operation": operation, "profile": profile});
+        for (k, v) in target.as_object().unwrap() {
+            spec[k] = v.clone();
+        }
+        let paths = match capability.split('.').next().unwrap() {
+            "repo" => json!(["**"]),
+            "shell" => json!(["cargo"]),
+            _ => json!([]),
+        };
+        let grants = crate::grants(&b, json!([{
+            "id": "grant_all", "task_id": "task_docs", "capability": capability,
+            "target": {"paths": paths, "exclude": []},
+            "operations": [operation], "reason": "law", "approved_by": "user:law"
+        }]));
+        let verdict = b.decide(&grants, &request(spec), &options());
+        let refused_for_operation = verdict.deny_kind == Some(DenyKind::InvalidRequest)
+            && verdict.reasons.iter().any(|r| r.contains("does not belong to capability"));
+        match craik_kernel::Effect::of(&capability, &operation) {
+            None => {
+                prop_assert_eq!(verdict.decision, Decision::Deny);
+                prop_assert!(refused_for_operation, "{:?}", verdict);
+            }
+            Some(_) => prop_assert!(!refused_for_operation, "{:?}", verdict),
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! Capability and operation are one thing: the table of which operations each capability
+//! admits, and the one effect each admitted pair has.
+//!
+//! The kernel refuses any pair not in [`OPERATIONS`] before a policy is evaluated, and the
+//! host picks its executor from [`Effect::of`] of the *decided* pair, so a `repo.read`
+//! labelled request can never run the write executor (round 2: "label vs effect").
+//!
+//! INVARIANT: a capability the table does not name admits no operation at all (fail closed).
+
+use serde::Serialize;
+
+/// What a decided action does, as the host's executors see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    /// Read a workspace file (no side effect).
+    ReadFile,
+    /// Replace (or create) a workspace file with given bytes.
+    WriteFile,
+    /// Apply exact edits to a workspace file.
+    PatchFile,
+    /// Create a workspace file that must not exist yet.
+    CreateFile,
+    /// Delete a workspace file.
+    DeleteFile,
+    /// Run an argv.
+    Execute,
+    /// A git/github/net/memory operation: decided by policy, but Craik has no executor for it
+    /// in a governed run (the host refuses to perform it).
+    External,
+}
+
+impl Effect {
+    /// True when the effect changes something outside Craik's records.
+    pub fn is_side_effect(self) -> bool {
+        !matches!(self, Self::ReadFile)
+    }
+
+    /// The effect of `operation` under `capability`, or `None` when the pair is not admitted.
+    pub fn of(capability: &str, operation: &str) -> Option<Self> {
+        let ops = operations_of(capability)?;
+        if !ops.contains(&operation) {
+            return None;
+        }
+        let family = capability.split('.').next().unwrap_or_default();
+        Some(match (family, operation) {
+            ("repo", "read") => Self::ReadFile,
+            ("repo", "write") => Self::WriteFile,
+            ("repo", "patch") => Self::PatchFile,
+            ("repo", "create") => Self::CreateFile,
+            ("repo", "delete") => Self::DeleteFile,
+            ("shell", "execute") => Self::Execute,
+            _ => Self::External,
+        })
+    }
+}
+
+/// Capability (exact, or a family prefix ending in `.`) → the operations it admits. The most
+/// specific entry wins.
+pub const OPERATIONS: &[(&str, &[&str])] = &[
+    ("repo.read", &["read"]),
+    ("repo.write.", &["write", "patch", "create", "delete"]),
+    ("shell.", &["execute"]),
+    ("git.diff_check", &["read", "execute"]),
+    ("git.commit", &["write", "execute"]),
+    ("git.push", &["write", "execute"]),
+    ("git.force_push", &["write", "execute"]),
+    ("github.", &["write"]),
+    ("memory.read", &["read"]),
+    ("memory.propose", &["propose", "write"]),
+    ("memory.write", &["write"]),
+    ("net.fetch", &["read"]),
+];
+
+/// The operations `capability` admits; `None` when the table has no entry for it.
+pub fn operations_of(capability: &str) -> Option<&'static [&'static str]> {
+    OPERATIONS
+        .iter()
+        .filter(|(name, _)| {
+            *name == capability
+                || (name.ends_with('.')
+                    && capability.starts_with(name)
+                    && capability.len() > name.len())
+        })
+        .max_by_key(|(name, _)| name.len())
+        .map(|(_, ops)| *ops)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_only_read_and_writes_never_execute() {
+        assert_eq!(Effect::of("repo.read", "read"), Some(Effect::ReadFile));
+        for op in ["write", "patch", "create", "delete", "execute", "propose"] {
+            assert_eq!(Effect::of("repo.read", op), None, "{op}");
+        }
+        assert_eq!(
+            Effect::of("repo.write.docs", "write"),
+            Some(Effect::WriteFile)
+        );
+        assert_eq!(Effect::of("repo.write.docs", "execute"), None);
+        assert_eq!(Effect::of("repo.write.docs", "read"), None);
+        assert_eq!(Effect::of("shell.test", "execute"), Some(Effect::Execute));
+        assert_eq!(Effect::of("shell.test", "write"), None);
+        assert_eq!(Effect::of("repo.write.", "write"), None);
+        assert_eq!(Effect::of("repo.writer", "write"), None);
+        assert_eq!(Effect::of("unknown.thing", "read"), None);
+    }
+}

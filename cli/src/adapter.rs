@@ -27,6 +27,7 @@ use serde::de::DeserializeOwned;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
+use crate::confine::Sandbox;
 use crate::run::StepRunner;
 use crate::run::exec::SAFE_PATH;
 
@@ -42,6 +43,12 @@ pub(crate) struct AdapterSpec {
     pub(crate) max_line_bytes: usize,
     pub(crate) initialize_timeout: Duration,
     pub(crate) step_timeout: Duration,
+    /// Craik's home: nothing the adapter may read or write holds it.
+    pub(crate) home: Option<PathBuf>,
+    /// Refuse to start the adapter unconfined (every profile but `trusted-local`).
+    pub(crate) confinement_required: bool,
+    /// Paths the operator lets it read besides the defaults (`--adapter-read`).
+    pub(crate) extra_read: Vec<PathBuf>,
 }
 
 impl AdapterSpec {
@@ -54,8 +61,67 @@ impl AdapterSpec {
             max_line_bytes: channel::DEFAULT_MAX_LINE_BYTES,
             initialize_timeout: Duration::from_secs(10),
             step_timeout: Duration::from_secs(120),
+            home: None,
+            confinement_required: true,
+            extra_read: Vec::new(),
         }
     }
+
+    /// The adapter's sandbox: it reads the system paths, its own program (and, for a script,
+    /// its interpreter) with the installation each lives in, and the absolute paths on its
+    /// command line; it writes only its own working directory. Network is allowed (live
+    /// runners talk to their services). Nothing granted holds Craik's home.
+    pub(crate) fn sandbox(&self) -> Result<Sandbox, String> {
+        let mut read = Vec::new();
+        let mut programs = vec![self.program.clone()];
+        if let Some(interpreter) = shebang(&self.program) {
+            programs.push(interpreter);
+        }
+        for program in programs {
+            let real = program.canonicalize().unwrap_or(program);
+            // `<prefix>/bin/<name>`: the installation it runs from (libraries, stdlib).
+            if let Some(prefix) = real.parent().and_then(Path::parent) {
+                read.push(prefix.to_path_buf());
+            }
+            if let Some(parent) = real.parent() {
+                read.push(parent.to_path_buf());
+            }
+            read.push(real);
+        }
+        // Craik's own shipped adapters live beside it (a wrapper script may `exec` one).
+        if let Some(dir) = std::env::current_exe()
+            .ok()
+            .and_then(|me| me.parent().map(Path::to_path_buf))
+        {
+            read.push(dir);
+        }
+        read.extend(self.extra_read.iter().cloned());
+        read.extend(
+            self.args
+                .iter()
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute() && p.exists()),
+        );
+        // Paths that hold the home are dropped from `read` by the sandbox itself.
+        Sandbox::for_profile(
+            read,
+            vec![self.cwd.clone()],
+            self.home.as_deref(),
+            true,
+            !self.confinement_required,
+        )
+    }
+}
+
+/// The interpreter a script names on its `#!` line.
+fn shebang(program: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(program).ok()?.read(&mut head).ok()?;
+    let line = head.get(..n)?.strip_prefix(b"#!")?;
+    let line = line.split(|b| *b == b'\n').next()?;
+    let text = std::str::from_utf8(line).ok()?;
+    text.split_whitespace().next().map(PathBuf::from)
 }
 
 /// What the reader task saw on the adapter's stdout.
@@ -132,9 +198,10 @@ impl Adapter {
             .enable_all()
             .build()
             .map_err(|e| format!("cannot start the runtime: {e}"))?;
-        let mut command = tokio::process::Command::new(&spec.program);
+        let sandbox = spec.sandbox()?;
+        let mut command =
+            tokio::process::Command::from(sandbox.command(&spec.program, &spec.args)?);
         command
-            .args(&spec.args)
             .current_dir(&spec.cwd)
             .env_clear()
             .env("PATH", SAFE_PATH)
@@ -143,8 +210,7 @@ impl Adapter {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .process_group(0);
+            .kill_on_drop(true);
         for name in &spec.env {
             if let Some(value) = std::env::var_os(name) {
                 command.env(name, value);
@@ -155,6 +221,7 @@ impl Adapter {
             .spawn()
             .map_err(|e| format!("`{}`: cannot start: {e}", spec.program.display()))?;
         let pgid = child.id();
+        crate::confine::manage(pgid);
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().ok_or("no stdout")?;
         let stderr_pipe = child.stderr.take().ok_or("no stderr")?;
@@ -207,6 +274,10 @@ impl Adapter {
             let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
         }
         let _ = self.child.start_kill();
+        let _ = self.child.try_wait();
+        crate::confine::release(self.pgid);
+        // What the adapter left behind was re-parented to Craik: it goes too.
+        crate::confine::reap_strays(false);
     }
 
     fn violation(&mut self, why: String) -> CallError {

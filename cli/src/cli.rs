@@ -289,6 +289,11 @@ pub(crate) struct RunCmd {
     /// Largest line an adapter may write, in bytes (default 1048576; at least 1024).
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1024..=(1u64 << 30)))]
     pub(crate) max_line_bytes: Option<u64>,
+    /// A path (file or directory) the adapter process may also read: adapters are confined to
+    /// the system paths, their own program and installation, the absolute paths on their
+    /// command line and their working directory. Never Craik's home.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) adapter_read: Vec<PathBuf>,
     /// Policy profile (default: the envelope's, else strict).
     #[arg(long, value_enum)]
     pub(crate) profile: Option<ProfileArg>,

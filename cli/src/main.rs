@@ -6,6 +6,7 @@ mod adapter;
 mod bundle;
 mod cli;
 mod cmd;
+mod confine;
 mod embedded;
 mod exit;
 mod files;
@@ -36,6 +37,14 @@ fn main() -> ExitCode {
         );
         std::process::exit(i32::from(Exit::Internal.code()));
     }));
+
+    let mut args = std::env::args_os();
+    if args.nth(1).is_some_and(|a| a == confine::TRAMPOLINE) {
+        confine::trampoline(args);
+    }
+    // Whatever a governed command or an adapter leaves behind is re-parented here and killed.
+    confine::become_subreaper();
+    confine::install_exit_handler();
 
     let cli = Cli::parse();
     let mut out = Out::new();
@@ -165,6 +174,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
                 runner_matrix: args.runner_matrix.as_deref(),
                 step_timeout_secs: args.step_timeout_secs,
                 max_line_bytes: args.max_line_bytes.and_then(|b| usize::try_from(b).ok()),
+                adapter_read: &args.adapter_read,
             };
             cmd::runs::run(out, cli.format, &run)
         }

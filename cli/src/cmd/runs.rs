@@ -50,6 +50,8 @@ pub(crate) struct RunArgs<'a> {
     pub(crate) step_timeout_secs: Option<u64>,
     /// Line limit for adapter runners.
     pub(crate) max_line_bytes: Option<usize>,
+    /// Extra paths an adapter process may read.
+    pub(crate) adapter_read: &'a [PathBuf],
 }
 
 /// A file holding exactly one contract of type `T`.
@@ -241,6 +243,9 @@ pub(crate) struct RunnerOptions {
     /// Largest line an adapter may write (default 1 MiB).
     #[serde(default)]
     pub(crate) max_line_bytes: Option<usize>,
+    /// Extra paths the adapter may read (`--adapter-read`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) adapter_read: Vec<PathBuf>,
 }
 
 /// Builds the runner a run names: the in-process fixture, or an adapter process (fixture mode
@@ -250,6 +255,7 @@ fn build_runner(
     scenario: Option<&Path>,
     run_dir: &Path,
     options: &RunnerOptions,
+    profile: PolicyProfile,
 ) -> Result<(Box<dyn crate::run::StepRunner>, RunnerCapabilityMatrix), Failure> {
     // An adapter process under `matrix`: its env is what the matrix names, its cwd its own.
     let adapter = |program: PathBuf, args: Vec<String>, matrix: RunnerCapabilityMatrix| {
@@ -260,7 +266,14 @@ fn build_runner(
         if let Some(max) = options.max_line_bytes {
             spec.max_line_bytes = max;
         }
+        spec.extra_read.clone_from(&options.adapter_read);
         spec.env = passed_env(&matrix);
+        // `<home>/runs/<run id>`: the adapter's sandbox never reaches the home.
+        spec.home = run_dir
+            .parent()
+            .and_then(Path::parent)
+            .map(Path::to_path_buf);
+        spec.confinement_required = profile != PolicyProfile::TrustedLocal;
         let runner: Box<dyn crate::run::StepRunner> =
             Box::new(crate::adapter::AdapterRunner::new(spec));
         Ok((runner, matrix))
@@ -398,12 +411,18 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         matrix: args.runner_matrix.map(str::to_owned),
         step_timeout_secs: args.step_timeout_secs,
         max_line_bytes: args.max_line_bytes,
+        adapter_read: args
+            .adapter_read
+            .iter()
+            .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
+            .collect(),
     };
     let runner = build_runner(
         &resolved.runner,
         resolved.scenario.as_deref(),
         &home.runs().join(&run_id),
         &runner_options,
+        profile,
     )?;
     let setup = setup(args.policies, args.custom, &grants, runner, &home, out)?;
     let dir = RunDir::create(&home, &run_id)
@@ -623,6 +642,7 @@ fn open_host(home: &Path, run_id: &str, out: &mut Out) -> Result<(Host, KeyRing)
         inputs.scenario_path.as_deref(),
         &dir.path,
         &inputs.runner_options,
+        inputs.profile,
     )?;
     let setup = setup(
         inputs.policies.as_deref(),

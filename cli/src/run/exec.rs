@@ -25,6 +25,8 @@ use tokio::io::AsyncReadExt;
 
 use craik_kernel::to_hex;
 
+use crate::confine::Sandbox;
+
 /// Largest file a patch or read loads.
 pub(crate) const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 /// Captured command output per stream.
@@ -300,11 +302,22 @@ pub(crate) fn resolve_program(program: &str, workspace: &Path) -> Result<PathBuf
     Ok(real)
 }
 
-/// Runs argv in the workspace with a timeout; output capped. Never through a shell.
+/// Where a command runs: its sandbox, and the fresh, empty `HOME` and `TMPDIR` it gets (outside
+/// the workspace, removed after it, so nothing planted there configures a later command).
+#[derive(Debug, Clone)]
+pub(crate) struct CommandEnv {
+    pub(crate) sandbox: Sandbox,
+    pub(crate) home: PathBuf,
+    pub(crate) tmp: PathBuf,
+}
+
+/// Runs argv in the workspace with a timeout, confined by `env`; output capped. Never through
+/// a shell.
 pub(crate) fn run_command(
     argv: &[String],
     workspace: &Path,
     timeout: Duration,
+    env: &CommandEnv,
 ) -> Result<CommandOutcome, String> {
     let (program, args) = argv.split_first().ok_or("empty argv")?;
     let real = resolve_program(program, workspace)?;
@@ -312,7 +325,23 @@ pub(crate) fn run_command(
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    runtime.block_on(run_async(&real, args, workspace, timeout.min(MAX_TIMEOUT)))
+    let outcome = runtime.block_on(run_async(
+        &real,
+        args,
+        workspace,
+        timeout.min(MAX_TIMEOUT),
+        env,
+    ));
+    // Whatever the command left behind (double forks, `setsid` daemons) was re-parented to
+    // Craik: it goes now, before the outcome is recorded.
+    crate::confine::reap_strays(false);
+    let outcome = outcome?;
+    if outcome.exit_code == Some(crate::confine::REFUSED_EXIT)
+        && outcome.stderr.starts_with(crate::confine::REFUSED_PREFIX)
+    {
+        return Err(craik_contracts::one_line(&outcome.stderr));
+    }
+    Ok(outcome)
 }
 
 async fn run_async(
@@ -320,45 +349,52 @@ async fn run_async(
     args: &[String],
     workspace: &Path,
     timeout: Duration,
+    env: &CommandEnv,
 ) -> Result<CommandOutcome, String> {
-    let mut command = tokio::process::Command::new(program);
+    let mut command = tokio::process::Command::from(env.sandbox.command(program, args)?);
     command
-        .args(args)
         .current_dir(workspace)
         .env_clear()
         .env("PATH", SAFE_PATH)
         .env("LANG", "C.UTF-8")
-        .env("HOME", workspace)
+        .env("HOME", &env.home)
+        .env("TMPDIR", &env.tmp)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .process_group(0);
+        .kill_on_drop(true);
     let mut child = command
         .spawn()
         .map_err(|e| format!("`{}`: cannot start: {e}", program.display()))?;
     let pid = child.id();
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    let capture = async {
-        let (a, b) = tokio::join!(read_capped(stdout), read_capped(stderr));
-        (a, b)
+    crate::confine::manage(pid);
+    let _released = Released(pid);
+    let stdout = tokio::spawn(read_capped(child.stdout.take()));
+    let stderr = tokio::spawn(read_capped(child.stderr.take()));
+    // The command ends when its own process exits (or at the timeout), not when the last
+    // holder of its pipes lets go: a background child must not keep the step open.
+    let status = tokio::time::timeout(timeout, child.wait()).await;
+    if let Some(pid) = pid
+        .and_then(|p| i32::try_from(p).ok())
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    }
+    let _ = child.start_kill();
+    // Everything it left behind, in its group or not (`setsid`, double forks), was
+    // re-parented to Craik: kill it, which also closes the pipes it held.
+    crate::confine::release(pid);
+    crate::confine::reap_strays(false);
+    let drained = |handle: tokio::task::JoinHandle<(String, bool)>| async move {
+        tokio::time::timeout(Duration::from_secs(2), handle)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or((String::new(), true))
     };
-    let waited = tokio::time::timeout(timeout, async {
-        let (out, err) = capture.await;
-        let status = child.wait().await;
-        (out, err, status)
-    })
-    .await;
-    let kill_group = || {
-        if let Some(pid) = pid.and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-        }
-    };
-    match waited {
-        Ok(((stdout, t1), (stderr, t2), status)) => {
-            // Whatever the command left behind in its group goes with it.
-            kill_group();
+    let ((stdout, t1), (stderr, t2)) = (drained(stdout).await, drained(stderr).await);
+    match status {
+        Ok(status) => {
             let status = status.map_err(|e| format!("waiting: {e}"))?;
             Ok(CommandOutcome {
                 program: program.display().to_string(),
@@ -369,17 +405,23 @@ async fn run_async(
                 truncated: t1 || t2,
             })
         }
-        Err(_) => {
-            kill_group();
-            Ok(CommandOutcome {
-                program: program.display().to_string(),
-                exit_code: None,
-                timed_out: true,
-                stdout: String::new(),
-                stderr: format!("killed after {} ms", timeout.as_millis()),
-                truncated: false,
-            })
-        }
+        Err(_) => Ok(CommandOutcome {
+            program: program.display().to_string(),
+            exit_code: None,
+            timed_out: true,
+            stdout: String::new(),
+            stderr: format!("killed after {} ms", timeout.as_millis()),
+            truncated: false,
+        }),
+    }
+}
+
+/// Forgets a managed child when its run ends, however it ends.
+struct Released(Option<u32>);
+
+impl Drop for Released {
+    fn drop(&mut self) {
+        crate::confine::release(self.0);
     }
 }
 

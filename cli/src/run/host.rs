@@ -1272,6 +1272,18 @@ impl Host {
             }
             Some(Effect::Execute) => {
                 let argv = p.argv.clone().unwrap_or_default();
+                let env = match self.command_env(&action.id) {
+                    Ok(env) => env,
+                    Err(e) => {
+                        return self.outcome_receipt(
+                            action,
+                            false,
+                            &format!("not run: confinement: {e}"),
+                            None,
+                        );
+                    }
+                };
+                let confinement = env.sandbox.describe();
                 self.event(&Event::Executing {
                     at: ts(now()),
                     action: action.id.clone(),
@@ -1281,7 +1293,10 @@ impl Host {
                 let timeout = p
                     .timeout_ms
                     .map_or(exec::MAX_TIMEOUT, Duration::from_millis);
-                match exec::run_command(&argv, &self.workspace.root, timeout) {
+                let ran = exec::run_command(&argv, &self.workspace.root, timeout, &env);
+                // The command's HOME and TMPDIR die with it.
+                let _ = std::fs::remove_dir_all(env.home.parent().unwrap_or(&env.home));
+                match ran {
                     Ok(done) => {
                         self.crash.point();
                         let ok = done.exit_code == Some(0) && !done.timed_out;
@@ -1304,15 +1319,42 @@ impl Host {
                                 }
                             )
                         };
+                        let summary = format!("{summary}; confinement: {confinement}");
                         self.outcome_receipt(action, ok, &summary, Some(shown))
                     }
-                    Err(e) => self.outcome_receipt(action, false, &format!("not run: {e}"), None),
+                    Err(e) => self.outcome_receipt(
+                        action,
+                        false,
+                        &format!("not run: {e}; confinement: {confinement}"),
+                        None,
+                    ),
                 }
             }
             Some(Effect::CreateFile | Effect::DeleteFile | Effect::External) | None => {
                 self.outcome_receipt(action, false, "no executor", None)
             }
         }
+    }
+
+    /// A command's sandbox: it reads the system paths and the workspace, writes only the
+    /// workspace and its own fresh HOME and TMPDIR (under the run directory, outside the
+    /// workspace), never Craik's home otherwise, and has no network (no shell capability is a
+    /// network one). Required outside `trusted-local`.
+    fn command_env(&self, action_id: &str) -> Result<exec::CommandEnv, String> {
+        let base = self.dir.path.join("sandbox").join(action_id);
+        let _ = std::fs::remove_dir_all(&base);
+        let (home, tmp) = (base.join("home"), base.join("tmp"));
+        for dir in [&home, &tmp] {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        let sandbox = crate::confine::Sandbox::for_profile(
+            Vec::new(),
+            vec![self.workspace.root.clone(), home.clone(), tmp.clone()],
+            Some(&self.home.root),
+            false,
+            self.inputs.profile == PolicyProfile::TrustedLocal,
+        )?;
+        Ok(exec::CommandEnv { sandbox, home, tmp })
     }
 
     fn park_for_approval(

@@ -538,6 +538,10 @@ fn live_mode_maps_each_cli_into_step_results() {
                 &format!("adapter:{}", wrapper.display()),
                 "--runner-matrix",
                 cli,
+                // The wrapper names the fake CLI; the confined adapter may read only what it
+                // is given.
+                "--adapter-read",
+                fake.to_str().unwrap(),
             ],
         );
         assert_eq!(exit, 0, "{cli}: {text}");

@@ -93,3 +93,292 @@ fn issue_11_a_capability_never_runs_another_capabilitys_executor() {
         }
     }
 }
+
+/// Processes whose command line holds `marker`.
+fn alive_with(marker: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter_map(|e| {
+            let raw = std::fs::read(e.path().join("cmdline")).ok()?;
+            let line = String::from_utf8_lossy(&raw).replace('\0', " ");
+            line.contains(marker).then_some(line)
+        })
+        .collect()
+}
+
+fn wait_until_gone(marker: &str, within: std::time::Duration) -> Vec<String> {
+    let start = std::time::Instant::now();
+    loop {
+        let alive = alive_with(marker);
+        if alive.is_empty() || start.elapsed() > within {
+            return alive;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[expect(
+    clippy::print_stderr,
+    reason = "a skipped security test must say so loudly"
+)]
+fn confinement_available() -> bool {
+    let out = crate::craik()
+        .args(["__craik-confine", "--probe"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let ok = text.starts_with("landlock abi ");
+    if !ok {
+        eprintln!(
+            "\n!!!!! SKIPPED: this kernel has no Landlock ({}); confinement tests cannot run !!!!!\n",
+            text.trim()
+        );
+    }
+    ok
+}
+
+fn make_executable(path: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mut perms = std::fs::metadata(path).unwrap().permissions();
+    perms.set_mode(0o755);
+    std::fs::set_permissions(path, perms).unwrap();
+}
+
+/// Issue 12: planted code run by an allowed command cannot read the signing key or Craik's
+/// environment, write outside the workspace or into Craik's home, reach the network, keep
+/// config in HOME for the next command, or outlive its step.
+#[test]
+fn issue_12_an_allowed_command_runs_confined() {
+    if !confinement_available() {
+        return;
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // trusted-local: the weakest profile still confines whenever the kernel can (strict
+    // would park these commands for approval first).
+    for profile in ["trusted-local"] {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let outside = dir.path().join("outside.txt");
+        let marker = format!("craik-survivor-{}-{profile}", std::process::id());
+        let script = format!(
+            r#"#!/bin/sh
+key="{home}/keys/signing.key.pem"
+if cat "$key" > stolen-key.txt 2>/dev/null; then echo READ > key-result.txt; else echo DENIED > key-result.txt; fi
+cat /proc/$PPID/environ > environ.txt 2>/dev/null || echo DENIED > environ.txt
+for p in /proc/[0-9]*; do cat $p/environ 2>/dev/null; done | tr '\0' '\n' | grep -c CRAIK_TEST_PLANTED > environ-count.txt
+echo pwned > "{outside}" 2>/dev/null
+echo pwned > "{home}/keys/planted" 2>/dev/null
+echo "$HOME" > home.txt
+if [ -e "$HOME/.gitconfig" ]; then echo PLANTED > home-state.txt; else echo EMPTY > home-state.txt; fi
+printf '[core]\n\tfsmonitor = touch pwned\n' > "$HOME/.gitconfig"
+/usr/bin/python3 -c 'import socket; s=socket.create_connection(("127.0.0.1", {port}), timeout=2); print("CONNECTED")' > net.txt 2>&1
+setsid sh -c 'sleep 3; echo late > late.txt' {marker} &
+(sh -c 'exec sleep 30' {marker} &) &
+exit 0
+"#,
+            home = home.display(),
+            outside = outside.display(),
+        );
+        let steps = act(json!([
+            {"id":"action_one","capability":"shell.test","operation":"execute","argv":["./check.sh"]},
+            {"id":"action_two","capability":"shell.test","operation":"execute","argv":["./check.sh"]},
+        ]));
+        let ex = scratch_example(
+            dir.path(),
+            profile,
+            &[("shell.test", &["./check.sh"], &["execute"])],
+            steps,
+            &[("check.sh", &script)],
+        );
+        make_executable(&ex.join("workspace/check.sh"));
+        let out = crate::craik()
+            .arg("run")
+            .arg(&ex)
+            .arg("--home")
+            .arg(&home)
+            .env("CRAIK_TEST_PLANTED", "operator-token-hunter2")
+            .output()
+            .unwrap();
+        let text = crate::transcript(&out);
+        assert_eq!(out.status.code(), Some(0), "{profile}: {text}");
+        let id = String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .trim_end_matches(':')
+            .to_owned();
+        let ws = home.join("runs").join(&id).join("workspace");
+        let read = |name: &str| std::fs::read_to_string(ws.join(name)).unwrap_or_default();
+        assert_eq!(read("key-result.txt").trim(), "DENIED", "{profile}");
+        assert!(!read("stolen-key.txt").contains("PRIVATE KEY"), "{profile}");
+        assert!(!read("environ.txt").contains("hunter2"), "{profile}");
+        assert_eq!(read("environ-count.txt").trim(), "0", "{profile}");
+        assert!(!outside.exists(), "{profile}: wrote outside the workspace");
+        assert!(
+            !home.join("keys/planted").exists(),
+            "{profile}: wrote into the home"
+        );
+        let cmd_home = read("home.txt");
+        assert!(
+            !cmd_home.trim().is_empty() && !cmd_home.contains("/workspace"),
+            "{cmd_home}"
+        );
+        // The second command starts with a fresh, empty HOME: nothing the first planted.
+        assert_eq!(read("home-state.txt").trim(), "EMPTY", "{profile}");
+        assert!(
+            !read("net.txt").contains("CONNECTED"),
+            "{profile}: {}",
+            read("net.txt")
+        );
+        assert!(
+            matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+            "{profile}: a connection reached the listener"
+        );
+        // Nothing it started outlives the step: the setsid and double-forked sleepers are gone
+        // when `craik run` returns, and nothing writes afterwards.
+        assert_eq!(alive_with(&marker), Vec::<String>::new(), "{profile}");
+        std::thread::sleep(std::time::Duration::from_millis(3500));
+        assert!(
+            !ws.join("late.txt").exists(),
+            "{profile}: a survivor wrote after the run"
+        );
+        // Every outcome receipt names the confinement applied.
+        let rs = receipts(&home, &id);
+        let outcomes: Vec<&Value> = rs
+            .iter()
+            .filter(|r| r["decided_by"]["kind"] == "outcome")
+            .collect();
+        assert_eq!(outcomes.len(), 2, "{rs:?}");
+        for o in outcomes {
+            let summary = o["result"]["summary"].as_str().unwrap();
+            assert!(summary.contains("confinement: landlock abi"), "{summary}");
+            assert!(summary.contains("tcp denied"), "{summary}");
+        }
+        verify_run(&home, &id, false);
+    }
+}
+
+/// Starts `craik run` in the background.
+fn spawn_run(ex: &std::path::Path, home: &std::path::Path, extra: &[&str]) -> std::process::Child {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("craik"))
+        .arg("run")
+        .arg(ex)
+        .arg("--home")
+        .arg(home)
+        .args(extra)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn wait_for(marker: &str) {
+    let start = std::time::Instant::now();
+    while alive_with(marker).is_empty() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "`{marker}` never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Issue 12: whatever a command or an adapter started (double forks, `setsid` daemons) dies
+/// with the run — when `craik` is stopped by SIGTERM or SIGINT mid-step, and when an adapter
+/// breaks the protocol.
+#[test]
+fn issue_12_nothing_a_run_started_outlives_it() {
+    let hang = |marker: &str| {
+        format!(
+            "#!/bin/sh\n(sh -c 'sleep 45; true' {marker}-double &) &\nsetsid sh -c 'sleep 45' {marker}-setsid &\nsleep 45\n"
+        )
+    };
+    for signal in [libc_signal::TERM, libc_signal::INT] {
+        // A command mid-step.
+        let dir = tempfile::tempdir().unwrap();
+        let marker = format!("craik-cmd-{}-{signal}", std::process::id());
+        let steps = act(json!([
+            {"id":"action_hang","capability":"shell.test","operation":"execute","argv":["./hang.sh"],"timeout_ms":60000},
+        ]));
+        let ex = scratch_example(
+            dir.path(),
+            "trusted-local",
+            &[("shell.test", &["./hang.sh"], &["execute"])],
+            steps,
+            &[("hang.sh", &hang(&marker))],
+        );
+        make_executable(&ex.join("workspace/hang.sh"));
+        let mut craik = spawn_run(&ex, &dir.path().join("home"), &[]);
+        wait_for(&format!("{marker}-setsid"));
+        wait_for(&format!("{marker}-double"));
+        send(craik.id(), signal);
+        let status = craik.wait().unwrap();
+        assert_eq!(status.code(), Some(128 + signal), "{status:?}");
+        assert_eq!(
+            wait_until_gone(&marker, std::time::Duration::from_secs(5)),
+            Vec::<String>::new(),
+            "signal {signal}: the command's processes survived craik"
+        );
+
+        // An adapter that forks and never answers.
+        let dir = tempfile::tempdir().unwrap();
+        let marker = format!("craik-adapter-{}-{signal}", std::process::id());
+        let adapter = dir.path().join("adapter.sh");
+        std::fs::write(&adapter, hang(&marker)).unwrap();
+        make_executable(&adapter);
+        let ex = scratch_example(dir.path(), "trusted-local", &[], act(json!([])), &[]);
+        let runner = format!("adapter:{}", adapter.display());
+        let mut craik = spawn_run(&ex, &dir.path().join("home"), &["--runner", &runner]);
+        wait_for(&format!("{marker}-setsid"));
+        wait_for(&format!("{marker}-double"));
+        send(craik.id(), signal);
+        craik.wait().unwrap();
+        assert_eq!(
+            wait_until_gone(&marker, std::time::Duration::from_secs(5)),
+            Vec::<String>::new(),
+            "signal {signal}: the adapter's processes survived craik"
+        );
+    }
+}
+
+/// An adapter that forks helpers and then breaks the protocol: when the run ends, none of its
+/// processes is alive.
+#[test]
+fn issue_12_a_broken_adapters_helpers_die_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("craik-broken-{}", std::process::id());
+    let adapter = dir.path().join("adapter.sh");
+    std::fs::write(
+        &adapter,
+        format!(
+            "#!/bin/sh\n(sh -c 'sleep 45; true' {marker}-double &) &\nsetsid sh -c 'sleep 45' {marker}-setsid &\nsleep 0.3\necho 'not json'\nsleep 45\n"
+        ),
+    )
+    .unwrap();
+    make_executable(&adapter);
+    let ex = scratch_example(dir.path(), "trusted-local", &[], act(json!([])), &[]);
+    let home = dir.path().join("home");
+    let runner = format!("adapter:{}", adapter.display());
+    let (exit, id, text) = run_example(&home, &ex, &["--runner", &runner]);
+    assert_eq!(exit, 1, "{text}");
+    assert_eq!(run_json(&home, &id)["status"], "failed", "{text}");
+    assert_eq!(alive_with(&marker), Vec::<String>::new());
+}
+
+mod libc_signal {
+    pub(super) const INT: i32 = 2;
+    pub(super) const TERM: i32 = 15;
+}
+
+fn send(pid: u32, signal: i32) {
+    let status = std::process::Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(status.success());
+}

@@ -77,10 +77,11 @@ pub fn operations_of(capability: &str) -> Option<&'static [&'static str]> {
     OPERATIONS
         .iter()
         .filter(|(name, _)| {
-            *name == capability
-                || (name.ends_with('.')
-                    && capability.starts_with(name)
-                    && capability.len() > name.len())
+            if name.ends_with('.') {
+                capability.starts_with(name) && capability.len() > name.len()
+            } else {
+                *name == capability
+            }
         })
         .max_by_key(|(name, _)| name.len())
         .map(|(_, ops)| *ops)

@@ -137,6 +137,56 @@ const STDERR_LINES: usize = 50;
 /// Longest stderr line kept, in characters.
 const STDERR_LINE_CHARS: usize = 500;
 
+/// Most events one step may stream; more is a protocol violation (memory stays bounded).
+pub(crate) const MAX_EVENTS_PER_STEP: usize = 1_000;
+/// Most event bytes (lines as received) one step may stream.
+pub(crate) const MAX_EVENT_BYTES_PER_STEP: usize = 4 * 1024 * 1024;
+
+/// Reads an adapter's stderr until it closes, however much it writes and whatever the bytes
+/// (decoded lossily): a reader that stopped would leave the adapter blocked or dead of
+/// SIGPIPE. Only the last [`STDERR_LINES`] lines are kept, each cut to
+/// [`STDERR_LINE_CHARS`] characters and redacted.
+async fn drain_stderr<R: tokio::io::AsyncRead + Unpin>(
+    mut pipe: R,
+    sink: Arc<Mutex<VecDeque<String>>>,
+) {
+    let keep = |line: &[u8]| {
+        if let Ok(mut kept) = sink.lock() {
+            if kept.len() == STDERR_LINES {
+                kept.pop_front();
+            }
+            kept.push_back(redact_line(&String::from_utf8_lossy(line)));
+        }
+    };
+    let mut current: Vec<u8> = Vec::new();
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let n = match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        for chunk in buf
+            .get(..n)
+            .unwrap_or_default()
+            .split_inclusive(|b| *b == b'\n')
+        {
+            let (body, ends) = match chunk.strip_suffix(b"\n") {
+                Some(body) => (body, true),
+                None => (chunk, false),
+            };
+            let room = (STDERR_LINE_CHARS * 4).saturating_sub(current.len());
+            current.extend_from_slice(body.get(..room.min(body.len())).unwrap_or_default());
+            if ends {
+                keep(&current);
+                current.clear();
+            }
+        }
+    }
+    if !current.is_empty() {
+        keep(&current);
+    }
+}
+
 /// A running adapter.
 pub(crate) struct Adapter {
     runtime: tokio::runtime::Runtime,
@@ -153,6 +203,9 @@ pub(crate) struct Adapter {
     /// Streamed events of the last step.
     pub(crate) events: Vec<channel::EventParams>,
     pending_diagnostics: Vec<String>,
+    /// Events and event bytes received in the step in flight.
+    events_seen: usize,
+    event_bytes: usize,
 }
 
 impl std::fmt::Debug for Adapter {
@@ -230,17 +283,7 @@ impl Adapter {
         runtime.spawn(read_lines(stdout, tx, max));
         let stderr = Arc::new(Mutex::new(VecDeque::new()));
         let sink = Arc::clone(&stderr);
-        runtime.spawn(async move {
-            let mut lines = tokio::io::BufReader::new(stderr_pipe.take(16 * 1024 * 1024)).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                if let Ok(mut kept) = sink.lock() {
-                    if kept.len() == STDERR_LINES {
-                        kept.pop_front();
-                    }
-                    kept.push_back(redact_line(&line));
-                }
-            }
-        });
+        runtime.spawn(drain_stderr(stderr_pipe, sink));
         Ok(Self {
             runtime,
             child,
@@ -254,6 +297,8 @@ impl Adapter {
             claimed: None,
             events: Vec::new(),
             pending_diagnostics: Vec::new(),
+            events_seen: 0,
+            event_bytes: 0,
         })
     }
 
@@ -343,6 +388,8 @@ impl Adapter {
             )));
         }
         self.events.clear();
+        self.events_seen = 0;
+        self.event_bytes = 0;
         self.send(request)?;
         let mut deadline = self
             .runtime
@@ -436,6 +483,15 @@ impl Adapter {
                     event.params.request
                 )));
             }
+            self.event_bytes += line.len();
+            if self.events_seen >= MAX_EVENTS_PER_STEP
+                || self.event_bytes > MAX_EVENT_BYTES_PER_STEP
+            {
+                return Err(self.violation(format!(
+                    "the adapter streamed more than {MAX_EVENTS_PER_STEP} events or {MAX_EVENT_BYTES_PER_STEP} bytes of events in one step"
+                )));
+            }
+            self.events_seen += 1;
             if event.params.kind == EventKind::Log
                 && let Some(message) = &event.params.message
             {
@@ -443,9 +499,7 @@ impl Adapter {
                 self.pending_diagnostics
                     .push(redact_line(&format!("adapter {level}: {message}")));
             }
-            if self.events.len() < 10_000 {
-                self.events.push(event.params);
-            }
+            self.events.push(event.params);
             return Ok(None);
         }
         let answered = object.get("id").and_then(serde_json::Value::as_u64);

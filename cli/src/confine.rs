@@ -348,22 +348,30 @@ pub(crate) fn trampoline(args: impl Iterator<Item = OsString>) -> ! {
     } else {
         Ok(None)
     };
-    match applied {
-        Ok(Some(abi)) if abi >= LEAST_ABI || !sandbox.required => {}
-        Ok(Some(abi)) => refuse(format!(
-            "this kernel's Landlock ABI is {abi}; confinement needs ABI ≥ {LEAST_ABI} (Linux ≥ 6.7) for network rules; this profile refuses to run unconfined (trusted-local runs unconfined)"
-        )),
-        Ok(None) if sandbox.required => refuse(
-            "Landlock is not enabled in this kernel (needs CONFIG_SECURITY_LANDLOCK and `landlock` in the lsm= boot list); this profile refuses to run unconfined (trusted-local runs unconfined)".into(),
-        ),
-        Ok(None) => {}
-        Err(e) => refuse(format!("Landlock could not be applied: {e}")),
+    if let Err(why) = admit(applied, sandbox.required) {
+        refuse(why);
     }
     let error = std::process::Command::new(program).args(rest).exec();
     refuse(format!(
         "`{}`: cannot start: {error}",
         Path::new(program).display()
     ))
+}
+
+/// Whether the program may run after Landlock was (or was not) applied: a required sandbox
+/// needs Landlock with filesystem and TCP rules; an optional one runs whatever the kernel has.
+fn admit(applied: Result<Option<i32>, String>, required: bool) -> Result<(), String> {
+    match applied {
+        Ok(Some(abi)) if abi >= LEAST_ABI || !required => Ok(()),
+        Ok(Some(abi)) => Err(format!(
+            "this kernel's Landlock ABI is {abi}; confinement needs ABI ≥ {LEAST_ABI} (Linux ≥ 6.7) for network rules; this profile refuses to run unconfined (trusted-local runs unconfined)"
+        )),
+        Ok(None) if required => Err(
+            "Landlock is not enabled in this kernel (needs CONFIG_SECURITY_LANDLOCK and `landlock` in the lsm= boot list); this profile refuses to run unconfined (trusted-local runs unconfined)".into(),
+        ),
+        Ok(None) => Ok(()),
+        Err(e) => Err(format!("Landlock could not be applied: {e}")),
+    }
 }
 
 /// Restricts this process; `Ok(Some(abi))` when Landlock enforces, `Ok(None)` when the kernel
@@ -515,6 +523,18 @@ pub(crate) fn install_exit_handler() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_required_sandbox_never_runs_unconfined() {
+        assert!(admit(Ok(Some(7)), true).is_ok());
+        assert!(admit(Ok(Some(4)), true).is_ok());
+        assert!(admit(Ok(Some(3)), true).unwrap_err().contains("ABI is 3"));
+        assert!(admit(Ok(None), true).unwrap_err().contains("not enabled"));
+        assert!(admit(Err("EPERM".into()), true).is_err());
+        assert!(admit(Err("EPERM".into()), false).is_err());
+        assert!(admit(Ok(None), false).is_ok());
+        assert!(admit(Ok(Some(2)), false).is_ok());
+    }
 
     #[test]
     fn a_sandbox_never_grants_a_path_that_holds_the_home() {

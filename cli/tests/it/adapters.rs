@@ -296,8 +296,11 @@ elif MODE == "steal":
     for p in ["../../../keys/signing.key.pem"]:
         try: key = open(p).read()
         except OSError: pass
+    environ = ""
+    try: environ = open("/proc/%d/environ" % os.getppid()).read()
+    except OSError: pass
     result["summary"] = "env: " + ",".join(sorted(secrets)) + " key: " + key
-    result["observed_output"] = {{"loot": key}}
+    result["observed_output"] = {{"loot": key, "key_read": bool(key), "environ_read": "hunter2" in environ}}
     send({{"id": req["id"], "result": {{"result": result}}}})
     for _ in range(100):
         line = sys.stdin.readline()
@@ -306,6 +309,30 @@ elif MODE == "steal":
         if req["method"] == "shutdown":
             send({{"id": req["id"], "result": {{}}}}); break
         r = req["params"]["request"]
+        result.update({{"id": r["id"].replace("runner_step_request_", "runner_step_result_"), "request_id": r["id"], "phase": r["phase"], "summary": "ok", "observed_output": {{"next": "stop"}} if r["phase"] == "evaluate" else {{}}}})
+        send({{"id": req["id"], "result": {{"result": result}}}})
+elif MODE == "flood_events":
+    for i in range(1000000):
+        send({{"method": "event", "params": {{"request": req["id"], "kind": "log", "level": "info", "message": "x" * 100}}}})
+    time.sleep(30)
+elif MODE == "big_events":
+    big = "y" * (1000 * 1000)
+    for i in range(10000):
+        send({{"method": "event", "params": {{"request": req["id"], "kind": "log", "level": "info", "message": big}}}})
+    time.sleep(30)
+elif MODE == "stderr_flood":
+    chunk = b"\xff\xfe not utf8 \x80" * 2000 + b"\n"
+    for i in range(1000): sys.stderr.buffer.write(chunk)
+    sys.stderr.flush()
+    send({{"id": req["id"], "result": {{"result": result}}}})
+    for _ in range(100):
+        line = sys.stdin.readline()
+        if not line: break
+        req = json.loads(line)
+        if req["method"] == "shutdown":
+            send({{"id": req["id"], "result": {{}}}}); break
+        r = req["params"]["request"]
+        sys.stderr.buffer.write(chunk * 100); sys.stderr.flush()
         result.update({{"id": r["id"].replace("runner_step_request_", "runner_step_result_"), "request_id": r["id"], "phase": r["phase"], "summary": "ok", "observed_output": {{"next": "stop"}} if r["phase"] == "evaluate" else {{}}}})
         send({{"id": req["id"], "result": {{"result": result}}}})
 elif MODE == "orphan":
@@ -426,6 +453,9 @@ fn an_adapter_gets_a_scrubbed_environment_and_what_it_steals_never_reaches_the_r
     // The environment held no secret (the summary lists none), and the key it read was
     // withheld by redaction: no private key bytes anywhere in the run's records.
     assert!(outputs.contains("env:  key:"), "{outputs}");
+    // Issue 12: confined, it could read neither the key nor Craik's environment.
+    assert!(outputs.contains("\"key_read\":false"), "{outputs}");
+    assert!(outputs.contains("\"environ_read\":false"), "{outputs}");
     assert!(!outputs.contains("CRAIK_TEST_SECRET_TOKEN"));
     assert!(!outputs.contains("AWS_SECRET_ACCESS_KEY"));
     for name in [
@@ -610,4 +640,73 @@ fn the_line_limit_is_configurable() {
         Some(2),
         "below the floor is a usage error"
     );
+}
+
+/// Peak resident memory (VmHWM, KiB) of a `craik` run, sampled until it exits.
+fn peak_rss_kib(mut child: std::process::Child) -> (u64, std::process::ExitStatus) {
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(&status_file) {
+            if let Some(kib) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            {
+                peak = peak.max(kib);
+            }
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            return (peak, status);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Issue 12 item 5: whatever an adapter floods Craik with (a million log events, 1 MB events
+/// by the thousand, tens of MB of non-UTF-8 stderr), Craik's memory stays under 100 MB; floods
+/// of events end the step as a violation, and a stderr flood is drained without killing the
+/// adapter.
+#[test]
+fn issue_12_adapter_floods_keep_craik_bounded() {
+    crate::ensure_adapters();
+    for (mode, expect_status) in [
+        ("flood_events", "failed"),
+        ("big_events", "failed"),
+        ("stderr_flood", "completed"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let ex = scratch_example(dir.path(), "trusted-local", &[], simple_steps(), &[]);
+        let script = hostile(dir.path(), mode);
+        let home = dir.path().join("home");
+        let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("craik"))
+            .arg("run")
+            .arg(&ex)
+            .arg("--home")
+            .arg(&home)
+            .arg("--runner")
+            .arg(format!("adapter:{}", script.display()))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let (peak, _status) = peak_rss_kib(child);
+        assert!(peak > 0 && peak < 100 * 1024, "{mode}: peak RSS {peak} KiB");
+        let runs: Vec<_> = std::fs::read_dir(home.join("runs"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(runs.len(), 1, "{mode}");
+        let run: Value =
+            serde_json::from_str(&std::fs::read_to_string(runs[0].join("run.json")).unwrap())
+                .unwrap();
+        assert_eq!(run["status"], expect_status, "{mode}: {run}");
+        if expect_status == "failed" {
+            assert!(
+                run["stop_reason"].as_str().unwrap().contains("events"),
+                "{mode}: {}",
+                run["stop_reason"]
+            );
+        }
+    }
 }

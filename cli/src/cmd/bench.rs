@@ -279,6 +279,68 @@ struct RunResult {
     adapter_steps_per_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     adapter_overhead_per_step_us: Option<f64>,
+    /// Commands spawned plainly and through the confinement trampoline, in the same run.
+    confinement: Confinement,
+}
+
+#[derive(Serialize)]
+struct Confinement {
+    applied: String,
+    commands: usize,
+    plain_us_per_command: f64,
+    confined_us_per_command: f64,
+    overhead_us_per_command: f64,
+}
+
+/// Spawns `/bin/true` `n` times plainly, then `n` times through the same trampoline and
+/// sandbox a governed command gets (workspace write, fresh HOME/TMPDIR): the per-command
+/// cost of confinement, measured in the same run.
+fn confinement_overhead(
+    root: &std::path::Path,
+    n: usize,
+) -> std::result::Result<Confinement, Failure> {
+    let ws = root.join("confined-ws");
+    let (home, tmp) = (root.join("confined-home"), root.join("confined-tmp"));
+    for dir in [&ws, &home, &tmp] {
+        std::fs::create_dir_all(dir).map_err(io_at(dir))?;
+    }
+    let sandbox = crate::confine::Sandbox::new(
+        Vec::new(),
+        vec![ws.clone(), home, tmp],
+        Some(&root.join("no-home")),
+        false,
+        false,
+    )
+    .map_err(Failure::internal)?;
+    let program = std::path::Path::new("/bin/true");
+    let time = |confined: bool| -> std::result::Result<f64, Failure> {
+        let t = Instant::now();
+        for _ in 0..n {
+            let mut command = if confined {
+                sandbox.command(program, &[]).map_err(Failure::internal)?
+            } else {
+                std::process::Command::new(program)
+            };
+            let status = command
+                .current_dir(&ws)
+                .env_clear()
+                .status()
+                .map_err(|e| Failure::internal(format!("/bin/true: {e}")))?;
+            if !status.success() {
+                return Err(Failure::internal(format!("/bin/true exited {status}")));
+            }
+        }
+        Ok(t.elapsed().as_secs_f64() / n as f64 * 1e6)
+    };
+    let plain = time(false)?;
+    let confined = time(true)?;
+    Ok(Confinement {
+        applied: sandbox.describe(),
+        commands: n,
+        plain_us_per_command: plain,
+        confined_us_per_command: confined,
+        overhead_us_per_command: confined - plain,
+    })
 }
 
 /// Removes the bench's scratch directory however the bench ends.
@@ -483,6 +545,7 @@ pub(crate) fn run(
     let ungoverned_s = t.elapsed().as_secs_f64();
     let iterations = steps / 4;
     let steps_f = steps as f64;
+    let confinement = confinement_overhead(root, iterations.clamp(10, 250))?;
     let result = RunResult {
         steps,
         iterations,
@@ -506,6 +569,7 @@ pub(crate) fn run(
         adapter_overhead_per_step_us: through_adapter
             .as_ref()
             .map(|t| (t.0 - governed_s) / steps_f * 1e6),
+        confinement,
     };
     match format {
         Format::Human => {
@@ -540,6 +604,15 @@ pub(crate) fn run(
                 } else {
                     "INVALID"
                 }
+            ))?;
+            let c = &result.confinement;
+            out.line(format_args!(
+                "  confinement  {:.0} µs per command confined vs {:.0} µs plain ({} each): {:.2} ms overhead per spawned command [{}]",
+                c.confined_us_per_command,
+                c.plain_us_per_command,
+                c.commands,
+                c.overhead_us_per_command / 1000.0,
+                craik_contracts::one_line(&c.applied)
             ))?;
             if let (Some(a), Some(per_s), Some(over)) = (
                 result.adapter_s,

@@ -102,13 +102,28 @@ impl Sandbox {
                 .as_ref()
                 .is_some_and(|h| h.starts_with(canonical(p)))
         };
-        if let Some(bad) = write.iter().find(|p| holds_protected(p)) {
+        if let Some(bad) = write
+            .iter()
+            .find(|p| protected.as_ref().is_some_and(|h| canonical(p) == *h))
+        {
             return Err(format!(
-                "Craik's home `{}` lies inside `{}`, which a confined process may write: move the home (--home) outside it",
-                protected.as_deref().unwrap_or(bad).display(),
+                "`{}` is Craik's home; a confined process may never write it",
                 bad.display()
             ));
         }
+        // A write grant that holds the home (a workspace with `.craik/` inside) is carved:
+        // everything beside the home is granted, the directories on the way to it are not
+        // (so nothing can be created directly in them).
+        let mut carved_write = Vec::new();
+        for path in write {
+            match &protected {
+                Some(home) if holds_protected(&path) => {
+                    carved_write.extend(carve(&canonical(&path), home)?);
+                }
+                _ => carved_write.push(path),
+            }
+        }
+        let write = carved_write;
         let mut all_read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
         all_read.extend(read);
         all_read.retain(|p| p.exists() && !holds_protected(p));
@@ -212,6 +227,26 @@ impl Sandbox {
             Probe::Unavailable(why) => format!("none (trusted-local runs unconfined: {why})"),
         }
     }
+}
+
+/// The entries of `dir` (which holds `home`), recursively, except those on the way to `home`
+/// and `home` itself.
+fn carve(dir: &Path, home: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut granted = Vec::new();
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for entry in entries {
+        let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+        let real = canonical(&path);
+        if real == home {
+            continue;
+        }
+        if home.starts_with(&real) {
+            granted.extend(carve(&real, home)?);
+        } else {
+            granted.push(path);
+        }
+    }
+    Ok(granted)
 }
 
 fn canonical(p: &Path) -> PathBuf {
@@ -553,14 +588,20 @@ mod tests {
         .unwrap();
         assert!(!ok.read.iter().any(|p| home.starts_with(p)), "{ok:?}");
         assert!(ok.write == vec![ws.clone()]);
-        let refused = Sandbox::new(
+        // A workspace holding the home is carved around it.
+        std::fs::write(dir.path().join("a.txt"), "a").unwrap();
+        let carved = Sandbox::new(
             vec![],
             vec![dir.path().to_path_buf()],
             Some(&home),
             false,
             true,
-        );
-        assert!(refused.unwrap_err().contains("lies inside"));
+        )
+        .unwrap();
+        let mut write = carved.write.clone();
+        write.sort();
+        let root = dir.path().canonicalize().unwrap();
+        assert_eq!(write, vec![root.join("a.txt"), root.join("ws")]);
         let same = Sandbox::new(vec![], vec![home.clone()], Some(&home), false, true);
         assert!(same.is_err());
     }

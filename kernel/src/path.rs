@@ -139,9 +139,22 @@ impl TargetPath {
         let lower = self.0.to_ascii_lowercase();
         let first = lower.split('/').next().unwrap_or_default();
         let whole = lower.as_str();
+        let segments: Vec<&str> = lower.split('/').collect();
+        // Craik's state and git internals at any depth (a nested checkout's `.git/` runs
+        // hooks as well as the top one; a `.craik/` anywhere is some Craik's home).
+        if segments.contains(&".craik") {
+            return Some(Protected::CraikState);
+        }
+        if segments.contains(&".git") {
+            return Some(Protected::Git);
+        }
+        if whole.starts_with(".github/workflows/")
+            || whole == ".github/workflows"
+            || segments.iter().any(|s| EXEC_CONFIG_NAMES.contains(s))
+        {
+            return Some(Protected::ExecConfig);
+        }
         match first {
-            ".craik" => Some(Protected::CraikState),
-            ".git" => Some(Protected::Git),
             _ if AGENT_CONFIG_DIRS.contains(&first) => Some(Protected::AgentConfig),
             _ if AGENT_CONFIG_FILES.contains(&whole) => Some(Protected::AgentConfig),
             _ => {
@@ -170,6 +183,9 @@ pub enum Protected {
     Git,
     /// Files and directories that instruct or configure coding agents.
     AgentConfig,
+    /// Configuration that runs code on someone else's machine or shell: CI workflows
+    /// (`.github/workflows/`), direnv's `.envrc`, editor tasks (`.vscode/`).
+    ExecConfig,
 }
 
 impl Protected {
@@ -179,9 +195,14 @@ impl Protected {
             Self::CraikState => "craik-state",
             Self::Git => "git",
             Self::AgentConfig => "agent-config",
+            Self::ExecConfig => "exec-config",
         }
     }
 }
+
+/// Names (at any depth, lowercase) of configuration that executes code when a person or a
+/// tool enters the directory or opens it.
+const EXEC_CONFIG_NAMES: &[&str] = &[".envrc", ".vscode"];
 
 /// Top-level directories of agent configuration (lowercase).
 const AGENT_CONFIG_DIRS: &[&str] = &[

@@ -90,7 +90,23 @@ fn protected_areas_in_any_case() {
         p(".github/copilot-instructions.md"),
         Some(Protected::AgentConfig)
     );
-    assert_eq!(p(".github/workflows/ci.yml"), None);
+    // Issue 11 item 5: more code-running config, and state at any depth.
+    assert_eq!(p(".github/workflows/ci.yml"), Some(Protected::ExecConfig));
+    assert_eq!(p(".GitHub/Workflows/x.yaml"), Some(Protected::ExecConfig));
+    assert_eq!(p(".envrc"), Some(Protected::ExecConfig));
+    assert_eq!(p("sub/.envrc"), Some(Protected::ExecConfig));
+    assert_eq!(p(".vscode/tasks.json"), Some(Protected::ExecConfig));
+    assert_eq!(
+        p("vendor/lib/.git/hooks/post-checkout"),
+        Some(Protected::Git)
+    );
+    assert_eq!(p("vendor/.GIT"), Some(Protected::Git));
+    assert_eq!(
+        p("a/b/.craik/keys/signing.key.pem"),
+        Some(Protected::CraikState)
+    );
+    assert_eq!(p(".github/dependabot.yml"), None);
+    assert_eq!(p("docs/workflows/ci.yml"), None);
     assert_eq!(p("docs/git/notes.md"), None);
     assert_eq!(p(".gitignore"), None);
     assert_eq!(p("README.md"), None);

@@ -65,49 +65,199 @@ const INTERPRETERS: &[&str] = &[
     "expect",
 ];
 
-/// Arguments of otherwise allowed programs that execute arbitrary commands.
-const ESCAPE_HATCHES: &[(&str, &[&str])] = &[
-    (
-        "find",
-        &[
-            "-exec", "-execdir", "-ok", "-okdir", "-fprintf", "-fprint", "-fls", "-delete",
+/// An allowed program's own ways to run other code or write files it names, as that
+/// program parses its options.
+struct Hatches {
+    program: &'static str,
+    /// GNU long options (without `--`): any unambiguous *or ambiguous* prefix of one, with or
+    /// without `=value`, counts (getopt_long accepts abbreviations).
+    long: &'static [&'static str],
+    /// Short option letters: anywhere in a cluster (`-xIprog`, `-fx`, `-oProxyCommand=…`).
+    short: &'static [char],
+    /// Single-dash long options matched exactly (find's `-exec`, `-fprint0`, ...).
+    words: &'static [&'static str],
+    /// Arguments that are hatches by themselves (`npm exec`, make's `SHELL=`), exact or as
+    /// a prefix ending in `=`.
+    operands: &'static [&'static str],
+    /// The program is a hatch whatever its arguments (pagers, editors, `npx`).
+    always: bool,
+}
+
+const HATCHES: &[Hatches] = &[
+    Hatches {
+        program: "find",
+        long: &[],
+        short: &[],
+        words: &[
+            "-exec", "-execdir", "-ok", "-okdir", "-fprintf", "-fprint", "-fprint0", "-fls",
+            "-delete",
         ],
-    ),
-    (
-        "git",
-        &[
-            "-c",
-            "--config-env",
-            "--exec-path",
-            "--upload-pack",
-            "--receive-pack",
-            "--ext-diff",
-            "--textconv",
-            "-C",
+        operands: &[],
+        always: false,
+    },
+    Hatches {
+        program: "git",
+        long: &[
+            "config-env",
+            "exec-path",
+            "upload-pack",
+            "receive-pack",
+            "ext-diff",
+            "textconv",
+            "output",
+            "git-dir",
+            "work-tree",
+            "namespace",
+            "super-prefix",
+            "exec",
+            "extcmd",
+            "tool",
+            "run",
         ],
-    ),
-    ("cargo", &["--config", "-Z"]),
-    (
-        "tar",
-        &[
-            "--to-command",
-            "--use-compress-program",
-            "-I",
-            "--checkpoint-action",
-            "--info-script",
-            "--new-volume-script",
+        short: &['c', 'C'],
+        words: &[],
+        operands: &[],
+        always: false,
+    },
+    Hatches {
+        program: "cargo",
+        long: &["config", "manifest-path", "target-dir", "artifact-dir"],
+        short: &['Z'],
+        words: &[],
+        operands: &[],
+        always: false,
+    },
+    Hatches {
+        program: "tar",
+        long: &[
+            "to-command",
+            "use-compress-program",
+            "checkpoint-action",
+            "info-script",
+            "new-volume-script",
+            "rsh-command",
+            "rmt-command",
+            "index-file",
         ],
-    ),
-    ("rsync", &["-e", "--rsh", "--rsync-path"]),
-    ("make", &["-f", "--file", "--eval", "SHELL="]),
-    ("npm", &["exec", "x", "--script-shell"]),
-    ("npx", &[""]),
-    ("zip", &["-T", "--unzip-command", "-TT"]),
-    ("ssh", &["-o", "ProxyCommand"]),
-    ("less", &[""]),
-    ("vim", &[""]),
-    ("vi", &[""]),
+        short: &['I', 'F'],
+        words: &[],
+        operands: &[],
+        always: false,
+    },
+    Hatches {
+        program: "rsync",
+        long: &["rsh", "rsync-path"],
+        short: &['e'],
+        words: &[],
+        operands: &[],
+        always: false,
+    },
+    Hatches {
+        program: "make",
+        long: &["file", "makefile", "eval", "directory", "include-dir"],
+        short: &['f', 'E', 'C', 'I'],
+        words: &[],
+        operands: &["SHELL=", ".SHELLFLAGS=", "MAKEFLAGS=", "MAKEFILES="],
+        always: false,
+    },
+    Hatches {
+        program: "npm",
+        long: &[
+            "script-shell",
+            "prefix",
+            "userconfig",
+            "globalconfig",
+            "node-options",
+        ],
+        short: &[],
+        words: &[],
+        operands: &["exec", "x", "explore"],
+        always: false,
+    },
+    Hatches {
+        program: "pytest",
+        long: &["rootdir", "confcutdir", "override-ini", "basetemp"],
+        short: &['p', 'c', 'o'],
+        words: &[],
+        operands: &[],
+        always: false,
+    },
+    Hatches {
+        program: "zip",
+        long: &["unzip-command"],
+        short: &['T'],
+        words: &[],
+        operands: &[],
+        always: false,
+    },
+    Hatches {
+        program: "ssh",
+        long: &[],
+        short: &['o', 'F'],
+        words: &[],
+        operands: &["ProxyCommand=", "LocalCommand="],
+        always: false,
+    },
+    Hatches {
+        program: "npx",
+        long: &[],
+        short: &[],
+        words: &[],
+        operands: &[],
+        always: true,
+    },
+    Hatches {
+        program: "less",
+        long: &[],
+        short: &[],
+        words: &[],
+        operands: &[],
+        always: true,
+    },
+    Hatches {
+        program: "vim",
+        long: &[],
+        short: &[],
+        words: &[],
+        operands: &[],
+        always: true,
+    },
+    Hatches {
+        program: "vi",
+        long: &[],
+        short: &[],
+        words: &[],
+        operands: &[],
+        always: true,
+    },
 ];
+
+/// True when `arg` spells one of the program's hatches, as the program would parse it.
+fn is_hatch(h: &Hatches, arg: &str) -> bool {
+    if h.always {
+        return true;
+    }
+    if h.operands
+        .iter()
+        .any(|o| arg == *o || (o.ends_with('=') && arg.starts_with(o)))
+    {
+        return true;
+    }
+    if h.words.contains(&arg) {
+        return true;
+    }
+    if let Some(long) = arg.strip_prefix("--") {
+        let name = long.split('=').next().unwrap_or_default();
+        // An abbreviation names the option it prefixes (GNU getopt_long); when in doubt, deny.
+        return !name.is_empty() && h.long.iter().any(|l| l.starts_with(name));
+    }
+    if let Some(cluster) = arg.strip_prefix('-') {
+        // Any letter of a short-option cluster; a value attached to an earlier letter may
+        // hide one too, so the whole cluster is searched (false positives deny, never allow).
+        return cluster.chars().any(|c| h.short.contains(&c));
+    }
+    false
+}
 
 /// Analyses argv (or a command line, split on single spaces).
 pub fn analyse(argv: &[String]) -> Result<CommandFacts, String> {
@@ -153,17 +303,10 @@ pub fn analyse(argv: &[String]) -> Result<CommandFacts, String> {
                     || a == "-"
                     || a.starts_with("--"))
         });
-    let hatch = ESCAPE_HATCHES.iter().any(|(prog, flags)| {
-        base == *prog
-            && args.iter().any(|a| {
-                flags.iter().any(|f| {
-                    f.is_empty()
-                        || a == f
-                        || (f.ends_with('=') && a.starts_with(f))
-                        || (f.starts_with("--") && a.starts_with(&format!("{f}=")))
-                })
-            })
-    });
+    let hatch = HATCHES
+        .iter()
+        .filter(|h| h.program == base)
+        .any(|h| h.always || args.iter().any(|a| is_hatch(h, a)));
     let wrapper = WRAPPERS.contains(&base.as_str())
         || interpreter_code
         || hatch
@@ -175,6 +318,48 @@ pub fn analyse(argv: &[String]) -> Result<CommandFacts, String> {
         shell,
         wrapper,
     })
+}
+
+/// Issue 11 item 3: every argument that names a path (or carries one as an option value:
+/// `--opt=path`, `-opath`) must name one inside the workspace that is not protected — the
+/// same normalisation a `repo.*` target gets. A command may not reach outside the workspace,
+/// into `.git/`, `.craik/` or agent configuration through its arguments.
+pub fn check_argument_paths(argv: &[String], root: &str) -> Result<(), String> {
+    for arg in argv.iter().skip(1) {
+        let mut candidates: Vec<&str> = Vec::new();
+        if let Some(long) = arg.strip_prefix("--") {
+            if let Some((_, value)) = long.split_once('=') {
+                candidates.push(value);
+            }
+        } else if arg.len() > 2 && arg.starts_with('-') {
+            let attached = arg.get(2..).unwrap_or_default();
+            candidates.push(attached.split_once('=').map_or(attached, |(_, v)| v));
+        } else {
+            candidates.push(arg);
+        }
+        for candidate in candidates {
+            let looks_like_path = (candidate.contains('/') && !candidate.contains("://"))
+                || candidate.starts_with('.')
+                || candidate.starts_with('~');
+            if !looks_like_path || matches!(candidate, "." | "./") {
+                continue;
+            }
+            let path = crate::path::TargetPath::normalize(root, candidate).map_err(|e| {
+                format!(
+                    "argument `{}` names a path the command may not reach: {e}",
+                    craik_contracts::Truncated(arg)
+                )
+            })?;
+            if let Some(p) = path.protected() {
+                return Err(format!(
+                    "argument `{}` names `{path}`, a protected path ({})",
+                    craik_contracts::Truncated(arg),
+                    p.name()
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Splits a command string on single spaces (no quoting: quoting needs a shell).
@@ -274,6 +459,111 @@ mod tests {
             let argv = split(line);
             let f = analyse(&argv).unwrap();
             assert!(f.wrapper || f.shell, "{line}: {f:?}");
+        }
+    }
+
+    /// Issue 11 item 3: escape hatches by parsing, not spelling. Every spelling the tool itself
+    /// accepts (abbreviated long options, `--opt=value`, attached short values, clusters) is
+    /// caught, generated over every hatch of every tool.
+    #[test]
+    fn issue_11_escape_hatches_are_caught_however_spelled() {
+        for line in [
+            "tar --to-comm=sh -xf a.tar",
+            "tar --to-c sh -xf a.tar",
+            "tar -Iprog -xf a.tar",
+            "tar -xIprog -f a.tar",
+            "tar --checkpoint-act=exec=sh -cf a.tar .",
+            "make -fx",
+            "make --fil=x",
+            "make -Cdir",
+            "make SHELL=/bin/sh",
+            "npm --script-she=sh test",
+            "npm exec foo",
+            "cargo -Zunstable-options test",
+            "cargo test --conf=x",
+            "rsync -essh a b",
+            "ssh -oProxyCommand=sh host",
+            "ssh -o ProxyCommand=sh host",
+            "find . -fprint0 /abs",
+            "find . -fprint /abs",
+            "git diff --output=../events.jsonl",
+            "git diff --out=x",
+            "git --exec=/x status",
+            "git -cx=y log",
+            "pytest -p evil",
+            "pytest -pevil",
+        ] {
+            let f = analyse(&split(line)).unwrap();
+            assert!(f.wrapper, "{line}: {f:?}");
+        }
+        // Generated: every long hatch, every abbreviation of it down to one letter, bare and
+        // with `=value`; every short hatch alone, clustered and with an attached value.
+        for h in HATCHES.iter().filter(|h| !h.always) {
+            for long in h.long {
+                for end in 1..=long.len() {
+                    let prefix = &long[..end];
+                    for arg in [format!("--{prefix}"), format!("--{prefix}=x")] {
+                        let argv = vec![h.program.to_owned(), arg.clone()];
+                        assert!(analyse(&argv).unwrap().wrapper, "{} {arg}", h.program);
+                    }
+                }
+            }
+            for c in h.short {
+                for arg in [format!("-{c}"), format!("-x{c}"), format!("-{c}value")] {
+                    let argv = vec![h.program.to_owned(), arg.clone()];
+                    assert!(analyse(&argv).unwrap().wrapper, "{} {arg}", h.program);
+                }
+            }
+        }
+        // Ordinary uses stay ordinary.
+        for line in [
+            "git diff --check",
+            "git status --short",
+            "cargo test --color=always",
+            "tar -xzf a.tar",
+            "make test",
+            "make -j4 test",
+            "npm test",
+            "pytest -q tests",
+            "find . -name x.rs",
+        ] {
+            let f = analyse(&split(line)).unwrap();
+            assert!(!f.wrapper && !f.shell, "{line}: {f:?}");
+        }
+    }
+
+    /// Issue 11 item 3: arguments that name paths get a target's normalisation.
+    #[test]
+    fn issue_11_argument_paths_stay_in_the_workspace() {
+        let root = "/ws";
+        for line in [
+            "find . -name /etc/passwd",
+            "cat /etc/passwd",
+            "cat ../secret",
+            "git diff --output=../events.jsonl",
+            "cargo test --manifest-path=/tmp/x/Cargo.toml",
+            "gcc -o/tmp/x a.c",
+            "cat .git/config",
+            "cat docs/../.craik/keys/signing.key.pem",
+            "cat sub/.git/hooks/pre-commit",
+            "cat ~/.ssh/id_rsa",
+            "cat ~root/x",
+            "ls /ws/../etc",
+            "cat .github/workflows/ci.yml",
+        ] {
+            assert!(check_argument_paths(&split(line), root).is_err(), "{line}");
+        }
+        for line in [
+            "pytest tests/unit",
+            "cargo test -p craik",
+            "ls .",
+            "ls ./",
+            "cat /ws/docs/a.md",
+            "cat ./docs/a.md",
+            "curl https://example.com/x",
+            "make -j4",
+        ] {
+            assert_eq!(check_argument_paths(&split(line), root), Ok(()), "{line}");
         }
     }
 

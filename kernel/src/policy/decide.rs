@@ -17,7 +17,7 @@ use time::OffsetDateTime;
 
 use crate::path::TargetPath;
 use crate::policy::bundle::{Bundle, SliceKey, hex};
-use crate::policy::command::{analyse, split};
+use crate::policy::command::{analyse, check_argument_paths, split};
 use crate::policy::effect::{Effect, operations_of};
 use crate::policy::eval::{self, Evaluation, Slice};
 use crate::policy::grant::{CompiledGrant, GrantSet, PathPattern};
@@ -567,6 +567,10 @@ fn build_resource(
                 }
             };
             let facts = analyse(&argv).map_err(|e| format!("command refused: {e}"))?;
+            if !facts.shell && !facts.wrapper {
+                // (Shell syntax and wrappers are forbidden by policy whatever they name.)
+                check_argument_paths(&argv, root).map_err(|e| format!("command refused: {e}"))?;
+            }
             Ok(Resource {
                 entity: leaf(
                     Kind::Command,
@@ -632,12 +636,18 @@ fn build_resource(
     }
 }
 
-/// A scope entry that names a path (no whitespace; a `/` or a `.`), normalised.
-fn scope_path(entry: &str, root: &str) -> Option<TargetPath> {
-    if entry.chars().any(char::is_whitespace) || !(entry.contains('/') || entry.contains('.')) {
+/// A scope entry that names a path (any entry without whitespace: `src`, `Makefile`,
+/// `docs/adr/`), normalised; `Some(None)` when it names one that cannot be normalised.
+/// Entries with whitespace are prose, kept for the record.
+fn scope_entry(entry: &str, root: &str) -> Option<Option<TargetPath>> {
+    if entry.chars().any(char::is_whitespace) {
         return None;
     }
-    TargetPath::normalize(root, entry.trim_end_matches('/')).ok()
+    Some(TargetPath::normalize(root, entry.trim_end_matches('/')).ok())
+}
+
+fn scope_path(entry: &str, root: &str) -> Option<TargetPath> {
+    scope_entry(entry, root).flatten()
 }
 
 fn folded(path: &TargetPath, root: &str) -> Option<TargetPath> {
@@ -663,11 +673,13 @@ fn intent_facts(
             (Some(a), Some(b)) => a.is_under(&b),
             _ => true,
         };
+    // Fail closed: an out-of-scope entry that names no normalisable path (`..`, `/etc`)
+    // puts every path out of scope rather than none.
     let out = path.is_some_and(|p| {
         out_of_scope
             .iter()
-            .filter_map(|e| scope_path(e, root))
-            .any(|s| under_folded(p, &s))
+            .filter_map(|e| scope_entry(e, root))
+            .any(|s| s.is_none_or(|s| under_folded(p, &s)))
     });
     let scopes: Vec<TargetPath> = in_scope
         .iter()

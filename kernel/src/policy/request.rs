@@ -25,8 +25,9 @@ fn fixture() -> RunnerMode {
 
 /// The machine-checkable part of an intent lock.
 ///
-/// Entries that look like paths (no whitespace; a `/` or a `.`) are scopes; prose entries are
-/// kept for the record but cannot be checked. Stop conditions of the forms
+/// Entries without whitespace are path scopes (`src`, `Makefile`, `docs/adr/`); an
+/// out-of-scope entry that cannot be normalised puts every path out of scope (fail closed).
+/// Prose entries (with whitespace) are kept for the record but cannot be checked. Stop conditions of the forms
 /// `capability:<name or family>` and `path:<prefix>` are checked; prose ones are not.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -17,7 +17,7 @@ pub const REDACTED: &str = "[REDACTED]";
 
 /// Key names whose `key=value` / `key: value` values are secrets (case-insensitive; `-`, `_`
 /// and nothing are interchangeable).
-const SECRET_KEYS: &str = r"(?:api[-_]?key|apikey|access[-_]?key(?:[-_]?id)?|secret(?:[-_]?access)?(?:[-_]?key)?|client[-_]?secret|aws[-_]?secret[-_]?access[-_]?key|auth[-_]?token|access[-_]?token|refresh[-_]?token|id[-_]?token|token|password|passwd|pwd|passphrase|private[-_]?key|credentials?|session[-_]?token)";
+const SECRET_KEYS: &str = r"(?:api[-_]?key|apikey|account[-_]?key|shared[-_]?access[-_]?key|access[-_]?key(?:[-_]?id)?|secret(?:[-_]?access)?(?:[-_]?key)?|client[-_]?secret|aws[-_]?secret[-_]?access[-_]?key|auth[-_]?token|access[-_]?token|refresh[-_]?token|id[-_]?token|token|password|passwd|pwd|passphrase|private[-_]?key|credentials?|session[-_]?token)";
 
 struct Patterns {
     /// (pattern, replacement) in application order.
@@ -40,8 +40,10 @@ fn patterns() -> &'static Patterns {
             complete &= built.len() == list.len();
             built
         };
+        // The name may carry any prefix joined by `_` or `-` (`DB_PASSWORD`, `OPENAI_API_KEY`,
+        // `AWS_SESSION_TOKEN`): `\b` alone does not hold after `_`.
         let key_value = format!(
-            r#"(?i)(\b{SECRET_KEYS}["']?\s*[:=]\s*["']?)[^\s"',;&]+"#
+            r#"(?i)(\b(?:[a-z0-9]+[-_])*{SECRET_KEYS}["']?\s*[:=]\s*["']?)[^\s"',;&]+"#
         );
         let flag = format!(r"(?i)(--{SECRET_KEYS}(?:=|\s+))[^\s]+");
         let redact = build(&[
@@ -57,6 +59,17 @@ fn patterns() -> &'static Patterns {
             ),
             (r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9\-._~+/]{8,}=*", "${1} [REDACTED]"),
             (r"\bsk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_\-]{16,}", REDACTED),
+            (r"\b[rsp]k_(?:live|test)_[A-Za-z0-9]{10,}", REDACTED),
+            (r"\bglpat-[A-Za-z0-9_\-]{20,}", REDACTED),
+            (r"\bnpm_[A-Za-z0-9]{36}", REDACTED),
+            (
+                r"(?i)https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_\-]+",
+                "https://hooks.slack.com/[REDACTED]",
+            ),
+            // Bare private-key bodies (a PEM's base64 without its header): PKCS#8 Ed25519,
+            // and DER sequences long enough to be RSA/EC keys.
+            (r"\bMC4CAQAwBQYDK2Vw[A-Za-z0-9+/=]{20,}", REDACTED),
+            (r"\bMI[IG][A-Za-z0-9+/]{60,}={0,2}", REDACTED),
             (r"\bgh[pousr]_[A-Za-z0-9]{20,}", REDACTED),
             (r"\bgithub_pat_[A-Za-z0-9_]{20,}", REDACTED),
             (r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", REDACTED),
@@ -74,6 +87,12 @@ fn patterns() -> &'static Patterns {
             (r"\bxox[abposr]-[A-Za-z0-9]{6,}", "a Slack token"),
             (r"\b(?:AKIA|ASIA)[0-9A-Z]{12,}", "an AWS access key"),
             (r"(?i)\b[a-z][a-z0-9+.-]*://[^/\s@]*:[^/\s@\[]+@", "a credential in a URL"),
+            (r"\b[rsp]k_(?:live|test)_[A-Za-z0-9]{6,}", "a Stripe key"),
+            (r"\bglpat-[A-Za-z0-9_\-]{10,}", "a GitLab token"),
+            (r"\bnpm_[A-Za-z0-9]{20,}", "an npm token"),
+            (r"(?i)hooks\.slack\.com/services/T[A-Za-z0-9]+", "a Slack webhook"),
+            (r"\bMC4CAQAwBQYDK2Vw", "a private key body"),
+            (r"\bMII[A-Za-z0-9+/]{40,}", "a key body"),
         ]);
         Patterns {
             redact,

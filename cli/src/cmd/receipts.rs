@@ -133,7 +133,24 @@ pub(crate) fn verify(
                 ))?;
             }
         }
-        let report = verifier.finish();
+        let mut report = verifier.finish();
+        // A run's journal lives in `runs/<run id>/`: the signed run_id must be that directory's,
+        // or a journal was moved under another run's name.
+        let dir_name = path
+            .parent()
+            .and_then(Path::file_name)
+            .and_then(|n| n.to_str())
+            .filter(|n| n.starts_with("run_"));
+        if let (None, Some(dir), Some(signed)) = (&report.failure, dir_name, &report.run_id)
+            && dir != signed
+        {
+            report.failure = Some(craik_kernel::Failure {
+                line: 1,
+                seq: None,
+                what: "run_id".into(),
+                why: format!("the receipts are signed for run `{signed}` but sit in `{dir}`"),
+            });
+        }
         if show {
             out.end_progress()?;
         }

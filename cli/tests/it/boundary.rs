@@ -382,3 +382,34 @@ fn send(pid: u32, signal: i32) {
         .unwrap();
     assert!(status.success());
 }
+
+/// Issue 11 item 11: a journal moved under another run's directory does not verify there.
+#[test]
+fn issue_11_a_journal_verifies_only_in_its_own_run_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, id, text) =
+        run_example(&home, &crate::repo_root().join("examples/docs-review"), &[]);
+    assert_eq!(exit, 0, "{text}");
+    verify_run(&home, &id, false);
+    let moved = home.join("runs").join("run_20000101t000000_000000");
+    std::fs::create_dir_all(&moved).unwrap();
+    std::fs::copy(
+        home.join("runs").join(&id).join("receipts.jsonl"),
+        moved.join("receipts.jsonl"),
+    )
+    .unwrap();
+    let out = crate::craik()
+        .args(["receipts", "verify"])
+        .arg(&moved)
+        .arg("--key")
+        .arg(home.join("keys/signing.pub.pem"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", crate::transcript(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("INVALID") && stdout.contains(&id),
+        "{stdout}"
+    );
+}

@@ -324,7 +324,7 @@ pub fn analyse(argv: &[String]) -> Result<CommandFacts, String> {
 /// `--opt=path`, `-opath`) must name one inside the workspace that is not protected — the
 /// same normalisation a `repo.*` target gets. A command may not reach outside the workspace,
 /// into `.git/`, `.craik/` or agent configuration through its arguments.
-pub fn check_argument_paths(argv: &[String], root: &str) -> Result<(), String> {
+pub(crate) fn check_argument_paths(argv: &[String], root: &str) -> Result<(), String> {
     for arg in argv.iter().skip(1) {
         let mut candidates: Vec<&str> = Vec::new();
         if let Some(long) = arg.strip_prefix("--") {

@@ -428,6 +428,20 @@ impl State<'_> {
         let json: serde_json::Value = serde_json::from_slice(&item.payload)
             .map_err(|e| (None, "payload", format!("signed payload is not JSON: {e}")))?;
         check_json_numbers(&json, "$").map_err(|e| (None, "payload", e))?;
+        // The signed bytes must be the one canonical form (RFC 8785) of what they say: no
+        // other spelling, no duplicate key (a duplicate never survives re-canonicalisation),
+        // so two readers can never disagree about a signed payload.
+        match serde_jcs::to_vec(&json) {
+            Ok(canonical) if canonical == item.payload => {}
+            Ok(_) => {
+                return Err((
+                    None,
+                    "payload",
+                    "signed payload is not canonical JSON (RFC 8785): key order, spacing, escapes or a duplicate key differ from its one canonical form".into(),
+                ));
+            }
+            Err(e) => return Err((None, "payload", format!("cannot canonicalise: {e}"))),
+        }
         match item.payload_type.as_str() {
             RECEIPT_PAYLOAD_TYPE => self.receipt(json, &item.payload, &item.keyid),
             CHECKPOINT_PAYLOAD_TYPE => self.checkpoint(json, &item.keyid),

@@ -379,3 +379,81 @@ fn committed_payload_schemas_match_the_types() {
         );
     }
 }
+
+/// Re-signs line `index` of `bytes` with `payload` in place of its own, keeping the envelope.
+fn resign(bytes: &[u8], index: usize, edit: impl Fn(&str) -> String) -> Vec<u8> {
+    use base64::Engine as _;
+    let signer = test_signer();
+    let mut ls = lines(bytes);
+    let envelope: craik_kernel::Envelope = serde_json::from_slice(&ls[index]).unwrap();
+    let payload = base64::engine::general_purpose::STANDARD
+        .decode(&envelope.payload)
+        .unwrap();
+    let edited = edit(std::str::from_utf8(&payload).unwrap());
+    let sig = signer.sign(&craik_kernel::pae(
+        &envelope.payload_type,
+        edited.as_bytes(),
+    ));
+    let new = craik_kernel::Envelope::new(
+        &envelope.payload_type,
+        edited.as_bytes(),
+        signer.key_id(),
+        &sig,
+    );
+    let mut line = serde_json::to_vec(&new).unwrap();
+    line.push(b'\n');
+    ls[index] = line;
+    ls.concat()
+}
+
+/// Issue 11 item 11: a correctly signed payload that is not the one canonical RFC 8785 form
+/// (reordered keys, whitespace, an escaped character, a duplicate key) is refused.
+#[test]
+fn issue_11_only_canonical_signed_payloads_verify() {
+    let bytes = journal(3, 0, &test_signer());
+    // Sanity: re-signing the same bytes verifies.
+    assert!(
+        verify_journal(
+            &resign(&bytes, 1, str::to_owned),
+            &ring(&test_signer()),
+            None
+        )
+        .is_valid()
+    );
+    let variants: Vec<(&str, Box<dyn Fn(&str) -> String>)> = vec![
+        ("leading space", Box::new(|p| format!(" {p}"))),
+        (
+            "space after colon",
+            Box::new(|p| p.replacen("\":", "\": ", 1)),
+        ),
+        ("trailing newline", Box::new(|p| format!("{p}\n"))),
+        (
+            "duplicate key (first value shadowed)",
+            Box::new(|p| p.replacen('{', "{\"actor\":\"runner_forged\",", 1)),
+        ),
+        (
+            "reordered keys",
+            Box::new(|p| {
+                let v: serde_json::Value = serde_json::from_str(p).unwrap();
+                let obj = v.as_object().unwrap();
+                let mut pairs: Vec<String> = obj
+                    .iter()
+                    .map(|(k, v)| format!("{}:{}", serde_json::to_string(k).unwrap(), v))
+                    .collect();
+                pairs.reverse();
+                format!("{{{}}}", pairs.join(","))
+            }),
+        ),
+        (
+            "escaped solidus",
+            Box::new(|p| p.replacen("task_docs", "task\\u005fdocs", 1)),
+        ),
+    ];
+    for (what, edit) in variants {
+        let tampered = resign(&bytes, 1, edit);
+        let report = verify_journal(&tampered, &ring(&test_signer()), None);
+        let f = report.failure.unwrap_or_else(|| panic!("{what}: accepted"));
+        assert_eq!(f.line, 2, "{what}");
+        assert!(f.why.contains("canonical"), "{what}: {f:?}");
+    }
+}

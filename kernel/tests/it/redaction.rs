@@ -101,3 +101,32 @@ proptest! {
         prop_assert!(!once.text.contains(secret.as_str()));
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Issue 11 item 6: a secret-named variable is redacted whatever prefix, case, separator,
+    /// quoting and spacing it is written with.
+    #[test]
+    fn prefixed_secret_names_are_redacted_in_every_spelling(
+        prefix in prop::collection::vec("[A-Za-z][A-Za-z0-9]{0,6}", 0..3),
+        joiner in prop_oneof![Just("_"), Just("-")],
+        name in prop_oneof![
+            Just("PASSWORD"), Just("password"), Just("API_KEY"), Just("api-key"), Just("ApiKey"),
+            Just("SECRET"), Just("SESSION_TOKEN"), Just("ACCESS_TOKEN"), Just("AccountKey"),
+            Just("client_secret"), Just("PRIVATE_KEY"), Just("passphrase"),
+        ],
+        sep in prop_oneof![Just("="), Just(": "), Just(" = "), Just(":")],
+        quote in prop_oneof![Just(""), Just("\""), Just("'")],
+        secret in "[A-Za-z0-9/+]{12,32}",
+    ) {
+        let mut full = prefix.join(joiner);
+        if !full.is_empty() {
+            full.push_str(joiner);
+        }
+        full.push_str(name);
+        let text = format!("export {full}{sep}{quote}{secret}{quote} done");
+        let out = redact_text(&text);
+        prop_assert!(!out.text.contains(&secret), "{text} -> {}", out.text);
+    }
+}

@@ -647,14 +647,12 @@ fn peak_rss_kib(mut child: std::process::Child) -> (u64, std::process::ExitStatu
     let status_file = format!("/proc/{}/status", child.id());
     let mut peak = 0;
     loop {
-        if let Ok(text) = std::fs::read_to_string(&status_file) {
-            if let Some(kib) = text
-                .lines()
+        if let Some(kib) = std::fs::read_to_string(&status_file).ok().and_then(|text| {
+            text.lines()
                 .find_map(|l| l.strip_prefix("VmHWM:"))
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            {
-                peak = peak.max(kib);
-            }
+        }) {
+            peak = peak.max(kib);
         }
         if let Some(status) = child.try_wait().unwrap() {
             return (peak, status);

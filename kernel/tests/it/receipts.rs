@@ -420,7 +420,8 @@ fn issue_11_only_canonical_signed_payloads_verify() {
         )
         .is_valid()
     );
-    let variants: Vec<(&str, Box<dyn Fn(&str) -> String>)> = vec![
+    type Edit = Box<dyn Fn(&str) -> String>;
+    let variants: Vec<(&str, Edit)> = vec![
         ("leading space", Box::new(|p| format!(" {p}"))),
         (
             "space after colon",

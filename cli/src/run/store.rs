@@ -12,7 +12,7 @@
 //!     approvals/<id>.json
 //!     handoff.json     craik.handoff, at a terminal state
 //!     workspace/       scratch copy of an example's workspace, when run from an example
-//!     lock             the pid of the process driving the run
+//!     lock             flock'ed by the process driving the run (its pid inside, for people)
 //!   memory/<memprop id>.json
 //!   reviews/<id>/receipts.jsonl   one small signed journal per human review decision
 //! ```
@@ -261,57 +261,65 @@ impl RunDir {
         read_json(&self.file(name))
     }
 
-    /// Takes the run's lock; a lock held by a live process refuses, a stale one (its process
-    /// is gone: a crash) is taken over.
+    /// Takes the run's lock: an exclusive `flock` on `runs/<id>/lock`, held by the returned
+    /// guard for the life of the driver. The kernel releases it when the process dies, however
+    /// it dies, so there is no stale lock to take over and no window between checking and
+    /// taking: of two drivers, exactly one gets it.
     pub(crate) fn lock(&self) -> Result<RunLock, Failure> {
         let path = self.file(LOCK);
-        for _ in 0..2 {
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(mut file) => {
-                    writeln!(file, "{}", std::process::id())
-                        .and_then(|()| file.sync_all())
-                        .map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
-                    return Ok(RunLock { path });
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    let pid = fs::read_to_string(&path).unwrap_or_default();
-                    let pid = pid.trim();
-                    if !pid.is_empty() && Path::new("/proc").join(pid).exists() {
-                        return Err(Failure::usage(format!(
-                            "{}: the run is being driven by process {pid}",
-                            self.path.display()
-                        )));
-                    }
-                    fs::remove_file(&path)
-                        .map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
-                }
-                Err(e) => return Err(Failure::usage(format!("{}: {e}", path.display()))),
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
+        match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::WOULDBLOCK) => {
+                let pid = fs::read_to_string(&path).unwrap_or_default();
+                return Err(Failure::usage(format!(
+                    "{}: the run is being driven by process {}",
+                    self.path.display(),
+                    pid.trim()
+                )));
+            }
+            Err(e) => {
+                return Err(Failure::usage(format!(
+                    "{}: cannot lock: {}",
+                    path.display(),
+                    io::Error::from(e)
+                )));
             }
         }
-        Err(Failure::usage(format!(
-            "{}: cannot take the lock",
-            path.display()
-        )))
+        // For people reading the directory; the lock itself is the flock.
+        let _ = file
+            .set_len(0)
+            .and_then(|()| writeln!(file, "{}", std::process::id()));
+        Ok(RunLock { _file: file })
     }
 
-    /// Whether a live process holds the lock.
+    /// The pid written by the live process holding the lock, if one holds it.
     pub(crate) fn locked_by_live(&self) -> Option<String> {
-        let pid = fs::read_to_string(self.file(LOCK)).ok()?;
-        let pid = pid.trim().to_owned();
-        (!pid.is_empty() && Path::new("/proc").join(&pid).exists()).then_some(pid)
+        let path = self.file(LOCK);
+        let file = File::open(&path).ok()?;
+        match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockShared) {
+            Ok(()) => None,
+            Err(_) => Some(
+                fs::read_to_string(&path)
+                    .unwrap_or_default()
+                    .trim()
+                    .to_owned(),
+            ),
+        }
     }
 }
 
-/// Released (file removed) when dropped.
+/// The run's lock, held while this lives (the file stays; removing it would let a second
+/// driver lock a new file while the first still holds the old one).
 #[derive(Debug)]
 pub(crate) struct RunLock {
-    path: PathBuf,
-}
-
-impl Drop for RunLock {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(&self.path);
-    }
+    _file: File,
 }
 
 pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, String> {

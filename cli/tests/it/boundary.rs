@@ -413,3 +413,93 @@ fn issue_11_a_journal_verifies_only_in_its_own_run_directory() {
         "{stdout}"
     );
 }
+
+/// Issue 11 item 8: one driver per run. While another process holds the run's lock, `runs
+/// resume` refuses; two resumes started together never both drive (the approval is used once,
+/// the action runs once, the journal does not fork).
+#[test]
+fn issue_11_one_driver_per_run() {
+    use std::io::BufRead;
+    for trial in 0..4 {
+        let dir = tempfile::tempdir().unwrap();
+        let h = dir.path();
+        let (exit, id, text) = run_example(h, &crate::repo_root().join("examples/approval"), &[]);
+        assert_eq!(exit, 1, "{text}");
+        let approval = crate::runs::pending_approval(h);
+        assert_eq!(
+            crate::runs::approve(h, &approval, "user:alice").status.code(),
+            Some(0)
+        );
+        if trial == 0 {
+            // Another process holds the lock: resume refuses and changes nothing.
+            let lock = h.join("runs").join(&id).join("lock");
+            let mut holder = std::process::Command::new("python3")
+                .args([
+                    "-c",
+                    "import fcntl,sys,time; f=open(sys.argv[1],'a'); fcntl.flock(f, fcntl.LOCK_EX); print('locked', flush=True); time.sleep(30)",
+                ])
+                .arg(&lock)
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut line = String::new();
+            std::io::BufReader::new(holder.stdout.take().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            assert_eq!(line.trim(), "locked");
+            let before = receipts(h, &id).len();
+            let refused = crate::runs::resume(h, &id);
+            let _ = holder.kill();
+            let _ = holder.wait();
+            assert_ne!(refused.status.code(), Some(0), "{}", crate::transcript(&refused));
+            assert!(
+                String::from_utf8_lossy(&refused.stderr).contains("being driven"),
+                "{}",
+                crate::transcript(&refused)
+            );
+            assert_eq!(receipts(h, &id).len(), before);
+        }
+        let spawn = || {
+            std::process::Command::new(assert_cmd::cargo::cargo_bin("craik"))
+                .args(["runs", "resume", &id, "--home"])
+                .arg(h)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (a, b) = (spawn(), spawn());
+        let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+        assert!(
+            a.status.success() || b.status.success(),
+            "{}\n{}",
+            crate::transcript(&a),
+            crate::transcript(&b)
+        );
+        for out in [&a, &b] {
+            if !out.status.success() {
+                assert!(
+                    String::from_utf8_lossy(&out.stderr).contains("being driven"),
+                    "{}",
+                    crate::transcript(out)
+                );
+            }
+        }
+        verify_run(h, &id, false);
+        let rs = receipts(h, &id);
+        let by_approval = rs
+            .iter()
+            .filter(|r| r["decided_by"]["kind"] == "approval")
+            .count();
+        assert_eq!(by_approval, 1, "trial {trial}: the approval was used {by_approval} times");
+        let mut outcomes: Vec<&str> = rs
+            .iter()
+            .filter(|r| r["decided_by"]["kind"] == "outcome")
+            .map(|r| r["action"].as_str().unwrap())
+            .collect();
+        let n = outcomes.len();
+        outcomes.sort_unstable();
+        outcomes.dedup();
+        assert_eq!(outcomes.len(), n, "trial {trial}: an action ran twice");
+    }
+}

@@ -190,7 +190,7 @@ fn review(home: &Path, verb: &str, id: &str, by: &str, extra: &[&str]) -> std::p
         .unwrap()
 }
 
-fn approve(home: &Path, id: &str, by: &str) -> std::process::Output {
+pub(crate) fn approve(home: &Path, id: &str, by: &str) -> std::process::Output {
     review(home, "approve", id, by, &[])
 }
 
@@ -208,12 +208,12 @@ pub(crate) fn stopped(home: &Path, id: &str) -> (String, String) {
     )
 }
 
-fn pending_approval(home: &Path) -> String {
+pub(crate) fn pending_approval(home: &Path) -> String {
     let list: Value = json_out(home, &["approvals", "list"]);
     list[0]["id"].as_str().unwrap().to_owned()
 }
 
-fn resume(home: &Path, id: &str) -> std::process::Output {
+pub(crate) fn resume(home: &Path, id: &str) -> std::process::Output {
     craik()
         .args(["runs", "resume", id, "--home"])
         .arg(home)

@@ -7,6 +7,9 @@ use clap::{Args, Parser, Subcommand};
 use crate::files::DEFAULT_MAX_BYTES;
 use crate::output::Format;
 
+/// The longest an approval may stay usable: 30 days.
+pub(crate) const MAX_APPROVAL_SECS: u64 = 30 * 24 * 3600;
+
 /// Craik: a governance kernel for AI-agent runs.
 ///
 /// Exit codes: 0 ok, 1 check failed, 2 usage or unreadable path, 3 invalid input,
@@ -408,8 +411,9 @@ pub(crate) enum ApprovalsCommand {
     Approve {
         #[command(flatten)]
         review: ReviewArgs,
-        /// Seconds the approval stays usable.
-        #[arg(long, value_name = "SECS", default_value_t = 3600)]
+        /// Seconds the approval stays usable (0 to 2592000, i.e. at most 30 days).
+        #[arg(long, value_name = "SECS", default_value_t = 3600,
+              value_parser = clap::value_parser!(u64).range(0..=MAX_APPROVAL_SECS))]
         expires_in: u64,
     },
     /// Deny: the parked run ends blocked when resumed.

@@ -1028,7 +1028,19 @@ fn reviewer(by: &str, runner: &str) -> Result<(), Failure> {
             craik_contracts::Truncated(by)
         )));
     }
-    if by == runner || name == runner || runner.strip_prefix("runner_") == Some(name) {
+    // Identities compare case-insensitively: `user:RUNNER_FIXTURE` is the runner too.
+    let (by_l, name_l, runner_l) = (
+        by.to_ascii_lowercase(),
+        name.to_ascii_lowercase(),
+        runner.to_ascii_lowercase(),
+    );
+    if by_l == runner_l
+        || name_l == runner_l
+        || runner_l.strip_prefix("runner_") == Some(name_l.as_str())
+        || name_l
+            .strip_prefix("runner_")
+            .is_some_and(|n| runner_l.strip_prefix("runner_") == Some(n))
+    {
         return Err(Failure::usage(format!(
             "--by `{by}`: the runner `{runner}` can never review its own request"
         )));
@@ -1146,7 +1158,12 @@ pub(crate) fn approvals_decide(
     let inputs: Inputs = dir
         .read_json(crate::run::store::INPUTS)
         .map_err(|e| Failure::invalid(e, Vec::new()))?;
-    let draft = review_draft(
+    // Everything the review decides is fixed before anything is written.
+    let now = OffsetDateTime::now_utc();
+    let expires_at = approve
+        .then(|| now + time::Duration::seconds(i64::try_from(expires_in_secs).unwrap_or(0)))
+        .map(Timestamp::new);
+    let mut draft = review_draft(
         &record.task_id,
         by,
         &record.action.proposed.capability,
@@ -1157,8 +1174,17 @@ pub(crate) fn approvals_decide(
         reason,
         &inputs.policy_set,
     );
+    // The signed review names the approval, the run and the expiry: the host honours an
+    // approval only through these signed facts (see `signed_review`).
+    draft.action = Some(record.id.clone());
+    let meta = &mut draft.result.metadata.0;
+    meta.insert("approval".into(), serde_json::json!(record.id));
+    meta.insert("run_id".into(), serde_json::json!(record.run_id));
+    meta.insert(
+        "expires_at".into(),
+        serde_json::to_value(expires_at).unwrap_or(serde_json::Value::Null),
+    );
     let journal = review_receipt(&home, &record.id, draft, out)?;
-    let now = OffsetDateTime::now_utc();
     record.status = if approve {
         ApprovalStatus::Approved
     } else {
@@ -1167,9 +1193,7 @@ pub(crate) fn approvals_decide(
     record.decided_by = Some(by.to_owned());
     record.decided_at = Some(Timestamp::new(now));
     record.reason = Some(reason.to_owned());
-    record.expires_at = approve
-        .then(|| now + time::Duration::seconds(i64::try_from(expires_in_secs).unwrap_or(i64::MAX)))
-        .map(Timestamp::new);
+    record.expires_at = expires_at;
     record.review = Some(journal.display().to_string());
     write_approval(&dir, &record)?;
     out.line(format_args!(

@@ -52,6 +52,8 @@ pub(crate) enum ApprovalStatus {
     Approved,
     Denied,
     Consumed,
+    /// The run ended (cancelled, blocked, ...) before anyone decided: nothing left to approve.
+    Closed,
 }
 
 impl ApprovalStatus {
@@ -61,6 +63,7 @@ impl ApprovalStatus {
             Self::Approved => "approved",
             Self::Denied => "denied",
             Self::Consumed => "consumed",
+            Self::Closed => "closed",
         }
     }
 }
@@ -995,6 +998,12 @@ impl Host {
         None
     }
 
+    /// The approvals the kernel may honour: only those whose signed review journal verifies
+    /// under this home's key and names this approval, this run, an approving `user:`, and
+    /// the request hash. Every fact handed to the kernel (hash, approver, profile, task,
+    /// expiry) comes from the signed review receipt, never from the plain approval file, so
+    /// editing `approvals/<id>.json` grants nothing. Single use comes from the run's own
+    /// journal (`used_approvals`).
     fn approvals_as_facts(&self) -> Result<Vec<Approval>, Failure> {
         Ok(self
             .approvals()?
@@ -1002,14 +1011,18 @@ impl Host {
             .filter(|a| {
                 a.status == ApprovalStatus::Approved || a.status == ApprovalStatus::Consumed
             })
-            .map(|a| Approval {
-                used: a.status == ApprovalStatus::Consumed || self.used_approvals.contains(&a.id),
-                id: a.id,
-                request_hash: a.request_hash,
-                approved_by: a.decided_by.unwrap_or_default(),
-                profile: a.profile,
-                task_id: a.task_id,
-                expires_at: a.expires_at,
+            .filter_map(|a| {
+                let signed = signed_review(&self.home, &self.signer, &a.id, &self.inputs.run_id)?;
+                Some(Approval {
+                    used: a.status == ApprovalStatus::Consumed
+                        || self.used_approvals.contains(&a.id),
+                    id: a.id,
+                    request_hash: signed.request_hash,
+                    approved_by: signed.approved_by,
+                    profile: signed.profile,
+                    task_id: signed.task_id,
+                    expires_at: signed.expires_at,
+                })
             })
             .collect())
     }
@@ -1454,6 +1467,12 @@ impl Host {
                 .map_err(io(&self.dir.path))?;
             self.crash.synced(2);
             self.crash.point();
+        }
+        // A run that ended leaves nothing to approve: its pending approvals close with it.
+        for approval in self.approvals()? {
+            if approval.status == ApprovalStatus::Pending {
+                self.set_approval_status(&approval.id, ApprovalStatus::Closed)?;
+            }
         }
         for id in self.memory_ids.clone() {
             let path = self.home.memory().join(format!("{id}.json"));
@@ -1923,6 +1942,68 @@ struct Indexed {
     approvals_used: HashSet<String>,
     ids: Vec<String>,
     closed: bool,
+}
+
+/// What a verified review journal says about one approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SignedReview {
+    pub(crate) request_hash: String,
+    pub(crate) approved_by: String,
+    pub(crate) profile: PolicyProfile,
+    pub(crate) task_id: String,
+    pub(crate) expires_at: Option<Timestamp>,
+}
+
+/// The approving review of approval `id` for run `run_id`, from its signed, closed review
+/// journal (`reviews/<id>/`), verified with `signer`'s public key; `None` when there is none,
+/// it does not verify, it denies, or it names another approval or run.
+pub(crate) fn signed_review(
+    home: &Home,
+    signer: &Ed25519Signer,
+    id: &str,
+    run_id: &str,
+) -> Option<SignedReview> {
+    use craik_kernel::Signer as _;
+    let path = home
+        .reviews()
+        .join(id)
+        .join(crate::cmd::receipts::JOURNAL_NAME);
+    let bytes = std::fs::read(path).ok()?;
+    let mut ring = KeyRing::new();
+    ring.add(&signer.public_key()).ok()?;
+    let report = craik_kernel::verify_journal(&bytes, &ring, None);
+    if !report.is_valid() || !report.closed || report.receipts != 1 {
+        return None;
+    }
+    let receipt = crate::cmd::receipts::decode_all(&bytes)
+        .into_iter()
+        .find_map(|(_, d)| match d {
+            crate::cmd::receipts::Decoded::Receipt(r) => Some(r),
+            _ => None,
+        })?;
+    let meta = &receipt.result.metadata.0;
+    let text = |k: &str| meta.get(k).and_then(Value::as_str);
+    let approved_by = receipt.decided_by.by.clone();
+    let valid = receipt.decision == Decision::Allow
+        && receipt.decided_by.kind == DecidedByKind::Approval
+        && receipt.action.as_deref() == Some(id)
+        && text("approval") == Some(id)
+        && text("run_id") == Some(run_id)
+        && approved_by.starts_with("user:");
+    if !valid {
+        return None;
+    }
+    let expires_at = match meta.get("expires_at") {
+        Some(Value::String(t)) => Some(serde_json::from_value(json!(t)).ok()?),
+        _ => None,
+    };
+    Some(SignedReview {
+        request_hash: receipt.request_hash.clone(),
+        approved_by,
+        profile: receipt.policy_profile,
+        task_id: receipt.task_id.clone(),
+        expires_at,
+    })
 }
 
 fn decode_receipts(bytes: &[u8]) -> Indexed {

@@ -427,7 +427,9 @@ fn issue_11_one_driver_per_run() {
         assert_eq!(exit, 1, "{text}");
         let approval = crate::runs::pending_approval(h);
         assert_eq!(
-            crate::runs::approve(h, &approval, "user:alice").status.code(),
+            crate::runs::approve(h, &approval, "user:alice")
+                .status
+                .code(),
             Some(0)
         );
         if trial == 0 {
@@ -451,7 +453,12 @@ fn issue_11_one_driver_per_run() {
             let refused = crate::runs::resume(h, &id);
             let _ = holder.kill();
             let _ = holder.wait();
-            assert_ne!(refused.status.code(), Some(0), "{}", crate::transcript(&refused));
+            assert_ne!(
+                refused.status.code(),
+                Some(0),
+                "{}",
+                crate::transcript(&refused)
+            );
             assert!(
                 String::from_utf8_lossy(&refused.stderr).contains("being driven"),
                 "{}",
@@ -491,7 +498,10 @@ fn issue_11_one_driver_per_run() {
             .iter()
             .filter(|r| r["decided_by"]["kind"] == "approval")
             .count();
-        assert_eq!(by_approval, 1, "trial {trial}: the approval was used {by_approval} times");
+        assert_eq!(
+            by_approval, 1,
+            "trial {trial}: the approval was used {by_approval} times"
+        );
         let mut outcomes: Vec<&str> = rs
             .iter()
             .filter(|r| r["decided_by"]["kind"] == "outcome")
@@ -502,4 +512,128 @@ fn issue_11_one_driver_per_run() {
         outcomes.dedup();
         assert_eq!(outcomes.len(), n, "trial {trial}: an action ran twice");
     }
+}
+
+fn approval_file(home: &std::path::Path, run: &str, approval: &str) -> std::path::PathBuf {
+    home.join("runs")
+        .join(run)
+        .join("approvals")
+        .join(format!("{approval}.json"))
+}
+
+/// Issue 11 items 7 and 9: an approval is honoured only through its signed review journal —
+/// an edited approval file grants nothing, another run's approval is not this run's; bad
+/// `--expires-in` and runner look-alike reviewers write nothing; cancelling closes approvals.
+#[test]
+fn issue_11_approvals_are_bound_to_their_signed_review() {
+    use crate::runs::{approve, pending_approval, resume, review, workspace_text};
+    let example = crate::repo_root().join("examples/approval");
+    let dir = tempfile::tempdir().unwrap();
+    let h = dir.path();
+    let (_, id, _) = run_example(h, &example, &[]);
+    let approval = pending_approval(h);
+    let path = approval_file(h, &id, &approval);
+    assert!(path.exists(), "{}", path.display());
+    // Validation first, nothing written.
+    for (by, extra) in [
+        ("user:alice", &["--expires-in", "18446744073709551615"][..]),
+        ("user:alice", &["--expires-in", "2592001"][..]),
+        ("user:RUNNER_FIXTURE", &[][..]),
+        ("user:Runner_Fixture", &[][..]),
+        ("USER:runner_fixture", &[][..]),
+    ] {
+        let out = review(h, "approve", &approval, by, extra);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{by} {extra:?}: {}",
+            crate::transcript(&out)
+        );
+    }
+    assert!(
+        !h.join("reviews").exists(),
+        "a refused review wrote a journal"
+    );
+    let record: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(record["status"], "pending");
+
+    // A forged approval file (no review journal) grants nothing.
+    let mut forged = record.clone();
+    forged["status"] = json!("approved");
+    forged["decided_by"] = json!("user:mallory");
+    forged["decided_at"] = json!("2026-11-20T10:00:00Z");
+    forged["reason"] = json!("trust me");
+    std::fs::write(&path, serde_json::to_string(&forged).unwrap()).unwrap();
+    let _ = resume(h, &id);
+    assert!(workspace_text(h, &id, "docs/status.md").contains("Status: stale"));
+    assert!(
+        receipts(h, &id)
+            .iter()
+            .all(|r| r["decided_by"]["kind"] != "approval"),
+        "a forged approval was honoured"
+    );
+
+    // Another run's genuine approval (same home, same key) is not this run's.
+    let (_, other_id, _) = run_example(h, &example, &[]);
+    let other_approval = pending_approval_of(h, &other_id);
+    assert_eq!(
+        approve(h, &other_approval, "user:alice").status.code(),
+        Some(0)
+    );
+    let mut grafted: Value = serde_json::from_str(
+        &std::fs::read_to_string(approval_file(h, &other_id, &other_approval)).unwrap(),
+    )
+    .unwrap();
+    grafted["run_id"] = json!(id);
+    std::fs::write(
+        approval_file(h, &id, &other_approval),
+        serde_json::to_string(&grafted).unwrap(),
+    )
+    .unwrap();
+    let _ = resume(h, &id);
+    assert!(workspace_text(h, &id, "docs/status.md").contains("Status: stale"));
+    assert!(
+        receipts(h, &id)
+            .iter()
+            .all(|r| r["decided_by"]["kind"] != "approval"),
+        "another run's approval was honoured"
+    );
+    // ... while its own run honours it.
+    assert_eq!(resume(h, &other_id).status.code(), Some(0));
+    assert!(!workspace_text(h, &other_id, "docs/status.md").contains("Status: stale"));
+
+    // Cancelling a parked run closes its pending approvals.
+    let third = tempfile::tempdir().unwrap();
+    let t = third.path();
+    let (_, tid, _) = run_example(t, &example, &[]);
+    let pending = pending_approval(t);
+    let out = crate::craik()
+        .args(["runs", "cancel", &tid, "--home"])
+        .arg(t)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", crate::transcript(&out));
+    let record: Value =
+        serde_json::from_str(&std::fs::read_to_string(approval_file(t, &tid, &pending)).unwrap())
+            .unwrap();
+    assert_eq!(record["status"], "closed");
+    assert_eq!(approve(t, &pending, "user:alice").status.code(), Some(1));
+}
+
+/// The pending approval of run `run` (several runs share the home).
+fn pending_approval_of(home: &std::path::Path, run: &str) -> String {
+    let dir = home.join("runs").join(run).join("approvals");
+    let mut ids: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            e.unwrap()
+                .path()
+                .file_stem()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    ids.sort();
+    ids.remove(0)
 }

@@ -180,7 +180,13 @@ fn the_docs_review_example_changes_only_its_scratch_workspace() {
 }
 
 /// `craik approvals VERB ID --by BY --reason … [EXTRA…]` under `home`.
-fn review(home: &Path, verb: &str, id: &str, by: &str, extra: &[&str]) -> std::process::Output {
+pub(crate) fn review(
+    home: &Path,
+    verb: &str,
+    id: &str,
+    by: &str,
+    extra: &[&str],
+) -> std::process::Output {
     craik()
         .args(["approvals", verb, id, "--by", by, "--reason", "checked"])
         .args(extra)
@@ -195,7 +201,7 @@ pub(crate) fn approve(home: &Path, id: &str, by: &str) -> std::process::Output {
 }
 
 /// A file of the run's scratch workspace.
-fn workspace_text(home: &Path, id: &str, rel: &str) -> String {
+pub(crate) fn workspace_text(home: &Path, id: &str, rel: &str) -> String {
     std::fs::read_to_string(home.join("runs").join(id).join("workspace").join(rel)).unwrap()
 }
 

@@ -622,9 +622,8 @@ fn open_locked(
 fn open_host(home: &Path, run_id: &str, out: &mut Out) -> Result<(Host, KeyRing), Failure> {
     let home = Home::new(home);
     let dir = home.run_dir(run_id)?;
-    let inputs: Inputs = dir
-        .read_json(crate::run::store::INPUTS)
-        .map_err(|e| Failure::invalid(e, Vec::new()))?;
+    let (_, ring) = keys(&home, out)?;
+    let inputs = crate::run::host::bound_inputs(&dir, &ring)?;
     if let (Some(path), Some(digest)) = (&inputs.scenario_path, &inputs.scenario_digest) {
         let (_, digest_now) = read_scenario(path)?;
         if &digest_now != digest {

@@ -210,6 +210,12 @@ impl Host {
         host.machine
             .start(now())
             .map_err(|e| Failure::internal(e.to_string()))?;
+        // The run's first receipt binds inputs.json (task, profile, grants, envelope, intent
+        // lock, workspace, runner) to the signed journal: a resume refuses edited inputs.
+        let path = host.dir.file(crate::run::store::INPUTS);
+        let bytes = std::fs::read(&path).map_err(io(&path))?;
+        let draft = inputs_draft(&host.inputs, &bytes, &host.runner_ref().id);
+        host.receipt(draft)?;
         host.save_run()?;
         Ok(host)
     }
@@ -1942,6 +1948,140 @@ struct Indexed {
     approvals_used: HashSet<String>,
     ids: Vec<String>,
     closed: bool,
+}
+
+/// The capability a run's first receipt names: it binds `inputs.json` to the journal.
+pub(crate) const RUN_INPUTS: &str = "run.inputs";
+
+/// The first receipt of a run: `request_hash` is the `sha256:` of the exact bytes of
+/// `inputs.json`; the metadata names the hashes of its parts an auditor cares about.
+fn inputs_draft(inputs: &Inputs, bytes: &[u8], actor: &str) -> ReceiptDraft {
+    let part = |v: Result<Vec<u8>, String>| v.map(|b| exec::digest(&b)).unwrap_or_default();
+    let mut metadata = craik_contracts::Object::new();
+    metadata
+        .0
+        .insert("inputs_sha256".into(), json!(exec::digest(bytes)));
+    metadata.0.insert(
+        "grants_sha256".into(),
+        json!(part(craik_kernel::canonical_bytes(&inputs.grants))),
+    );
+    metadata.0.insert(
+        "envelope_sha256".into(),
+        json!(part(craik_kernel::canonical_bytes(&inputs.envelope))),
+    );
+    metadata.0.insert(
+        "intent_sha256".into(),
+        json!(part(craik_kernel::canonical_bytes(&inputs.intent))),
+    );
+    metadata.0.insert(
+        "workspace".into(),
+        json!(inputs.workspace.display().to_string()),
+    );
+    metadata.0.insert("runner".into(), json!(inputs.runner));
+    ReceiptDraft {
+        task_id: inputs.task.id.clone(),
+        actor: actor.to_owned(),
+        capability: RUN_INPUTS.into(),
+        target: crate::run::store::INPUTS.into(),
+        policy_profile: inputs.profile,
+        fail_open: false,
+        reason: "the run's inputs, bound to its journal".into(),
+        result: ReceiptResult {
+            status: ReceiptStatus::Passed,
+            summary: format!(
+                "started with {} grant(s), {} envelope, {} intent lock",
+                inputs.grants.len(),
+                if inputs.envelope.is_some() {
+                    "an"
+                } else {
+                    "no"
+                },
+                if inputs.intent.is_some() { "an" } else { "no" },
+            ),
+            metadata,
+        },
+        redacted: true,
+        policy_set: inputs.policy_set.clone(),
+        request_hash: exec::digest(bytes),
+        decision: Decision::Allow,
+        determining_policies: Vec::new(),
+        decided_by: DecidedBy {
+            kind: DecidedByKind::Kernel,
+            by: String::new(),
+        },
+        mode: if inputs.shadow {
+            Mode::Shadow
+        } else {
+            Mode::Enforce
+        },
+        action: None,
+    }
+}
+
+/// Reads `inputs.json` only if its bytes are the ones the run's first signed receipt names.
+pub(crate) fn bound_inputs(dir: &RunDir, keys: &KeyRing) -> Result<Inputs, Failure> {
+    let path = dir.file(crate::run::store::INPUTS);
+    let bytes = std::fs::read(&path).map_err(io(&path))?;
+    let journal_path = dir.file(crate::cmd::receipts::JOURNAL_NAME);
+    let journal = std::fs::read(&journal_path).map_err(io(&journal_path))?;
+    // Whole lines only: a torn tail is recovery's to repair.
+    let whole = journal
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .and_then(|end| journal.get(..=end))
+        .unwrap_or_default();
+    let report = craik_kernel::verify_journal_with(
+        whole,
+        keys,
+        craik_kernel::VerifyOptions {
+            allow_open: true,
+            ..craik_kernel::VerifyOptions::default()
+        },
+        &mut |_, _| {},
+    );
+    if let Some(f) = &report.failure {
+        return Err(Failure::invalid(
+            format!(
+                "{}:{}: the run's journal does not verify ({}: {}); it cannot be continued",
+                journal_path.display(),
+                f.line,
+                f.what,
+                f.why
+            ),
+            Vec::new(),
+        ));
+    }
+    let first = crate::cmd::receipts::decode_all(whole)
+        .into_iter()
+        .find_map(|(_, d)| match d {
+            crate::cmd::receipts::Decoded::Receipt(r) => Some(r),
+            _ => None,
+        });
+    let digest = exec::digest(&bytes);
+    match first {
+        Some(r) if r.capability == RUN_INPUTS && r.request_hash == digest => {}
+        Some(r) if r.capability == RUN_INPUTS => {
+            return Err(Failure::invalid(
+                format!(
+                    "{}: changed since the run started ({digest}; the run's first signed receipt names {}); a run continues only with the inputs it started with",
+                    path.display(),
+                    r.request_hash
+                ),
+                Vec::new(),
+            ));
+        }
+        _ => {
+            return Err(Failure::invalid(
+                format!(
+                    "{}: no signed receipt binds these inputs (the run stopped before its first receipt, or its journal was replaced); nothing was done, start a new run",
+                    path.display()
+                ),
+                Vec::new(),
+            ));
+        }
+    }
+    serde_json::from_slice(&bytes)
+        .map_err(|e| Failure::invalid(format!("{}: {e}", path.display()), Vec::new()))
 }
 
 /// What a verified review journal says about one approval.

@@ -238,11 +238,13 @@ fn the_matrix_denies_unsupported_capabilities_before_policy() {
     let (exit, id, text) = run_example(&home, &ex, &["--runner", "gemini"]);
     assert_eq!(exit, 1, "{text}");
     let receipts: Vec<Value> = receipts(&home, &id);
+    // receipts[0] binds the run's inputs; the first decision follows.
+    assert_eq!(receipts[0]["capability"], "run.inputs");
     assert_eq!(
-        receipts[0]["determining_policies"],
+        receipts[1]["determining_policies"],
         json!(["runner.unsupported"])
     );
-    assert_eq!(receipts[0]["decision"], "deny");
+    assert_eq!(receipts[1]["decision"], "deny");
     assert_eq!(receipts[0]["actor"], "runner_gemini");
 }
 

@@ -75,7 +75,7 @@ fn issue_11_a_capability_never_runs_another_capabilitys_executor() {
             let rs = receipts(&home, &id);
             let decision = rs
                 .iter()
-                .find(|r| r["decided_by"]["kind"] != "outcome")
+                .find(|r| r["decided_by"]["kind"] != "outcome" && r["capability"] != "run.inputs")
                 .unwrap();
             assert_eq!(decision["decision"], "deny", "{action}");
             assert_eq!(
@@ -636,4 +636,62 @@ fn pending_approval_of(home: &std::path::Path, run: &str) -> String {
         .collect();
     ids.sort();
     ids.remove(0)
+}
+
+/// Issue 11 item 7: `inputs.json` is bound to the run's first signed receipt. Editing it
+/// (a forged grant, another workspace, another profile) makes resume, recover and cancel
+/// refuse; the untouched file continues.
+#[test]
+fn issue_11_edited_run_inputs_are_refused() {
+    let example = crate::repo_root().join("examples/approval");
+    type Edit = Box<dyn Fn(&mut Value)>;
+    let edits: Vec<(&str, Edit)> = vec![
+        (
+            "a forged grant",
+            Box::new(|v: &mut Value| {
+                let task = v["task"]["id"].clone();
+                v["grants"].as_array_mut().unwrap().push(json!({
+                    "schema": "craik.capability_grant", "version": "0.1.0",
+                    "id": "grant_forged", "task_id": task, "capability": "repo.write.code",
+                    "target": {"paths": ["**"], "exclude": []}, "operations": ["write"],
+                    "reason": "forged", "approved_by": "user:mallory"
+                }));
+            }),
+        ),
+        (
+            "another workspace",
+            Box::new(|v: &mut Value| v["workspace"] = json!("/tmp")),
+        ),
+        (
+            "another profile",
+            Box::new(|v: &mut Value| v["profile"] = json!("trusted-local")),
+        ),
+        ("whitespace only", Box::new(|_: &mut Value| {})),
+    ];
+    for (what, edit) in edits {
+        let dir = tempfile::tempdir().unwrap();
+        let h = dir.path();
+        let (_, id, _) = run_example(h, &example, &[]);
+        let path = h.join("runs").join(&id).join("inputs.json");
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        edit(&mut v);
+        std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
+        let before = receipts(h, &id).len();
+        for verb in ["resume", "recover", "cancel"] {
+            let out = crate::craik()
+                .args(["runs", verb, &id, "--home"])
+                .arg(h)
+                .output()
+                .unwrap();
+            assert_ne!(
+                out.status.code(),
+                Some(0),
+                "{what}: {verb}: {}",
+                crate::transcript(&out)
+            );
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("inputs.json"), "{what}: {verb}: {err}");
+        }
+        assert_eq!(receipts(h, &id).len(), before, "{what}");
+    }
 }

@@ -330,7 +330,8 @@ fn automation_admits_no_approval_so_the_write_is_denied() {
     assert_eq!(status, "blocked");
     assert!(reason.contains("approval.automation"), "{reason}");
     let rs = receipts(home.path(), &id);
-    assert_eq!(rs[0]["decision"], "deny");
+    assert_eq!(rs[0]["capability"], "run.inputs");
+    assert_eq!(rs[1]["decision"], "deny");
     verify_run(home.path(), &id, false);
 }
 

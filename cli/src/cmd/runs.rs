@@ -942,7 +942,7 @@ pub(crate) fn approvals_list(
                     a.status.as_str(),
                     a.action.proposed.capability,
                     a.action.proposed.operation,
-                    a.action.proposed.target.as_deref().unwrap_or(""),
+                    a.action.shown(),
                     a.run_id
                 ))?;
             }
@@ -1166,7 +1166,7 @@ pub(crate) fn approvals_decide(
         &record.task_id,
         by,
         &record.action.proposed.capability,
-        record.action.proposed.target.as_deref().unwrap_or(""),
+        &record.action.shown(),
         record.profile,
         &record.request_hash,
         approve,

@@ -947,10 +947,15 @@ impl Host {
 
     fn decision_request(&self, action: &ActionRecord, approvals: Vec<Approval>) -> DecisionRequest {
         let p = &action.proposed;
-        let payload = match (p.content.as_ref(), p.edits.is_empty()) {
-            (Some(content), _) => Some(exec::digest(content.as_bytes())),
-            (None, false) => Some(exec::digest(compact(&json(&p.edits)).as_bytes())),
-            (None, true) => None,
+        let payload = match (p.content.as_ref(), p.edits.is_empty(), p.argv.as_ref()) {
+            (Some(content), _, _) => Some(exec::digest(content.as_bytes())),
+            (None, false, _) => Some(exec::digest(compact(&json(&p.edits)).as_bytes())),
+            // A command's identity is what runs: the resolved program and the cwd, so an
+            // approval never covers a different binary behind the same name.
+            (None, true, Some(argv)) => Some(exec::digest(
+                compact(&json!({"argv": argv, "run": self.command_identity(argv)})).as_bytes(),
+            )),
+            (None, true, None) => None,
         };
         let run = self.machine.run();
         DecisionRequest {
@@ -969,6 +974,25 @@ impl Host {
             approvals,
             payload,
             fail_open: self.inputs.envelope.as_ref().is_some_and(|e| e.fail_open),
+        }
+    }
+
+    /// What a command resolves to here: `program <real path>, cwd <workspace>`.
+    fn command_identity(&self, argv: &[String]) -> String {
+        let program = argv.first().map_or_else(
+            || Err("empty argv".to_owned()),
+            |p| exec::resolve_program(p, &self.workspace.root),
+        );
+        match program {
+            Ok(path) => format!(
+                "program {}, cwd {}",
+                path.display(),
+                self.workspace.root.display()
+            ),
+            Err(e) => format!(
+                "program unresolved ({e}), cwd {}",
+                self.workspace.root.display()
+            ),
         }
     }
 
@@ -1059,13 +1083,17 @@ impl Host {
                     .find(|a| &a.id == id)
                     .map(|a| format!("{} via {id}", a.approved_by))
             });
-            let receipt = self.receipt(decision_draft(
+            let mut draft = decision_draft(
                 &self.inputs,
                 &self.runner_ref().id,
                 &action,
                 &verdict,
                 approver,
-            ))?;
+            );
+            if let Some(argv) = &action.proposed.argv {
+                draft.target = format!("{} ({})", draft.target, self.command_identity(argv));
+            }
+            let receipt = self.receipt(draft)?;
             if let Some(id) = &verdict.approval {
                 self.used_approvals.insert(id.clone());
                 self.set_approval_status(id, ApprovalStatus::Consumed)?;
@@ -1121,7 +1149,7 @@ impl Host {
                             "{what}: {} {} {} — {} [{}]",
                             action.id,
                             action.proposed.capability,
-                            action.proposed.target.as_deref().unwrap_or(""),
+                            action.shown(),
                             verdict.reasons.join("; "),
                             verdict.determining.join(", ")
                         ),
@@ -1415,7 +1443,7 @@ impl Host {
             "awaiting approval {id} for {} {} {}",
             action.id,
             action.proposed.capability,
-            action.proposed.target.as_deref().unwrap_or("")
+            action.shown()
         );
         let at = now();
         self.event(&Event::Parked {
@@ -1536,7 +1564,7 @@ impl Host {
                 "{} ({} {}) was proposed and never completed",
                 a.id,
                 a.proposed.capability,
-                a.proposed.target.as_deref().unwrap_or("")
+                a.shown()
             ));
         }
         match status {
@@ -1880,11 +1908,7 @@ fn decision_name(d: Decision) -> &'static str {
 }
 
 fn target_text(action: &ActionRecord) -> String {
-    match (&action.proposed.target, &action.proposed.argv) {
-        (Some(t), _) => t.clone(),
-        (None, Some(argv)) => argv.join(" "),
-        (None, None) => String::new(),
-    }
+    action.shown()
 }
 
 fn decision_draft(

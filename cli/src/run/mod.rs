@@ -61,6 +61,17 @@ pub(crate) struct ActionRecord {
 }
 
 impl ActionRecord {
+    /// What the action touches, as shown to people and written into receipts: a shell
+    /// action's argv (as a JSON array: every argument visible, quoted and escaped), never
+    /// its free-form `target`; otherwise the target.
+    pub(crate) fn shown(&self) -> String {
+        match (&self.proposed.argv, &self.proposed.target) {
+            (Some(argv), _) => serde_json::to_string(argv).unwrap_or_default(),
+            (None, Some(t)) => t.clone(),
+            (None, None) => String::new(),
+        }
+    }
+
     /// Records a proposal; a secret anywhere in it is redacted out and the action refused.
     pub(crate) fn new(id: String, mut proposed: ProposedAction) -> Self {
         let mut found = None;

@@ -695,3 +695,81 @@ fn issue_11_edited_run_inputs_are_refused() {
         assert_eq!(receipts(h, &id).len(), before, "{what}");
     }
 }
+
+/// Issue 11 item 2: what is shown is what runs. A shell action whose `target` says another
+/// command is refused; receipts, park reasons and `approvals list` show the argv that would
+/// run, and the decision receipt names the resolved program and cwd.
+#[test]
+fn issue_11_receipts_and_displays_name_the_argv_that_runs() {
+    for (target, argv) in [
+        ("ls", json!(["rm", "-rf", "docs"])),
+        ("cargo test", json!(["cargo", "test", "--", "--ignored"])),
+        ("ls docs", json!(["ls", "docs "])),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let ex = scratch_example(
+            dir.path(),
+            "trusted-local",
+            &[("shell.test", &["ls", "rm", "cargo"], &["execute"])],
+            act(
+                json!([{"id":"action_x","capability":"shell.test","operation":"execute",
+                "argv": argv, "target": target}]),
+            ),
+            &[("docs/a.md", "a\n")],
+        );
+        let home = dir.path().join("home");
+        let (exit, id, text) = run_example(&home, &ex, &[]);
+        assert_eq!(exit, 1, "{target}: {text}");
+        let decision = receipts(&home, &id)
+            .into_iter()
+            .find(|r| r["decided_by"]["kind"] == "kernel" && r["capability"] == "shell.test")
+            .unwrap();
+        assert!(
+            decision["reason"]
+                .as_str()
+                .unwrap()
+                .contains("disagrees with argv"),
+            "{decision}"
+        );
+        assert!(
+            home.join("runs")
+                .join(&id)
+                .join("workspace/docs/a.md")
+                .exists()
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ex = scratch_example(
+        dir.path(),
+        "strict",
+        &[("shell.test", &["ls"], &["execute"])],
+        act(
+            json!([{"id":"action_x","capability":"shell.test","operation":"execute",
+            "argv": ["ls", "docs"]}]),
+        ),
+        &[("docs/a.md", "a\n")],
+    );
+    let home = dir.path().join("home");
+    let (exit, id, text) = run_example(&home, &ex, &[]);
+    assert_eq!(exit, 1, "{text}");
+    assert!(text.contains(r#"["ls","docs"]"#), "{text}");
+    let list = crate::craik()
+        .args(["approvals", "list", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&list.stdout).contains(r#"["ls","docs"]"#),
+        "{}",
+        crate::transcript(&list)
+    );
+    let decision = receipts(&home, &id)
+        .into_iter()
+        .find(|r| r["capability"] == "shell.test")
+        .unwrap();
+    let shown = decision["target"].as_str().unwrap();
+    assert!(
+        shown.starts_with(r#"["ls","docs"] (program /"#) && shown.contains("/ls, cwd /"),
+        "{shown}"
+    );
+}

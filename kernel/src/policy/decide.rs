@@ -560,6 +560,15 @@ fn build_resource(
         }
         "shell" => {
             let argv = match (&request.argv, target) {
+                // One command, named once: a `target` beside argv that says something else
+                // would show one command and run another.
+                (Some(argv), Some(line)) if *line != argv.join(" ") => {
+                    return Err(format!(
+                        "target `{}` disagrees with argv `{}`; name a command once, as argv",
+                        Truncated(line),
+                        Truncated(&argv.join(" "))
+                    ));
+                }
                 (Some(argv), _) => argv.clone(),
                 (None, Some(line)) => split(line),
                 (None, None) => {

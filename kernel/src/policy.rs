@@ -15,11 +15,12 @@ pub use command::{
     CommandFacts, MAX_ARGS, MAX_COMMAND_BYTES, analyse as analyse_command, split as split_command,
 };
 pub use decide::{
-    DecideOptions, NaivePolicies, RUNNER_PROMPT_HANDOFF, RUNNER_UNSUPPORTED, RunnerSupport,
-    glob_matches, request_hash,
+    DecideOptions, ENVELOPE_APPROVAL, ENVELOPE_DENIED, ENVELOPE_NOT_ALLOWED, NaivePolicies,
+    RUNNER_PROMPT_HANDOFF, RUNNER_UNSUPPORTED, RunnerSupport, glob_matches, request_hash,
 };
 pub use effect::{Effect, OPERATIONS, operations_of};
 pub use grant::{CompiledGrant, GrantError, GrantSet, PathPattern, compile as compile_grant};
 pub use request::{
-    Approval, Decision, DecisionRequest, DenyKind, IntentScope, Mode, RunnerRef, Verdict,
+    Approval, Decision, DecisionRequest, DenyKind, EnvelopeRules, IntentScope, Mode, RunnerRef,
+    Verdict,
 };

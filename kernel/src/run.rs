@@ -216,6 +216,23 @@ impl RunLoop {
         self.run.ended_at = Some(self.run.updated_at);
     }
 
+    /// A run the loop would end `completed` whose host-side obligations are unmet (a side
+    /// effect failed, a required verification never passed) ends with `status` and `reason`
+    /// instead: no claiming work that did not complete. Any other ending is left as it is.
+    pub fn refuse_completion(
+        &mut self,
+        status: TaskRunStatus,
+        reason: String,
+        now: OffsetDateTime,
+    ) {
+        if self.run.status != TaskRunStatus::Completed {
+            return;
+        }
+        self.run.status = status;
+        self.run.stop_reason = Some(reason);
+        self.touch(now);
+    }
+
     /// Parks the run as blocked without ending it for good (awaiting an approval); a later
     /// [`RunLoop::reopen`] continues from the same phase.
     pub fn park(&mut self, reason: String, now: OffsetDateTime) {

@@ -516,6 +516,7 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
     for (_, line) in crate::cmd::receipts::decode_all(&bytes) {
         if let crate::cmd::receipts::Decoded::Receipt(r) = line
             && r.decided_by.kind != DecidedByKind::Outcome
+            && r.capability != crate::run::host::RUN_INPUTS
         {
             match r.decision {
                 Decision::Allow => tally.allow += 1,

@@ -18,9 +18,9 @@ use craik_contracts::{
 };
 use craik_kernel::{
     Approval, Bundle, DecideOptions, DecidedBy, DecidedByKind, Decision, DecisionRequest, DenyKind,
-    Ed25519Signer, Effect, Gate, GrantSet, IntentScope, JournalWriter, KeyRing, Mode, Next,
-    ReceiptDraft, ReceiptPayload, RunLoop, RunnerRef, RunnerSupport, TargetPath, Verdict,
-    is_terminal, redact_checked, redact_value,
+    Ed25519Signer, Effect, EnvelopeRules, Gate, GrantSet, IntentScope, JournalWriter, KeyRing,
+    Mode, Next, ReceiptDraft, ReceiptPayload, RunLoop, RunnerRef, RunnerSupport, TargetPath,
+    Verdict, is_terminal, redact_checked, redact_value,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -842,7 +842,13 @@ impl Host {
         if let Some(reason) = self.machine.run().stop_reason.clone()
             && is_terminal(self.machine.run().status)
         {
+            if self.machine.run().status == TaskRunStatus::Completed
+                && let Some((status, why)) = self.unmet_obligations()
+            {
+                self.machine.refuse_completion(status, why, now());
+            }
             let status = self.machine.run().status;
+            let reason = self.machine.run().stop_reason.clone().unwrap_or(reason);
             self.finish_halt(status, reason)?;
             return Ok(Flow::Stop);
         }
@@ -974,7 +980,72 @@ impl Host {
             approvals,
             payload,
             fail_open: self.inputs.envelope.as_ref().is_some_and(|e| e.fail_open),
+            envelope: self.inputs.envelope.as_ref().map(EnvelopeRules::from),
         }
+    }
+
+    /// Why a run the runner says is done may not end `completed`: an allowed side effect
+    /// that failed (`failed`, naming it), or a capability the envelope lists under
+    /// `verification_required` that never ran and passed (`blocked`). Shadow runs perform
+    /// nothing, so they owe nothing.
+    fn unmet_obligations(&self) -> Option<(TaskRunStatus, String)> {
+        if self.inputs.shadow {
+            return None;
+        }
+        let actions = self.actions_by_id();
+        let failed: Vec<String> = self
+            .all_outcomes
+            .iter()
+            .filter(|o| o.decision == "allow" && !o.ok)
+            .map(|o| {
+                let what = actions
+                    .get(&o.action)
+                    .map(|a| format!("{} {}", a.proposed.capability, a.shown()))
+                    .unwrap_or_default();
+                format!("{} ({what}): {}", o.action, o.summary)
+            })
+            .collect();
+        if !failed.is_empty() {
+            return Some((
+                TaskRunStatus::Failed,
+                format!(
+                    "the runner said done, but {} side effect(s) failed: {}",
+                    failed.len(),
+                    failed.join("; ")
+                ),
+            ));
+        }
+        let required = self
+            .inputs
+            .envelope
+            .as_ref()
+            .map(|e| e.verification_required.clone())
+            .unwrap_or_default();
+        let unmet: Vec<String> = required
+            .into_iter()
+            .filter(|entry| {
+                !self.all_outcomes.iter().any(|o| {
+                    o.ok && o.decision == "allow"
+                        && actions.get(&o.action).is_some_and(|a| {
+                            EnvelopeRules::covering(
+                                std::slice::from_ref(entry),
+                                &a.proposed.capability,
+                            )
+                            .is_some()
+                        })
+                })
+            })
+            .collect();
+        if unmet.is_empty() {
+            return None;
+        }
+        Some((
+            TaskRunStatus::Blocked,
+            format!(
+                "the runner said done, but the policy envelope's verification_required never ran and passed: {}",
+                unmet.join(", ")
+            ),
+        ))
     }
 
     /// What a command resolves to here: `program <real path>, cwd <workspace>`.

@@ -4,6 +4,7 @@
 
 use serde_json::{Value, json};
 
+use crate::policy::copy_dir;
 use crate::runs::{receipts, run_example, run_json, scratch_example, verify_run};
 
 fn act(actions: Value) -> Value {
@@ -772,4 +773,102 @@ fn issue_11_receipts_and_displays_name_the_argv_that_runs() {
         shown.starts_with(r#"["ls","docs"] (program /"#) && shown.contains("/ls, cwd /"),
         "{shown}"
     );
+}
+
+/// Runs the docs-review example with its envelope edited by `edit`.
+fn docs_review_with(
+    dir: &std::path::Path,
+    edit: impl Fn(&mut Value),
+) -> (i32, String, std::path::PathBuf) {
+    let ex = dir.join("docs-review");
+    copy_dir(&crate::repo_root().join("examples/docs-review"), &ex);
+    let path = ex.join("policy_envelope.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    edit(&mut v);
+    std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let home = dir.join("home");
+    let (exit, id, _) = run_example(&home, &ex, &[]);
+    (exit, id, home)
+}
+
+/// Issue 11 item 4: the policy envelope decides in a real run — `approval_required` parks the
+/// docs write, `denied_capabilities` blocks it, an empty-of-it `allowed_capabilities` blocks
+/// it, and `verification_required` keeps a run from completing until the check ran and passed.
+#[test]
+fn issue_11_the_policy_envelope_decides() {
+    let dir = tempfile::tempdir().unwrap();
+    let (exit, id, home) = docs_review_with(dir.path(), |_| {});
+    assert_eq!(exit, 0);
+    assert_eq!(run_json(&home, &id)["status"], "completed");
+
+    type Edit = Box<dyn Fn(&mut Value)>;
+    let cases: [(&str, Edit, &str, &str); 4] = [
+        (
+            "approval_required",
+            Box::new(|v| v["approval_required"] = json!(["repo.write.docs"])),
+            "blocked",
+            "awaiting approval",
+        ),
+        (
+            "denied_capabilities",
+            Box::new(|v| v["denied_capabilities"] = json!(["repo.write"])),
+            "blocked",
+            "envelope.denied",
+        ),
+        (
+            "allowed_capabilities",
+            Box::new(|v| v["allowed_capabilities"] = json!(["repo.read", "memory"])),
+            "blocked",
+            "envelope.not-allowed",
+        ),
+        (
+            "verification_required",
+            Box::new(|v| v["verification_required"] = json!(["git.diff_check"])),
+            "blocked",
+            "verification_required never ran and passed: git.diff_check",
+        ),
+    ];
+    for (what, edit, status, reason) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let (exit, id, home) = docs_review_with(dir.path(), edit);
+        assert_eq!(exit, 1, "{what}");
+        let run = run_json(&home, &id);
+        assert_eq!(run["status"], status, "{what}: {run}");
+        assert!(
+            run["stop_reason"].as_str().unwrap().contains(reason),
+            "{what}: {}",
+            run["stop_reason"]
+        );
+        verify_run(&home, &id, what == "approval_required");
+    }
+}
+
+/// Issue 11 item 10: a run whose allowed side effect failed does not end `completed`.
+#[test]
+fn issue_11_a_failed_side_effect_fails_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[("repo.write.docs", &["docs/**"], &["patch"])],
+        act(
+            json!([{"id":"action_p","capability":"repo.write.docs","operation":"patch",
+            "target":"docs/a.md","edits":[{"old":"not there","new":"x"}]}]),
+        ),
+        &[("docs/a.md", "a\n")],
+    );
+    let home = dir.path().join("home");
+    let (exit, id, text) = run_example(&home, &ex, &[]);
+    assert_eq!(exit, 1, "{text}");
+    let run = run_json(&home, &id);
+    assert_eq!(run["status"], "failed", "{text}");
+    assert!(
+        run["stop_reason"]
+            .as_str()
+            .unwrap()
+            .contains("action_1_0 (repo.write.docs docs/a.md)"),
+        "{}",
+        run["stop_reason"]
+    );
+    verify_run(&home, &id, false);
 }

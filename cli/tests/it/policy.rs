@@ -8,7 +8,7 @@ use pretty_assertions::assert_eq;
 
 use crate::{repo_root, run_in, transcript};
 
-fn copy_dir(from: &Path, to: &Path) {
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap();
     for entry in fs::read_dir(from).unwrap() {
         let path = entry.unwrap().path();

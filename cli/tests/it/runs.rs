@@ -590,7 +590,9 @@ fn a_hung_command_is_killed_at_its_timeout() {
         started.elapsed() < std::time::Duration::from_secs(20),
         "{text}"
     );
-    assert_eq!(exit, 0, "{text}");
+    // Issue 11 item 10: a side effect that failed means the run did not complete.
+    assert_eq!(exit, 1, "{text}");
+    assert_eq!(run_json(&home, &id)["status"], "failed", "{text}");
     let rs = receipts(&home, &id);
     let outcome = rs
         .iter()

@@ -23,7 +23,7 @@ use crate::policy::eval::{self, Evaluation, Slice};
 use crate::policy::grant::{CompiledGrant, GrantSet, PathPattern};
 use crate::policy::inputs::{Attr, EntitySpec, Inputs, Kind, Spec};
 use crate::policy::request::{
-    Approval, Decision, DecisionRequest, DenyKind, IntentScope, Mode, Verdict,
+    Approval, Decision, DecisionRequest, DenyKind, EnvelopeRules, IntentScope, Mode, Verdict,
 };
 
 /// What the caller supplies besides the request: the clock, the workspace, the mode.
@@ -173,7 +173,8 @@ impl Bundle {
         request: &DecisionRequest,
         options: &DecideOptions,
     ) -> Verdict {
-        self.decide_from(Source::Sliced, grants, request, options)
+        let verdict = self.decide_from(Source::Sliced, grants, request, options);
+        apply_envelope(verdict, request, options.now)
     }
 
     /// The same decision evaluated against [`NaivePolicies`] (for benchmarks and tests).
@@ -184,7 +185,8 @@ impl Bundle {
         request: &DecisionRequest,
         options: &DecideOptions,
     ) -> Verdict {
-        self.decide_from(Source::Naive(naive), grants, request, options)
+        let verdict = self.decide_from(Source::Naive(naive), grants, request, options);
+        apply_envelope(verdict, request, options.now)
     }
 
     fn decide_from(
@@ -821,6 +823,85 @@ impl RunnerSupport {
             Some(S::Unsupported) | None => Self::Unsupported,
         }
     }
+}
+
+/// The pseudo-policy naming a capability the run's envelope denies.
+pub const ENVELOPE_DENIED: &str = "envelope.denied";
+/// The pseudo-policy naming a capability outside the envelope's `allowed_capabilities`.
+pub const ENVELOPE_NOT_ALLOWED: &str = "envelope.not-allowed";
+/// The pseudo-policy sending a capability the envelope lists under `approval_required` to
+/// review.
+pub const ENVELOPE_APPROVAL: &str = "envelope.approval-required";
+
+/// The envelope's tightening, after policies and grants decided: denied and not-allowed
+/// capabilities deny; approval-required ones need an approval bound to this exact request
+/// (none is possible under `automation`). Never loosens a verdict.
+fn apply_envelope(mut verdict: Verdict, request: &DecisionRequest, now: OffsetDateTime) -> Verdict {
+    let Some(envelope) = &request.envelope else {
+        return verdict;
+    };
+    if verdict.decision == Decision::Deny {
+        return verdict;
+    }
+    let cap = request.capability.as_str();
+    let deny = |mut v: Verdict, kind: DenyKind, id: &str, why: String| {
+        v.decision = Decision::Deny;
+        v.deny_kind = Some(kind);
+        v.determining = vec![id.to_owned()];
+        v.reasons = vec![why];
+        v.grants.clear();
+        v.approval = None;
+        v
+    };
+    if let Some(entry) = EnvelopeRules::covering(&envelope.denied, cap) {
+        return deny(
+            verdict,
+            DenyKind::ForbiddenBy,
+            ENVELOPE_DENIED,
+            format!("the policy envelope denies `{cap}` (denied_capabilities: `{entry}`)"),
+        );
+    }
+    if !envelope.allowed.is_empty() && EnvelopeRules::covering(&envelope.allowed, cap).is_none() {
+        return deny(
+            verdict,
+            DenyKind::ForbiddenBy,
+            ENVELOPE_NOT_ALLOWED,
+            format!("`{cap}` is not among the policy envelope's allowed_capabilities"),
+        );
+    }
+    let Some(entry) = EnvelopeRules::covering(&envelope.approval_required, cap) else {
+        return verdict;
+    };
+    if verdict.decision != Decision::Allow || verdict.approval.is_some() {
+        return verdict;
+    }
+    if request.profile == PolicyProfile::Automation {
+        return deny(
+            verdict,
+            DenyKind::ApprovalUnavailable,
+            ENVELOPE_APPROVAL,
+            format!(
+                "the policy envelope requires approval for `{cap}` (approval_required: `{entry}`), and automation admits none"
+            ),
+        );
+    }
+    match find_approval(&request.approvals, request, &verdict.request_hash, now) {
+        Some(approval) => {
+            verdict.approval = Some(approval.id.clone());
+            verdict.reasons.push(format!(
+                "envelope approval_required `{entry}`: approved by {} ({})",
+                approval.approved_by, approval.id
+            ));
+        }
+        None => {
+            verdict.decision = Decision::RequiresApproval;
+            verdict.determining = vec![ENVELOPE_APPROVAL.into()];
+            verdict.reasons = vec![format!(
+                "the policy envelope requires approval for `{cap}` (approval_required: `{entry}`)"
+            )];
+        }
+    }
+    verdict
 }
 
 /// The pseudo-policy naming a capability the runner's matrix does not support.

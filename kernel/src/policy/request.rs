@@ -71,6 +71,47 @@ pub struct Approval {
     pub used: bool,
 }
 
+/// The capability lists of a run's policy envelope. An envelope only ever tightens a verdict:
+/// each entry names a capability or a family (`repo.write` covers `repo.write.docs`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvelopeRules {
+    /// When non-empty, every other capability is denied (`envelope.not-allowed`).
+    #[serde(default)]
+    pub allowed: Vec<String>,
+    /// Denied whatever policies and grants say (`envelope.denied`).
+    #[serde(default)]
+    pub denied: Vec<String>,
+    /// An allow becomes requires-approval unless an approval binds to the exact request
+    /// (`envelope.approval-required`); under `automation`, a deny.
+    #[serde(default)]
+    pub approval_required: Vec<String>,
+}
+
+impl From<&craik_contracts::PolicyEnvelope> for EnvelopeRules {
+    fn from(e: &craik_contracts::PolicyEnvelope) -> Self {
+        Self {
+            allowed: e.allowed_capabilities.clone(),
+            denied: e.denied_capabilities.clone(),
+            approval_required: e.approval_required.clone(),
+        }
+    }
+}
+
+impl EnvelopeRules {
+    /// The entry of `list` that covers `capability` (itself, or a family of it).
+    pub fn covering<'a>(list: &'a [String], capability: &str) -> Option<&'a str> {
+        list.iter()
+            .find(|e| {
+                *e == capability
+                    || capability
+                        .strip_prefix(e.as_str())
+                        .is_some_and(|rest| rest.starts_with('.'))
+            })
+            .map(String::as_str)
+    }
+}
+
 /// One step request, as the kernel decides it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -108,6 +149,9 @@ pub struct DecisionRequest {
     /// Ask for fail-open on evaluation errors; honoured only under `trusted-local`.
     #[serde(default)]
     pub fail_open: bool,
+    /// The run's policy envelope, which can only tighten the verdict.
+    #[serde(default)]
+    pub envelope: Option<EnvelopeRules>,
 }
 
 fn act() -> Phase {

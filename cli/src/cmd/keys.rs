@@ -98,7 +98,12 @@ pub(crate) fn create_pair(dir: &Path) -> Result<(PathBuf, PathBuf, [u8; 32]), Fa
     Ok((private, public, key.verifying_key().to_bytes()))
 }
 
+/// Writes a new key file all at once: the bytes go to a temporary file, are synced, then
+/// hard-linked to `path` (which fails if `path` exists: a key is never overwritten) and the
+/// directory is synced. A kill leaves either no file or the whole file, never a torn key.
 fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Failure> {
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
     let mut options = OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -109,14 +114,35 @@ fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Failure> {
     #[cfg(not(unix))]
     let _ = mode;
     let mut file = options
-        .open(path)
-        .map_err(|e| Failure::usage(format!("{}: cannot create: {e}", path.display())))?;
-    file.write_all(bytes)
+        .open(&tmp)
+        .map_err(|e| Failure::usage(format!("{}: cannot create: {e}", tmp.display())))?;
+    let written = file
+        .write_all(bytes)
         .and_then(|()| file.sync_all())
-        .map_err(|e| Failure::usage(format!("{}: cannot write: {e}", path.display())))
+        .and_then(|()| std::fs::hard_link(&tmp, path));
+    let _ = std::fs::remove_file(&tmp);
+    written.map_err(|e| Failure::usage(format!("{}: cannot write: {e}", path.display())))?;
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
+    }
+    Ok(())
 }
 
 /// Reads a PEM file as a public key (a private key's public half is derived, then dropped).
+/// Writes the public half of the private key at `private` to `public`, when a first-use key
+/// generation was killed between the two files (issue 11 item 10): the private key is the
+/// source of truth, the public key follows from it.
+pub(crate) fn restore_public(private: &Path, public: &Path) -> Result<(), Failure> {
+    use craik_kernel::Signer as _;
+    let signer = read_signer(private)?;
+    let key = VerifyingKey::from_bytes(&signer.public_key())
+        .map_err(|e| Failure::internal(format!("{}: {e}", private.display())))?;
+    let pem = key
+        .to_public_key_pem(LineEnding::LF)
+        .map_err(|e| Failure::internal(format!("cannot encode the public key: {e}")))?;
+    write_new(public, pem.as_bytes(), 0o644)
+}
+
 pub(crate) fn read_public(path: &Path) -> Result<[u8; 32], Failure> {
     let bytes = read_bounded(&Input::File(path.to_owned()), 64 * 1024)
         .map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;

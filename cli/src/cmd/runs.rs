@@ -185,6 +185,13 @@ fn keys(home: &Home, out: &mut Out) -> Result<(Ed25519Signer, KeyRing), Failure>
             private.display()
         ))?;
     }
+    if dir.join(PRIVATE_NAME).exists() && !dir.join(PUBLIC_NAME).exists() {
+        crate::cmd::keys::restore_public(&dir.join(PRIVATE_NAME), &dir.join(PUBLIC_NAME))?;
+        out.diag(format_args!(
+            "craik: {} was missing (key generation was interrupted); derived it from the private key",
+            dir.join(PUBLIC_NAME).display()
+        ))?;
+    }
     let signer = read_signer(&dir.join(PRIVATE_NAME))?;
     let mut ring = KeyRing::new();
     ring.add(&read_public(&dir.join(PUBLIC_NAME))?)
@@ -441,6 +448,33 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
     let workspace = workspace
         .canonicalize()
         .map_err(|e| Failure::usage(format!("{}: {e}", workspace.display())))?;
+    if let Ok(real_home) = home.root.canonicalize()
+        && real_home.starts_with(&workspace)
+    {
+        // Paths under it are protected only if it is named `.craik`; commands are confined
+        // around it, but file actions see it as workspace content. Say so, loudly.
+        out.diag(format_args!(
+            "craik: WARNING: Craik's home `{}` lies inside the workspace `{}`{}; keep the home outside the workspace (--home)",
+            real_home.display(),
+            workspace.display(),
+            if real_home.file_name().is_some_and(|n| n == ".craik") {
+                " (protected as `.craik/`, and carved out of every command's sandbox)"
+            } else {
+                ": a runner's file actions can reach its keys and journals"
+            }
+        ))?;
+        if !real_home.file_name().is_some_and(|n| n == ".craik")
+            && profile != PolicyProfile::TrustedLocal
+        {
+            // Nothing of the refused run is left behind.
+            let _ = std::fs::remove_dir_all(&dir.path);
+            return Err(Failure::usage(format!(
+                "--home `{}` lies inside the workspace and is not named `.craik`; the {} profile refuses to run with its keys reachable",
+                real_home.display(),
+                profile.as_str()
+            )));
+        }
+    }
     let inputs = Inputs {
         run_id: run_id.clone(),
         task,

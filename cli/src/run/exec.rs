@@ -217,15 +217,19 @@ fn write_in(parent: Parent<'_>, rel: &str, content: &[u8], tag: &str) -> Result<
         file.write_all(content)?;
         file.sync_all()?;
         rustix::fs::renameat(&dir, &tmp, &dir, name)?;
-        rustix::fs::fsync(&dir)?;
         Ok(())
     })();
     if let Err(e) = result {
         let _ = rustix::fs::unlinkat(&dir, &tmp, AtFlags::empty());
         return Err(format!("`{rel}`: cannot write: {e}"));
     }
-    Ok(())
+    // The bytes are in place; only their durability is in question if this fails.
+    rustix::fs::fsync(&dir).map_err(|e| format!("{UNCERTAIN_PREFIX}`{rel}`: the new bytes are in place but the directory could not be synced ({e}); a crash could still lose them"))
 }
+
+/// The start of a write error after which the new bytes were already in place: the outcome
+/// is uncertain, not failed, and recovery checks the bytes.
+pub(crate) const UNCERTAIN_PREFIX: &str = "uncertain: ";
 
 /// Why opening `name` in `dir` (reached as `shown`) failed, in words.
 fn refusal(dir: &impl AsFd, name: &str, shown: &str, error: Errno) -> String {

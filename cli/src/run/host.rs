@@ -1383,6 +1383,18 @@ impl Host {
                             None,
                         )
                     }
+                    Err(e) if e.starts_with(exec::UNCERTAIN_PREFIX) => {
+                        // Not "write failed": the rename happened. Check the bytes now and
+                        // record what is true: written, durability uncertain.
+                        let landed = self.workspace.state(&rel).ok();
+                        let ok = landed.as_ref().and_then(FileState::hash) == Some(post.as_str());
+                        let summary = if ok {
+                            format!("wrote {rel} ({post}), but {e}")
+                        } else {
+                            format!("write of {rel} uncertain: {e}; the file does not hold {post}")
+                        };
+                        self.outcome_receipt(action, ok, &summary, None)
+                    }
                     Err(e) => {
                         self.outcome_receipt(action, false, &format!("write failed: {e}"), None)
                     }

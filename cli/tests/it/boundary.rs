@@ -872,3 +872,74 @@ fn issue_11_a_failed_side_effect_fails_the_run() {
     );
     verify_run(&home, &id, false);
 }
+
+/// Issue 11 item 10: a first-use key generation killed between the private and the public
+/// half leaves a usable home: the public key is derived from the private one.
+#[test]
+fn issue_11_a_missing_public_key_is_derived_from_the_private_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let example = crate::repo_root().join("examples/docs-review");
+    let (exit, _, _) = run_example(&home, &example, &[]);
+    assert_eq!(exit, 0);
+    let public = home.join("keys/signing.pub.pem");
+    let before = std::fs::read_to_string(&public).unwrap();
+    std::fs::remove_file(&public).unwrap();
+    let (exit, id, text) = run_example(&home, &example, &[]);
+    assert_eq!(exit, 0, "{text}");
+    assert_eq!(std::fs::read_to_string(&public).unwrap(), before);
+    verify_run(&home, &id, false);
+}
+
+/// Issue 11 item 5: a home inside the workspace is refused outside trusted-local unless it is
+/// the protected `.craik/`; warned about loudly either way.
+#[test]
+fn issue_11_a_home_inside_the_workspace_is_refused_or_warned() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = scratch_example(
+        dir.path(),
+        "strict",
+        &[],
+        act(json!([])),
+        &[("a.md", "a\n")],
+    );
+    let ws = ex.join("workspace");
+    for (home, profile, code) in [
+        (ws.join("state"), "strict", Some(2)),
+        (ws.join(".craik"), "strict", Some(0)),
+        (ws.join("state2"), "trusted-local", Some(0)),
+    ] {
+        let out = crate::craik()
+            .arg("run")
+            .arg(&ex)
+            .arg("--workspace")
+            .arg(&ws)
+            .arg("--home")
+            .arg(&home)
+            .args(["--profile", profile])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            code,
+            "{}: {}",
+            home.display(),
+            crate::transcript(&out)
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("WARNING") && err.contains("inside the workspace"),
+            "{err}"
+        );
+        if code == Some(2) {
+            assert!(
+                !home.join("runs").exists()
+                    || std::fs::read_dir(home.join("runs"))
+                        .unwrap()
+                        .next()
+                        .is_none(),
+                "a refused run left a directory"
+            );
+        }
+    }
+}

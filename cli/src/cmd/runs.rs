@@ -463,7 +463,7 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
                 ": a runner's file actions can reach its keys and journals"
             }
         ))?;
-        if !real_home.file_name().is_some_and(|n| n == ".craik")
+        if real_home.file_name().is_none_or(|n| n != ".craik")
             && profile != PolicyProfile::TrustedLocal
         {
             // Nothing of the refused run is left behind.

@@ -30,6 +30,10 @@ pub(crate) fn matrix(out: &mut Out, format: Format, runner: Option<&str>) -> Res
                 ))?;
                 out.line(format_args!("  boundary: {}", m.trust.boundary))?;
                 out.line(format_args!(
+                    "  confinement: {}",
+                    crate::confine::adapter_summary()
+                ))?;
+                out.line(format_args!(
                     "  receipts required: {}; redaction required: {}",
                     m.trust.requires_receipts, m.trust.requires_redaction
                 ))?;

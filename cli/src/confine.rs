@@ -258,7 +258,11 @@ pub(crate) fn adapter_summary() -> String {
     match probe() {
         Probe::Available(abi) => format!(
             "landlock abi {abi}: the adapter reads system paths and its own program, writes only its working directory, network allowed; its commands write only the workspace and a fresh HOME, tcp {}; Craik's home unreachable; every process killed with the run",
-            if abi >= LEAST_ABI { "denied" } else { "not restricted (abi < 4)" }
+            if abi >= LEAST_ABI {
+                "denied"
+            } else {
+                "not restricted (abi < 4)"
+            }
         ),
         Probe::Unavailable(why) => format!(
             "none on this kernel ({why}): strict, automation and custom refuse to start adapters and commands; trusted-local runs them unconfined and says so in every receipt"

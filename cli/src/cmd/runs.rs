@@ -956,10 +956,17 @@ pub(crate) fn approvals_list(
     all: bool,
 ) -> Result<Exit, Failure> {
     let home = Home::new(home);
+    let (_, ring) = keys(&home, out)?;
+    let mut unbound = std::collections::BTreeSet::new();
     let rows: Vec<ApprovalRecord> = all_approvals(&home)?
         .into_iter()
-        .map(|(_, a)| a)
-        .filter(|a| all || a.status == ApprovalStatus::Pending)
+        .filter(|(_, a)| all || a.status == ApprovalStatus::Pending)
+        .map(|(dir, a)| {
+            if crate::run::host::approval_bound(&dir, &a, &ring).is_err() {
+                unbound.insert(a.id.clone());
+            }
+            a
+        })
         .collect();
     match format {
         Format::Human => {
@@ -974,7 +981,11 @@ pub(crate) fn approvals_list(
                 out.line(format_args!(
                     "{}  {:<9} {} {} {} ({})",
                     a.id,
-                    a.status.as_str(),
+                    if unbound.contains(&a.id) {
+                        "TAMPERED"
+                    } else {
+                        a.status.as_str()
+                    },
                     a.action.proposed.capability,
                     a.action.proposed.operation,
                     a.action.shown(),
@@ -994,10 +1005,19 @@ pub(crate) fn approvals_show(
     home: &Path,
     id: &str,
 ) -> Result<Exit, Failure> {
-    let (_, a) = find_approval(&Home::new(home), id)?;
+    let home = Home::new(home);
+    let (dir, a) = find_approval(&home, id)?;
+    let (_, ring) = keys(&home, out)?;
+    let bound = crate::run::host::approval_bound(&dir, &a, &ring);
     match format {
         Format::Human => {
             let p = &a.action.proposed;
+            if let Err(why) = &bound {
+                out.line(format_args!(
+                    "TAMPERED   {}; what follows is not what the run asked to approve",
+                    craik_contracts::one_line(why)
+                ))?;
+            }
             out.line(format_args!("approval   {} ({})", a.id, a.status.as_str()))?;
             out.line(format_args!("run        {} (task {})", a.run_id, a.task_id))?;
             out.line(format_args!(
@@ -1010,7 +1030,7 @@ pub(crate) fn approvals_show(
                 a.action.id,
                 p.capability,
                 p.operation,
-                p.target.as_deref().unwrap_or("")
+                a.action.shown()
             ))?;
             if let Some(argv) = &p.argv {
                 out.line(format_args!("argv       {argv:?}"))?;
@@ -1173,6 +1193,10 @@ pub(crate) fn approvals_decide(
     let home = Home::new(home);
     let (dir, mut record) = find_approval(&home, id)?;
     reviewer(by, &record.runner_id)?;
+    // A reviewer approves what the run's signed journal parked, nothing else.
+    let (_, ring) = keys(&home, out)?;
+    crate::run::host::approval_bound(&dir, &record, &ring)
+        .map_err(|why| Failure::invalid(why, Vec::new()))?;
     if reason.trim().is_empty() {
         return Err(Failure::usage("--reason: must not be empty"));
     }

@@ -1164,6 +1164,13 @@ impl Host {
             if let Some(argv) = &action.proposed.argv {
                 draft.target = format!("{} ({})", draft.target, self.command_identity(argv));
             }
+            // The exact action decided (ids, content, edits, argv): what an approval file
+            // shows must hash to this.
+            draft
+                .result
+                .metadata
+                .0
+                .insert("action_sha256".into(), json!(action_digest(&action)));
             let receipt = self.receipt(draft)?;
             if let Some(id) = &verdict.approval {
                 self.used_approvals.insert(id.clone());
@@ -2055,6 +2062,71 @@ struct Indexed {
     approvals_used: HashSet<String>,
     ids: Vec<String>,
     closed: bool,
+}
+
+/// `sha256:` of an action record's canonical JSON (RFC 8785).
+pub(crate) fn action_digest(action: &ActionRecord) -> String {
+    craik_kernel::canonical_bytes(action)
+        .map(|b| exec::digest(&b))
+        .unwrap_or_default()
+}
+
+/// Checks that an approval file shows the action its run's journal decided: the run's
+/// journal verifies under `keys`, and its requires-approval receipt for the same request hash
+/// names the sha256 of exactly this action. Otherwise the file was edited after the park.
+pub(crate) fn approval_bound(
+    dir: &RunDir,
+    record: &ApprovalRecord,
+    keys: &KeyRing,
+) -> Result<(), String> {
+    let path = dir.file(crate::cmd::receipts::JOURNAL_NAME);
+    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let whole = bytes
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .and_then(|end| bytes.get(..=end))
+        .unwrap_or_default();
+    let report = craik_kernel::verify_journal_with(
+        whole,
+        keys,
+        craik_kernel::VerifyOptions {
+            allow_open: true,
+            ..craik_kernel::VerifyOptions::default()
+        },
+        &mut |_, _| {},
+    );
+    if let Some(f) = report.failure {
+        return Err(format!(
+            "the run's journal does not verify ({}: {})",
+            f.what, f.why
+        ));
+    }
+    let want = action_digest(&record.action);
+    let signed = crate::cmd::receipts::decode_all(whole)
+        .into_iter()
+        .filter_map(|(_, d)| match d {
+            crate::cmd::receipts::Decoded::Receipt(r) => Some(r),
+            _ => None,
+        })
+        .any(|r| {
+            r.decision == Decision::RequiresApproval
+                && r.request_hash == record.request_hash
+                && r.action.as_deref() == Some(record.action.id.as_str())
+                && r.result
+                    .metadata
+                    .0
+                    .get("action_sha256")
+                    .and_then(Value::as_str)
+                    == Some(want.as_str())
+        });
+    if signed {
+        Ok(())
+    } else {
+        Err(format!(
+            "approval {}: its action ({want}) is not the one the run's journal parked; the file was changed",
+            record.id
+        ))
+    }
 }
 
 /// The capability a run's first receipt names: it binds `inputs.json` to the journal.

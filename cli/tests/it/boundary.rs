@@ -943,3 +943,48 @@ fn issue_11_a_home_inside_the_workspace_is_refused_or_warned() {
         }
     }
 }
+
+/// Issue 11 item 7: `approvals list/show` render the action the run's signed journal parked;
+/// an approval file whose action was edited after the park shows as TAMPERED and cannot be
+/// approved.
+#[test]
+fn issue_11_an_edited_approval_action_cannot_be_approved() {
+    use crate::runs::{approve, pending_approval};
+    let dir = tempfile::tempdir().unwrap();
+    let h = dir.path();
+    let (_, id, _) = run_example(h, &crate::repo_root().join("examples/approval"), &[]);
+    let approval = pending_approval(h);
+    let path = approval_file(h, &id, &approval);
+    let original = std::fs::read_to_string(&path).unwrap();
+    let mut v: Value = serde_json::from_str(&original).unwrap();
+    let proposed = &mut v["action"]["proposed"];
+    if proposed.get("edits").is_some() {
+        proposed["edits"] = json!([{"old": "Status: stale", "new": "Status: harmless"}]);
+    } else {
+        proposed["content"] = json!("harmless\n");
+    }
+    std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
+    let list = crate::craik()
+        .args(["approvals", "list", "--home"])
+        .arg(h)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&list.stdout).contains("TAMPERED"),
+        "{}",
+        crate::transcript(&list)
+    );
+    let show = crate::craik()
+        .args(["approvals", "show", &approval, "--home"])
+        .arg(h)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&show.stdout).starts_with("TAMPERED"));
+    let out = approve(h, &approval, "user:alice");
+    assert_ne!(out.status.code(), Some(0), "{}", crate::transcript(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not the one the run's journal parked"));
+    assert!(!h.join("reviews").exists());
+    // Restored, it approves.
+    std::fs::write(&path, original).unwrap();
+    assert_eq!(approve(h, &approval, "user:alice").status.code(), Some(0));
+}

@@ -139,20 +139,22 @@ impl TargetPath {
         let lower = self.0.to_ascii_lowercase();
         let first = lower.split('/').next().unwrap_or_default();
         let whole = lower.as_str();
-        let segments: Vec<&str> = lower.split('/').collect();
         // Craik's state and git internals at any depth (a nested checkout's `.git/` runs
-        // hooks as well as the top one; a `.craik/` anywhere is some Craik's home).
-        if segments.contains(&".craik") {
-            return Some(Protected::CraikState);
-        }
-        if segments.contains(&".git") {
-            return Some(Protected::Git);
-        }
-        if whole.starts_with(".github/workflows/")
-            || whole == ".github/workflows"
-            || segments.iter().any(|s| EXEC_CONFIG_NAMES.contains(s))
-        {
-            return Some(Protected::ExecConfig);
+        // hooks as well as the top one; a `.craik/` anywhere is some Craik's home). Every
+        // protected name starts with a dot, so paths without a `.`-segment skip the scans.
+        if lower.starts_with('.') || lower.contains("/.") {
+            if lower.split('/').any(|s| s == ".craik") {
+                return Some(Protected::CraikState);
+            }
+            if lower.split('/').any(|s| s == ".git") {
+                return Some(Protected::Git);
+            }
+            if whole.starts_with(".github/workflows/")
+                || whole == ".github/workflows"
+                || lower.split('/').any(|s| EXEC_CONFIG_NAMES.contains(&s))
+            {
+                return Some(Protected::ExecConfig);
+            }
         }
         match first {
             _ if AGENT_CONFIG_DIRS.contains(&first) => Some(Protected::AgentConfig),

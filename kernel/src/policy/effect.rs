@@ -37,7 +37,33 @@ impl Effect {
     }
 
     /// The effect of `operation` under `capability`, or `None` when the pair is not admitted.
+    ///
+    /// On the decision path: a direct match for the common families, the table otherwise.
+    /// A unit test checks it agrees with [`OPERATIONS`] for every capability and operation.
     pub fn of(capability: &str, operation: &str) -> Option<Self> {
+        let (family, rest) = capability.split_once('.')?;
+        match family {
+            "repo" if rest == "read" => (operation == "read").then_some(Self::ReadFile),
+            "repo" if rest.starts_with("write.") && rest.len() > "write.".len() => {
+                match operation {
+                    "write" => Some(Self::WriteFile),
+                    "patch" => Some(Self::PatchFile),
+                    "create" => Some(Self::CreateFile),
+                    "delete" => Some(Self::DeleteFile),
+                    _ => None,
+                }
+            }
+            "repo" => None,
+            "shell" if !rest.is_empty() => (operation == "execute").then_some(Self::Execute),
+            _ => operations_of(capability)?
+                .contains(&operation)
+                .then_some(Self::External),
+        }
+    }
+
+    /// [`Effect::of`] by the table alone (the oracle its fast path is checked against).
+    #[cfg(test)]
+    fn of_table(capability: &str, operation: &str) -> Option<Self> {
         let ops = operations_of(capability)?;
         if !ops.contains(&operation) {
             return None;
@@ -90,6 +116,50 @@ pub fn operations_of(capability: &str) -> Option<&'static [&'static str]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fast_path_agrees_with_the_table() {
+        let caps = [
+            "repo.read",
+            "repo.write.docs",
+            "repo.write.code",
+            "repo.write.adr",
+            "repo.write.immutable",
+            "repo.write.",
+            "repo.write",
+            "repo.writex.a",
+            "repo.reader",
+            "repo",
+            "shell.test",
+            "shell.execute",
+            "shell.",
+            "shell",
+            "git.diff_check",
+            "git.commit",
+            "git.push",
+            "git.force_push",
+            "github.create_pr",
+            "github.comment",
+            "github.",
+            "memory.read",
+            "memory.propose",
+            "memory.write",
+            "memory.x",
+            "net.fetch",
+            "net.x",
+            "x.y",
+            "",
+            ".",
+        ];
+        let ops = [
+            "read", "write", "patch", "create", "delete", "execute", "propose", "", "READ",
+        ];
+        for cap in caps {
+            for op in ops {
+                assert_eq!(Effect::of(cap, op), Effect::of_table(cap, op), "{cap} {op}");
+            }
+        }
+    }
 
     #[test]
     fn reads_only_read_and_writes_never_execute() {

@@ -38,9 +38,15 @@ impl Out {
         }
     }
 
-    /// A line of results.
+    /// A line of results. Every control character (newline and ESC included) and every
+    /// bidirectional control is escaped: runner-influenced text can neither start a line of
+    /// its own nor drive the terminal, so no display can be forged. One call, one line.
     pub(crate) fn line(&mut self, text: impl std::fmt::Display) -> io::Result<()> {
-        writeln!(self.stdout, "{text}")
+        writeln!(
+            self.stdout,
+            "{}",
+            craik_contracts::one_line(&text.to_string())
+        )
     }
 
     /// Raw text on stdout.
@@ -51,11 +57,16 @@ impl Out {
     /// A diagnostic line (flushes stdout first so the two streams interleave in order).
     pub(crate) fn diag(&mut self, text: impl std::fmt::Display) -> io::Result<()> {
         self.stdout.flush()?;
-        writeln!(self.stderr, "{text}")
+        writeln!(
+            self.stderr,
+            "{}",
+            craik_contracts::one_line(&text.to_string())
+        )
     }
 
     /// A progress line on stderr, redrawn in place (callers only use it on a terminal).
     pub(crate) fn progress(&mut self, text: impl std::fmt::Display) -> io::Result<()> {
+        let text = craik_contracts::one_line(&text.to_string());
         write!(self.stderr, "\x1b[2K\r{text}")?;
         self.stderr.flush()
     }
@@ -66,9 +77,11 @@ impl Out {
         self.stderr.flush()
     }
 
-    /// A JSON document on stdout.
+    /// A JSON document on stdout. DEL, C1 controls and bidirectional controls inside its
+    /// strings (which JSON allows raw) are written as `\uXXXX` escapes: the same JSON, but
+    /// nothing a terminal acts on.
     pub(crate) fn json<T: Serialize>(&mut self, value: &T) -> Result<(), Failure> {
-        serde_json::to_writer_pretty(&mut self.stdout, value)
+        serde_json::to_writer_pretty(Escaping(&mut self.stdout), value)
             .map_err(|e| Failure::internal(format!("cannot encode output: {e}")))?;
         writeln!(self.stdout)?;
         Ok(())
@@ -81,7 +94,7 @@ impl Out {
         items: impl Iterator<Item = T>,
     ) -> Result<(), Failure> {
         use serde::Serializer as _;
-        serde_json::Serializer::pretty(&mut self.stdout)
+        serde_json::Serializer::pretty(Escaping(&mut self.stdout))
             .collect_seq(items)
             .map_err(|e| Failure::internal(format!("cannot encode output: {e}")))?;
         writeln!(self.stdout)?;
@@ -90,5 +103,67 @@ impl Out {
 
     pub(crate) fn flush(&mut self) -> io::Result<()> {
         self.stdout.flush()
+    }
+}
+
+/// Writes JSON text with DEL, C1 and bidirectional controls escaped as `\uXXXX`. serde_json
+/// writes whole characters per call (string fragments between its own escapes), and those
+/// characters only occur inside strings, where the escape means the same character.
+struct Escaping<W>(W);
+
+fn terminal_control(c: char) -> bool {
+    c == '\u{7f}'
+        || ('\u{80}'..='\u{9f}').contains(&c)
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}')
+        || ('\u{202a}'..='\u{202e}').contains(&c)
+        || ('\u{2066}'..='\u{2069}').contains(&c)
+}
+
+impl<W: Write> Write for Escaping<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        if buf.iter().all(|b| *b < 0x7f) {
+            return self.0.write_all(buf);
+        }
+        let text = String::from_utf8_lossy(buf);
+        let mut out = String::with_capacity(text.len() + 16);
+        for c in text.chars() {
+            if terminal_control(c) {
+                use std::fmt::Write as _;
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            } else {
+                out.push(c);
+            }
+        }
+        self.0.write_all(out.as_bytes())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_output_escapes_terminal_controls_and_stays_the_same_json() {
+        let value = serde_json::json!({"v": "a\u{7f}b\u{9b}c\u{202e}d\u{2066}e\u{1b}f"});
+        let mut buf = Vec::new();
+        serde_json::to_writer_pretty(Escaping(&mut buf), &value).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        assert!(
+            !text
+                .chars()
+                .any(|c| c != '\n' && (c.is_control() || terminal_control(c))),
+            "{text}"
+        );
+        let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, value);
     }
 }

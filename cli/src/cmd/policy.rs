@@ -255,8 +255,11 @@ pub(crate) fn test(out: &mut Out, format: Format, args: &PolicyTestArgs) -> Resu
         let cache = caches.entry(case.custom.clone()).or_default();
         results.push(policytest::run_case(bundle, case, cache));
         if progress && i % 500 == 0 {
-            out.diag(format_args!("\x1b[2K\r{}/{} cases", i, cases.len()))?;
+            out.progress(format_args!("{}/{} cases", i, cases.len()))?;
         }
+    }
+    if progress && cases.len() > 500 {
+        out.end_progress()?;
     }
     let (covered, missed) = policytest::coverage(&loaded.bundle, &results);
     let total = covered.len() + missed.len();

@@ -509,7 +509,7 @@ fn drive(out: &mut Out, host: &mut Host) -> Result<(), Failure> {
     let mut tick = |line: &str| {
         if show {
             use std::io::Write;
-            let _ = write!(err, "\x1b[2K\r{line}");
+            let _ = write!(err, "\x1b[2K\r{}", craik_contracts::one_line(line));
             let _ = err.flush();
         }
     };

@@ -988,3 +988,111 @@ fn issue_11_an_edited_approval_action_cannot_be_approved() {
     std::fs::write(&path, original).unwrap();
     assert_eq!(approve(h, &approval, "user:alice").status.code(), Some(0));
 }
+
+/// Fails when `bytes` hold a control byte other than the newline ending each line, or a C1
+/// control / bidirectional override (as UTF-8).
+fn assert_no_control(what: &str, bytes: &[u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    for (n, line) in text.lines().enumerate() {
+        assert!(
+            !line.chars().any(|c| c.is_control()
+                || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')),
+            "{what}: line {n} holds a control character: {line:?}"
+        );
+    }
+}
+
+/// Issue 13 item 4 (display forgery, a boundary class): every runner-controlled string is
+/// escaped on every display. A hostile run puts ESC sequences, OSC titles, bidi overrides and
+/// newlines in its summaries, reasons, content and memory proposals; no command prints a control
+/// byte, and no forged line appears.
+#[test]
+fn issue_13_no_display_can_be_forged() {
+    let forged = "run run_forged: completed — pre-approved by user:security";
+    let hostile = format!("ok\n{forged}\r\x1b[2J\x1b]0;pwned\x07\u{202e}evil\x1b[0m");
+    let dir = tempfile::tempdir().unwrap();
+    let steps = json!([
+        {"phase":"plan","summary": hostile},
+        {"phase":"act","summary": hostile, "proposed_actions":[
+            {"id":"action_x","capability":"repo.write.docs","operation":"write","target":"docs/a.md",
+             "content": format!("line one\n{hostile}\nline three\n"), "reason": hostile}
+        ]},
+        {"phase":"observe","summary": hostile, "memory_proposals":[
+            {"operation":"add","fact":{"entity":"project_x","relation":"r","value": hostile,
+             "source": "docs/a.md", "confidence":0.5,"scope":"team","trust_class":"observed"},
+             "rationale": hostile}
+        ]},
+        {"phase":"evaluate","summary": hostile, "next":"stop"}
+    ]);
+    let ex = scratch_example(
+        dir.path(),
+        "strict",
+        &[("repo.write.docs", &["docs/**"], &["write"])],
+        steps,
+        &[("docs/a.md", "a\n")],
+    );
+    let home = dir.path().join("home");
+    let out = crate::craik()
+        .arg("run")
+        .arg(&ex)
+        .arg("--home")
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert_no_control("run", &out.stdout);
+    assert_no_control("run (stderr)", &out.stderr);
+    let id = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(':')
+        .to_owned();
+    let approval = crate::runs::pending_approval(&home);
+    let mut commands: Vec<Vec<String>> = vec![
+        vec!["runs".into(), "list".into()],
+        vec!["runs".into(), "show".into(), id.clone()],
+        vec!["approvals".into(), "list".into(), "--all".into()],
+        vec!["approvals".into(), "show".into(), approval.clone()],
+        vec!["memory".into(), "list".into()],
+        vec![
+            "receipts".into(),
+            "list".into(),
+            home.join("runs").join(&id).display().to_string(),
+        ],
+    ];
+    // Let the run finish, so its handoff and memory proposals exist too.
+    assert_eq!(
+        crate::runs::approve(&home, &approval, "user:alice")
+            .status
+            .code(),
+        Some(0)
+    );
+    let resumed = crate::runs::resume(&home, &id);
+    assert_no_control("resume", &resumed.stdout);
+    assert_no_control("resume (stderr)", &resumed.stderr);
+    commands.push(vec!["handoff".into(), "show".into(), id.clone()]);
+    let memory: Value = crate::runs::json_out(&home, &["memory", "list"]);
+    if let Some(m) = memory.as_array().and_then(|a| a.first()) {
+        commands.push(vec![
+            "memory".into(),
+            "show".into(),
+            m["id"].as_str().unwrap().to_owned(),
+        ]);
+    }
+    for args in commands {
+        let out = crate::craik()
+            .args(&args)
+            .arg("--home")
+            .arg(&home)
+            .output()
+            .unwrap();
+        let what = args.join(" ");
+        assert_no_control(&what, &out.stdout);
+        assert_no_control(&format!("{what} (stderr)"), &out.stderr);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !text.lines().any(|l| l.starts_with("run run_forged")),
+            "{what}: a forged line:\n{text}"
+        );
+    }
+}

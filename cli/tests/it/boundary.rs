@@ -175,7 +175,10 @@ echo pwned > "{outside}" 2>/dev/null
 echo pwned > "{home}/keys/planted" 2>/dev/null
 echo "$HOME" > home.txt
 if [ -e "$HOME/.gitconfig" ]; then echo PLANTED > home-state.txt; else echo EMPTY > home-state.txt; fi
-printf '[core]\n\tfsmonitor = touch pwned\n' > "$HOME/.gitconfig"
+# A planted ~/.gitconfig with core.fsmonitor would run at the next command's `git status`.
+git init -q . >/dev/null 2>&1; git status >/dev/null 2>&1
+printf '[core]\n\tfsmonitor = "touch fsmonitor-ran"\n[safe]\n\tdirectory = *\n' > "$HOME/.gitconfig"
+cp "$HOME/.gitconfig" .gitconfig
 /usr/bin/python3 -c 'import socket; s=socket.create_connection(("127.0.0.1", {port}), timeout=2); print("CONNECTED")' > net.txt 2>&1
 setsid sh -c 'sleep 3; echo late > late.txt' {marker} &
 (sh -c 'exec sleep 30' {marker} &) &
@@ -230,6 +233,10 @@ exit 0
         );
         // The second command starts with a fresh, empty HOME: nothing the first planted.
         assert_eq!(read("home-state.txt").trim(), "EMPTY", "{profile}");
+        assert!(
+            !ws.join("fsmonitor-ran").exists(),
+            "{profile}: a planted gitconfig ran code in the next command"
+        );
         assert!(
             !read("net.txt").contains("CONNECTED"),
             "{profile}: {}",

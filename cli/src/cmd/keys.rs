@@ -84,9 +84,14 @@ pub(crate) fn create_pair(dir: &Path) -> Result<(PathBuf, PathBuf, [u8; 32]), Fa
         .map_err(|e| Failure::internal(format!("no randomness from the operating system: {e}")))?;
     let key = SigningKey::from_bytes(&seed);
     seed.zeroize();
-    let mut pem = key
-        .to_pkcs8_pem(LineEnding::LF)
-        .map_err(|e| Failure::internal(format!("cannot encode the private key: {e}")))?;
+    // PKCS#8 v1 (RFC 5208: the private key only, no public key attribute): the form OpenSSL
+    // 3.0 and Python `cryptography` load (both refuse the v2 form with the public key).
+    let mut pem = ed25519_dalek::pkcs8::KeypairBytes {
+        secret_key: key.to_bytes(),
+        public_key: None,
+    }
+    .to_pkcs8_pem(LineEnding::LF)
+    .map_err(|e| Failure::internal(format!("cannot encode the private key: {e}")))?;
     let public_pem = key
         .verifying_key()
         .to_public_key_pem(LineEnding::LF)

@@ -418,3 +418,39 @@ fn a_journal_killed_mid_append_is_reported_precisely() {
         assert!(report["receipts"].as_u64().unwrap() > 0, "{report}");
     }
 }
+
+/// Issue 13 item 3: the private key is PKCS#8 v1, which OpenSSL 3.0 and Python `cryptography`
+/// load (both refuse the v2 form), and what they sign with it verifies with the public key.
+#[test]
+fn issue_13_the_private_key_loads_in_openssl_and_python() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    let out = crate::craik()
+        .args(["keys", "generate", "--out"])
+        .arg(&keys)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    let private = keys.join("signing.key.pem");
+    let public = keys.join("signing.pub.pem");
+    let openssl = std::process::Command::new("openssl")
+        .args(["pkey", "-noout", "-in"])
+        .arg(&private)
+        .output()
+        .unwrap();
+    assert!(openssl.status.success(), "{}", transcript(&openssl));
+    let python = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sys\nfrom cryptography.hazmat.primitives.serialization import load_pem_private_key, load_pem_public_key\nk = load_pem_private_key(open(sys.argv[1],'rb').read(), None)\np = load_pem_public_key(open(sys.argv[2],'rb').read())\np.verify(k.sign(b'craik'), b'craik')\nprint('ok')",
+        ])
+        .arg(&private)
+        .arg(&public)
+        .output()
+        .unwrap();
+    assert!(
+        python.status.success() && String::from_utf8_lossy(&python.stdout).trim() == "ok",
+        "{}",
+        transcript(&python)
+    );
+}

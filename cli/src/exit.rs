@@ -16,6 +16,9 @@ pub(crate) enum Exit {
     InvalidInput,
     /// 4: a bug or an environment failure inside Craik.
     Internal,
+    /// 5: reading or writing Craik's own files failed (disk full, I/O error, permission):
+    /// nothing acknowledged was lost; fix the cause, then `craik runs recover RUN`.
+    Io,
 }
 
 impl Exit {
@@ -26,6 +29,7 @@ impl Exit {
             Self::Usage => 2,
             Self::InvalidInput => 3,
             Self::Internal => 4,
+            Self::Io => 5,
         }
     }
 
@@ -44,7 +48,8 @@ impl Exit {
             Self::CheckFailed => 1,
             Self::InvalidInput => 2,
             Self::Usage => 3,
-            Self::Internal => 4,
+            Self::Io => 4,
+            Self::Internal => 5,
         }
     }
 }

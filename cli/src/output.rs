@@ -20,8 +20,46 @@ pub(crate) enum Format {
 
 /// Buffered stdout and stderr.
 pub(crate) struct Out {
-    stdout: io::BufWriter<io::Stdout>,
+    stdout: Pipe,
     stderr: io::Stderr,
+}
+
+/// Buffered stdout that treats a closed reader as the end of output, not an error: the
+/// command runs to its end and keeps its exit code (`craik policy diff … | head -1` still
+/// exits 1 for a change).
+struct Pipe {
+    inner: io::BufWriter<io::Stdout>,
+    closed: bool,
+}
+
+impl Pipe {
+    fn swallow(&mut self, result: io::Result<()>) -> io::Result<()> {
+        match result {
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(())
+            }
+            other => other,
+        }
+    }
+}
+
+impl Write for Pipe {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.closed {
+            return Ok(buf.len());
+        }
+        let result = self.inner.write_all(buf);
+        self.swallow(result).map(|()| buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        let result = self.inner.flush();
+        self.swallow(result)
+    }
 }
 
 impl std::fmt::Debug for Out {
@@ -33,7 +71,10 @@ impl std::fmt::Debug for Out {
 impl Out {
     pub(crate) fn new() -> Self {
         Self {
-            stdout: io::BufWriter::new(io::stdout()),
+            stdout: Pipe {
+                inner: io::BufWriter::new(io::stdout()),
+                closed: false,
+            },
             stderr: io::stderr(),
         }
     }

@@ -328,11 +328,49 @@ pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, String> {
 }
 
 /// An i/o failure on `path`, naming it (exit 4: Craik's own files failed it).
+/// An i/o failure on `path` (exit 5): names the path and the cause, and what to do.
 pub(crate) fn io_at(path: &Path) -> impl Fn(io::Error) -> Failure + '_ {
-    move |e| Failure::internal(format!("{}: {e}", path.display()))
+    move |e| {
+        let advice = match e.kind() {
+            io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => "free disk space",
+            io::ErrorKind::PermissionDenied => "check the permissions of Craik's home",
+            io::ErrorKind::ReadOnlyFilesystem => "use a writable home (--home)",
+            _ => "check the disk",
+        };
+        Failure::usage(format!(
+            "{}: {e}; nothing acknowledged was lost: {advice}, then `craik runs recover RUN`",
+            path.display()
+        ))
+        .with_exit(crate::exit::Exit::Io)
+    }
 }
 
 /// fsync a directory, so a rename or a new entry in it is durable.
 pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+mod io_tests {
+    use super::*;
+
+    #[test]
+    fn io_failures_exit_5_naming_the_file_and_the_fix() {
+        for (kind, advice) in [
+            (io::ErrorKind::StorageFull, "free disk space"),
+            (io::ErrorKind::PermissionDenied, "permissions"),
+            (io::ErrorKind::Other, "check the disk"),
+        ] {
+            let f = io_at(Path::new("/h/runs/r/receipts.jsonl"))(io::Error::from(kind));
+            assert_eq!(f.exit, crate::exit::Exit::Io);
+            assert_eq!(f.exit.code(), 5);
+            assert!(
+                f.message.starts_with("/h/runs/r/receipts.jsonl: "),
+                "{}",
+                f.message
+            );
+            assert!(f.message.contains(advice), "{}", f.message);
+            assert!(f.message.contains("craik runs recover"), "{}", f.message);
+        }
+    }
 }

@@ -317,6 +317,29 @@ fn diff_lists_every_case_a_policy_change_flips() {
         );
         assert_ne!(c["new"]["determining"], c["old"]["determining"]);
     }
+
+    // Issue 13 item 5: a reader that goes away (`| head -1`, here: before the first byte)
+    // neither turns the change into exit 0 nor into an internal error.
+    for format in ["human", "json"] {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("craik"))
+            .current_dir(root)
+            .args([
+                "--format", format, "policy", "diff", "policies", "new", "--cases",
+            ])
+            .arg(repo_root().join("policy-tests"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{format}: {}", transcript(&out));
+        assert!(
+            !String::from_utf8_lossy(&out.stderr).contains("internal error"),
+            "{format}: {}",
+            transcript(&out)
+        );
+    }
 }
 
 #[test]

@@ -233,9 +233,13 @@ pub(crate) enum ReceiptsCommand {
         /// Journal files, or directories holding `receipts.jsonl` (a run) or runs.
         #[arg(required = true, value_name = "PATH")]
         paths: Vec<PathBuf>,
-        /// Trusted public key PEM files (default: .craik/keys/signing.pub.pem).
+        /// Trusted public key PEM files (default: the home's `keys/signing.pub.pem`, else the
+        /// one of a Craik home above the first PATH; a private key is refused).
         #[arg(long = "key", value_name = "PUB.pem")]
         keys: Vec<PathBuf>,
+        /// Craik's state directory, whose public key is used when no --key is given.
+        #[arg(long, value_name = "DIR", default_value = ".craik")]
+        home: PathBuf,
         /// Require every receipt's policy_set to be this bundle's hash.
         #[arg(long, value_name = "DIR")]
         policies: Option<PathBuf>,

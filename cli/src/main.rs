@@ -118,13 +118,14 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         Command::Receipts(ReceiptsCommand::Verify {
             paths,
             keys,
+            home,
             policies,
             allow_open,
         }) => cmd::receipts::verify(
             out,
             cli.format,
             paths,
-            keys,
+            (keys, home),
             policies.as_deref(),
             *allow_open,
         ),

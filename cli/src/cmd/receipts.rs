@@ -63,21 +63,77 @@ struct Verified {
     report: Report,
 }
 
+/// The public key of `home`, else of the nearest Craik home above `path` (a directory
+/// holding `keys/signing.pub.pem`).
+fn find_public(home: &Path, path: Option<&Path>) -> Result<PathBuf, Failure> {
+    let own = default_public(home);
+    if own.is_file() {
+        return Ok(own);
+    }
+    let start = path.and_then(|p| p.canonicalize().ok());
+    if let Some(found) = start
+        .iter()
+        .flat_map(|p| p.ancestors())
+        .map(default_public)
+        .find(|k| k.is_file())
+    {
+        return Ok(found);
+    }
+    Err(Failure::usage(format!(
+        "no public key to verify with: `{}` does not exist and no Craik home lies above the journal; pass the key you trust with --key PUB.pem",
+        own.display()
+    )))
+}
+
+/// A verifier is handed public keys only: a private key named by `--key` is refused.
+fn refuse_private(key: &Path) -> Result<(), Failure> {
+    let head = std::fs::read(key)
+        .map(|b| {
+            String::from_utf8_lossy(b.get(..b.len().min(4096)).unwrap_or_default()).into_owned()
+        })
+        .unwrap_or_default();
+    if head.contains("PRIVATE KEY") {
+        return Err(Failure::usage(format!(
+            "--key `{}` is a private key; pass the public key (signing.pub.pem) — a verifier never needs, and should never hold, the private key",
+            key.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Whether the run owning a journal says it is still going or parked (not ended): only such
+/// runs' journals may be open under `--allow-open`.
+fn run_not_ended(journal: &Path) -> bool {
+    let Some(state) = journal.parent().map(|d| d.join("run.json")) else {
+        return false;
+    };
+    std::fs::read(state)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .is_some_and(|run| run.get("ended_at").is_none_or(serde_json::Value::is_null))
+}
+
 pub(crate) fn verify(
     out: &mut Out,
     format: Format,
     paths: &[PathBuf],
-    keys: &[PathBuf],
+    (keys, home): (&[PathBuf], &Path),
     policies: Option<&Path>,
     allow_open: bool,
 ) -> Result<Exit, Failure> {
     let keys: Vec<PathBuf> = if keys.is_empty() {
-        vec![default_public(Path::new(".craik"))]
+        let found = find_public(home, paths.first().map(PathBuf::as_path))?;
+        out.diag(format_args!(
+            "craik: no --key given; trusting {} (an auditor passes the key they trust: --key PUB.pem)",
+            found.display()
+        ))?;
+        vec![found]
     } else {
         keys.to_vec()
     };
     let mut ring = KeyRing::new();
     for key in &keys {
+        refuse_private(key)?;
         let public = read_public(key)?;
         ring.add(&public)
             .map_err(|e| Failure::invalid(format!("{}: {e}", key.display()), Vec::new()))?;
@@ -134,6 +190,14 @@ pub(crate) fn verify(
             }
         }
         let mut report = verifier.finish();
+        if report.failure.is_none() && !report.closed && !run_not_ended(&path) {
+            report.failure = Some(craik_kernel::Failure {
+                line: 0,
+                seq: None,
+                what: "not closed".into(),
+                why: "journal not closed, and its run's state does not say it is parked or running (truncated?); --allow-open accepts only those".into(),
+            });
+        }
         // A run's journal lives in `runs/<run id>/`: the signed run_id must be that directory's,
         // or a journal was moved under another run's name.
         let dir_name = path
@@ -180,6 +244,11 @@ pub(crate) fn verify(
                         "  {} receipts verified before it",
                         report.receipts
                     ))?;
+                    if f.what == "not closed" && !allow_open && run_not_ended(&path) {
+                        out.line(
+                            "  the run is parked or still going; to check what it has so far, pass --allow-open",
+                        )?;
+                    }
                 }
             }
         }

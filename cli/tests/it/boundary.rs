@@ -1103,3 +1103,53 @@ fn issue_13_no_display_can_be_forged() {
         );
     }
 }
+
+/// Issue 13 item 5: `receipts verify` finds the home's key (and says so), refuses a private key
+/// as `--key`, suggests `--allow-open` for a parked run, and accepts an open journal only for a
+/// run whose state says it has not ended.
+#[test]
+fn issue_13_receipts_verify_keys_and_open_journals() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (_, done, _) = run_example(&home, &crate::repo_root().join("examples/docs-review"), &[]);
+    let (_, parked, _) = run_example(&home, &crate::repo_root().join("examples/approval"), &[]);
+    let verify = |args: &[&str], path: &std::path::Path| {
+        crate::craik()
+            .current_dir(dir.path())
+            .args(["receipts", "verify"])
+            .arg(path)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    // No --key: the key of the home above the journal, named on stderr.
+    let out = verify(&[], &home.join("runs").join(&done));
+    assert_eq!(out.status.code(), Some(0), "{}", crate::transcript(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("signing.pub.pem"));
+    // A private key is refused.
+    let private = home.join("keys/signing.key.pem");
+    let out = verify(
+        &["--key", private.to_str().unwrap()],
+        &home.join("runs").join(&done),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", crate::transcript(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is a private key"));
+    // A parked run: open; the message suggests --allow-open, which accepts it.
+    let out = verify(&[], &home.join("runs").join(&parked));
+    assert_eq!(out.status.code(), Some(1), "{}", crate::transcript(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--allow-open"));
+    assert_eq!(
+        verify(&["--allow-open"], &home.join("runs").join(&parked))
+            .status
+            .code(),
+        Some(0)
+    );
+    // A completed run's journal cut before its final checkpoint is not "open": refused.
+    let journal = home.join("runs").join(&done).join("receipts.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.pop();
+    std::fs::write(&journal, format!("{}\n", lines.join("\n"))).unwrap();
+    let out = verify(&["--allow-open"], &home.join("runs").join(&done));
+    assert_eq!(out.status.code(), Some(1), "{}", crate::transcript(&out));
+}

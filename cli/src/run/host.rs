@@ -2079,6 +2079,31 @@ pub(crate) fn approval_bound(
     record: &ApprovalRecord,
     keys: &KeyRing,
 ) -> Result<(), String> {
+    let want = action_digest(&record.action);
+    let signed = verified_receipts(dir, keys)?.into_iter().any(|r| {
+        r.decision == Decision::RequiresApproval
+            && r.request_hash == record.request_hash
+            && r.action.as_deref() == Some(record.action.id.as_str())
+            && r.result
+                .metadata
+                .0
+                .get("action_sha256")
+                .and_then(Value::as_str)
+                == Some(want.as_str())
+    });
+    if signed {
+        Ok(())
+    } else {
+        Err(format!(
+            "approval {}: its action ({want}) is not the one the run's journal parked; the file was changed",
+            record.id
+        ))
+    }
+}
+
+/// The run's journal, whole lines only (a torn tail is recovery's to repair), verified under
+/// `keys` (open allowed), decoded to its receipts; the error names the failure.
+fn verified_receipts(dir: &RunDir, keys: &KeyRing) -> Result<Vec<ReceiptPayload>, String> {
     let path = dir.file(crate::cmd::receipts::JOURNAL_NAME);
     let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let whole = bytes
@@ -2097,36 +2122,20 @@ pub(crate) fn approval_bound(
     );
     if let Some(f) = report.failure {
         return Err(format!(
-            "the run's journal does not verify ({}: {})",
-            f.what, f.why
+            "{}:{}: the run's journal does not verify ({}: {})",
+            path.display(),
+            f.line,
+            f.what,
+            f.why
         ));
     }
-    let want = action_digest(&record.action);
-    let signed = crate::cmd::receipts::decode_all(whole)
+    Ok(crate::cmd::receipts::decode_all(whole)
         .into_iter()
         .filter_map(|(_, d)| match d {
-            crate::cmd::receipts::Decoded::Receipt(r) => Some(r),
+            crate::cmd::receipts::Decoded::Receipt(r) => Some(*r),
             _ => None,
         })
-        .any(|r| {
-            r.decision == Decision::RequiresApproval
-                && r.request_hash == record.request_hash
-                && r.action.as_deref() == Some(record.action.id.as_str())
-                && r.result
-                    .metadata
-                    .0
-                    .get("action_sha256")
-                    .and_then(Value::as_str)
-                    == Some(want.as_str())
-        });
-    if signed {
-        Ok(())
-    } else {
-        Err(format!(
-            "approval {}: its action ({want}) is not the one the run's journal parked; the file was changed",
-            record.id
-        ))
-    }
+        .collect())
 }
 
 /// The capability a run's first receipt names: it binds `inputs.json` to the journal.
@@ -2201,41 +2210,10 @@ fn inputs_draft(inputs: &Inputs, bytes: &[u8], actor: &str) -> ReceiptDraft {
 pub(crate) fn bound_inputs(dir: &RunDir, keys: &KeyRing) -> Result<Inputs, Failure> {
     let path = dir.file(crate::run::store::INPUTS);
     let bytes = std::fs::read(&path).map_err(io(&path))?;
-    let journal_path = dir.file(crate::cmd::receipts::JOURNAL_NAME);
-    let journal = std::fs::read(&journal_path).map_err(io(&journal_path))?;
-    // Whole lines only: a torn tail is recovery's to repair.
-    let whole = journal
-        .iter()
-        .rposition(|b| *b == b'\n')
-        .and_then(|end| journal.get(..=end))
-        .unwrap_or_default();
-    let report = craik_kernel::verify_journal_with(
-        whole,
-        keys,
-        craik_kernel::VerifyOptions {
-            allow_open: true,
-            ..craik_kernel::VerifyOptions::default()
-        },
-        &mut |_, _| {},
-    );
-    if let Some(f) = &report.failure {
-        return Err(Failure::invalid(
-            format!(
-                "{}:{}: the run's journal does not verify ({}: {}); it cannot be continued",
-                journal_path.display(),
-                f.line,
-                f.what,
-                f.why
-            ),
-            Vec::new(),
-        ));
-    }
-    let first = crate::cmd::receipts::decode_all(whole)
+    let first = verified_receipts(dir, keys)
+        .map_err(|why| Failure::invalid(format!("{why}; it cannot be continued"), Vec::new()))?
         .into_iter()
-        .find_map(|(_, d)| match d {
-            crate::cmd::receipts::Decoded::Receipt(r) => Some(r),
-            _ => None,
-        });
+        .next();
     let digest = exec::digest(&bytes);
     match first {
         Some(r) if r.capability == RUN_INPUTS && r.request_hash == digest => {}

@@ -5,16 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::policy::copy_dir;
-use crate::runs::{receipts, run_example, run_json, scratch_example, verify_run};
-
-fn act(actions: Value) -> Value {
-    json!([
-        {"phase":"plan","summary":"plan"},
-        {"phase":"act","summary":"act","proposed_actions":actions},
-        {"phase":"observe","summary":"observe"},
-        {"phase":"evaluate","summary":"done","next":"stop"}
-    ])
-}
+use crate::runs::{act, receipts, run_example, run_json, scratch_example, verify_run};
 
 /// Issue 11 item 1 (label vs effect): a capability carrying another capability's operation is
 /// refused by the kernel and no executor runs, under every profile, whatever the grants.
@@ -209,12 +200,7 @@ exit 0
             .unwrap();
         let text = crate::transcript(&out);
         assert_eq!(out.status.code(), Some(0), "{profile}: {text}");
-        let id = String::from_utf8_lossy(&out.stdout)
-            .split_whitespace()
-            .nth(1)
-            .unwrap()
-            .trim_end_matches(':')
-            .to_owned();
+        let id = crate::run_id_of(&out.stdout);
         let ws = home.join("runs").join(&id).join("workspace");
         let read = |name: &str| std::fs::read_to_string(ws.join(name)).unwrap_or_default();
         assert_eq!(read("key-result.txt").trim(), "DENIED", "{profile}");
@@ -1048,12 +1034,7 @@ fn issue_13_no_display_can_be_forged() {
         .unwrap();
     assert_no_control("run", &out.stdout);
     assert_no_control("run (stderr)", &out.stderr);
-    let id = String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .trim_end_matches(':')
-        .to_owned();
+    let id = crate::run_id_of(&out.stdout);
     let approval = crate::runs::pending_approval(&home);
     let mut commands: Vec<Vec<String>> = vec![
         vec!["runs".into(), "list".into()],

@@ -54,6 +54,16 @@ pub fn ensure_adapters() {
     }
 }
 
+/// The run id `craik run` prints first (`run run_…: status — reason`).
+pub fn run_id_of(stdout: &[u8]) -> String {
+    String::from_utf8_lossy(stdout)
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_default()
+        .trim_end_matches(':')
+        .to_owned()
+}
+
 pub fn craik() -> Command {
     Command::cargo_bin("craik").expect("craik binary is built")
 }

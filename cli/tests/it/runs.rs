@@ -397,7 +397,7 @@ pub(crate) fn scratch_example(
     ex
 }
 
-fn act(actions: Value) -> Value {
+pub(crate) fn act(actions: Value) -> Value {
     json!([
         {"phase":"plan","summary":"plan"},
         {"phase":"act","summary":"act","proposed_actions":actions},

@@ -398,6 +398,16 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         }
     }
     let grants = crate::bundle::read_grants(&resolved.grants)?;
+    // A grant for another task would never apply; refuse it as an intent lock is refused.
+    if let Some(g) = grants.iter().find(|g| g.task_id != task.id) {
+        return Err(Failure::invalid(
+            format!(
+                "grant `{}`: its task_id `{}` is not the task's `{}`",
+                g.id, g.task_id, task.id
+            ),
+            Vec::new(),
+        ));
+    }
     let profile = args
         .profile
         .or_else(|| envelope.as_ref().map(|e| e.profile))
@@ -587,10 +597,17 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
                 run.max_iterations,
                 run.phase.as_str()
             ))?;
-            out.line(format_args!(
-                "  verdicts  {} allow, {} requires approval, {} deny; {} side effects performed",
-                tally.allow, tally.approval, tally.deny, tally.executed
-            ))?;
+            if host.inputs.shadow {
+                out.line(format_args!(
+                    "  verdicts  {} allow, {} requires approval, {} deny — SHADOW: decided and receipted, nothing performed",
+                    tally.allow, tally.approval, tally.deny
+                ))?;
+            } else {
+                out.line(format_args!(
+                    "  verdicts  {} allow, {} requires approval, {} deny; {} side effects performed",
+                    tally.allow, tally.approval, tally.deny, tally.executed
+                ))?;
+            }
             match &report.failure {
                 None => out.line(format_args!(
                     "  receipts  {} signed, verified ({}): {}",

@@ -701,3 +701,21 @@ fn issue_12_adapter_floods_keep_craik_bounded() {
         }
     }
 }
+
+/// Issue 13 item 6: the shipped Python example adapter drives a governed run as documented
+/// (`--runner adapter:examples/adapters/python/adapter.py`), confined like every adapter.
+#[test]
+fn issue_13_the_python_example_adapter_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let out = craik()
+        .current_dir(repo_root())
+        .args(["run", "examples/review-only", "--runner"])
+        .arg("adapter:examples/adapters/python/adapter.py")
+        .arg("--home")
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("completed"));
+}

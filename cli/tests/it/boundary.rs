@@ -1134,3 +1134,51 @@ fn issue_13_receipts_verify_keys_and_open_journals() {
     let out = verify(&["--allow-open"], &home.join("runs").join(&done));
     assert_eq!(out.status.code(), Some(1), "{}", crate::transcript(&out));
 }
+
+/// Issue 13 item 6: a grant for another task is refused at load (exit 3, naming it); a shadow
+/// run says so in its summary.
+#[test]
+fn issue_13_operator_messages_for_foreign_grants_and_shadow_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[("repo.write.docs", &["docs/**"], &["write"])],
+        act(
+            json!([{"id":"action_w","capability":"repo.write.docs","operation":"write",
+            "target":"docs/a.md","content":"x\n"}]),
+        ),
+        &[("docs/a.md", "a\n")],
+    );
+    let home = dir.path().join("home");
+    let shadow = crate::craik()
+        .arg("run")
+        .arg(&ex)
+        .arg("--home")
+        .arg(&home)
+        .arg("--shadow")
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&shadow.stdout).contains("SHADOW"),
+        "{}",
+        crate::transcript(&shadow)
+    );
+    let grant = ex.join("grants/g0.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&grant).unwrap()).unwrap();
+    v["task_id"] = json!("task_other");
+    std::fs::write(&grant, serde_json::to_string(&v).unwrap()).unwrap();
+    let out = crate::craik()
+        .arg("run")
+        .arg(&ex)
+        .arg("--home")
+        .arg(dir.path().join("home2"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", crate::transcript(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("grant `grant_g0`: its task_id `task_other`"),
+        "{}",
+        crate::transcript(&out)
+    );
+}

@@ -18,7 +18,9 @@ MAX_LINE = 1024 * 1024
 RUNNER = {
     "schema": "craik.runner_metadata",
     "version": "0.1.0",
-    "id": "runner_python_example",
+    # Started as `--runner adapter:PROGRAM`, an adapter runs under `--runner-matrix NAME`
+    # (default `fixture`) and must claim that matrix's runner id (docs/protocol.md).
+    "id": "runner_fixture",
     "name": "Python example runner",
     "adapter": "python-example",
     "adapter_version": "0.1.0",

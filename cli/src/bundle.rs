@@ -44,8 +44,25 @@ pub(crate) fn sources(
             )
         }
     };
+    let mut names = std::collections::BTreeSet::new();
     for dir in custom {
-        files.extend(cedar_files(dir, true)?);
+        let base = dir
+            .canonicalize()
+            .ok()
+            .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()));
+        let base = base.unwrap_or_else(|| dir.display().to_string());
+        if !names.insert(base.clone()) {
+            return Err(Failure::usage(format!(
+                "--custom {}: another custom directory is also named `{base}`; custom policies are named by their directory, so the names must differ",
+                dir.display()
+            )));
+        }
+        // Named by the directory's own name, not by how its path was typed: `custom-sec` and
+        // `./custom-sec` give the same policy-set hash (issue 13 item 2).
+        files.extend(cedar_files(dir, false)?.into_iter().map(|mut f| {
+            f.name = format!("custom/{base}/{}", f.name);
+            f
+        }));
     }
     Ok((schema, files, origin))
 }

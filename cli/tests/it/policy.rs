@@ -362,3 +362,32 @@ fn fmt_check_passes_on_the_bundle_and_changes_nothing_on_failure() {
         ugly
     );
 }
+
+/// Issue 13 item 2: the policy-set hash of a bundle with `--custom DIR` depends on the files'
+/// content and bundle-relative names, not on how DIR was typed.
+#[test]
+fn issue_13_custom_policies_hash_the_same_however_the_path_is_typed() {
+    let dir = tempfile::tempdir().unwrap();
+    let custom = dir.path().join("custom-sec");
+    fs::create_dir_all(&custom).unwrap();
+    fs::write(
+        custom.join("x.cedar"),
+        "@id(\"custom.x\")\n@reason(\"x\")\nforbid (principal, action, resource)\nwhen { context.iteration > 100 };\n",
+    )
+    .unwrap();
+    let hash = |cwd: &Path, spelled: &str| {
+        let out = run_in(
+            cwd,
+            &[
+                "--format", "json", "policy", "validate", "--custom", spelled,
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["policy_set"].as_str().unwrap().to_owned()
+    };
+    let a = hash(dir.path(), "custom-sec");
+    assert_eq!(hash(dir.path(), "./custom-sec/"), a);
+    assert_eq!(hash(&repo_root(), custom.to_str().unwrap()), a);
+    assert_ne!(a, hash(&repo_root(), "policy-tests/custom-erroring"));
+}

@@ -429,7 +429,21 @@ pub(crate) fn run_case(bundle: &Bundle, case: &Case, cache: &mut GrantCache) -> 
                 *shadow,
             );
             let outcome = outcome_of(&verdict);
-            let mismatches = compare(expect, &verdict);
+            let mut mismatches = compare(expect, &verdict);
+            // A capability the schema does not declare tests nothing (a typo would pass as a
+            // deny): an error, unless the case says it tests exactly that refusal
+            // (`deny_kind: invalid_request`).
+            if !bundle.knows(&request.capability)
+                && expect.deny_kind != Some(DenyKind::InvalidRequest)
+            {
+                mismatches.insert(
+                    0,
+                    format!(
+                        "error: unknown capability `{}`: the schema declares no such action, so this case tests nothing",
+                        craik_contracts::Truncated(&request.capability)
+                    ),
+                );
+            }
             (outcome, mismatches)
         }
         CaseKind::Cedar {

@@ -391,3 +391,26 @@ fn issue_13_custom_policies_hash_the_same_however_the_path_is_typed() {
     assert_eq!(hash(&repo_root(), custom.to_str().unwrap()), a);
     assert_ne!(a, hash(&repo_root(), "policy-tests/custom-erroring"));
 }
+
+/// Issue 13 item 6: a case naming a capability the schema does not declare fails (a typo would
+/// otherwise pass as a deny), unless it tests exactly that refusal.
+#[test]
+fn issue_13_an_unknown_capability_is_a_test_error() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("typo.json"),
+        r#"{"suite":"typo","defaults":{"runner":{"id":"runner_fixture"},"task_id":"task_docs","profile":"strict","operation":"write"},
+ "cases":[{"name":"a typo","request":{"capability":"repo.writ.docs","target":"docs/a.md"},"expect":{"decision":"deny"}},
+          {"name":"the refusal itself","request":{"capability":"repo.writ.docs","target":"docs/a.md"},"expect":{"decision":"deny","deny_kind":"invalid_request"}}]}"#,
+    )
+    .unwrap();
+    let out = run_in(dir.path(), &["policy", "test", "."]);
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("FAIL typo :: a typo"), "{text}");
+    assert!(
+        text.contains("unknown capability `repo.writ.docs`"),
+        "{text}"
+    );
+    assert!(!text.contains("FAIL typo :: the refusal itself"), "{text}");
+}

@@ -761,17 +761,16 @@ impl AdapterRunner {
 
 impl StepRunner for AdapterRunner {
     fn start(&mut self, expected: &RunnerMetadata) -> Result<(), String> {
-        let mut adapter = Adapter::spawn(self.spec.clone())?;
-        let result = adapter
-            .initialize(Some(expected))
-            .map_err(|e| e.to_string());
+        let mut adapter = Adapter::spawn(self.spec.clone())
+            .map_err(|e| format!("{}{e}", crate::run::SETUP_FAILED))?;
+        let result = adapter.initialize(Some(expected)).map_err(|e| classify(&e));
         self.adapter = Some(adapter);
         result
     }
 
     fn step(&mut self, request: &RunnerStepRequest) -> Result<RunnerStepResult, String> {
         let adapter = self.adapter.as_mut().ok_or("the adapter was not started")?;
-        adapter.step_call(request).map_err(|e| e.to_string())
+        adapter.step_call(request).map_err(|e| classify(&e))
     }
 
     fn take_diagnostics(&mut self) -> Vec<String> {
@@ -787,6 +786,20 @@ impl StepRunner for AdapterRunner {
             }
             None => Vec::new(),
         }
+    }
+}
+
+/// A call error as the host records it: setup failures (the program never started, the
+/// sandbox refused it, the adapter answered `3 unavailable`) are marked as such.
+fn classify(e: &CallError) -> String {
+    let setup = match e {
+        CallError::Structured(err) => err.code == 3,
+        CallError::Violation(why) => why.contains(crate::confine::REFUSED_PREFIX),
+    };
+    if setup {
+        format!("{}{e}", crate::run::SETUP_FAILED)
+    } else {
+        e.to_string()
     }
 }
 

@@ -744,6 +744,9 @@ impl Host {
         })?;
         if !self.runner_started {
             if let Err(why) = self.runner.start(&self.matrix.runner) {
+                if why.starts_with(crate::run::SETUP_FAILED) {
+                    return self.violation(&request, &why);
+                }
                 return self.violation(&request, &format!("runner handshake failed: {why}"));
             }
             self.runner_started = true;
@@ -752,6 +755,9 @@ impl Host {
         let runner_diagnostics = self.runner.take_diagnostics();
         let mut result = match result {
             Ok(r) => r,
+            Err(why) if why.starts_with(crate::run::SETUP_FAILED) => {
+                return self.violation(&request, &why);
+            }
             Err(why) => {
                 let mut why = format!("runner failed: {why}");
                 if let Some(last) = runner_diagnostics.last() {
@@ -917,6 +923,9 @@ impl Host {
         let why = redact_checked(why)
             .map(|r| r.text)
             .unwrap_or_else(|what| format!("(diagnostic withheld: it held {what})"));
+        // A setup failure is the operator's to fix, not the runner's doing: its own
+        // pseudo-policy and wording.
+        let setup = why.starts_with(crate::run::SETUP_FAILED);
         let draft = ReceiptDraft {
             task_id: self.inputs.task.id.clone(),
             actor: self.matrix.runner.id.clone(),
@@ -930,7 +939,11 @@ impl Host {
             policy_set: self.bundle.hash().to_owned(),
             request_hash: exec::digest(compact(&json(request)).as_bytes()),
             decision: Decision::Deny,
-            determining_policies: vec!["kernel.runner-violation".into()],
+            determining_policies: vec![if setup {
+                "kernel.runner-setup".into()
+            } else {
+                "kernel.runner-violation".into()
+            }],
             decided_by: DecidedBy {
                 kind: DecidedByKind::Kernel,
                 by: String::new(),
@@ -939,7 +952,12 @@ impl Host {
             action: None,
         };
         self.receipt(draft)?;
-        self.halt(TaskRunStatus::Failed, format!("runner violation: {why}"))?;
+        let reason = if setup {
+            why
+        } else {
+            format!("runner violation: {why}")
+        };
+        self.halt(TaskRunStatus::Failed, reason)?;
         Ok(Flow::Stop)
     }
 

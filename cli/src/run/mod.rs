@@ -180,6 +180,11 @@ pub(crate) enum Event {
 
 /// A runner, as the loop sees it: in-process (the fixture) or an adapter process behind the
 /// channel (`crate::adapter`). Everything it returns is checked by the host as hostile input.
+/// The start of a runner error that is a setup failure on the operator's side (the program
+/// cannot start, confinement is unavailable, a live CLI or API key is missing: error code 3),
+/// not something the runner did: it fails the run without calling it a violation.
+pub(crate) const SETUP_FAILED: &str = "runner setup failed: ";
+
 pub(crate) trait StepRunner {
     /// The handshake, before the first step (adapters: `initialize`).
     fn start(&mut self, expected: &RunnerMetadata) -> Result<(), String> {

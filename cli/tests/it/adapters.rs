@@ -719,3 +719,44 @@ fn issue_13_the_python_example_adapter_runs() {
     assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("completed"));
 }
+
+/// Issue 13 item 6: a runner that cannot be set up (a program the sandbox cannot start, an
+/// adapter answering `3 unavailable`) fails the run as a setup failure, not a runner violation.
+#[test]
+fn issue_13_setup_failures_are_not_runner_violations() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_executable = dir.path().join("adapter.txt");
+    std::fs::write(&not_executable, "not a program\n").unwrap();
+    let unavailable = dir.path().join("unavailable.py");
+    std::fs::write(
+        &unavailable,
+        format!(
+            "#!{}\nimport json, sys\nreq = json.loads(sys.stdin.readline())\nprint(json.dumps({{\"id\": req[\"id\"], \"error\": {{\"code\": 3, \"message\": \"no API key configured\"}}}}), flush=True)\nsys.stdin.readline()\n",
+            python()
+        ),
+    )
+    .unwrap();
+    make_executable(&unavailable);
+    for program in [&not_executable, &unavailable] {
+        let ex = scratch_example(dir.path(), "trusted-local", &[], simple_steps(), &[]);
+        let home = dir.path().join(format!(
+            "home-{}",
+            program.file_name().unwrap().to_string_lossy()
+        ));
+        let (exit, id, text) = run_example(
+            &home,
+            &ex,
+            &["--runner", &format!("adapter:{}", program.display())],
+        );
+        assert_eq!(exit, 1, "{text}");
+        let run = run_json(&home, &id);
+        let reason = run["stop_reason"].as_str().unwrap();
+        assert!(reason.starts_with("runner setup failed"), "{reason}");
+        assert!(!reason.contains("violation"), "{reason}");
+        let rs = receipts(&home, &id);
+        assert_eq!(
+            rs.last().unwrap()["determining_policies"],
+            json!(["kernel.runner-setup"])
+        );
+    }
+}

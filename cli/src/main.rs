@@ -29,6 +29,12 @@ use crate::cli::{
 use crate::exit::{Exit, Failure};
 use crate::output::Out;
 
+// mimalloc: glibc malloc consolidated its fast bins on the decision path, so a decision cost
+// more the more (unrelated) grants were loaded; with mimalloc it does not (`cargo bench -p
+// craik-kernel --bench decide` runs with the same allocator).
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         let _ = writeln!(

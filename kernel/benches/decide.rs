@@ -26,6 +26,10 @@ const GRANT_COUNTS: [usize; 3] = [0, 1_000, 10_000];
 /// Per-iteration times of every sample, by (approach, grants).
 static SAMPLES: Mutex<BTreeMap<(String, usize), Vec<f64>>> = Mutex::new(BTreeMap::new());
 
+// The `craik` binary's allocator, so the numbers are the ones users get.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn bundle() -> Bundle {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../policies");
     let schema = SourceFile::new(

@@ -3,6 +3,10 @@
 
 use craik_kernel::{Bundle, DecideOptions, GrantSet, Mode, SourceFile};
 
+// The `craik` binary's allocator, so the profile is the one users run.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../policies");
     let schema = SourceFile::new(
@@ -20,13 +24,26 @@ fn main() {
         }
     }
     let bundle = Bundle::load(&schema, &files).unwrap();
-    let grants: Vec<craik_contracts::CapabilityGrant> =
-        serde_json::from_value(serde_json::json!([{
-            "id": "grant_bench", "task_id": "task_bench", "capability": "repo.write.docs",
-            "target": {"paths": ["docs/**"], "exclude": ["docs/adr/**"]}, "operations": ["write"],
+    // Optional second argument: that many unrelated grants (500 other tasks), as the bench.
+    let unrelated: usize = std::env::args()
+        .nth(2)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(0);
+    let mut list = vec![serde_json::json!({
+        "id": "grant_bench", "task_id": "task_bench", "capability": "repo.write.docs",
+        "target": {"paths": ["docs/**"], "exclude": ["docs/adr/**"]}, "operations": ["write"],
+        "reason": "bench", "approved_by": "user:bench"
+    })];
+    for i in 0..unrelated {
+        list.push(serde_json::json!({
+            "id": format!("grant_{i}"), "task_id": format!("task_{}", i % 500),
+            "capability": "repo.write.docs",
+            "target": {"paths": [format!("area{i}/**")], "exclude": []}, "operations": ["write"],
             "reason": "bench", "approved_by": "user:bench"
-        }]))
-        .unwrap();
+        }));
+    }
+    let grants: Vec<craik_contracts::CapabilityGrant> =
+        serde_json::from_value(serde_json::Value::Array(list)).unwrap();
     let set = GrantSet::compile(&bundle, &grants).unwrap();
     let request = serde_json::from_value(serde_json::json!({
         "runner": {"id": "runner_bench"}, "task_id": "task_bench", "capability": "repo.write.docs",

@@ -965,6 +965,9 @@ fn find_approval(home: &Home, id: &str) -> Result<(RunDir, ApprovalRecord), Fail
         })
 }
 
+/// Content lines `approvals show` prints before saying how many it left out.
+const APPROVAL_CONTENT_LINES: usize = 40;
+
 /// `craik approvals list`.
 pub(crate) fn approvals_list(
     out: &mut Out,
@@ -1058,15 +1061,20 @@ pub(crate) fn approvals_show(
                     content.len(),
                     digest(content.as_bytes())
                 ))?;
-                for line in content.lines().take(20) {
+                let total = content.lines().count();
+                for line in content.lines().take(APPROVAL_CONTENT_LINES) {
                     out.line(format_args!("  | {line}"))?;
+                }
+                if total > APPROVAL_CONTENT_LINES {
+                    out.line(format_args!(
+                        "  | … {} more line(s) not shown (the digest above covers every byte; `--format json` shows all)",
+                        total - APPROVAL_CONTENT_LINES
+                    ))?;
                 }
             }
             for edit in &p.edits {
-                out.line(format_args!(
-                    "edit       - {:?}\n           + {:?}",
-                    edit.old, edit.new
-                ))?;
+                out.line(format_args!("edit       - {:?}", edit.old))?;
+                out.line(format_args!("           + {:?}", edit.new))?;
             }
             if let Some(reason) = &p.reason {
                 out.line(format_args!("runner says {reason}"))?;

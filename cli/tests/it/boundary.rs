@@ -1182,3 +1182,34 @@ fn issue_13_operator_messages_for_foreign_grants_and_shadow_runs() {
         crate::transcript(&out)
     );
 }
+
+/// Issue 13 item 4: `approvals show` says how many content lines it left out, never cutting
+/// silently; edits print one line each.
+#[test]
+fn issue_13_approvals_show_never_cuts_silently() {
+    let dir = tempfile::tempdir().unwrap();
+    let content: String = (1..=55).map(|i| format!("line {i}\n")).collect();
+    let ex = scratch_example(
+        dir.path(),
+        "strict",
+        &[("repo.write.docs", &["docs/**"], &["write"])],
+        act(
+            json!([{"id":"action_w","capability":"repo.write.docs","operation":"write",
+            "target":"docs/a.md","content": content}]),
+        ),
+        &[("docs/a.md", "a\n")],
+    );
+    let home = dir.path().join("home");
+    let (exit, _, text) = run_example(&home, &ex, &[]);
+    assert_eq!(exit, 1, "{text}");
+    let approval = crate::runs::pending_approval(&home);
+    let out = crate::craik()
+        .args(["approvals", "show", &approval, "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("| line 40"), "{text}");
+    assert!(!text.contains("| line 41\n"), "{text}");
+    assert!(text.contains("15 more line(s) not shown"), "{text}");
+}

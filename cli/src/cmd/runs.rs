@@ -107,11 +107,33 @@ fn resolve(args: &RunArgs<'_>) -> Result<Resolved, Failure> {
                 }
                 (spec.to_owned(), None)
             } else if name == "adapter" {
-                let program = PathBuf::from(rest);
-                let program = program
-                    .canonicalize()
-                    .map_err(|e| Failure::usage(format!("--runner adapter:{rest}: {e}")))?;
-                (format!("adapter:{}", program.display()), None)
+                // `adapter:PROGRAM [ARG]...`, split on whitespace (no quoting). The program is
+                // resolved here (a path, or a bare name on the fixed PATH); arguments that
+                // name existing files are made absolute, since the adapter runs in its own
+                // directory.
+                let mut words = rest.split_whitespace();
+                let first = words.next().unwrap_or_default();
+                let cwd = std::env::current_dir()
+                    .map_err(|e| Failure::usage(format!("current directory: {e}")))?;
+                let program = if first.contains('/') {
+                    PathBuf::from(first)
+                        .canonicalize()
+                        .map_err(|e| e.to_string())
+                } else {
+                    crate::run::exec::resolve_program(first, &cwd)
+                }
+                .map_err(|e| Failure::usage(format!("--runner adapter:{rest}: {e}")))?;
+                let mut parts = vec![program.display().to_string()];
+                for arg in words {
+                    let path = Path::new(arg);
+                    parts.push(if !arg.starts_with('-') && path.exists() {
+                        path.canonicalize()
+                            .map_or_else(|_| arg.to_owned(), |p| p.display().to_string())
+                    } else {
+                        arg.to_owned()
+                    });
+                }
+                (format!("adapter:{}", parts.join(" ")), None)
             } else if !RUNNERS.contains(&name) {
                 return Err(Failure::usage(format!(
                     "--runner `{}`: expected one of {} (optionally `:SCENARIO.json`)",
@@ -297,9 +319,11 @@ fn build_runner(
             crate::runners::matrix("provider")?,
         );
     }
-    if let Some(program) = name.strip_prefix("adapter:") {
+    if let Some(command) = name.strip_prefix("adapter:") {
         let matrix = crate::runners::matrix(options.matrix.as_deref().unwrap_or("fixture"))?;
-        return adapter(PathBuf::from(program), Vec::new(), matrix);
+        let mut words = command.split_whitespace().map(str::to_owned);
+        let program = PathBuf::from(words.next().unwrap_or_default());
+        return adapter(program, words.collect(), matrix);
     }
     let binary = if name == "fixture-adapter" {
         "fixture"

@@ -718,6 +718,16 @@ fn issue_13_the_python_example_adapter_runs() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("completed"));
+    // `adapter:PROGRAM ARG...`: the interpreter named, the script as its argument.
+    let out = craik()
+        .current_dir(repo_root())
+        .args(["run", "examples/review-only", "--runner"])
+        .arg("adapter:python3 examples/adapters/python/adapter.py")
+        .arg("--home")
+        .arg(dir.path().join("home2"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
 }
 
 /// Issue 13 item 6: a runner that cannot be set up (a program the sandbox cannot start, an

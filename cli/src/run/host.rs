@@ -1239,10 +1239,17 @@ impl Host {
                     } else {
                         (TaskRunStatus::Blocked, "denied")
                     };
+                    // When no grant applied, say why each of the task's grants did not
+                    // (expired, another capability, operation, excluded, no pattern matched).
+                    let notes = if verdict.grant_notes.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; grants: {}", verdict.grant_notes.join("; "))
+                    };
                     self.halt(
                         status,
                         format!(
-                            "{what}: {} {} {} — {} [{}]",
+                            "{what}: {} {} {} — {} [{}]{notes}",
                             action.id,
                             action.proposed.capability,
                             action.shown(),

@@ -1213,3 +1213,37 @@ fn issue_13_approvals_show_never_cuts_silently() {
     assert!(!text.contains("| line 41\n"), "{text}");
     assert!(text.contains("15 more line(s) not shown"), "{text}");
 }
+
+/// Issue 13 item 6: a denial no grant answered says, in the run's summary, why each of the
+/// task's grants did not apply (here: expired, and another operation).
+#[test]
+fn issue_13_the_summary_says_why_no_grant_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[("repo.write.code", &["src/**"], &["patch"])],
+        act(
+            json!([{"id":"action_w","capability":"repo.write.code","operation":"write",
+            "target":"src/lib.rs","content":"x\n"}]),
+        ),
+        &[("src/lib.rs", "a\n")],
+    );
+    // A second, expired grant for the same capability.
+    std::fs::write(
+        ex.join("grants/g1.json"),
+        serde_json::to_string(&json!({"schema":"craik.capability_grant","id":"grant_old",
+            "task_id":"task_scratch","capability":"repo.write.code",
+            "target":{"paths":["src/**"],"exclude":[]},"operations":["write"],
+            "expires_at":"2020-01-01T00:00:00Z","reason":"old","approved_by":"user:t"}))
+        .unwrap(),
+    )
+    .unwrap();
+    let home = dir.path().join("home");
+    let (exit, _, text) = run_example(&home, &ex, &[]);
+    assert_eq!(exit, 1, "{text}");
+    let first = text.lines().next().unwrap();
+    assert!(first.contains("grants: "), "{first}");
+    assert!(first.contains("grant_old: expired"), "{first}");
+    assert!(first.contains("grant_g0: allows operations"), "{first}");
+}

@@ -147,6 +147,10 @@ pub(crate) enum PolicyCommand {
         /// Report files that would change; change nothing (exit 1 if any).
         #[arg(long)]
         check: bool,
+        /// Line width. Craik's policies use 100; `cedar format` defaults to 80, so pass
+        /// `--line-width 80` to agree with it.
+        #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u16).range(40..=400))]
+        line_width: u16,
     },
     /// Decide one request and explain the verdict.
     Explain {

@@ -91,7 +91,11 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         Command::Policy(PolicyCommand::Validate { bundle }) => {
             cmd::policy::validate(out, cli.format, bundle)
         }
-        Command::Policy(PolicyCommand::Fmt { dir, check }) => cmd::policy::fmt(out, dir, *check),
+        Command::Policy(PolicyCommand::Fmt {
+            dir,
+            check,
+            line_width,
+        }) => cmd::policy::fmt(out, dir, *check, usize::from(*line_width)),
         Command::Policy(PolicyCommand::Explain {
             request,
             grants,

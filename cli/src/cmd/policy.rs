@@ -43,10 +43,15 @@ pub(crate) fn validate(out: &mut Out, format: Format, args: &BundleArgs) -> Resu
     Ok(Exit::Ok)
 }
 
-pub(crate) fn fmt(out: &mut Out, dir: &Path, check: bool) -> Result<Exit, Failure> {
+pub(crate) fn fmt(
+    out: &mut Out,
+    dir: &Path,
+    check: bool,
+    line_width: usize,
+) -> Result<Exit, Failure> {
     let files = cedar_files(dir, true)?;
     let config = cedar_policy_formatter::Config {
-        line_width: 100,
+        line_width,
         indent_width: 2,
     };
     let mut changed = Vec::new();

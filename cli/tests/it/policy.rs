@@ -346,6 +346,12 @@ fn diff_lists_every_case_a_policy_change_flips() {
 fn fmt_check_passes_on_the_bundle_and_changes_nothing_on_failure() {
     let output = run_in(&repo_root(), &["policy", "fmt", "--check", "policies"]);
     assert_eq!(output.status.code(), Some(0), "{}", transcript(&output));
+    // Issue 13 item 6: the width is exposed; at `cedar format`'s 80 some files would change.
+    let narrow = run_in(
+        &repo_root(),
+        &["policy", "fmt", "--check", "--line-width", "80", "policies"],
+    );
+    assert_eq!(narrow.status.code(), Some(1), "{}", transcript(&narrow));
     let dir = tempfile::tempdir().unwrap();
     let ugly = "@id(\"a.b\")   permit(principal,action,resource);\n";
     fs::write(dir.path().join("ugly.cedar"), ugly).unwrap();

@@ -199,6 +199,9 @@ pub(crate) struct PolicyTestArgs {
     /// Write JUnit XML here as well as the normal report.
     #[arg(long, value_name = "FILE")]
     pub(crate) junit: Option<PathBuf>,
+    /// List every case (`ok` or `FAIL`), not only the failures.
+    #[arg(short, long)]
+    pub(crate) verbose: bool,
     #[command(flatten)]
     pub(crate) bundle: BundleArgs,
 }

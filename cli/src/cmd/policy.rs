@@ -301,7 +301,14 @@ pub(crate) fn test(out: &mut Out, format: Format, args: &PolicyTestArgs) -> Resu
             results: &results,
         })?,
         Format::Human => {
-            for r in results.iter().filter(|r| !r.passed) {
+            for r in results.iter().filter(|r| args.verbose || !r.passed) {
+                if r.passed {
+                    out.line(format_args!(
+                        "ok   {} :: {} ({}, {} µs)",
+                        r.suite, r.name, r.file, r.micros
+                    ))?;
+                    continue;
+                }
                 out.line(format_args!("FAIL {} :: {} ({})", r.suite, r.name, r.file))?;
                 for m in &r.mismatches {
                     out.line(format_args!("     {m}"))?;

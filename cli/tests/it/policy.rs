@@ -420,3 +420,17 @@ fn issue_13_an_unknown_capability_is_a_test_error() {
     );
     assert!(!text.contains("FAIL typo :: the refusal itself"), "{text}");
 }
+
+/// Issue 13 item 6: `policy test -v` lists every case, passing ones included.
+#[test]
+fn issue_13_policy_test_verbose_lists_every_case() {
+    let out = run_in(&repo_root(), &["policy", "test", "-v", "policy-tests"]);
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let listed = text.lines().filter(|l| l.starts_with("ok   ")).count();
+    let total: usize = text
+        .lines()
+        .find_map(|l| l.split_once(" cases: ").map(|(n, _)| n.parse().unwrap()))
+        .unwrap();
+    assert_eq!(listed, total, "{text}");
+}

@@ -46,6 +46,18 @@ fn journals(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
             }
             found.sort();
             out.extend(found);
+            // A home: its review journals too (each approval's own signed decision).
+            if runs != *path
+                && let Ok(entries) = std::fs::read_dir(path.join("reviews"))
+            {
+                let mut reviews: Vec<PathBuf> = entries
+                    .filter_map(Result::ok)
+                    .map(|e| e.path().join(JOURNAL_NAME))
+                    .filter(|p| p.is_file())
+                    .collect();
+                reviews.sort();
+                out.extend(reviews);
+            }
         } else {
             return Err(Failure::usage(format!(
                 "{}: no such file or directory",
@@ -61,6 +73,55 @@ struct Verified {
     path: String,
     #[serde(flatten)]
     report: Report,
+}
+
+/// For a run's journal (`<home>/runs/<run>/receipts.jsonl`): the first receipt decided by an
+/// approval whose review journal (`<home>/reviews/<approval>/`) does not verify under `ring` or
+/// does not name this run, this request and this approver. Read line by line, so memory stays
+/// flat.
+fn unreviewed_approval(journal: &Path, ring: &KeyRing) -> Option<String> {
+    use std::io::BufRead;
+    let run_dir = journal.parent()?;
+    let run_id = run_dir.file_name()?.to_str()?.to_owned();
+    let runs = run_dir.parent()?;
+    if !run_id.starts_with("run_") || runs.file_name()? != "runs" {
+        return None;
+    }
+    let home = crate::run::store::Home::new(runs.parent()?);
+    let file = std::fs::File::open(journal).ok()?;
+    for line in std::io::BufReader::new(file)
+        .split(b'\n')
+        .map_while(Result::ok)
+    {
+        for (_, decoded) in decode_all(&line) {
+            let Decoded::Receipt(r) = decoded else {
+                continue;
+            };
+            if r.decided_by.kind != craik_kernel::DecidedByKind::Approval {
+                continue;
+            }
+            let Some((approver, id)) = r.decided_by.by.rsplit_once(" via ") else {
+                return Some(format!("seq {}: approval receipt names no approval", r.seq));
+            };
+            match crate::run::host::signed_review(&home, ring, id, &run_id) {
+                Some(review)
+                    if review.approved_by == approver && review.request_hash == r.request_hash => {}
+                Some(_) => {
+                    return Some(format!(
+                        "seq {}: approval {id}'s review journal names another approver or request",
+                        r.seq
+                    ));
+                }
+                None => {
+                    return Some(format!(
+                        "seq {}: approval {id} has no verified review journal (reviews/{id}/) naming this run",
+                        r.seq
+                    ));
+                }
+            }
+        }
+    }
+    None
 }
 
 /// The public key of `home`, else of the nearest Craik home above `path` (a directory
@@ -217,6 +278,16 @@ pub(crate) fn verify(
         }
         if show {
             out.end_progress()?;
+        }
+        if report.failure.is_none()
+            && let Some(why) = unreviewed_approval(&path, &ring)
+        {
+            report.failure = Some(craik_kernel::Failure {
+                line: 0,
+                seq: None,
+                what: "approval".into(),
+                why,
+            });
         }
         if !report.is_valid() {
             exit = Exit::CheckFailed;

@@ -1124,6 +1124,10 @@ impl Host {
     /// editing `approvals/<id>.json` grants nothing. Single use comes from the run's own
     /// journal (`used_approvals`).
     fn approvals_as_facts(&self) -> Result<Vec<Approval>, Failure> {
+        use craik_kernel::Signer as _;
+        let mut ring = KeyRing::new();
+        ring.add(&self.signer.public_key())
+            .map_err(|e| Failure::internal(format!("signing key: {e}")))?;
         Ok(self
             .approvals()?
             .into_iter()
@@ -1131,7 +1135,7 @@ impl Host {
                 a.status == ApprovalStatus::Approved || a.status == ApprovalStatus::Consumed
             })
             .filter_map(|a| {
-                let signed = signed_review(&self.home, &self.signer, &a.id, &self.inputs.run_id)?;
+                let signed = signed_review(&self.home, &ring, &a.id, &self.inputs.run_id)?;
                 Some(Approval {
                     used: a.status == ApprovalStatus::Consumed
                         || self.used_approvals.contains(&a.id),
@@ -2277,23 +2281,20 @@ pub(crate) struct SignedReview {
 }
 
 /// The approving review of approval `id` for run `run_id`, from its signed, closed review
-/// journal (`reviews/<id>/`), verified with `signer`'s public key; `None` when there is none,
-/// it does not verify, it denies, or it names another approval or run.
+/// journal (`reviews/<id>/`), verified with `ring`; `None` when there is none, it does not
+/// verify, it denies, or it names another approval or run.
 pub(crate) fn signed_review(
     home: &Home,
-    signer: &Ed25519Signer,
+    ring: &KeyRing,
     id: &str,
     run_id: &str,
 ) -> Option<SignedReview> {
-    use craik_kernel::Signer as _;
     let path = home
         .reviews()
         .join(id)
         .join(crate::cmd::receipts::JOURNAL_NAME);
     let bytes = std::fs::read(path).ok()?;
-    let mut ring = KeyRing::new();
-    ring.add(&signer.public_key()).ok()?;
-    let report = craik_kernel::verify_journal(&bytes, &ring, None);
+    let report = craik_kernel::verify_journal(&bytes, ring, None);
     if !report.is_valid() || !report.closed || report.receipts != 1 {
         return None;
     }

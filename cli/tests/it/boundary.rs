@@ -1247,3 +1247,52 @@ fn issue_13_the_summary_says_why_no_grant_applied() {
     assert!(first.contains("grant_old: expired"), "{first}");
     assert!(first.contains("grant_g0: allows operations"), "{first}");
 }
+
+/// Issue 13 item 1: `receipts verify HOME` verifies review journals too, and a run whose
+/// approval-decided receipt has no verified review journal (naming this run, this request and
+/// this approver) is invalid.
+#[test]
+fn issue_13_verify_links_approvals_to_their_review_journals() {
+    use crate::runs::{approve, pending_approval, resume};
+    let dir = tempfile::tempdir().unwrap();
+    let h = dir.path().join("home");
+    let (_, id, _) = run_example(&h, &crate::repo_root().join("examples/approval"), &[]);
+    let approval = pending_approval(&h);
+    assert_eq!(approve(&h, &approval, "user:alice").status.code(), Some(0));
+    assert_eq!(resume(&h, &id).status.code(), Some(0));
+    let verify = || {
+        crate::craik()
+            .args(["--format", "json", "receipts", "verify"])
+            .arg(&h)
+            .arg("--key")
+            .arg(h.join("keys/signing.pub.pem"))
+            .output()
+            .unwrap()
+    };
+    let ok = verify();
+    assert_eq!(ok.status.code(), Some(0), "{}", crate::transcript(&ok));
+    let reports: Vec<Value> = serde_json::from_slice(&ok.stdout).unwrap();
+    assert!(
+        reports
+            .iter()
+            .any(|r| r["path"].as_str().unwrap().contains("/reviews/")),
+        "{reports:?}"
+    );
+    // The review journal gone: the run's approval is unaccounted for.
+    std::fs::remove_dir_all(h.join("reviews").join(&approval)).unwrap();
+    let out = verify();
+    assert_eq!(out.status.code(), Some(1), "{}", crate::transcript(&out));
+    let reports: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let run = reports
+        .iter()
+        .find(|r| r["path"].as_str().unwrap().contains(&id))
+        .unwrap();
+    assert_eq!(run["failure"]["what"], "approval", "{run}");
+    assert!(
+        run["failure"]["why"]
+            .as_str()
+            .unwrap()
+            .contains("no verified review journal"),
+        "{run}"
+    );
+}

@@ -4,10 +4,17 @@
 //! keys and data come in as arguments; verdicts, receipts and next steps come out. That keeps
 //! it deterministic and testable without mocks.
 //!
-//! This first slice holds target normalisation ([`TargetPath`]): every path a runner names is
-//! reduced to one canonical workspace-relative spelling, or refused, before any policy sees
-//! it; and the classification of Craik's own state, `.git/` and agent configuration files as
-//! [`Protected`].
+//! It holds: target normalisation ([`TargetPath`], [`Protected`]); the capability/operation
+//! table ([`Effect`], [`OPERATIONS`]); command analysis; the Cedar bundle, compiled grants and
+//! the three-way decision ([`Bundle::decide`], tightened by the runner matrix and the policy
+//! envelope); signed, chained, checkpointed receipts and their verification; the governed
+//! loop's state machine ([`RunLoop`]); redaction.
+//!
+//! Why cedar-policy-core on the decision path: cedar-policy's public API rebuilds each
+//! policy's condition and re-validates entities on every request; the kernel builds the request
+//! and entities as core values once per decision and evaluates conditions prepared at load,
+//! by Cedar's own evaluator and combining rule. Every debug build cross-checks each decision
+//! against cedar-policy's public construction and Cedar's authorizer (see SECURITY.md).
 
 mod path;
 mod policy;

@@ -1,4 +1,5 @@
-//! A run's directory under Craik's home, and the only code that writes into it.
+//! A run's directory under Craik's home and its layout: the journal files, the run state,
+//! approvals and the lock. (Executors write the workspace; confined commands their sandbox.)
 //!
 //! ```text
 //! .craik/
@@ -10,6 +11,7 @@
 //!     outputs.jsonl    redacted craik.run_output, one per step
 //!     run.json         craik.task_run, replaced atomically after every change (derived)
 //!     approvals/<id>.json
+//!     sandbox/<action>/home, tmp   a command's fresh HOME and TMPDIR (removed after it)
 //!     handoff.json     craik.handoff, at a terminal state
 //!     workspace/       scratch copy of an example's workspace, when run from an example
 //!     lock             flock'ed by the process driving the run (its pid inside, for people)

@@ -183,3 +183,57 @@ fn kill_9_at_every_durable_write_then_resume() {
         eprintln!("kill -9 at {points} points: {terminal:?}");
     }
 }
+
+/// Issue 11 item 10: a read has no side effect, so a kill during one never leaves the run
+/// blocked as uncertain: at every kill point of a read-only run, resume completes it.
+#[test]
+fn issue_11_a_kill_during_a_read_never_blocks_the_run() {
+    let steps = json!([
+        {"phase":"plan","summary":"read"},
+        {"phase":"act","summary":"two reads","proposed_actions":[
+            {"id":"action_r1","capability":"repo.read","operation":"read","target":"README.md"},
+            {"id":"action_r2","capability":"repo.read","operation":"read","target":"docs/a.md"}
+        ]},
+        {"phase":"observe","summary":"read"},
+        {"phase":"evaluate","summary":"done","next":"stop"}
+    ]);
+    let mut points = 0;
+    for n in 1..=100u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let ex = scratch_example(
+            dir.path(),
+            "trusted-local",
+            &[],
+            steps.clone(),
+            &[("README.md", "readme\n"), ("docs/a.md", "a\n")],
+        );
+        let home = dir.path().join("home");
+        if !run_and_kill(&ex, &home, n) {
+            break;
+        }
+        points += 1;
+        let id = std::fs::read_dir(home.join("runs"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
+        let resumed = craik()
+            .args(["runs", "resume", &id, "--home"])
+            .arg(&home)
+            .output()
+            .unwrap();
+        let run = run_json(&home, &id);
+        assert_eq!(
+            run["status"],
+            "completed",
+            "point {n}: {}\n{}",
+            run["stop_reason"],
+            transcript(&resumed)
+        );
+        verify_run(&home, &id, false);
+    }
+    assert!(points >= 5, "only {points} kill points");
+}

@@ -1140,15 +1140,12 @@ fn issue_13_receipts_verify_keys_and_open_journals() {
 #[test]
 fn issue_13_operator_messages_for_foreign_grants_and_shadow_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let ex = scratch_example(
+    let ex = one_write(
         dir.path(),
         "trusted-local",
-        &[("repo.write.docs", &["docs/**"], &["write"])],
-        act(
-            json!([{"id":"action_w","capability":"repo.write.docs","operation":"write",
-            "target":"docs/a.md","content":"x\n"}]),
-        ),
-        &[("docs/a.md", "a\n")],
+        ("repo.write.docs", "docs/**", &["write"]),
+        "docs/a.md",
+        "x\n",
     );
     let home = dir.path().join("home");
     let shadow = crate::craik()
@@ -1189,15 +1186,12 @@ fn issue_13_operator_messages_for_foreign_grants_and_shadow_runs() {
 fn issue_13_approvals_show_never_cuts_silently() {
     let dir = tempfile::tempdir().unwrap();
     let content: String = (1..=55).map(|i| format!("line {i}\n")).collect();
-    let ex = scratch_example(
+    let ex = one_write(
         dir.path(),
         "strict",
-        &[("repo.write.docs", &["docs/**"], &["write"])],
-        act(
-            json!([{"id":"action_w","capability":"repo.write.docs","operation":"write",
-            "target":"docs/a.md","content": content}]),
-        ),
-        &[("docs/a.md", "a\n")],
+        ("repo.write.docs", "docs/**", &["write"]),
+        "docs/a.md",
+        &content,
     );
     let home = dir.path().join("home");
     let (exit, _, text) = run_example(&home, &ex, &[]);
@@ -1219,15 +1213,12 @@ fn issue_13_approvals_show_never_cuts_silently() {
 #[test]
 fn issue_13_the_summary_says_why_no_grant_applied() {
     let dir = tempfile::tempdir().unwrap();
-    let ex = scratch_example(
+    let ex = one_write(
         dir.path(),
         "trusted-local",
-        &[("repo.write.code", &["src/**"], &["patch"])],
-        act(
-            json!([{"id":"action_w","capability":"repo.write.code","operation":"write",
-            "target":"src/lib.rs","content":"x\n"}]),
-        ),
-        &[("src/lib.rs", "a\n")],
+        ("repo.write.code", "src/**", &["patch"]),
+        "src/lib.rs",
+        "x\n",
     );
     // A second, expired grant for the same capability.
     std::fs::write(
@@ -1295,4 +1286,25 @@ fn issue_13_verify_links_approvals_to_their_review_journals() {
             .contains("no verified review journal"),
         "{run}"
     );
+}
+
+/// A scratch example whose act step proposes one `write` of `content` to `target` under
+/// `capability`, with one grant of `ops` on `glob`; `target` exists holding "a\n".
+fn one_write(
+    dir: &std::path::Path,
+    profile: &str,
+    (capability, glob, ops): (&str, &str, &[&str]),
+    target: &str,
+    content: &str,
+) -> std::path::PathBuf {
+    scratch_example(
+        dir,
+        profile,
+        &[(capability, &[glob], ops)],
+        act(
+            json!([{"id":"action_w","capability":capability,"operation":"write",
+            "target":target,"content":content}]),
+        ),
+        &[(target, "a\n")],
+    )
 }

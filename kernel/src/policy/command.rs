@@ -338,9 +338,10 @@ pub(crate) fn check_argument_paths(argv: &[String], root: &str) -> Result<(), St
             candidates.push(arg);
         }
         for candidate in candidates {
-            let looks_like_path = (candidate.contains('/') && !candidate.contains("://"))
-                || candidate.starts_with('.')
-                || candidate.starts_with('~');
+            // A URL is a path to the program too (`a://b/../../x` climbs out of the cwd), so
+            // it gets the same normalisation: `https://host/x` stays inside and passes.
+            let looks_like_path =
+                candidate.contains('/') || candidate.starts_with('.') || candidate.starts_with('~');
             if !looks_like_path || matches!(candidate, "." | "./") {
                 continue;
             }
@@ -550,6 +551,8 @@ mod tests {
             "cat ~root/x",
             "ls /ws/../etc",
             "cat .github/workflows/ci.yml",
+            "cat a://b/../../../etc/passwd",
+            "cat --from=x://y/../../../../etc/shadow",
         ] {
             assert!(check_argument_paths(&split(line), root).is_err(), "{line}");
         }

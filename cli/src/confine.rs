@@ -310,24 +310,29 @@ pub(crate) fn probe() -> Probe {
 }
 
 /// The trampoline's arguments.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Args {
     parent: Option<u32>,
-    sandbox: Option<Sandbox>,
+    sandbox: Sandbox,
     probe: bool,
     program: Vec<OsString>,
 }
 
 fn parse(args: impl Iterator<Item = OsString>) -> Result<Args, String> {
-    let mut parsed = Args::default();
-    let mut sandbox = Sandbox {
-        read: Vec::new(),
-        write: Vec::new(),
-        net: false,
-        required: false,
-        landlock: true,
-        off_because: None,
+    let mut parsed = Args {
+        parent: None,
+        sandbox: Sandbox {
+            read: Vec::new(),
+            write: Vec::new(),
+            net: false,
+            required: false,
+            landlock: true,
+            off_because: None,
+        },
+        probe: false,
+        program: Vec::new(),
     };
+    let sandbox = &mut parsed.sandbox;
     let mut args = args;
     while let Some(arg) = args.next() {
         let text = arg.to_string_lossy().into_owned();
@@ -354,7 +359,6 @@ fn parse(args: impl Iterator<Item = OsString>) -> Result<Args, String> {
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
-    parsed.sandbox = Some(sandbox);
     Ok(parsed)
 }
 
@@ -375,9 +379,7 @@ pub(crate) fn trampoline(args: impl Iterator<Item = OsString>) -> ! {
         }
         std::process::exit(0);
     }
-    let sandbox = parsed
-        .sandbox
-        .unwrap_or_else(|| refuse("no sandbox".into()));
+    let sandbox = parsed.sandbox;
     let Some((program, rest)) = parsed.program.split_first() else {
         refuse("no program".into())
     };

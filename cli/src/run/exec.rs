@@ -372,7 +372,6 @@ async fn run_async(
         .map_err(|e| format!("`{}`: cannot start: {e}", program.display()))?;
     let pid = child.id();
     crate::confine::manage(pid);
-    let _released = Released(pid);
     let stdout = tokio::spawn(read_capped(child.stdout.take()));
     let stderr = tokio::spawn(read_capped(child.stderr.take()));
     // The command ends when its own process exits (or at the timeout), not when the last
@@ -417,15 +416,6 @@ async fn run_async(
             stderr: format!("killed after {} ms", timeout.as_millis()),
             truncated: false,
         }),
-    }
-}
-
-/// Forgets a managed child when its run ends, however it ends.
-struct Released(Option<u32>);
-
-impl Drop for Released {
-    fn drop(&mut self) {
-        crate::confine::release(self.0);
     }
 }
 

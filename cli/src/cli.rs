@@ -45,6 +45,12 @@ pub(crate) enum Command {
     /// Verify, list and show signed receipt journals.
     #[command(subcommand)]
     Receipts(ReceiptsCommand),
+    /// Explain runs from their verified journals: each receipt's action, verdict, policies,
+    /// grant, approval (approver and reason from the signed review) and outcome.
+    ///
+    /// Exit 0 when every journal verifies, 1 when one does not (what precedes the failure is
+    /// still shown). Anything not covered by a signature is marked "not signed".
+    Audit(AuditCmd),
     /// Run a task under governance: every step decided, every side effect receipted.
     ///
     /// TASK is a craik.task_request file, or an example directory holding task_request.json,
@@ -182,6 +188,15 @@ pub(crate) enum PolicyCommand {
         /// Case files or directories (default: policy-tests/).
         #[arg(long, value_name = "DIR")]
         cases: Vec<PathBuf>,
+        /// Operator policy directories loaded on top of both bundles.
+        #[arg(long, value_name = "DIR")]
+        custom: Vec<PathBuf>,
+        /// Operator policy directories loaded on top of OLD only (before the change).
+        #[arg(long, value_name = "DIR")]
+        old_custom: Vec<PathBuf>,
+        /// Operator policy directories loaded on top of NEW only (after the change).
+        #[arg(long, value_name = "DIR")]
+        new_custom: Vec<PathBuf>,
     },
 }
 
@@ -247,9 +262,18 @@ pub(crate) enum ReceiptsCommand {
         /// Craik's state directory, whose public key is used when no --key is given.
         #[arg(long, value_name = "DIR", default_value = ".craik")]
         home: PathBuf,
-        /// Require every receipt's policy_set to be this bundle's hash.
+        /// Require every receipt's policy_set to be this bundle's hash (with --custom: on top
+        /// of it, as `craik run --policies DIR --custom DIR` loads it).
         #[arg(long, value_name = "DIR")]
         policies: Option<PathBuf>,
+        /// Operator policy directories the run loaded (`craik run --custom`); alone, on top of
+        /// the embedded bundle.
+        #[arg(long, value_name = "DIR")]
+        custom: Vec<PathBuf>,
+        /// The grant files the run was started with: their hash must be the one its first
+        /// receipt (`run.inputs`) signed.
+        #[arg(long, value_name = "FILE", num_args = 1..)]
+        grants: Vec<PathBuf>,
         /// Accept journals without a final checkpoint (runs parked for approval or still
         /// going); reported as open.
         #[arg(long)]
@@ -273,6 +297,31 @@ pub(crate) enum ReceiptsCommand {
         #[arg(long, value_name = "DIR", default_value = ".craik")]
         home: PathBuf,
     },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct AuditCmd {
+    /// A run id (under `--home`), a run directory, a journal file, or a Craik home (every run).
+    #[arg(value_name = "RUN|HOME")]
+    pub(crate) target: String,
+    /// Trusted public key PEM files (default: the home's `keys/signing.pub.pem`).
+    #[arg(long = "key", value_name = "PUB.pem")]
+    pub(crate) keys: Vec<PathBuf>,
+    /// Craik's state directory.
+    #[arg(long, value_name = "DIR", default_value = ".craik")]
+    pub(crate) home: PathBuf,
+    /// Require every receipt's policy_set to be this bundle's hash.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) policies: Option<PathBuf>,
+    /// Operator policy directories the run loaded (`craik run --custom`).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) custom: Vec<PathBuf>,
+    /// The grant files the run was started with: their hash must be the signed one.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub(crate) grants: Vec<PathBuf>,
+    /// Also write a self-contained HTML report (one file, no external resources) here.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) html: Option<PathBuf>,
 }
 
 /// Craik's state directory.

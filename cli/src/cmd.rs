@@ -1,5 +1,6 @@
 //! One module per command family.
 
+pub(crate) mod audit;
 pub(crate) mod bench;
 pub(crate) mod contracts;
 pub(crate) mod keys;

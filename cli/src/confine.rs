@@ -96,6 +96,15 @@ impl Sandbox {
         net: bool,
         required: bool,
     ) -> Result<Self, String> {
+        // The trampoline changes directory before it applies the rules: every path is made
+        // absolute here, against Craik's own working directory (`--home h` is relative).
+        let absolute = |paths: Vec<PathBuf>| -> Vec<PathBuf> {
+            paths
+                .into_iter()
+                .map(|p| std::path::absolute(&p).unwrap_or(p))
+                .collect()
+        };
+        let (read, write) = (absolute(read), absolute(write));
         let protected = protected.map(canonical);
         let holds_protected = |p: &Path| {
             protected

@@ -115,8 +115,23 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             cmd::policy::explain(out, cli.format, &args)
         }
         Command::Policy(PolicyCommand::Test(args)) => cmd::policy::test(out, cli.format, args),
-        Command::Policy(PolicyCommand::Diff { old, new, cases }) => {
-            cmd::policy::diff(out, cli.format, old, new, cases)
+        Command::Policy(PolicyCommand::Diff {
+            old,
+            new,
+            cases,
+            custom,
+            old_custom,
+            new_custom,
+        }) => {
+            let old_custom = [custom.as_slice(), old_custom].concat();
+            let new_custom = [custom.as_slice(), new_custom].concat();
+            cmd::policy::diff(
+                out,
+                cli.format,
+                (old, &old_custom),
+                (new, &new_custom),
+                cases,
+            )
         }
         Command::Grants(GrantsCommand::Show { files, bundle }) => {
             cmd::policy::show_grants(out, cli.format, files, bundle)
@@ -130,14 +145,34 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             keys,
             home,
             policies,
+            custom,
+            grants,
             allow_open,
         }) => cmd::receipts::verify(
             out,
             cli.format,
-            paths,
-            (keys, home),
-            policies.as_deref(),
-            *allow_open,
+            &cmd::receipts::VerifyArgs {
+                paths,
+                keys,
+                home,
+                policies: policies.as_deref(),
+                custom,
+                grants,
+                allow_open: *allow_open,
+            },
+        ),
+        Command::Audit(a) => cmd::audit::audit(
+            out,
+            cli.format,
+            &cmd::audit::AuditArgs {
+                target: &a.target,
+                home: &a.home,
+                keys: &a.keys,
+                policies: a.policies.as_deref(),
+                custom: &a.custom,
+                grants: &a.grants,
+                html: a.html.as_deref(),
+            },
         ),
         Command::Receipts(ReceiptsCommand::List { run, home }) => {
             cmd::receipts::list(out, cli.format, run, home)

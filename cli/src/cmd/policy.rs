@@ -358,12 +358,12 @@ pub(crate) fn test(out: &mut Out, format: Format, args: &PolicyTestArgs) -> Resu
 pub(crate) fn diff(
     out: &mut Out,
     format: Format,
-    old: &Path,
-    new: &Path,
+    (old, old_custom): (&Path, &[PathBuf]),
+    (new, new_custom): (&Path, &[PathBuf]),
     cases: &[PathBuf],
 ) -> Result<Exit, Failure> {
-    let before = load(Some(old), &[]).map_err(|f| f.with_exit(Exit::Usage))?;
-    let after = load(Some(new), &[]).map_err(|f| f.with_exit(Exit::Usage))?;
+    let before = load(Some(old), old_custom).map_err(|f| f.with_exit(Exit::Usage))?;
+    let after = load(Some(new), new_custom).map_err(|f| f.with_exit(Exit::Usage))?;
     let cases = policytest::load_cases(&default_cases(cases))?;
     #[derive(Serialize)]
     struct Change {
@@ -384,10 +384,10 @@ pub(crate) fn diff(
                 policytest::run_case(&after.bundle, case, &mut new_cache).actual,
             )
         } else {
-            let old_b = load(Some(old), &case.custom)
+            let old_b = load(Some(old), &[old_custom, case.custom.as_slice()].concat())
                 .map_err(|f| f.with_exit(Exit::Usage))?
                 .bundle;
-            let new_b = load(Some(new), &case.custom)
+            let new_b = load(Some(new), &[new_custom, case.custom.as_slice()].concat())
                 .map_err(|f| f.with_exit(Exit::Usage))?
                 .bundle;
             (

@@ -174,16 +174,131 @@ fn run_not_ended(journal: &Path) -> bool {
         .is_some_and(|run| run.get("ended_at").is_none_or(serde_json::Value::is_null))
 }
 
-pub(crate) fn verify(
+/// What the host expects a run's signed inputs to say (`receipts verify --grants`, `audit
+/// --grants`).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Expected {
+    /// `grants_sha256` of the run's `run.inputs` receipt must be this.
+    pub(crate) grants: Option<String>,
+}
+
+impl Expected {
+    pub(crate) fn of(grant_files: &[PathBuf]) -> Result<Self, Failure> {
+        if grant_files.is_empty() {
+            return Ok(Self::default());
+        }
+        let grants = crate::bundle::read_grants(grant_files)?;
+        Ok(Self {
+            grants: Some(crate::bundle::grants_digest(&grants)),
+        })
+    }
+}
+
+/// The checks beyond the chain that a journal found by path must pass: an open journal only
+/// for a run that has not ended, the signed run id naming its directory, every approval
+/// backed by its verified review journal, and the signed inputs matching `expect`.
+pub(crate) fn checked(
+    path: &Path,
+    mut report: Report,
+    ring: &KeyRing,
+    expect: &Expected,
+) -> Report {
+    let fail = |what: &str, line: usize, why: String| craik_kernel::Failure {
+        line,
+        seq: None,
+        what: what.into(),
+        why,
+    };
+    if report.failure.is_none() && !report.closed && !run_not_ended(path) {
+        report.failure = Some(fail(
+            "not closed",
+            0,
+            "journal not closed, and its run's state does not say it is parked or running (truncated?); --allow-open accepts only those".into(),
+        ));
+    }
+    // A run's journal lives in `runs/<run id>/`: the signed run_id must be that directory's,
+    // or a journal was moved under another run's name.
+    let dir_name = path
+        .parent()
+        .and_then(Path::file_name)
+        .and_then(|n| n.to_str())
+        .filter(|n| n.starts_with("run_"));
+    if let (None, Some(dir), Some(signed)) = (&report.failure, dir_name, &report.run_id)
+        && dir != signed
+    {
+        report.failure = Some(fail(
+            "run_id",
+            1,
+            format!("the receipts are signed for run `{signed}` but sit in `{dir}`"),
+        ));
+    }
+    if report.failure.is_none()
+        && let Some(why) = unreviewed_approval(path, ring)
+    {
+        report.failure = Some(fail("approval", 0, why));
+    }
+    if report.failure.is_none()
+        && let Some(want) = &expect.grants
+    {
+        let signed = first_receipt(path)
+            .filter(|r| r.capability == crate::run::host::RUN_INPUTS)
+            .and_then(|r| {
+                r.result
+                    .metadata
+                    .0
+                    .get("grants_sha256")
+                    .and_then(|v| v.as_str().map(str::to_owned))
+            });
+        match signed {
+            Some(got) if got == *want => {}
+            Some(got) => {
+                report.failure = Some(fail(
+                    "grants",
+                    1,
+                    format!(
+                        "the run was signed with grants {got}; the --grants files hash to {want}"
+                    ),
+                ));
+            }
+            None => {
+                report.failure = Some(fail(
+                    "grants",
+                    1,
+                    "the journal's first receipt is not a run.inputs receipt naming grants_sha256"
+                        .into(),
+                ));
+            }
+        }
+    }
+    report
+}
+
+/// A journal's first receipt, decoded (the caller has verified the journal).
+fn first_receipt(path: &Path) -> Option<ReceiptPayload> {
+    Receipts::open(path).ok()?.next()?.1.ok()
+}
+
+/// What `receipts verify` is asked to check.
+pub(crate) struct VerifyArgs<'a> {
+    pub(crate) paths: &'a [PathBuf],
+    pub(crate) keys: &'a [PathBuf],
+    pub(crate) home: &'a Path,
+    pub(crate) policies: Option<&'a Path>,
+    pub(crate) custom: &'a [PathBuf],
+    pub(crate) grants: &'a [PathBuf],
+    pub(crate) allow_open: bool,
+}
+
+/// The trusted public keys: `keys`, else the home's (or the nearest home's above `near`),
+/// named on stderr. A private key is refused.
+pub(crate) fn trusted_keys(
     out: &mut Out,
-    format: Format,
-    paths: &[PathBuf],
-    (keys, home): (&[PathBuf], &Path),
-    policies: Option<&Path>,
-    allow_open: bool,
-) -> Result<Exit, Failure> {
+    keys: &[PathBuf],
+    home: &Path,
+    near: Option<&Path>,
+) -> Result<(KeyRing, Vec<String>), Failure> {
     let keys: Vec<PathBuf> = if keys.is_empty() {
-        let found = find_public(home, paths.first().map(PathBuf::as_path))?;
+        let found = find_public(home, near)?;
         out.diag(format_args!(
             "craik: no --key given; trusting {} (an auditor passes the key they trust: --key PUB.pem)",
             found.display()
@@ -193,21 +308,49 @@ pub(crate) fn verify(
         keys.to_vec()
     };
     let mut ring = KeyRing::new();
+    let mut ids = Vec::new();
     for key in &keys {
         refuse_private(key)?;
         let public = read_public(key)?;
-        ring.add(&public)
-            .map_err(|e| Failure::invalid(format!("{}: {e}", key.display()), Vec::new()))?;
+        ids.push(
+            ring.add(&public)
+                .map_err(|e| Failure::invalid(format!("{}: {e}", key.display()), Vec::new()))?,
+        );
     }
-    let policy_set = match policies {
-        Some(dir) => Some(
-            crate::bundle::load(Some(dir), &[])?
-                .bundle
-                .hash()
-                .to_owned(),
-        ),
-        None => None,
-    };
+    Ok((ring, ids))
+}
+
+/// The policy-set hash every receipt must name, when `--policies` or `--custom` is given
+/// (`--custom` alone: on top of the embedded bundle, as `craik run` loads it).
+pub(crate) fn expected_policy_set(
+    policies: Option<&Path>,
+    custom: &[PathBuf],
+) -> Result<Option<String>, Failure> {
+    if policies.is_none() && custom.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(
+        crate::bundle::load(policies, custom)?
+            .bundle
+            .hash()
+            .to_owned(),
+    ))
+}
+
+pub(crate) fn verify(
+    out: &mut Out,
+    format: Format,
+    args: &VerifyArgs<'_>,
+) -> Result<Exit, Failure> {
+    let (ring, _) = trusted_keys(
+        out,
+        args.keys,
+        args.home,
+        args.paths.first().map(PathBuf::as_path),
+    )?;
+    let policy_set = expected_policy_set(args.policies, args.custom)?;
+    let expect = Expected::of(args.grants)?;
+    let (paths, allow_open) = (args.paths, args.allow_open);
     let progress = std::io::stderr().is_terminal() && format == Format::Human;
     let mut results = Vec::new();
     let mut exit = Exit::Ok;
@@ -250,44 +393,9 @@ pub(crate) fn verify(
                 ))?;
             }
         }
-        let mut report = verifier.finish();
-        if report.failure.is_none() && !report.closed && !run_not_ended(&path) {
-            report.failure = Some(craik_kernel::Failure {
-                line: 0,
-                seq: None,
-                what: "not closed".into(),
-                why: "journal not closed, and its run's state does not say it is parked or running (truncated?); --allow-open accepts only those".into(),
-            });
-        }
-        // A run's journal lives in `runs/<run id>/`: the signed run_id must be that directory's,
-        // or a journal was moved under another run's name.
-        let dir_name = path
-            .parent()
-            .and_then(Path::file_name)
-            .and_then(|n| n.to_str())
-            .filter(|n| n.starts_with("run_"));
-        if let (None, Some(dir), Some(signed)) = (&report.failure, dir_name, &report.run_id)
-            && dir != signed
-        {
-            report.failure = Some(craik_kernel::Failure {
-                line: 1,
-                seq: None,
-                what: "run_id".into(),
-                why: format!("the receipts are signed for run `{signed}` but sit in `{dir}`"),
-            });
-        }
+        let report = checked(&path, verifier.finish(), &ring, &expect);
         if show {
             out.end_progress()?;
-        }
-        if report.failure.is_none()
-            && let Some(why) = unreviewed_approval(&path, &ring)
-        {
-            report.failure = Some(craik_kernel::Failure {
-                line: 0,
-                seq: None,
-                what: "approval".into(),
-                why,
-            });
         }
         if !report.is_valid() {
             exit = Exit::CheckFailed;
@@ -349,7 +457,7 @@ pub(crate) fn threads() -> usize {
 }
 
 /// A run id under `home/runs/`, a run directory, or a journal file.
-fn resolve(run: &str, home: &Path) -> Result<PathBuf, Failure> {
+pub(crate) fn resolve(run: &str, home: &Path) -> Result<PathBuf, Failure> {
     let direct = PathBuf::from(run);
     if direct.is_file() {
         return Ok(direct);

@@ -1193,6 +1193,11 @@ impl Host {
                 .metadata
                 .0
                 .insert("action_sha256".into(), json!(action_digest(&action)));
+            draft
+                .result
+                .metadata
+                .0
+                .insert("operation".into(), json!(action.proposed.operation));
             let receipt = self.receipt(draft)?;
             if let Some(id) = &verdict.approval {
                 self.used_approvals.insert(id.clone());
@@ -2180,7 +2185,7 @@ fn inputs_draft(inputs: &Inputs, bytes: &[u8], actor: &str) -> ReceiptDraft {
         .insert("inputs_sha256".into(), json!(exec::digest(bytes)));
     metadata.0.insert(
         "grants_sha256".into(),
-        json!(part(craik_kernel::canonical_bytes(&inputs.grants))),
+        json!(crate::bundle::grants_digest(&inputs.grants)),
     );
     metadata.0.insert(
         "envelope_sha256".into(),
@@ -2278,6 +2283,10 @@ pub(crate) struct SignedReview {
     pub(crate) profile: PolicyProfile,
     pub(crate) task_id: String,
     pub(crate) expires_at: Option<Timestamp>,
+    /// The reviewer's reason, as signed.
+    pub(crate) reason: String,
+    /// When the review was signed.
+    pub(crate) reviewed_at: String,
 }
 
 /// The approving review of approval `id` for run `run_id`, from its signed, closed review
@@ -2326,6 +2335,8 @@ pub(crate) fn signed_review(
         profile: receipt.policy_profile,
         task_id: receipt.task_id.clone(),
         expires_at,
+        reason: receipt.reason.clone(),
+        reviewed_at: receipt.created_at.clone(),
     })
 }
 

@@ -10,6 +10,7 @@
 )]
 
 mod adapters;
+mod audit;
 mod boundary;
 mod contracts;
 mod crash;

@@ -434,3 +434,51 @@ fn issue_13_policy_test_verbose_lists_every_case() {
         .unwrap();
     assert_eq!(listed, total, "{text}");
 }
+
+/// Issue 13 item 2: `policy diff --custom` loads operator policies on top of both bundles;
+/// `--new-custom` on the new one only, so a custom policy change shows as flipped cases.
+#[test]
+fn issue_13_diff_loads_custom_policies() {
+    let dir = policies_copy();
+    let root = dir.path();
+    let custom = root.join("custom-sec");
+    fs::create_dir_all(&custom).unwrap();
+    fs::write(
+        custom.join("docs.cedar"),
+        "@id(\"custom.forbid.docs\")\n@reason(\"custom: no docs writes\")\nforbid (\n  principal,\n  action == Craik::Action::\"repo.write.docs\",\n  resource\n);\n",
+    )
+    .unwrap();
+    let cases = repo_root().join("policy-tests").display().to_string();
+    let diff = |extra: &[&str]| {
+        let mut args = vec!["--format", "json", "policy", "diff", "policies", "policies"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--cases", &cases]);
+        run_in(root, &args)
+    };
+    let both = diff(&["--custom", "custom-sec"]);
+    assert_eq!(both.status.code(), Some(0), "{}", transcript(&both));
+    let only_new = diff(&["--new-custom", "custom-sec"]);
+    assert_eq!(only_new.status.code(), Some(1), "{}", transcript(&only_new));
+    let changes: Vec<serde_json::Value> = serde_json::from_slice(&only_new.stdout).unwrap();
+    assert!(!changes.is_empty());
+    for c in &changes {
+        let new = c["new"]["determining"].as_array().unwrap();
+        assert!(
+            new.contains(&serde_json::json!("custom.forbid.docs")),
+            "{c}"
+        );
+        assert!(
+            !c["old"]["determining"]
+                .as_array()
+                .unwrap()
+                .contains(&serde_json::json!("custom.forbid.docs"))
+        );
+    }
+    let only_old = diff(&["--old-custom", "custom-sec"]);
+    let back: Vec<serde_json::Value> = serde_json::from_slice(&only_old.stdout).unwrap();
+    assert_eq!(
+        back.len(),
+        changes.len(),
+        "the same cases flip the other way"
+    );
+}

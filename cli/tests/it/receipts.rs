@@ -454,3 +454,79 @@ fn issue_13_the_private_key_loads_in_openssl_and_python() {
         transcript(&python)
     );
 }
+
+/// Issue 13 item 2: `receipts verify --custom` checks the policy-set hash of a run that loaded
+/// custom policies (however the directory was typed), and `--grants` the signed grants hash,
+/// whatever the files' order; a broadened grant or a missing custom directory is a failure.
+#[test]
+fn issue_13_verify_checks_custom_policies_and_grants() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let custom = root.join("custom-sec");
+    std::fs::create_dir_all(&custom).unwrap();
+    std::fs::write(
+        custom.join("net.cedar"),
+        "@id(\"custom.forbid.net\")\n@reason(\"custom: no network\")\nforbid (\n  principal,\n  action in Craik::Action::\"net\",\n  resource\n);\n",
+    )
+    .unwrap();
+    let example = crate::repo_root().join("examples/docs-review");
+    let run = crate::craik()
+        .current_dir(root)
+        .args(["run"])
+        .arg(&example)
+        // A relative --home: its sandbox paths used to reach the trampoline relative, and
+        // every command failed to confine once it had changed directory.
+        .args(["--home", "h", "--custom", "./custom-sec/"])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", crate::transcript(&run));
+    let grant_files = [
+        example.join("capability_grant.json"),
+        example.join("grants/docs_review_tests.json"),
+    ];
+    let verify = |extra: &[&str], grants: &[&std::path::Path]| {
+        crate::craik()
+            .current_dir(root)
+            .args(["receipts", "verify", "h"])
+            .args(extra)
+            .args(if grants.is_empty() {
+                &[][..]
+            } else {
+                &["--grants"][..]
+            })
+            .args(grants)
+            .output()
+            .unwrap()
+    };
+    let ok = verify(
+        &["--custom", "custom-sec"],
+        &[&grant_files[1], &grant_files[0]],
+    );
+    assert!(ok.status.success(), "{}", crate::transcript(&ok));
+    let absolute = custom.display().to_string();
+    let ok = verify(
+        &["--custom", &absolute],
+        &[&grant_files[0], &grant_files[1]],
+    );
+    assert!(ok.status.success(), "{}", crate::transcript(&ok));
+    // Without the custom policies the bundle is another one.
+    let bad = verify(
+        &[
+            "--policies",
+            &crate::repo_root().join("policies").display().to_string(),
+        ],
+        &[],
+    );
+    assert_eq!(bad.status.code(), Some(1), "{}", crate::transcript(&bad));
+    // One grant missing, or broadened to everything: not what was signed.
+    let bad = verify(&["--custom", "custom-sec"], &[&grant_files[0]]);
+    assert_eq!(bad.status.code(), Some(1), "{}", crate::transcript(&bad));
+    assert!(String::from_utf8_lossy(&bad.stdout).contains("grants"));
+    let mut broad: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&grant_files[0]).unwrap()).unwrap();
+    broad["target"]["paths"] = serde_json::json!(["**"]);
+    let broad_file = root.join("broad.json");
+    std::fs::write(&broad_file, broad.to_string()).unwrap();
+    let bad = verify(&["--custom", "custom-sec"], &[&broad_file, &grant_files[1]]);
+    assert_eq!(bad.status.code(), Some(1), "{}", crate::transcript(&bad));
+}

@@ -17,7 +17,7 @@ use crate::receipt::dsse::{CHECKPOINT_PAYLOAD_TYPE, Envelope, RECEIPT_PAYLOAD_TY
 use crate::receipt::journal::raw_hash;
 use crate::receipt::merkle::MerkleRange;
 use crate::receipt::payload::{
-    Checkpoint, MAX_SAFE_INTEGER, ReceiptPayload, check_json_numbers, receipt_hash,
+    Checkpoint, DecidedByKind, MAX_SAFE_INTEGER, ReceiptPayload, check_json_numbers, receipt_hash,
 };
 use crate::receipt::signer::KeyRing;
 
@@ -365,6 +365,32 @@ fn check_chunk(part: &[Option<&Prepared>], batch: bool) -> Vec<bool> {
 
 type LineError = (Option<u64>, &'static str, String);
 
+/// The `decided_by` forms docs/receipts.md allows: an approval names a `user:` approver
+/// (`user:NAME via APPROVAL_ID` when it unlocked a run's action); every other kind has an
+/// empty `by`; a default decision is a deny by no policy.
+fn decided_by_form(r: &ReceiptPayload) -> Result<(), String> {
+    let by = &r.decided_by.by;
+    let ok = match r.decided_by.kind {
+        DecidedByKind::Approval => by.starts_with("user:"),
+        DecidedByKind::Default => {
+            by.is_empty()
+                && r.decision == crate::Decision::Deny
+                && r.determining_policies.is_empty()
+        }
+        DecidedByKind::Policy | DecidedByKind::Kernel | DecidedByKind::Outcome => by.is_empty(),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "kind `{:?}` with by `{}` and decision `{:?}` is not a form the spec allows",
+            r.decided_by.kind,
+            craik_contracts::Truncated(by),
+            r.decision
+        ))
+    }
+}
+
 impl State<'_> {
     fn fail(mut self, line: usize, seq: Option<u64>, what: &str, why: String) -> Report {
         self.report.failure = Some(Failure {
@@ -412,6 +438,18 @@ impl State<'_> {
                 format!("signature is {} bytes, expected 64", v.len()),
             )
         })?;
+        // The line is the envelope's one compact form (the writer's): no whitespace, fields in
+        // order, canonical padded base64. Another spelling of the same envelope is refused, so
+        // the bytes an auditor hashes or diffs are the bytes that were written.
+        if STANDARD.encode(&payload) != envelope.payload
+            || serde_json::to_vec(&envelope).ok().as_deref() != Some(line)
+        {
+            return Err((
+                None,
+                "envelope",
+                "the line is not the envelope's compact form (whitespace, field order, a CR, or non-canonical base64)".into(),
+            ));
+        }
         let message = pae(&envelope.payload_type, &payload);
         Ok(Prepared {
             payload_type: envelope.payload_type,
@@ -459,6 +497,13 @@ impl State<'_> {
     fn time(&mut self, text: &str, seq: Option<u64>) -> Result<(), LineError> {
         let at = OffsetDateTime::parse(text, &Rfc3339)
             .map_err(|e| (seq, "created_at", format!("`{text}` is not RFC 3339: {e}")))?;
+        if !text.ends_with('Z') {
+            return Err((
+                seq,
+                "created_at",
+                format!("`{text}` is not UTC (RFC 3339 with `Z`)"),
+            ));
+        }
         if let Some(last) = self.last_time.filter(|last| at < *last) {
             return Err((
                 seq,
@@ -543,6 +588,19 @@ impl State<'_> {
             ));
         }
         self.run(&receipt.run_id, seq)?;
+        let id = format!(
+            "receipt_{}_{}",
+            receipt.run_id.trim_start_matches("run_"),
+            receipt.seq
+        );
+        if receipt.id != id {
+            return Err((
+                seq,
+                "id",
+                format!("id `{}` where `{id}` was expected", receipt.id),
+            ));
+        }
+        decided_by_form(&receipt).map_err(|why| (seq, "decided_by", why))?;
         self.time(&receipt.created_at, seq)?;
         if let Some(expected) = self.policy_set.filter(|p| *p != receipt.policy_set) {
             return Err((

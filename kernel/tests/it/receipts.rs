@@ -458,3 +458,81 @@ fn issue_11_only_canonical_signed_payloads_verify() {
         assert!(f.why.contains("canonical"), "{what}: {f:?}");
     }
 }
+
+/// Issue 13 item 3: what docs/receipts.md forbids is refused even when correctly signed: a
+/// line that is not the envelope's compact form, a time that is not UTC, an `id` that is not
+/// `receipt_<run>_<seq>`, and `decided_by` forms outside the spec.
+#[test]
+fn issue_13_the_verifier_refuses_what_the_spec_forbids() {
+    let signer = test_signer();
+    let bytes = journal(3, 0, &signer);
+    // Envelope spellings: same signature, another line.
+    let ls = lines(&bytes);
+    let line = std::str::from_utf8(&ls[1]).unwrap().trim_end_matches('\n');
+    let spellings = [
+        ("space after a colon", line.replacen("\":\"", "\": \"", 1)),
+        ("CR before the newline", format!("{line}\r")),
+        ("leading space", format!(" {line}")),
+        ("fields reordered", {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            format!(
+                "{{\"signatures\":{},\"payload\":{},\"payloadType\":{}}}",
+                v["signatures"], v["payload"], v["payloadType"]
+            )
+        }),
+    ];
+    for (what, spelled) in spellings {
+        let mut edited = ls.clone();
+        edited[1] = format!("{spelled}\n").into_bytes();
+        let report = verify_journal(&edited.concat(), &ring(&signer), None);
+        let f = report.failure.unwrap_or_else(|| panic!("{what}: accepted"));
+        assert_eq!((f.line, f.what.as_str()), (2, "envelope"), "{what}: {f:?}");
+    }
+    // Signed payloads the spec does not allow.
+    type Edit = Box<dyn Fn(&mut serde_json::Value)>;
+    let payloads: Vec<(&str, &str, Edit)> = vec![
+        (
+            "offset instead of Z",
+            "created_at",
+            Box::new(|v| {
+                let t = v["created_at"].as_str().unwrap().replace('Z', "+00:00");
+                v["created_at"] = t.into();
+            }),
+        ),
+        (
+            "another id",
+            "id",
+            Box::new(|v| v["id"] = "receipt_other_1".into()),
+        ),
+        (
+            "a policy decision naming an approver",
+            "decided_by",
+            Box::new(|v| v["decided_by"]["by"] = "user:mallory".into()),
+        ),
+        (
+            "an approval by no user",
+            "decided_by",
+            Box::new(|v| {
+                v["decided_by"] = serde_json::json!({"kind": "approval", "by": "runner_x via a"});
+            }),
+        ),
+        (
+            "a default allow",
+            "decided_by",
+            Box::new(|v| {
+                v["decided_by"] = serde_json::json!({"kind": "default", "by": ""});
+                v["decision"] = "allow".into();
+            }),
+        ),
+    ];
+    for (what, field, edit) in payloads {
+        let tampered = resign(&bytes, 1, |p| {
+            let mut v: serde_json::Value = serde_json::from_str(p).unwrap();
+            edit(&mut v);
+            String::from_utf8(serde_jcs::to_vec(&v).unwrap()).unwrap()
+        });
+        let report = verify_journal(&tampered, &ring(&signer), None);
+        let f = report.failure.unwrap_or_else(|| panic!("{what}: accepted"));
+        assert_eq!((f.line, f.what.as_str()), (2, field), "{what}: {f:?}");
+    }
+}

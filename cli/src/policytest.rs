@@ -164,6 +164,9 @@ pub(crate) struct Outcome {
     pub(crate) grants: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) reasons: Vec<String>,
+    /// Evaluation errors, worded as Cedar words them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) errors: Vec<String>,
 }
 
 /// A case's result.
@@ -487,6 +490,7 @@ pub(crate) fn run_case(bundle: &Bundle, case: &Case, cache: &mut GrantCache) -> 
                         determining: raw.reason,
                         grants: Vec::new(),
                         reasons: Vec::new(),
+                        errors: raw.error_messages,
                     };
                     (outcome, m)
                 }
@@ -497,6 +501,7 @@ pub(crate) fn run_case(bundle: &Bundle, case: &Case, cache: &mut GrantCache) -> 
                         determining: Vec::new(),
                         grants: Vec::new(),
                         reasons: vec![e.clone()],
+                        errors: Vec::new(),
                     },
                     vec![format!("request is invalid: {e}")],
                 ),
@@ -574,6 +579,7 @@ pub(crate) fn outcome_of(v: &Verdict) -> Outcome {
         determining: v.determining.clone(),
         grants: v.grants.clone(),
         reasons: v.reasons.clone(),
+        errors: v.errors.clone(),
     }
 }
 
@@ -654,13 +660,21 @@ fn compare(expect: &Expect, v: &Verdict) -> Vec<String> {
     m
 }
 
-/// Which loaded policies no case exercised (as a determining policy).
-pub(crate) fn coverage(bundle: &Bundle, results: &[CaseResult]) -> (Vec<String>, Vec<String>) {
+/// Which loaded policies no case exercised (as a determining policy): those of the bundle and
+/// of every custom directory a suite loaded.
+pub(crate) fn coverage<'a>(
+    bundles: impl IntoIterator<Item = &'a Bundle>,
+    results: &[CaseResult],
+) -> (Vec<String>, Vec<String>) {
     let exercised: BTreeSet<&str> = results
         .iter()
         .flat_map(|r| r.actual.determining.iter().map(String::as_str))
         .collect();
-    let all: BTreeMap<&str, ()> = bundle.policies().map(|p| (p.id.as_str(), ())).collect();
+    let all: BTreeMap<&str, ()> = bundles
+        .into_iter()
+        .flat_map(Bundle::policies)
+        .map(|p| (p.id.as_str(), ()))
+        .collect();
     let (covered, missed): (Vec<&str>, Vec<&str>) =
         all.keys().partition(|id| exercised.contains(*id));
     (

@@ -266,7 +266,10 @@ pub(crate) fn test(out: &mut Out, format: Format, args: &PolicyTestArgs) -> Resu
     if progress && cases.len() > 500 {
         out.end_progress()?;
     }
-    let (covered, missed) = policytest::coverage(&loaded.bundle, &results);
+    let (covered, missed) = policytest::coverage(
+        std::iter::once(&loaded.bundle).chain(extra.values()),
+        &results,
+    );
     let total = covered.len() + missed.len();
     let pct = if total == 0 {
         100.0
@@ -307,6 +310,9 @@ pub(crate) fn test(out: &mut Out, format: Format, args: &PolicyTestArgs) -> Resu
                         "ok   {} :: {} ({}, {} µs)",
                         r.suite, r.name, r.file, r.micros
                     ))?;
+                    for e in &r.actual.errors {
+                        out.line(format_args!("     {e}"))?;
+                    }
                     continue;
                 }
                 out.line(format_args!("FAIL {} :: {} ({})", r.suite, r.name, r.file))?;
@@ -317,6 +323,9 @@ pub(crate) fn test(out: &mut Out, format: Format, args: &PolicyTestArgs) -> Resu
                     "     actual determining: {:?}",
                     r.actual.determining
                 ))?;
+                for e in &r.actual.errors {
+                    out.line(format_args!("     {e}"))?;
+                }
             }
             let micros: u128 = results.iter().map(|r| r.micros).sum();
             out.line(format_args!(
@@ -332,9 +341,9 @@ pub(crate) fn test(out: &mut Out, format: Format, args: &PolicyTestArgs) -> Resu
                 total
             ))?;
             for id in &missed {
-                let at = loaded
-                    .bundle
-                    .policy(id)
+                let at = std::iter::once(&loaded.bundle)
+                    .chain(extra.values())
+                    .find_map(|b| b.policy(id))
                     .map(|p| format!("{}:{}", p.file, p.line))
                     .unwrap_or_default();
                 out.line(format_args!("  not exercised: {id} ({at})"))?;

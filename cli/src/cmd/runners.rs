@@ -87,7 +87,69 @@ pub(crate) fn matrix(out: &mut Out, format: Format, runner: Option<&str>) -> Res
 struct Check {
     scenario: &'static str,
     passed: bool,
+    /// Not run: an earlier scenario failed and conformance stopped there.
+    skipped: bool,
     detail: String,
+}
+
+/// Every conformance scenario, in the order they run.
+const SCENARIOS: [&str; 10] = [
+    "handshake",
+    "normal step",
+    "act step",
+    "structured error: unknown method",
+    "structured error: invalid params",
+    "malformed line",
+    "oversize line",
+    "cancellation",
+    "timeout behaviour",
+    "clean shutdown",
+];
+
+/// Checks an `act` step's answer: it echoes the request, its reserved `observed_output` keys
+/// parse, and every proposed action names a capability/operation pair the kernel knows and the
+/// fields its executor needs. Returns how many actions it proposed.
+fn act_answer(
+    request: &craik_contracts::RunnerStepRequest,
+    mut result: craik_contracts::RunnerStepResult,
+) -> Result<String, String> {
+    if result.request_id != request.id || result.phase != request.phase {
+        return Err(format!(
+            "the act result does not echo the request (request_id `{}`, phase `{}`)",
+            craik_contracts::Truncated(&result.request_id),
+            result.phase.as_str()
+        ));
+    }
+    if !result.receipt_ids.is_empty() {
+        return Err("an act result claimed receipt ids: only Craik signs receipts".into());
+    }
+    let found = crate::run::directives(&mut result.observed_output)?;
+    for (k, a) in found.actions.iter().enumerate() {
+        let Some(effect) = craik_kernel::Effect::of(&a.capability, &a.operation) else {
+            return Err(format!(
+                "proposed_actions[{k}]: operation `{}` does not belong to capability `{}`",
+                craik_contracts::Truncated(&a.operation),
+                craik_contracts::Truncated(&a.capability)
+            ));
+        };
+        let missing = match effect {
+            craik_kernel::Effect::Execute => a.argv.as_ref().is_none_or(Vec::is_empty),
+            craik_kernel::Effect::WriteFile => a.target.is_none() || a.content.is_none(),
+            craik_kernel::Effect::PatchFile => a.target.is_none() || a.edits.is_empty(),
+            _ => a.target.is_none(),
+        };
+        if missing {
+            return Err(format!(
+                "proposed_actions[{k}] ({} {}): lacks what its executor needs (target, content, edits or argv)",
+                a.capability, a.operation
+            ));
+        }
+    }
+    Ok(format!(
+        "{} result, {} well-formed proposed action(s)",
+        result.status.as_str(),
+        found.actions.len()
+    ))
 }
 
 fn conformance_request(
@@ -164,6 +226,9 @@ pub(crate) fn conformance(
     spec.step_timeout = Duration::from_secs(10);
     let max = spec.max_line_bytes;
     let mut checks: Vec<Check> = Vec::new();
+    // Returns whether the scenario passed: the first failure ends the run of scenarios (the
+    // rest are reported as skipped and the adapter is stopped), so one broken behaviour is
+    // not reported as a cascade of unrelated ones.
     let mut record = |scenario: &'static str, result: Result<String, String>| {
         let (passed, detail) = match result {
             Ok(d) => (true, d),
@@ -172,8 +237,10 @@ pub(crate) fn conformance(
         checks.push(Check {
             scenario,
             passed,
+            skipped: false,
             detail,
         });
+        passed
     };
     let wait = Duration::from_secs(2);
     let mut adapter = Adapter::spawn(spec).map_err(Failure::usage)?;
@@ -203,11 +270,14 @@ pub(crate) fn conformance(
             (None, None)
         }
     };
-    if let (Some(a), Some(runner)) = (adapter.as_mut(), claimed.as_ref()) {
+    'scenarios: {
+        let (Some(a), Some(runner)) = (adapter.as_mut(), claimed.as_ref()) else {
+            break 'scenarios;
+        };
         // 2. A normal step.
         let t = Instant::now();
         let request = conformance_request(runner, 0);
-        record(
+        let passed = record(
             "normal step",
             a.step_call(&request)
                 .map_err(|e| e.to_string())
@@ -250,14 +320,28 @@ pub(crate) fn conformance(
                     }
                 }),
         );
-        // 3. Structured errors.
+        if !passed {
+            break 'scenarios;
+        }
+        // 3. An act step: what the adapter proposes must be actions Craik can decide.
+        let mut act = conformance_request(runner, 1);
+        act.phase = craik_contracts::Phase::Act;
+        act.input_prompt = "Conformance check: propose the actions of this step.".into();
+        let answer = a
+            .step_call(&act)
+            .map_err(|e| e.to_string())
+            .and_then(|r| act_answer(&act, r));
+        if !record("act step", answer) {
+            break 'scenarios;
+        }
+        // 4. Structured errors.
         let unknown = a
             .raw_exchange(
                 b"{\"id\":901,\"method\":\"frobnicate\",\"params\":{}}\n",
                 wait,
             )
             .and_then(error_of);
-        record(
+        let passed = record(
             "structured error: unknown method",
             match unknown {
                 Ok((Some(901), c)) if c == codes::METHOD_NOT_FOUND => {
@@ -269,13 +353,16 @@ pub(crate) fn conformance(
                 Err(e) => Err(e),
             },
         );
+        if !passed {
+            break 'scenarios;
+        }
         let bad = a
             .raw_exchange(
                 b"{\"id\":902,\"method\":\"step\",\"params\":{\"bogus\":1}}\n",
                 wait,
             )
             .and_then(error_of);
-        record(
+        let passed = record(
             "structured error: invalid params",
             match bad {
                 Ok((Some(902), c)) if c == codes::INVALID_PARAMS => {
@@ -287,8 +374,11 @@ pub(crate) fn conformance(
                 Err(e) => Err(e),
             },
         );
+        if !passed {
+            break 'scenarios;
+        }
         let garbage = a.raw_exchange(b"{not json\n", wait).and_then(error_of);
-        record(
+        let passed = record(
             "malformed line",
             match garbage {
                 Ok((None, c)) if c == codes::PARSE_ERROR => Ok("error -32700 with id null".into()),
@@ -298,13 +388,16 @@ pub(crate) fn conformance(
                 Err(e) => Err(e),
             },
         );
+        if !passed {
+            break 'scenarios;
+        }
         // 4. Oversize.
         let mut big = Vec::with_capacity(max + 64);
         big.extend_from_slice(b"{\"id\":903,\"method\":\"step\",\"params\":{\"pad\":\"");
         big.resize(max + 16, b'x');
         big.extend_from_slice(b"\"}}\n");
         let over = a.raw_exchange(&big, wait).and_then(error_of);
-        record(
+        let passed = record(
             "oversize line",
             match over {
                 Ok((_, c)) if c == codes::INVALID_REQUEST => {
@@ -314,13 +407,16 @@ pub(crate) fn conformance(
                 Err(e) => Err(e),
             },
         );
+        if !passed {
+            break 'scenarios;
+        }
         // 5. Cancellation: an unknown id is ignored, and the adapter keeps serving.
         let cancel = a.raw_exchange(
             b"{\"method\":\"cancel\",\"params\":{\"id\":424242}}\n",
             Duration::from_millis(300),
         );
         let after = conformance_request(runner, 0);
-        record(
+        let passed = record(
             "cancellation",
             match cancel {
                 Ok(Some(line)) => Err(format!(
@@ -337,11 +433,14 @@ pub(crate) fn conformance(
                     .map_err(|e| format!("after a cancel: {e}")),
             },
         );
+        if !passed {
+            break 'scenarios;
+        }
         // 6. Timeout behaviour: answers arrive well within the announced limits.
         let t = Instant::now();
         let timed = a.step_call(&conformance_request(runner, 0));
         let took = t.elapsed();
-        record(
+        let passed = record(
             "timeout behaviour",
             match timed {
                 Ok(_) if took < Duration::from_secs(10) => Ok(format!(
@@ -353,6 +452,9 @@ pub(crate) fn conformance(
                 Err(e) => Err(e.to_string()),
             },
         );
+        if !passed {
+            break 'scenarios;
+        }
         // 7. Clean shutdown.
         record(
             "clean shutdown",
@@ -360,31 +462,52 @@ pub(crate) fn conformance(
                 .map(|()| "answered `shutdown` and exited 0".to_owned()),
         );
     }
+    // Stopped early: the adapter is killed and reaped now, and every scenario not run says so.
+    drop(adapter);
+    for scenario in SCENARIOS {
+        if !checks.iter().any(|c| c.scenario == scenario) {
+            checks.push(Check {
+                scenario,
+                passed: false,
+                skipped: true,
+                detail: "not run: an earlier scenario failed".into(),
+            });
+        }
+    }
     let _ = std::fs::remove_dir_all(&scratch);
-    let failed = checks.iter().filter(|c| !c.passed).count();
+    let failed = checks.iter().filter(|c| !c.passed && !c.skipped).count();
+    let skipped = checks.iter().filter(|c| c.skipped).count();
     match format {
         Format::Json | Format::Junit => out.json(&checks)?,
         Format::Human => {
             for c in &checks {
                 out.line(format_args!(
                     "{}  {:<34} {}",
-                    if c.passed { "pass" } else { "FAIL" },
+                    if c.passed {
+                        "pass"
+                    } else if c.skipped {
+                        "skip"
+                    } else {
+                        "FAIL"
+                    },
                     c.scenario,
                     c.detail
                 ))?;
             }
             out.line(format_args!(
-                "{} scenario(s): {} passed, {failed} failed",
+                "{} scenario(s): {} passed, {failed} failed, {skipped} not run",
                 checks.len(),
-                checks.len() - failed
+                checks.len() - failed - skipped
             ))?;
         }
     }
-    Ok(if failed == 0 && checks.len() >= 9 {
-        Exit::Ok
-    } else {
-        Exit::CheckFailed
-    })
+    Ok(
+        if failed == 0 && skipped == 0 && checks.len() == SCENARIOS.len() {
+            Exit::Ok
+        } else {
+            Exit::CheckFailed
+        },
+    )
 }
 
 /// A program path as given, or found on `PATH`.

@@ -1001,13 +1001,13 @@ pub(crate) fn approvals_list(
 ) -> Result<Exit, Failure> {
     let home = Home::new(home);
     let (_, ring) = keys(&home, out)?;
-    let mut unbound = std::collections::BTreeSet::new();
+    let mut unbound = std::collections::BTreeMap::new();
     let rows: Vec<ApprovalRecord> = all_approvals(&home)?
         .into_iter()
         .filter(|(_, a)| all || a.status == ApprovalStatus::Pending)
         .map(|(dir, a)| {
-            if crate::run::host::approval_bound(&dir, &a, &ring).is_err() {
-                unbound.insert(a.id.clone());
+            if let Err(why) = crate::run::host::approval_bound(&dir, &a, &ring) {
+                unbound.insert(a.id.clone(), why);
             }
             a
         })
@@ -1025,7 +1025,7 @@ pub(crate) fn approvals_list(
                 out.line(format_args!(
                     "{}  {:<9} {} {} {} ({})",
                     a.id,
-                    if unbound.contains(&a.id) {
+                    if unbound.contains_key(&a.id) {
                         "TAMPERED"
                     } else {
                         a.status.as_str()
@@ -1037,9 +1037,35 @@ pub(crate) fn approvals_list(
                 ))?;
             }
         }
-        Format::Json | Format::Junit => out.json(&rows)?,
+        Format::Json | Format::Junit => out.json(
+            &rows
+                .iter()
+                .map(|a| Checked::of(a, unbound.get(&a.id).cloned()))
+                .collect::<Vec<_>>(),
+        )?,
     }
     Ok(Exit::Ok)
+}
+
+/// An approval record as JSON, with whether its action is the one the run's signed journal
+/// parked (`tampered: true` and why, when it is not).
+#[derive(Serialize)]
+struct Checked<'a> {
+    #[serde(flatten)]
+    record: &'a ApprovalRecord,
+    tampered: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tampered_because: Option<String>,
+}
+
+impl<'a> Checked<'a> {
+    fn of(record: &'a ApprovalRecord, why: Option<String>) -> Self {
+        Self {
+            record,
+            tampered: why.is_some(),
+            tampered_because: why,
+        }
+    }
 }
 
 /// `craik approvals show ID`.
@@ -1113,7 +1139,7 @@ pub(crate) fn approvals_show(
                 ))?;
             }
         }
-        Format::Json | Format::Junit => out.json(&a)?,
+        Format::Json | Format::Junit => out.json(&Checked::of(&a, bound.err()))?,
     }
     Ok(Exit::Ok)
 }

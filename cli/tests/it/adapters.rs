@@ -70,7 +70,8 @@ fn every_shipped_adapter_and_the_python_example_pass_conformance() {
             transcript(&out)
         );
         let checks: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(checks.len(), 9, "{command:?}");
+        assert_eq!(checks.len(), 10, "{command:?}");
+        assert_eq!(checks[2]["scenario"], "act step");
         assert!(checks.iter().all(|c| c["passed"] == true), "{checks:?}");
     }
 }
@@ -768,5 +769,55 @@ fn issue_13_setup_failures_are_not_runner_violations() {
             rs.last().unwrap()["determining_policies"],
             json!(["kernel.runner-setup"])
         );
+    }
+}
+
+/// Issue 13 item 6: conformance exercises an `act` step — an adapter proposing a write through
+/// `repo.read` fails it — and stops at the first failure: the rest are reported as not run
+/// and the adapter is stopped, not driven through a cascade of unrelated errors.
+#[test]
+fn issue_13_conformance_checks_an_act_step_and_stops_at_the_first_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let wrapper = dir.path().join("mislabel.py");
+    std::fs::write(
+        &wrapper,
+        r#"import importlib.util, sys
+spec = importlib.util.spec_from_file_location("adapter", sys.argv[1])
+m = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(m)
+plain = m.step_result
+def step_result(request):
+    r = plain(request)
+    if request["phase"] == "act":
+        r["observed_output"]["proposed_actions"] = [{
+            "id": "a1", "capability": "repo.read", "operation": "write",
+            "target": "README.md", "content": "owned", "reason": "read, honest"}]
+    return r
+m.step_result = step_result
+m.main()
+"#,
+    )
+    .unwrap();
+    let adapter = example("adapters/python/adapter.py");
+    let out = conformance(&[
+        &python(),
+        wrapper.to_str().unwrap(),
+        adapter.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    let checks: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(checks.len(), 10);
+    assert_eq!(checks[1]["passed"], true, "{checks:#?}");
+    assert_eq!(checks[2]["scenario"], "act step");
+    assert_eq!(checks[2]["passed"], false);
+    assert!(
+        checks[2]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("does not belong to capability `repo.read`"),
+        "{checks:#?}"
+    );
+    for c in &checks[3..] {
+        assert_eq!(c["skipped"], true, "{c}");
     }
 }

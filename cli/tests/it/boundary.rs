@@ -973,12 +973,27 @@ fn issue_11_an_edited_approval_action_cannot_be_approved() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&show.stdout).starts_with("TAMPERED"));
+    // The JSON views say it too (issue 13: the flag was only in the human views).
+    let listed = crate::runs::json_out(h, &["approvals", "list"]);
+    assert_eq!(listed[0]["tampered"], true, "{listed:#}");
+    assert!(
+        listed[0]["tampered_because"]
+            .as_str()
+            .unwrap()
+            .contains("not the one the run's journal parked")
+    );
+    let shown = crate::runs::json_out(h, &["approvals", "show", &approval]);
+    assert_eq!(shown["tampered"], true);
     let out = approve(h, &approval, "user:alice");
     assert_ne!(out.status.code(), Some(0), "{}", crate::transcript(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not the one the run's journal parked"));
     assert!(!h.join("reviews").exists());
     // Restored, it approves.
     std::fs::write(&path, original).unwrap();
+    assert_eq!(
+        crate::runs::json_out(h, &["approvals", "list"])[0]["tampered"],
+        false
+    );
     assert_eq!(approve(h, &approval, "user:alice").status.code(), Some(0));
 }
 

@@ -482,3 +482,67 @@ fn issue_13_diff_loads_custom_policies() {
         "the same cases flip the other way"
     );
 }
+
+/// Issue 13 item 6: `policy test` prints an evaluation error as Cedar words it, and counts
+/// the policies of a suite's own `custom` directories in its coverage.
+#[test]
+fn issue_13_policy_test_shows_runtime_errors_and_covers_suite_custom_policies() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    copy_dir(
+        &repo_root().join("policy-tests/custom-erroring"),
+        &root.join("custom-erroring"),
+    );
+    let mut suite: serde_json::Value = serde_json::from_str(
+        &fs::read_to_string(repo_root().join("policy-tests/evaluation-errors.json")).unwrap(),
+    )
+    .unwrap();
+    let cases = suite["cases"].as_array().unwrap().clone();
+    let erroring = cases
+        .iter()
+        .find(|c| c["name"] == "erroring policy denies")
+        .unwrap()
+        .clone();
+    // A case that expects the wrong thing: the failure shows Cedar's error text.
+    let mut wrong = erroring.clone();
+    wrong["expect"] = serde_json::json!({"decision": "allow"});
+    suite["cases"] = serde_json::json!([wrong]);
+    fs::write(root.join("wrong.json"), suite.to_string()).unwrap();
+    let out = run_in(root, &["policy", "test", "wrong.json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    assert!(
+        stdout(&out).contains(
+            "error while evaluating policy `custom.overflow`: integer overflow while attempting to multiply"
+        ),
+        "{}",
+        transcript(&out)
+    );
+    // Coverage: the suite's custom policy is one of the policies counted.
+    let mut report = |cases: serde_json::Value| {
+        suite["cases"] = cases;
+        fs::write(root.join("suite.json"), suite.to_string()).unwrap();
+        let out = run_in(root, &["--format", "json", "policy", "test", "suite.json"]);
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let quiet: Vec<serde_json::Value> = cases
+        .iter()
+        .filter(|c| c["name"] == "no error at iteration 1")
+        .cloned()
+        .collect();
+    let missed = report(serde_json::json!(quiet));
+    assert!(
+        missed["uncovered"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("custom.overflow")),
+        "{missed:#}"
+    );
+    let hit = report(serde_json::json!([erroring]));
+    assert!(
+        !hit["uncovered"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("custom.overflow")),
+        "{hit:#}"
+    );
+}

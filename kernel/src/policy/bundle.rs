@@ -379,6 +379,9 @@ pub struct RawOutcome {
     pub reason: Vec<String>,
     /// Number of policies that failed to evaluate.
     pub errors: usize,
+    /// Each evaluation error, one line worded as Cedar words it (`error while evaluating
+    /// policy `…`: …`), sorted.
+    pub error_messages: Vec<String>,
 }
 
 impl Bundle {
@@ -413,6 +416,7 @@ impl Bundle {
             allow: evaluation.decision == Decision::Allow,
             reason: evaluation.reason,
             errors: evaluation.errors.len(),
+            error_messages: evaluation.errors.into_iter().map(|(_, m)| m).collect(),
         })
     }
 }

@@ -203,19 +203,7 @@ pub(crate) fn read_grants(paths: &[PathBuf]) -> Result<Vec<CapabilityGrant>, Fai
     Ok(grants)
 }
 
-/// `sha256:` of a set of grants, whatever their order or the files they came in: the
-/// canonical JSON (RFC 8785) array of the grants, each sorted by its own canonical bytes. The
-/// `run.inputs` receipt signs it as `grants_sha256`; `receipts verify --grants` recomputes it.
-pub(crate) fn grants_digest(grants: &[CapabilityGrant]) -> String {
-    let mut each: Vec<serde_json::Value> = grants
-        .iter()
-        .filter_map(|g| serde_json::to_value(g).ok())
-        .collect();
-    each.sort_by_cached_key(|v| craik_kernel::canonical_bytes(v).unwrap_or_default());
-    craik_kernel::canonical_bytes(&each)
-        .map(|b| crate::run::exec::digest(&b))
-        .unwrap_or_default()
-}
+pub(crate) use craik_host::run::grants_digest;
 
 /// Decodes grants from bytes, naming `label` in every problem.
 pub(crate) fn decode_grants(label: &str, bytes: &[u8]) -> Result<Vec<CapabilityGrant>, Failure> {

@@ -341,8 +341,8 @@ pub(crate) struct RunCmd {
     /// `claude`, `gemini` (adapter processes; with a scenario, in fixture mode),
     /// `provider:API:MODEL` (API: openai-responses, anthropic-messages, chat-completions), or
     /// `adapter:PROGRAM` (any adapter speaking docs/protocol.md, under --runner-matrix).
-    #[arg(long, value_name = "RUNNER")]
-    pub(crate) runner: Option<String>,
+    #[arg(long, value_name = "RUNNER", value_parser = RunnerArg::parse)]
+    pub(crate) runner: Option<RunnerArg>,
     /// For `adapter:PROGRAM`: the shipped matrix (identity, trust, support) it runs under.
     #[arg(long, value_name = "NAME")]
     pub(crate) runner_matrix: Option<String>,
@@ -555,4 +555,108 @@ pub(crate) enum BenchCommand {
         #[arg(long, value_name = "DIR")]
         run_dir: Option<PathBuf>,
     },
+}
+
+/// `--runner`, validated by clap (the raw string never reaches a command). The adapter
+/// program itself is resolved when the run starts (it depends on the directory and PATH).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RunnerArg {
+    /// A shipped runner: `fixture` (in process), `fixture-adapter`, `codex`, `claude` or
+    /// `gemini` (adapter processes), with an optional scenario file (fixture mode).
+    Shipped {
+        name: &'static str,
+        scenario: Option<PathBuf>,
+    },
+    /// `provider:API:MODEL`.
+    Provider { api: String, model: String },
+    /// `adapter:PROGRAM [ARG]...`: words split on whitespace, no quoting.
+    Adapter { command: String },
+}
+
+/// Runners `craik run` can drive by name.
+pub(crate) const SHIPPED_RUNNERS: [&str; 5] =
+    ["fixture", "fixture-adapter", "codex", "claude", "gemini"];
+
+/// The model-provider APIs the provider adapter speaks.
+pub(crate) const PROVIDER_APIS: [&str; 3] =
+    ["openai-responses", "anthropic-messages", "chat-completions"];
+
+impl RunnerArg {
+    pub(crate) fn parse(spec: &str) -> Result<Self, String> {
+        let (name, rest) = spec.split_once(':').unwrap_or((spec, ""));
+        match name {
+            "provider" => match rest.split_once(':') {
+                Some((api, model)) if PROVIDER_APIS.contains(&api) && !model.trim().is_empty() => {
+                    Ok(Self::Provider {
+                        api: api.to_owned(),
+                        model: model.to_owned(),
+                    })
+                }
+                _ => Err(format!(
+                    "expected `provider:API:MODEL` (API: {})",
+                    PROVIDER_APIS.join(", ")
+                )),
+            },
+            "adapter" if !rest.trim().is_empty() => Ok(Self::Adapter {
+                command: rest.to_owned(),
+            }),
+            "adapter" => Err("expected `adapter:PROGRAM [ARG]...`".into()),
+            _ => {
+                let name = SHIPPED_RUNNERS
+                    .iter()
+                    .find(|n| **n == name)
+                    .ok_or_else(|| {
+                        format!(
+                            "expected one of {} (optionally `:SCENARIO.json`), `provider:API:MODEL` or `adapter:PROGRAM`",
+                            SHIPPED_RUNNERS.join(", ")
+                        )
+                    })?;
+                Ok(Self::Shipped {
+                    name,
+                    scenario: (!rest.is_empty()).then(|| PathBuf::from(rest)),
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runner_specs_parse_or_name_what_was_expected() {
+        assert_eq!(
+            RunnerArg::parse("fixture:s.json"),
+            Ok(RunnerArg::Shipped {
+                name: "fixture",
+                scenario: Some(PathBuf::from("s.json"))
+            })
+        );
+        assert_eq!(
+            RunnerArg::parse("codex"),
+            Ok(RunnerArg::Shipped {
+                name: "codex",
+                scenario: None
+            })
+        );
+        assert_eq!(
+            RunnerArg::parse("provider:chat-completions:m-1"),
+            Ok(RunnerArg::Provider {
+                api: "chat-completions".into(),
+                model: "m-1".into()
+            })
+        );
+        for bad in [
+            "hal9000",
+            "provider:x",
+            "provider:smtp:m",
+            "provider:chat-completions:",
+            "adapter:",
+            "adapter:  ",
+            "",
+        ] {
+            assert!(RunnerArg::parse(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -122,11 +122,53 @@ impl fmt::Display for Failure {
     }
 }
 
+/// The one place a host error becomes an exit code.
+impl From<craik_host::Error> for Failure {
+    fn from(e: craik_host::Error) -> Self {
+        use craik_host::ErrorKind;
+        let exit = match e.kind {
+            ErrorKind::Usage => Exit::Usage,
+            ErrorKind::Refused => Exit::CheckFailed,
+            ErrorKind::Invalid => Exit::InvalidInput,
+            ErrorKind::Io => Exit::Io,
+            ErrorKind::Internal => Exit::Internal,
+        };
+        Self {
+            exit,
+            message: e.message,
+            broken_pipe: false,
+            details: e.details,
+            multi_line: false,
+        }
+    }
+}
+
 impl From<std::io::Error> for Failure {
     fn from(e: std::io::Error) -> Self {
         Self {
             broken_pipe: e.kind() == std::io::ErrorKind::BrokenPipe,
             ..Self::internal(format!("i/o error: {e}"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use craik_host::{Error, ErrorKind};
+
+    #[test]
+    fn each_host_error_kind_has_its_documented_exit_code() {
+        for (kind, code) in [
+            (ErrorKind::Usage, 2),
+            (ErrorKind::Refused, 1),
+            (ErrorKind::Invalid, 3),
+            (ErrorKind::Internal, 4),
+            (ErrorKind::Io, 5),
+        ] {
+            let failure = Failure::from(Error::usage("x").with_kind(kind));
+            assert_eq!(failure.exit.code(), code, "{kind:?}");
+            assert_eq!(failure.message, "x");
         }
     }
 }

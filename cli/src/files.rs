@@ -4,7 +4,7 @@
 //! directory and are renamed into place.
 
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 /// Default largest input, in bytes (`--max-bytes`).
@@ -101,25 +101,4 @@ pub(crate) fn read_bounded(input: &Input, max: u64) -> Result<Vec<u8>, ReadError
     Ok(bytes)
 }
 
-/// Writes `bytes` to `path` via a temporary file in the same directory and a rename.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::other("no file name"))?
-        .to_string_lossy();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let result = (|| {
-        let mut file = fs::File::create(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
-}
+pub(crate) use craik_host::fsio::write_atomic;

@@ -2,19 +2,14 @@
 //! the documented exit codes. Panics are bugs: they print one line and exit 4, never a
 //! backtrace.
 
-mod adapter;
 mod bundle;
 mod cli;
 mod cmd;
-mod confine;
 mod embedded;
 mod exit;
 mod files;
-mod journal;
 mod output;
 mod policytest;
-mod run;
-mod runners;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -45,12 +40,15 @@ fn main() -> ExitCode {
     }));
 
     let mut args = std::env::args_os();
-    if args.nth(1).is_some_and(|a| a == confine::TRAMPOLINE) {
-        confine::trampoline(args);
+    if args
+        .nth(1)
+        .is_some_and(|a| a == craik_host::confine::TRAMPOLINE)
+    {
+        craik_host::confine::trampoline(args);
     }
     // Whatever a governed command or an adapter leaves behind is re-parented here and killed.
-    confine::become_subreaper();
-    confine::install_exit_handler();
+    craik_host::confine::become_subreaper();
+    craik_host::confine::install_exit_handler();
 
     let cli = Cli::parse();
     let mut out = Out::new();
@@ -205,7 +203,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             });
             let run = cmd::runs::RunArgs {
                 task: &args.task,
-                runner: args.runner.as_deref(),
+                runner: args.runner.as_ref(),
                 profile,
                 grants: &args.grants,
                 intent: args.intent.as_deref(),

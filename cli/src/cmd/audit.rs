@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use crate::cmd::receipts::{self, Decoded, Expected, JOURNAL_NAME};
 use crate::exit::{Exit, Failure};
 use crate::output::{Format, Out};
-use crate::run::store::Home;
+use craik_host::run::store::Home;
 
 /// What `craik audit` is asked.
 pub(crate) struct AuditArgs<'a> {
@@ -225,7 +225,7 @@ fn audit_run(
         if !policy_sets.contains(&receipt.policy_set) {
             policy_sets.push(receipt.policy_set.clone());
         }
-        if receipt.seq == 0 && receipt.capability == crate::run::host::RUN_INPUTS {
+        if receipt.seq == 0 && receipt.capability == craik_host::run::driver::RUN_INPUTS {
             inputs = Some(Value::Object(
                 receipt.result.metadata.0.clone().into_iter().collect(),
             ));
@@ -291,7 +291,7 @@ fn approval_of(
     };
     let review = match (home, run_id) {
         (Some(home), Some(run)) if !id.is_empty() => {
-            crate::run::host::signed_review(home, ring, id, run)
+            craik_host::run::approvals::signed_review(home, ring, id, run)
         }
         _ => None,
     };

@@ -17,7 +17,7 @@ use crate::cmd::keys::read_signer;
 use crate::exit::{Exit, Failure};
 use crate::files::write_atomic;
 use crate::output::{Format, Out};
-use crate::run::store::io_at;
+use craik_host::run::store::io_at;
 
 #[derive(Serialize)]
 struct Result {
@@ -122,7 +122,7 @@ pub(crate) fn receipts(
     let fsynced = match run_dir {
         None => None,
         Some(dir) => {
-            let mut journal_file = crate::journal::JournalFile::create(dir).map_err(|e| {
+            let mut journal_file = craik_host::journal::JournalFile::create(dir).map_err(|e| {
                 Failure::usage(format!("{}: cannot create the journal: {e}", dir.display()))
             })?;
             let mut writer = JournalWriter::new("run_bench_fsync", checkpoint_every);
@@ -304,7 +304,7 @@ fn confinement_overhead(
     for dir in [&ws, &home, &tmp] {
         std::fs::create_dir_all(dir).map_err(io_at(dir))?;
     }
-    let sandbox = crate::confine::Sandbox::new(
+    let sandbox = craik_host::confine::Sandbox::new(
         Vec::new(),
         vec![ws.clone(), home, tmp],
         Some(&root.join("no-home")),
@@ -434,11 +434,11 @@ fn ungoverned(
     scenario: &craik_contracts::FixtureScenario,
     workspace: &Path,
 ) -> std::result::Result<(), Failure> {
-    use crate::run::{StepRunner, directives};
+    use craik_host::run::{StepRunner, directives};
     let _ = ();
-    let ws = crate::run::exec::Workspace::open(workspace).map_err(Failure::internal)?;
-    let mut runner = crate::run::FixtureStepRunner::new(scenario.clone());
-    let metadata = crate::runners::matrix("fixture")?.runner;
+    let ws = craik_host::run::exec::Workspace::open(workspace).map_err(Failure::internal)?;
+    let mut runner = craik_host::run::FixtureStepRunner::new(scenario.clone());
+    let metadata = craik_host::runners::matrix("fixture")?.runner;
     let now = craik_contracts::Timestamp::new(time::OffsetDateTime::now_utc());
     for (n, s) in scenario.steps.iter().enumerate() {
         let request = craik_contracts::RunnerStepRequest {
@@ -518,12 +518,12 @@ pub(crate) fn run(
         &scenario_path,
         &scenario_bytes,
         steps,
-        Box::new(crate::run::FixtureStepRunner::new(scenario.clone())),
+        Box::new(craik_host::run::FixtureStepRunner::new(scenario.clone())),
     )?;
     let (governed_s, fsyncs, journal_valid, receipts) = in_process;
     let through_adapter = if adapter {
-        let program = crate::adapter::shipped("fixture").map_err(Failure::usage)?;
-        let spec = crate::adapter::AdapterSpec::new(
+        let program = craik_host::adapter::shipped("fixture").map_err(Failure::usage)?;
+        let spec = craik_host::adapter::AdapterSpec::new(
             program,
             vec!["--fixture".into(), scenario_path.display().to_string()],
             root.join("adapter-cwd"),
@@ -535,7 +535,7 @@ pub(crate) fn run(
             &scenario_path,
             &scenario_bytes,
             steps,
-            Box::new(crate::adapter::AdapterRunner::new(spec)),
+            Box::new(craik_host::adapter::AdapterRunner::new(spec)),
         )?)
     } else {
         None
@@ -640,10 +640,10 @@ fn governed_run(
     scenario_path: &Path,
     scenario_bytes: &[u8],
     steps: usize,
-    runner: Box<dyn crate::run::StepRunner>,
+    runner: Box<dyn craik_host::run::StepRunner>,
 ) -> std::result::Result<(f64, u64, bool, u64), Failure> {
-    use crate::run::host::{Host, Setup};
-    use crate::run::store::{Home, RunDir};
+    use craik_host::run::driver::{Host, Setup};
+    use craik_host::run::store::{Home, RunDir};
     let grant: craik_contracts::CapabilityGrant = serde_json::from_value(serde_json::json!({
         "id": "grant_bench", "task_id": "task_bench", "capability": "repo.write.docs",
         "target": {"paths": ["docs/**"], "exclude": []}, "operations": ["write"],
@@ -665,16 +665,16 @@ fn governed_run(
     keys.add(&crate::cmd::keys::read_public(&public)?)
         .map_err(Failure::internal)?;
     let started = time::OffsetDateTime::now_utc();
-    let inputs = crate::run::Inputs {
+    let inputs = craik_host::run::Inputs {
         run_id: "run_bench".into(),
         task,
         intent: None,
         envelope: None,
         grants: vec![grant],
         runner: "fixture".into(),
-        runner_options: crate::cmd::runs::RunnerOptions::default(),
+        runner_options: craik_host::run::RunnerOptions::default(),
         scenario_path: Some(scenario_path.to_owned()),
-        scenario_digest: Some(crate::run::exec::digest(scenario_bytes)),
+        scenario_digest: Some(craik_host::run::exec::digest(scenario_bytes)),
         profile: PolicyProfile::TrustedLocal,
         policies: None,
         custom: Vec::new(),
@@ -692,7 +692,8 @@ fn governed_run(
         signer,
         keys: keys.clone(),
         runner,
-        matrix: crate::runners::matrix("fixture")?,
+        matrix: craik_host::runners::matrix("fixture")?,
+        clock: std::sync::Arc::new(craik_host::SystemClock),
     };
     let t = Instant::now();
     let mut host = Host::start(home, dir, inputs, setup)?;
@@ -738,7 +739,7 @@ pub(crate) fn channel(
     format: Format,
     count: usize,
 ) -> std::result::Result<Exit, Failure> {
-    use crate::run::StepRunner;
+    use craik_host::run::StepRunner;
     if count == 0 {
         return Err(Failure::usage("--count must be at least 1"));
     }
@@ -753,7 +754,7 @@ pub(crate) fn channel(
     let path = scratch.0.join("scenario.json");
     let bytes = serde_json::to_vec(&scenario).map_err(|e| Failure::internal(e.to_string()))?;
     write_atomic(&path, &bytes).map_err(io_at(&path))?;
-    let matrix = crate::runners::matrix("fixture")?;
+    let matrix = craik_host::runners::matrix("fixture")?;
     // A plan-phase request whose context carries 4 KB, as a step of a real run would.
     let mut context = Object::new();
     context.0.insert("step".into(), serde_json::json!(0));
@@ -780,15 +781,15 @@ pub(crate) fn channel(
     let request_bytes = serde_json::to_vec(&request)
         .map_err(|e| Failure::internal(e.to_string()))?
         .len();
-    let program = crate::adapter::shipped("fixture").map_err(Failure::usage)?;
-    let spec = crate::adapter::AdapterSpec::new(
+    let program = craik_host::adapter::shipped("fixture").map_err(Failure::usage)?;
+    let spec = craik_host::adapter::AdapterSpec::new(
         program,
         vec!["--fixture".into(), path.display().to_string()],
         scratch.0.join("cwd"),
     );
-    let mut adapter = crate::adapter::AdapterRunner::new(spec);
+    let mut adapter = craik_host::adapter::AdapterRunner::new(spec);
     adapter.start(&matrix.runner).map_err(Failure::internal)?;
-    let mut inproc = crate::run::FixtureStepRunner::new(scenario);
+    let mut inproc = craik_host::run::FixtureStepRunner::new(scenario);
     let mut channel_us = Vec::with_capacity(count);
     let mut local_us = Vec::with_capacity(count);
     // Warm both paths, then interleave so both see the same machine state.

@@ -14,8 +14,7 @@ use crate::cmd::keys::{default_public, read_public};
 use crate::exit::{Exit, Failure};
 use crate::output::{Format, Out};
 
-/// The journal's file name inside a run directory.
-pub(crate) const JOURNAL_NAME: &str = "receipts.jsonl";
+pub(crate) use craik_host::journal::{Decoded, JOURNAL_NAME, decode_all};
 
 /// Journals named by `paths`: files as given; a directory holding `receipts.jsonl`; or every
 /// `*/receipts.jsonl` one level below a directory (a `runs/` directory).
@@ -87,7 +86,7 @@ fn unreviewed_approval(journal: &Path, ring: &KeyRing) -> Option<String> {
     if !run_id.starts_with("run_") || runs.file_name()? != "runs" {
         return None;
     }
-    let home = crate::run::store::Home::new(runs.parent()?);
+    let home = craik_host::run::store::Home::new(runs.parent()?);
     let file = std::fs::File::open(journal).ok()?;
     for line in std::io::BufReader::new(file)
         .split(b'\n')
@@ -103,7 +102,7 @@ fn unreviewed_approval(journal: &Path, ring: &KeyRing) -> Option<String> {
             let Some((approver, id)) = r.decided_by.by.rsplit_once(" via ") else {
                 return Some(format!("seq {}: approval receipt names no approval", r.seq));
             };
-            match crate::run::host::signed_review(&home, ring, id, &run_id) {
+            match craik_host::run::approvals::signed_review(&home, ring, id, &run_id) {
                 Some(review)
                     if review.approved_by == approver && review.request_hash == r.request_hash => {}
                 Some(_) => {
@@ -241,7 +240,7 @@ pub(crate) fn checked(
         && let Some(want) = &expect.grants
     {
         let signed = first_receipt(path)
-            .filter(|r| r.capability == crate::run::host::RUN_INPUTS)
+            .filter(|r| r.capability == craik_host::run::driver::RUN_INPUTS)
             .and_then(|r| {
                 r.result
                     .metadata
@@ -572,42 +571,6 @@ fn decode_receipt(line: &[u8]) -> Option<Result<ReceiptPayload, String>> {
                     .map_err(|e| format!("not a receipt: {e}"))
             }),
     )
-}
-
-/// One journal line, decoded without verification (recovery verifies first).
-#[derive(Debug)]
-pub(crate) enum Decoded {
-    Receipt(Box<ReceiptPayload>),
-    Checkpoint { is_final: bool },
-    Unreadable,
-}
-
-/// Every line of a journal, decoded.
-pub(crate) fn decode_all(bytes: &[u8]) -> Vec<(usize, Decoded)> {
-    bytes
-        .split(|&b| b == b'\n')
-        .enumerate()
-        .filter(|(_, line)| !line.is_empty())
-        .map(|(i, line)| {
-            let decoded = serde_json::from_slice::<Envelope>(line)
-                .ok()
-                .and_then(|e| Some((e.payload_type.clone(), STANDARD.decode(&e.payload).ok()?)))
-                .map_or(Decoded::Unreadable, |(kind, payload)| {
-                    if kind == RECEIPT_PAYLOAD_TYPE {
-                        serde_json::from_slice::<ReceiptPayload>(&payload)
-                            .map_or(Decoded::Unreadable, |r| Decoded::Receipt(Box::new(r)))
-                    } else {
-                        serde_json::from_slice::<craik_kernel::Checkpoint>(&payload).map_or(
-                            Decoded::Unreadable,
-                            |c| Decoded::Checkpoint {
-                                is_final: c.is_final,
-                            },
-                        )
-                    }
-                });
-            (i + 1, decoded)
-        })
-        .collect()
 }
 
 pub(crate) fn list(out: &mut Out, format: Format, run: &str, home: &Path) -> Result<Exit, Failure> {

@@ -7,11 +7,11 @@ use crate::output::{Format, Out};
 pub(crate) fn matrix(out: &mut Out, format: Format, runner: Option<&str>) -> Result<Exit, Failure> {
     let names: Vec<&str> = match runner {
         Some(r) => vec![r],
-        None => crate::runners::names().collect(),
+        None => craik_host::runners::names().collect(),
     };
     let matrices = names
         .iter()
-        .map(|n| crate::runners::matrix(n))
+        .map(|n| craik_host::runners::matrix(n))
         .collect::<Result<Vec<_>, _>>()?;
     match format {
         Format::Json | Format::Junit => out.json(&matrices)?,
@@ -31,7 +31,7 @@ pub(crate) fn matrix(out: &mut Out, format: Format, runner: Option<&str>) -> Res
                 out.line(format_args!("  boundary: {}", m.trust.boundary))?;
                 out.line(format_args!(
                     "  confinement: {}",
-                    crate::confine::adapter_summary()
+                    craik_host::confine::adapter_summary()
                 ))?;
                 out.line(format_args!(
                     "  receipts required: {}; redaction required: {}",
@@ -123,7 +123,7 @@ fn act_answer(
     if !result.receipt_ids.is_empty() {
         return Err("an act result claimed receipt ids: only Craik signs receipts".into());
     }
-    let found = crate::run::directives(&mut result.observed_output)?;
+    let found = craik_host::run::directives(&mut result.observed_output)?;
     for (k, a) in found.actions.iter().enumerate() {
         let Some(effect) = craik_kernel::Effect::of(&a.capability, &a.operation) else {
             return Err(format!(
@@ -205,8 +205,8 @@ pub(crate) fn conformance(
     format: Format,
     command: &[String],
 ) -> Result<Exit, Failure> {
-    use crate::adapter::{Adapter, AdapterSpec};
     use craik_contracts::channel::codes;
+    use craik_host::adapter::{Adapter, AdapterSpec};
     use std::time::{Duration, Instant};
     let (program, args) = command
         .split_first()

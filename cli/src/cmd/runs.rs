@@ -4,35 +4,32 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use craik_contracts::{
-    CapabilityGrant, Contract, FixtureScenario, Handoff, IntentLock, MemoryProposal,
-    PolicyEnvelope, PolicyProfile, ProposalStatus, ReceiptResult, ReceiptStatus,
+    CapabilityGrant, Contract, FixtureScenario, Handoff, IntentLock, PolicyEnvelope, PolicyProfile,
     RunnerCapabilityMatrix, TaskRequest, TaskRun, Timestamp,
 };
 use craik_kernel::{
-    DecidedBy, DecidedByKind, Decision, Ed25519Signer, JournalWriter, KeyRing, Mode, ReceiptDraft,
-    VerifyOptions, verify_journal_with,
+    DecidedByKind, Decision, Ed25519Signer, KeyRing, VerifyOptions, verify_journal_with,
 };
 use serde::Serialize;
 use time::OffsetDateTime;
 
+use crate::cli::RunnerArg;
 use crate::cmd::keys::{PRIVATE_NAME, PUBLIC_NAME, create_pair, read_public, read_signer};
-use crate::cmd::receipts::JOURNAL_NAME;
 use crate::exit::{Exit, Failure};
 use crate::files::{DEFAULT_MAX_BYTES, Input, read_bounded};
-use crate::journal::JournalFile;
 use crate::output::{Format, Out};
-use crate::run::host::{
-    ApprovalRecord, ApprovalStatus, Host, Setup, Tally, read_approvals, write_approval,
-    write_memory,
-};
-use crate::run::store::{CANCEL, HANDOFF, Home, RUN, RunDir};
-use crate::run::{Inputs, exec::digest};
+use craik_host::launch::build_runner;
+use craik_host::run::approvals::{ApprovalRecord, ApprovalStatus, all_approvals, find_approval};
+use craik_host::run::driver::{Host, Setup, Tally};
+use craik_host::run::memory::proposals;
+use craik_host::run::store::{CANCEL, HANDOFF, Home, RUN, RunDir};
+use craik_host::run::{Inputs, RunnerOptions, exec::digest};
 
 /// What `craik run` was asked.
 #[derive(Debug)]
 pub(crate) struct RunArgs<'a> {
     pub(crate) task: &'a Path,
-    pub(crate) runner: Option<&'a str>,
+    pub(crate) runner: Option<&'a RunnerArg>,
     pub(crate) profile: Option<PolicyProfile>,
     pub(crate) grants: &'a [PathBuf],
     pub(crate) intent: Option<&'a Path>,
@@ -88,66 +85,40 @@ struct Resolved {
     workspace_seed: Option<PathBuf>,
 }
 
-/// Runners `craik run` can drive: in-process `fixture`, or a shipped adapter process.
-pub(crate) const RUNNERS: &[&str] = &["fixture", "fixture-adapter", "codex", "claude", "gemini"];
+/// `adapter:PROGRAM [ARG]...` with the program resolved (a path, or a bare name on the fixed
+/// PATH) and arguments naming existing files made absolute, since the adapter runs in its own
+/// directory.
+fn adapter_runner(command: &str) -> Result<String, Failure> {
+    let mut words = command.split_whitespace();
+    let first = words.next().unwrap_or_default();
+    let cwd =
+        std::env::current_dir().map_err(|e| Failure::usage(format!("current directory: {e}")))?;
+    let program = if first.contains('/') {
+        PathBuf::from(first)
+            .canonicalize()
+            .map_err(|e| e.to_string())
+    } else {
+        craik_host::run::exec::resolve_program(first, &cwd)
+    }
+    .map_err(|e| Failure::usage(format!("--runner adapter:{command}: {e}")))?;
+    let mut parts = vec![program.display().to_string()];
+    for arg in words {
+        let path = Path::new(arg);
+        parts.push(if !arg.starts_with('-') && path.exists() {
+            path.canonicalize()
+                .map_or_else(|_| arg.to_owned(), |p| p.display().to_string())
+        } else {
+            arg.to_owned()
+        });
+    }
+    Ok(format!("adapter:{}", parts.join(" ")))
+}
 
 fn resolve(args: &RunArgs<'_>) -> Result<Resolved, Failure> {
     let (runner, scenario_flag) = match args.runner {
-        Some(spec) => {
-            let (name, rest) = spec.split_once(':').unwrap_or((spec, ""));
-            if name == "provider" {
-                let ok = rest
-                    .split_once(':')
-                    .is_some_and(|(a, m)| !a.is_empty() && !m.is_empty());
-                if !ok {
-                    return Err(Failure::usage(format!(
-                        "--runner `{}`: expected `provider:API:MODEL` (API: openai-responses, anthropic-messages, chat-completions)",
-                        craik_contracts::Truncated(spec)
-                    )));
-                }
-                (spec.to_owned(), None)
-            } else if name == "adapter" {
-                // `adapter:PROGRAM [ARG]...`, split on whitespace (no quoting). The program is
-                // resolved here (a path, or a bare name on the fixed PATH); arguments that
-                // name existing files are made absolute, since the adapter runs in its own
-                // directory.
-                let mut words = rest.split_whitespace();
-                let first = words.next().unwrap_or_default();
-                let cwd = std::env::current_dir()
-                    .map_err(|e| Failure::usage(format!("current directory: {e}")))?;
-                let program = if first.contains('/') {
-                    PathBuf::from(first)
-                        .canonicalize()
-                        .map_err(|e| e.to_string())
-                } else {
-                    crate::run::exec::resolve_program(first, &cwd)
-                }
-                .map_err(|e| Failure::usage(format!("--runner adapter:{rest}: {e}")))?;
-                let mut parts = vec![program.display().to_string()];
-                for arg in words {
-                    let path = Path::new(arg);
-                    parts.push(if !arg.starts_with('-') && path.exists() {
-                        path.canonicalize()
-                            .map_or_else(|_| arg.to_owned(), |p| p.display().to_string())
-                    } else {
-                        arg.to_owned()
-                    });
-                }
-                (format!("adapter:{}", parts.join(" ")), None)
-            } else if !RUNNERS.contains(&name) {
-                return Err(Failure::usage(format!(
-                    "--runner `{}`: expected one of {} (optionally `:SCENARIO.json`)",
-                    craik_contracts::Truncated(spec),
-                    RUNNERS.join(", ")
-                )));
-            } else {
-                (
-                    name.to_owned(),
-                    Some(PathBuf::from(rest))
-                        .filter(|p| !rest.is_empty() && !p.as_os_str().is_empty()),
-                )
-            }
-        }
+        Some(RunnerArg::Provider { api, model }) => (format!("provider:{api}:{model}"), None),
+        Some(RunnerArg::Adapter { command }) => (adapter_runner(command)?, None),
+        Some(RunnerArg::Shipped { name, scenario }) => ((*name).to_owned(), scenario.clone()),
         None => ("fixture".to_owned(), None),
     };
     if args.task.is_dir() {
@@ -225,7 +196,7 @@ fn setup(
     inputs_policies: Option<&Path>,
     custom: &[PathBuf],
     grants: &[CapabilityGrant],
-    runner: (Box<dyn crate::run::StepRunner>, RunnerCapabilityMatrix),
+    runner: (Box<dyn craik_host::run::StepRunner>, RunnerCapabilityMatrix),
     home: &Home,
     out: &mut Out,
 ) -> Result<Setup, Failure> {
@@ -239,118 +210,8 @@ fn setup(
         keys,
         runner: runner.0,
         matrix: runner.1,
+        clock: std::sync::Arc::new(craik_host::SystemClock),
     })
-}
-
-/// The environment variables a runner's matrix names (`runner.metadata.env`): the only ones
-/// its adapter process receives besides PATH, HOME and LANG.
-fn passed_env(matrix: &RunnerCapabilityMatrix) -> Vec<String> {
-    matrix
-        .runner
-        .metadata
-        .0
-        .get("env")
-        .and_then(serde_json::Value::as_array)
-        .map(|names| {
-            names
-                .iter()
-                .filter_map(|n| n.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// How an adapter runner is configured beyond its name.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct RunnerOptions {
-    /// The shipped matrix an `adapter:PROGRAM` runs under (default: fixture).
-    #[serde(default)]
-    pub(crate) matrix: Option<String>,
-    #[serde(default)]
-    pub(crate) step_timeout_secs: Option<u64>,
-    /// Largest line an adapter may write (default 1 MiB).
-    #[serde(default)]
-    pub(crate) max_line_bytes: Option<usize>,
-    /// Extra paths the adapter may read (`--adapter-read`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) adapter_read: Vec<PathBuf>,
-}
-
-/// Builds the runner a run names: the in-process fixture, or an adapter process (fixture mode
-/// with a scenario, live mode without). Identity and trust come from the shipped matrix.
-fn build_runner(
-    name: &str,
-    scenario: Option<&Path>,
-    run_dir: &Path,
-    options: &RunnerOptions,
-    profile: PolicyProfile,
-) -> Result<(Box<dyn crate::run::StepRunner>, RunnerCapabilityMatrix), Failure> {
-    // An adapter process under `matrix`: its env is what the matrix names, its cwd its own.
-    let adapter = |program: PathBuf, args: Vec<String>, matrix: RunnerCapabilityMatrix| {
-        let mut spec = crate::adapter::AdapterSpec::new(program, args, run_dir.join("adapter"));
-        if let Some(secs) = options.step_timeout_secs {
-            spec.step_timeout = std::time::Duration::from_secs(secs);
-        }
-        if let Some(max) = options.max_line_bytes {
-            spec.max_line_bytes = max;
-        }
-        spec.extra_read.clone_from(&options.adapter_read);
-        spec.env = passed_env(&matrix);
-        // `<home>/runs/<run id>`: the adapter's sandbox never reaches the home.
-        spec.home = run_dir
-            .parent()
-            .and_then(Path::parent)
-            .map(Path::to_path_buf);
-        spec.confinement_required = profile != PolicyProfile::TrustedLocal;
-        let runner: Box<dyn crate::run::StepRunner> =
-            Box::new(crate::adapter::AdapterRunner::new(spec));
-        Ok((runner, matrix))
-    };
-    let shipped = |binary: &str| crate::adapter::shipped(binary).map_err(Failure::usage);
-    if let Some(rest) = name.strip_prefix("provider:") {
-        let (api, model) = rest.split_once(':').unwrap_or((rest, ""));
-        let args = ["--api", api, "--model", model, "--stream"]
-            .map(str::to_owned)
-            .to_vec();
-        return adapter(
-            shipped("provider")?,
-            args,
-            crate::runners::matrix("provider")?,
-        );
-    }
-    if let Some(command) = name.strip_prefix("adapter:") {
-        let matrix = crate::runners::matrix(options.matrix.as_deref().unwrap_or("fixture"))?;
-        let mut words = command.split_whitespace().map(str::to_owned);
-        let program = PathBuf::from(words.next().unwrap_or_default());
-        return adapter(program, words.collect(), matrix);
-    }
-    let binary = if name == "fixture-adapter" {
-        "fixture"
-    } else {
-        name
-    };
-    let matrix = crate::runners::matrix(binary)?;
-    match (name, scenario) {
-        ("fixture", Some(path)) => Ok((
-            Box::new(crate::run::FixtureStepRunner::new(read_scenario(path)?.0)),
-            matrix,
-        )),
-        ("fixture" | "fixture-adapter", None) => Err(Failure::usage(format!(
-            "--runner {name}: a fixture runner needs a scenario (`{name}:SCENARIO.json`, or scenario.json in the example directory)"
-        ))),
-        (_, scenario) => {
-            let mut args = Vec::new();
-            if let Some(path) = scenario {
-                let absolute = path
-                    .canonicalize()
-                    .map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
-                args.push("--fixture".to_owned());
-                args.push(absolute.display().to_string());
-            }
-            adapter(shipped(binary)?, args, matrix)
-        }
-    }
 }
 
 fn read_scenario(path: &Path) -> Result<(FixtureScenario, String), Failure> {
@@ -458,9 +319,13 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
             .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
             .collect(),
     };
+    let scenario = match resolved.scenario.as_deref() {
+        Some(path) => Some((path, read_scenario(path)?.0)),
+        None => None,
+    };
     let runner = build_runner(
         &resolved.runner,
-        resolved.scenario.as_deref(),
+        scenario,
         &home.runs().join(&run_id),
         &runner_options,
         profile,
@@ -551,7 +416,7 @@ fn drive(out: &mut Out, host: &mut Host) -> Result<(), Failure> {
     if show {
         out.end_progress()?;
     }
-    result
+    Ok(result?)
 }
 
 #[derive(Debug, Serialize)]
@@ -584,7 +449,7 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
     for (_, line) in crate::cmd::receipts::decode_all(&bytes) {
         if let crate::cmd::receipts::Decoded::Receipt(r) = line
             && r.decided_by.kind != DecidedByKind::Outcome
-            && r.capability != crate::run::host::RUN_INPUTS
+            && r.capability != craik_host::run::driver::RUN_INPUTS
         {
             match r.decision {
                 Decision::Allow => tally.allow += 1,
@@ -689,7 +554,7 @@ fn open_locked(
     home: &Path,
     run_id: &str,
     out: &mut Out,
-) -> Result<(crate::run::store::RunLock, Host, KeyRing), Failure> {
+) -> Result<(craik_host::run::store::RunLock, Host, KeyRing), Failure> {
     let lock = Home::new(home).run_dir(run_id)?.lock()?;
     let (host, keys) = open_host(home, run_id, out)?;
     Ok((lock, host, keys))
@@ -699,9 +564,11 @@ fn open_host(home: &Path, run_id: &str, out: &mut Out) -> Result<(Host, KeyRing)
     let home = Home::new(home);
     let dir = home.run_dir(run_id)?;
     let (_, ring) = keys(&home, out)?;
-    let inputs = crate::run::host::bound_inputs(&dir, &ring)?;
+    let inputs = craik_host::run::driver::bound_inputs(&dir, &ring)?;
+    let mut scenario = None;
     if let (Some(path), Some(digest)) = (&inputs.scenario_path, &inputs.scenario_digest) {
-        let (_, digest_now) = read_scenario(path)?;
+        let (decoded, digest_now) = read_scenario(path)?;
+        scenario = Some((path.as_path(), decoded));
         if &digest_now != digest {
             return Err(Failure::invalid(
                 format!(
@@ -714,7 +581,7 @@ fn open_host(home: &Path, run_id: &str, out: &mut Out) -> Result<(Host, KeyRing)
     }
     let runner = build_runner(
         &inputs.runner,
-        inputs.scenario_path.as_deref(),
+        scenario,
         &dir.path,
         &inputs.runner_options,
         inputs.profile,
@@ -930,7 +797,7 @@ pub(crate) fn handoff(
         .with_exit(Exit::CheckFailed));
     }
     let handoff: Handoff =
-        crate::run::store::read_json(&path).map_err(|e| Failure::invalid(e, Vec::new()))?;
+        craik_host::run::store::read_json(&path).map_err(|e| Failure::invalid(e, Vec::new()))?;
     match format {
         Format::Human => {
             out.line(format_args!("{} ({})", handoff.id, handoff.status.as_str()))?;
@@ -963,32 +830,6 @@ pub(crate) fn handoff(
     Ok(Exit::Ok)
 }
 
-fn all_approvals(home: &Home) -> Result<Vec<(RunDir, ApprovalRecord)>, Failure> {
-    let mut out = Vec::new();
-    let ids = home
-        .run_ids()
-        .map_err(|e| Failure::usage(format!("{}: {e}", home.runs().display())))?;
-    for id in ids {
-        let dir = home.run_dir(&id)?;
-        for a in read_approvals(&dir)? {
-            out.push((dir.clone(), a));
-        }
-    }
-    Ok(out)
-}
-
-fn find_approval(home: &Home, id: &str) -> Result<(RunDir, ApprovalRecord), Failure> {
-    all_approvals(home)?
-        .into_iter()
-        .find(|(_, a)| a.id == id)
-        .ok_or_else(|| {
-            Failure::usage(format!(
-                "approval `{}`: not found (see `craik approvals list`)",
-                craik_contracts::Truncated(id)
-            ))
-        })
-}
-
 /// Content lines `approvals show` prints before saying how many it left out.
 const APPROVAL_CONTENT_LINES: usize = 40;
 
@@ -1006,7 +847,7 @@ pub(crate) fn approvals_list(
         .into_iter()
         .filter(|(_, a)| all || a.status == ApprovalStatus::Pending)
         .map(|(dir, a)| {
-            if let Err(why) = crate::run::host::approval_bound(&dir, &a, &ring) {
+            if let Err(why) = craik_host::run::approvals::approval_bound(&dir, &a, &ring) {
                 unbound.insert(a.id.clone(), why);
             }
             a
@@ -1078,7 +919,7 @@ pub(crate) fn approvals_show(
     let home = Home::new(home);
     let (dir, a) = find_approval(&home, id)?;
     let (_, ring) = keys(&home, out)?;
-    let bound = crate::run::host::approval_bound(&dir, &a, &ring);
+    let bound = craik_host::run::approvals::approval_bound(&dir, &a, &ring);
     match format {
         Format::Human => {
             let p = &a.action.proposed;
@@ -1144,117 +985,6 @@ pub(crate) fn approvals_show(
     Ok(Exit::Ok)
 }
 
-/// A `user:NAME` reviewer who is not the runner.
-fn reviewer(by: &str, runner: &str) -> Result<(), Failure> {
-    let name = by.strip_prefix("user:").unwrap_or_default();
-    let ok = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@'));
-    if !ok {
-        return Err(Failure::usage(format!(
-            "--by `{}`: expected `user:NAME` (letters, digits, - _ . @)",
-            craik_contracts::Truncated(by)
-        )));
-    }
-    // Identities compare case-insensitively: `user:RUNNER_FIXTURE` is the runner too.
-    let (by_l, name_l, runner_l) = (
-        by.to_ascii_lowercase(),
-        name.to_ascii_lowercase(),
-        runner.to_ascii_lowercase(),
-    );
-    if by_l == runner_l
-        || name_l == runner_l
-        || runner_l.strip_prefix("runner_") == Some(name_l.as_str())
-        || name_l
-            .strip_prefix("runner_")
-            .is_some_and(|n| runner_l.strip_prefix("runner_") == Some(n))
-    {
-        return Err(Failure::usage(format!(
-            "--by `{by}`: the runner `{runner}` can never review its own request"
-        )));
-    }
-    Ok(())
-}
-
-/// Writes one review decision as its own small signed, closed journal under `reviews/`.
-fn review_receipt(
-    home: &Home,
-    review_id: &str,
-    draft: ReceiptDraft,
-    out: &mut Out,
-) -> Result<PathBuf, Failure> {
-    let (signer, _) = keys(home, out)?;
-    let run_id = format!("run_{}", review_id);
-    let dir = home.reviews().join(review_id);
-    let mut file =
-        JournalFile::create(&dir).map_err(|e| Failure::usage(format!("{}: {e}", dir.display())))?;
-    let mut writer = JournalWriter::new(&run_id, 0);
-    let now = OffsetDateTime::now_utc();
-    let mut bytes = writer
-        .append(draft, now, &signer)
-        .map_err(|e| Failure::internal(e.to_string()))?;
-    bytes.extend(
-        writer
-            .close(now, &signer)
-            .map_err(|e| Failure::internal(e.to_string()))?,
-    );
-    file.append(&bytes)
-        .map_err(|e| Failure::internal(format!("{}: {e}", file.path().display())))?;
-    Ok(dir.join(JOURNAL_NAME))
-}
-
-#[allow(clippy::too_many_arguments)] // one flat record; a builder would only rename the fields
-fn review_draft(
-    task_id: &str,
-    by: &str,
-    capability: &str,
-    target: &str,
-    profile: PolicyProfile,
-    request_hash: &str,
-    approve: bool,
-    reason: &str,
-    policy_set: &str,
-) -> ReceiptDraft {
-    ReceiptDraft {
-        task_id: task_id.to_owned(),
-        actor: by.to_owned(),
-        capability: capability.to_owned(),
-        target: target.to_owned(),
-        policy_profile: profile,
-        fail_open: false,
-        reason: reason.to_owned(),
-        result: ReceiptResult {
-            status: if approve {
-                ReceiptStatus::Passed
-            } else {
-                ReceiptStatus::Denied
-            },
-            summary: if approve {
-                "approved".into()
-            } else {
-                "rejected".into()
-            },
-            metadata: craik_contracts::Object::new(),
-        },
-        redacted: true,
-        policy_set: policy_set.to_owned(),
-        request_hash: request_hash.to_owned(),
-        decision: if approve {
-            Decision::Allow
-        } else {
-            Decision::Deny
-        },
-        determining_policies: Vec::new(),
-        decided_by: DecidedBy {
-            kind: DecidedByKind::Approval,
-            by: by.to_owned(),
-        },
-        mode: Mode::Enforce,
-        action: None,
-    }
-}
-
 /// `craik approvals approve|deny ID --by user:NAME --reason TEXT`.
 pub(crate) fn approvals_decide(
     out: &mut Out,
@@ -1266,69 +996,17 @@ pub(crate) fn approvals_decide(
     expires_in_secs: u64,
 ) -> Result<Exit, Failure> {
     let home = Home::new(home);
-    let (dir, mut record) = find_approval(&home, id)?;
-    reviewer(by, &record.runner_id)?;
-    // A reviewer approves what the run's signed journal parked, nothing else.
-    let (_, ring) = keys(&home, out)?;
-    crate::run::host::approval_bound(&dir, &record, &ring)
-        .map_err(|why| Failure::invalid(why, Vec::new()))?;
-    if reason.trim().is_empty() {
-        return Err(Failure::usage("--reason: must not be empty"));
-    }
-    if record.status != ApprovalStatus::Pending {
-        return Err(Failure::usage(format!(
-            "approval {id} is already {}; approvals are single use",
-            record.status.as_str()
-        ))
-        .with_exit(Exit::CheckFailed));
-    }
-    if record.profile == PolicyProfile::Automation {
-        return Err(Failure::usage(format!(
-            "approval {id}: the automation profile admits no approvals"
-        ))
-        .with_exit(Exit::CheckFailed));
-    }
-    let inputs: Inputs = dir
-        .read_json(crate::run::store::INPUTS)
-        .map_err(|e| Failure::invalid(e, Vec::new()))?;
-    // Everything the review decides is fixed before anything is written.
-    let now = OffsetDateTime::now_utc();
-    let expires_at = approve
-        .then(|| now + time::Duration::seconds(i64::try_from(expires_in_secs).unwrap_or(0)))
-        .map(Timestamp::new);
-    let mut draft = review_draft(
-        &record.task_id,
+    let (signer, ring) = keys(&home, out)?;
+    let (record, journal) = craik_host::run::approvals::decide_approval(
+        &home,
+        id,
         by,
-        &record.action.proposed.capability,
-        &record.action.shown(),
-        record.profile,
-        &record.request_hash,
-        approve,
         reason,
-        &inputs.policy_set,
-    );
-    // The signed review names the approval, the run and the expiry: the host honours an
-    // approval only through these signed facts (see `signed_review`).
-    draft.action = Some(record.id.clone());
-    let meta = &mut draft.result.metadata.0;
-    meta.insert("approval".into(), serde_json::json!(record.id));
-    meta.insert("run_id".into(), serde_json::json!(record.run_id));
-    meta.insert(
-        "expires_at".into(),
-        serde_json::to_value(expires_at).unwrap_or(serde_json::Value::Null),
-    );
-    let journal = review_receipt(&home, &record.id, draft, out)?;
-    record.status = if approve {
-        ApprovalStatus::Approved
-    } else {
-        ApprovalStatus::Denied
-    };
-    record.decided_by = Some(by.to_owned());
-    record.decided_at = Some(Timestamp::new(now));
-    record.reason = Some(reason.to_owned());
-    record.expires_at = expires_at;
-    record.review = Some(journal.display().to_string());
-    write_approval(&dir, &record)?;
+        approve,
+        expires_in_secs,
+        (&signer, &ring),
+        OffsetDateTime::now_utc(),
+    )?;
     out.line(format_args!(
         "{id}: {} by {by}; receipt {}",
         record.status.as_str(),
@@ -1336,24 +1014,6 @@ pub(crate) fn approvals_decide(
     ))?;
     out.line(format_args!("next: craik runs resume {}", record.run_id))?;
     Ok(Exit::Ok)
-}
-
-fn proposals(home: &Home) -> Result<Vec<MemoryProposal>, Failure> {
-    let dir = home.memory();
-    let mut out = Vec::new();
-    let entries = match std::fs::read_dir(&dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => return Err(Failure::usage(format!("{}: {e}", dir.display()))),
-    };
-    for entry in entries.flatten() {
-        let p = entry.path();
-        if p.extension().is_some_and(|e| e == "json") {
-            out.push(read_one::<MemoryProposal>(&p)?);
-        }
-    }
-    out.sort_by(|a, b| a.id.cmp(&b.id));
-    Ok(out)
 }
 
 /// `craik memory list`.
@@ -1412,69 +1072,14 @@ pub(crate) fn memory_decide(
     approve: bool,
 ) -> Result<Exit, Failure> {
     let home = Home::new(home);
-    let mut m = proposals(&home)?
-        .into_iter()
-        .find(|m| m.id == id)
-        .ok_or_else(|| {
-            Failure::usage(format!(
-                "memory proposal `{}`: not found",
-                craik_contracts::Truncated(id)
-            ))
-        })?;
-    let runner = match m.run_id.as_deref() {
-        Some(run_id) => Home::new(&home.root)
-            .run_dir(run_id)
-            .and_then(|d| {
-                d.read_json::<TaskRun>(RUN)
-                    .map_err(|e| Failure::invalid(e, Vec::new()))
-            })
-            .map(|r| r.runner_id)
-            .unwrap_or_else(|_| "runner_unknown".into()),
-        None => "runner_unknown".into(),
-    };
-    reviewer(by, &runner)?;
-    if reason.trim().is_empty() {
-        return Err(Failure::usage("--reason: must not be empty"));
-    }
-    if m.status != ProposalStatus::Pending {
-        return Err(
-            Failure::usage(format!("{id} is already {}", m.status.as_str()))
-                .with_exit(Exit::CheckFailed),
-        );
-    }
-    if approve && m.evidence.is_empty() {
-        return Err(Failure::usage(format!(
-            "{id}: has no evidence; a proposal without evidence cannot be approved (reject it)"
-        ))
-        .with_exit(Exit::CheckFailed));
-    }
-    let draft = review_draft(
-        &m.task_id,
-        by,
-        "memory.write",
-        &format!("{}/{}", m.fact.scope.as_str(), m.fact.entity),
-        PolicyProfile::Strict,
-        &digest(
-            serde_json::to_string(&m.fact)
-                .unwrap_or_default()
-                .as_bytes(),
-        ),
+    let (signer, _) = keys(&home, out)?;
+    let (m, journal) = craik_host::run::memory::decide_memory(
+        &home,
+        (id, by, reason),
         approve,
-        reason,
-        "",
-    );
-    let review = format!("review_{}", id.trim_start_matches("memprop_"));
-    let journal = review_receipt(&home, &review, draft, out)?;
-    let now = OffsetDateTime::now_utc();
-    m.status = if approve {
-        ProposalStatus::Approved
-    } else {
-        ProposalStatus::Rejected
-    };
-    m.decided_by = Some(by.to_owned());
-    m.decided_at = Some(Timestamp::new(now));
-    m.decision_reason = Some(reason.to_owned());
-    write_memory(&home, &m)?;
+        &signer,
+        OffsetDateTime::now_utc(),
+    )?;
     out.line(format_args!(
         "{id}: {} by {by}; receipt {}",
         m.status.as_str(),

@@ -28,35 +28,35 @@ use craik_kernel::to_hex;
 use crate::confine::Sandbox;
 
 /// Largest file a patch or read loads.
-pub(crate) const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
+pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 /// Captured command output per stream.
-pub(crate) const MAX_CAPTURE: usize = 64 * 1024;
+pub const MAX_CAPTURE: usize = 64 * 1024;
 /// Ceiling on any command's run time.
-pub(crate) const MAX_TIMEOUT: Duration = Duration::from_secs(120);
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(120);
 /// The fixed PATH commands are resolved against and run with.
-pub(crate) const SAFE_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+pub const SAFE_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// `sha256:<hex>` of bytes.
-pub(crate) fn digest(bytes: &[u8]) -> String {
+pub fn digest(bytes: &[u8]) -> String {
     format!("sha256:{}", to_hex(&Sha256::digest(bytes)))
 }
 
 /// The workspace, held as a descriptor of its root directory.
 #[derive(Debug)]
-pub(crate) struct Workspace {
-    pub(crate) root: PathBuf,
+pub struct Workspace {
+    pub root: PathBuf,
     dir: OwnedFd,
 }
 
 /// What a file in the workspace currently holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum FileState {
+pub enum FileState {
     Missing,
     Present(String),
 }
 
 impl FileState {
-    pub(crate) fn hash(&self) -> Option<&str> {
+    pub fn hash(&self) -> Option<&str> {
         match self {
             Self::Missing => None,
             Self::Present(h) => Some(h),
@@ -72,7 +72,7 @@ struct Parent<'a> {
 }
 
 impl Workspace {
-    pub(crate) fn open(root: &Path) -> Result<Self, String> {
+    pub fn open(root: &Path) -> Result<Self, String> {
         let root = root
             .canonicalize()
             .map_err(|e| format!("{}: {e}", root.display()))?;
@@ -131,7 +131,7 @@ impl Workspace {
     }
 
     /// The file's current state.
-    pub(crate) fn state(&self, rel: &str) -> Result<FileState, String> {
+    pub fn state(&self, rel: &str) -> Result<FileState, String> {
         match self.read_bytes(rel)? {
             Some(bytes) => Ok(FileState::Present(digest(&bytes))),
             None => Ok(FileState::Missing),
@@ -165,7 +165,7 @@ impl Workspace {
     }
 
     /// Reads a text file.
-    pub(crate) fn read_text(&self, rel: &str) -> Result<String, String> {
+    pub fn read_text(&self, rel: &str) -> Result<String, String> {
         let bytes = self
             .read_bytes(rel)?
             .ok_or_else(|| format!("`{rel}`: {}", std::io::Error::from(Errno::NOENT)))?;
@@ -173,7 +173,7 @@ impl Workspace {
     }
 
     /// Writes `content` to `rel` atomically.
-    pub(crate) fn write(&self, rel: &str, content: &[u8], tag: &str) -> Result<(), String> {
+    pub fn write(&self, rel: &str, content: &[u8], tag: &str) -> Result<(), String> {
         let parent = self
             .parent(rel, true)?
             .ok_or_else(|| format!("`{rel}`: cannot create its directory"))?;
@@ -229,7 +229,7 @@ fn write_in(parent: Parent<'_>, rel: &str, content: &[u8], tag: &str) -> Result<
 
 /// The start of a write error after which the new bytes were already in place: the outcome
 /// is uncertain, not failed, and recovery checks the bytes.
-pub(crate) const UNCERTAIN_PREFIX: &str = "uncertain: ";
+pub const UNCERTAIN_PREFIX: &str = "uncertain: ";
 
 /// Why opening `name` in `dir` (reached as `shown`) failed, in words.
 fn refusal(dir: &impl AsFd, name: &str, shown: &str, error: Errno) -> String {
@@ -245,10 +245,7 @@ fn refusal(dir: &impl AsFd, name: &str, shown: &str, error: Errno) -> String {
 }
 
 /// Applies exact edits: each `old` must occur exactly once in the text as edited so far.
-pub(crate) fn apply_edits(
-    text: &str,
-    edits: &[craik_contracts::FileEdit],
-) -> Result<String, String> {
+pub fn apply_edits(text: &str, edits: &[craik_contracts::FileEdit]) -> Result<String, String> {
     let mut out = text.to_owned();
     for (i, edit) in edits.iter().enumerate() {
         if edit.old.is_empty() {
@@ -269,18 +266,18 @@ pub(crate) fn apply_edits(
 
 /// A finished command.
 #[derive(Debug, Clone)]
-pub(crate) struct CommandOutcome {
-    pub(crate) program: String,
-    pub(crate) exit_code: Option<i32>,
-    pub(crate) timed_out: bool,
-    pub(crate) stdout: String,
-    pub(crate) stderr: String,
-    pub(crate) truncated: bool,
+pub struct CommandOutcome {
+    pub program: String,
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    pub stdout: String,
+    pub stderr: String,
+    pub truncated: bool,
 }
 
 /// Resolves argv\[0] to an executable path: an absolute path as is, `./x` inside the
 /// workspace, a bare name against [`SAFE_PATH`].
-pub(crate) fn resolve_program(program: &str, workspace: &Path) -> Result<PathBuf, String> {
+pub fn resolve_program(program: &str, workspace: &Path) -> Result<PathBuf, String> {
     let candidate = if program.starts_with('/') {
         Some(PathBuf::from(program))
     } else if program.contains('/') {
@@ -309,15 +306,15 @@ pub(crate) fn resolve_program(program: &str, workspace: &Path) -> Result<PathBuf
 /// Where a command runs: its sandbox, and the fresh, empty `HOME` and `TMPDIR` it gets (outside
 /// the workspace, removed after it, so nothing planted there configures a later command).
 #[derive(Debug, Clone)]
-pub(crate) struct CommandEnv {
-    pub(crate) sandbox: Sandbox,
-    pub(crate) home: PathBuf,
-    pub(crate) tmp: PathBuf,
+pub struct CommandEnv {
+    pub sandbox: Sandbox,
+    pub home: PathBuf,
+    pub tmp: PathBuf,
 }
 
 /// Runs argv in the workspace with a timeout, confined by `env`; output capped. Never through
 /// a shell.
-pub(crate) fn run_command(
+pub fn run_command(
     argv: &[String],
     workspace: &Path,
     timeout: Duration,

@@ -30,51 +30,62 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::exit::Failure;
-use crate::files::write_atomic;
+use crate::Error;
+use crate::fsio::write_atomic;
 
-pub(crate) const EVENTS: &str = "events.jsonl";
-pub(crate) const OUTPUTS: &str = "outputs.jsonl";
-pub(crate) const INPUTS: &str = "inputs.json";
-pub(crate) const RUN: &str = "run.json";
-pub(crate) const HANDOFF: &str = "handoff.json";
-pub(crate) const LOCK: &str = "lock";
-pub(crate) const CANCEL: &str = "cancel";
+pub const EVENTS: &str = "events.jsonl";
+pub const OUTPUTS: &str = "outputs.jsonl";
+pub const INPUTS: &str = "inputs.json";
+pub const RUN: &str = "run.json";
+pub const HANDOFF: &str = "handoff.json";
+pub const LOCK: &str = "lock";
+pub const CANCEL: &str = "cancel";
 
-/// Test hook: `CRAIK_TEST_PAUSE_AT=N` makes the process stop at its N-th durable write (after
-/// the write, before whatever follows it), print `craik-test: paused at N` on stderr and wait
-/// forever, so a test can `kill -9` it at a precise point. Pausing never changes an outcome.
+/// Counts durable writes and fsyncs. With the `crash-points` feature (test builds only), also
+/// the test hook: `CRAIK_TEST_PAUSE_AT=N` makes the process stop at its N-th durable write
+/// (after the write, before whatever follows it), print `craik-test: paused at N` on stderr
+/// and wait forever, so a test can `kill -9` it at a precise point. Pausing never changes an
+/// outcome. Without the feature the variable is never read.
 #[derive(Debug, Default)]
-pub(crate) struct CrashPoints {
+pub struct CrashPoints {
+    #[cfg_attr(
+        not(feature = "crash-points"),
+        allow(dead_code, reason = "the hook is compiled out")
+    )]
     at: Option<u64>,
     count: u64,
     fsyncs: u64,
 }
 
 impl CrashPoints {
-    pub(crate) fn from_env() -> Self {
+    pub fn from_env() -> Self {
+        #[cfg(feature = "crash-points")]
+        let at = std::env::var("CRAIK_TEST_PAUSE_AT")
+            .ok()
+            .and_then(|v| v.parse().ok());
+        #[cfg(not(feature = "crash-points"))]
+        let at = None;
         Self {
-            at: std::env::var("CRAIK_TEST_PAUSE_AT")
-                .ok()
-                .and_then(|v| v.parse().ok()),
+            at,
             count: 0,
             fsyncs: 0,
         }
     }
 
     /// Counts fsyncs (for `craik bench run`).
-    pub(crate) fn synced(&mut self, n: u64) {
+    pub fn synced(&mut self, n: u64) {
         self.fsyncs += n;
     }
 
     /// fsyncs so far.
-    pub(crate) fn fsyncs(&self) -> u64 {
+    pub fn fsyncs(&self) -> u64 {
         self.fsyncs
     }
 
     /// Called after every durable write.
-    pub(crate) fn point(&mut self) {
+    pub fn point(&mut self) {
         self.count += 1;
+        #[cfg(feature = "crash-points")]
         if self.at == Some(self.count) {
             let mut err = io::stderr();
             let _ = writeln!(err, "craik-test: paused at {}", self.count);
@@ -88,44 +99,44 @@ impl CrashPoints {
 
 /// Craik's home (`.craik/` by default).
 #[derive(Debug, Clone)]
-pub(crate) struct Home {
-    pub(crate) root: PathBuf,
+pub struct Home {
+    pub root: PathBuf,
 }
 
 impl Home {
-    pub(crate) fn new(root: &Path) -> Self {
+    pub fn new(root: &Path) -> Self {
         Self {
             root: root.to_owned(),
         }
     }
 
-    pub(crate) fn runs(&self) -> PathBuf {
+    pub fn runs(&self) -> PathBuf {
         self.root.join("runs")
     }
 
-    pub(crate) fn keys(&self) -> PathBuf {
+    pub fn keys(&self) -> PathBuf {
         self.root.join("keys")
     }
 
-    pub(crate) fn memory(&self) -> PathBuf {
+    pub fn memory(&self) -> PathBuf {
         self.root.join("memory")
     }
 
-    pub(crate) fn reviews(&self) -> PathBuf {
+    pub fn reviews(&self) -> PathBuf {
         self.root.join("reviews")
     }
 
     /// The directory of an existing run; the id must be a plain `run_…` name.
-    pub(crate) fn run_dir(&self, run_id: &str) -> Result<RunDir, Failure> {
+    pub fn run_dir(&self, run_id: &str) -> Result<RunDir, Error> {
         if craik_contracts::id_problem(run_id).is_some() || !run_id.starts_with("run_") {
-            return Err(Failure::usage(format!(
+            return Err(Error::usage(format!(
                 "`{}`: not a run id (expected `run_…`)",
                 craik_contracts::Truncated(run_id)
             )));
         }
         let path = self.runs().join(run_id);
         if !path.join(INPUTS).is_file() {
-            return Err(Failure::usage(format!(
+            return Err(Error::usage(format!(
                 "{}: no such run (see `craik runs list --home {}`)",
                 path.display(),
                 self.root.display()
@@ -135,7 +146,7 @@ impl Home {
     }
 
     /// Every run id, sorted.
-    pub(crate) fn run_ids(&self) -> io::Result<Vec<String>> {
+    pub fn run_ids(&self) -> io::Result<Vec<String>> {
         let mut ids = Vec::new();
         match fs::read_dir(self.runs()) {
             Ok(entries) => {
@@ -157,25 +168,25 @@ impl Home {
 
 /// One run's directory.
 #[derive(Debug, Clone)]
-pub(crate) struct RunDir {
-    pub(crate) path: PathBuf,
+pub struct RunDir {
+    pub path: PathBuf,
 }
 
 impl RunDir {
     /// Creates a new run directory; refuses an existing one.
-    pub(crate) fn create(home: &Home, run_id: &str) -> io::Result<Self> {
+    pub fn create(home: &Home, run_id: &str) -> io::Result<Self> {
         fs::create_dir_all(home.runs())?;
         let path = home.runs().join(run_id);
         fs::create_dir(&path)?;
         Ok(Self { path })
     }
 
-    pub(crate) fn file(&self, name: &str) -> PathBuf {
+    pub fn file(&self, name: &str) -> PathBuf {
         self.path.join(name)
     }
 
     /// Appends one JSON line (fsynced when `sync`).
-    pub(crate) fn append<T: Serialize>(&self, name: &str, value: &T, sync: bool) -> io::Result<()> {
+    pub fn append<T: Serialize>(&self, name: &str, value: &T, sync: bool) -> io::Result<()> {
         let mut line = serde_json::to_vec(value).map_err(io::Error::other)?;
         line.push(b'\n');
         let mut file = OpenOptions::new()
@@ -188,7 +199,7 @@ impl RunDir {
 
     /// Reads a JSON-lines file (missing: empty). A torn last line is an error here; recovery
     /// repairs it first with [`RunDir::repair_torn`].
-    pub(crate) fn read_lines<T: DeserializeOwned>(&self, name: &str) -> Result<Vec<T>, String> {
+    pub fn read_lines<T: DeserializeOwned>(&self, name: &str) -> Result<Vec<T>, String> {
         let path = self.file(name);
         let bytes = match fs::read(&path) {
             Ok(b) => b,
@@ -214,7 +225,7 @@ impl RunDir {
 
     /// Moves a torn last line of `name` to `name.torn` and truncates it away. Returns the
     /// number of bytes moved (0: nothing was torn).
-    pub(crate) fn repair_torn(&self, name: &str) -> io::Result<usize> {
+    pub fn repair_torn(&self, name: &str) -> io::Result<usize> {
         let path = self.file(name);
         let bytes = match fs::read(&path) {
             Ok(b) => b,
@@ -240,12 +251,7 @@ impl RunDir {
 
     /// Writes a JSON document atomically (temp file, rename); with `sync`, the file and the
     /// directory are fsynced too.
-    pub(crate) fn write_json<T: Serialize>(
-        &self,
-        name: &str,
-        value: &T,
-        sync: bool,
-    ) -> io::Result<()> {
+    pub fn write_json<T: Serialize>(&self, name: &str, value: &T, sync: bool) -> io::Result<()> {
         let mut text = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
         text.push(b'\n');
         if sync {
@@ -259,7 +265,7 @@ impl RunDir {
     }
 
     /// Reads a JSON document.
-    pub(crate) fn read_json<T: DeserializeOwned>(&self, name: &str) -> Result<T, String> {
+    pub fn read_json<T: DeserializeOwned>(&self, name: &str) -> Result<T, String> {
         read_json(&self.file(name))
     }
 
@@ -267,7 +273,7 @@ impl RunDir {
     /// guard for the life of the driver. The kernel releases it when the process dies, however
     /// it dies, so there is no stale lock to take over and no window between checking and
     /// taking: of two drivers, exactly one gets it.
-    pub(crate) fn lock(&self) -> Result<RunLock, Failure> {
+    pub fn lock(&self) -> Result<RunLock, Error> {
         let path = self.file(LOCK);
         let mut file = OpenOptions::new()
             .read(true)
@@ -275,19 +281,19 @@ impl RunDir {
             .create(true)
             .truncate(false)
             .open(&path)
-            .map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
+            .map_err(|e| Error::usage(format!("{}: {e}", path.display())))?;
         match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {}
             Err(rustix::io::Errno::WOULDBLOCK) => {
                 let pid = fs::read_to_string(&path).unwrap_or_default();
-                return Err(Failure::usage(format!(
+                return Err(Error::usage(format!(
                     "{}: the run is being driven by process {}",
                     self.path.display(),
                     pid.trim()
                 )));
             }
             Err(e) => {
-                return Err(Failure::usage(format!(
+                return Err(Error::usage(format!(
                     "{}: cannot lock: {}",
                     path.display(),
                     io::Error::from(e)
@@ -302,7 +308,7 @@ impl RunDir {
     }
 
     /// The pid written by the live process holding the lock, if one holds it.
-    pub(crate) fn locked_by_live(&self) -> Option<String> {
+    pub fn locked_by_live(&self) -> Option<String> {
         let path = self.file(LOCK);
         let file = File::open(&path).ok()?;
         match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockShared) {
@@ -320,18 +326,18 @@ impl RunDir {
 /// The run's lock, held while this lives (the file stays; removing it would let a second
 /// driver lock a new file while the first still holds the old one).
 #[derive(Debug)]
-pub(crate) struct RunLock {
+pub struct RunLock {
     _file: File,
 }
 
-pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, String> {
+pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, String> {
     let bytes = fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// An i/o failure on `path`, naming it (exit 4: Craik's own files failed it).
 /// An i/o failure on `path` (exit 5): names the path and the cause, and what to do.
-pub(crate) fn io_at(path: &Path) -> impl Fn(io::Error) -> Failure + '_ {
+pub fn io_at(path: &Path) -> impl Fn(io::Error) -> Error + '_ {
     move |e| {
         let advice = match e.kind() {
             io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => "free disk space",
@@ -339,16 +345,16 @@ pub(crate) fn io_at(path: &Path) -> impl Fn(io::Error) -> Failure + '_ {
             io::ErrorKind::ReadOnlyFilesystem => "use a writable home (--home)",
             _ => "check the disk",
         };
-        Failure::usage(format!(
+        Error::usage(format!(
             "{}: {e}; nothing acknowledged was lost: {advice}, then `craik runs recover RUN`",
             path.display()
         ))
-        .with_exit(crate::exit::Exit::Io)
+        .with_kind(crate::ErrorKind::Io)
     }
 }
 
 /// fsync a directory, so a rename or a new entry in it is durable.
-pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
@@ -357,15 +363,14 @@ mod io_tests {
     use super::*;
 
     #[test]
-    fn io_failures_exit_5_naming_the_file_and_the_fix() {
+    fn io_failures_are_io_errors_naming_the_file_and_the_fix() {
         for (kind, advice) in [
             (io::ErrorKind::StorageFull, "free disk space"),
             (io::ErrorKind::PermissionDenied, "permissions"),
             (io::ErrorKind::Other, "check the disk"),
         ] {
             let f = io_at(Path::new("/h/runs/r/receipts.jsonl"))(io::Error::from(kind));
-            assert_eq!(f.exit, crate::exit::Exit::Io);
-            assert_eq!(f.exit.code(), 5);
+            assert_eq!(f.kind, crate::ErrorKind::Io);
             assert!(
                 f.message.starts_with("/h/runs/r/receipts.jsonl: "),
                 "{}",

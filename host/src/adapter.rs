@@ -33,26 +33,26 @@ use crate::run::exec::SAFE_PATH;
 
 /// How an adapter is started.
 #[derive(Debug, Clone)]
-pub(crate) struct AdapterSpec {
-    pub(crate) program: PathBuf,
-    pub(crate) args: Vec<String>,
+pub struct AdapterSpec {
+    pub program: PathBuf,
+    pub args: Vec<String>,
     /// Environment variables passed through (by name) from Craik's own environment.
-    pub(crate) env: Vec<String>,
+    pub env: Vec<String>,
     /// The adapter's working directory (created).
-    pub(crate) cwd: PathBuf,
-    pub(crate) max_line_bytes: usize,
-    pub(crate) initialize_timeout: Duration,
-    pub(crate) step_timeout: Duration,
+    pub cwd: PathBuf,
+    pub max_line_bytes: usize,
+    pub initialize_timeout: Duration,
+    pub step_timeout: Duration,
     /// Craik's home: nothing the adapter may read or write holds it.
-    pub(crate) home: Option<PathBuf>,
+    pub home: Option<PathBuf>,
     /// Refuse to start the adapter unconfined (every profile but `trusted-local`).
-    pub(crate) confinement_required: bool,
+    pub confinement_required: bool,
     /// Paths the operator lets it read besides the defaults (`--adapter-read`).
-    pub(crate) extra_read: Vec<PathBuf>,
+    pub extra_read: Vec<PathBuf>,
 }
 
 impl AdapterSpec {
-    pub(crate) fn new(program: PathBuf, args: Vec<String>, cwd: PathBuf) -> Self {
+    pub fn new(program: PathBuf, args: Vec<String>, cwd: PathBuf) -> Self {
         Self {
             program,
             args,
@@ -71,7 +71,7 @@ impl AdapterSpec {
     /// its interpreter) with the installation each lives in, and the absolute paths on its
     /// command line; it writes only its own working directory. Network is allowed (live
     /// runners talk to their services). Nothing granted holds Craik's home.
-    pub(crate) fn sandbox(&self) -> Result<Sandbox, String> {
+    pub fn sandbox(&self) -> Result<Sandbox, String> {
         let mut read = Vec::new();
         let mut programs = vec![self.program.clone()];
         if let Some(interpreter) = shebang(&self.program) {
@@ -138,9 +138,9 @@ const STDERR_LINES: usize = 50;
 const STDERR_LINE_CHARS: usize = 500;
 
 /// Most events one step may stream; more is a protocol violation (memory stays bounded).
-pub(crate) const MAX_EVENTS_PER_STEP: usize = 1_000;
+pub const MAX_EVENTS_PER_STEP: usize = 1_000;
 /// Most event bytes (lines as received) one step may stream.
-pub(crate) const MAX_EVENT_BYTES_PER_STEP: usize = 4 * 1024 * 1024;
+pub const MAX_EVENT_BYTES_PER_STEP: usize = 4 * 1024 * 1024;
 
 /// Reads an adapter's stderr until it closes, however much it writes and whatever the bytes
 /// (decoded lossily): a reader that stopped would leave the adapter blocked or dead of
@@ -188,7 +188,7 @@ async fn drain_stderr<R: tokio::io::AsyncRead + Unpin>(
 }
 
 /// A running adapter.
-pub(crate) struct Adapter {
+pub struct Adapter {
     runtime: tokio::runtime::Runtime,
     child: tokio::process::Child,
     stdin: Option<tokio::process::ChildStdin>,
@@ -199,9 +199,9 @@ pub(crate) struct Adapter {
     spec: AdapterSpec,
     broken: Option<String>,
     /// What `initialize` returned, once it did.
-    pub(crate) claimed: Option<InitializeResponse>,
+    pub claimed: Option<InitializeResponse>,
     /// Streamed events of the last step.
-    pub(crate) events: Vec<channel::EventParams>,
+    pub events: Vec<channel::EventParams>,
     pending_diagnostics: Vec<String>,
     /// Events and event bytes received in the step in flight.
     events_seen: usize,
@@ -218,7 +218,7 @@ impl std::fmt::Debug for Adapter {
 
 /// A call that did not produce a result.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum CallError {
+pub enum CallError {
     /// The adapter answered with a structured error.
     Structured(ChannelError),
     /// The adapter broke the protocol (or died, or hung); the group has been killed.
@@ -244,7 +244,7 @@ fn redact_line(line: &str) -> String {
 
 impl Adapter {
     /// Starts the adapter process (no handshake yet).
-    pub(crate) fn spawn(spec: AdapterSpec) -> Result<Self, String> {
+    pub fn spawn(spec: AdapterSpec) -> Result<Self, String> {
         std::fs::create_dir_all(&spec.cwd)
             .map_err(|e| format!("{}: cannot create: {e}", spec.cwd.display()))?;
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -303,7 +303,7 @@ impl Adapter {
     }
 
     /// Redacted stderr lines gathered since the last call.
-    pub(crate) fn drain_stderr(&mut self) -> Vec<String> {
+    pub fn drain_stderr(&mut self) -> Vec<String> {
         self.stderr
             .lock()
             .map(|mut kept| kept.drain(..).collect())
@@ -522,10 +522,7 @@ impl Adapter {
     /// The handshake: checks the protocol version, the claimed metadata and matrix, and that
     /// the adapter is who the host expects (both must name `expected.id`; with `None`, they
     /// must name the same runner).
-    pub(crate) fn initialize(
-        &mut self,
-        expected: Option<&RunnerMetadata>,
-    ) -> Result<(), CallError> {
+    pub fn initialize(&mut self, expected: Option<&RunnerMetadata>) -> Result<(), CallError> {
         let id = self.take_id();
         let request = InitializeRequest {
             id,
@@ -574,7 +571,7 @@ impl Adapter {
         id
     }
 
-    pub(crate) fn limits(&self) -> Limits {
+    pub fn limits(&self) -> Limits {
         Limits {
             max_line_bytes: u64::try_from(self.spec.max_line_bytes).unwrap_or(u64::MAX),
             initialize_timeout_ms: u64::try_from(self.spec.initialize_timeout.as_millis())
@@ -584,7 +581,7 @@ impl Adapter {
     }
 
     /// One step.
-    pub(crate) fn step_call(
+    pub fn step_call(
         &mut self,
         request: &RunnerStepRequest,
     ) -> Result<RunnerStepResult, CallError> {
@@ -603,7 +600,7 @@ impl Adapter {
 
     /// Sends raw bytes (conformance tests only) and returns the next line, if any, within
     /// `timeout`.
-    pub(crate) fn raw_exchange(
+    pub fn raw_exchange(
         &mut self,
         bytes: &[u8],
         timeout: Duration,
@@ -634,7 +631,7 @@ impl Adapter {
 
     /// Asks the adapter to shut down; waits up to `grace` for it to exit, then kills the
     /// group. Returns whether it exited cleanly (answered, exit status 0).
-    pub(crate) fn shutdown(&mut self, grace: Duration) -> Result<(), String> {
+    pub fn shutdown(&mut self, grace: Duration) -> Result<(), String> {
         let answered = if self.broken.is_none() {
             let id = self.take_id();
             let request = ShutdownRequest {
@@ -745,13 +742,13 @@ async fn read_lines(stdout: tokio::process::ChildStdout, tx: mpsc::Sender<Incomi
 
 /// A runner behind an adapter process.
 #[derive(Debug)]
-pub(crate) struct AdapterRunner {
+pub struct AdapterRunner {
     spec: AdapterSpec,
     adapter: Option<Adapter>,
 }
 
 impl AdapterRunner {
-    pub(crate) fn new(spec: AdapterSpec) -> Self {
+    pub fn new(spec: AdapterSpec) -> Self {
         Self {
             spec,
             adapter: None,
@@ -812,7 +809,7 @@ impl Drop for AdapterRunner {
 }
 
 /// Where a shipped adapter binary is: beside the running `craik` binary.
-pub(crate) fn shipped(name: &str) -> Result<PathBuf, String> {
+pub fn shipped(name: &str) -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot locate craik: {e}"))?;
     let dir = exe.parent().unwrap_or(Path::new("."));
     let path = dir.join(format!("craik-adapter-{name}"));

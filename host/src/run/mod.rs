@@ -1,9 +1,12 @@
 //! The host runtime of a governed run: what a run is started with, its event journal, the
 //! runner interface, and the driver ([`host`]).
 
-pub(crate) mod exec;
-pub(crate) mod host;
-pub(crate) mod store;
+pub mod approvals;
+pub mod driver;
+pub mod exec;
+pub mod memory;
+pub mod signed;
+pub mod store;
 
 use std::path::PathBuf;
 
@@ -19,52 +22,69 @@ use serde_json::Value;
 /// Everything a run was started with; written once as `inputs.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Inputs {
-    pub(crate) run_id: String,
-    pub(crate) task: TaskRequest,
-    pub(crate) intent: Option<IntentLock>,
-    pub(crate) envelope: Option<PolicyEnvelope>,
-    pub(crate) grants: Vec<CapabilityGrant>,
+pub struct Inputs {
+    pub run_id: String,
+    pub task: TaskRequest,
+    pub intent: Option<IntentLock>,
+    pub envelope: Option<PolicyEnvelope>,
+    pub grants: Vec<CapabilityGrant>,
     /// The runner's name (`fixture`, `codex`, ..., or `adapter:PROGRAM`).
-    pub(crate) runner: String,
+    pub runner: String,
     #[serde(default)]
-    pub(crate) runner_options: crate::cmd::runs::RunnerOptions,
+    pub runner_options: RunnerOptions,
     /// The scenario file (absolute) and the `sha256:` of its bytes, for fixture runners.
     /// The scenario itself is not copied (it is the operator's input and may hold anything);
     /// a resume re-reads it and refuses one that changed.
-    pub(crate) scenario_path: Option<PathBuf>,
-    pub(crate) scenario_digest: Option<String>,
-    pub(crate) profile: PolicyProfile,
-    pub(crate) policies: Option<PathBuf>,
-    pub(crate) custom: Vec<PathBuf>,
+    pub scenario_path: Option<PathBuf>,
+    pub scenario_digest: Option<String>,
+    pub profile: PolicyProfile,
+    pub policies: Option<PathBuf>,
+    pub custom: Vec<PathBuf>,
     /// The policy set hash when the run started (a resume re-decides under the bundle loaded
     /// then, and says so if it differs).
-    pub(crate) policy_set: String,
-    pub(crate) workspace: PathBuf,
-    pub(crate) max_iterations: u32,
-    pub(crate) budget_secs: Option<u64>,
-    pub(crate) shadow: bool,
-    pub(crate) started_at: Timestamp,
+    pub policy_set: String,
+    pub workspace: PathBuf,
+    pub max_iterations: u32,
+    pub budget_secs: Option<u64>,
+    pub shadow: bool,
+    pub started_at: Timestamp,
+}
+
+/// How an adapter runner is configured beyond its name.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunnerOptions {
+    /// The shipped matrix an `adapter:PROGRAM` runs under (default: fixture).
+    #[serde(default)]
+    pub matrix: Option<String>,
+    #[serde(default)]
+    pub step_timeout_secs: Option<u64>,
+    /// Largest line an adapter may write (default 1 MiB).
+    #[serde(default)]
+    pub max_line_bytes: Option<usize>,
+    /// Extra paths the adapter may read (`--adapter-read`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adapter_read: Vec<PathBuf>,
 }
 
 /// An action as the host tracks it: its own id, the runner's proposal.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct ActionRecord {
+pub struct ActionRecord {
     /// `action_<step>_<k>`, assigned by the host (runner ids are only labels).
-    pub(crate) id: String,
-    pub(crate) proposed: ProposedAction,
+    pub id: String,
+    pub proposed: ProposedAction,
     /// Set when the proposal held something secret-looking: the stored copy is redacted and
     /// the action is refused without being decided on its (lost) bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) refused: Option<String>,
+    pub refused: Option<String>,
 }
 
 impl ActionRecord {
     /// What the action touches, as shown to people and written into receipts: a shell
     /// action's argv (as a JSON array: every argument visible, quoted and escaped), never
     /// its free-form `target`; otherwise the target.
-    pub(crate) fn shown(&self) -> String {
+    pub fn shown(&self) -> String {
         match (&self.proposed.argv, &self.proposed.target) {
             (Some(argv), _) => serde_json::to_string(argv).unwrap_or_default(),
             (None, Some(t)) => t.clone(),
@@ -73,7 +93,7 @@ impl ActionRecord {
     }
 
     /// Records a proposal; a secret anywhere in it is redacted out and the action refused.
-    pub(crate) fn new(id: String, mut proposed: ProposedAction) -> Self {
+    pub fn new(id: String, mut proposed: ProposedAction) -> Self {
         let mut found = None;
         let mut clean = |text: &mut String, refuse: bool| {
             let r = craik_kernel::redact_text(text);
@@ -120,21 +140,21 @@ impl ActionRecord {
 /// What happened to an action, as the runner is told in the next step.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Outcome {
-    pub(crate) action: String,
-    pub(crate) label: String,
-    pub(crate) decision: String,
-    pub(crate) ok: bool,
-    pub(crate) summary: String,
+pub struct Outcome {
+    pub action: String,
+    pub label: String,
+    pub decision: String,
+    pub ok: bool,
+    pub summary: String,
     #[serde(default)]
-    pub(crate) output: Option<String>,
-    pub(crate) receipt: String,
+    pub output: Option<String>,
+    pub receipt: String,
 }
 
 /// The run's own journal (`events.jsonl`): the run's state is a fold over it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case", deny_unknown_fields)]
-pub(crate) enum Event {
+pub enum Event {
     StepRequest {
         at: Timestamp,
         request: Box<RunnerStepRequest>,
@@ -183,9 +203,9 @@ pub(crate) enum Event {
 /// The start of a runner error that is a setup failure on the operator's side (the program
 /// cannot start, confinement is unavailable, a live CLI or API key is missing: error code 3),
 /// not something the runner did: it fails the run without calling it a violation.
-pub(crate) const SETUP_FAILED: &str = "runner setup failed: ";
+pub const SETUP_FAILED: &str = "runner setup failed: ";
 
-pub(crate) trait StepRunner {
+pub trait StepRunner {
     /// The handshake, before the first step (adapters: `initialize`).
     fn start(&mut self, expected: &RunnerMetadata) -> Result<(), String> {
         let _ = expected;
@@ -202,12 +222,12 @@ pub(crate) trait StepRunner {
 /// The deterministic scripted runner, in process: answers the request of step *n* (its
 /// `context.step`) with the scenario's step *n*, so it needs no state across a crash.
 #[derive(Debug)]
-pub(crate) struct FixtureStepRunner {
+pub struct FixtureStepRunner {
     scenario: FixtureScenario,
 }
 
 impl FixtureStepRunner {
-    pub(crate) fn new(scenario: FixtureScenario) -> Self {
+    pub fn new(scenario: FixtureScenario) -> Self {
         Self { scenario }
     }
 }
@@ -220,20 +240,20 @@ impl StepRunner for FixtureStepRunner {
 
 /// Serialises one of our own types to a JSON value (`null` if it could not be, which our
 /// types never do).
-pub(crate) fn json<T: Serialize>(value: &T) -> Value {
+pub fn json<T: Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
 /// The reserved parts of a step result's `observed_output`, read strictly.
 #[derive(Debug, Default)]
-pub(crate) struct Directives {
-    pub(crate) actions: Vec<ProposedAction>,
-    pub(crate) memory: Vec<MemoryProposalSpec>,
-    pub(crate) next: Option<NextStep>,
+pub struct Directives {
+    pub actions: Vec<ProposedAction>,
+    pub memory: Vec<MemoryProposalSpec>,
+    pub next: Option<NextStep>,
 }
 
 /// Splits the reserved keys off `observed_output`; a malformed one names its key and why.
-pub(crate) fn directives(observed: &mut Object) -> Result<Directives, String> {
+pub fn directives(observed: &mut Object) -> Result<Directives, String> {
     fn take<T: serde::de::DeserializeOwned>(
         observed: &mut Object,
         key: &str,
@@ -263,16 +283,30 @@ pub(crate) fn directives(observed: &mut Object) -> Result<Directives, String> {
 }
 
 /// Status of a step result that may propose memory.
-pub(crate) fn may_propose(status: ResultStatus) -> bool {
+pub fn may_propose(status: ResultStatus) -> bool {
     matches!(status, ResultStatus::Completed | ResultStatus::Partial)
 }
 
 /// Phases in which a runner may propose side effects.
-pub(crate) fn may_act(phase: Phase) -> bool {
+pub fn may_act(phase: Phase) -> bool {
     phase == Phase::Act
 }
 
 /// A JSON value as compact text (for summaries).
-pub(crate) fn compact(value: &Value) -> String {
+pub fn compact(value: &Value) -> String {
     serde_json::to_string(value).unwrap_or_default()
+}
+
+/// `sha256:` of a set of grants, whatever their order or the files they came in: the
+/// canonical JSON (RFC 8785) array of the grants, each sorted by its own canonical bytes. The
+/// `run.inputs` receipt signs it as `grants_sha256`; `receipts verify --grants` recomputes it.
+pub fn grants_digest(grants: &[CapabilityGrant]) -> String {
+    let mut each: Vec<serde_json::Value> = grants
+        .iter()
+        .filter_map(|g| serde_json::to_value(g).ok())
+        .collect();
+    each.sort_by_cached_key(|v| craik_kernel::canonical_bytes(v).unwrap_or_default());
+    craik_kernel::canonical_bytes(&each)
+        .map(|b| crate::run::exec::digest(&b))
+        .unwrap_or_default()
 }

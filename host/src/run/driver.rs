@@ -8,7 +8,7 @@
 //! decided but not started, *uncertain* (started, no outcome), or done.
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use craik_contracts::{
@@ -22,13 +22,18 @@ use craik_kernel::{
     Mode, Next, ReceiptDraft, ReceiptPayload, RunLoop, RunnerRef, RunnerSupport, TargetPath,
     Verdict, is_terminal, redact_checked, redact_value,
 };
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
-use crate::exit::Failure;
+use crate::Error;
 use crate::journal::JournalFile;
+use crate::run::approvals::{
+    ApprovalRecord, ApprovalStatus, read_approvals, signed_review, write_approval,
+};
 use crate::run::exec::{self, FileState, Workspace};
+use crate::run::memory::write_memory;
+pub use crate::run::signed::{RUN_INPUTS, action_digest, bound_inputs};
 use crate::run::store::{CANCEL, CrashPoints, EVENTS, HANDOFF, Home, OUTPUTS, RUN, RunDir};
 use crate::run::{
     ActionRecord, Event, Inputs, Outcome, StepRunner, compact, directives, json, may_act,
@@ -37,64 +42,12 @@ use crate::run::{
 
 /// Most actions one step may propose (each is decided and receipted: a runner cannot flood
 /// the journal).
-pub(crate) const MAX_ACTIONS_PER_STEP: usize = 64;
+pub const MAX_ACTIONS_PER_STEP: usize = 64;
 /// Most memory proposals one step may make.
-pub(crate) const MAX_MEMORY_PER_STEP: usize = 16;
+pub const MAX_MEMORY_PER_STEP: usize = 16;
 
 /// Receipts between periodic checkpoints.
-pub(crate) const CHECKPOINT_EVERY: u64 = 64;
-
-/// State of an approval request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum ApprovalStatus {
-    Pending,
-    Approved,
-    Denied,
-    Consumed,
-    /// The run ended (cancelled, blocked, ...) before anyone decided: nothing left to approve.
-    Closed,
-}
-
-impl ApprovalStatus {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Self::Pending => "pending",
-            Self::Approved => "approved",
-            Self::Denied => "denied",
-            Self::Consumed => "consumed",
-            Self::Closed => "closed",
-        }
-    }
-}
-
-/// A pending or decided approval, bound to one action's request hash (`approvals/<id>.json`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ApprovalRecord {
-    pub(crate) id: String,
-    pub(crate) run_id: String,
-    pub(crate) task_id: String,
-    pub(crate) runner_id: String,
-    pub(crate) profile: PolicyProfile,
-    pub(crate) action: ActionRecord,
-    pub(crate) request_hash: String,
-    pub(crate) policies: Vec<String>,
-    pub(crate) reasons: Vec<String>,
-    pub(crate) status: ApprovalStatus,
-    pub(crate) requested_at: Timestamp,
-    #[serde(default)]
-    pub(crate) decided_by: Option<String>,
-    #[serde(default)]
-    pub(crate) decided_at: Option<Timestamp>,
-    #[serde(default)]
-    pub(crate) reason: Option<String>,
-    #[serde(default)]
-    pub(crate) expires_at: Option<Timestamp>,
-    /// The review journal that receipted the decision.
-    #[serde(default)]
-    pub(crate) review: Option<String>,
-}
+pub const CHECKPOINT_EVERY: u64 = 64;
 
 /// What the loop does next.
 enum Flow {
@@ -105,30 +58,31 @@ enum Flow {
 /// Counters for the closing summary: steps and side effects from the run's events, verdicts
 /// from its journal.
 #[derive(Debug, Default, Clone, Serialize)]
-pub(crate) struct Tally {
-    pub(crate) steps: usize,
-    pub(crate) allow: usize,
-    pub(crate) approval: usize,
-    pub(crate) deny: usize,
-    pub(crate) executed: usize,
+pub struct Tally {
+    pub steps: usize,
+    pub allow: usize,
+    pub approval: usize,
+    pub deny: usize,
+    pub executed: usize,
 }
 
 /// One run being driven (or recovered).
-pub(crate) struct Host {
-    pub(crate) home: Home,
-    pub(crate) dir: RunDir,
-    pub(crate) inputs: Inputs,
+pub struct Host {
+    pub home: Home,
+    pub dir: RunDir,
+    pub inputs: Inputs,
     bundle: Bundle,
     grants: GrantSet,
     signer: Ed25519Signer,
     journal: JournalWriter,
     journal_file: JournalFile,
-    pub(crate) machine: RunLoop,
+    pub machine: RunLoop,
     runner: Box<dyn StepRunner>,
     matrix: craik_contracts::RunnerCapabilityMatrix,
     /// The runner's handshake is done (lazily, before its first step).
     runner_started: bool,
     workspace: Workspace,
+    clock: std::sync::Arc<dyn crate::Clock>,
     crash: CrashPoints,
     step_count: usize,
     pending: Vec<ActionRecord>,
@@ -145,7 +99,7 @@ pub(crate) struct Host {
     output_ids: HashSet<String>,
     halted: Option<(TaskRunStatus, String)>,
     closed: bool,
-    pub(crate) notes: Vec<String>,
+    pub notes: Vec<String>,
 }
 
 impl std::fmt::Debug for Host {
@@ -154,10 +108,6 @@ impl std::fmt::Debug for Host {
             .field("run", &self.inputs.run_id)
             .finish_non_exhaustive()
     }
-}
-
-fn now() -> OffsetDateTime {
-    OffsetDateTime::now_utc()
 }
 
 fn ts(at: OffsetDateTime) -> Timestamp {
@@ -172,30 +122,36 @@ fn suffix(run_id: &str) -> &str {
 }
 
 /// The bundle, grants and key a run needs, loaded by the caller.
-pub(crate) struct Setup {
-    pub(crate) bundle: Bundle,
-    pub(crate) grants: GrantSet,
-    pub(crate) signer: Ed25519Signer,
-    pub(crate) keys: KeyRing,
+pub struct Setup {
+    pub bundle: Bundle,
+    pub grants: GrantSet,
+    pub signer: Ed25519Signer,
+    pub keys: KeyRing,
     /// The runner, and its capability matrix (trusted data: identity, trust, support).
-    pub(crate) runner: Box<dyn StepRunner>,
-    pub(crate) matrix: craik_contracts::RunnerCapabilityMatrix,
+    pub runner: Box<dyn StepRunner>,
+    pub matrix: craik_contracts::RunnerCapabilityMatrix,
+    /// Where the run's time comes from (every receipt, state change and decision).
+    pub clock: std::sync::Arc<dyn crate::Clock>,
+}
+
+impl std::fmt::Debug for Setup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Setup")
+            .field("policy_set", &self.bundle.hash())
+            .field("runner", &self.matrix.runner.id)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Host {
     /// Starts a new run in a fresh directory.
-    pub(crate) fn start(
-        home: Home,
-        dir: RunDir,
-        inputs: Inputs,
-        setup: Setup,
-    ) -> Result<Self, Failure> {
+    pub fn start(home: Home, dir: RunDir, inputs: Inputs, setup: Setup) -> Result<Self, Error> {
         let run_id = inputs.run_id.clone();
         let journal_file = JournalFile::create(&dir.path).map_err(io(&dir.path))?;
         dir.write_json(crate::run::store::INPUTS, &inputs, true)
             .map_err(io(&dir.path))?;
         let run = initial_run(&inputs);
-        let workspace = Workspace::open(&inputs.workspace).map_err(Failure::usage)?;
+        let workspace = Workspace::open(&inputs.workspace).map_err(Error::usage)?;
         let budget = budget_of(&inputs);
         let mut host = Self::assemble(
             home,
@@ -207,9 +163,10 @@ impl Host {
             RunLoop::new(run, budget),
             workspace,
         );
+        let at = host.clock.now();
         host.machine
-            .start(now())
-            .map_err(|e| Failure::internal(e.to_string()))?;
+            .start(at)
+            .map_err(|e| Error::internal(e.to_string()))?;
         // The run's first receipt binds inputs.json (task, profile, grants, envelope, intent
         // lock, workspace, runner) to the signed journal: a resume refuses edited inputs.
         let path = host.dir.file(crate::run::store::INPUTS);
@@ -235,6 +192,7 @@ impl Host {
         Self {
             runner: setup.runner,
             matrix: setup.matrix,
+            clock: setup.clock,
             runner_started: false,
             journal,
             home,
@@ -266,12 +224,12 @@ impl Host {
 
     /// Reopens an existing run from its journals: repairs torn tails, verifies the receipts,
     /// replays the events, and classifies every action of the last act step.
-    pub(crate) fn recover(home: Home, dir: RunDir, setup: Setup) -> Result<Self, Failure> {
+    pub fn recover(home: Home, dir: RunDir, setup: Setup) -> Result<Self, Error> {
         let inputs: Inputs = dir
             .read_json(crate::run::store::INPUTS)
-            .map_err(|e| Failure::invalid(e, Vec::new()))?;
+            .map_err(|e| Error::invalid(e, Vec::new()))?;
         let mut notes = Vec::new();
-        for name in [EVENTS, OUTPUTS, crate::cmd::receipts::JOURNAL_NAME] {
+        for name in [EVENTS, OUTPUTS, crate::journal::JOURNAL_NAME] {
             let torn = dir.repair_torn(name).map_err(io(&dir.path))?;
             if torn > 0 {
                 notes.push(format!(
@@ -279,7 +237,7 @@ impl Host {
                 ));
             }
         }
-        let journal_path = dir.file(crate::cmd::receipts::JOURNAL_NAME);
+        let journal_path = dir.file(crate::journal::JOURNAL_NAME);
         let bytes = std::fs::read(&journal_path).map_err(io(&journal_path))?;
         let receipts = decode_receipts(&bytes);
         let closed = receipts.closed;
@@ -288,7 +246,7 @@ impl Host {
         } else {
             JournalWriter::resume(&inputs.run_id, &bytes, &setup.keys, CHECKPOINT_EVERY).map_err(
                 |why| {
-                    Failure::invalid(
+                    Error::invalid(
                         format!(
                             "{}: cannot continue the journal: {why}",
                             journal_path.display()
@@ -301,14 +259,14 @@ impl Host {
         let journal_file = JournalFile::open(&dir.path).map_err(io(&dir.path))?;
         let events: Vec<Event> = dir
             .read_lines(EVENTS)
-            .map_err(|e| Failure::invalid(e, Vec::new()))?;
+            .map_err(|e| Error::invalid(e, Vec::new()))?;
         let output_ids: HashSet<String> = dir
             .read_lines::<RunOutput>(OUTPUTS)
-            .map_err(|e| Failure::invalid(e, Vec::new()))?
+            .map_err(|e| Error::invalid(e, Vec::new()))?
             .into_iter()
             .map(|o| o.id)
             .collect();
-        let workspace = Workspace::open(&inputs.workspace).map_err(Failure::usage)?;
+        let workspace = Workspace::open(&inputs.workspace).map_err(Error::usage)?;
         let budget = budget_of(&inputs);
         let mut run = initial_run(&inputs);
         run.status = TaskRunStatus::Running;
@@ -341,7 +299,7 @@ impl Host {
         Ok(host)
     }
 
-    fn replay(&mut self, events: Vec<Event>) -> Result<(), Failure> {
+    fn replay(&mut self, events: Vec<Event>) -> Result<(), Error> {
         for event in events {
             match event {
                 Event::StepRequest { .. } => {}
@@ -363,7 +321,7 @@ impl Host {
                     self.machine
                         .accept(result.phase, result.status, next, at.get())
                         .map_err(|e| {
-                            Failure::invalid(
+                            Error::invalid(
                                 format!("{}: replay refused: {e}", self.dir.file(EVENTS).display()),
                                 Vec::new(),
                             )
@@ -396,7 +354,7 @@ impl Host {
     }
 
     /// Steps answered and side effects performed so far (verdicts come from the journal).
-    pub(crate) fn tally(&self) -> Tally {
+    pub fn tally(&self) -> Tally {
         Tally {
             steps: self.step_result_ids.len(),
             executed: self.all_outcomes.iter().filter(|o| o.ok).count(),
@@ -405,13 +363,13 @@ impl Host {
     }
 
     /// True when the run ended for good (handoff written, journal closed).
-    pub(crate) fn is_final(&self) -> bool {
+    pub fn is_final(&self) -> bool {
         self.halted.is_some()
     }
 
     /// Resolves what a crash left behind: finishes an interrupted finalisation, and records
     /// every uncertain action (decided, started, no outcome). Returns what it found.
-    pub(crate) fn settle(&mut self) -> Result<Vec<String>, Failure> {
+    pub fn settle(&mut self) -> Result<Vec<String>, Error> {
         let mut found = std::mem::take(&mut self.notes);
         let run = self.machine.run();
         if self.halted.is_none() && run.ended_at.is_some() {
@@ -538,7 +496,7 @@ impl Host {
             return Ok(found);
         }
         if !found.is_empty() || self.machine.run().status == TaskRunStatus::Running {
-            let at = now();
+            let at = self.clock.now();
             self.event(&Event::Recovered {
                 at: ts(at),
                 notes: found.clone(),
@@ -552,7 +510,7 @@ impl Host {
     }
 
     /// Continues a parked or recovered run: a pending approval refuses; a denied one halts.
-    pub(crate) fn reopen(&mut self) -> Result<(), Failure> {
+    pub fn reopen(&mut self) -> Result<(), Error> {
         if self.is_final() {
             return Ok(());
         }
@@ -568,11 +526,11 @@ impl Host {
                 .iter()
                 .find(|a| a.status == ApprovalStatus::Pending)
             {
-                return Err(Failure::usage(format!(
+                return Err(Error::usage(format!(
                     "approval {} is still pending: `craik approvals approve {} --by user:NAME --reason TEXT` (or deny)",
                     pending.id, pending.id
                 ))
-                .with_exit(crate::exit::Exit::CheckFailed));
+                .with_kind(crate::ErrorKind::Refused));
             }
             if let Some(denied) = parked_for
                 .iter()
@@ -589,7 +547,7 @@ impl Host {
                 return Ok(());
             }
         }
-        let at = now();
+        let at = self.clock.now();
         self.event(&Event::Reopened {
             at: ts(at),
             why: format!("resumed from {}", status.as_str()),
@@ -599,7 +557,7 @@ impl Host {
     }
 
     /// Drives the run until it halts or parks.
-    pub(crate) fn drive(&mut self, progress: &mut dyn FnMut(&str)) -> Result<(), Failure> {
+    pub fn drive(&mut self, progress: &mut dyn FnMut(&str)) -> Result<(), Error> {
         loop {
             if self.is_final() {
                 return Ok(());
@@ -616,7 +574,7 @@ impl Host {
                     Flow::Stop => return Ok(()),
                 }
             }
-            match self.machine.gate(now()) {
+            match self.machine.gate(self.clock.now()) {
                 Gate::Over => return Ok(()),
                 Gate::Stop(status, reason) => return self.halt(status, reason),
                 Gate::Ask(phase) => {
@@ -633,7 +591,7 @@ impl Host {
         }
     }
 
-    fn event(&mut self, event: &Event) -> Result<(), Failure> {
+    fn event(&mut self, event: &Event) -> Result<(), Error> {
         self.dir
             .append(EVENTS, event, true)
             .map_err(io(&self.dir.path))?;
@@ -645,7 +603,7 @@ impl Host {
     /// A step request is recorded for the audit trail only: a crash that loses it loses
     /// nothing (the step is asked again), so it is not fsynced on its own; the next fsync of
     /// the same file makes it durable.
-    fn event_unsynced(&mut self, event: &Event) -> Result<(), Failure> {
+    fn event_unsynced(&mut self, event: &Event) -> Result<(), Error> {
         self.dir
             .append(EVENTS, event, false)
             .map_err(io(&self.dir.path))?;
@@ -655,7 +613,7 @@ impl Host {
 
     /// `run.json` is derived from the events (recovery rewrites it), so it is replaced
     /// atomically but fsynced only when the run parks or ends.
-    fn save_run(&mut self) -> Result<(), Failure> {
+    fn save_run(&mut self) -> Result<(), Error> {
         let sync = self.machine.run().status != TaskRunStatus::Running;
         self.dir
             .write_json(RUN, self.machine.run(), sync)
@@ -668,7 +626,7 @@ impl Host {
     }
 
     /// Appends signed journal bytes, fsynced.
-    fn journal_line(&mut self, line: &[u8]) -> Result<(), Failure> {
+    fn journal_line(&mut self, line: &[u8]) -> Result<(), Error> {
         self.journal_file
             .append(line)
             .map_err(io(self.journal_file.path()))?;
@@ -677,12 +635,12 @@ impl Host {
         Ok(())
     }
 
-    fn receipt(&mut self, draft: ReceiptDraft) -> Result<String, Failure> {
+    fn receipt(&mut self, draft: ReceiptDraft) -> Result<String, Error> {
         let id = self.journal.next_id();
         let line = self
             .journal
-            .append(draft, now(), &self.signer)
-            .map_err(|e| Failure::internal(format!("receipt: {e}")))?;
+            .append(draft, self.clock.now(), &self.signer)
+            .map_err(|e| Error::internal(format!("receipt: {e}")))?;
         self.machine.note_receipt(id.clone());
         self.journal_line(&line)?;
         Ok(id)
@@ -732,11 +690,11 @@ impl Host {
             ),
             context,
             redaction_required: true,
-            created_at: ts(now()),
+            created_at: ts(self.clock.now()),
         }
     }
 
-    fn step(&mut self, phase: Phase) -> Result<Flow, Failure> {
+    fn step(&mut self, phase: Phase) -> Result<Flow, Error> {
         let request = self.request_for(phase);
         self.event_unsynced(&Event::StepRequest {
             at: request.created_at,
@@ -825,7 +783,7 @@ impl Host {
         result.diagnostics.extend(diagnostics);
         result.redacted = true;
         self.write_output(&result, &actions, receipt_ids)?;
-        let at = now();
+        let at = self.clock.now();
         self.event(&Event::StepResult {
             at: ts(at),
             result: Box::new(result.clone()),
@@ -851,7 +809,8 @@ impl Host {
             if self.machine.run().status == TaskRunStatus::Completed
                 && let Some((status, why)) = self.unmet_obligations()
             {
-                self.machine.refuse_completion(status, why, now());
+                self.machine
+                    .refuse_completion(status, why, self.clock.now());
             }
             let status = self.machine.run().status;
             let reason = self.machine.run().stop_reason.clone().unwrap_or(reason);
@@ -871,7 +830,7 @@ impl Host {
         result: &RunnerStepResult,
         actions: &[ActionRecord],
         receipt_ids: Vec<String>,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), Error> {
         let mut observed = result.observed_output.clone();
         if !actions.is_empty() {
             let listed: Vec<Value> = actions
@@ -919,7 +878,7 @@ impl Host {
     }
 
     /// A channel/contract violation by the runner: a denying kernel receipt, run failed.
-    fn violation(&mut self, request: &RunnerStepRequest, why: &str) -> Result<Flow, Failure> {
+    fn violation(&mut self, request: &RunnerStepRequest, why: &str) -> Result<Flow, Error> {
         let why = redact_checked(why)
             .map(|r| r.text)
             .unwrap_or_else(|what| format!("(diagnostic withheld: it held {what})"));
@@ -1123,11 +1082,11 @@ impl Host {
     /// expiry) comes from the signed review receipt, never from the plain approval file, so
     /// editing `approvals/<id>.json` grants nothing. Single use comes from the run's own
     /// journal (`used_approvals`).
-    fn approvals_as_facts(&self) -> Result<Vec<Approval>, Failure> {
+    fn approvals_as_facts(&self) -> Result<Vec<Approval>, Error> {
         use craik_kernel::Signer as _;
         let mut ring = KeyRing::new();
         ring.add(&self.signer.public_key())
-            .map_err(|e| Failure::internal(format!("signing key: {e}")))?;
+            .map_err(|e| Error::internal(format!("signing key: {e}")))?;
         Ok(self
             .approvals()?
             .into_iter()
@@ -1150,12 +1109,12 @@ impl Host {
             .collect())
     }
 
-    fn process_actions(&mut self) -> Result<Flow, Failure> {
+    fn process_actions(&mut self) -> Result<Flow, Error> {
         while let Some(action) = self.pending.first().cloned() {
             let approvals = self.approvals_as_facts()?;
             let request = self.decision_request(&action, approvals.clone());
             let options = DecideOptions {
-                now: now(),
+                now: self.clock.now(),
                 workspace_root: self.workspace_root(),
                 mode: self.mode(),
             };
@@ -1274,9 +1233,9 @@ impl Host {
         Ok(Flow::Go)
     }
 
-    fn record_outcome(&mut self, outcome: Outcome) -> Result<(), Failure> {
+    fn record_outcome(&mut self, outcome: Outcome) -> Result<(), Error> {
         self.event(&Event::Outcome {
-            at: ts(now()),
+            at: ts(self.clock.now()),
             outcome: outcome.clone(),
         })?;
         self.pending.retain(|a| a.id != outcome.action);
@@ -1291,7 +1250,7 @@ impl Host {
         ok: bool,
         summary: &str,
         output: Option<String>,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), Error> {
         let request = self.decision_request(action, Vec::new());
         let hash = craik_kernel::request_hash(&self.bundle, &request, &self.workspace_root())
             .unwrap_or_default();
@@ -1334,7 +1293,7 @@ impl Host {
     }
 
     /// Performs an allowed action, write-ahead: the decision receipt is already on disk.
-    fn execute(&mut self, action: &ActionRecord, verdict: &Verdict) -> Result<(), Failure> {
+    fn execute(&mut self, action: &ActionRecord, verdict: &Verdict) -> Result<(), Error> {
         let p = action.proposed.clone();
         let root = self.workspace_root();
         let target = match p.target.as_deref().map(|t| TargetPath::normalize(&root, t)) {
@@ -1356,7 +1315,7 @@ impl Host {
         match effect {
             Some(Effect::ReadFile) => {
                 self.event(&Event::Executing {
-                    at: ts(now()),
+                    at: ts(self.clock.now()),
                     action: action.id.clone(),
                     pre: None,
                     post: None,
@@ -1403,7 +1362,7 @@ impl Host {
                 };
                 let post = exec::digest(new_text.as_bytes());
                 self.event(&Event::Executing {
-                    at: ts(now()),
+                    at: ts(self.clock.now()),
                     action: action.id.clone(),
                     pre: pre.hash().map(str::to_owned),
                     post: Some(post.clone()),
@@ -1456,7 +1415,7 @@ impl Host {
                 };
                 let confinement = env.sandbox.describe();
                 self.event(&Event::Executing {
-                    at: ts(now()),
+                    at: ts(self.clock.now()),
                     action: action.id.clone(),
                     pre: None,
                     post: None,
@@ -1528,11 +1487,7 @@ impl Host {
         Ok(exec::CommandEnv { sandbox, home, tmp })
     }
 
-    fn park_for_approval(
-        &mut self,
-        action: &ActionRecord,
-        verdict: &Verdict,
-    ) -> Result<(), Failure> {
+    fn park_for_approval(&mut self, action: &ActionRecord, verdict: &Verdict) -> Result<(), Error> {
         let existing = self.approvals()?;
         let n = existing.iter().filter(|a| a.action.id == action.id).count();
         let id = format!(
@@ -1551,7 +1506,7 @@ impl Host {
             policies: verdict.determining.clone(),
             reasons: verdict.reasons.clone(),
             status: ApprovalStatus::Pending,
-            requested_at: ts(now()),
+            requested_at: ts(self.clock.now()),
             decided_by: None,
             decided_at: None,
             reason: None,
@@ -1569,7 +1524,7 @@ impl Host {
             action.proposed.capability,
             action.shown()
         );
-        let at = now();
+        let at = self.clock.now();
         self.event(&Event::Parked {
             at: ts(at),
             reason: reason.clone(),
@@ -1579,26 +1534,26 @@ impl Host {
         // A checkpoint, so a truncation of what is written is caught while the journal is open.
         let line = self
             .journal
-            .checkpoint_now(now(), &self.signer)
-            .map_err(|e| Failure::internal(format!("checkpoint: {e}")))?;
+            .checkpoint_now(self.clock.now(), &self.signer)
+            .map_err(|e| Error::internal(format!("checkpoint: {e}")))?;
         self.journal_line(&line)?;
         self.save_run()
     }
 
     /// Halts the run for good: event, then finalisation.
-    pub(crate) fn halt(&mut self, status: TaskRunStatus, reason: String) -> Result<(), Failure> {
-        self.machine.halt(status, reason, now());
+    pub fn halt(&mut self, status: TaskRunStatus, reason: String) -> Result<(), Error> {
+        self.machine.halt(status, reason, self.clock.now());
         let status = self.machine.run().status;
         let reason = self.machine.run().stop_reason.clone().unwrap_or_default();
         self.finish_halt(status, reason)
     }
 
-    fn finish_halt(&mut self, status: TaskRunStatus, reason: String) -> Result<(), Failure> {
+    fn finish_halt(&mut self, status: TaskRunStatus, reason: String) -> Result<(), Error> {
         if self.halted.is_some() {
             return Ok(());
         }
         self.event(&Event::Halted {
-            at: ts(now()),
+            at: ts(self.clock.now()),
             status,
             reason: reason.clone(),
         })?;
@@ -1607,14 +1562,14 @@ impl Host {
     }
 
     /// Closes the journal, writes the handoff, links memory proposals to it, saves the run.
-    fn finalize(&mut self, status: TaskRunStatus, reason: &str) -> Result<(), Failure> {
+    fn finalize(&mut self, status: TaskRunStatus, reason: &str) -> Result<(), Error> {
         let handoff_id = format!("handoff_{}", suffix(&self.inputs.run_id));
         self.machine.set_handoff(handoff_id.clone());
         if !self.closed {
             let line = self
                 .journal
-                .close(now(), &self.signer)
-                .map_err(|e| Failure::internal(format!("closing the journal: {e}")))?;
+                .close(self.clock.now(), &self.signer)
+                .map_err(|e| Error::internal(format!("closing the journal: {e}")))?;
             self.closed = true;
             self.journal_line(&line)?;
         }
@@ -1766,7 +1721,7 @@ impl Host {
             next_steps,
             receipt_ids: run.receipt_ids.clone(),
             memory_proposal_ids: self.memory_ids.clone(),
-            created_at: ts(now()),
+            created_at: ts(self.clock.now()),
         }
     }
 
@@ -1789,7 +1744,7 @@ impl Host {
         step: usize,
         k: usize,
         spec: &MemoryProposalSpec,
-    ) -> Result<Option<(String, String)>, Failure> {
+    ) -> Result<Option<(String, String)>, Error> {
         let id = format!("memprop_{}_{step}_{k}", suffix(&self.inputs.run_id));
         let action = ActionRecord::new(
             id.clone(),
@@ -1807,7 +1762,7 @@ impl Host {
         );
         let request = self.decision_request(&action, Vec::new());
         let options = DecideOptions {
-            now: now(),
+            now: self.clock.now(),
             workspace_root: self.workspace_root(),
             mode: self.mode(),
         };
@@ -1878,11 +1833,11 @@ impl Host {
         Ok(Some((id, receipt)))
     }
 
-    fn approvals(&self) -> Result<Vec<ApprovalRecord>, Failure> {
+    fn approvals(&self) -> Result<Vec<ApprovalRecord>, Error> {
         read_approvals(&self.dir)
     }
 
-    fn set_approval_status(&mut self, id: &str, status: ApprovalStatus) -> Result<(), Failure> {
+    fn set_approval_status(&mut self, id: &str, status: ApprovalStatus) -> Result<(), Error> {
         if let Some(mut record) = self.approvals()?.into_iter().find(|a| a.id == id) {
             record.status = status;
             write_approval(&self.dir, &record)?;
@@ -1893,12 +1848,12 @@ impl Host {
     }
 
     /// fsyncs this process made for the run.
-    pub(crate) fn fsyncs(&self) -> u64 {
+    pub fn fsyncs(&self) -> u64 {
         self.crash.fsyncs()
     }
 
     /// The run's receipts journal path.
-    pub(crate) fn journal_path(&self) -> PathBuf {
+    pub fn journal_path(&self) -> PathBuf {
         self.journal_file.path().to_owned()
     }
 }
@@ -2098,83 +2053,6 @@ struct Indexed {
     closed: bool,
 }
 
-/// `sha256:` of an action record's canonical JSON (RFC 8785).
-pub(crate) fn action_digest(action: &ActionRecord) -> String {
-    craik_kernel::canonical_bytes(action)
-        .map(|b| exec::digest(&b))
-        .unwrap_or_default()
-}
-
-/// Checks that an approval file shows the action its run's journal decided: the run's
-/// journal verifies under `keys`, and its requires-approval receipt for the same request hash
-/// names the sha256 of exactly this action. Otherwise the file was edited after the park.
-pub(crate) fn approval_bound(
-    dir: &RunDir,
-    record: &ApprovalRecord,
-    keys: &KeyRing,
-) -> Result<(), String> {
-    let want = action_digest(&record.action);
-    let signed = verified_receipts(dir, keys)?.into_iter().any(|r| {
-        r.decision == Decision::RequiresApproval
-            && r.request_hash == record.request_hash
-            && r.action.as_deref() == Some(record.action.id.as_str())
-            && r.result
-                .metadata
-                .0
-                .get("action_sha256")
-                .and_then(Value::as_str)
-                == Some(want.as_str())
-    });
-    if signed {
-        Ok(())
-    } else {
-        Err(format!(
-            "approval {}: its action ({want}) is not the one the run's journal parked; the file was changed",
-            record.id
-        ))
-    }
-}
-
-/// The run's journal, whole lines only (a torn tail is recovery's to repair), verified under
-/// `keys` (open allowed), decoded to its receipts; the error names the failure.
-fn verified_receipts(dir: &RunDir, keys: &KeyRing) -> Result<Vec<ReceiptPayload>, String> {
-    let path = dir.file(crate::cmd::receipts::JOURNAL_NAME);
-    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let whole = bytes
-        .iter()
-        .rposition(|b| *b == b'\n')
-        .and_then(|end| bytes.get(..=end))
-        .unwrap_or_default();
-    let report = craik_kernel::verify_journal_with(
-        whole,
-        keys,
-        craik_kernel::VerifyOptions {
-            allow_open: true,
-            ..craik_kernel::VerifyOptions::default()
-        },
-        &mut |_, _| {},
-    );
-    if let Some(f) = report.failure {
-        return Err(format!(
-            "{}:{}: the run's journal does not verify ({}: {})",
-            path.display(),
-            f.line,
-            f.what,
-            f.why
-        ));
-    }
-    Ok(crate::cmd::receipts::decode_all(whole)
-        .into_iter()
-        .filter_map(|(_, d)| match d {
-            crate::cmd::receipts::Decoded::Receipt(r) => Some(*r),
-            _ => None,
-        })
-        .collect())
-}
-
-/// The capability a run's first receipt names: it binds `inputs.json` to the journal.
-pub(crate) const RUN_INPUTS: &str = "run.inputs";
-
 /// The first receipt of a run: `request_hash` is the `sha256:` of the exact bytes of
 /// `inputs.json`; the metadata names the hashes of its parts an auditor cares about.
 fn inputs_draft(inputs: &Inputs, bytes: &[u8], actor: &str) -> ReceiptDraft {
@@ -2185,7 +2063,7 @@ fn inputs_draft(inputs: &Inputs, bytes: &[u8], actor: &str) -> ReceiptDraft {
         .insert("inputs_sha256".into(), json!(exec::digest(bytes)));
     metadata.0.insert(
         "grants_sha256".into(),
-        json!(crate::bundle::grants_digest(&inputs.grants)),
+        json!(crate::run::grants_digest(&inputs.grants)),
     );
     metadata.0.insert(
         "envelope_sha256".into(),
@@ -2240,106 +2118,6 @@ fn inputs_draft(inputs: &Inputs, bytes: &[u8], actor: &str) -> ReceiptDraft {
     }
 }
 
-/// Reads `inputs.json` only if its bytes are the ones the run's first signed receipt names.
-pub(crate) fn bound_inputs(dir: &RunDir, keys: &KeyRing) -> Result<Inputs, Failure> {
-    let path = dir.file(crate::run::store::INPUTS);
-    let bytes = std::fs::read(&path).map_err(io(&path))?;
-    let first = verified_receipts(dir, keys)
-        .map_err(|why| Failure::invalid(format!("{why}; it cannot be continued"), Vec::new()))?
-        .into_iter()
-        .next();
-    let digest = exec::digest(&bytes);
-    match first {
-        Some(r) if r.capability == RUN_INPUTS && r.request_hash == digest => {}
-        Some(r) if r.capability == RUN_INPUTS => {
-            return Err(Failure::invalid(
-                format!(
-                    "{}: changed since the run started ({digest}; the run's first signed receipt names {}); a run continues only with the inputs it started with",
-                    path.display(),
-                    r.request_hash
-                ),
-                Vec::new(),
-            ));
-        }
-        _ => {
-            return Err(Failure::invalid(
-                format!(
-                    "{}: no signed receipt binds these inputs (the run stopped before its first receipt, or its journal was replaced); nothing was done, start a new run",
-                    path.display()
-                ),
-                Vec::new(),
-            ));
-        }
-    }
-    serde_json::from_slice(&bytes)
-        .map_err(|e| Failure::invalid(format!("{}: {e}", path.display()), Vec::new()))
-}
-
-/// What a verified review journal says about one approval.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SignedReview {
-    pub(crate) request_hash: String,
-    pub(crate) approved_by: String,
-    pub(crate) profile: PolicyProfile,
-    pub(crate) task_id: String,
-    pub(crate) expires_at: Option<Timestamp>,
-    /// The reviewer's reason, as signed.
-    pub(crate) reason: String,
-    /// When the review was signed.
-    pub(crate) reviewed_at: String,
-}
-
-/// The approving review of approval `id` for run `run_id`, from its signed, closed review
-/// journal (`reviews/<id>/`), verified with `ring`; `None` when there is none, it does not
-/// verify, it denies, or it names another approval or run.
-pub(crate) fn signed_review(
-    home: &Home,
-    ring: &KeyRing,
-    id: &str,
-    run_id: &str,
-) -> Option<SignedReview> {
-    let path = home
-        .reviews()
-        .join(id)
-        .join(crate::cmd::receipts::JOURNAL_NAME);
-    let bytes = std::fs::read(path).ok()?;
-    let report = craik_kernel::verify_journal(&bytes, ring, None);
-    if !report.is_valid() || !report.closed || report.receipts != 1 {
-        return None;
-    }
-    let receipt = crate::cmd::receipts::decode_all(&bytes)
-        .into_iter()
-        .find_map(|(_, d)| match d {
-            crate::cmd::receipts::Decoded::Receipt(r) => Some(r),
-            _ => None,
-        })?;
-    let meta = &receipt.result.metadata.0;
-    let text = |k: &str| meta.get(k).and_then(Value::as_str);
-    let approved_by = receipt.decided_by.by.clone();
-    let valid = receipt.decision == Decision::Allow
-        && receipt.decided_by.kind == DecidedByKind::Approval
-        && receipt.action.as_deref() == Some(id)
-        && text("approval") == Some(id)
-        && text("run_id") == Some(run_id)
-        && approved_by.starts_with("user:");
-    if !valid {
-        return None;
-    }
-    let expires_at = match meta.get("expires_at") {
-        Some(Value::String(t)) => Some(serde_json::from_value(json!(t)).ok()?),
-        _ => None,
-    };
-    Some(SignedReview {
-        request_hash: receipt.request_hash.clone(),
-        approved_by,
-        profile: receipt.policy_profile,
-        task_id: receipt.task_id.clone(),
-        expires_at,
-        reason: receipt.reason.clone(),
-        reviewed_at: receipt.created_at.clone(),
-    })
-}
-
 fn decode_receipts(bytes: &[u8]) -> Indexed {
     let mut out = Indexed {
         by_action: BTreeMap::new(),
@@ -2347,9 +2125,9 @@ fn decode_receipts(bytes: &[u8]) -> Indexed {
         ids: Vec::new(),
         closed: false,
     };
-    for (_, decoded) in crate::cmd::receipts::decode_all(bytes) {
+    for (_, decoded) in crate::journal::decode_all(bytes) {
         match decoded {
-            crate::cmd::receipts::Decoded::Receipt(r) => {
+            crate::journal::Decoded::Receipt(r) => {
                 if r.decided_by.kind == DecidedByKind::Approval
                     && let Some((_, id)) = r.decided_by.by.rsplit_once(" via ")
                 {
@@ -2360,53 +2138,13 @@ fn decode_receipts(bytes: &[u8]) -> Indexed {
                     out.by_action.entry(action).or_default().push(*r);
                 }
             }
-            crate::cmd::receipts::Decoded::Checkpoint { is_final } => {
+            crate::journal::Decoded::Checkpoint { is_final } => {
                 if is_final {
                     out.closed = true;
                 }
             }
-            crate::cmd::receipts::Decoded::Unreadable => {}
+            crate::journal::Decoded::Unreadable => {}
         }
     }
     out
-}
-
-pub(crate) fn read_approvals(dir: &RunDir) -> Result<Vec<ApprovalRecord>, Failure> {
-    let path = dir.file("approvals");
-    let mut out = Vec::new();
-    let entries = match std::fs::read_dir(&path) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => return Err(Failure::internal(format!("{}: {e}", path.display()))),
-    };
-    for entry in entries {
-        let entry = entry.map_err(io(&path))?;
-        let p = entry.path();
-        if p.extension().is_some_and(|e| e == "json") {
-            out.push(
-                crate::run::store::read_json(&p).map_err(|e| Failure::invalid(e, Vec::new()))?,
-            );
-        }
-    }
-    out.sort_by(|a: &ApprovalRecord, b| a.id.cmp(&b.id));
-    Ok(out)
-}
-
-pub(crate) fn write_approval(dir: &RunDir, record: &ApprovalRecord) -> Result<(), Failure> {
-    write_record(&dir.file("approvals"), &record.id, record)
-}
-
-pub(crate) fn write_memory(home: &Home, proposal: &MemoryProposal) -> Result<(), Failure> {
-    write_record(&home.memory(), &proposal.id, proposal)
-}
-
-/// `dir/<id>.json`, pretty, replaced atomically and fsynced with its directory.
-fn write_record<T: Serialize>(dir: &Path, id: &str, value: &T) -> Result<(), Failure> {
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let mut text =
-        serde_json::to_vec_pretty(value).map_err(|e| Failure::internal(e.to_string()))?;
-    text.push(b'\n');
-    let file = dir.join(format!("{id}.json"));
-    crate::files::write_atomic(&file, &text).map_err(io(&file))?;
-    crate::run::store::sync_dir(dir).map_err(io(dir))
 }

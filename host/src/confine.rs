@@ -34,11 +34,11 @@ use landlock::{
 };
 
 /// The hidden first argument that makes `craik` a trampoline.
-pub(crate) const TRAMPOLINE: &str = "__craik-confine";
+pub const TRAMPOLINE: &str = "__craik-confine";
 /// The trampoline's exit code when it refused to run the program.
-pub(crate) const REFUSED_EXIT: i32 = 125;
+pub const REFUSED_EXIT: i32 = 125;
 /// The first word of the trampoline's refusal on stderr.
-pub(crate) const REFUSED_PREFIX: &str = "craik-confine:";
+pub const REFUSED_PREFIX: &str = "craik-confine:";
 
 /// The Landlock ABI whose features Craik asks for (fs incl. truncate and device ioctls, TCP,
 /// signal and abstract-socket scoping). Newer kernels enforce exactly these.
@@ -68,28 +68,28 @@ const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
 
 /// What one confined process may touch.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Sandbox {
+pub struct Sandbox {
     /// Paths (files or directories) it may read and execute.
-    pub(crate) read: Vec<PathBuf>,
+    pub read: Vec<PathBuf>,
     /// Paths it may read and write (and create/remove beneath).
-    pub(crate) write: Vec<PathBuf>,
+    pub write: Vec<PathBuf>,
     /// TCP bind/connect allowed.
-    pub(crate) net: bool,
+    pub net: bool,
     /// Refuse to run unconfined (strict, automation, custom); `trusted-local` runs anyway and
     /// says so.
-    pub(crate) required: bool,
+    pub required: bool,
     /// Apply Landlock at all (false only for `trusted-local` when no safe sandbox exists; the
     /// session, parent-death signal and reaping still apply).
-    pub(crate) landlock: bool,
+    pub landlock: bool,
     /// Why Landlock is off, for the receipt.
-    pub(crate) off_because: Option<String>,
+    pub off_because: Option<String>,
 }
 
 impl Sandbox {
     /// A sandbox over the system paths plus `read` and `write`; any granted path that holds
     /// `protected` (Craik's home: keys, journals, approvals, memory) is dropped, so nothing
     /// granted reaches it. Returns the refusal when a path that must be granted was dropped.
-    pub(crate) fn new(
+    pub fn new(
         read: Vec<PathBuf>,
         write: Vec<PathBuf>,
         protected: Option<&Path>,
@@ -149,7 +149,7 @@ impl Sandbox {
     }
 
     /// No Landlock (trusted-local only): the session, parent-death signal and reaping apply.
-    pub(crate) fn unconfined(why: String) -> Self {
+    pub fn unconfined(why: String) -> Self {
         Self {
             read: Vec::new(),
             write: Vec::new(),
@@ -162,7 +162,7 @@ impl Sandbox {
 
     /// The sandbox for a profile: required outside `trusted-local`; under `trusted-local` a
     /// sandbox that cannot be built safely runs unconfined and says why.
-    pub(crate) fn for_profile(
+    pub fn for_profile(
         read: Vec<PathBuf>,
         write: Vec<PathBuf>,
         protected: Option<&Path>,
@@ -177,7 +177,7 @@ impl Sandbox {
     }
 
     /// A `std` command that starts `program args` through the trampoline.
-    pub(crate) fn command(
+    pub fn command(
         &self,
         program: &Path,
         args: &[String],
@@ -206,7 +206,7 @@ impl Sandbox {
     }
 
     /// One line for receipts: what confinement the process ran under.
-    pub(crate) fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         if let Some(why) = &self.off_because {
             return format!("none (trusted-local runs unconfined: {why})");
         }
@@ -263,7 +263,7 @@ fn canonical(p: &Path) -> PathBuf {
 }
 
 /// One line on how an adapter process (and each command it proposes) runs on this machine.
-pub(crate) fn adapter_summary() -> String {
+pub fn adapter_summary() -> String {
     match probe() {
         Probe::Available(abi) => format!(
             "landlock abi {abi}: the adapter reads system paths and its own program, writes only its working directory, network allowed; its commands write only the workspace and a fresh HOME, tcp {}; Craik's home unreachable; every process killed with the run",
@@ -281,7 +281,7 @@ pub(crate) fn adapter_summary() -> String {
 
 /// What the running kernel offers.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Probe {
+pub enum Probe {
     /// Landlock with this ABI.
     Available(i32),
     /// No Landlock, and why.
@@ -290,7 +290,7 @@ pub(crate) enum Probe {
 
 /// Asks a trampoline once what Landlock this kernel enforces (a process restricting itself is
 /// the only honest test; the answer is cached for the life of this process).
-pub(crate) fn probe() -> Probe {
+pub fn probe() -> Probe {
     static PROBE: OnceLock<Probe> = OnceLock::new();
     PROBE
         .get_or_init(|| {
@@ -373,7 +373,7 @@ fn parse(args: impl Iterator<Item = OsString>) -> Result<Args, String> {
 
 /// Runs the trampoline (`craik __craik-confine …`): confines this process and `exec`s the
 /// program, or exits [`REFUSED_EXIT`]. Never returns.
-pub(crate) fn trampoline(args: impl Iterator<Item = OsString>) -> ! {
+pub fn trampoline(args: impl Iterator<Item = OsString>) -> ! {
     let refuse = |why: String| -> ! {
         let _ = writeln!(std::io::stderr(), "{REFUSED_PREFIX} {why}");
         std::process::exit(REFUSED_EXIT)
@@ -496,21 +496,21 @@ fn restrict(sandbox: &Sandbox) -> Result<Option<i32>, String> {
 static MANAGED: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 
 /// Registers a direct child Craik manages itself.
-pub(crate) fn manage(pid: Option<u32>) {
+pub fn manage(pid: Option<u32>) {
     if let (Some(pid), Ok(mut set)) = (pid.and_then(|p| i32::try_from(p).ok()), MANAGED.lock()) {
         set.insert(pid);
     }
 }
 
 /// Forgets a managed child (it has been waited for).
-pub(crate) fn release(pid: Option<u32>) {
+pub fn release(pid: Option<u32>) {
     if let (Some(pid), Ok(mut set)) = (pid.and_then(|p| i32::try_from(p).ok()), MANAGED.lock()) {
         set.remove(&pid);
     }
 }
 
 /// Makes this process a child subreaper: orphaned descendants are re-parented to it.
-pub(crate) fn become_subreaper() {
+pub fn become_subreaper() {
     let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
 }
 
@@ -539,7 +539,7 @@ fn children() -> Vec<i32> {
 /// Kills every child of this process that it does not manage (what a command or adapter left
 /// behind, re-parented here), and their children as they are re-parented in turn; `all` kills
 /// the managed ones too. Returns how many were killed.
-pub(crate) fn reap_strays(all: bool) -> usize {
+pub fn reap_strays(all: bool) -> usize {
     use rustix::process::{Pid, Signal, WaitOptions};
     let mut killed = 0;
     // Bounded: a fork bomb cannot keep Craik here for ever.
@@ -566,7 +566,7 @@ pub(crate) fn reap_strays(all: bool) -> usize {
 
 /// On SIGINT, SIGTERM or SIGHUP: kill every child and what it left behind, then exit
 /// 128 + the signal. Runs on its own thread.
-pub(crate) fn install_exit_handler() {
+pub fn install_exit_handler() {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
         return;

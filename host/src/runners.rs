@@ -4,10 +4,10 @@
 
 use craik_contracts::RunnerCapabilityMatrix;
 
-use crate::exit::Failure;
+use crate::Error;
 
 /// `(name, json)` of every shipped runner's matrix. A test keeps this equal to `runners/`.
-pub(crate) const MATRICES: &[(&str, &str)] = &[
+pub const MATRICES: &[(&str, &str)] = &[
     ("claude", include_str!("../../runners/claude.json")),
     ("codex", include_str!("../../runners/codex.json")),
     ("fixture", include_str!("../../runners/fixture.json")),
@@ -16,22 +16,22 @@ pub(crate) const MATRICES: &[(&str, &str)] = &[
 ];
 
 /// The shipped runners' names.
-pub(crate) fn names() -> impl Iterator<Item = &'static str> {
+pub fn names() -> impl Iterator<Item = &'static str> {
     MATRICES.iter().map(|(n, _)| *n)
 }
 
 /// One shipped runner's matrix, by name (`codex`) or runner id (`runner_codex`).
-pub(crate) fn matrix(name: &str) -> Result<RunnerCapabilityMatrix, Failure> {
+pub fn matrix(name: &str) -> Result<RunnerCapabilityMatrix, Error> {
     let short = name.strip_prefix("runner_").unwrap_or(name);
     let (_, text) = MATRICES.iter().find(|(n, _)| *n == short).ok_or_else(|| {
-        Failure::usage(format!(
+        Error::usage(format!(
             "unknown runner `{}`; shipped runners: {}",
             craik_contracts::Truncated(name),
             names().collect::<Vec<_>>().join(", ")
         ))
     })?;
     craik_contracts::decode_single(text.as_bytes()).map_err(|problems| {
-        Failure::internal(format!(
+        Error::internal(format!(
             "the embedded matrix of `{short}` is invalid: {}",
             problems.join("; ")
         ))

@@ -1,0 +1,29 @@
+//! Craik's trusted host: everything between the kernel's decisions and the machine.
+//!
+//! - [`run`]: a governed run — its store on disk ([`run::store`]), the driver and recovery
+//!   ([`run::driver`]), the side-effect executors ([`run::exec`]);
+//! - [`confine`]: the Landlock sandbox every command and adapter starts in;
+//! - [`adapter`]: untrusted runner processes over the JSON-lines channel, supervised;
+//! - [`launch`]: the runner a run names, built (in process, or an adapter process);
+//! - [`runners`]: the shipped runners' capability matrices (trusted data);
+//! - [`journal`]: a run's receipt journal on disk.
+//!
+//! Front ends (the `craik` CLI today) sit on top: they parse arguments, print, and map
+//! [`Error`]s to their own codes. Nothing here prints or exits. Time comes from a [`Clock`].
+//!
+//! A front end that runs commands must route its own `__craik-confine` invocation to
+//! [`confine::trampoline`] before anything else: confined processes start by re-executing the
+//! running binary (see [`confine`]).
+
+pub mod adapter;
+pub mod clock;
+pub mod confine;
+pub mod error;
+pub mod fsio;
+pub mod journal;
+pub mod launch;
+pub mod run;
+pub mod runners;
+
+pub use clock::{Clock, SystemClock};
+pub use error::{Error, ErrorKind};

@@ -1,0 +1,410 @@
+//! Approvals: the records of parked actions, the reviews that decide them (each its own small
+//! signed, closed journal under `reviews/`), and the checks that bind both to the run's signed
+//! journal.
+
+use std::path::{Path, PathBuf};
+
+use craik_contracts::{PolicyProfile, ReceiptResult, ReceiptStatus, Timestamp};
+use craik_kernel::{
+    DecidedBy, DecidedByKind, Decision, Ed25519Signer, JournalWriter, KeyRing, Mode, ReceiptDraft,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+
+use crate::Error;
+use crate::journal::{JOURNAL_NAME, JournalFile};
+use crate::run::signed::{action_digest, verified_receipts};
+use crate::run::store::{Home, RunDir, io_at as io};
+use crate::run::{ActionRecord, Inputs};
+
+/// State of an approval request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalStatus {
+    Pending,
+    Approved,
+    Denied,
+    Consumed,
+    /// The run ended (cancelled, blocked, ...) before anyone decided: nothing left to approve.
+    Closed,
+}
+
+impl ApprovalStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Approved => "approved",
+            Self::Denied => "denied",
+            Self::Consumed => "consumed",
+            Self::Closed => "closed",
+        }
+    }
+}
+
+/// A pending or decided approval, bound to one action's request hash (`approvals/<id>.json`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalRecord {
+    pub id: String,
+    pub run_id: String,
+    pub task_id: String,
+    pub runner_id: String,
+    pub profile: PolicyProfile,
+    pub action: ActionRecord,
+    pub request_hash: String,
+    pub policies: Vec<String>,
+    pub reasons: Vec<String>,
+    pub status: ApprovalStatus,
+    pub requested_at: Timestamp,
+    #[serde(default)]
+    pub decided_by: Option<String>,
+    #[serde(default)]
+    pub decided_at: Option<Timestamp>,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub expires_at: Option<Timestamp>,
+    /// The review journal that receipted the decision.
+    #[serde(default)]
+    pub review: Option<String>,
+}
+
+/// Checks that an approval file shows the action its run's journal decided: the run's
+/// journal verifies under `keys`, and its requires-approval receipt for the same request hash
+/// names the sha256 of exactly this action. Otherwise the file was edited after the park.
+pub fn approval_bound(dir: &RunDir, record: &ApprovalRecord, keys: &KeyRing) -> Result<(), String> {
+    let want = action_digest(&record.action);
+    let signed = verified_receipts(dir, keys)?.into_iter().any(|r| {
+        r.decision == Decision::RequiresApproval
+            && r.request_hash == record.request_hash
+            && r.action.as_deref() == Some(record.action.id.as_str())
+            && r.result
+                .metadata
+                .0
+                .get("action_sha256")
+                .and_then(Value::as_str)
+                == Some(want.as_str())
+    });
+    if signed {
+        Ok(())
+    } else {
+        Err(format!(
+            "approval {}: its action ({want}) is not the one the run's journal parked; the file was changed",
+            record.id
+        ))
+    }
+}
+
+/// What a verified review journal says about one approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedReview {
+    pub request_hash: String,
+    pub approved_by: String,
+    pub profile: PolicyProfile,
+    pub task_id: String,
+    pub expires_at: Option<Timestamp>,
+    /// The reviewer's reason, as signed.
+    pub reason: String,
+    /// When the review was signed.
+    pub reviewed_at: String,
+}
+
+/// The approving review of approval `id` for run `run_id`, from its signed, closed review
+/// journal (`reviews/<id>/`), verified with `ring`; `None` when there is none, it does not
+/// verify, it denies, or it names another approval or run.
+pub fn signed_review(home: &Home, ring: &KeyRing, id: &str, run_id: &str) -> Option<SignedReview> {
+    let path = home.reviews().join(id).join(crate::journal::JOURNAL_NAME);
+    let bytes = std::fs::read(path).ok()?;
+    let report = craik_kernel::verify_journal(&bytes, ring, None);
+    if !report.is_valid() || !report.closed || report.receipts != 1 {
+        return None;
+    }
+    let receipt = crate::journal::decode_all(&bytes)
+        .into_iter()
+        .find_map(|(_, d)| match d {
+            crate::journal::Decoded::Receipt(r) => Some(r),
+            _ => None,
+        })?;
+    let meta = &receipt.result.metadata.0;
+    let text = |k: &str| meta.get(k).and_then(Value::as_str);
+    let approved_by = receipt.decided_by.by.clone();
+    let valid = receipt.decision == Decision::Allow
+        && receipt.decided_by.kind == DecidedByKind::Approval
+        && receipt.action.as_deref() == Some(id)
+        && text("approval") == Some(id)
+        && text("run_id") == Some(run_id)
+        && approved_by.starts_with("user:");
+    if !valid {
+        return None;
+    }
+    let expires_at = match meta.get("expires_at") {
+        Some(Value::String(t)) => Some(serde_json::from_value(json!(t)).ok()?),
+        _ => None,
+    };
+    Some(SignedReview {
+        request_hash: receipt.request_hash.clone(),
+        approved_by,
+        profile: receipt.policy_profile,
+        task_id: receipt.task_id.clone(),
+        expires_at,
+        reason: receipt.reason.clone(),
+        reviewed_at: receipt.created_at.clone(),
+    })
+}
+
+pub fn read_approvals(dir: &RunDir) -> Result<Vec<ApprovalRecord>, Error> {
+    let path = dir.file("approvals");
+    let mut out = Vec::new();
+    let entries = match std::fs::read_dir(&path) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(Error::internal(format!("{}: {e}", path.display()))),
+    };
+    for entry in entries {
+        let entry = entry.map_err(io(&path))?;
+        let p = entry.path();
+        if p.extension().is_some_and(|e| e == "json") {
+            out.push(crate::run::store::read_json(&p).map_err(|e| Error::invalid(e, Vec::new()))?);
+        }
+    }
+    out.sort_by(|a: &ApprovalRecord, b| a.id.cmp(&b.id));
+    Ok(out)
+}
+
+pub fn write_approval(dir: &RunDir, record: &ApprovalRecord) -> Result<(), Error> {
+    write_record(&dir.file("approvals"), &record.id, record)
+}
+
+/// `dir/<id>.json`, pretty, replaced atomically and fsynced with its directory.
+pub(crate) fn write_record<T: Serialize>(dir: &Path, id: &str, value: &T) -> Result<(), Error> {
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let mut text = serde_json::to_vec_pretty(value).map_err(|e| Error::internal(e.to_string()))?;
+    text.push(b'\n');
+    let file = dir.join(format!("{id}.json"));
+    crate::fsio::write_atomic(&file, &text).map_err(io(&file))?;
+    crate::run::store::sync_dir(dir).map_err(io(dir))
+}
+
+/// A `user:NAME` reviewer who is not the runner (compared case-insensitively, with and
+/// without the `runner_` prefix).
+pub fn reviewer(by: &str, runner: &str) -> Result<(), Error> {
+    let name = by.strip_prefix("user:").unwrap_or_default();
+    let ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@'));
+    if !ok {
+        return Err(Error::usage(format!(
+            "--by `{}`: expected `user:NAME` (letters, digits, - _ . @)",
+            craik_contracts::Truncated(by)
+        )));
+    }
+    let (by_l, name_l, runner_l) = (
+        by.to_ascii_lowercase(),
+        name.to_ascii_lowercase(),
+        runner.to_ascii_lowercase(),
+    );
+    if by_l == runner_l
+        || name_l == runner_l
+        || runner_l.strip_prefix("runner_") == Some(name_l.as_str())
+        || name_l
+            .strip_prefix("runner_")
+            .is_some_and(|n| runner_l.strip_prefix("runner_") == Some(n))
+    {
+        return Err(Error::usage(format!(
+            "--by `{by}`: the runner `{runner}` can never review its own request"
+        )));
+    }
+    Ok(())
+}
+
+/// What a reviewer decides about one request, before it is signed.
+#[derive(Debug, Clone)]
+pub struct Review<'a> {
+    pub task_id: &'a str,
+    /// The reviewer (`user:NAME`).
+    pub by: &'a str,
+    pub capability: &'a str,
+    pub target: &'a str,
+    pub profile: PolicyProfile,
+    pub request_hash: &'a str,
+    pub approve: bool,
+    pub reason: &'a str,
+    pub policy_set: &'a str,
+}
+
+impl Review<'_> {
+    /// The review's receipt draft (`decided_by` `approval` by the reviewer).
+    pub fn draft(&self) -> ReceiptDraft {
+        ReceiptDraft {
+            task_id: self.task_id.to_owned(),
+            actor: self.by.to_owned(),
+            capability: self.capability.to_owned(),
+            target: self.target.to_owned(),
+            policy_profile: self.profile,
+            fail_open: false,
+            reason: self.reason.to_owned(),
+            result: ReceiptResult {
+                status: if self.approve {
+                    ReceiptStatus::Passed
+                } else {
+                    ReceiptStatus::Denied
+                },
+                summary: if self.approve { "approved" } else { "rejected" }.into(),
+                metadata: craik_contracts::Object::new(),
+            },
+            redacted: true,
+            policy_set: self.policy_set.to_owned(),
+            request_hash: self.request_hash.to_owned(),
+            decision: if self.approve {
+                Decision::Allow
+            } else {
+                Decision::Deny
+            },
+            determining_policies: Vec::new(),
+            decided_by: DecidedBy {
+                kind: DecidedByKind::Approval,
+                by: self.by.to_owned(),
+            },
+            mode: Mode::Enforce,
+            action: None,
+        }
+    }
+}
+
+/// Writes one review decision as its own small signed, closed journal under
+/// `reviews/<review_id>/`; returns the journal's path.
+pub fn write_review(
+    home: &Home,
+    review_id: &str,
+    draft: ReceiptDraft,
+    signer: &Ed25519Signer,
+    now: OffsetDateTime,
+) -> Result<PathBuf, Error> {
+    let run_id = format!("run_{review_id}");
+    let dir = home.reviews().join(review_id);
+    let mut file =
+        JournalFile::create(&dir).map_err(|e| Error::usage(format!("{}: {e}", dir.display())))?;
+    let mut writer = JournalWriter::new(&run_id, 0);
+    let mut bytes = writer
+        .append(draft, now, signer)
+        .map_err(|e| Error::internal(e.to_string()))?;
+    bytes.extend(
+        writer
+            .close(now, signer)
+            .map_err(|e| Error::internal(e.to_string()))?,
+    );
+    file.append(&bytes)
+        .map_err(|e| Error::internal(format!("{}: {e}", file.path().display())))?;
+    Ok(dir.join(JOURNAL_NAME))
+}
+
+/// Every approval of every run under `home`, with its run directory.
+pub fn all_approvals(home: &Home) -> Result<Vec<(RunDir, ApprovalRecord)>, Error> {
+    let mut out = Vec::new();
+    let ids = home
+        .run_ids()
+        .map_err(|e| Error::usage(format!("{}: {e}", home.runs().display())))?;
+    for id in ids {
+        let dir = home.run_dir(&id)?;
+        for a in read_approvals(&dir)? {
+            out.push((dir.clone(), a));
+        }
+    }
+    Ok(out)
+}
+
+/// One approval by id.
+pub fn find_approval(home: &Home, id: &str) -> Result<(RunDir, ApprovalRecord), Error> {
+    all_approvals(home)?
+        .into_iter()
+        .find(|(_, a)| a.id == id)
+        .ok_or_else(|| {
+            Error::usage(format!(
+                "approval `{}`: not found (see `craik approvals list`)",
+                craik_contracts::Truncated(id)
+            ))
+        })
+}
+
+/// A reviewer's decision on approval `id`: checked (a reviewer who is not the runner, a
+/// reason, the record bound to what the signed journal parked, pending, a profile that admits
+/// approvals), signed as its own review journal, then recorded. An approval expires
+/// `expires_in_secs` after now. Returns the decided record and the review journal's path.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one decision's facts, each checked"
+)]
+pub fn decide_approval(
+    home: &Home,
+    id: &str,
+    by: &str,
+    reason: &str,
+    approve: bool,
+    expires_in_secs: u64,
+    (signer, ring): (&Ed25519Signer, &KeyRing),
+    now: OffsetDateTime,
+) -> Result<(ApprovalRecord, PathBuf), Error> {
+    let (dir, mut record) = find_approval(home, id)?;
+    reviewer(by, &record.runner_id)?;
+    // A reviewer approves what the run's signed journal parked, nothing else.
+    approval_bound(&dir, &record, ring).map_err(|why| Error::invalid(why, Vec::new()))?;
+    if reason.trim().is_empty() {
+        return Err(Error::usage("--reason: must not be empty"));
+    }
+    if record.status != ApprovalStatus::Pending {
+        return Err(Error::refused(format!(
+            "approval {id} is already {}; approvals are single use",
+            record.status.as_str()
+        )));
+    }
+    if record.profile == PolicyProfile::Automation {
+        return Err(Error::refused(format!(
+            "approval {id}: the automation profile admits no approvals"
+        )));
+    }
+    let inputs: Inputs = dir
+        .read_json(crate::run::store::INPUTS)
+        .map_err(|e| Error::invalid(e, Vec::new()))?;
+    // Everything the review decides is fixed before anything is written.
+    let expires_at = approve
+        .then(|| now + time::Duration::seconds(i64::try_from(expires_in_secs).unwrap_or(0)))
+        .map(Timestamp::new);
+    let shown = record.action.shown();
+    let mut draft = Review {
+        task_id: &record.task_id,
+        by,
+        capability: &record.action.proposed.capability,
+        target: &shown,
+        profile: record.profile,
+        request_hash: &record.request_hash,
+        approve,
+        reason,
+        policy_set: &inputs.policy_set,
+    }
+    .draft();
+    // The signed review names the approval, the run and the expiry: the host honours an
+    // approval only through these signed facts (see `signed_review`).
+    draft.action = Some(record.id.clone());
+    let meta = &mut draft.result.metadata.0;
+    meta.insert("approval".into(), json!(record.id));
+    meta.insert("run_id".into(), json!(record.run_id));
+    meta.insert(
+        "expires_at".into(),
+        serde_json::to_value(expires_at).unwrap_or(Value::Null),
+    );
+    let journal = write_review(home, &record.id, draft, signer, now)?;
+    record.status = if approve {
+        ApprovalStatus::Approved
+    } else {
+        ApprovalStatus::Denied
+    };
+    record.decided_by = Some(by.to_owned());
+    record.decided_at = Some(Timestamp::new(now));
+    record.reason = Some(reason.to_owned());
+    record.expires_at = expires_at;
+    record.review = Some(journal.display().to_string());
+    write_approval(&dir, &record)?;
+    Ok((record, journal))
+}

@@ -1,0 +1,92 @@
+//! What a run's signed journal binds: its receipts (read only once the journal verifies), its
+//! inputs (`inputs.json` must hash to the first receipt's `request_hash`) and the exact action
+//! each decision names.
+
+use craik_kernel::{KeyRing, ReceiptPayload};
+
+use crate::Error;
+use crate::run::exec;
+use crate::run::store::{RunDir, io_at as io};
+use crate::run::{ActionRecord, Inputs};
+
+/// The capability a run's first receipt names: it binds `inputs.json` to the journal.
+pub const RUN_INPUTS: &str = "run.inputs";
+
+/// `sha256:` of an action record's canonical JSON (RFC 8785).
+pub fn action_digest(action: &ActionRecord) -> String {
+    craik_kernel::canonical_bytes(action)
+        .map(|b| exec::digest(&b))
+        .unwrap_or_default()
+}
+
+/// The run's journal, whole lines only (a torn tail is recovery's to repair), verified under
+/// `keys` (open allowed), decoded to its receipts; the error names the failure.
+pub fn verified_receipts(dir: &RunDir, keys: &KeyRing) -> Result<Vec<ReceiptPayload>, String> {
+    let path = dir.file(crate::journal::JOURNAL_NAME);
+    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let whole = bytes
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .and_then(|end| bytes.get(..=end))
+        .unwrap_or_default();
+    let report = craik_kernel::verify_journal_with(
+        whole,
+        keys,
+        craik_kernel::VerifyOptions {
+            allow_open: true,
+            ..craik_kernel::VerifyOptions::default()
+        },
+        &mut |_, _| {},
+    );
+    if let Some(f) = report.failure {
+        return Err(format!(
+            "{}:{}: the run's journal does not verify ({}: {})",
+            path.display(),
+            f.line,
+            f.what,
+            f.why
+        ));
+    }
+    Ok(crate::journal::decode_all(whole)
+        .into_iter()
+        .filter_map(|(_, d)| match d {
+            crate::journal::Decoded::Receipt(r) => Some(*r),
+            _ => None,
+        })
+        .collect())
+}
+
+/// Reads `inputs.json` only if its bytes are the ones the run's first signed receipt names.
+pub fn bound_inputs(dir: &RunDir, keys: &KeyRing) -> Result<Inputs, Error> {
+    let path = dir.file(crate::run::store::INPUTS);
+    let bytes = std::fs::read(&path).map_err(io(&path))?;
+    let first = verified_receipts(dir, keys)
+        .map_err(|why| Error::invalid(format!("{why}; it cannot be continued"), Vec::new()))?
+        .into_iter()
+        .next();
+    let digest = exec::digest(&bytes);
+    match first {
+        Some(r) if r.capability == RUN_INPUTS && r.request_hash == digest => {}
+        Some(r) if r.capability == RUN_INPUTS => {
+            return Err(Error::invalid(
+                format!(
+                    "{}: changed since the run started ({digest}; the run's first signed receipt names {}); a run continues only with the inputs it started with",
+                    path.display(),
+                    r.request_hash
+                ),
+                Vec::new(),
+            ));
+        }
+        _ => {
+            return Err(Error::invalid(
+                format!(
+                    "{}: no signed receipt binds these inputs (the run stopped before its first receipt, or its journal was replaced); nothing was done, start a new run",
+                    path.display()
+                ),
+                Vec::new(),
+            ));
+        }
+    }
+    serde_json::from_slice(&bytes)
+        .map_err(|e| Error::invalid(format!("{}: {e}", path.display()), Vec::new()))
+}

@@ -1,0 +1,854 @@
+//! The driver: asks the runner for steps, decides every proposed action with the kernel,
+//! performs allowed side effects with write-ahead receipts, parks for approvals, halts, writes
+//! the handoff; and recovery, which rebuilds all of that from the run's journals.
+//!
+//! Durability order for a side effect (each line fsynced before the next step):
+//! decision receipt → `executing` event (file pre/post hashes) → the effect → outcome receipt
+//! → `outcome` event. A crash anywhere leaves a state recovery can classify: undecided,
+//! decided but not started, *uncertain* (started, no outcome), or done.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use craik_contracts::{
+    EvidenceKind, EvidenceReference, Handoff, HandoffStatus, MemoryProposal, MemoryProposalSpec,
+    Object, Phase, PolicyProfile, ProposalStatus, ReceiptResult, ReceiptStatus, RunOutput,
+    RunnerStepRequest, RunnerStepResult, SelfAudit, TaskRun, TaskRunStatus, Timestamp, Truncated,
+};
+use craik_kernel::{
+    Approval, Bundle, DecideOptions, DecidedBy, DecidedByKind, Decision, DecisionRequest, DenyKind,
+    Ed25519Signer, Effect, EnvelopeRules, Gate, GrantSet, IntentScope, JournalWriter, KeyRing,
+    Mode, Next, ReceiptDraft, ReceiptPayload, RunLoop, RunnerRef, RunnerSupport, TargetPath,
+    Verdict, is_terminal, redact_checked, redact_value,
+};
+use serde::Serialize;
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+
+mod decisions;
+use decisions::{decision_draft, decision_name, target_text};
+mod executors;
+mod outputs;
+mod recovery;
+
+use crate::Error;
+use crate::journal::JournalFile;
+use crate::run::approvals::{
+    ApprovalRecord, ApprovalStatus, read_approvals, signed_review, write_approval,
+};
+use crate::run::exec::{self, FileState, Workspace};
+use crate::run::memory::write_memory;
+pub use crate::run::signed::{RUN_INPUTS, action_digest, bound_inputs};
+use crate::run::store::{CANCEL, CrashPoints, EVENTS, HANDOFF, Home, OUTPUTS, RUN, RunDir};
+use crate::run::{
+    ActionRecord, Event, Inputs, Outcome, StepRunner, compact, directives, json, may_act,
+    may_propose,
+};
+
+/// Most actions one step may propose (each is decided and receipted: a runner cannot flood
+/// the journal).
+pub const MAX_ACTIONS_PER_STEP: usize = 64;
+/// Most memory proposals one step may make.
+pub const MAX_MEMORY_PER_STEP: usize = 16;
+
+/// Receipts between periodic checkpoints.
+pub const CHECKPOINT_EVERY: u64 = 64;
+
+/// What the loop does next.
+enum Flow {
+    Go,
+    Stop,
+}
+
+/// Counters for the closing summary: steps and side effects from the run's events, verdicts
+/// from its journal.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Tally {
+    pub steps: usize,
+    pub allow: usize,
+    pub approval: usize,
+    pub deny: usize,
+    pub executed: usize,
+}
+
+/// One run being driven (or recovered).
+pub struct Host {
+    pub home: Home,
+    pub dir: RunDir,
+    pub inputs: Inputs,
+    bundle: Bundle,
+    grants: GrantSet,
+    signer: Ed25519Signer,
+    journal: JournalWriter,
+    journal_file: JournalFile,
+    pub machine: RunLoop,
+    runner: Box<dyn StepRunner>,
+    matrix: craik_contracts::RunnerCapabilityMatrix,
+    /// The runner's handshake is done (lazily, before its first step).
+    runner_started: bool,
+    workspace: Workspace,
+    clock: std::sync::Arc<dyn crate::Clock>,
+    crash: CrashPoints,
+    step_count: usize,
+    pending: Vec<ActionRecord>,
+    outcomes: Vec<Outcome>,
+    all_outcomes: Vec<Outcome>,
+    executing: BTreeMap<String, (Option<String>, Option<String>)>,
+    step_result_ids: Vec<String>,
+    memory_ids: Vec<String>,
+    policy_exceptions: Vec<String>,
+    /// Receipts by action (decisions, then outcome), from the journal.
+    receipts_by_action: BTreeMap<String, Vec<ReceiptPayload>>,
+    used_approvals: HashSet<String>,
+    /// Run outputs already written (a step re-asked after a crash is not written twice).
+    output_ids: HashSet<String>,
+    halted: Option<(TaskRunStatus, String)>,
+    closed: bool,
+    pub notes: Vec<String>,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("run", &self.inputs.run_id)
+            .finish_non_exhaustive()
+    }
+}
+
+fn ts(at: OffsetDateTime) -> Timestamp {
+    Timestamp::new(at)
+}
+
+use crate::run::store::io_at as io;
+
+/// The id suffix of a run (`run_x` → `x`).
+fn suffix(run_id: &str) -> &str {
+    run_id.trim_start_matches("run_")
+}
+
+/// The bundle, grants and key a run needs, loaded by the caller.
+pub struct Setup {
+    pub bundle: Bundle,
+    pub grants: GrantSet,
+    pub signer: Ed25519Signer,
+    pub keys: KeyRing,
+    /// The runner, and its capability matrix (trusted data: identity, trust, support).
+    pub runner: Box<dyn StepRunner>,
+    pub matrix: craik_contracts::RunnerCapabilityMatrix,
+    /// Where the run's time comes from (every receipt, state change and decision).
+    pub clock: std::sync::Arc<dyn crate::Clock>,
+}
+
+impl std::fmt::Debug for Setup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Setup")
+            .field("policy_set", &self.bundle.hash())
+            .field("runner", &self.matrix.runner.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Host {
+    /// Starts a new run in a fresh directory.
+    pub fn start(home: Home, dir: RunDir, inputs: Inputs, setup: Setup) -> Result<Self, Error> {
+        let run_id = inputs.run_id.clone();
+        let journal_file = JournalFile::create(&dir.path).map_err(io(&dir.path))?;
+        dir.write_json(crate::run::store::INPUTS, &inputs, true)
+            .map_err(io(&dir.path))?;
+        let run = initial_run(&inputs);
+        let workspace = Workspace::open(&inputs.workspace).map_err(Error::usage)?;
+        let budget = budget_of(&inputs);
+        let mut host = Self::assemble(
+            home,
+            dir,
+            inputs,
+            setup,
+            JournalWriter::new(&run_id, CHECKPOINT_EVERY),
+            journal_file,
+            RunLoop::new(run, budget),
+            workspace,
+        );
+        let at = host.clock.now();
+        host.machine
+            .start(at)
+            .map_err(|e| Error::internal(e.to_string()))?;
+        // The run's first receipt binds inputs.json (task, profile, grants, envelope, intent
+        // lock, workspace, runner) to the signed journal: a resume refuses edited inputs.
+        let path = host.dir.file(crate::run::store::INPUTS);
+        let bytes = std::fs::read(&path).map_err(io(&path))?;
+        let draft = inputs_draft(&host.inputs, &bytes, &host.runner_ref().id);
+        host.receipt(draft)?;
+        host.save_run()?;
+        Ok(host)
+    }
+
+    /// A host with empty derived state.
+    #[allow(clippy::too_many_arguments, reason = "one constructor, called twice")]
+    fn assemble(
+        home: Home,
+        dir: RunDir,
+        inputs: Inputs,
+        setup: Setup,
+        journal: JournalWriter,
+        journal_file: JournalFile,
+        machine: RunLoop,
+        workspace: Workspace,
+    ) -> Self {
+        Self {
+            runner: setup.runner,
+            matrix: setup.matrix,
+            clock: setup.clock,
+            runner_started: false,
+            journal,
+            home,
+            dir,
+            bundle: setup.bundle,
+            grants: setup.grants,
+            signer: setup.signer,
+            journal_file,
+            machine,
+            workspace,
+            crash: CrashPoints::from_env(),
+            step_count: 0,
+            pending: Vec::new(),
+            outcomes: Vec::new(),
+            all_outcomes: Vec::new(),
+            executing: BTreeMap::new(),
+            step_result_ids: Vec::new(),
+            memory_ids: Vec::new(),
+            policy_exceptions: Vec::new(),
+            receipts_by_action: BTreeMap::new(),
+            used_approvals: HashSet::new(),
+            output_ids: HashSet::new(),
+            halted: None,
+            closed: false,
+            notes: Vec::new(),
+            inputs,
+        }
+    }
+
+    /// Steps answered and side effects performed so far (verdicts come from the journal).
+    pub fn tally(&self) -> Tally {
+        Tally {
+            steps: self.step_result_ids.len(),
+            executed: self.all_outcomes.iter().filter(|o| o.ok).count(),
+            ..Tally::default()
+        }
+    }
+
+    /// True when the run ended for good (handoff written, journal closed).
+    pub fn is_final(&self) -> bool {
+        self.halted.is_some()
+    }
+
+    fn workspace_root(&self) -> String {
+        self.workspace.root.display().to_string()
+    }
+
+    /// Drives the run until it halts or parks.
+    pub fn drive(&mut self, progress: &mut dyn FnMut(&str)) -> Result<(), Error> {
+        loop {
+            if self.is_final() {
+                return Ok(());
+            }
+            if self.dir.file(CANCEL).exists() {
+                return self.halt(
+                    TaskRunStatus::Interrupted,
+                    "cancelled by the operator".into(),
+                );
+            }
+            if !self.pending.is_empty() {
+                match self.process_actions()? {
+                    Flow::Go => continue,
+                    Flow::Stop => return Ok(()),
+                }
+            }
+            match self.machine.gate(self.clock.now()) {
+                Gate::Over => return Ok(()),
+                Gate::Stop(status, reason) => return self.halt(status, reason),
+                Gate::Ask(phase) => {
+                    progress(&format!(
+                        "iteration {} · {}",
+                        self.machine.run().iteration + 1,
+                        phase.as_str()
+                    ));
+                    if let Flow::Stop = self.step(phase)? {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    fn event(&mut self, event: &Event) -> Result<(), Error> {
+        self.dir
+            .append(EVENTS, event, true)
+            .map_err(io(&self.dir.path))?;
+        self.crash.synced(1);
+        self.crash.point();
+        Ok(())
+    }
+
+    /// A step request is recorded for the audit trail only: a crash that loses it loses
+    /// nothing (the step is asked again), so it is not fsynced on its own; the next fsync of
+    /// the same file makes it durable.
+    fn event_unsynced(&mut self, event: &Event) -> Result<(), Error> {
+        self.dir
+            .append(EVENTS, event, false)
+            .map_err(io(&self.dir.path))?;
+        self.crash.point();
+        Ok(())
+    }
+
+    /// `run.json` is derived from the events (recovery rewrites it), so it is replaced
+    /// atomically but fsynced only when the run parks or ends.
+    fn save_run(&mut self) -> Result<(), Error> {
+        let sync = self.machine.run().status != TaskRunStatus::Running;
+        self.dir
+            .write_json(RUN, self.machine.run(), sync)
+            .map_err(io(&self.dir.path))?;
+        if sync {
+            self.crash.synced(2);
+        }
+        self.crash.point();
+        Ok(())
+    }
+
+    /// Appends signed journal bytes, fsynced.
+    fn journal_line(&mut self, line: &[u8]) -> Result<(), Error> {
+        self.journal_file
+            .append(line)
+            .map_err(io(self.journal_file.path()))?;
+        self.crash.synced(1);
+        self.crash.point();
+        Ok(())
+    }
+
+    fn receipt(&mut self, draft: ReceiptDraft) -> Result<String, Error> {
+        let id = self.journal.next_id();
+        let line = self
+            .journal
+            .append(draft, self.clock.now(), &self.signer)
+            .map_err(|e| Error::internal(format!("receipt: {e}")))?;
+        self.machine.note_receipt(id.clone());
+        self.journal_line(&line)?;
+        Ok(id)
+    }
+
+    /// The principal: identity, trust and mode from the matrix, never from the runner.
+    fn runner_ref(&self) -> RunnerRef {
+        RunnerRef {
+            id: self.matrix.runner.id.clone(),
+            trust: self.matrix.trust.level,
+            mode: self.matrix.runner.mode,
+        }
+    }
+
+    fn request_for(&self, phase: Phase) -> RunnerStepRequest {
+        let run = self.machine.run();
+        let n = self.step_count;
+        let mut context = Object::new();
+        context.0.insert("step".into(), json!(n));
+        context.0.insert("iteration".into(), json!(run.iteration));
+        context
+            .0
+            .insert("max_iterations".into(), json!(run.max_iterations));
+        context
+            .0
+            .insert("profile".into(), json!(self.inputs.profile.as_str()));
+        if phase == Phase::Observe {
+            context.0.insert("outcomes".into(), json(&self.outcomes));
+        }
+        RunnerStepRequest {
+            schema: Default::default(),
+            version: Default::default(),
+            id: format!("runner_step_request_{}_{n}", suffix(&self.inputs.run_id)),
+            run_id: self.inputs.run_id.clone(),
+            task_id: self.inputs.task.id.clone(),
+            phase,
+            runner: self.matrix.runner.clone(),
+            policy_envelope_id: run.policy_envelope_id.clone(),
+            intent_lock_id: run.intent_lock_id.clone(),
+            capability_grant_ids: self.inputs.grants.iter().map(|g| g.id.clone()).collect(),
+            expected_output_schemas: vec!["craik.runner_step_result".into()],
+            input_prompt: format!(
+                "{} — phase {}: {}",
+                self.inputs.task.title,
+                phase.as_str(),
+                self.inputs.task.objective
+            ),
+            context,
+            redaction_required: true,
+            created_at: ts(self.clock.now()),
+        }
+    }
+
+    fn step(&mut self, phase: Phase) -> Result<Flow, Error> {
+        let request = self.request_for(phase);
+        self.event_unsynced(&Event::StepRequest {
+            at: request.created_at,
+            request: Box::new(request.clone()),
+        })?;
+        let mut result = match self.ask_runner(&request) {
+            Ok(r) => r,
+            Err(why) => return self.violation(&request, &why),
+        };
+        let found = match checked_directives(phase, &request, &mut result) {
+            Ok(d) => d,
+            Err(why) => return self.violation(&request, &why),
+        };
+        let n = self.step_count;
+        let actions: Vec<ActionRecord> = found
+            .actions
+            .into_iter()
+            .enumerate()
+            .map(|(k, proposed)| ActionRecord::new(format!("action_{n}_{k}"), proposed))
+            .collect();
+        // Redact everything the runner said before it is persisted or shown.
+        let mut diagnostics = Vec::new();
+        redact_result(&mut result, &mut diagnostics);
+        let (memory_ids, receipt_ids) =
+            self.step_memory(&result, &found.memory, &mut diagnostics)?;
+        result.memory_proposal_ids = memory_ids.clone();
+        result.diagnostics.extend(diagnostics);
+        result.redacted = true;
+        self.write_output(&result, &actions, receipt_ids)?;
+        let at = self.clock.now();
+        self.event(&Event::StepResult {
+            at: ts(at),
+            result: Box::new(result.clone()),
+            actions: actions.clone(),
+            next: found.next,
+        })?;
+        self.step_count += 1;
+        self.step_result_ids.push(result.id.clone());
+        self.memory_ids.extend(memory_ids);
+        let next = found.next.map(|n| match n {
+            craik_contracts::NextStep::Continue => Next::Continue,
+            craik_contracts::NextStep::Stop => Next::Stop,
+        });
+        if let Err(e) = self.machine.accept(phase, result.status, next, at) {
+            return self.violation(&request, &e.to_string());
+        }
+        if self.stopped_by_step()? {
+            return Ok(Flow::Stop);
+        }
+        if phase == Phase::Act {
+            self.pending = actions;
+            self.outcomes.clear();
+        }
+        self.save_run()?;
+        Ok(Flow::Go)
+    }
+
+    /// The runner's answer to `request` (its handshake first, once); `Err` says why the
+    /// runner failed, which the caller records as a violation (or a setup failure).
+    fn ask_runner(&mut self, request: &RunnerStepRequest) -> Result<RunnerStepResult, String> {
+        if !self.runner_started {
+            if let Err(why) = self.runner.start(&self.matrix.runner) {
+                if why.starts_with(crate::run::SETUP_FAILED) {
+                    return Err(why);
+                }
+                return Err(format!("runner handshake failed: {why}"));
+            }
+            self.runner_started = true;
+        }
+        let result = self.runner.step(request);
+        let runner_diagnostics = self.runner.take_diagnostics();
+        let mut result = match result {
+            Ok(r) => r,
+            Err(why) if why.starts_with(crate::run::SETUP_FAILED) => return Err(why),
+            Err(why) => {
+                let mut why = format!("runner failed: {why}");
+                if let Some(last) = runner_diagnostics.last() {
+                    why.push_str(&format!(" (last diagnostic: {last})"));
+                }
+                return Err(why);
+            }
+        };
+        result.diagnostics.extend(runner_diagnostics);
+        Ok(result)
+    }
+
+    /// Memory proposals of a step: only from completed/partial steps, only from explicit
+    /// specs. Returns the proposal ids and their receipt ids.
+    fn step_memory(
+        &mut self,
+        result: &RunnerStepResult,
+        specs: &[MemoryProposalSpec],
+        diagnostics: &mut Vec<String>,
+    ) -> Result<(Vec<String>, Vec<String>), Error> {
+        let mut memory_ids = Vec::new();
+        let mut receipt_ids = Vec::new();
+        if may_propose(result.status) {
+            for (k, spec) in specs.iter().enumerate() {
+                if let Some((memprop, receipt)) =
+                    self.propose_memory(result, self.step_count, k, spec)?
+                {
+                    memory_ids.push(memprop);
+                    receipt_ids.push(receipt);
+                }
+            }
+        } else if !specs.is_empty() {
+            diagnostics.push(format!(
+                "{} memory proposal spec(s) ignored: a `{}` step may not propose memory",
+                specs.len(),
+                result.status.as_str()
+            ));
+        }
+        Ok((memory_ids, receipt_ids))
+    }
+
+    /// After a step the loop accepted: a run it ended is finalised (a `completed` with unmet
+    /// obligations is refused first). Returns whether the run stopped.
+    fn stopped_by_step(&mut self) -> Result<bool, Error> {
+        let Some(reason) = self.machine.run().stop_reason.clone() else {
+            return Ok(false);
+        };
+        if !is_terminal(self.machine.run().status) {
+            return Ok(false);
+        }
+        if self.machine.run().status == TaskRunStatus::Completed
+            && let Some((status, why)) = self.unmet_obligations()
+        {
+            let at = self.clock.now();
+            self.machine.refuse_completion(status, why, at);
+        }
+        let status = self.machine.run().status;
+        let reason = self.machine.run().stop_reason.clone().unwrap_or(reason);
+        self.finish_halt(status, reason)?;
+        Ok(true)
+    }
+
+    /// A channel/contract violation by the runner: a denying kernel receipt, run failed.
+    fn violation(&mut self, request: &RunnerStepRequest, why: &str) -> Result<Flow, Error> {
+        let why = redact_checked(why)
+            .map(|r| r.text)
+            .unwrap_or_else(|what| format!("(diagnostic withheld: it held {what})"));
+        // A setup failure is the operator's to fix, not the runner's doing: its own
+        // pseudo-policy and wording.
+        let setup = why.starts_with(crate::run::SETUP_FAILED);
+        let draft = ReceiptDraft {
+            task_id: self.inputs.task.id.clone(),
+            actor: self.matrix.runner.id.clone(),
+            capability: "runner.step".into(),
+            target: request.id.clone(),
+            policy_profile: self.inputs.profile,
+            fail_open: false,
+            reason: why.clone(),
+            result: result(ReceiptStatus::Failed, &why),
+            redacted: true,
+            policy_set: self.bundle.hash().to_owned(),
+            request_hash: exec::digest(compact(&json(request)).as_bytes()),
+            decision: Decision::Deny,
+            determining_policies: vec![if setup {
+                "kernel.runner-setup".into()
+            } else {
+                "kernel.runner-violation".into()
+            }],
+            decided_by: DecidedBy {
+                kind: DecidedByKind::Kernel,
+                by: String::new(),
+            },
+            mode: self.mode(),
+            action: None,
+        };
+        self.receipt(draft)?;
+        let reason = if setup {
+            why
+        } else {
+            format!("runner violation: {why}")
+        };
+        self.halt(TaskRunStatus::Failed, reason)?;
+        Ok(Flow::Stop)
+    }
+
+    fn mode(&self) -> Mode {
+        if self.inputs.shadow {
+            Mode::Shadow
+        } else {
+            Mode::Enforce
+        }
+    }
+
+    /// Halts the run for good: event, then finalisation.
+    pub fn halt(&mut self, status: TaskRunStatus, reason: String) -> Result<(), Error> {
+        self.machine.halt(status, reason, self.clock.now());
+        let status = self.machine.run().status;
+        let reason = self.machine.run().stop_reason.clone().unwrap_or_default();
+        self.finish_halt(status, reason)
+    }
+
+    fn finish_halt(&mut self, status: TaskRunStatus, reason: String) -> Result<(), Error> {
+        if self.halted.is_some() {
+            return Ok(());
+        }
+        self.event(&Event::Halted {
+            at: ts(self.clock.now()),
+            status,
+            reason: reason.clone(),
+        })?;
+        self.halted = Some((status, reason.clone()));
+        self.finalize(status, &reason)
+    }
+
+    /// Closes the journal, writes the handoff, links memory proposals to it, saves the run.
+    fn finalize(&mut self, status: TaskRunStatus, reason: &str) -> Result<(), Error> {
+        let handoff_id = format!("handoff_{}", suffix(&self.inputs.run_id));
+        self.machine.set_handoff(handoff_id.clone());
+        if !self.closed {
+            let line = self
+                .journal
+                .close(self.clock.now(), &self.signer)
+                .map_err(|e| Error::internal(format!("closing the journal: {e}")))?;
+            self.closed = true;
+            self.journal_line(&line)?;
+        }
+        if !self.dir.file(HANDOFF).is_file() {
+            let handoff = self.handoff(handoff_id.clone(), status, reason);
+            self.dir
+                .write_json(HANDOFF, &handoff, true)
+                .map_err(io(&self.dir.path))?;
+            self.crash.synced(2);
+            self.crash.point();
+        }
+        // A run that ended leaves nothing to approve: its pending approvals close with it.
+        for approval in self.approvals()? {
+            if approval.status == ApprovalStatus::Pending {
+                self.set_approval_status(&approval.id, ApprovalStatus::Closed)?;
+            }
+        }
+        for id in self.memory_ids.clone() {
+            let path = self.home.memory().join(format!("{id}.json"));
+            if let Ok(mut proposal) = crate::run::store::read_json::<MemoryProposal>(&path)
+                && proposal.handoff_id.is_none()
+            {
+                proposal.handoff_id = Some(handoff_id.clone());
+                write_memory(&self.home, &proposal)?;
+            }
+        }
+        self.save_run()
+    }
+
+    /// fsyncs this process made for the run.
+    pub fn fsyncs(&self) -> u64 {
+        self.crash.fsyncs()
+    }
+
+    /// The run's receipts journal path.
+    pub fn journal_path(&self) -> PathBuf {
+        self.journal_file.path().to_owned()
+    }
+}
+
+fn budget_of(inputs: &Inputs) -> Option<time::Duration> {
+    inputs
+        .budget_secs
+        .map(|s| time::Duration::seconds(i64::try_from(s).unwrap_or(i64::MAX)))
+}
+
+fn initial_run(inputs: &Inputs) -> TaskRun {
+    TaskRun {
+        schema: Default::default(),
+        version: Default::default(),
+        id: inputs.run_id.clone(),
+        task_id: inputs.task.id.clone(),
+        case_file_id: format!("case_{}", inputs.task.id.trim_start_matches("task_")),
+        policy_envelope_id: inputs.envelope.as_ref().map_or_else(
+            || format!("policy_{}", inputs.profile.as_str().replace('-', "_")),
+            |e| e.id.clone(),
+        ),
+        intent_lock_id: inputs.intent.as_ref().map(|i| i.id.clone()),
+        runner_id: "runner_fixture".into(),
+        runner_mode: craik_contracts::RunnerMode::Fixture,
+        status: TaskRunStatus::Pending,
+        phase: Phase::Plan,
+        iteration: 0,
+        max_iterations: inputs.max_iterations,
+        started_at: inputs.started_at,
+        phase_started_at: inputs.started_at,
+        updated_at: inputs.started_at,
+        ended_at: None,
+        stop_reason: None,
+        receipt_ids: Vec::new(),
+        handoff_id: None,
+        runner_metadata: Vec::new(),
+    }
+}
+
+fn check_result(request: &RunnerStepRequest, result: &RunnerStepResult) -> Result<(), String> {
+    let mut wrong = Vec::new();
+    if result.request_id != request.id {
+        wrong.push(format!(
+            "request_id `{}` (expected `{}`)",
+            Truncated(&result.request_id),
+            request.id
+        ));
+    }
+    if result.run_id != request.run_id {
+        wrong.push(format!("run_id `{}`", Truncated(&result.run_id)));
+    }
+    if result.task_id != request.task_id {
+        wrong.push(format!("task_id `{}`", Truncated(&result.task_id)));
+    }
+    if result.runner.id != request.runner.id {
+        wrong.push(format!("runner.id `{}`", Truncated(&result.runner.id)));
+    }
+    if result.phase != request.phase {
+        wrong.push(format!(
+            "phase `{}` (asked `{}`)",
+            result.phase.as_str(),
+            request.phase.as_str()
+        ));
+    }
+    if !result.receipt_ids.is_empty() {
+        wrong.push("receipt_ids (a runner never issues receipts)".into());
+    }
+    if !result.memory_proposal_ids.is_empty() {
+        wrong.push("memory_proposal_ids (a runner only proposes specs)".into());
+    }
+    if craik_contracts::id_problem(&result.id).is_some()
+        || !result.id.starts_with("runner_step_result_")
+    {
+        wrong.push(format!("id `{}`", Truncated(&result.id)));
+    }
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("step result has wrong {}", wrong.join(", ")))
+    }
+}
+/// A step result's echo and directives, checked: the result answers `request`, its reserved
+/// keys parse, at most [`MAX_ACTIONS_PER_STEP`] actions and [`MAX_MEMORY_PER_STEP`] memory
+/// proposals, and actions only in `act`. `Err` is the violation.
+fn checked_directives(
+    phase: Phase,
+    request: &RunnerStepRequest,
+    result: &mut RunnerStepResult,
+) -> Result<crate::run::Directives, String> {
+    check_result(request, result)?;
+    let found = directives(&mut result.observed_output)?;
+    if found.actions.len() > MAX_ACTIONS_PER_STEP || found.memory.len() > MAX_MEMORY_PER_STEP {
+        return Err(format!(
+            "{} actions and {} memory proposals in one step; at most {MAX_ACTIONS_PER_STEP} and {MAX_MEMORY_PER_STEP}",
+            found.actions.len(),
+            found.memory.len()
+        ));
+    }
+    if !found.actions.is_empty() && !may_act(phase) {
+        return Err(format!(
+            "{} action(s) proposed in phase `{}`; side effects are proposed in `act` only",
+            found.actions.len(),
+            phase.as_str()
+        ));
+    }
+    Ok(found)
+}
+
+fn redact_result(result: &mut RunnerStepResult, diagnostics: &mut Vec<String>) {
+    match redact_checked(&result.summary) {
+        Ok(r) => result.summary = r.text,
+        Err(what) => {
+            result.summary = "[withheld]".into();
+            diagnostics.push(format!(
+                "summary withheld: after redaction it still held {what}"
+            ));
+        }
+    }
+    let mut kept = Vec::new();
+    for d in std::mem::take(&mut result.diagnostics) {
+        match redact_checked(&d) {
+            Ok(r) => kept.push(r.text),
+            Err(what) => kept.push(format!("[diagnostic withheld: it held {what}]")),
+        }
+    }
+    result.diagnostics = kept;
+    let mut observed = Value::Object(std::mem::take(&mut result.observed_output.0));
+    match redact_value(&mut observed) {
+        Ok(_) => {
+            if let Value::Object(map) = observed {
+                result.observed_output = Object(map);
+            }
+        }
+        Err(what) => {
+            result.observed_output = Object::new();
+            diagnostics.push(format!(
+                "observed_output withheld: after redaction it still held {what}"
+            ));
+        }
+    }
+}
+
+fn result(status: ReceiptStatus, summary: &str) -> ReceiptResult {
+    ReceiptResult {
+        status,
+        summary: summary.chars().take(1000).collect(),
+        metadata: Object::new(),
+    }
+}
+
+/// The first receipt of a run: `request_hash` is the `sha256:` of the exact bytes of
+/// `inputs.json`; the metadata names the hashes of its parts an auditor cares about.
+fn inputs_draft(inputs: &Inputs, bytes: &[u8], actor: &str) -> ReceiptDraft {
+    let part = |v: Result<Vec<u8>, String>| v.map(|b| exec::digest(&b)).unwrap_or_default();
+    let mut metadata = craik_contracts::Object::new();
+    metadata
+        .0
+        .insert("inputs_sha256".into(), json!(exec::digest(bytes)));
+    metadata.0.insert(
+        "grants_sha256".into(),
+        json!(crate::run::grants_digest(&inputs.grants)),
+    );
+    metadata.0.insert(
+        "envelope_sha256".into(),
+        json!(part(craik_kernel::canonical_bytes(&inputs.envelope))),
+    );
+    metadata.0.insert(
+        "intent_sha256".into(),
+        json!(part(craik_kernel::canonical_bytes(&inputs.intent))),
+    );
+    metadata.0.insert(
+        "workspace".into(),
+        json!(inputs.workspace.display().to_string()),
+    );
+    metadata.0.insert("runner".into(), json!(inputs.runner));
+    ReceiptDraft {
+        task_id: inputs.task.id.clone(),
+        actor: actor.to_owned(),
+        capability: RUN_INPUTS.into(),
+        target: crate::run::store::INPUTS.into(),
+        policy_profile: inputs.profile,
+        fail_open: false,
+        reason: "the run's inputs, bound to its journal".into(),
+        result: ReceiptResult {
+            status: ReceiptStatus::Passed,
+            summary: format!(
+                "started with {} grant(s), {} envelope, {} intent lock",
+                inputs.grants.len(),
+                if inputs.envelope.is_some() {
+                    "an"
+                } else {
+                    "no"
+                },
+                if inputs.intent.is_some() { "an" } else { "no" },
+            ),
+            metadata,
+        },
+        redacted: true,
+        policy_set: inputs.policy_set.clone(),
+        request_hash: exec::digest(bytes),
+        decision: Decision::Allow,
+        determining_policies: Vec::new(),
+        decided_by: DecidedBy {
+            kind: DecidedByKind::Kernel,
+            by: String::new(),
+        },
+        mode: if inputs.shadow {
+            Mode::Shadow
+        } else {
+            Mode::Enforce
+        },
+        action: None,
+    }
+}

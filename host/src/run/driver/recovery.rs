@@ -1,0 +1,395 @@
+//! Recovery: reopening a run from its directory, replaying its events against its verified
+//! journal, settling actions a crash left uncertain (never replaying a side effect blindly).
+
+use super::*;
+
+impl Host {
+    /// Reopens an existing run from its journals: repairs torn tails, verifies the receipts,
+    /// replays the events, and classifies every action of the last act step.
+    pub fn recover(home: Home, dir: RunDir, setup: Setup) -> Result<Self, Error> {
+        let inputs: Inputs = dir
+            .read_json(crate::run::store::INPUTS)
+            .map_err(|e| Error::invalid(e, Vec::new()))?;
+        let mut notes = Vec::new();
+        for name in [EVENTS, OUTPUTS, crate::journal::JOURNAL_NAME] {
+            let torn = dir.repair_torn(name).map_err(io(&dir.path))?;
+            if torn > 0 {
+                notes.push(format!(
+                    "{name}: a torn last line ({torn} bytes, never acknowledged) moved to {name}.torn"
+                ));
+            }
+        }
+        let journal_path = dir.file(crate::journal::JOURNAL_NAME);
+        let bytes = std::fs::read(&journal_path).map_err(io(&journal_path))?;
+        let receipts = decode_receipts(&bytes);
+        let closed = receipts.closed;
+        let journal = if closed {
+            JournalWriter::new(&inputs.run_id, CHECKPOINT_EVERY)
+        } else {
+            JournalWriter::resume(&inputs.run_id, &bytes, &setup.keys, CHECKPOINT_EVERY).map_err(
+                |why| {
+                    Error::invalid(
+                        format!(
+                            "{}: cannot continue the journal: {why}",
+                            journal_path.display()
+                        ),
+                        Vec::new(),
+                    )
+                },
+            )?
+        };
+        let journal_file = JournalFile::open(&dir.path).map_err(io(&dir.path))?;
+        let events: Vec<Event> = dir
+            .read_lines(EVENTS)
+            .map_err(|e| Error::invalid(e, Vec::new()))?;
+        let output_ids: HashSet<String> = dir
+            .read_lines::<RunOutput>(OUTPUTS)
+            .map_err(|e| Error::invalid(e, Vec::new()))?
+            .into_iter()
+            .map(|o| o.id)
+            .collect();
+        let workspace = Workspace::open(&inputs.workspace).map_err(Error::usage)?;
+        let budget = budget_of(&inputs);
+        let mut run = initial_run(&inputs);
+        run.status = TaskRunStatus::Running;
+        let mut host = Self::assemble(
+            home,
+            dir,
+            inputs,
+            setup,
+            journal,
+            journal_file,
+            RunLoop::new(run, budget),
+            workspace,
+        );
+        host.receipts_by_action = receipts.by_action;
+        host.used_approvals = receipts.approvals_used;
+        host.output_ids = output_ids;
+        host.closed = closed;
+        host.notes = notes;
+        for id in receipts.ids {
+            host.machine.note_receipt(id);
+        }
+        host.replay(events)?;
+        if host.bundle.hash() != host.inputs.policy_set {
+            host.notes.push(format!(
+                "the policy set changed since the run started ({} → {}); every further decision uses the current one",
+                host.inputs.policy_set,
+                host.bundle.hash()
+            ));
+        }
+        Ok(host)
+    }
+
+    pub(super) fn replay(&mut self, events: Vec<Event>) -> Result<(), Error> {
+        for event in events {
+            match event {
+                Event::StepRequest { .. } => {}
+                Event::StepResult {
+                    at,
+                    result,
+                    actions,
+                    next,
+                } => {
+                    self.step_count += 1;
+                    self.step_result_ids.push(result.id.clone());
+                    self.memory_ids.extend(result.memory_proposal_ids.clone());
+                    let next = next.map(|n| match n {
+                        craik_contracts::NextStep::Continue => Next::Continue,
+                        craik_contracts::NextStep::Stop => Next::Stop,
+                    });
+                    // Replaying what was accepted before cannot fail differently now; if it
+                    // does, the journal was edited.
+                    self.machine
+                        .accept(result.phase, result.status, next, at.get())
+                        .map_err(|e| {
+                            Error::invalid(
+                                format!("{}: replay refused: {e}", self.dir.file(EVENTS).display()),
+                                Vec::new(),
+                            )
+                        })?;
+                    if result.phase == Phase::Act {
+                        self.pending = actions;
+                        self.outcomes.clear();
+                    }
+                }
+                Event::Executing {
+                    action, pre, post, ..
+                } => {
+                    self.executing.insert(action, (pre, post));
+                }
+                Event::Outcome { outcome, .. } => {
+                    self.pending.retain(|a| a.id != outcome.action);
+                    self.outcomes.push(outcome.clone());
+                    self.all_outcomes.push(outcome);
+                }
+                Event::Parked { at, reason, .. } => self.machine.park(reason, at.get()),
+                Event::Reopened { at, .. } => self.machine.reopen(at.get()),
+                Event::Recovered { .. } => {}
+                Event::Halted { at, status, reason } => {
+                    self.machine.halt(status, reason.clone(), at.get());
+                    self.halted = Some((status, reason));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Resolves what a crash left behind: finishes an interrupted finalisation, and records
+    /// every uncertain action (decided, started, no outcome). Returns what it found.
+    pub fn settle(&mut self) -> Result<Vec<String>, Error> {
+        let mut found = std::mem::take(&mut self.notes);
+        if self.finish_ended(&mut found)? {
+            return Ok(found);
+        }
+        let pending = self.pending.clone();
+        for action in &pending {
+            if self.settle_action(action, &mut found)? {
+                return Ok(found);
+            }
+        }
+        if !found.is_empty() || self.machine.run().status == TaskRunStatus::Running {
+            let at = self.clock.now();
+            self.event(&Event::Recovered {
+                at: ts(at),
+                notes: found.clone(),
+            })?;
+        }
+        Ok(found)
+    }
+
+    /// A run that had ended or halted but was not finalised is finalised (idempotently).
+    /// Returns whether it was.
+    fn finish_ended(&mut self, found: &mut Vec<String>) -> Result<bool, Error> {
+        let run = self.machine.run();
+        if self.halted.is_none() && run.ended_at.is_some() {
+            // The last step ended the run; the process stopped before recording the halt.
+            let (status, reason) = (run.status, run.stop_reason.clone().unwrap_or_default());
+            found.push(format!(
+                "the run had ended ({}) but was not finalised; finalising",
+                status.as_str()
+            ));
+            self.finish_halt(status, reason)?;
+            return Ok(true);
+        }
+        if let Some((status, reason)) = self.halted.clone() {
+            // Finalisation is idempotent: each of its steps is skipped once done.
+            if !self.closed || !self.dir.file(HANDOFF).is_file() {
+                found.push("the run had halted but was not finalised; finalising".into());
+            }
+            self.finalize(status, &reason)?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// One pending action after a crash: its outcome restored from its receipt, decided
+    /// afresh, or (started, no outcome) settled by [`Self::settle_started`]. Returns whether
+    /// the run halted.
+    fn settle_action(
+        &mut self,
+        action: &ActionRecord,
+        found: &mut Vec<String>,
+    ) -> Result<bool, Error> {
+        let receipts = self
+            .receipts_by_action
+            .get(&action.id)
+            .cloned()
+            .unwrap_or_default();
+        if let Some(outcome) = receipts
+            .iter()
+            .rev()
+            .find(|r| r.decided_by.kind == DecidedByKind::Outcome)
+        {
+            // Outcome receipted, event lost: restore the event from the receipt.
+            let restored = Outcome {
+                action: action.id.clone(),
+                label: action.proposed.id.clone(),
+                decision: "allow".into(),
+                ok: outcome.result.status == ReceiptStatus::Passed,
+                summary: outcome.result.summary.clone(),
+                output: None,
+                receipt: outcome.id.clone(),
+            };
+            self.record_outcome(restored)?;
+            found.push(format!("{}: outcome was receipted; restored", action.id));
+            return Ok(false);
+        }
+        let Some((pre, post)) = self.executing.get(&action.id).cloned() else {
+            let last = receipts
+                .iter()
+                .rev()
+                .find(|r| r.decided_by.kind != DecidedByKind::Outcome);
+            if last.is_none() {
+                found.push(format!("{}: not decided yet; will be decided", action.id));
+            } else if last.is_some_and(|r| r.decision != Decision::Allow) {
+                found.push(format!(
+                    "{}: was {}; will be decided again (with any approval recorded since)",
+                    action.id,
+                    decision_name(last.map_or(Decision::Deny, |r| r.decision))
+                ));
+            } else {
+                found.push(format!(
+                    "{}: decided but never started; needs a fresh decision",
+                    action.id
+                ));
+            }
+            return Ok(false);
+        };
+        self.settle_started(action, (pre, post), found)
+    }
+
+    /// An action that started and has no outcome: a read is decided afresh; a write whose file
+    /// holds the intended bytes is recorded as done, an unchanged file means it never ran;
+    /// anything else is uncertain and halts the run for an operator (never re-run blindly).
+    /// Returns whether the run halted.
+    fn settle_started(
+        &mut self,
+        action: &ActionRecord,
+        (pre, post): (Option<String>, Option<String>),
+        found: &mut Vec<String>,
+    ) -> Result<bool, Error> {
+        let effect = Effect::of(&action.proposed.capability, &action.proposed.operation);
+        if effect.is_some_and(|e| !e.is_side_effect()) {
+            // A read has no side effect: nothing is uncertain, it is decided afresh.
+            self.executing.remove(&action.id);
+            found.push(format!(
+                "{}: a read was interrupted; it has no side effect and will be decided again",
+                action.id
+            ));
+            return Ok(false);
+        }
+        // Started, no outcome: uncertain.
+        let file_action = matches!(effect, Some(Effect::WriteFile | Effect::PatchFile));
+        let target = action.proposed.target.clone().unwrap_or_default();
+        if file_action {
+            let current = TargetPath::normalize(&self.workspace_root(), &target)
+                .map_err(|e| e.to_string())
+                .and_then(|p| self.workspace.state(p.as_str()));
+            match current {
+                Ok(state) if state.hash() == post.as_deref() => {
+                    let summary = format!(
+                        "found applied during recovery ({}); not executed again",
+                        post.as_deref().unwrap_or("?")
+                    );
+                    self.outcome_receipt(action, true, &summary, None)?;
+                    found.push(format!(
+                        "{}: uncertain; the file holds the intended bytes, recorded as done",
+                        action.id
+                    ));
+                    return Ok(false);
+                }
+                Ok(state) if state.hash() == pre.as_deref() => {
+                    self.executing.remove(&action.id);
+                    found.push(format!(
+                    "{}: uncertain; the file is unchanged, so it never ran: needs a fresh decision",
+                    action.id
+                ));
+                    return Ok(false);
+                }
+                Ok(_) | Err(_) => {}
+            }
+        }
+        let summary = if file_action {
+            "uncertain: the process stopped during the write and the file holds neither the old nor the new bytes; not retried".to_owned()
+        } else {
+            "uncertain: the process stopped while this ran; it is never re-run blindly".to_owned()
+        };
+        self.outcome_receipt(action, false, &summary, None)?;
+        found.push(format!("{}: {summary}", action.id));
+        self.halt(
+            TaskRunStatus::Blocked,
+            format!(
+                "uncertain side effect {} ({}): an operator must check it",
+                action.id, action.proposed.capability
+            ),
+        )?;
+        Ok(true)
+    }
+
+    /// Continues a parked or recovered run: a pending approval refuses; a denied one halts.
+    pub fn reopen(&mut self) -> Result<(), Error> {
+        if self.is_final() {
+            return Ok(());
+        }
+        let status = self.machine.run().status;
+        if status == TaskRunStatus::Blocked {
+            // Parked awaiting an approval: it must be decided.
+            let approvals = self.approvals()?;
+            let parked_for: Vec<&ApprovalRecord> = approvals
+                .iter()
+                .filter(|a| self.pending.iter().any(|p| p.id == a.action.id))
+                .collect();
+            if let Some(pending) = parked_for
+                .iter()
+                .find(|a| a.status == ApprovalStatus::Pending)
+            {
+                return Err(Error::usage(format!(
+                    "approval {} is still pending: `craik approvals approve {} --by user:NAME --reason TEXT` (or deny)",
+                    pending.id, pending.id
+                ))
+                .with_kind(crate::ErrorKind::Refused));
+            }
+            if let Some(denied) = parked_for
+                .iter()
+                .rev()
+                .find(|a| a.status == ApprovalStatus::Denied)
+            {
+                let reason = format!(
+                    "approval {} denied by {}: {}",
+                    denied.id,
+                    denied.decided_by.as_deref().unwrap_or("?"),
+                    denied.reason.as_deref().unwrap_or("")
+                );
+                self.halt(TaskRunStatus::Blocked, reason)?;
+                return Ok(());
+            }
+        }
+        let at = self.clock.now();
+        self.event(&Event::Reopened {
+            at: ts(at),
+            why: format!("resumed from {}", status.as_str()),
+        })?;
+        self.machine.reopen(at);
+        self.save_run()
+    }
+}
+
+/// Receipts of a journal, indexed for recovery.
+pub(super) struct Indexed {
+    by_action: BTreeMap<String, Vec<ReceiptPayload>>,
+    approvals_used: HashSet<String>,
+    ids: Vec<String>,
+    closed: bool,
+}
+
+pub(super) fn decode_receipts(bytes: &[u8]) -> Indexed {
+    let mut out = Indexed {
+        by_action: BTreeMap::new(),
+        approvals_used: HashSet::new(),
+        ids: Vec::new(),
+        closed: false,
+    };
+    for (_, decoded) in crate::journal::decode_all(bytes) {
+        match decoded {
+            crate::journal::Decoded::Receipt(r) => {
+                if r.decided_by.kind == DecidedByKind::Approval
+                    && let Some((_, id)) = r.decided_by.by.rsplit_once(" via ")
+                {
+                    out.approvals_used.insert(id.to_owned());
+                }
+                out.ids.push(r.id.clone());
+                if let Some(action) = r.action.clone() {
+                    out.by_action.entry(action).or_default().push(*r);
+                }
+            }
+            crate::journal::Decoded::Checkpoint { is_final } => {
+                if is_final {
+                    out.closed = true;
+                }
+            }
+            crate::journal::Decoded::Unreadable => {}
+        }
+    }
+    out
+}

@@ -21,14 +21,21 @@ pub struct JournalFile {
 }
 
 impl JournalFile {
-    /// Creates `dir/receipts.jsonl` (and `dir`); refuses an existing journal.
+    /// Creates `dir/receipts.jsonl` (and `dir`); refuses an existing journal. The new entry
+    /// is fsynced into `dir` (and `dir` into its parent when it was created now).
     pub fn create(dir: &Path) -> io::Result<Self> {
-        std::fs::create_dir_all(dir)?;
+        if !dir.is_dir() {
+            std::fs::create_dir_all(dir)?;
+            if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                File::open(parent)?.sync_all()?;
+            }
+        }
         let path = dir.join(JOURNAL_NAME);
         let file = OpenOptions::new()
             .append(true)
             .create_new(true)
             .open(&path)?;
+        File::open(dir)?.sync_all()?;
         Ok(Self { file, path })
     }
 

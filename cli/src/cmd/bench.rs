@@ -696,7 +696,7 @@ fn governed_run(
         clock: std::sync::Arc::new(craik_host::SystemClock),
     };
     let t = Instant::now();
-    let mut host = Host::start(home, dir, inputs, setup)?;
+    let mut host = Host::start(home, Box::new(dir), inputs, setup)?;
     host.drive(&mut |_| {})?;
     let governed_s = t.elapsed().as_secs_f64();
     let status = host.machine.run().status;

@@ -22,7 +22,9 @@ use craik_host::launch::build_runner;
 use craik_host::run::approvals::{ApprovalRecord, ApprovalStatus, all_approvals, find_approval};
 use craik_host::run::driver::{Host, Setup, Tally};
 use craik_host::run::memory::proposals;
-use craik_host::run::store::{CANCEL, HANDOFF, Home, RUN, RunDir};
+use craik_host::run::store::{
+    CANCEL, HANDOFF, Home, HomePlacement, RUN, RunDir, RunStore, RunStoreExt,
+};
 use craik_host::run::{Inputs, RunnerOptions, exec::digest};
 
 /// What `craik run` was asked.
@@ -220,37 +222,6 @@ fn read_scenario(path: &Path) -> Result<(FixtureScenario, String), Failure> {
     Ok((decode_one(path, &bytes)?, digest(&bytes)))
 }
 
-fn new_run_id(now: OffsetDateTime) -> Result<String, Failure> {
-    let mut random = [0u8; 3];
-    getrandom::fill(&mut random)
-        .map_err(|e| Failure::internal(format!("no randomness from the operating system: {e}")))?;
-    Ok(format!(
-        "run_{:04}{:02}{:02}t{:02}{:02}{:02}_{}",
-        now.year(),
-        u8::from(now.month()),
-        now.day(),
-        now.hour(),
-        now.minute(),
-        now.second(),
-        craik_kernel::to_hex(&random)
-    ))
-}
-
-fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let kind = entry.file_type()?;
-        let target = to.join(entry.file_name());
-        if kind.is_dir() {
-            copy_tree(&entry.path(), &target)?;
-        } else if kind.is_file() {
-            std::fs::copy(entry.path(), &target)?;
-        }
-    }
-    Ok(())
-}
-
 /// `craik run`.
 pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<Exit, Failure> {
     let resolved = resolve(args)?;
@@ -308,7 +279,7 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
     }
     let home = Home::new(args.home);
     let started = OffsetDateTime::now_utc();
-    let run_id = new_run_id(started)?;
+    let run_id = craik_host::run::store::new_run_id(started)?;
     let runner_options = RunnerOptions {
         matrix: args.runner_matrix.map(str::to_owned),
         step_timeout_secs: args.step_timeout_secs,
@@ -337,7 +308,7 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         (_, Some(ws)) => ws.to_owned(),
         (Some(seed), None) => {
             let ws = dir.file("workspace");
-            copy_tree(seed, &ws)
+            craik_host::run::store::copy_tree(seed, &ws)
                 .map_err(|e| Failure::usage(format!("{}: cannot copy: {e}", seed.display())))?;
             ws
         }
@@ -347,31 +318,26 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
     let workspace = workspace
         .canonicalize()
         .map_err(|e| Failure::usage(format!("{}: {e}", workspace.display())))?;
-    if let Ok(real_home) = home.root.canonicalize()
-        && real_home.starts_with(&workspace)
-    {
-        // Paths under it are protected only if it is named `.craik`; commands are confined
-        // around it, but file actions see it as workspace content. Say so, loudly.
-        out.diag(format_args!(
-            "craik: WARNING: Craik's home `{}` lies inside the workspace `{}`{}; keep the home outside the workspace (--home)",
-            real_home.display(),
-            workspace.display(),
-            if real_home.file_name().is_some_and(|n| n == ".craik") {
-                " (protected as `.craik/`, and carved out of every command's sandbox)"
-            } else {
-                ": a runner's file actions can reach its keys and journals"
+    match home.placement(&workspace) {
+        HomePlacement::Outside => {}
+        placement => {
+            // Paths under a home named `.craik` are protected and carved out of every
+            // command's sandbox; any other home would be plain workspace content. Say so.
+            out.diag(format_args!(
+                "craik: WARNING: Craik's home `{}` lies inside the workspace `{}`{}; keep the home outside the workspace (--home)",
+                home.root.display(),
+                workspace.display(),
+                if placement == HomePlacement::InsideProtected {
+                    " (protected as `.craik/`, and carved out of every command's sandbox)"
+                } else {
+                    ": a runner's file actions can reach its keys and journals"
+                }
+            ))?;
+            if let Err(refused) = placement.allowed_under(profile) {
+                // Nothing of the refused run is left behind.
+                let _ = std::fs::remove_dir_all(&dir.path);
+                return Err(refused.into());
             }
-        ))?;
-        if real_home.file_name().is_none_or(|n| n != ".craik")
-            && profile != PolicyProfile::TrustedLocal
-        {
-            // Nothing of the refused run is left behind.
-            let _ = std::fs::remove_dir_all(&dir.path);
-            return Err(Failure::usage(format!(
-                "--home `{}` lies inside the workspace and is not named `.craik`; the {} profile refuses to run with its keys reachable",
-                real_home.display(),
-                profile.as_str()
-            )));
         }
     }
     let inputs = Inputs {
@@ -396,7 +362,7 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
     };
     let lock = dir.lock()?;
     let keys = setup.keys.clone();
-    let mut host = Host::start(home, dir, inputs, setup)?;
+    let mut host = Host::start(home, Box::new(dir), inputs, setup)?;
     drive(out, &mut host)?;
     drop(lock);
     summary(out, format, &host, &keys)
@@ -595,7 +561,7 @@ fn open_host(home: &Path, run_id: &str, out: &mut Out) -> Result<(Host, KeyRing)
         out,
     )?;
     let keys = setup.keys.clone();
-    Ok((Host::recover(home, dir, setup)?, keys))
+    Ok((Host::recover(home, Box::new(dir), setup)?, keys))
 }
 
 /// `craik runs recover RUN`: repair and classify, continue nothing.

@@ -237,3 +237,43 @@ fn issue_11_a_kill_during_a_read_never_blocks_the_run() {
     }
     assert!(points >= 5, "only {points} kill points");
 }
+
+/// Issue 14: what an interrupted atomic write leaves (`.run.json.tmp-PID`, an approval's
+/// temporary file) is removed when the run is recovered; other files are not touched.
+#[test]
+fn issue_14_recover_removes_interrupted_atomic_writes() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let (_, id, _) =
+        crate::runs::run_example(h, &crate::repo_root().join("examples/approval"), &[]);
+    let dir = h.join("runs").join(&id);
+    let leftovers = [
+        dir.join(".run.json.tmp-4242"),
+        dir.join("approvals").join(".approval_x.json.tmp-77"),
+    ];
+    let kept = [
+        dir.join(".notes.tmp-abc"),
+        dir.join("run.json.tmp-1"),
+        dir.join("approvals").join("keep.txt"),
+    ];
+    for f in leftovers.iter().chain(&kept) {
+        std::fs::write(f, b"{\"partial\":").unwrap();
+    }
+    let out = crate::craik()
+        .args(["runs", "recover", &id, "--home"])
+        .arg(h)
+        .output()
+        .unwrap();
+    // The run is still parked for its approval: exit 1 (not completed), no error.
+    assert_eq!(out.status.code(), Some(1), "{}", crate::transcript(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for f in &leftovers {
+        assert!(!f.exists(), "{} left", f.display());
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(text.contains(&name), "recover names {name}:\n{text}");
+    }
+    for f in &kept {
+        assert!(f.exists(), "{} removed", f.display());
+    }
+    crate::runs::verify_run(h, &id, true);
+}

@@ -15,7 +15,7 @@ use time::OffsetDateTime;
 use crate::Error;
 use crate::journal::{JOURNAL_NAME, JournalFile};
 use crate::run::signed::{action_digest, verified_receipts};
-use crate::run::store::{Home, RunDir, io_at as io};
+use crate::run::store::{Home, RunDir, RunStore, RunStoreExt, io_at as io};
 use crate::run::{ActionRecord, Inputs};
 
 /// State of an approval request.
@@ -73,7 +73,11 @@ pub struct ApprovalRecord {
 /// Checks that an approval file shows the action its run's journal decided: the run's
 /// journal verifies under `keys`, and its requires-approval receipt for the same request hash
 /// names the sha256 of exactly this action. Otherwise the file was edited after the park.
-pub fn approval_bound(dir: &RunDir, record: &ApprovalRecord, keys: &KeyRing) -> Result<(), String> {
+pub fn approval_bound(
+    dir: &dyn RunStore,
+    record: &ApprovalRecord,
+    keys: &KeyRing,
+) -> Result<(), String> {
     let want = action_digest(&record.action);
     let signed = verified_receipts(dir, keys)?.into_iter().any(|r| {
         r.decision == Decision::RequiresApproval
@@ -153,27 +157,28 @@ pub fn signed_review(home: &Home, ring: &KeyRing, id: &str, run_id: &str) -> Opt
     })
 }
 
-pub fn read_approvals(dir: &RunDir) -> Result<Vec<ApprovalRecord>, Error> {
-    let path = dir.file("approvals");
+/// The run's approval records (`approvals/<id>.json`), by id.
+pub fn read_approvals(dir: &dyn RunStore) -> Result<Vec<ApprovalRecord>, Error> {
     let mut out = Vec::new();
-    let entries = match std::fs::read_dir(&path) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => return Err(Error::internal(format!("{}: {e}", path.display()))),
-    };
-    for entry in entries {
-        let entry = entry.map_err(io(&path))?;
-        let p = entry.path();
-        if p.extension().is_some_and(|e| e == "json") {
-            out.push(crate::run::store::read_json(&p).map_err(|e| Error::invalid(e, Vec::new()))?);
-        }
+    let names = dir.list("approvals").map_err(io(&dir.file("approvals")))?;
+    for name in names
+        .iter()
+        .filter(|n| n.ends_with(".json") && !n.starts_with('.'))
+    {
+        let record: ApprovalRecord = dir
+            .read_json(&format!("approvals/{name}"))
+            .map_err(|e| Error::invalid(e, Vec::new()))?;
+        out.push(record);
     }
-    out.sort_by(|a: &ApprovalRecord, b| a.id.cmp(&b.id));
+    out.sort_by(|a, b| a.id.cmp(&b.id));
     Ok(out)
 }
 
-pub fn write_approval(dir: &RunDir, record: &ApprovalRecord) -> Result<(), Error> {
-    write_record(&dir.file("approvals"), &record.id, record)
+/// Replaces an approval record, durably.
+pub fn write_approval(dir: &dyn RunStore, record: &ApprovalRecord) -> Result<(), Error> {
+    let name = format!("approvals/{}.json", record.id);
+    dir.write_json(&name, record, true)
+        .map_err(io(&dir.file(&name)))
 }
 
 /// `dir/<id>.json`, pretty, replaced atomically and fsynced with its directory.

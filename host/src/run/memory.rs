@@ -8,7 +8,7 @@ use time::OffsetDateTime;
 
 use crate::Error;
 use crate::run::approvals::{Review, reviewer, write_record, write_review};
-use crate::run::store::{Home, RUN};
+use crate::run::store::{Home, RUN, RunStoreExt};
 
 pub fn write_memory(home: &Home, proposal: &MemoryProposal) -> Result<(), Error> {
     write_record(&home.memory(), &proposal.id, proposal)

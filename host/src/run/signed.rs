@@ -6,7 +6,7 @@ use craik_kernel::{KeyRing, ReceiptPayload};
 
 use crate::Error;
 use crate::run::exec;
-use crate::run::store::{RunDir, io_at as io};
+use crate::run::store::{RunStore, RunStoreExt, io_at as io};
 use crate::run::{ActionRecord, Inputs};
 
 /// The capability a run's first receipt names: it binds `inputs.json` to the journal.
@@ -21,9 +21,15 @@ pub fn action_digest(action: &ActionRecord) -> String {
 
 /// The run's journal, whole lines only (a torn tail is recovery's to repair), verified under
 /// `keys` (open allowed), decoded to its receipts; the error names the failure.
-pub fn verified_receipts(dir: &RunDir, keys: &KeyRing) -> Result<Vec<ReceiptPayload>, String> {
+pub fn verified_receipts(
+    dir: &dyn RunStore,
+    keys: &KeyRing,
+) -> Result<Vec<ReceiptPayload>, String> {
     let path = dir.file(crate::journal::JOURNAL_NAME);
-    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bytes = dir
+        .read_bytes(crate::journal::JOURNAL_NAME)
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .ok_or_else(|| format!("{}: no journal", path.display()))?;
     let whole = bytes
         .iter()
         .rposition(|b| *b == b'\n')
@@ -57,9 +63,12 @@ pub fn verified_receipts(dir: &RunDir, keys: &KeyRing) -> Result<Vec<ReceiptPayl
 }
 
 /// Reads `inputs.json` only if its bytes are the ones the run's first signed receipt names.
-pub fn bound_inputs(dir: &RunDir, keys: &KeyRing) -> Result<Inputs, Error> {
+pub fn bound_inputs(dir: &dyn RunStore, keys: &KeyRing) -> Result<Inputs, Error> {
     let path = dir.file(crate::run::store::INPUTS);
-    let bytes = std::fs::read(&path).map_err(io(&path))?;
+    let bytes = dir
+        .read_bytes(crate::run::store::INPUTS)
+        .map_err(io(&path))?
+        .ok_or_else(|| Error::invalid(format!("{}: missing", path.display()), Vec::new()))?;
     let first = verified_receipts(dir, keys)
         .map_err(|why| Error::invalid(format!("{why}; it cannot be continued"), Vec::new()))?
         .into_iter()

@@ -103,7 +103,44 @@ pub struct Home {
     pub root: PathBuf,
 }
 
+/// Where Craik's home lies relative to a run's workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HomePlacement {
+    Outside,
+    /// Inside, named `.craik`: protected paths for the kernel, carved out of sandboxes.
+    InsideProtected,
+    /// Inside under another name: a runner's file actions could reach keys and journals.
+    InsideExposed,
+}
+
+impl HomePlacement {
+    /// Only `trusted-local` runs with an exposed home (loudly); every other profile refuses.
+    pub fn allowed_under(self, profile: craik_contracts::PolicyProfile) -> Result<(), Error> {
+        if self == Self::InsideExposed && profile != craik_contracts::PolicyProfile::TrustedLocal {
+            return Err(Error::usage(format!(
+                "--home lies inside the workspace and is not named `.craik`; the {} profile refuses to run with its keys reachable",
+                profile.as_str()
+            )));
+        }
+        Ok(())
+    }
+}
+
 impl Home {
+    /// Where this home lies relative to `workspace` (both resolved).
+    pub fn placement(&self, workspace: &Path) -> HomePlacement {
+        match self.root.canonicalize() {
+            Ok(real) if real.starts_with(workspace) => {
+                if real.file_name().is_some_and(|n| n == ".craik") {
+                    HomePlacement::InsideProtected
+                } else {
+                    HomePlacement::InsideExposed
+                }
+            }
+            _ => HomePlacement::Outside,
+        }
+    }
+
     pub fn new(root: &Path) -> Self {
         Self {
             root: root.to_owned(),
@@ -173,37 +210,84 @@ pub struct RunDir {
 }
 
 impl RunDir {
-    /// Creates a new run directory; refuses an existing one.
+    /// The new directory's entry is fsynced into `runs/` (and `runs/` into the home when it
+    /// was created now), so a crash cannot lose a run whose files were acknowledged.
     pub fn create(home: &Home, run_id: &str) -> io::Result<Self> {
-        fs::create_dir_all(home.runs())?;
-        let path = home.runs().join(run_id);
+        let runs = home.runs();
+        if !runs.is_dir() {
+            fs::create_dir_all(&runs)?;
+            sync_dir(&home.root)?;
+        }
+        let path = runs.join(run_id);
         fs::create_dir(&path)?;
+        sync_dir(&runs)?;
         Ok(Self { path })
     }
 
-    pub fn file(&self, name: &str) -> PathBuf {
-        self.path.join(name)
+    /// The pid written by the live process holding the lock, if one holds it.
+    pub fn locked_by_live(&self) -> Option<String> {
+        let path = self.file(LOCK);
+        let file = File::open(&path).ok()?;
+        match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockShared) {
+            Ok(()) => None,
+            Err(_) => Some(
+                fs::read_to_string(&path)
+                    .unwrap_or_default()
+                    .trim()
+                    .to_owned(),
+            ),
+        }
+    }
+}
+
+/// Where a run's state lives: its records (`run.json`, `inputs.json`, `handoff.json`,
+/// `approvals/<id>.json`) and its append-only line files (`events.jsonl`, `outputs.jsonl`,
+/// the receipt journal). [`RunDir`], one directory per run, is the one implementation today;
+/// the driver, approvals and the signed-state checks reach a run's state only through this
+/// trait (typed access: [`RunStoreExt`]). What must be real paths on this machine — command
+/// sandboxes, a copied workspace, the journal file the driver appends to with `fsync` — lives
+/// under [`RunStore::root`].
+pub trait RunStore: std::fmt::Debug + Send {
+    /// The run's directory on this machine.
+    fn root(&self) -> &Path;
+    /// Appends complete lines (ending in `\n`) to `name`; with `sync`, durably (the append
+    /// that creates the file also makes its entry durable).
+    fn append_bytes(&self, name: &str, lines: &[u8], sync: bool) -> io::Result<()>;
+    /// The bytes of `name`; `None` when it does not exist.
+    fn read_bytes(&self, name: &str) -> io::Result<Option<Vec<u8>>>;
+    /// Replaces `name` whole, atomically (never a partial file); with `sync`, durably.
+    fn replace(&self, name: &str, bytes: &[u8], sync: bool) -> io::Result<()>;
+    /// The entries of the record family `dir` (`approvals`), sorted; none when it is absent.
+    fn list(&self, dir: &str) -> io::Result<Vec<String>>;
+    /// Moves a torn last line of `name` aside (to `name.torn`); returns the bytes moved.
+    fn repair_torn(&self, name: &str) -> io::Result<usize>;
+    /// Removes what interrupted atomic writes left; returns their names.
+    fn clean_leftovers(&self) -> io::Result<Vec<String>>;
+    /// The run's exclusive driver lock, held while the guard lives.
+    fn lock(&self) -> Result<RunLock, Error>;
+}
+
+/// Typed access to a [`RunStore`]: JSON lines and JSON documents.
+pub trait RunStoreExt: RunStore {
+    /// Where `name` is on this machine (for messages, and for what must be a real path).
+    fn file(&self, name: &str) -> PathBuf {
+        self.root().join(name)
     }
 
     /// Appends one JSON line (fsynced when `sync`).
-    pub fn append<T: Serialize>(&self, name: &str, value: &T, sync: bool) -> io::Result<()> {
+    fn append<T: Serialize>(&self, name: &str, value: &T, sync: bool) -> io::Result<()> {
         let mut line = serde_json::to_vec(value).map_err(io::Error::other)?;
         line.push(b'\n');
-        let mut file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.file(name))?;
-        file.write_all(&line)?;
-        if sync { file.sync_data() } else { Ok(()) }
+        self.append_bytes(name, &line, sync)
     }
 
     /// Reads a JSON-lines file (missing: empty). A torn last line is an error here; recovery
-    /// repairs it first with [`RunDir::repair_torn`].
-    pub fn read_lines<T: DeserializeOwned>(&self, name: &str) -> Result<Vec<T>, String> {
+    /// repairs it first with [`RunStore::repair_torn`].
+    fn read_lines<T: DeserializeOwned>(&self, name: &str) -> Result<Vec<T>, String> {
         let path = self.file(name);
-        let bytes = match fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        let bytes = match self.read_bytes(name) {
+            Ok(Some(b)) => b,
+            Ok(None) => return Ok(Vec::new()),
             Err(e) => return Err(format!("{}: {e}", path.display())),
         };
         if !bytes.is_empty() && !bytes.ends_with(b"\n") {
@@ -223,9 +307,95 @@ impl RunDir {
             .collect()
     }
 
-    /// Moves a torn last line of `name` to `name.torn` and truncates it away. Returns the
-    /// number of bytes moved (0: nothing was torn).
-    pub fn repair_torn(&self, name: &str) -> io::Result<usize> {
+    /// Writes a JSON document atomically; with `sync`, durably.
+    fn write_json<T: Serialize>(&self, name: &str, value: &T, sync: bool) -> io::Result<()> {
+        let mut text = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
+        text.push(b'\n');
+        self.replace(name, &text, sync)
+    }
+
+    /// Reads a JSON document.
+    fn read_json<T: DeserializeOwned>(&self, name: &str) -> Result<T, String> {
+        let path = self.file(name);
+        let bytes = self
+            .read_bytes(name)
+            .map_err(|e| format!("{}: {e}", path.display()))?
+            .ok_or_else(|| format!("{}: No such file or directory (os error 2)", path.display()))?;
+        serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+impl<S: RunStore + ?Sized> RunStoreExt for S {}
+
+impl RunStore for RunDir {
+    fn root(&self) -> &Path {
+        &self.path
+    }
+
+    fn append_bytes(&self, name: &str, lines: &[u8], sync: bool) -> io::Result<()> {
+        if !lines.ends_with(b"\n") {
+            return Err(io::Error::other("refusing to append a partial line"));
+        }
+        let path = self.file(name);
+        let created = !path.exists();
+        let mut file = OpenOptions::new().create(true).append(true).open(&path)?;
+        file.write_all(lines)?;
+        if sync {
+            file.sync_data()?;
+            if created {
+                sync_dir(&self.path)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn read_bytes(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
+        match fs::read(self.file(name)) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn replace(&self, name: &str, bytes: &[u8], sync: bool) -> io::Result<()> {
+        let path = self.file(name);
+        let dir = path.parent().unwrap_or(&self.path).to_path_buf();
+        if !dir.is_dir() {
+            fs::create_dir_all(&dir)?;
+            if sync {
+                sync_dir(dir.parent().unwrap_or(&self.path))?;
+            }
+        }
+        if sync {
+            write_atomic(&path, bytes)?;
+            sync_dir(&dir)
+        } else {
+            let file_name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let tmp = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
+            fs::write(&tmp, bytes)?;
+            fs::rename(&tmp, &path)
+        }
+    }
+
+    fn list(&self, dir: &str) -> io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        match fs::read_dir(self.file(dir)) {
+            Ok(entries) => {
+                for entry in entries {
+                    names.push(entry?.file_name().to_string_lossy().into_owned());
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    fn repair_torn(&self, name: &str) -> io::Result<usize> {
         let path = self.file(name);
         let bytes = match fs::read(&path) {
             Ok(b) => b,
@@ -249,31 +419,34 @@ impl RunDir {
         Ok(torn.len())
     }
 
-    /// Writes a JSON document atomically (temp file, rename); with `sync`, the file and the
-    /// directory are fsynced too.
-    pub fn write_json<T: Serialize>(&self, name: &str, value: &T, sync: bool) -> io::Result<()> {
-        let mut text = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
-        text.push(b'\n');
-        if sync {
-            write_atomic(&self.file(name), &text)?;
-            sync_dir(&self.path)
-        } else {
-            let tmp = self.file(&format!(".{name}.tmp-{}", std::process::id()));
-            fs::write(&tmp, &text)?;
-            fs::rename(&tmp, self.file(name))
+    fn clean_leftovers(&self) -> io::Result<Vec<String>> {
+        let mut removed = Vec::new();
+        for dir in [self.path.clone(), self.file("approvals")] {
+            let entries = match fs::read_dir(&dir) {
+                Ok(e) => e,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            };
+            for entry in entries {
+                let entry = entry?;
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let leftover = name.starts_with('.')
+                    && name.rsplit_once(".tmp-").is_some_and(|(_, pid)| {
+                        !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit())
+                    });
+                if leftover && entry.file_type()?.is_file() {
+                    fs::remove_file(entry.path())?;
+                    removed.push(name);
+                }
+            }
+            if !removed.is_empty() {
+                sync_dir(&dir)?;
+            }
         }
+        Ok(removed)
     }
 
-    /// Reads a JSON document.
-    pub fn read_json<T: DeserializeOwned>(&self, name: &str) -> Result<T, String> {
-        read_json(&self.file(name))
-    }
-
-    /// Takes the run's lock: an exclusive `flock` on `runs/<id>/lock`, held by the returned
-    /// guard for the life of the driver. The kernel releases it when the process dies, however
-    /// it dies, so there is no stale lock to take over and no window between checking and
-    /// taking: of two drivers, exactly one gets it.
-    pub fn lock(&self) -> Result<RunLock, Error> {
+    fn lock(&self) -> Result<RunLock, Error> {
         let path = self.file(LOCK);
         let mut file = OpenOptions::new()
             .read(true)
@@ -305,21 +478,6 @@ impl RunDir {
             .set_len(0)
             .and_then(|()| writeln!(file, "{}", std::process::id()));
         Ok(RunLock { _file: file })
-    }
-
-    /// The pid written by the live process holding the lock, if one holds it.
-    pub fn locked_by_live(&self) -> Option<String> {
-        let path = self.file(LOCK);
-        let file = File::open(&path).ok()?;
-        match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockShared) {
-            Ok(()) => None,
-            Err(_) => Some(
-                fs::read_to_string(&path)
-                    .unwrap_or_default()
-                    .trim()
-                    .to_owned(),
-            ),
-        }
     }
 }
 
@@ -356,6 +514,39 @@ pub fn io_at(path: &Path) -> impl Fn(io::Error) -> Error + '_ {
 /// fsync a directory, so a rename or a new entry in it is durable.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
+}
+
+/// A new run id: `run_<UTC date and time>_<6 random hex digits>`.
+pub fn new_run_id(now: time::OffsetDateTime) -> Result<String, Error> {
+    let mut random = [0u8; 3];
+    getrandom::fill(&mut random)
+        .map_err(|e| Error::internal(format!("no randomness from the operating system: {e}")))?;
+    Ok(format!(
+        "run_{:04}{:02}{:02}t{:02}{:02}{:02}_{}",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second(),
+        craik_kernel::to_hex(&random)
+    ))
+}
+
+/// Copies a directory tree (regular files and directories only; symlinks are not followed).
+pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -11,7 +11,8 @@ use crate::policy::{Decision, Mode};
 use crate::receipt::dsse::{CHECKPOINT_PAYLOAD_TYPE, Envelope, RECEIPT_PAYLOAD_TYPE, pae};
 use crate::receipt::merkle::MerkleRange;
 use crate::receipt::payload::{
-    Checkpoint, DecidedBy, MAX_SAFE_INTEGER, ReceiptPayload, canonical_bytes, receipt_hash,
+    Checkpoint, DecidedBy, MAX_SAFE_INTEGER, ReceiptPayload, canonical_bytes, raw_hash,
+    receipt_hash,
 };
 use crate::receipt::signer::{KeyRing, Signer};
 use crate::receipt::verify::{VerifyOptions, verify_journal_with};
@@ -292,10 +293,4 @@ impl JournalWriter {
             .to_line()
             .map_err(JournalError::Payload)
     }
-}
-
-/// The 32-byte SHA-256 of payload bytes: the Merkle leaf data.
-pub(crate) fn raw_hash(bytes: &[u8]) -> [u8; 32] {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes).into()
 }

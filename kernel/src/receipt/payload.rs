@@ -135,6 +135,11 @@ pub fn check_json_numbers(value: &Value, path: &str) -> Result<(), String> {
     }
 }
 
+/// The 32-byte SHA-256 of payload bytes: the Merkle leaf data.
+pub(crate) fn raw_hash(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
 /// `sha256:<hex>` of payload bytes: what `prev` and the Merkle leaves name.
 pub fn receipt_hash(payload: &[u8]) -> String {
     format!("sha256:{}", hex(&Sha256::digest(payload)))

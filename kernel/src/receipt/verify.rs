@@ -14,10 +14,10 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use crate::receipt::dsse::{CHECKPOINT_PAYLOAD_TYPE, Envelope, RECEIPT_PAYLOAD_TYPE, pae};
-use crate::receipt::journal::raw_hash;
 use crate::receipt::merkle::MerkleRange;
 use crate::receipt::payload::{
-    Checkpoint, DecidedByKind, MAX_SAFE_INTEGER, ReceiptPayload, check_json_numbers, receipt_hash,
+    Checkpoint, DecidedByKind, MAX_SAFE_INTEGER, ReceiptPayload, check_json_numbers, raw_hash,
+    receipt_hash,
 };
 use crate::receipt::signer::KeyRing;
 
@@ -74,7 +74,9 @@ struct State<'a> {
 pub struct VerifyOptions<'a> {
     /// When given, every receipt's `policy_set` must equal it.
     pub policy_set: Option<&'a str>,
-    /// Threads for signature checks (1 = this thread only).
+    /// Threads for signature checks. The default, 1, checks on the calling thread only (a
+    /// library must not start threads unasked); `craik receipts verify` and `craik audit`
+    /// pass every core the process may use. The verdict is the same for any count (tested).
     pub threads: usize,
     /// Check signatures in batches (keys were refused at load if weak); a failed batch is
     /// re-checked one by one with `verify_strict` to name the bad receipt.

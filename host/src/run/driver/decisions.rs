@@ -272,7 +272,7 @@ impl Host {
             review: None,
         };
         if !existing.iter().any(|a| a.id == id) {
-            write_approval(&self.dir, &record)?;
+            write_approval(self.dir.as_ref(), &record)?;
             self.crash.synced(2);
             self.crash.point();
         }
@@ -363,7 +363,7 @@ impl Host {
     }
 
     pub(super) fn approvals(&self) -> Result<Vec<ApprovalRecord>, Error> {
-        read_approvals(&self.dir)
+        read_approvals(self.dir.as_ref())
     }
 
     pub(super) fn set_approval_status(
@@ -373,7 +373,7 @@ impl Host {
     ) -> Result<(), Error> {
         if let Some(mut record) = self.approvals()?.into_iter().find(|a| a.id == id) {
             record.status = status;
-            write_approval(&self.dir, &record)?;
+            write_approval(self.dir.as_ref(), &record)?;
             self.crash.synced(2);
             self.crash.point();
         }

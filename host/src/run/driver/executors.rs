@@ -183,7 +183,7 @@ impl Host {
     /// workspace), never Craik's home otherwise, and has no network (no shell capability is a
     /// network one). Required outside `trusted-local`.
     pub(super) fn command_env(&self, action_id: &str) -> Result<exec::CommandEnv, String> {
-        let base = self.dir.path.join("sandbox").join(action_id);
+        let base = self.dir.root().join("sandbox").join(action_id);
         let _ = std::fs::remove_dir_all(&base);
         let (home, tmp) = (base.join("home"), base.join("tmp"));
         for dir in [&home, &tmp] {

@@ -40,7 +40,9 @@ use crate::run::approvals::{
 use crate::run::exec::{self, FileState, Workspace};
 use crate::run::memory::write_memory;
 pub use crate::run::signed::{RUN_INPUTS, action_digest, bound_inputs};
-use crate::run::store::{CANCEL, CrashPoints, EVENTS, HANDOFF, Home, OUTPUTS, RUN, RunDir};
+use crate::run::store::{
+    CANCEL, CrashPoints, EVENTS, HANDOFF, Home, OUTPUTS, RUN, RunStore, RunStoreExt,
+};
 use crate::run::{
     ActionRecord, Event, Inputs, Outcome, StepRunner, compact, directives, json, may_act,
     may_propose,
@@ -75,7 +77,7 @@ pub struct Tally {
 /// One run being driven (or recovered).
 pub struct Host {
     pub home: Home,
-    pub dir: RunDir,
+    pub dir: Box<dyn RunStore>,
     pub inputs: Inputs,
     bundle: Bundle,
     grants: GrantSet,
@@ -151,11 +153,16 @@ impl std::fmt::Debug for Setup {
 
 impl Host {
     /// Starts a new run in a fresh directory.
-    pub fn start(home: Home, dir: RunDir, inputs: Inputs, setup: Setup) -> Result<Self, Error> {
+    pub fn start(
+        home: Home,
+        dir: Box<dyn RunStore>,
+        inputs: Inputs,
+        setup: Setup,
+    ) -> Result<Self, Error> {
         let run_id = inputs.run_id.clone();
-        let journal_file = JournalFile::create(&dir.path).map_err(io(&dir.path))?;
+        let journal_file = JournalFile::create(dir.root()).map_err(io(dir.root()))?;
         dir.write_json(crate::run::store::INPUTS, &inputs, true)
-            .map_err(io(&dir.path))?;
+            .map_err(io(dir.root()))?;
         let run = initial_run(&inputs);
         let workspace = Workspace::open(&inputs.workspace).map_err(Error::usage)?;
         let budget = budget_of(&inputs);
@@ -187,7 +194,7 @@ impl Host {
     #[allow(clippy::too_many_arguments, reason = "one constructor, called twice")]
     fn assemble(
         home: Home,
-        dir: RunDir,
+        dir: Box<dyn RunStore>,
         inputs: Inputs,
         setup: Setup,
         journal: JournalWriter,
@@ -284,7 +291,7 @@ impl Host {
     fn event(&mut self, event: &Event) -> Result<(), Error> {
         self.dir
             .append(EVENTS, event, true)
-            .map_err(io(&self.dir.path))?;
+            .map_err(io(self.dir.root()))?;
         self.crash.synced(1);
         self.crash.point();
         Ok(())
@@ -296,7 +303,7 @@ impl Host {
     fn event_unsynced(&mut self, event: &Event) -> Result<(), Error> {
         self.dir
             .append(EVENTS, event, false)
-            .map_err(io(&self.dir.path))?;
+            .map_err(io(self.dir.root()))?;
         self.crash.point();
         Ok(())
     }
@@ -307,7 +314,7 @@ impl Host {
         let sync = self.machine.run().status != TaskRunStatus::Running;
         self.dir
             .write_json(RUN, self.machine.run(), sync)
-            .map_err(io(&self.dir.path))?;
+            .map_err(io(self.dir.root()))?;
         if sync {
             self.crash.synced(2);
         }
@@ -609,7 +616,7 @@ impl Host {
             let handoff = self.handoff(handoff_id.clone(), status, reason);
             self.dir
                 .write_json(HANDOFF, &handoff, true)
-                .map_err(io(&self.dir.path))?;
+                .map_err(io(self.dir.root()))?;
             self.crash.synced(2);
             self.crash.point();
         }

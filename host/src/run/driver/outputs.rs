@@ -48,7 +48,7 @@ impl Host {
         }
         self.dir
             .append(OUTPUTS, &output, true)
-            .map_err(io(&self.dir.path))?;
+            .map_err(io(self.dir.root()))?;
         self.output_ids.insert(output.id.clone());
         self.crash.synced(1);
         self.crash.point();

@@ -6,13 +6,20 @@ use super::*;
 impl Host {
     /// Reopens an existing run from its journals: repairs torn tails, verifies the receipts,
     /// replays the events, and classifies every action of the last act step.
-    pub fn recover(home: Home, dir: RunDir, setup: Setup) -> Result<Self, Error> {
+    pub fn recover(home: Home, dir: Box<dyn RunStore>, setup: Setup) -> Result<Self, Error> {
         let inputs: Inputs = dir
             .read_json(crate::run::store::INPUTS)
             .map_err(|e| Error::invalid(e, Vec::new()))?;
         let mut notes = Vec::new();
+        // The caller holds the run lock: a `.NAME.tmp-PID` here is an atomic write a crash
+        // interrupted before its rename (the file it would have replaced is intact).
+        for name in dir.clean_leftovers().map_err(io(dir.root()))? {
+            notes.push(format!(
+                "{name}: an interrupted atomic write's temporary file, removed"
+            ));
+        }
         for name in [EVENTS, OUTPUTS, crate::journal::JOURNAL_NAME] {
-            let torn = dir.repair_torn(name).map_err(io(&dir.path))?;
+            let torn = dir.repair_torn(name).map_err(io(dir.root()))?;
             if torn > 0 {
                 notes.push(format!(
                     "{name}: a torn last line ({torn} bytes, never acknowledged) moved to {name}.torn"
@@ -38,7 +45,7 @@ impl Host {
                 },
             )?
         };
-        let journal_file = JournalFile::open(&dir.path).map_err(io(&dir.path))?;
+        let journal_file = JournalFile::open(dir.root()).map_err(io(dir.root()))?;
         let events: Vec<Event> = dir
             .read_lines(EVENTS)
             .map_err(|e| Error::invalid(e, Vec::new()))?;

@@ -4,9 +4,11 @@
 //!   ([`run::driver`]), the side-effect executors ([`run::exec`]);
 //! - [`confine`]: the Landlock sandbox every command and adapter starts in;
 //! - [`adapter`]: untrusted runner processes over the JSON-lines channel, supervised;
+//! - [`conformance`]: the canonical scenarios an adapter must pass;
 //! - [`launch`]: the runner a run names, built (in process, or an adapter process);
 //! - [`runners`]: the shipped runners' capability matrices (trusted data);
-//! - [`journal`]: a run's receipt journal on disk.
+//! - [`journal`]: a run's receipt journal on disk;
+//! - [`keys`]: the receipt signing key on disk.
 //!
 //! Front ends (the `craik` CLI today) sit on top: they parse arguments, print, and map
 //! [`Error`]s to their own codes. Nothing here prints or exits. Time comes from a [`Clock`].
@@ -18,9 +20,11 @@
 pub mod adapter;
 pub mod clock;
 pub mod confine;
+pub mod conformance;
 pub mod error;
 pub mod fsio;
 pub mod journal;
+pub mod keys;
 pub mod launch;
 pub mod run;
 pub mod runners;

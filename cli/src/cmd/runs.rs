@@ -14,7 +14,6 @@ use serde::Serialize;
 use time::OffsetDateTime;
 
 use crate::cli::RunnerArg;
-use crate::cmd::keys::{PRIVATE_NAME, PUBLIC_NAME, create_pair, read_public, read_signer};
 use crate::exit::{Exit, Failure};
 use crate::files::{DEFAULT_MAX_BYTES, Input, read_bounded};
 use crate::output::{Format, Out};
@@ -22,9 +21,7 @@ use craik_host::launch::build_runner;
 use craik_host::run::approvals::{ApprovalRecord, ApprovalStatus, all_approvals, find_approval};
 use craik_host::run::driver::{Host, Setup, Tally};
 use craik_host::run::memory::proposals;
-use craik_host::run::store::{
-    CANCEL, HANDOFF, Home, HomePlacement, RUN, RunDir, RunStore, RunStoreExt,
-};
+use craik_host::run::store::{CANCEL, HANDOFF, Home, HomePlacement, RUN, RunStore, RunStoreExt};
 use craik_host::run::{Inputs, RunnerOptions, exec::digest};
 
 /// What `craik run` was asked.
@@ -170,27 +167,12 @@ fn resolve(args: &RunArgs<'_>) -> Result<Resolved, Failure> {
     }
 }
 
-/// Loads (or, the first time, creates) the signing key under the home.
+/// Loads (or, the first time, creates) the signing key under the home, saying what it did.
 fn keys(home: &Home, out: &mut Out) -> Result<(Ed25519Signer, KeyRing), Failure> {
-    let dir = home.keys();
-    if !dir.join(PRIVATE_NAME).exists() && !dir.join(PUBLIC_NAME).exists() {
-        let (private, _, _) = create_pair(&dir)?;
-        out.diag(format_args!(
-            "craik: generated a receipt signing key: {} (mode 0600)",
-            private.display()
-        ))?;
+    let (signer, ring, notes) = craik_host::keys::load_or_create(&home.keys())?;
+    for note in notes {
+        out.diag(format_args!("craik: {note}"))?;
     }
-    if dir.join(PRIVATE_NAME).exists() && !dir.join(PUBLIC_NAME).exists() {
-        crate::cmd::keys::restore_public(&dir.join(PRIVATE_NAME), &dir.join(PUBLIC_NAME))?;
-        out.diag(format_args!(
-            "craik: {} was missing (key generation was interrupted); derived it from the private key",
-            dir.join(PUBLIC_NAME).display()
-        ))?;
-    }
-    let signer = read_signer(&dir.join(PRIVATE_NAME))?;
-    let mut ring = KeyRing::new();
-    ring.add(&read_public(&dir.join(PUBLIC_NAME))?)
-        .map_err(|e| Failure::invalid(format!("{}: {e}", dir.display()), Vec::new()))?;
     Ok((signer, ring))
 }
 
@@ -239,31 +221,8 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
     let intent: Option<IntentLock> = resolved.intent.as_deref().map(read_one).transpose()?;
     let envelope: Option<PolicyEnvelope> =
         resolved.envelope.as_deref().map(read_one).transpose()?;
-    for (what, id) in [
-        ("intent lock", intent.as_ref().map(|i| &i.task_id)),
-        ("policy envelope", envelope.as_ref().map(|e| &e.task_id)),
-    ] {
-        if let Some(id) = id.filter(|id| **id != task.id) {
-            return Err(Failure::invalid(
-                format!(
-                    "the {what}'s task_id `{id}` is not the task's `{}`",
-                    task.id
-                ),
-                Vec::new(),
-            ));
-        }
-    }
     let grants = crate::bundle::read_grants(&resolved.grants)?;
-    // A grant for another task would never apply; refuse it as an intent lock is refused.
-    if let Some(g) = grants.iter().find(|g| g.task_id != task.id) {
-        return Err(Failure::invalid(
-            format!(
-                "grant `{}`: its task_id `{}` is not the task's `{}`",
-                g.id, g.task_id, task.id
-            ),
-            Vec::new(),
-        ));
-    }
+    craik_host::run::check_task_bindings(&task, intent.as_ref(), envelope.as_ref(), &grants)?;
     let profile = args
         .profile
         .or_else(|| envelope.as_ref().map(|e| e.profile))
@@ -302,22 +261,12 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         profile,
     )?;
     let setup = setup(args.policies, args.custom, &grants, runner, &home, out)?;
-    let dir = RunDir::create(&home, &run_id)
-        .map_err(|e| Failure::usage(format!("{}: {e}", home.runs().display())))?;
-    let workspace = match (&resolved.workspace_seed, args.workspace) {
-        (_, Some(ws)) => ws.to_owned(),
-        (Some(seed), None) => {
-            let ws = dir.file("workspace");
-            craik_host::run::store::copy_tree(seed, &ws)
-                .map_err(|e| Failure::usage(format!("{}: cannot copy: {e}", seed.display())))?;
-            ws
-        }
-        (None, None) => std::env::current_dir()
-            .map_err(|e| Failure::usage(format!("current directory: {e}")))?,
-    };
-    let workspace = workspace
-        .canonicalize()
-        .map_err(|e| Failure::usage(format!("{}: {e}", workspace.display())))?;
+    let (dir, workspace) = craik_host::run::store::create_run(
+        &home,
+        &run_id,
+        resolved.workspace_seed.as_deref(),
+        args.workspace,
+    )?;
     match home.placement(&workspace) {
         HomePlacement::Outside => {}
         placement => {

@@ -310,3 +310,37 @@ pub fn grants_digest(grants: &[CapabilityGrant]) -> String {
         .map(|b| crate::run::exec::digest(&b))
         .unwrap_or_default()
 }
+
+/// An intent lock, policy envelope or grant written for another task would never apply (or
+/// would apply to the wrong run): refused before the run starts, naming what differs.
+pub fn check_task_bindings(
+    task: &TaskRequest,
+    intent: Option<&IntentLock>,
+    envelope: Option<&PolicyEnvelope>,
+    grants: &[CapabilityGrant],
+) -> Result<(), crate::Error> {
+    for (what, id) in [
+        ("intent lock", intent.map(|i| &i.task_id)),
+        ("policy envelope", envelope.map(|e| &e.task_id)),
+    ] {
+        if let Some(id) = id.filter(|id| **id != task.id) {
+            return Err(crate::Error::invalid(
+                format!(
+                    "the {what}'s task_id `{id}` is not the task's `{}`",
+                    task.id
+                ),
+                Vec::new(),
+            ));
+        }
+    }
+    if let Some(g) = grants.iter().find(|g| g.task_id != task.id) {
+        return Err(crate::Error::invalid(
+            format!(
+                "grant `{}`: its task_id `{}` is not the task's `{}`",
+                g.id, g.task_id, task.id
+            ),
+            Vec::new(),
+        ));
+    }
+    Ok(())
+}

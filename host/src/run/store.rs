@@ -516,6 +516,35 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
+/// Creates run `run_id`'s directory and settles its workspace: `workspace` when given, else a
+/// copy of `seed` inside the run directory (examples never touch the operator's files), else
+/// the current directory; resolved to its real path.
+pub fn create_run(
+    home: &Home,
+    run_id: &str,
+    seed: Option<&Path>,
+    workspace: Option<&Path>,
+) -> Result<(RunDir, PathBuf), Error> {
+    let dir = RunDir::create(home, run_id)
+        .map_err(|e| Error::usage(format!("{}: {e}", home.runs().display())))?;
+    let chosen = match (seed, workspace) {
+        (_, Some(ws)) => ws.to_owned(),
+        (Some(seed), None) => {
+            let ws = dir.path.join("workspace");
+            copy_tree(seed, &ws)
+                .map_err(|e| Error::usage(format!("{}: cannot copy: {e}", seed.display())))?;
+            ws
+        }
+        (None, None) => {
+            std::env::current_dir().map_err(|e| Error::usage(format!("current directory: {e}")))?
+        }
+    };
+    let real = chosen
+        .canonicalize()
+        .map_err(|e| Error::usage(format!("{}: {e}", chosen.display())))?;
+    Ok((dir, real))
+}
+
 /// A new run id: `run_<UTC date and time>_<6 random hex digits>`.
 pub fn new_run_id(now: time::OffsetDateTime) -> Result<String, Error> {
     let mut random = [0u8; 3];

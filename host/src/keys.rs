@@ -1,0 +1,199 @@
+//! The receipt signing key on disk: `keys/signing.key.pem` (PKCS#8 v1, mode 0600, never
+//! overwritten) and `keys/signing.pub.pem` (SPKI). The seed and the PEM text are zeroized
+//! after use; the key is never printed, logged or put in an error message.
+
+use std::fs::OpenOptions;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD_NO_PAD;
+use craik_kernel::{Ed25519Signer, KeyRing, spki_der};
+use ed25519_dalek::pkcs8::spki::der::pem::LineEnding;
+use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePrivateKey, EncodePublicKey};
+use ed25519_dalek::{SigningKey, VerifyingKey};
+use sha2::{Digest, Sha256};
+use zeroize::Zeroize;
+
+use crate::Error;
+
+/// File names inside the key directory.
+pub const PRIVATE_NAME: &str = "signing.key.pem";
+pub const PUBLIC_NAME: &str = "signing.pub.pem";
+
+/// An OpenSSH-style fingerprint: `SHA256:` + unpadded base64 of the SPKI DER's SHA-256.
+pub fn fingerprint(public: &[u8; 32]) -> String {
+    format!(
+        "SHA256:{}",
+        STANDARD_NO_PAD.encode(Sha256::digest(spki_der(public)))
+    )
+}
+
+/// A key file's bytes, at most 64 KiB.
+fn read_key_file(path: &Path) -> Result<Vec<u8>, Error> {
+    let file =
+        std::fs::File::open(path).map_err(|e| Error::usage(format!("{}: {e}", path.display())))?;
+    let mut bytes = Vec::new();
+    file.take(64 * 1024 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::usage(format!("{}: {e}", path.display())))?;
+    if bytes.len() > 64 * 1024 {
+        return Err(Error::invalid(
+            format!("{}: larger than 64 KiB; not a key file", path.display()),
+            Vec::new(),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Creates `dir/signing.key.pem` (0600) and `dir/signing.pub.pem`; refuses to overwrite.
+pub fn create_pair(dir: &Path) -> Result<(PathBuf, PathBuf, [u8; 32]), Error> {
+    let private = dir.join(PRIVATE_NAME);
+    let public = dir.join(PUBLIC_NAME);
+    for path in [&private, &public] {
+        if path.exists() {
+            return Err(Error::usage(format!(
+                "{}: already exists; refusing to overwrite a key",
+                path.display()
+            )));
+        }
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::usage(format!("{}: cannot create directory: {e}", dir.display())))?;
+    let mut seed = [0u8; 32];
+    getrandom::fill(&mut seed)
+        .map_err(|e| Error::internal(format!("no randomness from the operating system: {e}")))?;
+    let key = SigningKey::from_bytes(&seed);
+    seed.zeroize();
+    // PKCS#8 v1 (RFC 5208: the private key only, no public key attribute): the form OpenSSL
+    // 3.0 and Python `cryptography` load (both refuse the v2 form with the public key).
+    let mut pem = ed25519_dalek::pkcs8::KeypairBytes {
+        secret_key: key.to_bytes(),
+        public_key: None,
+    }
+    .to_pkcs8_pem(LineEnding::LF)
+    .map_err(|e| Error::internal(format!("cannot encode the private key: {e}")))?;
+    let public_pem = key
+        .verifying_key()
+        .to_public_key_pem(LineEnding::LF)
+        .map_err(|e| Error::internal(format!("cannot encode the public key: {e}")))?;
+    write_new(&private, pem.as_bytes(), 0o600)?;
+    // `pem` is `Zeroizing<String>`: wiped when dropped; make it explicit.
+    pem.zeroize();
+    write_new(&public, public_pem.as_bytes(), 0o644)?;
+    Ok((private, public, key.verifying_key().to_bytes()))
+}
+
+/// Writes a new key file all at once: the bytes go to a temporary file, are synced, then
+/// hard-linked to `path` (which fails if `path` exists: a key is never overwritten) and the
+/// directory is synced. A kill leaves either no file or the whole file, never a torn key.
+fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Error> {
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(mode);
+    }
+    #[cfg(not(unix))]
+    let _ = mode;
+    let mut file = options
+        .open(&tmp)
+        .map_err(|e| Error::usage(format!("{}: cannot create: {e}", tmp.display())))?;
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .and_then(|()| std::fs::hard_link(&tmp, path));
+    let _ = std::fs::remove_file(&tmp);
+    written.map_err(|e| Error::usage(format!("{}: cannot write: {e}", path.display())))?;
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
+    }
+    Ok(())
+}
+
+/// Reads a PEM file as a public key (a private key's public half is derived, then dropped).
+/// Writes the public half of the private key at `private` to `public`, when a first-use key
+/// generation was killed between the two files (issue 11 item 10): the private key is the
+/// source of truth, the public key follows from it.
+pub fn restore_public(private: &Path, public: &Path) -> Result<(), Error> {
+    use craik_kernel::Signer as _;
+    let signer = read_signer(private)?;
+    let key = VerifyingKey::from_bytes(&signer.public_key())
+        .map_err(|e| Error::internal(format!("{}: {e}", private.display())))?;
+    let pem = key
+        .to_public_key_pem(LineEnding::LF)
+        .map_err(|e| Error::internal(format!("cannot encode the public key: {e}")))?;
+    write_new(public, pem.as_bytes(), 0o644)
+}
+
+pub fn read_public(path: &Path) -> Result<[u8; 32], Error> {
+    let bytes = read_key_file(path)?;
+    let mut text = String::from_utf8(bytes).map_err(|_| {
+        Error::invalid(
+            format!("{}: not a PEM file (not UTF-8)", path.display()),
+            Vec::new(),
+        )
+    })?;
+    let result = if text.contains("PRIVATE KEY") {
+        SigningKey::from_pkcs8_pem(&text)
+            .map(|k| k.verifying_key().to_bytes())
+            .map_err(|_| "not an ed25519 PKCS#8 private key")
+    } else {
+        VerifyingKey::from_public_key_pem(&text)
+            .map(|k| k.to_bytes())
+            .map_err(|_| "not an ed25519 SPKI public key")
+    };
+    text.zeroize();
+    result.map_err(|why| Error::invalid(format!("{}: {why}", path.display()), Vec::new()))
+}
+
+/// Loads the signing key (the host's job when it writes receipts).
+pub fn read_signer(path: &Path) -> Result<Ed25519Signer, Error> {
+    let bytes = read_key_file(path)?;
+    let mut text = String::from_utf8(bytes)
+        .map_err(|_| Error::invalid(format!("{}: not a PEM file", path.display()), Vec::new()))?;
+    let key = SigningKey::from_pkcs8_pem(&text);
+    text.zeroize();
+    let key = key.map_err(|_| {
+        Error::invalid(
+            format!("{}: not an ed25519 PKCS#8 private key", path.display()),
+            Vec::new(),
+        )
+    })?;
+    Ok(Ed25519Signer::from_key(key))
+}
+
+/// `HOME/keys/signing.pub.pem`.
+pub fn default_public(home: &Path) -> PathBuf {
+    home.join("keys").join(PUBLIC_NAME)
+}
+
+/// The home's signer and trusted key ring, creating the pair the first time and deriving a
+/// missing public half (a first-use generation killed between the two files). Returns what it
+/// did, for the front end to tell the operator.
+pub fn load_or_create(keys_dir: &Path) -> Result<(Ed25519Signer, KeyRing, Vec<String>), Error> {
+    let mut notes = Vec::new();
+    let (private, public) = (keys_dir.join(PRIVATE_NAME), keys_dir.join(PUBLIC_NAME));
+    if !private.exists() && !public.exists() {
+        create_pair(keys_dir)?;
+        notes.push(format!(
+            "generated a receipt signing key: {} (mode 0600)",
+            private.display()
+        ));
+    }
+    if private.exists() && !public.exists() {
+        restore_public(&private, &public)?;
+        notes.push(format!(
+            "{} was missing (key generation was interrupted); derived it from the private key",
+            public.display()
+        ));
+    }
+    let signer = read_signer(&private)?;
+    let mut ring = KeyRing::new();
+    ring.add(&read_public(&public)?)
+        .map_err(|e| Error::invalid(format!("{}: {e}", keys_dir.display()), Vec::new()))?;
+    Ok((signer, ring, notes))
+}

@@ -14,7 +14,7 @@ const REASON: &str = "diff <b>checked</b> <script>alert(1)</script>\n\u{1b}[2J \
 
 /// docs-review under `strict`: every write and the test park; `user:alice` approves each with
 /// [`REASON`] until the run completes. Returns (home, run id).
-fn approved_docs_review(dir: &Path) -> (std::path::PathBuf, String) {
+pub(crate) fn approved_docs_review(dir: &Path) -> (std::path::PathBuf, String) {
     let home = dir.join("home");
     let example = crate::repo_root().join("examples/docs-review");
     let (_, id, _) = run_example(&home, &example, &["--profile", "strict"]);

@@ -530,3 +530,146 @@ fn issue_13_verify_checks_custom_policies_and_grants() {
     let bad = verify(&["--custom", "custom-sec"], &[&broad_file, &grant_files[1]]);
     assert_eq!(bad.status.code(), Some(1), "{}", crate::transcript(&bad));
 }
+
+/// Issue 13 item 3: docs/receipts.md is enough to verify what Craik writes. A verifier
+/// written from the spec alone (`cli/tests/independent_verifier.py`: Python, `cryptography`,
+/// no Craik code) agrees with `craik receipts verify` on real journals (a strict run with
+/// approvals, its review journals, a benchmark journal with periodic checkpoints) and on
+/// tampered copies of them.
+#[test]
+fn issue_13_an_independent_verifier_written_from_the_spec_agrees() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, id) = crate::audit::approved_docs_review(dir.path());
+    let public = home.join("keys/signing.pub.pem");
+    let bench = dir.path().join("bench.jsonl");
+    let out = crate::craik()
+        .args([
+            "bench",
+            "receipts",
+            "--count",
+            "300",
+            "--checkpoint-every",
+            "64",
+            "--key",
+        ])
+        .arg(home.join("keys/signing.key.pem"))
+        .arg("--out")
+        .arg(&bench)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", crate::transcript(&out));
+    let mut journals = vec![
+        home.join("runs").join(&id).join("receipts.jsonl"),
+        bench.clone(),
+    ];
+    for review in std::fs::read_dir(home.join("reviews")).unwrap() {
+        journals.push(review.unwrap().path().join("receipts.jsonl"));
+    }
+    // Tampered copies (each a file of its own, outside any home).
+    type Edit = fn(&mut Vec<Vec<u8>>);
+    let edits: [(&str, Edit); 10] = [
+        ("unchanged", |_| {}),
+        ("two receipts swapped", |l| l.swap(1, 2)),
+        ("a receipt removed", |l| {
+            l.remove(2);
+        }),
+        ("the final checkpoint removed", |l| {
+            l.pop();
+        }),
+        ("a space after a colon", |l| {
+            let s = String::from_utf8(l[1].clone())
+                .unwrap()
+                .replacen("\":\"", "\": \"", 1);
+            l[1] = s.into_bytes();
+        }),
+        ("a CR before a newline", |l| l[1].push(b'\r')),
+        ("a payload character changed", |l| {
+            let at = l[3].iter().position(|b| *b == b'"').unwrap() + 40;
+            l[3][at] = if l[3][at] == b'A' { b'B' } else { b'A' };
+        }),
+        ("a receipt duplicated", |l| {
+            let copy = l[1].clone();
+            l.insert(2, copy);
+        }),
+        ("a line after the close", |l| {
+            let copy = l[1].clone();
+            l.push(copy);
+        }),
+        ("the key id changed", |l| {
+            let s = String::from_utf8(l[2].clone())
+                .unwrap()
+                .replacen("sha256:", "sha256:0", 1);
+            l[2] = s.into_bytes();
+        }),
+    ];
+    for source in [journals[0].clone(), bench.clone()] {
+        let lines: Vec<Vec<u8>> = std::fs::read(&source)
+            .unwrap()
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect();
+        for (k, (what, edit)) in edits.iter().enumerate() {
+            let mut edited = lines.clone();
+            edit(&mut edited);
+            let path = dir.path().join(format!(
+                "{}-{k}.jsonl",
+                source.file_stem().unwrap().to_string_lossy()
+            ));
+            let mut bytes = edited.join(&b'\n');
+            bytes.push(b'\n');
+            std::fs::write(&path, bytes).unwrap();
+            let _ = what;
+            journals.push(path);
+        }
+    }
+    let torn = dir.path().join("torn.jsonl");
+    let mut bytes = std::fs::read(&bench).unwrap();
+    bytes.pop();
+    std::fs::write(&torn, bytes).unwrap();
+    journals.push(torn);
+
+    let python = std::process::Command::new("python3")
+        .arg(crate::repo_root().join("cli/tests/independent_verifier.py"))
+        .arg(&public)
+        .args(&journals)
+        .output()
+        .unwrap();
+    assert!(python.status.success(), "{}", crate::transcript(&python));
+    let verdicts: Vec<String> = String::from_utf8(python.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(verdicts.len(), journals.len());
+    let mut valid = 0;
+    for (journal, verdict) in journals.iter().zip(&verdicts) {
+        let craik = crate::craik()
+            .args(["receipts", "verify"])
+            .arg(journal)
+            .arg("--key")
+            .arg(&public)
+            .output()
+            .unwrap();
+        let craik_valid = craik.status.code() == Some(0);
+        assert!(
+            matches!(craik.status.code(), Some(0 | 1)),
+            "{}",
+            crate::transcript(&craik)
+        );
+        assert_eq!(
+            craik_valid,
+            verdict == "valid",
+            "{}: craik says {}, the independent verifier `{verdict}`",
+            journal.display(),
+            String::from_utf8_lossy(&craik.stdout)
+        );
+        valid += usize::from(craik_valid);
+    }
+    // The real journals and the two unchanged copies are valid; every tampering is caught.
+    assert_eq!(
+        valid,
+        journals.len() - 2 * (edits.len() - 1) - 1,
+        "{verdicts:#?}"
+    );
+}

@@ -158,19 +158,13 @@ fn targets(target: &str, home: &Path) -> Result<Vec<PathBuf>, Failure> {
     let Some(runs) = runs else {
         return Ok(vec![receipts::resolve(target, home)?]);
     };
-    let mut found: Vec<PathBuf> = std::fs::read_dir(&runs)
-        .map_err(|e| Failure::usage(format!("{}: cannot list: {e}", runs.display())))?
-        .filter_map(Result::ok)
-        .map(|e| e.path().join(JOURNAL_NAME))
-        .filter(|p| p.is_file())
-        .collect();
+    let found = receipts::run_journals(&runs)?;
     if found.is_empty() {
         return Err(Failure::usage(format!(
             "{}: no run journals ({JOURNAL_NAME}) found",
             runs.display()
         )));
     }
-    found.sort();
     Ok(found)
 }
 

@@ -31,19 +31,13 @@ fn journals(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
             } else {
                 path.clone()
             };
-            let mut found: Vec<PathBuf> = std::fs::read_dir(&runs)
-                .map_err(|e| Failure::usage(format!("{}: cannot list: {e}", runs.display())))?
-                .filter_map(Result::ok)
-                .map(|e| e.path().join(JOURNAL_NAME))
-                .filter(|p| p.is_file())
-                .collect();
+            let found = run_journals(&runs)?;
             if found.is_empty() {
                 return Err(Failure::usage(format!(
                     "{}: no {JOURNAL_NAME} found",
                     path.display()
                 )));
             }
-            found.sort();
             out.extend(found);
             // A home: its review journals too (each approval's own signed decision).
             if runs != *path
@@ -65,6 +59,18 @@ fn journals(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
         }
     }
     Ok(out)
+}
+
+/// Every `*/receipts.jsonl` one level below `runs` (a `runs/` directory), sorted.
+pub(crate) fn run_journals(runs: &Path) -> Result<Vec<PathBuf>, Failure> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(runs)
+        .map_err(|e| Failure::usage(format!("{}: cannot list: {e}", runs.display())))?
+        .filter_map(Result::ok)
+        .map(|e| e.path().join(JOURNAL_NAME))
+        .filter(|p| p.is_file())
+        .collect();
+    found.sort();
+    Ok(found)
 }
 
 #[derive(Serialize)]

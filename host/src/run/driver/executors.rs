@@ -40,15 +40,26 @@ impl Host {
         }
     }
 
-    /// Reads a workspace file; the receipt names its size, the run output holds its redacted
-    /// text (at most 16 KiB).
-    fn read_file(&mut self, action: &ActionRecord, rel: &str) -> Result<(), Error> {
+    /// The write-ahead record that `action` starts now (with a file's hashes before and
+    /// after, so recovery can tell whether a write landed).
+    fn executing_event(
+        &mut self,
+        action: &ActionRecord,
+        pre: Option<String>,
+        post: Option<String>,
+    ) -> Result<(), Error> {
         self.event(&Event::Executing {
             at: ts(self.clock.now()),
             action: action.id.clone(),
-            pre: None,
-            post: None,
-        })?;
+            pre,
+            post,
+        })
+    }
+
+    /// Reads a workspace file; the receipt names its size, the run output holds its redacted
+    /// text (at most 16 KiB).
+    fn read_file(&mut self, action: &ActionRecord, rel: &str) -> Result<(), Error> {
+        self.executing_event(action, None, None)?;
         match self.workspace.read_text(rel) {
             Ok(text) => {
                 let shown = match redact_checked(&text) {
@@ -87,12 +98,7 @@ impl Host {
             }
         };
         let post = exec::digest(new_text.as_bytes());
-        self.event(&Event::Executing {
-            at: ts(self.clock.now()),
-            action: action.id.clone(),
-            pre: pre.hash().map(str::to_owned),
-            post: Some(post.clone()),
-        })?;
+        self.executing_event(action, pre.hash().map(str::to_owned), Some(post.clone()))?;
         match self.workspace.write(rel, new_text.as_bytes(), &action.id) {
             Ok(()) => {
                 self.crash.synced(2);
@@ -134,12 +140,7 @@ impl Host {
             }
         };
         let confinement = env.sandbox.describe();
-        self.event(&Event::Executing {
-            at: ts(self.clock.now()),
-            action: action.id.clone(),
-            pre: None,
-            post: None,
-        })?;
+        self.executing_event(action, None, None)?;
         let timeout = p
             .timeout_ms
             .map_or(exec::MAX_TIMEOUT, Duration::from_millis);

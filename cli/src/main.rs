@@ -5,7 +5,6 @@
 mod bundle;
 mod cli;
 mod cmd;
-mod embedded;
 mod exit;
 mod files;
 mod output;

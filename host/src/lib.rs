@@ -8,7 +8,8 @@
 //! - [`launch`]: the runner a run names, built (in process, or an adapter process);
 //! - [`runners`]: the shipped runners' capability matrices (trusted data);
 //! - [`journal`]: a run's receipt journal on disk;
-//! - [`keys`]: the receipt signing key on disk.
+//! - [`keys`]: the receipt signing key on disk;
+//! - [`policies`], [`embedded`]: policy bundles and grants from files, and the default bundle.
 //!
 //! Front ends (the `craik` CLI today) sit on top: they parse arguments, print, and map
 //! [`Error`]s to their own codes. Nothing here prints or exits. Time comes from a [`Clock`].
@@ -21,11 +22,13 @@ pub mod adapter;
 pub mod clock;
 pub mod confine;
 pub mod conformance;
+pub mod embedded;
 pub mod error;
 pub mod fsio;
 pub mod journal;
 pub mod keys;
 pub mod launch;
+pub mod policies;
 pub mod run;
 pub mod runners;
 

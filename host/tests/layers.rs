@@ -68,7 +68,7 @@ fn crates_depend_only_downward() {
 /// Host modules by layer: a module may use its own layer's modules and those below.
 const LAYERS: &[&[&str]] = &[
     &[
-        "error", "clock", "fsio", "confine", "journal", "keys", "runners",
+        "error", "clock", "fsio", "confine", "journal", "keys", "runners", "embedded", "policies",
     ],
     &["run"],
     &["adapter"],

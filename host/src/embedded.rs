@@ -2,13 +2,13 @@
 //! disk. A test checks this list against `policies/` so a new file cannot be forgotten.
 
 /// `(name, text)` of the schema.
-pub(crate) const SCHEMA: (&str, &str) = (
+pub const SCHEMA: (&str, &str) = (
     "schema.cedarschema",
     include_str!("../../policies/schema.cedarschema"),
 );
 
 /// `(name, text)` of every default policy file.
-pub(crate) const POLICIES: &[(&str, &str)] = &[
+pub const POLICIES: &[(&str, &str)] = &[
     (
         "approvals/automation.cedar",
         include_str!("../../policies/approvals/automation.cedar"),

@@ -6,9 +6,7 @@ use std::path::{Path, PathBuf};
 
 use craik_kernel::{Bundle, SourceFile};
 
-pub(crate) use craik_host::policies::{
-    Loaded, cedar_files, compile_grants, decode_grants, read_grants, sources,
-};
+pub(crate) use craik_host::policies::{Loaded, cedar_files, compile_grants, read_grants, sources};
 
 use crate::exit::Failure;
 

@@ -8,7 +8,6 @@ mod cmd;
 mod exit;
 mod files;
 mod output;
-mod policytest;
 
 use std::io::{self, Write};
 use std::process::ExitCode;

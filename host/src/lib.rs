@@ -9,7 +9,8 @@
 //! - [`runners`]: the shipped runners' capability matrices (trusted data);
 //! - [`journal`]: a run's receipt journal on disk;
 //! - [`keys`]: the receipt signing key on disk;
-//! - [`policies`], [`embedded`]: policy bundles and grants from files, and the default bundle.
+//! - [`policies`], [`embedded`]: policy bundles and grants from files, and the default bundle;
+//! - [`policytest`]: policy test suites (Craik's format and Cedar's `run-tests`), coverage, JUnit.
 //!
 //! Front ends (the `craik` CLI today) sit on top: they parse arguments, print, and map
 //! [`Error`]s to their own codes. Nothing here prints or exits. Time comes from a [`Clock`].
@@ -29,6 +30,7 @@ pub mod journal;
 pub mod keys;
 pub mod launch;
 pub mod policies;
+pub mod policytest;
 pub mod run;
 pub mod runners;
 

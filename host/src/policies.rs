@@ -87,24 +87,26 @@ pub fn load(policies: Option<&Path>, custom: &[PathBuf]) -> Result<Loaded, Error
     Ok(Loaded { bundle, origin })
 }
 
-/// A file's bytes, at most [`MAX_FILE_BYTES`].
-fn read_bounded(path: &Path) -> Result<Vec<u8>, Error> {
-    let file =
-        std::fs::File::open(path).map_err(|e| Error::usage(format!("{}: {e}", path.display())))?;
+/// A file's bytes, at most [`MAX_FILE_BYTES`]; the error says why, without the path.
+pub fn read_file_bounded(path: &Path) -> Result<Vec<u8>, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     let mut bytes = Vec::new();
     file.take(MAX_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| Error::usage(format!("{}: {e}", path.display())))?;
+        .map_err(|e| format!("cannot read: {e}"))?;
     if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > MAX_FILE_BYTES {
-        return Err(Error::invalid(
-            format!(
-                "{}: larger than the {MAX_FILE_BYTES}-byte limit",
-                path.display()
-            ),
-            Vec::new(),
+        return Err(format!(
+            "is {} bytes, larger than the {MAX_FILE_BYTES}-byte limit",
+            size.max(MAX_FILE_BYTES + 1)
         ));
     }
     Ok(bytes)
+}
+
+/// A file's bytes, at most [`MAX_FILE_BYTES`]; the error names the file.
+fn read_bounded(path: &Path) -> Result<Vec<u8>, Error> {
+    read_file_bounded(path).map_err(|why| Error::usage(format!("{}: {why}", path.display())))
 }
 
 fn read_text(path: &Path) -> Result<String, Error> {

@@ -324,7 +324,7 @@ fn decided(entry: &Entry) -> String {
     if r.decided_by.kind == DecidedByKind::Outcome {
         return format!("outcome {}: {}", r.result.status.as_str(), r.result.summary);
     }
-    let verdict = crate::policytest::decision_name(r.decision);
+    let verdict = craik_host::policytest::decision_name(r.decision);
     let by = match r.decided_by.kind {
         DecidedByKind::Policy => format!("by policy {}", r.determining_policies.join(", ")),
         DecidedByKind::Approval => format!("by approval of {}", r.decided_by.by),
@@ -604,7 +604,7 @@ fn entry_html(h: &mut String, entry: &Entry) {
             "outcome",
         )
     } else {
-        let name = crate::policytest::decision_name(r.decision);
+        let name = craik_host::policytest::decision_name(r.decision);
         (format!("{name} — {}", r.reason), name)
     };
     let by = match r.decided_by.kind {

@@ -12,7 +12,7 @@ use crate::cli::{BundleArgs, PolicyTestArgs};
 use crate::exit::{Exit, Failure};
 use crate::files::{DEFAULT_MAX_BYTES, Input, read_bounded, write_atomic};
 use crate::output::{Format, Out};
-use crate::policytest::{self, CaseResult, Outcome};
+use craik_host::policytest::{self, CaseResult, Outcome};
 
 pub(crate) fn validate(out: &mut Out, format: Format, args: &BundleArgs) -> Result<Exit, Failure> {
     let loaded = load(args.policies.as_deref(), &args.custom)?;

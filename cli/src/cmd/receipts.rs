@@ -604,7 +604,7 @@ pub(crate) fn list(out: &mut Out, format: Format, run: &str, home: &Path) -> Res
                                 )
                             } else {
                                 (
-                                    crate::policytest::decision_name(r.decision).to_owned(),
+                                    craik_host::policytest::decision_name(r.decision).to_owned(),
                                     r.determining_policies.join(","),
                                 )
                             };

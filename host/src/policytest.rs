@@ -17,14 +17,13 @@ use craik_kernel::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::bundle::decode_grants;
-use crate::exit::{Exit, Failure};
-use crate::files::{DEFAULT_MAX_BYTES, Input, read_bounded};
+use crate::Error;
+use crate::policies::{decode_grants, read_file_bounded as read_bounded};
 
 /// Default clock for cases that name none.
-pub(crate) const DEFAULT_NOW: &str = "2026-01-01T00:00:00Z";
+pub const DEFAULT_NOW: &str = "2026-01-01T00:00:00Z";
 /// Default workspace root for cases that name none.
-pub(crate) const DEFAULT_ROOT: &str = "/workspace";
+pub const DEFAULT_ROOT: &str = "/workspace";
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -66,23 +65,23 @@ struct CaseFile {
 /// What a case expects.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Expect {
-    pub(crate) decision: Decision,
+pub struct Expect {
+    pub decision: Decision,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) deny_kind: Option<DenyKind>,
+    pub deny_kind: Option<DenyKind>,
     /// Exactly these determining policies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) determining: Option<Vec<String>>,
+    pub determining: Option<Vec<String>>,
     /// At least these determining policies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) determining_includes: Option<Vec<String>>,
+    pub determining_includes: Option<Vec<String>>,
     /// Exactly these grants permitted it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) grants: Option<Vec<String>>,
+    pub grants: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) approval: Option<String>,
+    pub approval: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) policy_exception: Option<bool>,
+    pub policy_exception: Option<bool>,
 }
 
 /// Cedar's `run-tests` case, as the Cedar CLI reads it (unknown fields ignored, as there;
@@ -116,12 +115,12 @@ enum CedarDecision {
 
 /// One runnable case, loaded and resolved.
 #[derive(Debug, Clone)]
-pub(crate) struct Case {
-    pub(crate) file: String,
-    pub(crate) suite: String,
-    pub(crate) name: String,
+pub struct Case {
+    pub file: String,
+    pub suite: String,
+    pub name: String,
     /// Extra policy directories for this case's suite.
-    pub(crate) custom: Vec<PathBuf>,
+    pub custom: Vec<PathBuf>,
     kind: CaseKind,
 }
 
@@ -148,47 +147,47 @@ enum CaseKind {
 }
 
 impl Case {
-    pub(crate) fn id(&self) -> String {
+    pub fn id(&self) -> String {
         format!("{} :: {}", self.suite, self.name)
     }
 }
 
 /// What a case produced, comparable across bundles (for `policy diff`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct Outcome {
-    pub(crate) decision: String,
+pub struct Outcome {
+    pub decision: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) deny_kind: Option<DenyKind>,
-    pub(crate) determining: Vec<String>,
+    pub deny_kind: Option<DenyKind>,
+    pub determining: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub(crate) grants: Vec<String>,
+    pub grants: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub(crate) reasons: Vec<String>,
+    pub reasons: Vec<String>,
     /// Evaluation errors, worded as Cedar words them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub(crate) errors: Vec<String>,
+    pub errors: Vec<String>,
 }
 
 /// A case's result.
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct CaseResult {
-    pub(crate) file: String,
-    pub(crate) suite: String,
-    pub(crate) name: String,
-    pub(crate) passed: bool,
-    pub(crate) micros: u128,
-    pub(crate) actual: Outcome,
+pub struct CaseResult {
+    pub file: String,
+    pub suite: String,
+    pub name: String,
+    pub passed: bool,
+    pub micros: u128,
+    pub actual: Outcome,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub(crate) mismatches: Vec<String>,
+    pub mismatches: Vec<String>,
 }
 
 /// Loads every suite under `paths` (files or directories of `*.json`).
-pub(crate) fn load_cases(paths: &[PathBuf]) -> Result<Vec<Case>, Failure> {
+pub fn load_cases(paths: &[PathBuf]) -> Result<Vec<Case>, Error> {
     let mut files = Vec::new();
     for path in paths {
         if path.is_dir() {
             collect(path, &mut files)
-                .map_err(|e| Failure::usage(format!("{}: cannot list: {e}", path.display())))?;
+                .map_err(|e| Error::usage(format!("{}: cannot list: {e}", path.display())))?;
         } else {
             files.push(path.clone());
         }
@@ -203,11 +202,11 @@ pub(crate) fn load_cases(paths: &[PathBuf]) -> Result<Vec<Case>, Failure> {
         }
     }
     if !problems.is_empty() {
-        return Err(Failure::invalid(
+        return Err(Error::invalid(
             format!("{} invalid case file problem(s)", problems.len()),
             problems,
         )
-        .with_exit(Exit::Usage));
+        .with_kind(crate::ErrorKind::Usage));
     }
     Ok(cases)
 }
@@ -230,8 +229,7 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 
 fn load_file(path: &Path) -> Result<Vec<Case>, Vec<String>> {
     let label = path.display().to_string();
-    let bytes = read_bounded(&Input::File(path.to_owned()), DEFAULT_MAX_BYTES)
-        .map_err(|e| vec![format!("{label}: {e}")])?;
+    let bytes = read_bounded(path).map_err(|e| vec![format!("{label}: {e}")])?;
     let text = std::str::from_utf8(&bytes).map_err(|e| {
         vec![format!(
             "{label}: not valid UTF-8 at byte {}",
@@ -363,8 +361,7 @@ fn cedar_entities_file(base: &Path, file: &str) -> Result<Value, String> {
             path.display()
         ));
     }
-    let bytes = read_bounded(&Input::File(path.clone()), DEFAULT_MAX_BYTES)
-        .map_err(|e| format!("`{file}`: {e}"))?;
+    let bytes = read_bounded(&path).map_err(|e| format!("`{file}`: {e}"))?;
     serde_json::from_slice(&bytes).map_err(|e| format!("`{file}`: {e}"))
 }
 
@@ -378,7 +375,7 @@ fn resolve_grants(
         let found = match r {
             Value::String(rel) => {
                 let path = base.join(rel);
-                let bytes = read_bounded(&Input::File(path.clone()), DEFAULT_MAX_BYTES)
+                let bytes = read_bounded(&path)
                     .map_err(|e| vec![format!("{label}: grants[{i}]: {}: {e}", path.display())])?;
                 decode_grants(&path.display().to_string(), &bytes)
             }
@@ -404,10 +401,10 @@ fn resolve_grants(
 /// Compiled grant sets, keyed by the identity of the grant list they came from, so a suite's
 /// grants compile once rather than once per case.
 #[derive(Debug, Default)]
-pub(crate) struct GrantCache(std::collections::HashMap<usize, Result<GrantSet, String>>);
+pub struct GrantCache(std::collections::HashMap<usize, Result<GrantSet, String>>);
 
 /// Runs one case against a bundle.
-pub(crate) fn run_case(bundle: &Bundle, case: &Case, cache: &mut GrantCache) -> CaseResult {
+pub fn run_case(bundle: &Bundle, case: &Case, cache: &mut GrantCache) -> CaseResult {
     let started = Instant::now();
     let (actual, mismatches) = match &case.kind {
         CaseKind::Craik {
@@ -524,7 +521,7 @@ fn word(allow: bool) -> &'static str {
 }
 
 /// Decides a case's request, resolving `"request_hash": "@self"` in its approvals.
-pub(crate) fn decide(
+pub fn decide(
     bundle: &Bundle,
     request: &DecisionRequest,
     grants: &[CapabilityGrant],
@@ -572,7 +569,7 @@ fn decide_compiled(
     bundle.decide(grant_set, &request, &options)
 }
 
-pub(crate) fn outcome_of(v: &Verdict) -> Outcome {
+pub fn outcome_of(v: &Verdict) -> Outcome {
     Outcome {
         decision: decision_name(v.decision).into(),
         deny_kind: v.deny_kind,
@@ -590,7 +587,7 @@ fn kind_name(kind: Option<DenyKind>) -> String {
     }
 }
 
-pub(crate) fn decision_name(d: Decision) -> &'static str {
+pub fn decision_name(d: Decision) -> &'static str {
     match d {
         Decision::Allow => "allow",
         Decision::RequiresApproval => "requires_approval",
@@ -662,7 +659,7 @@ fn compare(expect: &Expect, v: &Verdict) -> Vec<String> {
 
 /// Which loaded policies no case exercised (as a determining policy): those of the bundle and
 /// of every custom directory a suite loaded.
-pub(crate) fn coverage<'a>(
+pub fn coverage<'a>(
     bundles: impl IntoIterator<Item = &'a Bundle>,
     results: &[CaseResult],
 ) -> (Vec<String>, Vec<String>) {
@@ -684,7 +681,7 @@ pub(crate) fn coverage<'a>(
 }
 
 /// JUnit XML, one `<testsuite>` per suite.
-pub(crate) fn junit(results: &[CaseResult]) -> String {
+pub fn junit(results: &[CaseResult]) -> String {
     let mut suites: BTreeMap<&str, Vec<&CaseResult>> = BTreeMap::new();
     for r in results {
         suites.entry(&r.suite).or_default().push(r);

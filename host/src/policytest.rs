@@ -455,55 +455,12 @@ pub fn run_case(bundle: &Bundle, case: &Case, cache: &mut GrantCache) -> CaseRes
             allow,
             reason,
             errors,
-        } => {
-            match bundle.evaluate_raw(
-                principal,
-                action,
-                resource,
-                context.clone(),
-                entities.clone(),
-            ) {
-                Ok(raw) => {
-                    let mut m = Vec::new();
-                    if raw.allow != *allow {
-                        m.push(format!(
-                            "decision: expected {}, got {}",
-                            word(*allow),
-                            word(raw.allow)
-                        ));
-                    }
-                    // Cedar's run-tests: the declared reason must be a subset of the actual one.
-                    let missing: Vec<&String> =
-                        reason.iter().filter(|r| !raw.reason.contains(r)).collect();
-                    if !missing.is_empty() {
-                        m.push(format!("reason: missing {missing:?}, got {:?}", raw.reason));
-                    }
-                    if raw.errors != *errors {
-                        m.push(format!("num_errors: expected {errors}, got {}", raw.errors));
-                    }
-                    let outcome = Outcome {
-                        decision: word(raw.allow).into(),
-                        deny_kind: None,
-                        determining: raw.reason,
-                        grants: Vec::new(),
-                        reasons: Vec::new(),
-                        errors: raw.error_messages,
-                    };
-                    (outcome, m)
-                }
-                Err(e) => (
-                    Outcome {
-                        decision: "error".into(),
-                        deny_kind: None,
-                        determining: Vec::new(),
-                        grants: Vec::new(),
-                        reasons: vec![e.clone()],
-                        errors: Vec::new(),
-                    },
-                    vec![format!("request is invalid: {e}")],
-                ),
-            }
-        }
+        } => run_cedar(
+            bundle,
+            [principal, action, resource],
+            (context, entities),
+            (*allow, reason, *errors),
+        ),
     };
     CaseResult {
         file: case.file.clone(),
@@ -514,6 +471,60 @@ pub fn run_case(bundle: &Bundle, case: &Case, cache: &mut GrantCache) -> CaseRes
         actual,
         mismatches,
     }
+}
+
+/// A case in Cedar's `run-tests` format, evaluated exactly as Cedar would: the decision,
+/// the declared reason a subset of the actual one, the number of errors.
+fn run_cedar(
+    bundle: &Bundle,
+    [principal, action, resource]: [&String; 3],
+    (context, entities): (&Value, &Value),
+    (allow, reason, errors): (bool, &[String], usize),
+) -> (Outcome, Vec<String>) {
+    let raw = match bundle.evaluate_raw(
+        principal,
+        action,
+        resource,
+        context.clone(),
+        entities.clone(),
+    ) {
+        Ok(raw) => raw,
+        Err(e) => {
+            let outcome = Outcome {
+                decision: "error".into(),
+                deny_kind: None,
+                determining: Vec::new(),
+                grants: Vec::new(),
+                reasons: vec![e.clone()],
+                errors: Vec::new(),
+            };
+            return (outcome, vec![format!("request is invalid: {e}")]);
+        }
+    };
+    let mut m = Vec::new();
+    if raw.allow != allow {
+        m.push(format!(
+            "decision: expected {}, got {}",
+            word(allow),
+            word(raw.allow)
+        ));
+    }
+    let missing: Vec<&String> = reason.iter().filter(|r| !raw.reason.contains(r)).collect();
+    if !missing.is_empty() {
+        m.push(format!("reason: missing {missing:?}, got {:?}", raw.reason));
+    }
+    if raw.errors != errors {
+        m.push(format!("num_errors: expected {errors}, got {}", raw.errors));
+    }
+    let outcome = Outcome {
+        decision: word(raw.allow).into(),
+        deny_kind: None,
+        determining: raw.reason,
+        grants: Vec::new(),
+        reasons: Vec::new(),
+        errors: raw.error_messages,
+    };
+    (outcome, m)
 }
 
 fn word(allow: bool) -> &'static str {

@@ -73,27 +73,26 @@ fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> io::Result<()> {
     Ok(())
 }
 
-/// Reads at most `max` bytes; more is an error, never a silent truncation.
+/// Reads at most `max` bytes; more is an error, never a silent truncation. Files are read by
+/// `craik_host::fsio::read_bounded`.
 pub(crate) fn read_bounded(input: &Input, max: u64) -> Result<Vec<u8>, ReadError> {
-    let reader: Box<dyn Read> = match input {
-        Input::Stdin => Box::new(io::stdin().lock()),
-        Input::File(path) => {
-            let file = fs::File::open(path)?;
-            let meta = file.metadata()?;
-            if meta.is_dir() {
-                return Err(ReadError::Io(io::Error::other("is a directory")));
-            }
-            if meta.len() > max {
-                return Err(ReadError::TooLarge {
-                    size: meta.len(),
-                    max,
-                });
-            }
-            Box::new(file)
-        }
+    let path = match input {
+        Input::Stdin => None,
+        Input::File(path) => Some(path),
     };
+    if let Some(path) = path {
+        return craik_host::fsio::read_bounded(path, max).map_err(|e| match e {
+            craik_host::fsio::ReadError::Io(e) => ReadError::Io(e),
+            craik_host::fsio::ReadError::TooLarge { size, max } => {
+                ReadError::TooLarge { size, max }
+            }
+        });
+    }
     let mut bytes = Vec::new();
-    reader.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
+    io::stdin()
+        .lock()
+        .take(max.saturating_add(1))
+        .read_to_end(&mut bytes)?;
     let read = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
     if read > max {
         return Err(ReadError::TooLarge { size: read, max });

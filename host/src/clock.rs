@@ -18,13 +18,3 @@ impl Clock for SystemClock {
         OffsetDateTime::now_utc()
     }
 }
-
-/// A clock that always says the same time (tests, replays).
-#[derive(Debug, Clone, Copy)]
-pub struct FixedClock(pub OffsetDateTime);
-
-impl Clock for FixedClock {
-    fn now(&self) -> OffsetDateTime {
-        self.0
-    }
-}

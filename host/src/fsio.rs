@@ -1,8 +1,39 @@
-//! Durable file writes for the host's own files.
+//! File reads with a size cap, and durable writes for the host's own files.
 
 use std::fs;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::Path;
+
+/// Why a file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("cannot read: {0}")]
+    Io(#[from] io::Error),
+    #[error("is {size} bytes, larger than the {max}-byte limit")]
+    TooLarge { size: u64, max: u64 },
+}
+
+/// Reads a regular file of at most `max` bytes; more is an error, never a silent truncation.
+pub fn read_bounded(path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
+    let file = fs::File::open(path)?;
+    let meta = file.metadata()?;
+    if meta.is_dir() {
+        return Err(ReadError::Io(io::Error::other("is a directory")));
+    }
+    if meta.len() > max {
+        return Err(ReadError::TooLarge {
+            size: meta.len(),
+            max,
+        });
+    }
+    let mut bytes = Vec::new();
+    file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
+    let read = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+    if read > max {
+        return Err(ReadError::TooLarge { size: read, max });
+    }
+    Ok(bytes)
+}
 
 /// Writes `bytes` to `path` via a temporary file in the same directory and a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {

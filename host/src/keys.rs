@@ -3,7 +3,7 @@
 //! after use; the key is never printed, logged or put in an error message.
 
 use std::fs::OpenOptions;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
@@ -31,19 +31,8 @@ pub fn fingerprint(public: &[u8; 32]) -> String {
 
 /// A key file's bytes, at most 64 KiB.
 fn read_key_file(path: &Path) -> Result<Vec<u8>, Error> {
-    let file =
-        std::fs::File::open(path).map_err(|e| Error::usage(format!("{}: {e}", path.display())))?;
-    let mut bytes = Vec::new();
-    file.take(64 * 1024 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::usage(format!("{}: {e}", path.display())))?;
-    if bytes.len() > 64 * 1024 {
-        return Err(Error::invalid(
-            format!("{}: larger than 64 KiB; not a key file", path.display()),
-            Vec::new(),
-        ));
-    }
-    Ok(bytes)
+    crate::fsio::read_bounded(path, 64 * 1024)
+        .map_err(|e| Error::usage(format!("{}: {e}", path.display())))
 }
 
 /// Creates `dir/signing.key.pem` (0600) and `dir/signing.pub.pem`; refuses to overwrite.
@@ -137,7 +126,7 @@ pub fn read_public(path: &Path) -> Result<[u8; 32], Error> {
             Vec::new(),
         )
     })?;
-    let result = if text.contains("PRIVATE KEY") {
+    let result = if holds_private_key(&text) {
         SigningKey::from_pkcs8_pem(&text)
             .map(|k| k.verifying_key().to_bytes())
             .map_err(|_| "not an ed25519 PKCS#8 private key")
@@ -148,6 +137,36 @@ pub fn read_public(path: &Path) -> Result<[u8; 32], Error> {
     };
     text.zeroize();
     result.map_err(|why| Error::invalid(format!("{}: {why}", path.display()), Vec::new()))
+}
+
+/// The labels of a PEM text's blocks (`-----BEGIN <label>-----`).
+fn pem_labels(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().filter_map(|l| {
+        l.trim()
+            .strip_prefix("-----BEGIN ")
+            .and_then(|rest| rest.strip_suffix("-----"))
+    })
+}
+
+/// Whether any block of a PEM text is a private key (PKCS#8, encrypted, OpenSSH, ...).
+fn holds_private_key(text: &str) -> bool {
+    pem_labels(text).any(|label| label.ends_with("PRIVATE KEY"))
+}
+
+/// A public key a verifier is handed: a file holding any private key is refused (a verifier
+/// never needs, and should never hold, the private key).
+pub fn read_verifying_key(path: &Path) -> Result<[u8; 32], Error> {
+    let bytes = read_key_file(path)?;
+    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    let private = holds_private_key(&text);
+    text.zeroize();
+    if private {
+        return Err(Error::usage(format!(
+            "--key `{}` is a private key; pass the public key (signing.pub.pem) — a verifier never needs, and should never hold, the private key",
+            path.display()
+        )));
+    }
+    read_public(path)
 }
 
 /// Loads the signing key (the host's job when it writes receipts).
@@ -196,4 +215,32 @@ pub fn load_or_create(keys_dir: &Path) -> Result<(Ed25519Signer, KeyRing, Vec<St
     ring.add(&read_public(&public)?)
         .map_err(|e| Error::invalid(format!("{}: {e}", keys_dir.display()), Vec::new()))?;
     Ok((signer, ring, notes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::holds_private_key;
+
+    #[test]
+    fn private_keys_are_told_by_their_pem_labels() {
+        for label in [
+            "PRIVATE KEY",
+            "ENCRYPTED PRIVATE KEY",
+            "OPENSSH PRIVATE KEY",
+        ] {
+            let text = format!("-----BEGIN {label}-----\nAAAA\n-----END {label}-----\n");
+            assert!(holds_private_key(&text), "{label}");
+            let second =
+                format!("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n{text}");
+            assert!(
+                holds_private_key(&second),
+                "a private block after a public one"
+            );
+        }
+        assert!(!holds_private_key(
+            "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n"
+        ));
+        // Words in a comment are not a block.
+        assert!(!holds_private_key("not a PRIVATE KEY, really\n"));
+    }
 }

@@ -1,7 +1,6 @@
 //! Policy bundles and grants from files: a directory (`--policies DIR`) or the embedded
 //! default, plus operator custom directories loaded on top, never instead; grant files.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use craik_contracts::{CapabilityGrant, Kind, decode_document};
@@ -69,39 +68,9 @@ pub fn sources(
     Ok((schema, files, origin))
 }
 
-/// Loads a bundle; a refused one is an invalid-input error listing every problem (one line
-/// each, `file:line:column`). Front ends that draw problems over their source use
-/// [`sources`] and `craik_kernel::Bundle::load` themselves.
-pub fn load(policies: Option<&Path>, custom: &[PathBuf]) -> Result<Loaded, Error> {
-    let (schema, files, origin) = sources(policies, custom)?;
-    let bundle = Bundle::load(&schema, &files).map_err(|e| {
-        let n = e.problems.len();
-        Error::invalid(
-            format!(
-                "policy bundle {origin} refused: {n} problem{}",
-                if n == 1 { "" } else { "s" }
-            ),
-            e.problems.iter().map(ToString::to_string).collect(),
-        )
-    })?;
-    Ok(Loaded { bundle, origin })
-}
-
 /// A file's bytes, at most [`MAX_FILE_BYTES`]; the error says why, without the path.
 pub fn read_file_bounded(path: &Path) -> Result<Vec<u8>, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
-    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read: {e}"))?;
-    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > MAX_FILE_BYTES {
-        return Err(format!(
-            "is {} bytes, larger than the {MAX_FILE_BYTES}-byte limit",
-            size.max(MAX_FILE_BYTES + 1)
-        ));
-    }
-    Ok(bytes)
+    crate::fsio::read_bounded(path, MAX_FILE_BYTES).map_err(|e| e.to_string())
 }
 
 /// A file's bytes, at most [`MAX_FILE_BYTES`]; the error names the file.

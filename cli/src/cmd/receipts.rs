@@ -10,7 +10,7 @@ use craik_kernel::{
 };
 use serde::Serialize;
 
-use crate::cmd::keys::{default_public, read_public};
+use crate::cmd::keys::default_public;
 use crate::exit::{Exit, Failure};
 use crate::output::{Format, Out};
 
@@ -149,22 +149,6 @@ fn find_public(home: &Path, path: Option<&Path>) -> Result<PathBuf, Failure> {
         "no public key to verify with: `{}` does not exist and no Craik home lies above the journal; pass the key you trust with --key PUB.pem",
         own.display()
     )))
-}
-
-/// A verifier is handed public keys only: a private key named by `--key` is refused.
-fn refuse_private(key: &Path) -> Result<(), Failure> {
-    let head = std::fs::read(key)
-        .map(|b| {
-            String::from_utf8_lossy(b.get(..b.len().min(4096)).unwrap_or_default()).into_owned()
-        })
-        .unwrap_or_default();
-    if head.contains("PRIVATE KEY") {
-        return Err(Failure::usage(format!(
-            "--key `{}` is a private key; pass the public key (signing.pub.pem) — a verifier never needs, and should never hold, the private key",
-            key.display()
-        )));
-    }
-    Ok(())
 }
 
 /// Whether the run owning a journal says it is still going or parked (not ended): only such
@@ -315,8 +299,7 @@ pub(crate) fn trusted_keys(
     let mut ring = KeyRing::new();
     let mut ids = Vec::new();
     for key in &keys {
-        refuse_private(key)?;
-        let public = read_public(key)?;
+        let public = craik_host::keys::read_verifying_key(key)?;
         ids.push(
             ring.add(&public)
                 .map_err(|e| Failure::invalid(format!("{}: {e}", key.display()), Vec::new()))?,

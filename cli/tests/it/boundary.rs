@@ -1130,6 +1130,11 @@ fn issue_13_receipts_verify_keys_and_open_journals() {
     );
     assert_eq!(out.status.code(), Some(2), "{}", crate::transcript(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is a private key"));
+    // An endless `--key` is read up to its bound, never whole (it used to be read whole to
+    // look for a private key).
+    let out = verify(&["--key", "/dev/zero"], &home.join("runs").join(&done));
+    assert_eq!(out.status.code(), Some(2), "{}", crate::transcript(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/dev/zero: is "));
     // A parked run: open; the message suggests --allow-open, which accepts it.
     let out = verify(&[], &home.join("runs").join(&parked));
     assert_eq!(out.status.code(), Some(1), "{}", crate::transcript(&out));

@@ -794,6 +794,23 @@ fn memory_review_needs_a_human_and_is_receipted() {
         Some(2)
     );
     assert_eq!(decide("approve", "runner_fixture").status.code(), Some(2));
+    // Its run's state unreadable: which runner proposed it cannot be told, so no review is
+    // taken (it used to be checked against `runner_unknown`, letting the runner through).
+    let state = h
+        .join("runs")
+        .join(list[0]["run_id"].as_str().unwrap())
+        .join("run.json");
+    let kept = std::fs::read(&state).unwrap();
+    std::fs::remove_file(&state).unwrap();
+    let blind = decide("approve", "user:runner_fixture");
+    assert_eq!(blind.status.code(), Some(3), "{}", transcript(&blind));
+    assert!(
+        String::from_utf8_lossy(&blind.stderr).contains("run.json"),
+        "{}",
+        transcript(&blind)
+    );
+    assert!(!h.join("reviews").exists(), "nothing signed");
+    std::fs::write(&state, kept).unwrap();
     let ok = decide("approve", "user:alice");
     assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
     assert_eq!(

@@ -62,12 +62,22 @@ pub fn decide_memory(
                 craik_contracts::Truncated(id)
             ))
         })?;
-    let runner = m
-        .run_id
-        .as_deref()
-        .and_then(|run_id| home.run_dir(run_id).ok())
-        .and_then(|d| d.read_json::<TaskRun>(RUN).ok())
-        .map_or_else(|| "runner_unknown".to_owned(), |r| r.runner_id);
+    // The reviewer must not be the runner that proposed it: a proposal from a run whose state
+    // cannot be read is refused rather than checked against nobody.
+    let runner = match m.run_id.as_deref() {
+        Some(run_id) => {
+            home.run_dir(run_id)?
+                .read_json::<TaskRun>(RUN)
+                .map_err(|e| {
+                    Error::invalid(
+                        format!("{id}: cannot tell which runner proposed it: {e}"),
+                        Vec::new(),
+                    )
+                })?
+                .runner_id
+        }
+        None => "runner_unknown".to_owned(),
+    };
     reviewer(by, &runner)?;
     if reason.trim().is_empty() {
         return Err(Error::usage("--reason: must not be empty"));

@@ -127,17 +127,15 @@ impl HomePlacement {
 }
 
 impl Home {
-    /// Where this home lies relative to `workspace` (both resolved).
+    /// Where this home lies relative to `workspace` (resolved). A home whose real path cannot
+    /// be resolved is treated as exposed: the rule fails closed.
     pub fn placement(&self, workspace: &Path) -> HomePlacement {
         match self.root.canonicalize() {
-            Ok(real) if real.starts_with(workspace) => {
-                if real.file_name().is_some_and(|n| n == ".craik") {
-                    HomePlacement::InsideProtected
-                } else {
-                    HomePlacement::InsideExposed
-                }
+            Ok(real) if !real.starts_with(workspace) => HomePlacement::Outside,
+            Ok(real) if real.file_name().is_some_and(|n| n == ".craik") => {
+                HomePlacement::InsideProtected
             }
-            _ => HomePlacement::Outside,
+            _ => HomePlacement::InsideExposed,
         }
     }
 
@@ -422,6 +420,7 @@ impl RunStore for RunDir {
     fn clean_leftovers(&self) -> io::Result<Vec<String>> {
         let mut removed = Vec::new();
         for dir in [self.path.clone(), self.file("approvals")] {
+            let before = removed.len();
             let entries = match fs::read_dir(&dir) {
                 Ok(e) => e,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
@@ -439,7 +438,7 @@ impl RunStore for RunDir {
                     removed.push(name);
                 }
             }
-            if !removed.is_empty() {
+            if removed.len() > before {
                 sync_dir(&dir)?;
             }
         }
@@ -581,6 +580,20 @@ pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod io_tests {
     use super::*;
+
+    #[test]
+    fn a_home_that_cannot_be_resolved_counts_as_exposed() {
+        let ws = std::env::temp_dir();
+        let missing = Home::new(Path::new("/nonexistent/craik-home-for-a-test"));
+        assert_eq!(missing.placement(&ws), HomePlacement::InsideExposed);
+        assert!(
+            HomePlacement::InsideExposed
+                .allowed_under(craik_contracts::PolicyProfile::Strict)
+                .is_err()
+        );
+        let outside = Home::new(Path::new("/"));
+        assert_eq!(outside.placement(&ws), HomePlacement::Outside);
+    }
 
     #[test]
     fn io_failures_are_io_errors_naming_the_file_and_the_fix() {

@@ -198,39 +198,25 @@ const HATCHES: &[Hatches] = &[
         operands: &["ProxyCommand=", "LocalCommand="],
         always: false,
     },
-    Hatches {
-        program: "npx",
-        long: &[],
-        short: &[],
-        words: &[],
-        operands: &[],
-        always: true,
-    },
-    Hatches {
-        program: "less",
-        long: &[],
-        short: &[],
-        words: &[],
-        operands: &[],
-        always: true,
-    },
-    Hatches {
-        program: "vim",
-        long: &[],
-        short: &[],
-        words: &[],
-        operands: &[],
-        always: true,
-    },
-    Hatches {
-        program: "vi",
-        long: &[],
-        short: &[],
-        words: &[],
-        operands: &[],
-        always: true,
-    },
+    Hatches::always("npx"),
+    Hatches::always("less"),
+    Hatches::always("vim"),
+    Hatches::always("vi"),
 ];
+
+impl Hatches {
+    /// A program that is a hatch whatever its arguments.
+    const fn always(program: &'static str) -> Self {
+        Self {
+            program,
+            long: &[],
+            short: &[],
+            words: &[],
+            operands: &[],
+            always: true,
+        }
+    }
+}
 
 /// True when `arg` spells one of the program's hatches, as the program would parse it.
 fn is_hatch(h: &Hatches, arg: &str) -> bool {

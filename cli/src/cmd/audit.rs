@@ -318,26 +318,33 @@ fn meta<'a>(receipt: &'a ReceiptPayload, key: &str) -> Option<&'a str> {
     receipt.result.metadata.0.get(key).and_then(Value::as_str)
 }
 
-/// One line saying what decided a receipt.
-fn decided(entry: &Entry) -> String {
-    let r = &entry.receipt;
+/// A receipt's verdict (`allow`, `deny [shadow]`, ...) and reason, or an outcome's status
+/// and summary.
+fn verdict(r: &ReceiptPayload) -> String {
     if r.decided_by.kind == DecidedByKind::Outcome {
         return format!("outcome {}: {}", r.result.status.as_str(), r.result.summary);
     }
-    let verdict = craik_host::policytest::decision_name(r.decision);
-    let by = match r.decided_by.kind {
-        DecidedByKind::Policy => format!("by policy {}", r.determining_policies.join(", ")),
-        DecidedByKind::Approval => format!("by approval of {}", r.decided_by.by),
-        DecidedByKind::Default => "by default (no policy permitted it)".to_owned(),
-        DecidedByKind::Kernel => "by the kernel".to_owned(),
-        DecidedByKind::Outcome => String::new(),
-    };
     let shadow = if r.mode == craik_kernel::Mode::Shadow {
         " [shadow]"
     } else {
         ""
     };
-    format!("{verdict}{shadow} {by} — {}", r.reason)
+    format!(
+        "{}{shadow} — {}",
+        craik_host::policytest::decision_name(r.decision),
+        r.reason
+    )
+}
+
+/// What decided a receipt.
+fn decided_by(r: &ReceiptPayload) -> String {
+    match r.decided_by.kind {
+        DecidedByKind::Policy => format!("policy {}", r.determining_policies.join(", ")),
+        DecidedByKind::Approval => format!("approval of {}", r.decided_by.by),
+        DecidedByKind::Default => "default (no policy permitted it)".to_owned(),
+        DecidedByKind::Kernel => "the kernel".to_owned(),
+        DecidedByKind::Outcome => "outcome".to_owned(),
+    }
 }
 
 fn approval_line(a: &ApprovalAudit) -> String {
@@ -441,7 +448,13 @@ fn human(out: &mut Out, report: &Audit) -> Result<(), Failure> {
                 .as_deref()
                 .map(|g| format!(" [grant {g}]"))
                 .unwrap_or_default();
-            out.line(format_args!("        {}{grant}", decided(entry)))?;
+            let r = &entry.receipt;
+            let by = if r.decided_by.kind == DecidedByKind::Outcome {
+                String::new()
+            } else {
+                format!(" (by {})", decided_by(r))
+            };
+            out.line(format_args!("        {}{by}{grant}", verdict(r)))?;
             if let Some(a) = &entry.approval {
                 out.line(format_args!("        {}", approval_line(a)))?;
             }
@@ -598,22 +611,12 @@ fn run_html(h: &mut String, report: &Audit, run: &RunAudit) {
 
 fn entry_html(h: &mut String, entry: &Entry) {
     let r = &entry.receipt;
-    let (verdict, class) = if r.decided_by.kind == DecidedByKind::Outcome {
-        (
-            format!("outcome {}: {}", r.result.status.as_str(), r.result.summary),
-            "outcome",
-        )
+    let class = if r.decided_by.kind == DecidedByKind::Outcome {
+        "outcome"
     } else {
-        let name = craik_host::policytest::decision_name(r.decision);
-        (format!("{name} — {}", r.reason), name)
+        craik_host::policytest::decision_name(r.decision)
     };
-    let by = match r.decided_by.kind {
-        DecidedByKind::Policy => r.determining_policies.join(", "),
-        DecidedByKind::Approval => format!("approval: {}", r.decided_by.by),
-        DecidedByKind::Default => "default deny".to_owned(),
-        DecidedByKind::Kernel => "kernel".to_owned(),
-        DecidedByKind::Outcome => "outcome".to_owned(),
-    };
+    let (verdict, by) = (verdict(r), decided_by(r));
     let approval = entry
         .approval
         .as_ref()

@@ -266,3 +266,21 @@ fn issue_13_the_html_audit_report_renders_in_a_real_browser() {
     let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
     assert!(console.is_empty(), "console messages: {console:#?}");
 }
+
+/// A shadow run's verdicts are marked as shadow in every view (the HTML once showed a shadow
+/// `allow` like a real one).
+#[test]
+fn issue_13_audit_marks_shadow_verdicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let example = crate::repo_root().join("examples/docs-review");
+    let (_, id, _) = run_example(&home, &example, &["--shadow"]);
+    let page = dir.path().join("shadow.html");
+    let out = audit(&home, &[&id, "--html", page.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", crate::transcript(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let html = std::fs::read_to_string(&page).unwrap();
+    for view in [&text, &html] {
+        assert!(view.contains("allow [shadow]"), "{view}");
+    }
+}

@@ -318,7 +318,7 @@ pub trait RunStoreExt: RunStore {
         let bytes = self
             .read_bytes(name)
             .map_err(|e| format!("{}: {e}", path.display()))?
-            .ok_or_else(|| format!("{}: No such file or directory (os error 2)", path.display()))?;
+            .ok_or_else(|| format!("{}: not found", path.display()))?;
         serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))
     }
 }

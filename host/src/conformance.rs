@@ -3,7 +3,7 @@
 //! run (the rest are reported as not run, and the adapter is stopped), so one broken
 //! behaviour is not reported as a cascade of unrelated ones.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use craik_contracts::RunnerMetadata;
@@ -52,7 +52,11 @@ pub fn run(command: &[String]) -> Result<Vec<Check>, Error> {
     let (program, args) = command
         .split_first()
         .ok_or_else(|| Error::usage("give the adapter command after `--`"))?;
-    let program = resolve_program(program)?;
+    // As for `--runner adapter:PROGRAM`: a path (relative to the current directory), or a bare
+    // name on the host's fixed PATH (never the caller's environment).
+    let cwd =
+        std::env::current_dir().map_err(|e| Error::usage(format!("current directory: {e}")))?;
+    let program = crate::run::exec::resolve_program(program, &cwd).map_err(Error::usage)?;
     let args: Vec<String> = args
         .iter()
         .map(|a| match Path::new(a).canonicalize() {
@@ -364,20 +368,4 @@ fn error_of(line: Option<Vec<u8>>) -> Result<(Option<u64>, i64), String> {
             )
         })?;
     Ok((e.id, e.error.code))
-}
-
-/// A program path as given, or found on `PATH`.
-fn resolve_program(program: &str) -> Result<PathBuf, Error> {
-    let path = Path::new(program);
-    if program.contains('/') {
-        return path
-            .canonicalize()
-            .map_err(|e| Error::usage(format!("{program}: {e}")));
-    }
-    std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|d| d.join(program))
-        .find(|p| p.is_file())
-        .ok_or_else(|| Error::usage(format!("{program}: not found on PATH")))
 }

@@ -73,6 +73,12 @@ pub struct CapabilityTarget {
     /// Patterns excluded from `paths`; an exclusion always wins.
     #[serde(default)]
     pub exclude: Vec<String>,
+    /// For `shell.*` grants: where the granted commands may write in the workspace — `**`,
+    /// `DIR/**` or a file's exact path (the sandbox enforces exactly these). Absent: the
+    /// profile's default (`trusted-local`: the whole workspace but protected paths; every
+    /// other profile: nothing).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writes: Vec<String>,
     #[serde(default)]
     pub metadata: Object,
 }

@@ -79,13 +79,7 @@ impl AdapterSpec {
         }
         for program in programs {
             let real = program.canonicalize().unwrap_or(program);
-            // `<prefix>/bin/<name>`: the installation it runs from (libraries, stdlib).
-            if let Some(prefix) = real.parent().and_then(Path::parent) {
-                read.push(prefix.to_path_buf());
-            }
-            if let Some(parent) = real.parent() {
-                read.push(parent.to_path_buf());
-            }
+            read.push(installation(&real));
             read.push(real);
         }
         // Craik's own shipped adapters live beside it (a wrapper script may `exec` one).
@@ -102,14 +96,41 @@ impl AdapterSpec {
                 .map(PathBuf::from)
                 .filter(|p| p.is_absolute() && p.exists()),
         );
-        // Paths that hold the home are dropped from `read` by the sandbox itself.
+        // Nothing granted reaches Craik's home: paths inside it are dropped, paths holding it
+        // carved around it.
+        let keep_out: Vec<PathBuf> = self.home.iter().cloned().collect();
         Sandbox::for_profile(
             read,
             vec![self.cwd.clone()],
-            self.home.as_deref(),
-            true,
+            &keep_out,
+            crate::confine::Network::Tcp,
             !self.confinement_required,
         )
+    }
+}
+
+/// The installation a program runs from: `<prefix>` for `<prefix>/bin/<name>` when that
+/// prefix is an installation (`/usr`, `/usr/local`, `/opt/x`, a toolchain root), else the
+/// program's own directory — never a directory as broad as `/`, `/home`, `/tmp` or the
+/// operator's `HOME`.
+fn installation(program: &Path) -> PathBuf {
+    let dir = program.parent().unwrap_or(program);
+    let prefix = dir
+        .file_name()
+        .is_some_and(|n| n == "bin")
+        .then(|| dir.parent())
+        .flatten();
+    let broad = |p: &Path| {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        p == Path::new("/")
+            || ["/home", "/root", "/tmp", "/var", "/var/tmp"]
+                .iter()
+                .any(|b| p == Path::new(b))
+            || home.is_some_and(|h| h.starts_with(p))
+    };
+    match prefix {
+        Some(prefix) if !broad(prefix) => prefix.to_path_buf(),
+        _ => dir.to_path_buf(),
     }
 }
 

@@ -2,24 +2,37 @@
 //!
 //! A child is never started directly: Craik starts itself as a trampoline
 //! (`craik __craik-confine …`), which, before it `exec`s the real program,
-//! 1. starts a new session (so `setsid` in the child changes nothing we rely on),
-//! 2. asks for `SIGKILL` when its parent (Craik) dies (`PR_SET_PDEATHSIG`) and checks the
-//!    parent is still the one that started it,
-//! 3. restricts itself with Linux Landlock: read (and execute) only the listed paths, write only
-//!    the listed paths, no TCP bind/connect unless the sandbox allows network, and (ABI ≥ 6) no
-//!    signals or abstract-socket connections to processes outside its domain. Landlock's
-//!    ptrace rule also makes `/proc/<craik>/environ` and `/proc/<craik>/mem` unreadable.
+//! 1. starts a new session and asks for `SIGKILL` when its parent (Craik) dies
+//!    (`PR_SET_PDEATHSIG`), checking the parent is still the one that started it;
+//! 2. gives up every privilege: the capability bounding set emptied and the `noroot`
+//!    secure bits locked (as root), ambient, inheritable, permitted and effective sets cleared,
+//!    `no_new_privs` set — then checks that no capability is left (or refuses);
+//! 3. restricts itself with Linux Landlock: read (and execute) only the listed paths, write
+//!    only the listed paths, no TCP bind/connect unless the sandbox allows TCP, and (ABI ≥ 6)
+//!    no signals or abstract-socket connections outside its domain. Every rule is opened with
+//!    `openat2(RESOLVE_NO_SYMLINKS)`: a symlink anywhere in a rule's path fails the rule;
+//! 4. installs the seccomp filters of [`seccomp`]: no socket at all for commands, TCP only for
+//!    adapters, no `io_uring`, namespaces, `bpf`, `ptrace`, mounts or keyrings;
+//! 5. marks every descriptor above 2 close-on-exec: nothing Craik inherited reaches the program.
+//!
+//! The rules come from [`rules`]: system trees, and `/etc`, `/dev`, `/sys`, `/proc` reduced
+//! to allow-lists; granted directories that hold something that must stay out of reach are
+//! carved around it without following a link.
 //!
 //! Craik itself is a child subreaper (`PR_SET_CHILD_SUBREAPER`, set in `main`): whatever a
 //! child leaves behind (double forks, `setsid` daemons) is re-parented to Craik, and
 //! [`reap_strays`] kills it when a command ends, when an adapter stops, and when Craik is asked
 //! to exit by a signal ([`install_exit_handler`]).
 //!
-//! No `unsafe` here: Landlock is applied in the trampoline process (a fresh `craik`), not
+//! No `unsafe` here: everything is applied in the trampoline process (a fresh `craik`), not
 //! between `fork` and `exec` of this one.
 //!
-//! INVARIANT: a sandbox marked `required` never runs its program unconfined: the trampoline
-//! exits [`REFUSED_EXIT`] with a [`REFUSED_PREFIX`] line instead.
+//! INVARIANT: a sandbox marked `required` never runs its program without Landlock; no sandbox
+//! ever runs its program with a capability, an inherited descriptor or without its seccomp
+//! filters: the trampoline exits [`REFUSED_EXIT`] with a [`REFUSED_PREFIX`] line instead.
+
+mod rules;
+pub mod seccomp;
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -29,9 +42,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, PathBeneath, PathFd,
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, PathBeneath,
     Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
 };
+
+pub use rules::MAX_CARVED;
+pub use seccomp::Network;
 
 /// The hidden first argument that makes `craik` a trampoline.
 pub const TRAMPOLINE: &str = "__craik-confine";
@@ -46,134 +62,109 @@ const ASKED_ABI: ABI = ABI::V6;
 /// The least ABI a required sandbox accepts: filesystem rules and TCP rules.
 const LEAST_ABI: i32 = 4;
 
-/// System paths every confined process may read and execute from.
-const SYSTEM_READ: &[&str] = &[
-    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/dev", "/sys",
-];
-/// The parts of `/proc` every confined process may read, besides its own `/proc/<pid>`. Not
-/// `/proc` itself: as root, Landlock does not stop reading another process's `environ`, so the
-/// other processes' directories are simply not granted.
-const PROC_READ: &[&str] = &[
-    "/proc/cpuinfo",
-    "/proc/meminfo",
-    "/proc/stat",
-    "/proc/loadavg",
-    "/proc/uptime",
-    "/proc/version",
-    "/proc/filesystems",
-    "/proc/sys",
-];
-/// Device files every confined process may write.
-const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
-
 /// What one confined process may touch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sandbox {
-    /// Paths (files or directories) it may read and execute.
+    /// Real paths (files or directories) it may read and execute.
     pub read: Vec<PathBuf>,
-    /// Paths it may read and write (and create/remove beneath).
+    /// Real paths it may read and write (and create/remove beneath).
     pub write: Vec<PathBuf>,
-    /// TCP bind/connect allowed.
-    pub net: bool,
-    /// Refuse to run unconfined (strict, automation, custom); `trusted-local` runs anyway and
-    /// says so.
+    /// Sockets it may create.
+    pub net: Network,
+    /// Refuse to run without Landlock (every profile but `trusted-local`, which runs without
+    /// it only where the kernel has none, and says so).
     pub required: bool,
-    /// Apply Landlock at all (false only for `trusted-local` when no safe sandbox exists; the
-    /// session, parent-death signal and reaping still apply).
-    pub landlock: bool,
-    /// Why Landlock is off, for the receipt.
-    pub off_because: Option<String>,
 }
 
 impl Sandbox {
-    /// A sandbox over the system paths plus `read` and `write`; any granted path that holds
-    /// `protected` (Craik's home: keys, journals, approvals, memory) is dropped, so nothing
-    /// granted reaches it. Returns the refusal when a path that must be granted was dropped.
+    /// A sandbox over the system allow-lists plus `read` and `write`. Every path is resolved
+    /// to its real path first (they come from Craik and the operator, never from the
+    /// repository); nothing in `keep_out` (Craik's home, protected workspace paths,
+    /// credential files) is reachable: a granted directory holding one is carved around it, a
+    /// read root inside one is dropped, a write root inside one is refused. A read root too
+    /// broad to grant (`/`, `/home`, `/tmp`, anything holding the operator's `HOME`) is
+    /// refused.
     pub fn new(
         read: Vec<PathBuf>,
         write: Vec<PathBuf>,
-        protected: Option<&Path>,
-        net: bool,
+        keep_out: &[PathBuf],
+        net: Network,
         required: bool,
     ) -> Result<Self, String> {
-        // The trampoline changes directory before it applies the rules: every path is made
-        // absolute here, against Craik's own working directory (`--home h` is relative).
-        let absolute = |paths: Vec<PathBuf>| -> Vec<PathBuf> {
-            paths
-                .into_iter()
-                .map(|p| std::path::absolute(&p).unwrap_or(p))
-                .collect()
-        };
-        let (read, write) = (absolute(read), absolute(write));
-        let protected = protected.map(canonical);
-        let holds_protected = |p: &Path| {
-            protected
-                .as_ref()
-                .is_some_and(|h| h.starts_with(canonical(p)))
-        };
-        if let Some(bad) = write
+        let keep_out: Vec<PathBuf> = keep_out
             .iter()
-            .find(|p| protected.as_ref().is_some_and(|h| canonical(p) == *h))
-        {
-            return Err(format!(
-                "`{}` is Craik's home; a confined process may never write it",
-                bad.display()
-            ));
-        }
-        // A write grant that holds the home (a workspace with `.craik/` inside) is carved:
-        // everything beside the home is granted, the directories on the way to it are not
-        // (so nothing can be created directly in them).
-        let mut carved_write = Vec::new();
+            .map(|k| rules::real(k).unwrap_or_else(|| std::path::absolute(k).unwrap_or_default()))
+            .collect();
+        let inside_kept = |p: &Path| keep_out.iter().any(|k| p.starts_with(k));
+        let holds_kept = |p: &Path| keep_out.iter().any(|k| k.starts_with(p) && k != p);
+        let mut granted_write = Vec::new();
         for path in write {
-            match &protected {
-                Some(home) if holds_protected(&path) => {
-                    carved_write.extend(carve(&canonical(&path), home)?);
-                }
-                _ => carved_write.push(path),
+            let real = rules::real(&path)
+                .ok_or_else(|| format!("`{}`: a write grant must exist", path.display()))?;
+            if inside_kept(&real) {
+                return Err(format!(
+                    "`{}` is protected; a confined process may never write it",
+                    real.display()
+                ));
+            }
+            if holds_kept(&real) && real.is_dir() {
+                let inner: Vec<PathBuf> =
+                    keep_out.iter().filter(|k| k.starts_with(&real)).cloned().collect();
+                granted_write.extend(rules::carve(&real, &inner)?);
+            } else {
+                granted_write.push(real);
             }
         }
-        let write = carved_write;
-        let mut all_read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
-        all_read.extend(read);
-        all_read.retain(|p| p.exists() && !holds_protected(p));
-        all_read.sort();
-        all_read.dedup();
+        let mut granted_read = rules::system_read();
+        for path in read {
+            let Some(real) = rules::real(&path) else {
+                continue;
+            };
+            if inside_kept(&real) {
+                continue;
+            }
+            if rules::too_broad(&real) {
+                return Err(format!(
+                    "`{}` is too broad to grant (it holds home directories or the operator's HOME); grant the installation directory instead",
+                    real.display()
+                ));
+            }
+            if holds_kept(&real) && real.is_dir() {
+                let inner: Vec<PathBuf> =
+                    keep_out.iter().filter(|k| k.starts_with(&real)).cloned().collect();
+                granted_read.extend(rules::carve(&real, &inner)?);
+            } else {
+                granted_read.push(real);
+            }
+        }
+        granted_read.sort();
+        granted_read.dedup();
+        granted_write.sort();
+        granted_write.dedup();
+        if granted_read.len() + granted_write.len() > 2 * MAX_CARVED {
+            return Err(format!(
+                "more than {} sandbox rules; narrow the grants",
+                2 * MAX_CARVED
+            ));
+        }
         Ok(Self {
-            read: all_read,
-            write,
+            read: granted_read,
+            write: granted_write,
             net,
             required,
-            landlock: true,
-            off_because: None,
         })
     }
 
-    /// No Landlock (trusted-local only): the session, parent-death signal and reaping apply.
-    pub fn unconfined(why: String) -> Self {
-        Self {
-            read: Vec::new(),
-            write: Vec::new(),
-            net: true,
-            required: false,
-            landlock: false,
-            off_because: Some(why),
-        }
-    }
-
-    /// The sandbox for a profile: required outside `trusted-local`; under `trusted-local` a
-    /// sandbox that cannot be built safely runs unconfined and says why.
+    /// The sandbox for a profile: Landlock required outside `trusted-local`. A sandbox that
+    /// cannot be built is an error under every profile.
     pub fn for_profile(
         read: Vec<PathBuf>,
         write: Vec<PathBuf>,
-        protected: Option<&Path>,
-        net: bool,
+        keep_out: &[PathBuf],
+        net: Network,
         trusted_local: bool,
     ) -> Result<Self, String> {
-        match Self::new(read, write, protected, net, !trusted_local) {
-            Ok(sandbox) => Ok(sandbox),
-            Err(why) if trusted_local => Ok(Self::unconfined(why)),
-            Err(why) => Err(why),
-        }
+        Self::new(read, write, keep_out, net, !trusted_local)
     }
 
     /// A `std` command that starts `program args` through the trampoline.
@@ -192,14 +183,11 @@ impl Sandbox {
         for p in &self.write {
             command.arg("--write").arg(p);
         }
-        if self.net {
-            command.arg("--net");
+        if self.net == Network::Tcp {
+            command.arg("--tcp");
         }
         if self.required {
             command.arg("--required");
-        }
-        if !self.landlock {
-            command.arg("--no-landlock");
         }
         command.arg("--").arg(program).args(args);
         Ok(command)
@@ -207,25 +195,20 @@ impl Sandbox {
 
     /// One line for receipts: what confinement the process ran under.
     pub fn describe(&self) -> String {
-        if let Some(why) = &self.off_because {
-            return format!("none (trusted-local runs unconfined: {why})");
-        }
+        let net = match self.net {
+            Network::None => "no sockets (seccomp)",
+            Network::Tcp => "tcp only (seccomp)",
+        };
+        let common = "no capabilities, no_new_privs, fds > 2 closed";
         match probe() {
             Probe::Available(abi) => format!(
-                "landlock abi {abi}: read {} paths, write {}; tcp {}; {}",
+                "landlock abi {abi}: read {} paths, write {}; {net}; {common}; {}",
                 self.read.len(),
                 self.write
                     .iter()
                     .map(|p| format!("`{}`", p.display()))
                     .collect::<Vec<_>>()
                     .join(", "),
-                if self.net {
-                    "allowed"
-                } else if abi >= LEAST_ABI {
-                    "denied"
-                } else {
-                    "not restricted (abi < 4)"
-                },
                 if abi >= 6 {
                     "signals and abstract sockets scoped"
                 } else {
@@ -233,48 +216,21 @@ impl Sandbox {
                 },
             ),
             Probe::Unavailable(why) if self.required => format!("refused ({why})"),
-            Probe::Unavailable(why) => format!("none (trusted-local runs unconfined: {why})"),
+            Probe::Unavailable(why) => format!(
+                "NO LANDLOCK (trusted-local runs without file-system confinement: {why}); {net}; {common}"
+            ),
         }
     }
-}
-
-/// The entries of `dir` (which holds `home`), recursively, except those on the way to `home`
-/// and `home` itself.
-fn carve(dir: &Path, home: &Path) -> Result<Vec<PathBuf>, String> {
-    let mut granted = Vec::new();
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    for entry in entries {
-        let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
-        let real = canonical(&path);
-        if real == home {
-            continue;
-        }
-        if home.starts_with(&real) {
-            granted.extend(carve(&real, home)?);
-        } else {
-            granted.push(path);
-        }
-    }
-    Ok(granted)
-}
-
-fn canonical(p: &Path) -> PathBuf {
-    p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
 }
 
 /// One line on how an adapter process (and each command it proposes) runs on this machine.
 pub fn adapter_summary() -> String {
     match probe() {
         Probe::Available(abi) => format!(
-            "landlock abi {abi}: the adapter reads system paths and its own program, writes only its working directory, network allowed; its commands write only the workspace and a fresh HOME, tcp {}; Craik's home unreachable; every process killed with the run",
-            if abi >= LEAST_ABI {
-                "denied"
-            } else {
-                "not restricted (abi < 4)"
-            }
+            "landlock abi {abi}: the adapter reads system paths and its own installation, writes only its working directory, tcp only (seccomp), no capabilities; its commands write only their write scope and a fresh HOME, no sockets; Craik's home unreachable; every process killed with the run"
         ),
         Probe::Unavailable(why) => format!(
-            "none on this kernel ({why}): strict, automation and custom refuse to start adapters and commands; trusted-local runs them unconfined and says so in every receipt"
+            "none on this kernel ({why}): strict, automation and custom refuse to start adapters and commands; trusted-local runs them without Landlock (seccomp and capability drop still apply) and says so in every receipt"
         ),
     }
 }
@@ -333,10 +289,8 @@ fn parse(args: impl Iterator<Item = OsString>) -> Result<Args, String> {
         sandbox: Sandbox {
             read: Vec::new(),
             write: Vec::new(),
-            net: false,
+            net: Network::None,
             required: false,
-            landlock: true,
-            off_because: None,
         },
         probe: false,
         program: Vec::new(),
@@ -358,9 +312,8 @@ fn parse(args: impl Iterator<Item = OsString>) -> Result<Args, String> {
             }
             "--read" => sandbox.read.push(PathBuf::from(value()?)),
             "--write" => sandbox.write.push(PathBuf::from(value()?)),
-            "--net" => sandbox.net = true,
+            "--tcp" => sandbox.net = Network::Tcp,
             "--required" => sandbox.required = true,
-            "--no-landlock" => sandbox.landlock = false,
             "--" => {
                 parsed.program = args.by_ref().collect();
                 break;
@@ -380,7 +333,12 @@ pub fn trampoline(args: impl Iterator<Item = OsString>) -> ! {
     };
     let parsed = parse(args).unwrap_or_else(|e| refuse(e));
     if parsed.probe {
-        let empty = Sandbox::unconfined(String::new());
+        let empty = Sandbox {
+            read: Vec::new(),
+            write: Vec::new(),
+            net: Network::Tcp,
+            required: false,
+        };
         match restrict(&empty) {
             Ok(Some(abi)) => println!("landlock abi {abi}"),
             Ok(None) => println!("landlock is not enabled in this kernel"),
@@ -406,14 +364,17 @@ pub fn trampoline(args: impl Iterator<Item = OsString>) -> ! {
             refuse("the parent exited before the program started".into());
         }
     }
-    let applied = if sandbox.landlock {
-        restrict(&sandbox)
-    } else {
-        Ok(None)
-    };
-    if let Err(why) = admit(applied, sandbox.required) {
+    if let Err(why) = privs::drop_all() {
         refuse(why);
     }
+    if let Err(why) = admit(restrict(&sandbox), sandbox.required) {
+        refuse(why);
+    }
+    if let Err(why) = seccomp::apply(sandbox.net) {
+        refuse(why);
+    }
+    // Nothing Craik inherited (a descriptor its caller left open) reaches the program.
+    close_fds::set_fds_cloexec(3, &[]);
     let error = std::process::Command::new(program).args(rest).exec();
     refuse(format!(
         "`{}`: cannot start: {error}",
@@ -427,18 +388,36 @@ fn admit(applied: Result<Option<i32>, String>, required: bool) -> Result<(), Str
     match applied {
         Ok(Some(abi)) if abi >= LEAST_ABI || !required => Ok(()),
         Ok(Some(abi)) => Err(format!(
-            "this kernel's Landlock ABI is {abi}; confinement needs ABI ≥ {LEAST_ABI} (Linux ≥ 6.7) for network rules; this profile refuses to run unconfined (trusted-local runs unconfined)"
+            "this kernel's Landlock ABI is {abi}; confinement needs ABI ≥ {LEAST_ABI} (Linux ≥ 6.7) for network rules; this profile refuses to run unconfined (trusted-local runs without Landlock)"
         )),
         Ok(None) if required => Err(
-            "Landlock is not enabled in this kernel (needs CONFIG_SECURITY_LANDLOCK and `landlock` in the lsm= boot list); this profile refuses to run unconfined (trusted-local runs unconfined)".into(),
+            "Landlock is not enabled in this kernel (needs CONFIG_SECURITY_LANDLOCK and `landlock` in the lsm= boot list); this profile refuses to run unconfined (trusted-local runs without Landlock)".into(),
         ),
         Ok(None) => Ok(()),
         Err(e) => Err(format!("Landlock could not be applied: {e}")),
     }
 }
 
+/// Opens a rule's path without following a symlink anywhere in it (`O_PATH`,
+/// `RESOLVE_NO_SYMLINKS`): a path swapped for a link after the rules were computed fails.
+fn open_rule(path: &Path) -> Result<(rustix::fd::OwnedFd, bool), String> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    let fd = rustix::fs::openat2(
+        rustix::fs::CWD,
+        path,
+        OFlags::PATH | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+        Mode::empty(),
+        ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+    )
+    .map_err(|e| format!("`{}`: {e}", path.display()))?;
+    let stat = rustix::fs::fstat(&fd).map_err(|e| format!("`{}`: {e}", path.display()))?;
+    let is_dir = rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory;
+    Ok((fd, is_dir))
+}
+
 /// Restricts this process; `Ok(Some(abi))` when Landlock enforces, `Ok(None)` when the kernel
-/// has none.
+/// has none. A write rule that cannot be opened refuses the whole sandbox; a read rule that
+/// cannot be opened is left out (less access, never more).
 fn restrict(sandbox: &Sandbox) -> Result<Option<i32>, String> {
     let abi = ASKED_ABI;
     let e = |e: landlock::RulesetError| e.to_string();
@@ -446,40 +425,50 @@ fn restrict(sandbox: &Sandbox) -> Result<Option<i32>, String> {
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(AccessFs::from_all(abi))
         .map_err(e)?;
-    if !sandbox.net {
-        ruleset = ruleset
-            .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
-            .map_err(e)?;
+    // TCP bind is never allowed; connect only where the sandbox allows TCP.
+    ruleset = ruleset.handle_access(AccessNet::BindTcp).map_err(e)?;
+    if sandbox.net == Network::None {
+        ruleset = ruleset.handle_access(AccessNet::ConnectTcp).map_err(e)?;
     }
     let mut created = ruleset
         .scope(Scope::from_all(abi))
         .map_err(e)?
         .create()
         .map_err(e)?;
-    let rule = |path: &Path, access: landlock::BitFlags<AccessFs>| {
-        let access = if path.is_dir() {
+    let access = |is_dir: bool, access: landlock::BitFlags<AccessFs>| {
+        if is_dir {
             access
         } else {
             access & AccessFs::from_file(abi)
-        };
-        PathFd::new(path).map(|fd| PathBeneath::new(fd, access))
+        }
     };
     // This process's own `/proc/<pid>` (the program keeps the pid across `exec`).
     let own = PathBuf::from(format!("/proc/{}", std::process::id()));
-    let proc_read: Vec<PathBuf> = PROC_READ.iter().map(PathBuf::from).chain([own]).collect();
+    let proc_read: Vec<PathBuf> = rules::PROC_READ
+        .iter()
+        .map(PathBuf::from)
+        .chain([own])
+        .collect();
     for path in sandbox.read.iter().chain(proc_read.iter()) {
-        if let Ok(rule) = rule(path, AccessFs::from_read(abi)) {
+        if let Ok((fd, is_dir)) = open_rule(path) {
+            let rule = PathBeneath::new(fd, access(is_dir, AccessFs::from_read(abi)));
             created = created.add_rule(rule).map_err(e)?;
         }
     }
-    let devices: Vec<PathBuf> = DEVICES.iter().map(PathBuf::from).collect();
-    for path in sandbox.write.iter().chain(devices.iter()) {
-        match rule(path, AccessFs::from_all(abi)) {
-            Ok(rule) => created = created.add_rule(rule).map_err(e)?,
-            Err(err) if sandbox.write.contains(path) => {
-                return Err(format!("`{}`: {err}", path.display()));
-            }
-            Err(_) => {}
+    for path in &sandbox.write {
+        let (fd, is_dir) = open_rule(path)?;
+        let rule = PathBeneath::new(fd, access(is_dir, AccessFs::from_all(abi)));
+        created = created.add_rule(rule).map_err(e)?;
+    }
+    // Character devices that are harmless to write: only their file rights (no ioctl beyond
+    // what a regular file has).
+    for path in rules::DEVICES_RW {
+        if let Ok((fd, _)) = open_rule(Path::new(path)) {
+            let rule = PathBeneath::new(
+                fd,
+                (AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate) & AccessFs::from_file(abi),
+            );
+            created = created.add_rule(rule).map_err(e)?;
         }
     }
     let status = created.restrict_self().map_err(e)?;
@@ -490,6 +479,80 @@ fn restrict(sandbox: &Sandbox) -> Result<Option<i32>, String> {
         LandlockStatus::Available { effective_abi, .. } => Some(effective_abi as i32),
         _ => None,
     })
+}
+
+mod privs {
+    //! Giving up every privilege before `exec`.
+
+    use rustix::thread::{
+        CapabilitiesSecureBits, CapabilitySet, CapabilitySets,
+    };
+
+    /// Every capability the kernel may know (the bounding set is emptied by number up to the
+    /// last one this kernel has).
+    const LAST_CAP: u32 = 63;
+
+    /// Empties every capability set (bounding and ambient included), locks the `noroot`
+    /// secure bits when it may, sets `no_new_privs`, then checks nothing is left.
+    pub(super) fn drop_all() -> Result<(), String> {
+        let had = rustix::thread::capabilities(None).map_err(|e| format!("capget: {e}"))?;
+        if had.effective.contains(CapabilitySet::SETPCAP) {
+            // Root keeps no capability across `exec` (NOROOT), and cannot undo it.
+            let bits = CapabilitiesSecureBits::NO_ROOT
+                | CapabilitiesSecureBits::NO_ROOT_LOCKED
+                | CapabilitiesSecureBits::NO_SETUID_FIXUP
+                | CapabilitiesSecureBits::NO_SETUID_FIXUP_LOCKED
+                | CapabilitiesSecureBits::NO_CAP_AMBIENT_RAISE
+                | CapabilitiesSecureBits::NO_CAP_AMBIENT_RAISE_LOCKED;
+            rustix::thread::set_capabilities_secure_bits(bits)
+                .map_err(|e| format!("securebits: {e}"))?;
+            for n in 0..=LAST_CAP {
+                // EINVAL past the kernel's last capability: nothing to drop there.
+                let cap = CapabilitySet::from_bits_retain(1_u64 << n);
+                let _ = rustix::thread::remove_capability_from_bounding_set(cap);
+            }
+        }
+        let _ = rustix::thread::clear_ambient_capability_set();
+        rustix::thread::set_capabilities(
+            None,
+            CapabilitySets {
+                effective: CapabilitySet::empty(),
+                permitted: CapabilitySet::empty(),
+                inheritable: CapabilitySet::empty(),
+            },
+        )
+        .map_err(|e| format!("capset: {e}"))?;
+        rustix::thread::set_no_new_privs(true).map_err(|e| format!("no_new_privs: {e}"))?;
+        check()
+    }
+
+    /// Refuses unless every set is empty (bounding too, as root) and `no_new_privs` is set.
+    fn check() -> Result<(), String> {
+        let now = rustix::thread::capabilities(None).map_err(|e| format!("capget: {e}"))?;
+        if !now.effective.is_empty() || !now.permitted.is_empty() || !now.inheritable.is_empty() {
+            return Err(format!("capabilities left after dropping them: {now:?}"));
+        }
+        let status = std::fs::read_to_string("/proc/self/status")
+            .map_err(|e| format!("/proc/self/status: {e}"))?;
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(str::trim)
+                .map(str::to_owned)
+        };
+        let root = rustix::process::geteuid().is_root();
+        for (name, must_be_empty) in [("CapAmb:", true), ("CapBnd:", root)] {
+            let value = field(name).ok_or_else(|| format!("/proc/self/status: no {name}"))?;
+            if must_be_empty && value.trim_start_matches('0') != "" {
+                return Err(format!("{name} {value} after dropping every capability"));
+            }
+        }
+        if field("NoNewPrivs:").as_deref() != Some("1") {
+            return Err("no_new_privs is not set".into());
+        }
+        Ok(())
+    }
 }
 
 /// Direct children Craik is managing (adapters, commands), by pid: [`reap_strays`] leaves them.
@@ -600,37 +663,44 @@ mod tests {
     }
 
     #[test]
-    fn a_sandbox_never_grants_a_path_that_holds_the_home() {
+    fn a_sandbox_never_grants_a_kept_out_path() {
         let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().join("home");
-        let ws = dir.path().join("ws");
+        let root = dir.path().canonicalize().unwrap();
+        let home = root.join("home");
+        let ws = root.join("ws");
         std::fs::create_dir_all(home.join("keys")).unwrap();
         std::fs::create_dir_all(&ws).unwrap();
         let ok = Sandbox::new(
-            vec![dir.path().to_path_buf()],
+            vec![root.clone()],
             vec![ws.clone()],
-            Some(&home),
-            false,
+            &[home.clone()],
+            Network::None,
             true,
         )
         .unwrap();
         assert!(!ok.read.iter().any(|p| home.starts_with(p)), "{ok:?}");
-        assert!(ok.write == vec![ws.clone()]);
-        // A workspace holding the home is carved around it.
-        std::fs::write(dir.path().join("a.txt"), "a").unwrap();
-        let carved = Sandbox::new(
+        assert_eq!(ok.write, vec![ws.clone()]);
+        // A write grant holding a kept-out path is carved around it; links are never rules.
+        std::fs::write(root.join("a.txt"), "a").unwrap();
+        std::os::unix::fs::symlink(home.join("keys"), root.join("k")).unwrap();
+        let carved =
+            Sandbox::new(vec![], vec![root.clone()], &[home.clone()], Network::None, true)
+                .unwrap();
+        assert_eq!(carved.write, vec![root.join("a.txt"), root.join("ws")]);
+        // Writing the kept-out path itself, or inside it, is refused.
+        for bad in [home.clone(), home.join("keys")] {
+            let refused =
+                Sandbox::new(vec![], vec![bad.clone()], &[home.clone()], Network::None, true);
+            assert!(refused.unwrap_err().contains("protected"), "{bad:?}");
+        }
+        // A write grant given through a link is its real path, checked as such.
+        let refused = Sandbox::new(
             vec![],
-            vec![dir.path().to_path_buf()],
-            Some(&home),
-            false,
+            vec![root.join("k")],
+            &[home.clone()],
+            Network::None,
             true,
-        )
-        .unwrap();
-        let mut write = carved.write.clone();
-        write.sort();
-        let root = dir.path().canonicalize().unwrap();
-        assert_eq!(write, vec![root.join("a.txt"), root.join("ws")]);
-        let same = Sandbox::new(vec![], vec![home.clone()], Some(&home), false, true);
-        assert!(same.is_err());
+        );
+        assert!(refused.is_err());
     }
 }

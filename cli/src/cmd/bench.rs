@@ -307,8 +307,8 @@ fn confinement_overhead(
     let sandbox = craik_host::confine::Sandbox::new(
         Vec::new(),
         vec![ws.clone(), home, tmp],
-        Some(&root.join("no-home")),
-        false,
+        &[root.join("no-home")],
+        craik_host::confine::Network::None,
         false,
     )
     .map_err(Failure::internal)?;

@@ -264,6 +264,29 @@ pub fn apply_edits(text: &str, edits: &[craik_contracts::FileEdit]) -> Result<St
     Ok(out)
 }
 
+/// Creates the directories of `rel` under `root` that are missing; refuses a component that
+/// is a symlink or not a directory (nothing is created through a link).
+pub fn make_dirs(root: &Path, rel: &str) -> Result<(), String> {
+    let mut at = root.to_path_buf();
+    for part in rel.split('/') {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(format!(
+                    "`{}` is not a directory (a symlink or a file); the write scope cannot be granted",
+                    at.display()
+                ));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir(&at).map_err(|e| format!("`{}`: {e}", at.display()))?;
+            }
+            Err(e) => return Err(format!("`{}`: {e}", at.display())),
+        }
+    }
+    Ok(())
+}
+
 /// A finished command.
 #[derive(Debug, Clone)]
 pub struct CommandOutcome {

@@ -4,6 +4,7 @@
 pub mod approvals;
 pub mod driver;
 pub mod exec;
+pub mod manifest;
 pub mod memory;
 pub mod signed;
 pub mod store;

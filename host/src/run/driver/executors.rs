@@ -1,7 +1,10 @@
 //! The side-effect executors: reads, writes and patches inside the workspace, and confined
 //! commands; each outcome receipted.
 
+use std::path::Path;
+
 use super::*;
+use crate::run::manifest;
 
 impl Host {
     /// Performs an allowed action, write-ahead: the decision receipt is already on disk.
@@ -33,7 +36,7 @@ impl Host {
             Some(effect @ (Effect::WriteFile | Effect::PatchFile)) => {
                 self.write_file(action, &rel, effect == Effect::PatchFile)
             }
-            Some(Effect::Execute) => self.run_command(action),
+            Some(Effect::Execute) => self.run_command(action, &verdict.grants),
             Some(Effect::CreateFile | Effect::DeleteFile | Effect::External) | None => {
                 self.outcome_receipt(action, false, "no executor", None)
             }
@@ -127,31 +130,35 @@ impl Host {
         }
     }
 
-    /// Runs a command confined (fresh HOME and TMPDIR, removed after); the receipt names its
-    /// exit and its confinement, the run output its redacted output.
-    fn run_command(&mut self, action: &ActionRecord) -> Result<(), Error> {
+    /// Runs a command confined (fresh HOME and TMPDIR, removed after; writes only its write
+    /// scope); the receipt names its exit, its confinement and every file it created, changed
+    /// or removed. A change outside the scope or to a protected path fails the step and is
+    /// undone.
+    fn run_command(&mut self, action: &ActionRecord, grants: &[String]) -> Result<(), Error> {
         let p = &action.proposed;
         let argv = p.argv.clone().unwrap_or_default();
-        let env = match self.command_env(&action.id) {
-            Ok(env) => env,
+        let plan = match self.command_env(&action.id, grants) {
+            Ok(plan) => plan,
             Err(e) => {
                 let why = format!("not run: confinement: {e}");
                 return self.outcome_receipt(action, false, &why, None);
             }
         };
+        let env = &plan.env;
         let confinement = env.sandbox.describe();
         self.executing_event(action, None, None)?;
         let timeout = p
             .timeout_ms
             .map_or(exec::MAX_TIMEOUT, Duration::from_millis);
-        let ran = exec::run_command(&argv, &self.workspace.root, timeout, &env);
+        let ran = exec::run_command(&argv, &self.workspace.root, timeout, env);
         // The command's HOME and TMPDIR die with it.
         let _ = std::fs::remove_dir_all(env.home.parent().unwrap_or(&env.home));
+        let changes = plan.settle(&self.workspace.root);
         let done = match ran {
             Ok(done) => done,
             Err(e) => {
                 let why = format!("not run: {e}; confinement: {confinement}");
-                return self.outcome_receipt(action, false, &why, None);
+                return self.command_outcome(action, false, &why, None, &changes);
             }
         };
         self.crash.point();
@@ -176,28 +183,138 @@ impl Host {
             )
         };
         let summary = format!("{summary}; confinement: {confinement}");
-        self.outcome_receipt(action, ok, &summary, Some(shown))
+        self.command_outcome(action, ok, &summary, Some(shown), &changes)
     }
 
-    /// A command's sandbox: it reads the system paths and the workspace, writes only the
-    /// workspace and its own fresh HOME and TMPDIR (under the run directory, outside the
-    /// workspace), never Craik's home otherwise, and has no network (no shell capability is a
-    /// network one). Required outside `trusted-local`.
-    pub(super) fn command_env(&self, action_id: &str) -> Result<exec::CommandEnv, String> {
+    /// The outcome of a command with the files it changed: any forbidden change fails it
+    /// and is named (with whether it was undone).
+    fn command_outcome(
+        &mut self,
+        action: &ActionRecord,
+        ok: bool,
+        summary: &str,
+        output: Option<String>,
+        changes: &Result<Vec<manifest::FileChange>, String>,
+    ) -> Result<(), Error> {
+        let (ok, summary, files) = match changes {
+            Ok(changes) => {
+                let bad: Vec<String> = changes
+                    .iter()
+                    .filter_map(|c| {
+                        let why = c.forbidden.as_ref()?;
+                        let restored = match &c.restored {
+                            Some(Ok(())) => "restored".to_owned(),
+                            Some(Err(e)) => format!("NOT restored: {e}"),
+                            None => "NOT restored".to_owned(),
+                        };
+                        Some(format!(
+                            "{} `{}` ({why}; {restored})",
+                            c.change.as_str(),
+                            craik_contracts::Truncated(&c.path)
+                        ))
+                    })
+                    .collect();
+                let summary = if bad.is_empty() {
+                    format!("{summary}; files: {} changed", changes.len())
+                } else {
+                    format!(
+                        "FORBIDDEN WRITES: {}; {summary}",
+                        bad.join(", ")
+                    )
+                };
+                (ok && bad.is_empty(), summary, manifest_metadata(changes))
+            }
+            Err(e) => (
+                false,
+                format!("{summary}; the workspace could not be checked after the command: {e}"),
+                Vec::new(),
+            ),
+        };
+        let mut metadata = Object::new();
+        metadata.0.insert("files".into(), serde_json::Value::Array(files));
+        self.outcome_receipt_with(action, ok, &summary, output, metadata)
+    }
+
+    /// A command's sandbox and the workspace manifest it is checked against: it reads the
+    /// system allow-lists and the workspace, writes only its write scope (carved around every
+    /// protected path) and its own fresh HOME and TMPDIR (under the run directory, outside the
+    /// workspace), never Craik's home, and creates no socket. Landlock is required outside
+    /// `trusted-local`; a sandbox that cannot be built refuses the command under every profile.
+    pub(super) fn command_env(
+        &self,
+        action_id: &str,
+        grants: &[String],
+    ) -> Result<CommandPlan, String> {
+        let root = self.workspace.root.clone();
+        let root_text = self.workspace_root();
+        let scopes = self.write_scopes(grants, &root_text)?;
+        let immutable: Vec<String> = Vec::new();
+        let before = manifest::Manifest::scan(&root)?;
+        let pre = manifest::Preimages::take(&root, &before, &immutable);
         let base = self.dir.root().join("sandbox").join(action_id);
         let _ = std::fs::remove_dir_all(&base);
         let (home, tmp) = (base.join("home"), base.join("tmp"));
         for dir in [&home, &tmp] {
             std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         }
+        // Kept out of every grant: Craik's home, every protected path present, and the
+        // protected names at the root even when absent (so nothing can create them).
+        let mut keep_out: Vec<PathBuf> = vec![self.home.root.clone()];
+        keep_out.extend(before.protected(&immutable).iter().map(|p| root.join(p)));
+        keep_out.extend(manifest::PROTECTED_NAMES.iter().map(|n| root.join(n)));
+        let mut write = vec![home.clone(), tmp.clone()];
+        for scope in &scopes {
+            match scope {
+                manifest::Scope::All => write.push(root.clone()),
+                manifest::Scope::Under(dir) => {
+                    exec::make_dirs(&root, dir)?;
+                    write.push(root.join(dir));
+                }
+                manifest::Scope::File(file) => {
+                    if root.join(file).exists() {
+                        write.push(root.join(file));
+                    }
+                }
+            }
+        }
         let sandbox = crate::confine::Sandbox::for_profile(
-            Vec::new(),
-            vec![self.workspace.root.clone(), home.clone(), tmp.clone()],
-            Some(&self.home.root),
-            false,
+            vec![root.clone()],
+            write,
+            &keep_out,
+            crate::confine::Network::None,
             self.inputs.profile == PolicyProfile::TrustedLocal,
         )?;
-        Ok(exec::CommandEnv { sandbox, home, tmp })
+        Ok(CommandPlan {
+            env: exec::CommandEnv { sandbox, home, tmp },
+            scopes,
+            immutable,
+            before,
+            pre,
+        })
+    }
+
+    /// The write scope of a command allowed by `grants`: what those grants name, else the
+    /// profile's default (`trusted-local`: the workspace but protected paths; otherwise
+    /// nothing).
+    fn write_scopes(&self, grants: &[String], root: &str) -> Result<Vec<manifest::Scope>, String> {
+        let named: Vec<&String> = self
+            .inputs
+            .grants
+            .iter()
+            .filter(|g| grants.contains(&g.id))
+            .flat_map(|g| g.target.writes.iter())
+            .collect();
+        if named.is_empty() {
+            return Ok(if self.inputs.profile == PolicyProfile::TrustedLocal {
+                vec![manifest::Scope::All]
+            } else {
+                Vec::new()
+            });
+        }
+        named
+            .into_iter()
+            .map(|p| manifest::Scope::parse(root, p))
+            .collect()
     }
 
     /// What a command resolves to here: `program <real path>, cwd <workspace>`.
@@ -226,6 +343,18 @@ impl Host {
         summary: &str,
         output: Option<String>,
     ) -> Result<(), Error> {
+        self.outcome_receipt_with(action, ok, summary, output, Object::new())
+    }
+
+    /// An outcome receipt whose signed result carries `metadata` (a command's file changes).
+    pub(super) fn outcome_receipt_with(
+        &mut self,
+        action: &ActionRecord,
+        ok: bool,
+        summary: &str,
+        output: Option<String>,
+        metadata: Object,
+    ) -> Result<(), Error> {
         let request = self.decision_request(action, Vec::new());
         let hash = craik_kernel::request_hash(&self.bundle, &request, &self.workspace_root())
             .unwrap_or_default();
@@ -242,7 +371,10 @@ impl Host {
             policy_profile: self.inputs.profile,
             fail_open: false,
             reason: format!("outcome of {}", action.id),
-            result: result(status, summary),
+            result: ReceiptResult {
+                metadata,
+                ..result(status, summary)
+            },
             redacted: true,
             policy_set: self.bundle.hash().to_owned(),
             request_hash: hash,
@@ -277,4 +409,52 @@ impl Host {
         self.all_outcomes.push(outcome);
         Ok(())
     }
+}
+
+/// A command about to run: its environment and what it is checked against after.
+pub(super) struct CommandPlan {
+    pub(super) env: exec::CommandEnv,
+    scopes: Vec<manifest::Scope>,
+    immutable: Vec<String>,
+    before: manifest::Manifest,
+    pre: manifest::Preimages,
+}
+
+impl CommandPlan {
+    /// What the command changed, forbidden changes undone.
+    fn settle(&self, root: &Path) -> Result<Vec<manifest::FileChange>, String> {
+        let after = manifest::Manifest::scan(root)?;
+        Ok(manifest::settle(
+            root,
+            &self.before,
+            &after,
+            &self.scopes,
+            &self.immutable,
+            &self.pre,
+        ))
+    }
+}
+
+/// The signed list of a command's file changes: path, change, `sha256` of a file after it,
+/// and for a forbidden one why and whether it was undone.
+fn manifest_metadata(changes: &[manifest::FileChange]) -> Vec<serde_json::Value> {
+    changes
+        .iter()
+        .map(|c| {
+            let mut o = serde_json::Map::new();
+            o.insert("path".into(), c.path.clone().into());
+            o.insert("change".into(), c.change.as_str().into());
+            if let Some(h) = &c.sha256 {
+                o.insert("sha256".into(), h.clone().into());
+            }
+            if let Some(why) = &c.forbidden {
+                o.insert("forbidden".into(), why.clone().into());
+                o.insert(
+                    "restored".into(),
+                    matches!(c.restored, Some(Ok(()))).into(),
+                );
+            }
+            serde_json::Value::Object(o)
+        })
+        .collect()
 }

@@ -1,0 +1,202 @@
+//! Which paths a confined process may reach: the system allow-lists (`/etc`, `/dev`, `/sys`,
+//! `/proc` reduced to what programs need) and the carving of a granted directory around the
+//! paths it holds that must stay out of reach (Craik's home, protected workspace paths,
+//! credential files).
+//!
+//! INVARIANT: a symlink never becomes a rule. Carving reads entries with `lstat` semantics
+//! (`DirEntry::file_type` does not follow links) and skips links: access through a link is
+//! checked against its target's rules, so a link needs none. Nothing recurses on a link, so no
+//! walk can loop.
+
+use std::path::{Path, PathBuf};
+
+/// Directories whose whole content every confined process may read and execute.
+pub(crate) const SYSTEM_READ: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt"];
+
+/// The entries of `/etc` programs need (loader, users and groups by name, name service,
+/// time zone, certificates, alternatives, the system's own identification, tool defaults).
+/// Never `shadow`, `gshadow`, `sudoers`, `ssh/`, keys or credentials: not listed.
+pub(crate) const ETC_READ: &[&str] = &[
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "passwd",
+    "group",
+    "nsswitch.conf",
+    "host.conf",
+    "hosts",
+    "resolv.conf",
+    "gai.conf",
+    "services",
+    "protocols",
+    "localtime",
+    "timezone",
+    "ssl/certs",
+    "ssl/openssl.cnf",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "pki/tls/certs",
+    "alternatives",
+    "os-release",
+    "lsb-release",
+    "debian_version",
+    "mime.types",
+    "magic",
+    "magic.mime",
+    "locale.alias",
+    "inputrc",
+    "terminfo",
+    "gitconfig",
+    "gitattributes",
+    "npmrc.d",
+    "python3",
+    "pip.conf",
+    "xdg",
+    "environment",
+    "mtab",
+];
+
+/// Devices a confined process may read and write (no block device, no terminal, no `/dev/mem`).
+pub(crate) const DEVICES_RW: &[&str] = &["/dev/null", "/dev/zero", "/dev/full"];
+/// Devices a confined process may only read.
+pub(crate) const DEVICES_READ: &[&str] = &["/dev/random", "/dev/urandom"];
+
+/// The parts of `/sys` programs read to size their thread pools (CPU topology, cgroup
+/// quotas). Nothing else: no block devices, no firmware, no kernel keys.
+pub(crate) const SYS_READ: &[&str] = &["/sys/devices/system/cpu", "/sys/fs/cgroup"];
+
+/// The parts of `/proc` every confined process may read, besides its own `/proc/<pid>`. Not
+/// `/proc` itself: other processes' directories (`environ`, `mem`, `fd`) are never granted.
+pub(crate) const PROC_READ: &[&str] = &[
+    "/proc/cpuinfo",
+    "/proc/meminfo",
+    "/proc/stat",
+    "/proc/loadavg",
+    "/proc/uptime",
+    "/proc/version",
+    "/proc/filesystems",
+    "/proc/sys/kernel/ngroups_max",
+    "/proc/sys/kernel/osrelease",
+    "/proc/sys/kernel/pid_max",
+    "/proc/sys/vm/overcommit_memory",
+];
+
+/// Most rules a carve may produce; more is refused (the grant is too fragmented to express).
+pub const MAX_CARVED: usize = 4096;
+
+/// The real path of an operator- or host-chosen path (absolute, every link resolved); `None`
+/// when it does not exist.
+pub(crate) fn real(path: &Path) -> Option<PathBuf> {
+    std::path::absolute(path).ok()?.canonicalize().ok()
+}
+
+/// The system read roots and allow-listed files that exist here, as real paths, deduplicated.
+pub(crate) fn system_read() -> Vec<PathBuf> {
+    let etc = ETC_READ.iter().map(|e| Path::new("/etc").join(e));
+    let mut out: Vec<PathBuf> = SYSTEM_READ
+        .iter()
+        .chain(DEVICES_READ)
+        .chain(SYS_READ)
+        .map(PathBuf::from)
+        .chain(etc)
+        .filter_map(|p| real(&p))
+        // An allow-listed name that resolves somewhere unexpected (an `/etc` entry linking
+        // into `/root`) is not granted: only what stays in the system trees.
+        .filter(|p| {
+            ["/usr", "/etc", "/opt", "/dev", "/sys", "/lib", "/bin", "/sbin", "/var/lib"]
+                .iter()
+                .any(|root| p.starts_with(root))
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The entries of `dir` to grant so that nothing in `keep_out` is reachable: every entry
+/// beside them, and — for a directory on the way to one — its entries in turn. The
+/// directories on the way themselves are not granted (nothing can be created or renamed
+/// directly in them). Symlinks are skipped, never followed.
+pub(crate) fn carve(dir: &Path, keep_out: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut granted = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        let entries = std::fs::read_dir(&dir).map_err(|e| format!("`{}`: {e}", dir.display()))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| format!("`{}`: {e}", dir.display()))?;
+            let kind = entry
+                .file_type()
+                .map_err(|e| format!("`{}`: {e}", entry.path().display()))?;
+            let path = entry.path();
+            if kind.is_symlink() || keep_out.iter().any(|k| *k == path) {
+                continue;
+            }
+            if kind.is_dir() && keep_out.iter().any(|k| k.starts_with(&path)) {
+                todo.push(path);
+            } else {
+                granted.push(path);
+            }
+            if granted.len() + todo.len() > MAX_CARVED {
+                return Err(format!(
+                    "`{}`: more than {MAX_CARVED} entries to grant around protected paths; narrow the grant",
+                    dir.display()
+                ));
+            }
+        }
+    }
+    granted.sort();
+    Ok(granted)
+}
+
+/// A read root too broad to grant whatever asks for it: the file system root, the home
+/// directories, the temporary directory, or anything holding the operator's own `HOME`.
+pub(crate) fn too_broad(path: &Path) -> bool {
+    let user_home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .and_then(|h| real(&h));
+    ["/", "/home", "/root", "/tmp", "/var", "/var/tmp", "/run", "/mnt", "/media", "/srv"]
+        .iter()
+        .any(|b| path == Path::new(b))
+        || user_home.is_some_and(|h| h.starts_with(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn carving_never_grants_a_link_or_a_kept_out_path_and_never_loops() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("a/b/secret")).unwrap();
+        std::fs::create_dir_all(root.join("a/c")).unwrap();
+        std::fs::write(root.join("a/b/f"), "x").unwrap();
+        std::fs::write(root.join("top"), "x").unwrap();
+        // Links of every kind: to the kept-out path, to an ancestor (a loop), outside.
+        std::os::unix::fs::symlink(root.join("a/b/secret"), root.join("k")).unwrap();
+        std::os::unix::fs::symlink(&root, root.join("a/b/up")).unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("a/out")).unwrap();
+        let granted = carve(&root, &[root.join("a/b/secret")]).unwrap();
+        assert_eq!(
+            granted,
+            vec![root.join("a/b/f"), root.join("a/c"), root.join("top")]
+        );
+    }
+
+    #[test]
+    fn system_reads_hold_no_secret() {
+        let read = system_read();
+        for bad in ["/etc", "/etc/shadow", "/etc/gshadow", "/dev", "/sys", "/proc", "/root"] {
+            assert!(!read.iter().any(|p| p == Path::new(bad)), "{bad}: {read:?}");
+        }
+        assert!(!read.iter().any(|p| p.starts_with("/etc/ssh")));
+    }
+
+    #[test]
+    fn broad_roots_are_refused() {
+        for p in ["/", "/home", "/tmp", "/root"] {
+            assert!(too_broad(Path::new(p)), "{p}");
+        }
+        assert!(!too_broad(Path::new("/usr/lib/node_modules")));
+    }
+}

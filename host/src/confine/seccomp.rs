@@ -1,0 +1,207 @@
+//! The system-call filter every confined process runs under (seccomp-bpf, via `seccompiler`).
+//!
+//! Why seccomp and not a network namespace: a network namespace leaves path unix sockets
+//! (`/run/*.sock`, reached through the file system) open, and needs privilege or user
+//! namespaces; a filter on `socket(2)` closes every family at once, as root or not.
+//!
+//! - **Commands** may create no socket at all (TCP, UDP, raw, netlink, packet, unix path or
+//!   abstract): `socket` fails `EACCES`; `socketpair(AF_UNIX)` stays (pipes between a
+//!   program's own processes).
+//! - **Adapters** may create only TCP sockets (`AF_INET`/`AF_INET6`, `SOCK_STREAM`, protocol
+//!   0 or TCP): they reach model APIs; name resolution goes over TCP (`RES_OPTIONS=use-vc`).
+//! - Both: no `io_uring` (it creates sockets and opens files beside the filter), no new
+//!   namespaces (`unshare`, `setns`, namespace flags of `clone`; `clone3`, whose flags a
+//!   filter cannot read, answers `ENOSYS` so libc falls back to `clone`), no `bpf`,
+//!   `perf_event_open`, `userfaultfd`, kernel keyrings, module loading, `ptrace`,
+//!   `process_vm_*`, mounts, `kexec`, `reboot`, `swapon`, `acct`, `personality` changes.
+//!
+//! The filter also refuses any other system-call ABI on the same machine (the generated
+//! program checks the architecture; on x86_64 the x32 numbers are filtered like the native
+//! ones).
+
+use std::collections::BTreeMap;
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen as Len, SeccompCmpOp as Op, SeccompCondition,
+    SeccompFilter, SeccompRule,
+};
+
+/// What the process may reach over the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Network {
+    /// No socket of any family.
+    None,
+    /// TCP over IPv4/IPv6 only.
+    Tcp,
+}
+
+const EACCES: u32 = libc::EACCES as u32;
+const EPERM: u32 = libc::EPERM as u32;
+const ENOSYS: u32 = libc::ENOSYS as u32;
+
+/// `clone` flags that make a namespace.
+const NAMESPACE_FLAGS: &[i32] = &[
+    libc::CLONE_NEWNS,
+    libc::CLONE_NEWUTS,
+    libc::CLONE_NEWIPC,
+    libc::CLONE_NEWUSER,
+    libc::CLONE_NEWPID,
+    libc::CLONE_NEWNET,
+    libc::CLONE_NEWCGROUP,
+];
+
+/// System calls refused outright (`EPERM`).
+const REFUSED: &[i64] = &[
+    libc::SYS_io_uring_setup,
+    libc::SYS_io_uring_enter,
+    libc::SYS_io_uring_register,
+    libc::SYS_unshare,
+    libc::SYS_setns,
+    libc::SYS_bpf,
+    libc::SYS_perf_event_open,
+    libc::SYS_userfaultfd,
+    libc::SYS_keyctl,
+    libc::SYS_add_key,
+    libc::SYS_request_key,
+    libc::SYS_init_module,
+    libc::SYS_finit_module,
+    libc::SYS_delete_module,
+    libc::SYS_ptrace,
+    libc::SYS_process_vm_readv,
+    libc::SYS_process_vm_writev,
+    libc::SYS_mount,
+    libc::SYS_umount2,
+    libc::SYS_pivot_root,
+    libc::SYS_open_tree,
+    libc::SYS_move_mount,
+    libc::SYS_fsopen,
+    libc::SYS_fsmount,
+    libc::SYS_fsconfig,
+    libc::SYS_fspick,
+    libc::SYS_kexec_load,
+    libc::SYS_reboot,
+    libc::SYS_swapon,
+    libc::SYS_swapoff,
+    libc::SYS_acct,
+    libc::SYS_personality,
+    libc::SYS_name_to_handle_at,
+    libc::SYS_open_by_handle_at,
+];
+
+type Rules = BTreeMap<i64, Vec<SeccompRule>>;
+
+fn cond(arg: u8, op: Op, value: u64) -> Result<SeccompCondition, String> {
+    SeccompCondition::new(arg, Len::Dword, op, value).map_err(|e| e.to_string())
+}
+
+fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
+    SeccompRule::new(conditions).map_err(|e| e.to_string())
+}
+
+fn to_u64(v: i32) -> u64 {
+    u64::from(v.unsigned_abs())
+}
+
+/// When `socket(2)` is refused: for commands always; for adapters whenever the family is not
+/// IPv4/IPv6, the type not a stream, or the protocol not the default or TCP. A filter has no
+/// "masked not equal", so the non-stream types are enumerated: the type's low four bits hold
+/// every type there is, so the list is complete.
+fn socket_rules(network: Network) -> Result<Vec<SeccompRule>, String> {
+    match network {
+        Network::None => Ok(Vec::new()),
+        Network::Tcp => {
+            let mut rules = vec![
+                rule(vec![
+                    cond(0, Op::Ne, to_u64(libc::AF_INET))?,
+                    cond(0, Op::Ne, to_u64(libc::AF_INET6))?,
+                ])?,
+                rule(vec![
+                    cond(2, Op::Ne, 0)?,
+                    cond(2, Op::Ne, to_u64(libc::IPPROTO_TCP))?,
+                ])?,
+            ];
+            for kind in (0..16_u64).filter(|k| *k != to_u64(libc::SOCK_STREAM)) {
+                rules.push(rule(vec![cond(1, Op::MaskedEq(0xf), kind)?])?);
+            }
+            Ok(rules)
+        }
+    }
+}
+
+/// On x86_64 the x32 ABI shares the architecture tag with its own numbers
+/// (`__X32_SYSCALL_BIT`): its numbers are refused exactly like the native ones.
+fn with_x32(map: Rules) -> Rules {
+    if cfg!(target_arch = "x86_64") {
+        let extra: Vec<(i64, Vec<SeccompRule>)> = map
+            .iter()
+            .map(|(k, v)| (k | 0x4000_0000, v.clone()))
+            .collect();
+        map.into_iter().chain(extra).collect()
+    } else {
+        map
+    }
+}
+
+fn compile(map: Rules, errno: u32) -> Result<BpfProgram, String> {
+    let arch = std::env::consts::ARCH
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| e.to_string())?;
+    SeccompFilter::new(
+        with_x32(map),
+        SeccompAction::Allow,
+        SeccompAction::Errno(errno),
+        arch,
+    )
+    .map_err(|e| e.to_string())?
+    .try_into()
+    .map_err(|e: seccompiler::BackendError| e.to_string())
+}
+
+/// The filters for a process with `network` access, compiled for this machine. Each refuses
+/// with its own errno; installed together, the kernel applies all of them.
+pub fn programs(network: Network) -> Result<Vec<BpfProgram>, String> {
+    let mut sockets = Rules::new();
+    sockets.insert(libc::SYS_socket, socket_rules(network)?);
+    sockets.insert(
+        libc::SYS_socketpair,
+        vec![rule(vec![cond(0, Op::Ne, to_u64(libc::AF_UNIX))?])?],
+    );
+    let mut refused: Rules = REFUSED.iter().map(|c| (*c, Vec::new())).collect();
+    refused.insert(
+        libc::SYS_clone,
+        NAMESPACE_FLAGS
+            .iter()
+            .map(|f| rule(vec![cond(0, Op::MaskedEq(to_u64(*f)), to_u64(*f))?]))
+            .collect::<Result<_, _>>()?,
+    );
+    let mut clone3 = Rules::new();
+    clone3.insert(libc::SYS_clone3, Vec::new());
+    Ok(vec![
+        compile(sockets, EACCES)?,
+        compile(refused, EPERM)?,
+        compile(clone3, ENOSYS)?,
+    ])
+}
+
+/// Installs the filters on this thread (the trampoline is single-threaded; `exec` keeps them).
+/// Needs `no_new_privs` (set before).
+pub fn apply(network: Network) -> Result<(), String> {
+    for program in programs(network)? {
+        seccompiler::apply_filter(&program).map_err(|e| format!("seccomp: {e}"))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_filters_compile_for_this_machine() {
+        for network in [Network::None, Network::Tcp] {
+            let programs = programs(network).unwrap();
+            assert_eq!(programs.len(), 3);
+            assert!(programs.iter().all(|p| !p.is_empty()));
+        }
+    }
+}

@@ -1,0 +1,480 @@
+//! What a command changed in the workspace: a manifest taken before and after every command
+//! (`lstat` of every entry, never following a link; hashing only what changed), the write
+//! scope the command was given, and the restoration of anything it changed outside that scope
+//! or in a protected path.
+//!
+//! The operating system enforces the scope first (Landlock grants only the scope's
+//! directories, carved around protected paths); this check is the second line and the record:
+//! every outcome receipt lists the files its command created, changed or removed.
+//!
+//! INVARIANT: a walk never follows a symlink and never leaves the workspace; a restore never
+//! writes through a symlink (every directory on the way is checked with `lstat`, a file is
+//! replaced by rename).
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use craik_kernel::TargetPath;
+use sha2::{Digest as _, Sha256};
+
+/// Most entries a workspace may hold for a command to run in it (more is refused: the check
+/// after the command could not be made).
+pub const MAX_ENTRIES: usize = 1_000_000;
+/// Most bytes of protected files kept as pre-images for one command.
+pub const MAX_PREIMAGE_BYTES: u64 = 64 * 1024 * 1024;
+/// Most bytes of one protected file kept as a pre-image.
+const MAX_PREIMAGE_FILE: u64 = 8 * 1024 * 1024;
+
+/// One entry as `lstat` saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Entry {
+    kind: Kind,
+    size: u64,
+    mode: u32,
+    ino: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    link: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    File,
+    Dir,
+    Link,
+    Other,
+}
+
+/// Every entry of a workspace, by path relative to its root (`/`-separated).
+#[derive(Debug, Clone, Default)]
+pub struct Manifest {
+    entries: BTreeMap<String, Entry>,
+}
+
+/// A write scope: `**` (the whole workspace but protected paths), `DIR/**` (everything under
+/// a directory) or a file's exact path. Nothing else: the OS could not enforce it exactly.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    All,
+    Under(String),
+    File(String),
+}
+
+impl Scope {
+    /// Parses one write-scope pattern, refusing what cannot be enforced exactly.
+    pub fn parse(root: &str, pattern: &str) -> Result<Self, String> {
+        if pattern == "**" {
+            return Ok(Self::All);
+        }
+        let (body, under) = match pattern.strip_suffix("/**") {
+            Some(body) => (body, true),
+            None => (pattern, false),
+        };
+        if body.is_empty() || body.contains(['*', '?', '[', ']', '{', '}', '\\']) {
+            return Err(format!(
+                "write scope `{pattern}`: only `**`, `DIR/**` or a file's exact path can be enforced by the sandbox"
+            ));
+        }
+        let path = TargetPath::normalize(root, body)
+            .map_err(|e| format!("write scope `{pattern}`: {e}"))?;
+        if let Some(p) = path.protected() {
+            return Err(format!(
+                "write scope `{pattern}` names a protected path ({})",
+                p.name()
+            ));
+        }
+        let rel = path.as_str().to_owned();
+        Ok(if under { Self::Under(rel) } else { Self::File(rel) })
+    }
+
+    fn holds(&self, rel: &str) -> bool {
+        match self {
+            Self::All => true,
+            Self::Under(dir) => rel == dir || rel.strip_prefix(dir.as_str()).is_some_and(|r| r.starts_with('/')),
+            Self::File(file) => rel == file,
+        }
+    }
+}
+
+/// Why a changed path was not the command's to change.
+fn forbidden(rel: &str, scopes: &[Scope], immutable: &[String]) -> Option<String> {
+    let path = TargetPath::normalize("/w", rel).ok()?;
+    if let Some(p) = path.protected() {
+        return Some(format!("protected ({})", p.name()));
+    }
+    if immutable.iter().any(|i| rel == i || rel.starts_with(&format!("{i}/"))) {
+        return Some("immutable".into());
+    }
+    if !scopes.iter().any(|s| s.holds(rel)) {
+        return Some("outside the command's write scope".into());
+    }
+    None
+}
+
+/// True for a path the sandbox keeps out of every command's write grant.
+pub fn is_protected(rel: &str, immutable: &[String]) -> bool {
+    TargetPath::normalize("/w", rel)
+        .ok()
+        .is_some_and(|p| p.protected().is_some())
+        || immutable.iter().any(|i| rel == i || rel.starts_with(&format!("{i}/")))
+}
+
+/// Names that are protected wherever they would be created: kept out of a write grant even
+/// when absent, so nothing can create them.
+pub const PROTECTED_NAMES: &[&str] = &[".git", ".craik", ".envrc", ".vscode", ".github"];
+
+impl Manifest {
+    /// Walks `root` with `lstat`, never following a link.
+    pub fn scan(root: &Path) -> Result<Self, String> {
+        let mut entries = BTreeMap::new();
+        let mut todo: Vec<(PathBuf, String)> = vec![(root.to_path_buf(), String::new())];
+        while let Some((dir, rel)) = todo.pop() {
+            let read = std::fs::read_dir(&dir).map_err(|e| format!("`{}`: {e}", dir.display()))?;
+            for item in read {
+                let item = item.map_err(|e| format!("`{}`: {e}", dir.display()))?;
+                let name = item.file_name();
+                let name = name.to_string_lossy();
+                let child_rel = if rel.is_empty() {
+                    name.into_owned()
+                } else {
+                    format!("{rel}/{name}")
+                };
+                let path = item.path();
+                let meta = std::fs::symlink_metadata(&path)
+                    .map_err(|e| format!("`{}`: {e}", path.display()))?;
+                let kind = if meta.file_type().is_symlink() {
+                    Kind::Link
+                } else if meta.is_dir() {
+                    Kind::Dir
+                } else if meta.is_file() {
+                    Kind::File
+                } else {
+                    Kind::Other
+                };
+                let entry = Entry {
+                    kind,
+                    size: meta.size(),
+                    mode: meta.mode(),
+                    ino: meta.ino(),
+                    mtime: (meta.mtime(), meta.mtime_nsec()),
+                    ctime: (meta.ctime(), meta.ctime_nsec()),
+                    link: (kind == Kind::Link)
+                        .then(|| std::fs::read_link(&path).ok())
+                        .flatten(),
+                };
+                if kind == Kind::Dir {
+                    todo.push((path, child_rel.clone()));
+                }
+                entries.insert(child_rel, entry);
+                if entries.len() > MAX_ENTRIES {
+                    return Err(format!(
+                        "`{}` holds more than {MAX_ENTRIES} entries; too many to check after a command",
+                        root.display()
+                    ));
+                }
+            }
+        }
+        Ok(Self { entries })
+    }
+
+    /// The protected entries present (top-most only: `.git`, not `.git/config`).
+    pub fn protected(&self, immutable: &[String]) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for rel in self.entries.keys() {
+            if out.iter().any(|p| rel.starts_with(&format!("{p}/"))) {
+                continue;
+            }
+            if is_protected(rel, immutable) {
+                out.push(rel.clone());
+            }
+        }
+        out
+    }
+}
+
+/// The bytes of protected files before a command, to put back what it changed.
+#[derive(Debug, Default)]
+pub struct Preimages {
+    files: BTreeMap<String, (Vec<u8>, u32)>,
+    /// Protected files too large (or beyond the budget) to keep.
+    pub skipped: Vec<String>,
+}
+
+impl Preimages {
+    /// Keeps the protected regular files of `manifest` (git objects excepted: they are
+    /// content-addressed and the sandbox never grants `.git/`), within the budget.
+    pub fn take(root: &Path, manifest: &Manifest, immutable: &[String]) -> Self {
+        let mut out = Self::default();
+        let mut budget = MAX_PREIMAGE_BYTES;
+        for (rel, entry) in &manifest.entries {
+            if entry.kind != Kind::File || !is_protected(rel, immutable) {
+                continue;
+            }
+            if rel.split('/').collect::<Vec<_>>().windows(2).any(|w| w == [".git", "objects"]) {
+                continue;
+            }
+            if entry.size > MAX_PREIMAGE_FILE || entry.size > budget {
+                out.skipped.push(rel.clone());
+                continue;
+            }
+            match read_no_follow(&root.join(rel)) {
+                Ok(bytes) => {
+                    budget = budget.saturating_sub(bytes.len() as u64);
+                    out.files.insert(rel.clone(), (bytes, entry.mode & 0o7777));
+                }
+                Err(_) => out.skipped.push(rel.clone()),
+            }
+        }
+        out
+    }
+}
+
+fn read_no_follow(path: &Path) -> Result<Vec<u8>, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| format!("`{}`: {e}", path.display()))?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|e| format!("`{}`: {e}", path.display()))?;
+    Ok(bytes)
+}
+
+fn hash_file(path: &Path) -> Option<String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .ok()?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = file.read(&mut buf).ok()?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(buf.get(..n)?);
+    }
+    Some(format!("sha256:{}", craik_kernel::to_hex(&hasher.finalize())))
+}
+
+/// What happened to one path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    Created,
+    Changed,
+    Removed,
+}
+
+impl Change {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Created => "created",
+            Self::Changed => "changed",
+            Self::Removed => "removed",
+        }
+    }
+}
+
+/// One path a command changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileChange {
+    pub path: String,
+    pub change: Change,
+    /// `sha256:` of a regular file after the change (`None` for a removal, a directory or a
+    /// link).
+    pub sha256: Option<String>,
+    /// Why the command may not make it; `None` when it was in scope.
+    pub forbidden: Option<String>,
+    /// For a forbidden change: whether it was undone.
+    pub restored: Option<Result<(), String>>,
+}
+
+/// The changes between two manifests of `root`, forbidden ones restored from `pre`.
+pub fn settle(
+    root: &Path,
+    before: &Manifest,
+    after: &Manifest,
+    scopes: &[Scope],
+    immutable: &[String],
+    pre: &Preimages,
+) -> Vec<FileChange> {
+    let mut changes = Vec::new();
+    for (rel, now) in &after.entries {
+        let change = match before.entries.get(rel) {
+            None => Change::Created,
+            Some(was) if was != now && !(was.kind == Kind::Dir && now.kind == Kind::Dir && was.ino == now.ino && was.mode == now.mode) => Change::Changed,
+            Some(_) => continue,
+        };
+        let sha256 = (now.kind == Kind::File)
+            .then(|| hash_file(&root.join(rel)))
+            .flatten();
+        changes.push(FileChange {
+            path: rel.clone(),
+            change,
+            sha256,
+            forbidden: forbidden(rel, scopes, immutable),
+            restored: None,
+        });
+    }
+    for rel in before.entries.keys() {
+        if !after.entries.contains_key(rel) {
+            changes.push(FileChange {
+                path: rel.clone(),
+                change: Change::Removed,
+                sha256: None,
+                forbidden: forbidden(rel, scopes, immutable),
+                restored: None,
+            });
+        }
+    }
+    changes.sort_by(|a, b| a.path.cmp(&b.path));
+    // Undo forbidden changes: removals of created entries deepest first, then pre-images.
+    let created: Vec<usize> = (0..changes.len())
+        .rev()
+        .filter(|i| {
+            changes
+                .get(*i)
+                .is_some_and(|c| c.forbidden.is_some() && c.change == Change::Created)
+        })
+        .collect();
+    for i in created {
+        if let Some(c) = changes.get_mut(i) {
+            c.restored = Some(remove_created(root, &c.path));
+        }
+    }
+    for c in changes
+        .iter_mut()
+        .filter(|c| c.forbidden.is_some() && c.change != Change::Created)
+    {
+        let was_dir = before
+            .entries
+            .get(&c.path)
+            .is_some_and(|e| e.kind == Kind::Dir);
+        c.restored = Some(if was_dir {
+            ensure_dir(root, &c.path)
+        } else {
+            match pre.files.get(&c.path) {
+                Some((bytes, mode)) => put_back(root, &c.path, bytes, *mode),
+                None => Err("no pre-image (not a protected file, or too large to keep)".into()),
+            }
+        });
+    }
+    changes
+}
+
+fn remove_created(root: &Path, rel: &str) -> Result<(), String> {
+    let path = root.join(rel);
+    let meta = match std::fs::symlink_metadata(&path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e.to_string()),
+    };
+    // `remove_dir_all` does not follow links inside what it removes.
+    if meta.is_dir() {
+        std::fs::remove_dir_all(&path)
+    } else {
+        std::fs::remove_file(&path)
+    }
+    .map_err(|e| format!("`{rel}`: {e}"))
+}
+
+/// Makes every directory on the way to `rel` (inclusive) a real directory: a link or file in
+/// its place is removed first.
+fn ensure_dir(root: &Path, rel: &str) -> Result<(), String> {
+    let mut at = root.to_path_buf();
+    for part in rel.split('/') {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.is_dir() => continue,
+            Ok(_) => std::fs::remove_file(&at).map_err(|e| format!("`{}`: {e}", at.display()))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("`{}`: {e}", at.display())),
+        }
+        std::fs::create_dir(&at).map_err(|e| format!("`{}`: {e}", at.display()))?;
+    }
+    Ok(())
+}
+
+fn put_back(root: &Path, rel: &str, bytes: &[u8], mode: u32) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let (parent, name) = match rel.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, rel),
+    };
+    if let Some(parent) = parent {
+        ensure_dir(root, parent)?;
+    }
+    let dir = parent.map_or_else(|| root.to_path_buf(), |p| root.join(p));
+    let tmp = dir.join(format!(".{name}.craik-restore-{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    std::fs::write(&tmp, bytes).map_err(|e| format!("`{}`: {e}", tmp.display()))?;
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))
+        .map_err(|e| format!("`{}`: {e}", tmp.display()))?;
+    let target = dir.join(name);
+    if std::fs::symlink_metadata(&target).is_ok_and(|m| m.is_dir()) {
+        std::fs::remove_dir_all(&target).map_err(|e| format!("`{}`: {e}", target.display()))?;
+    }
+    // A rename replaces a link in the way; it never writes through it.
+    std::fs::rename(&tmp, &target).map_err(|e| format!("`{}`: {e}", target.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_scopes_are_exact_or_refused() {
+        assert_eq!(Scope::parse("/w", "**"), Ok(Scope::All));
+        assert_eq!(Scope::parse("/w", "target/**"), Ok(Scope::Under("target".into())));
+        assert_eq!(Scope::parse("/w", "out.txt"), Ok(Scope::File("out.txt".into())));
+        for bad in ["*.log", "**/x", "src/*.rs", "../x/**", "/etc/**", ".git/**", ".github/workflows/**", "a/[b]/**", ""] {
+            assert!(Scope::parse("/w", bad).is_err(), "{bad}");
+        }
+        assert!(Scope::Under("target".into()).holds("target/debug/x"));
+        assert!(!Scope::Under("target".into()).holds("target-evil/x"));
+    }
+
+    #[test]
+    fn forbidden_changes_are_undone_and_allowed_ones_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::write(root.join("src/a.rs"), "a").unwrap();
+        let before = Manifest::scan(root).unwrap();
+        let pre = Preimages::take(root, &before, &[]);
+        std::fs::write(root.join(".git/config"), "[core]\nfsmonitor = evil\n").unwrap();
+        std::fs::write(root.join(".git/hooks/pre-commit"), "#!/bin/sh\n").unwrap();
+        std::fs::create_dir_all(root.join("target")).unwrap();
+        std::fs::write(root.join("target/out"), "o").unwrap();
+        std::fs::write(root.join(".envrc"), "evil").unwrap();
+        let after = Manifest::scan(root).unwrap();
+        let changes = settle(root, &before, &after, &[Scope::Under("target".into())], &[], &pre);
+        let names: Vec<(&str, &str, bool)> = changes
+            .iter()
+            .map(|c| (c.path.as_str(), c.change.as_str(), c.forbidden.is_some()))
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                (".envrc", "created", true),
+                (".git/config", "changed", true),
+                (".git/hooks/pre-commit", "created", true),
+                ("target", "created", false),
+                ("target/out", "created", false),
+            ]
+        );
+        assert!(changes.iter().filter(|c| c.forbidden.is_some()).all(|c| c.restored == Some(Ok(()))));
+        assert_eq!(std::fs::read_to_string(root.join(".git/config")).unwrap(), "[core]\n");
+        assert!(!root.join(".git/hooks/pre-commit").exists());
+        assert!(!root.join(".envrc").exists());
+        assert!(root.join("target/out").exists());
+    }
+}

@@ -260,8 +260,8 @@ pub(crate) enum ReceiptsCommand {
         #[arg(long = "key", value_name = "PUB.pem")]
         keys: Vec<PathBuf>,
         /// Craik's state directory, whose public key is used when no --key is given.
-        #[arg(long, value_name = "DIR", default_value = ".craik")]
-        home: PathBuf,
+        #[arg(long, value_name = "DIR", env = "CRAIK_HOME")]
+        home: Option<PathBuf>,
         /// Require every receipt's policy_set to be this bundle's hash (with --custom: on top
         /// of it, as `craik run --policies DIR --custom DIR` loads it).
         #[arg(long, value_name = "DIR")]
@@ -284,8 +284,8 @@ pub(crate) enum ReceiptsCommand {
         /// A run id (under `--home`), a run directory, or a journal file.
         run: String,
         /// Craik's state directory.
-        #[arg(long, value_name = "DIR", default_value = ".craik")]
-        home: PathBuf,
+        #[arg(long, value_name = "DIR", env = "CRAIK_HOME")]
+        home: Option<PathBuf>,
     },
     /// Show one receipt, decoded.
     Show {
@@ -294,8 +294,8 @@ pub(crate) enum ReceiptsCommand {
         /// The receipt's sequence number.
         seq: u64,
         /// Craik's state directory.
-        #[arg(long, value_name = "DIR", default_value = ".craik")]
-        home: PathBuf,
+        #[arg(long, value_name = "DIR", env = "CRAIK_HOME")]
+        home: Option<PathBuf>,
     },
 }
 
@@ -308,8 +308,8 @@ pub(crate) struct AuditCmd {
     #[arg(long = "key", value_name = "PUB.pem")]
     pub(crate) keys: Vec<PathBuf>,
     /// Craik's state directory.
-    #[arg(long, value_name = "DIR", default_value = ".craik")]
-    pub(crate) home: PathBuf,
+    #[arg(long, value_name = "DIR", env = "CRAIK_HOME")]
+    pub(crate) home: Option<PathBuf>,
     /// Require every receipt's policy_set to be this bundle's hash.
     #[arg(long, value_name = "DIR")]
     pub(crate) policies: Option<PathBuf>,
@@ -328,8 +328,8 @@ pub(crate) struct AuditCmd {
 #[derive(Debug, Args)]
 pub(crate) struct HomeArg {
     /// Craik's state directory (runs, keys, memory, reviews).
-    #[arg(long, value_name = "DIR", default_value = ".craik", global = true)]
-    pub(crate) home: PathBuf,
+    #[arg(long, value_name = "DIR", env = "CRAIK_HOME", global = true)]
+    pub(crate) home: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

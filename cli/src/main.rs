@@ -150,7 +150,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             &cmd::receipts::VerifyArgs {
                 paths,
                 keys,
-                home,
+                home: &home_root(home),
                 policies: policies.as_deref(),
                 custom,
                 grants,
@@ -162,7 +162,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             cli.format,
             &cmd::audit::AuditArgs {
                 target: &a.target,
-                home: &a.home,
+                home: &home_root(&a.home),
                 keys: &a.keys,
                 policies: a.policies.as_deref(),
                 custom: &a.custom,
@@ -171,10 +171,10 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             },
         ),
         Command::Receipts(ReceiptsCommand::List { run, home }) => {
-            cmd::receipts::list(out, cli.format, run, home)
+            cmd::receipts::list(out, cli.format, run, &home_root(home))
         }
         Command::Receipts(ReceiptsCommand::Show { run, seq, home }) => {
-            cmd::receipts::show(out, cli.format, run, *seq, home)
+            cmd::receipts::show(out, cli.format, run, *seq, &home_root(home))
         }
         Command::Bench(BenchCommand::Receipts {
             count,
@@ -210,7 +210,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
                 budget_secs: args.budget_secs,
                 shadow: args.shadow,
                 workspace: args.workspace.as_deref(),
-                home: &args.home.home,
+                home: args.home.home.as_deref(),
                 policies: args.bundle.policies.as_deref(),
                 custom: &args.bundle.custom,
                 runner_matrix: args.runner_matrix.as_deref(),
@@ -220,32 +220,34 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             };
             cmd::runs::run(out, cli.format, &run)
         }
-        Command::Runs(RunsCommand::List(home)) => cmd::runs::list(out, cli.format, &home.home),
+        Command::Runs(RunsCommand::List(home)) => {
+            cmd::runs::list(out, cli.format, &home_root(&home.home))
+        }
         Command::Runs(RunsCommand::Show { run, home }) => {
-            cmd::runs::show(out, cli.format, &home.home, run)
+            cmd::runs::show(out, cli.format, &home_root(&home.home), run)
         }
         Command::Runs(RunsCommand::Cancel { run, home }) => {
-            cmd::runs::cancel(out, cli.format, &home.home, run)
+            cmd::runs::cancel(out, cli.format, &home_root(&home.home), run)
         }
         Command::Runs(RunsCommand::Recover { run, home }) => {
-            cmd::runs::recover(out, cli.format, &home.home, run)
+            cmd::runs::recover(out, cli.format, &home_root(&home.home), run)
         }
         Command::Runs(RunsCommand::Resume { run, home }) => {
-            cmd::runs::resume(out, cli.format, &home.home, run)
+            cmd::runs::resume(out, cli.format, &home_root(&home.home), run)
         }
         Command::Handoff(HandoffCommand::Show { run, home }) => {
-            cmd::runs::handoff(out, cli.format, &home.home, run)
+            cmd::runs::handoff(out, cli.format, &home_root(&home.home), run)
         }
         Command::Approvals(ApprovalsCommand::List { all, home }) => {
-            cmd::runs::approvals_list(out, cli.format, &home.home, *all)
+            cmd::runs::approvals_list(out, cli.format, &home_root(&home.home), *all)
         }
         Command::Approvals(ApprovalsCommand::Show { id, home }) => {
-            cmd::runs::approvals_show(out, cli.format, &home.home, id)
+            cmd::runs::approvals_show(out, cli.format, &home_root(&home.home), id)
         }
         Command::Approvals(ApprovalsCommand::Approve { review, expires_in }) => {
             cmd::runs::approvals_decide(
                 out,
-                &review.home.home,
+                &home_root(&review.home.home),
                 &review.id,
                 &review.by,
                 &review.reason,
@@ -255,7 +257,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         }
         Command::Approvals(ApprovalsCommand::Deny { review }) => cmd::runs::approvals_decide(
             out,
-            &review.home.home,
+            &home_root(&review.home.home),
             &review.id,
             &review.by,
             &review.reason,
@@ -263,17 +265,22 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             0,
         ),
         Command::Memory(MemoryCommand::List(home)) => {
-            cmd::runs::memory_list(out, cli.format, &home.home)
+            cmd::runs::memory_list(out, cli.format, &home_root(&home.home))
         }
         Command::Memory(MemoryCommand::Show { id, home }) => {
-            cmd::runs::memory_show(out, cli.format, &home.home, id)
+            cmd::runs::memory_show(out, cli.format, &home_root(&home.home), id)
         }
         Command::Memory(MemoryCommand::Approve(r)) => {
-            cmd::runs::memory_decide(out, &r.home.home, &r.id, &r.by, &r.reason, true)
+            cmd::runs::memory_decide(out, &home_root(&r.home.home), &r.id, &r.by, &r.reason, true)
         }
-        Command::Memory(MemoryCommand::Reject(r)) => {
-            cmd::runs::memory_decide(out, &r.home.home, &r.id, &r.by, &r.reason, false)
-        }
+        Command::Memory(MemoryCommand::Reject(r)) => cmd::runs::memory_decide(
+            out,
+            &home_root(&r.home.home),
+            &r.id,
+            &r.by,
+            &r.reason,
+            false,
+        ),
         Command::Runners(RunnersCommand::Matrix { runner }) => {
             cmd::runners::matrix(out, cli.format, runner.as_deref())
         }
@@ -293,4 +300,10 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             Ok(Exit::Ok)
         }
     }
+}
+
+/// The home a command uses: `--home`/`CRAIK_HOME`, else the default
+/// ([`craik_host::run::store::default_root`]).
+fn home_root(given: &Option<std::path::PathBuf>) -> std::path::PathBuf {
+    craik_host::run::store::default_root(given.as_deref())
 }

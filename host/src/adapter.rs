@@ -101,6 +101,7 @@ impl AdapterSpec {
         let keep_out: Vec<PathBuf> = self.home.iter().cloned().collect();
         Sandbox::for_profile(
             read,
+            Vec::new(),
             vec![self.cwd.clone()],
             &keep_out,
             crate::confine::Network::Tcp,

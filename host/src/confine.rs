@@ -46,7 +46,7 @@ use landlock::{
     Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
-pub use rules::MAX_CARVED;
+pub use rules::{MAX_CARVED, keep_out_of_home};
 pub use seccomp::Network;
 
 /// The hidden first argument that makes `craik` a trampoline.
@@ -84,9 +84,14 @@ impl Sandbox {
     /// read root inside one is dropped, a write root inside one is refused. A read root too
     /// broad to grant (`/`, `/home`, `/tmp`, anything holding the operator's `HOME`) is
     /// refused.
+    ///
+    /// `scratch` are directories Craik made for this process alone (an adapter's working
+    /// directory, a command's fresh HOME and TMPDIR, under the run directory): granted as
+    /// they are.
     pub fn new(
         read: Vec<PathBuf>,
         write: Vec<PathBuf>,
+        scratch: Vec<PathBuf>,
         keep_out: &[PathBuf],
         net: Network,
         required: bool,
@@ -108,8 +113,11 @@ impl Sandbox {
                 ));
             }
             if holds_kept(&real) && real.is_dir() {
-                let inner: Vec<PathBuf> =
-                    keep_out.iter().filter(|k| k.starts_with(&real)).cloned().collect();
+                let inner: Vec<PathBuf> = keep_out
+                    .iter()
+                    .filter(|k| k.starts_with(&real))
+                    .cloned()
+                    .collect();
                 granted_write.extend(rules::carve(&real, &inner)?);
             } else {
                 granted_write.push(real);
@@ -130,8 +138,11 @@ impl Sandbox {
                 ));
             }
             if holds_kept(&real) && real.is_dir() {
-                let inner: Vec<PathBuf> =
-                    keep_out.iter().filter(|k| k.starts_with(&real)).cloned().collect();
+                let inner: Vec<PathBuf> = keep_out
+                    .iter()
+                    .filter(|k| k.starts_with(&real))
+                    .cloned()
+                    .collect();
                 granted_read.extend(rules::carve(&real, &inner)?);
             } else {
                 granted_read.push(real);
@@ -139,6 +150,13 @@ impl Sandbox {
         }
         granted_read.sort();
         granted_read.dedup();
+        for dir in scratch {
+            granted_write.push(
+                rules::real(&dir).ok_or_else(|| {
+                    format!("`{}`: a scratch directory must exist", dir.display())
+                })?,
+            );
+        }
         granted_write.sort();
         granted_write.dedup();
         if granted_read.len() + granted_write.len() > 2 * MAX_CARVED {
@@ -160,11 +178,12 @@ impl Sandbox {
     pub fn for_profile(
         read: Vec<PathBuf>,
         write: Vec<PathBuf>,
+        scratch: Vec<PathBuf>,
         keep_out: &[PathBuf],
         net: Network,
         trusted_local: bool,
     ) -> Result<Self, String> {
-        Self::new(read, write, keep_out, net, !trusted_local)
+        Self::new(read, write, scratch, keep_out, net, !trusted_local)
     }
 
     /// A `std` command that starts `program args` through the trampoline.
@@ -411,7 +430,8 @@ fn open_rule(path: &Path) -> Result<(rustix::fd::OwnedFd, bool), String> {
     )
     .map_err(|e| format!("`{}`: {e}", path.display()))?;
     let stat = rustix::fs::fstat(&fd).map_err(|e| format!("`{}`: {e}", path.display()))?;
-    let is_dir = rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory;
+    let is_dir =
+        rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory;
     Ok((fd, is_dir))
 }
 
@@ -466,7 +486,8 @@ fn restrict(sandbox: &Sandbox) -> Result<Option<i32>, String> {
         if let Ok((fd, _)) = open_rule(Path::new(path)) {
             let rule = PathBeneath::new(
                 fd,
-                (AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate) & AccessFs::from_file(abi),
+                (AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate)
+                    & AccessFs::from_file(abi),
             );
             created = created.add_rule(rule).map_err(e)?;
         }
@@ -484,9 +505,7 @@ fn restrict(sandbox: &Sandbox) -> Result<Option<i32>, String> {
 mod privs {
     //! Giving up every privilege before `exec`.
 
-    use rustix::thread::{
-        CapabilitiesSecureBits, CapabilitySet, CapabilitySets,
-    };
+    use rustix::thread::{CapabilitiesSecureBits, CapabilitySet, CapabilitySets};
 
     /// Every capability the kernel may know (the bounding set is emptied by number up to the
     /// last one this kernel has).
@@ -673,6 +692,7 @@ mod tests {
         let ok = Sandbox::new(
             vec![root.clone()],
             vec![ws.clone()],
+            vec![],
             &[home.clone()],
             Network::None,
             true,
@@ -683,20 +703,33 @@ mod tests {
         // A write grant holding a kept-out path is carved around it; links are never rules.
         std::fs::write(root.join("a.txt"), "a").unwrap();
         std::os::unix::fs::symlink(home.join("keys"), root.join("k")).unwrap();
-        let carved =
-            Sandbox::new(vec![], vec![root.clone()], &[home.clone()], Network::None, true)
-                .unwrap();
+        let carved = Sandbox::new(
+            vec![],
+            vec![root.clone()],
+            vec![],
+            &[home.clone()],
+            Network::None,
+            true,
+        )
+        .unwrap();
         assert_eq!(carved.write, vec![root.join("a.txt"), root.join("ws")]);
         // Writing the kept-out path itself, or inside it, is refused.
         for bad in [home.clone(), home.join("keys")] {
-            let refused =
-                Sandbox::new(vec![], vec![bad.clone()], &[home.clone()], Network::None, true);
+            let refused = Sandbox::new(
+                vec![],
+                vec![bad.clone()],
+                vec![],
+                &[home.clone()],
+                Network::None,
+                true,
+            );
             assert!(refused.unwrap_err().contains("protected"), "{bad:?}");
         }
         // A write grant given through a link is its real path, checked as such.
         let refused = Sandbox::new(
             vec![],
             vec![root.join("k")],
+            vec![],
             &[home.clone()],
             Network::None,
             true,

@@ -306,7 +306,8 @@ fn confinement_overhead(
     }
     let sandbox = craik_host::confine::Sandbox::new(
         Vec::new(),
-        vec![ws.clone(), home, tmp],
+        vec![ws.clone()],
+        vec![home, tmp],
         &[root.join("no-home")],
         craik_host::confine::Network::None,
         false,

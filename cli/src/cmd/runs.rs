@@ -37,7 +37,7 @@ pub(crate) struct RunArgs<'a> {
     pub(crate) budget_secs: Option<u64>,
     pub(crate) shadow: bool,
     pub(crate) workspace: Option<&'a Path>,
-    pub(crate) home: &'a Path,
+    pub(crate) home: Option<&'a Path>,
     pub(crate) policies: Option<&'a Path>,
     pub(crate) custom: &'a [PathBuf],
     /// For `--runner adapter:PROGRAM`: the shipped matrix it runs under.
@@ -236,7 +236,25 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
     if max_iterations == 0 {
         return Err(Failure::usage("--max-iterations: must be at least 1"));
     }
-    let home = Home::new(args.home);
+    // The workspace the run will have (an example's is a fresh copy inside the run
+    // directory); the home is chosen, or refused, against it before anything is written.
+    let cwd;
+    let planned_ws = match (args.workspace, resolved.workspace_seed.as_deref()) {
+        (Some(ws), _) => Some(ws),
+        (None, Some(_)) => None,
+        (None, None) => {
+            cwd = std::env::current_dir()
+                .map_err(|e| Failure::usage(format!("current directory: {e}")))?;
+            Some(cwd.as_path())
+        }
+    };
+    let home = Home::for_run(args.home, planned_ws)?;
+    if args.home.is_none() && home.root != Path::new(".craik") {
+        out.diag(format_args!(
+            "craik: home `{}` (the default `./.craik` would lie inside the workspace)",
+            home.root.display()
+        ))?;
+    }
     let started = OffsetDateTime::now_utc();
     let run_id = craik_host::run::store::new_run_id(started)?;
     let runner_options = RunnerOptions {
@@ -267,27 +285,14 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         resolved.workspace_seed.as_deref(),
         args.workspace,
     )?;
-    match home.placement(&workspace) {
-        HomePlacement::Outside => {}
-        placement => {
-            // Paths under a home named `.craik` are protected and carved out of every
-            // command's sandbox; any other home would be plain workspace content. Say so.
-            out.diag(format_args!(
-                "craik: WARNING: Craik's home `{}` lies inside the workspace `{}`{}; keep the home outside the workspace (--home)",
-                home.root.display(),
-                workspace.display(),
-                if placement == HomePlacement::InsideProtected {
-                    " (protected as `.craik/`, and carved out of every command's sandbox)"
-                } else {
-                    ": a runner's file actions can reach its keys and journals"
-                }
-            ))?;
-            if let Err(refused) = placement.allowed_under(profile) {
-                // Nothing of the refused run is left behind.
-                let _ = std::fs::remove_dir_all(&dir.path);
-                return Err(refused.into());
-            }
-        }
+    if home.placement(&workspace) != HomePlacement::Outside {
+        // Checked before anything was written; checked again on the workspace as created.
+        let _ = std::fs::remove_dir_all(&dir.path);
+        return Err(Failure::usage(format!(
+            "Craik's home `{}` lies inside the workspace `{}`; keep the home outside the workspace (--home)",
+            home.root.display(),
+            workspace.display()
+        )));
     }
     let inputs = Inputs {
         run_id: run_id.clone(),

@@ -159,19 +159,19 @@ fn issue_12_an_allowed_command_runs_confined() {
         let script = format!(
             r#"#!/bin/sh
 key="{home}/keys/signing.key.pem"
-if cat "$key" > stolen-key.txt 2>/dev/null; then echo READ > key-result.txt; else echo DENIED > key-result.txt; fi
-cat /proc/$PPID/environ > environ.txt 2>/dev/null || echo DENIED > environ.txt
-for p in /proc/[0-9]*; do cat $p/environ 2>/dev/null; done | tr '\0' '\n' | grep -c CRAIK_TEST_PLANTED > environ-count.txt
+if cat "$key" > out/stolen-key.txt 2>/dev/null; then echo READ > out/key-result.txt; else echo DENIED > out/key-result.txt; fi
+cat /proc/$PPID/environ > out/environ.txt 2>/dev/null || echo DENIED > out/environ.txt
+for p in /proc/[0-9]*; do cat $p/environ 2>/dev/null; done | tr '\0' '\n' | grep -c CRAIK_TEST_PLANTED > out/environ-count.txt
 echo pwned > "{outside}" 2>/dev/null
 echo pwned > "{home}/keys/planted" 2>/dev/null
-echo "$HOME" > home.txt
-if [ -e "$HOME/.gitconfig" ]; then echo PLANTED > home-state.txt; else echo EMPTY > home-state.txt; fi
+echo "$HOME" > out/home.txt
+if [ -e "$HOME/.gitconfig" ]; then echo PLANTED > out/home-state.txt; else echo EMPTY > out/home-state.txt; fi
 # A planted ~/.gitconfig with core.fsmonitor would run at the next command's `git status`.
 git init -q . >/dev/null 2>&1; git status >/dev/null 2>&1
-printf '[core]\n\tfsmonitor = "touch fsmonitor-ran"\n[safe]\n\tdirectory = *\n' > "$HOME/.gitconfig"
-cp "$HOME/.gitconfig" .gitconfig
-/usr/bin/python3 -c 'import socket; s=socket.create_connection(("127.0.0.1", {port}), timeout=2); print("CONNECTED")' > net.txt 2>&1
-setsid sh -c 'sleep 3; echo late > late.txt' {marker} &
+printf '[core]\n\tfsmonitor = "touch out/fsmonitor-ran"\n[safe]\n\tdirectory = *\n' > "$HOME/.gitconfig"
+cp "$HOME/.gitconfig" out/.gitconfig
+/usr/bin/python3 -c 'import socket; s=socket.create_connection(("127.0.0.1", {port}), timeout=2); print("CONNECTED")' > out/net.txt 2>&1
+setsid sh -c 'sleep 3; echo late > out/late.txt' {marker} &
 (sh -c 'exec sleep 30' {marker} &) &
 exit 0
 "#,
@@ -187,7 +187,7 @@ exit 0
             profile,
             &[("shell.test", &["./check.sh"], &["execute"])],
             steps,
-            &[("check.sh", &script)],
+            &[("check.sh", &script), ("out/.keep", "")],
         );
         make_executable(&ex.join("workspace/check.sh"));
         let out = crate::craik()
@@ -202,7 +202,7 @@ exit 0
         assert_eq!(out.status.code(), Some(0), "{profile}: {text}");
         let id = crate::run_id_of(&out.stdout);
         let ws = home.join("runs").join(&id).join("workspace");
-        let read = |name: &str| std::fs::read_to_string(ws.join(name)).unwrap_or_default();
+        let read = |name: &str| std::fs::read_to_string(ws.join("out").join(name)).unwrap_or_default();
         assert_eq!(read("key-result.txt").trim(), "DENIED", "{profile}");
         assert!(!read("stolen-key.txt").contains("PRIVATE KEY"), "{profile}");
         assert!(!read("environ.txt").contains("hunter2"), "{profile}");
@@ -220,7 +220,7 @@ exit 0
         // The second command starts with a fresh, empty HOME: nothing the first planted.
         assert_eq!(read("home-state.txt").trim(), "EMPTY", "{profile}");
         assert!(
-            !ws.join("fsmonitor-ran").exists(),
+            !ws.join("out/fsmonitor-ran").exists(),
             "{profile}: a planted gitconfig ran code in the next command"
         );
         assert!(
@@ -237,7 +237,7 @@ exit 0
         assert_eq!(alive_with(&marker), Vec::<String>::new(), "{profile}");
         std::thread::sleep(std::time::Duration::from_millis(3500));
         assert!(
-            !ws.join("late.txt").exists(),
+            !ws.join("out/late.txt").exists(),
             "{profile}: a survivor wrote after the run"
         );
         // Every outcome receipt names the confinement applied.
@@ -250,7 +250,8 @@ exit 0
         for o in outcomes {
             let summary = o["result"]["summary"].as_str().unwrap();
             assert!(summary.contains("confinement: landlock abi"), "{summary}");
-            assert!(summary.contains("tcp denied"), "{summary}");
+            assert!(summary.contains("no sockets (seccomp)"), "{summary}");
+            assert!(summary.contains("no capabilities"), "{summary}");
         }
         verify_run(&home, &id, false);
     }
@@ -887,7 +888,7 @@ fn issue_11_a_missing_public_key_is_derived_from_the_private_one() {
 /// Issue 11 item 5: a home inside the workspace is refused outside trusted-local unless it is
 /// the protected `.craik/`; warned about loudly either way.
 #[test]
-fn issue_11_a_home_inside_the_workspace_is_refused_or_warned() {
+fn issue_18_a_home_inside_the_workspace_is_refused_under_every_profile() {
     let dir = tempfile::tempdir().unwrap();
     let ex = scratch_example(
         dir.path(),
@@ -897,44 +898,57 @@ fn issue_11_a_home_inside_the_workspace_is_refused_or_warned() {
         &[("a.md", "a\n")],
     );
     let ws = ex.join("workspace");
-    for (home, profile, code) in [
-        (ws.join("state"), "strict", Some(2)),
-        (ws.join(".craik"), "strict", Some(0)),
-        (ws.join("state2"), "trusted-local", Some(0)),
+    std::fs::create_dir_all(ws.join("sub")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("elsewhere"), ws.join("link")).unwrap();
+    // Every spelling of a home inside the workspace, under every profile: refused before any
+    // key or file is written.
+    for home in [
+        ws.join("state"),
+        ws.join(".craik"),
+        ws.join("sub/deeper/.craik"),
+        ws.join("sub/../state3"),
+        ws.clone(),
     ] {
-        let out = crate::craik()
-            .arg("run")
-            .arg(&ex)
-            .arg("--workspace")
-            .arg(&ws)
-            .arg("--home")
-            .arg(&home)
-            .args(["--profile", profile])
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            code,
-            "{}: {}",
-            home.display(),
-            crate::transcript(&out)
-        );
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            err.contains("WARNING") && err.contains("inside the workspace"),
-            "{err}"
-        );
-        if code == Some(2) {
+        for profile in ["strict", "trusted-local", "automation"] {
+            let out = crate::craik()
+                .arg("run")
+                .arg(&ex)
+                .arg("--workspace")
+                .arg(&ws)
+                .arg("--home")
+                .arg(&home)
+                .args(["--profile", profile])
+                .output()
+                .unwrap();
+            let text = crate::transcript(&out);
+            assert_eq!(out.status.code(), Some(2), "{}: {text}", home.display());
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("inside the workspace"), "{err}");
+            assert_eq!(err.trim().lines().count(), 1, "{err}");
             assert!(
-                !home.join("runs").exists()
-                    || std::fs::read_dir(home.join("runs"))
-                        .unwrap()
-                        .next()
-                        .is_none(),
-                "a refused run left a directory"
+                !home.join("keys").exists() && !home.join("runs").exists(),
+                "{}: a refused run wrote into the home",
+                home.display()
             );
         }
     }
+    // No --home: the default `./.craik` would lie inside the workspace, so the run uses the
+    // state directory (XDG_STATE_HOME) and says so.
+    let state = dir.path().join("state-home");
+    let out = crate::craik()
+        .current_dir(&ws)
+        .arg("run")
+        .arg(&ex)
+        .arg("--workspace")
+        .arg(&ws)
+        .env_remove("CRAIK_HOME")
+        .env("XDG_STATE_HOME", &state)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", crate::transcript(&out));
+    assert!(state.join("craik/keys/signing.pub.pem").is_file());
+    assert!(!ws.join(".craik").exists());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("state-home/craik"));
 }
 
 /// Issue 11 item 7: `approvals list/show` render the action the run's signed journal parked;

@@ -19,7 +19,7 @@ fn scenario() -> Value {
             {"id":"action_a","capability":"repo.write.docs","operation":"write","target":"docs/a.md","content":"alpha\n"},
             {"id":"action_p","capability":"repo.write.docs","operation":"patch","target":"docs/status.md","edits":[{"old":"stale","new":"current"}]},
             {"id":"action_r","capability":"repo.read","operation":"read","target":"README.md"},
-            {"id":"action_m","capability":"shell.test","operation":"execute","argv":["mkdir","out1"]}
+            {"id":"action_m","capability":"shell.test","operation":"execute","argv":["mkdir","docs/out1"]}
         ]},
         {"phase":"observe","summary":"observed","memory_proposals":[
             {"operation":"add","fact":{"entity":"project_x","relation":"status","value":"current","source":"docs/status.md","confidence":0.8,"scope":"team","trust_class":"observed"},"rationale":"patched"}]},
@@ -27,7 +27,7 @@ fn scenario() -> Value {
         {"phase":"plan","summary":"second round"},
         {"phase":"act","summary":"two more","proposed_actions":[
             {"id":"action_b","capability":"repo.write.docs","operation":"write","target":"docs/b.md","content":"beta\n"},
-            {"id":"action_m2","capability":"shell.test","operation":"execute","argv":["mkdir","out2"]}
+            {"id":"action_m2","capability":"shell.test","operation":"execute","argv":["mkdir","docs/out2"]}
         ]},
         {"phase":"observe","summary":"observed"},
         {"phase":"evaluate","summary":"done","next":"stop"}
@@ -163,13 +163,13 @@ fn kill_9_at_every_durable_write_then_resume() {
                 std::fs::read_to_string(ws.join("docs/status.md")).unwrap(),
                 "Status: current\n"
             );
-            assert!(ws.join("out1").is_dir() && ws.join("out2").is_dir());
+            assert!(ws.join("docs/out1").is_dir() && ws.join("docs/out2").is_dir());
         }
         // No temporary file of an interrupted write is left looking like a real file.
         let docs: Vec<String> = std::fs::read_dir(ws.join("docs"))
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| !n.starts_with('.'))
+            .filter(|n| !n.starts_with('.') && !n.starts_with("out"))
             .collect();
         assert!(docs.len() <= 3, "point {n}: {docs:?}");
     }

@@ -11,7 +11,9 @@
 use std::path::{Path, PathBuf};
 
 /// Directories whose whole content every confined process may read and execute.
-pub(crate) const SYSTEM_READ: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt"];
+pub(crate) const SYSTEM_READ: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt",
+];
 
 /// The entries of `/etc` programs need (loader, users and groups by name, name service,
 /// time zone, certificates, alternatives, the system's own identification, tool defaults).
@@ -103,9 +105,11 @@ pub(crate) fn system_read() -> Vec<PathBuf> {
         // An allow-listed name that resolves somewhere unexpected (an `/etc` entry linking
         // into `/root`) is not granted: only what stays in the system trees.
         .filter(|p| {
-            ["/usr", "/etc", "/opt", "/dev", "/sys", "/lib", "/bin", "/sbin", "/var/lib"]
-                .iter()
-                .any(|root| p.starts_with(root))
+            [
+                "/usr", "/etc", "/opt", "/dev", "/sys", "/lib", "/bin", "/sbin", "/var/lib",
+            ]
+            .iter()
+            .any(|root| p.starts_with(root))
         })
         .collect();
     out.sort();
@@ -148,15 +152,34 @@ pub(crate) fn carve(dir: &Path, keep_out: &[PathBuf]) -> Result<Vec<PathBuf>, St
     Ok(granted)
 }
 
+/// What of Craik's `home` must stay out of reach of a process granted `allowed` paths: the
+/// whole home, or — when some allowed path lies inside it (an example's workspace, a
+/// command's scratch directories under the run directory) — every entry of the home beside
+/// the way to them (keys, journals, approvals, reviews, memory, other runs).
+pub fn keep_out_of_home(home: &Path, allowed: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let home = real(home).unwrap_or_else(|| std::path::absolute(home).unwrap_or_default());
+    let inside: Vec<PathBuf> = allowed
+        .iter()
+        .filter_map(|a| real(a))
+        .filter(|a| a.starts_with(&home) && *a != home)
+        .collect();
+    if inside.is_empty() {
+        return Ok(vec![home]);
+    }
+    carve(&home, &inside)
+}
+
 /// A read root too broad to grant whatever asks for it: the file system root, the home
 /// directories, the temporary directory, or anything holding the operator's own `HOME`.
 pub(crate) fn too_broad(path: &Path) -> bool {
     let user_home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .and_then(|h| real(&h));
-    ["/", "/home", "/root", "/tmp", "/var", "/var/tmp", "/run", "/mnt", "/media", "/srv"]
-        .iter()
-        .any(|b| path == Path::new(b))
+    [
+        "/", "/home", "/root", "/tmp", "/var", "/var/tmp", "/run", "/mnt", "/media", "/srv",
+    ]
+    .iter()
+    .any(|b| path == Path::new(b))
         || user_home.is_some_and(|h| h.starts_with(path))
 }
 
@@ -186,7 +209,15 @@ mod tests {
     #[test]
     fn system_reads_hold_no_secret() {
         let read = system_read();
-        for bad in ["/etc", "/etc/shadow", "/etc/gshadow", "/dev", "/sys", "/proc", "/root"] {
+        for bad in [
+            "/etc",
+            "/etc/shadow",
+            "/etc/gshadow",
+            "/dev",
+            "/sys",
+            "/proc",
+            "/root",
+        ] {
             assert!(!read.iter().any(|p| p == Path::new(bad)), "{bad}: {read:?}");
         }
         assert!(!read.iter().any(|p| p.starts_with("/etc/ssh")));

@@ -86,13 +86,22 @@ impl Scope {
             ));
         }
         let rel = path.as_str().to_owned();
-        Ok(if under { Self::Under(rel) } else { Self::File(rel) })
+        Ok(if under {
+            Self::Under(rel)
+        } else {
+            Self::File(rel)
+        })
     }
 
     fn holds(&self, rel: &str) -> bool {
         match self {
             Self::All => true,
-            Self::Under(dir) => rel == dir || rel.strip_prefix(dir.as_str()).is_some_and(|r| r.starts_with('/')),
+            Self::Under(dir) => {
+                rel == dir
+                    || rel
+                        .strip_prefix(dir.as_str())
+                        .is_some_and(|r| r.starts_with('/'))
+            }
             Self::File(file) => rel == file,
         }
     }
@@ -104,7 +113,10 @@ fn forbidden(rel: &str, scopes: &[Scope], immutable: &[String]) -> Option<String
     if let Some(p) = path.protected() {
         return Some(format!("protected ({})", p.name()));
     }
-    if immutable.iter().any(|i| rel == i || rel.starts_with(&format!("{i}/"))) {
+    if immutable
+        .iter()
+        .any(|i| rel == i || rel.starts_with(&format!("{i}/")))
+    {
         return Some("immutable".into());
     }
     if !scopes.iter().any(|s| s.holds(rel)) {
@@ -118,7 +130,9 @@ pub fn is_protected(rel: &str, immutable: &[String]) -> bool {
     TargetPath::normalize("/w", rel)
         .ok()
         .is_some_and(|p| p.protected().is_some())
-        || immutable.iter().any(|i| rel == i || rel.starts_with(&format!("{i}/")))
+        || immutable
+            .iter()
+            .any(|i| rel == i || rel.starts_with(&format!("{i}/")))
 }
 
 /// Names that are protected wherever they would be created: kept out of a write grant even
@@ -212,7 +226,12 @@ impl Preimages {
             if entry.kind != Kind::File || !is_protected(rel, immutable) {
                 continue;
             }
-            if rel.split('/').collect::<Vec<_>>().windows(2).any(|w| w == [".git", "objects"]) {
+            if rel
+                .split('/')
+                .collect::<Vec<_>>()
+                .windows(2)
+                .any(|w| w == [".git", "objects"])
+            {
                 continue;
             }
             if entry.size > MAX_PREIMAGE_FILE || entry.size > budget {
@@ -260,7 +279,10 @@ fn hash_file(path: &Path) -> Option<String> {
         }
         hasher.update(buf.get(..n)?);
     }
-    Some(format!("sha256:{}", craik_kernel::to_hex(&hasher.finalize())))
+    Some(format!(
+        "sha256:{}",
+        craik_kernel::to_hex(&hasher.finalize())
+    ))
 }
 
 /// What happened to one path.
@@ -308,7 +330,15 @@ pub fn settle(
     for (rel, now) in &after.entries {
         let change = match before.entries.get(rel) {
             None => Change::Created,
-            Some(was) if was != now && !(was.kind == Kind::Dir && now.kind == Kind::Dir && was.ino == now.ino && was.mode == now.mode) => Change::Changed,
+            Some(was)
+                if was != now
+                    && !(was.kind == Kind::Dir
+                        && now.kind == Kind::Dir
+                        && was.ino == now.ino
+                        && was.mode == now.mode) =>
+            {
+                Change::Changed
+            }
             Some(_) => continue,
         };
         let sha256 = (now.kind == Kind::File)
@@ -431,9 +461,25 @@ mod tests {
     #[test]
     fn write_scopes_are_exact_or_refused() {
         assert_eq!(Scope::parse("/w", "**"), Ok(Scope::All));
-        assert_eq!(Scope::parse("/w", "target/**"), Ok(Scope::Under("target".into())));
-        assert_eq!(Scope::parse("/w", "out.txt"), Ok(Scope::File("out.txt".into())));
-        for bad in ["*.log", "**/x", "src/*.rs", "../x/**", "/etc/**", ".git/**", ".github/workflows/**", "a/[b]/**", ""] {
+        assert_eq!(
+            Scope::parse("/w", "target/**"),
+            Ok(Scope::Under("target".into()))
+        );
+        assert_eq!(
+            Scope::parse("/w", "out.txt"),
+            Ok(Scope::File("out.txt".into()))
+        );
+        for bad in [
+            "*.log",
+            "**/x",
+            "src/*.rs",
+            "../x/**",
+            "/etc/**",
+            ".git/**",
+            ".github/workflows/**",
+            "a/[b]/**",
+            "",
+        ] {
             assert!(Scope::parse("/w", bad).is_err(), "{bad}");
         }
         assert!(Scope::Under("target".into()).holds("target/debug/x"));
@@ -456,7 +502,14 @@ mod tests {
         std::fs::write(root.join("target/out"), "o").unwrap();
         std::fs::write(root.join(".envrc"), "evil").unwrap();
         let after = Manifest::scan(root).unwrap();
-        let changes = settle(root, &before, &after, &[Scope::Under("target".into())], &[], &pre);
+        let changes = settle(
+            root,
+            &before,
+            &after,
+            &[Scope::Under("target".into())],
+            &[],
+            &pre,
+        );
         let names: Vec<(&str, &str, bool)> = changes
             .iter()
             .map(|c| (c.path.as_str(), c.change.as_str(), c.forbidden.is_some()))
@@ -471,8 +524,16 @@ mod tests {
                 ("target/out", "created", false),
             ]
         );
-        assert!(changes.iter().filter(|c| c.forbidden.is_some()).all(|c| c.restored == Some(Ok(()))));
-        assert_eq!(std::fs::read_to_string(root.join(".git/config")).unwrap(), "[core]\n");
+        assert!(
+            changes
+                .iter()
+                .filter(|c| c.forbidden.is_some())
+                .all(|c| c.restored == Some(Ok(())))
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join(".git/config")).unwrap(),
+            "[core]\n"
+        );
         assert!(!root.join(".git/hooks/pre-commit").exists());
         assert!(!root.join(".envrc").exists());
         assert!(root.join("target/out").exists());

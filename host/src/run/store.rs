@@ -126,7 +126,101 @@ impl HomePlacement {
     }
 }
 
+/// The home a command uses when none is given (`--home` or `CRAIK_HOME`, which clap reads):
+/// `./.craik` when it exists, else the user's state directory
+/// (`$XDG_STATE_HOME/craik`, default `~/.local/state/craik`) when that exists, else `./.craik`.
+/// `craik run` never puts a new home inside its workspace: see [`Home::for_run`].
+pub fn default_root(given: Option<&Path>) -> PathBuf {
+    if let Some(given) = given {
+        return given.to_owned();
+    }
+    let local = PathBuf::from(".craik");
+    if local.is_dir() {
+        return local;
+    }
+    match state_root() {
+        Some(state) if state.is_dir() => state,
+        _ => local,
+    }
+}
+
+/// `$XDG_STATE_HOME/craik`, else `$HOME/.local/state/craik` (absolute paths only).
+pub fn state_root() -> Option<PathBuf> {
+    let absolute = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
+    std::env::var_os("XDG_STATE_HOME")
+        .and_then(absolute)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .and_then(absolute)
+                .map(|h| h.join(".local").join("state"))
+        })
+        .map(|s| s.join("craik"))
+}
+
+/// The real path `path` has or would have: its deepest existing ancestor resolved, the rest
+/// appended (`..` in the rest is refused by the caller's rule, never resolved lexically).
+pub fn prospective_real(path: &Path) -> Option<PathBuf> {
+    let absolute = std::path::absolute(path).ok()?;
+    let mut existing = absolute.as_path();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            let mut out = real;
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return Some(out);
+        }
+        rest.push(existing.file_name()?.to_owned());
+        existing = existing.parent()?;
+    }
+}
+
 impl Home {
+    /// The home of a run in `workspace`: the one given, refused when it lies inside the
+    /// workspace (under every profile, before anything is written: its keys and journals
+    /// would be the runner's to read or plant); with none given, `./.craik` unless that lies
+    /// inside the workspace, else the user's state directory ([`state_root`]).
+    pub fn for_run(given: Option<&Path>, workspace: Option<&Path>) -> Result<Self, Error> {
+        let inside = |home: &Path| -> Option<PathBuf> {
+            let ws = workspace.and_then(|w| w.canonicalize().ok())?;
+            let real = prospective_real(home).unwrap_or_else(|| home.to_owned());
+            real.starts_with(&ws).then_some(ws)
+        };
+        let home = match given {
+            Some(given) => {
+                if let Some(ws) = inside(given) {
+                    return Err(Error::usage(format!(
+                        "--home `{}` lies inside the workspace `{}`; Craik's home (keys, journals, approvals) is never inside a workspace: give a --home outside it (or leave --home out to use {})",
+                        given.display(),
+                        ws.display(),
+                        state_root().map_or_else(
+                            || "the state directory".into(),
+                            |s| format!("`{}`", s.display())
+                        )
+                    )));
+                }
+                given.to_owned()
+            }
+            None => {
+                let local = default_root(None);
+                if inside(&local).is_none() {
+                    local
+                } else {
+                    match state_root() {
+                        Some(state) if inside(&state).is_none() => state,
+                        _ => {
+                            return Err(Error::usage(
+                                "no home outside the workspace: set --home DIR or CRAIK_HOME (the default `./.craik` lies inside the workspace, and neither XDG_STATE_HOME nor HOME names a state directory outside it)",
+                            ));
+                        }
+                    }
+                }
+            }
+        };
+        Ok(Self::new(&home))
+    }
+
     /// Where this home lies relative to `workspace` (resolved). A home whose real path cannot
     /// be resolved is treated as exposed: the rule fails closed.
     pub fn placement(&self, workspace: &Path) -> HomePlacement {

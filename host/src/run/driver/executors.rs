@@ -217,10 +217,7 @@ impl Host {
                 let summary = if bad.is_empty() {
                     format!("{summary}; files: {} changed", changes.len())
                 } else {
-                    format!(
-                        "FORBIDDEN WRITES: {}; {summary}",
-                        bad.join(", ")
-                    )
+                    format!("FORBIDDEN WRITES: {}; {summary}", bad.join(", "))
                 };
                 (ok && bad.is_empty(), summary, manifest_metadata(changes))
             }
@@ -231,7 +228,9 @@ impl Host {
             ),
         };
         let mut metadata = Object::new();
-        metadata.0.insert("files".into(), serde_json::Value::Array(files));
+        metadata
+            .0
+            .insert("files".into(), serde_json::Value::Array(files));
         self.outcome_receipt_with(action, ok, &summary, output, metadata)
     }
 
@@ -259,10 +258,13 @@ impl Host {
         }
         // Kept out of every grant: Craik's home, every protected path present, and the
         // protected names at the root even when absent (so nothing can create them).
-        let mut keep_out: Vec<PathBuf> = vec![self.home.root.clone()];
+        let mut keep_out = crate::confine::keep_out_of_home(
+            &self.home.root,
+            &[root.clone(), home.clone(), tmp.clone()],
+        )?;
         keep_out.extend(before.protected(&immutable).iter().map(|p| root.join(p)));
         keep_out.extend(manifest::PROTECTED_NAMES.iter().map(|n| root.join(n)));
-        let mut write = vec![home.clone(), tmp.clone()];
+        let mut write = Vec::new();
         for scope in &scopes {
             match scope {
                 manifest::Scope::All => write.push(root.clone()),
@@ -280,6 +282,7 @@ impl Host {
         let sandbox = crate::confine::Sandbox::for_profile(
             vec![root.clone()],
             write,
+            vec![home.clone(), tmp.clone()],
             &keep_out,
             crate::confine::Network::None,
             self.inputs.profile == PolicyProfile::TrustedLocal,
@@ -449,10 +452,7 @@ fn manifest_metadata(changes: &[manifest::FileChange]) -> Vec<serde_json::Value>
             }
             if let Some(why) = &c.forbidden {
                 o.insert("forbidden".into(), why.clone().into());
-                o.insert(
-                    "restored".into(),
-                    matches!(c.restored, Some(Ok(()))).into(),
-                );
+                o.insert("restored".into(), matches!(c.restored, Some(Ok(()))).into());
             }
             serde_json::Value::Object(o)
         })

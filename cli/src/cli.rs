@@ -26,6 +26,10 @@ pub(crate) struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "parsed once per process; boxing `run`'s arguments buys nothing"
+)]
 pub(crate) enum Command {
     /// Validate craik.* contract payloads.
     #[command(subcommand)]
@@ -357,6 +361,14 @@ pub(crate) struct RunCmd {
     /// command line and their working directory. Never Craik's home.
     #[arg(long, value_name = "PATH")]
     pub(crate) adapter_read: Vec<PathBuf>,
+    /// Toolchains governed commands may use: `rust` (CARGO_HOME/RUSTUP_HOME), `node` (nvm),
+    /// `python` (pyenv, user site-packages), `local-bin` (~/.local/bin). Read-only; their
+    /// credential files never readable. Repeatable.
+    #[arg(long = "toolchain", value_name = "NAME")]
+    pub(crate) toolchains: Vec<String>,
+    /// An extra directory governed commands may read (an installation, never `~` or `/`).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) command_read: Vec<PathBuf>,
     /// Policy profile (default: the envelope's, else strict).
     #[arg(long, value_enum)]
     pub(crate) profile: Option<ProfileArg>,

@@ -210,6 +210,8 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
                 budget_secs: args.budget_secs,
                 shadow: args.shadow,
                 workspace: args.workspace.as_deref(),
+                toolchains: &args.toolchains,
+                command_read: &args.command_read,
                 home: args.home.home.as_deref(),
                 policies: args.bundle.policies.as_deref(),
                 custom: &args.bundle.custom,

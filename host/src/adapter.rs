@@ -98,7 +98,7 @@ impl AdapterSpec {
         );
         // Nothing granted reaches Craik's home: paths inside it are dropped, paths holding it
         // carved around it.
-        let keep_out: Vec<PathBuf> = self.home.iter().cloned().collect();
+        let keep_out = crate::confine::Limits::hiding(self.home.iter().cloned().collect());
         Sandbox::for_profile(
             read,
             Vec::new(),

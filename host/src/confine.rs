@@ -33,6 +33,7 @@
 
 mod rules;
 pub mod seccomp;
+pub mod toolchains;
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -61,6 +62,26 @@ pub const REFUSED_PREFIX: &str = "craik-confine:";
 const ASKED_ABI: ABI = ABI::V6;
 /// The least ABI a required sandbox accepts: filesystem rules and TCP rules.
 const LEAST_ABI: i32 = 4;
+
+/// What a sandbox keeps out of reach whatever its grants say.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// Neither readable nor writable: Craik's home, credential files.
+    pub hidden: Vec<PathBuf>,
+    /// Readable, never writable: protected workspace paths (`.git/`, CI workflows, `.envrc`,
+    /// editor and agent configuration, immutable paths).
+    pub read_only: Vec<PathBuf>,
+}
+
+impl Limits {
+    /// Only `hidden` paths.
+    pub fn hiding(hidden: Vec<PathBuf>) -> Self {
+        Self {
+            hidden,
+            read_only: Vec::new(),
+        }
+    }
+}
 
 /// What one confined process may touch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,28 +113,39 @@ impl Sandbox {
         read: Vec<PathBuf>,
         write: Vec<PathBuf>,
         scratch: Vec<PathBuf>,
-        keep_out: &[PathBuf],
+        keep_out: &Limits,
         net: Network,
         required: bool,
     ) -> Result<Self, String> {
-        let keep_out: Vec<PathBuf> = keep_out
+        let resolve = |paths: &[PathBuf]| -> Vec<PathBuf> {
+            paths
+                .iter()
+                .map(|k| {
+                    rules::real(k).unwrap_or_else(|| std::path::absolute(k).unwrap_or_default())
+                })
+                .collect()
+        };
+        let hidden = resolve(&keep_out.hidden);
+        // Nothing hidden or read-only is writable; only hidden paths are unreadable.
+        let unwritable: Vec<PathBuf> = hidden
             .iter()
-            .map(|k| rules::real(k).unwrap_or_else(|| std::path::absolute(k).unwrap_or_default()))
+            .cloned()
+            .chain(resolve(&keep_out.read_only))
             .collect();
-        let inside_kept = |p: &Path| keep_out.iter().any(|k| p.starts_with(k));
-        let holds_kept = |p: &Path| keep_out.iter().any(|k| k.starts_with(p) && k != p);
+        let inside = |set: &[PathBuf], p: &Path| set.iter().any(|k| p.starts_with(k));
+        let holds = |set: &[PathBuf], p: &Path| set.iter().any(|k| k.starts_with(p) && k != p);
         let mut granted_write = Vec::new();
         for path in write {
             let real = rules::real(&path)
                 .ok_or_else(|| format!("`{}`: a write grant must exist", path.display()))?;
-            if inside_kept(&real) {
+            if inside(&unwritable, &real) {
                 return Err(format!(
                     "`{}` is protected; a confined process may never write it",
                     real.display()
                 ));
             }
-            if holds_kept(&real) && real.is_dir() {
-                let inner: Vec<PathBuf> = keep_out
+            if holds(&unwritable, &real) && real.is_dir() {
+                let inner: Vec<PathBuf> = unwritable
                     .iter()
                     .filter(|k| k.starts_with(&real))
                     .cloned()
@@ -128,7 +160,7 @@ impl Sandbox {
             let Some(real) = rules::real(&path) else {
                 continue;
             };
-            if inside_kept(&real) {
+            if inside(&hidden, &real) {
                 continue;
             }
             if rules::too_broad(&real) {
@@ -137,8 +169,8 @@ impl Sandbox {
                     real.display()
                 ));
             }
-            if holds_kept(&real) && real.is_dir() {
-                let inner: Vec<PathBuf> = keep_out
+            if holds(&hidden, &real) && real.is_dir() {
+                let inner: Vec<PathBuf> = hidden
                     .iter()
                     .filter(|k| k.starts_with(&real))
                     .cloned()
@@ -148,8 +180,6 @@ impl Sandbox {
                 granted_read.push(real);
             }
         }
-        granted_read.sort();
-        granted_read.dedup();
         for dir in scratch {
             granted_write.push(
                 rules::real(&dir).ok_or_else(|| {
@@ -179,7 +209,7 @@ impl Sandbox {
         read: Vec<PathBuf>,
         write: Vec<PathBuf>,
         scratch: Vec<PathBuf>,
-        keep_out: &[PathBuf],
+        keep_out: &Limits,
         net: Network,
         trusted_local: bool,
     ) -> Result<Self, String> {
@@ -190,6 +220,18 @@ impl Sandbox {
     pub fn command(
         &self,
         program: &Path,
+        args: &[String],
+    ) -> Result<std::process::Command, String> {
+        self.command_named(program, None, args)
+    }
+
+    /// [`Sandbox::command`] with the program's `argv[0]` set to `arg0` (the name it was
+    /// asked by: a multi-call binary such as a rustup proxy knows what to be from it; the
+    /// file executed is still the resolved, pinned `program`).
+    pub fn command_named(
+        &self,
+        program: &Path,
+        arg0: Option<&str>,
         args: &[String],
     ) -> Result<std::process::Command, String> {
         let me = std::env::current_exe().map_err(|e| format!("cannot find craik itself: {e}"))?;
@@ -207,6 +249,9 @@ impl Sandbox {
         }
         if self.required {
             command.arg("--required");
+        }
+        if let Some(arg0) = arg0 {
+            command.arg("--arg0").arg(arg0);
         }
         command.arg("--").arg(program).args(args);
         Ok(command)
@@ -297,6 +342,7 @@ pub fn probe() -> Probe {
 #[derive(Debug)]
 struct Args {
     parent: Option<u32>,
+    arg0: Option<OsString>,
     sandbox: Sandbox,
     probe: bool,
     program: Vec<OsString>,
@@ -305,6 +351,7 @@ struct Args {
 fn parse(args: impl Iterator<Item = OsString>) -> Result<Args, String> {
     let mut parsed = Args {
         parent: None,
+        arg0: None,
         sandbox: Sandbox {
             read: Vec::new(),
             write: Vec::new(),
@@ -332,6 +379,7 @@ fn parse(args: impl Iterator<Item = OsString>) -> Result<Args, String> {
             "--read" => sandbox.read.push(PathBuf::from(value()?)),
             "--write" => sandbox.write.push(PathBuf::from(value()?)),
             "--tcp" => sandbox.net = Network::Tcp,
+            "--arg0" => parsed.arg0 = Some(value()?),
             "--required" => sandbox.required = true,
             "--" => {
                 parsed.program = args.by_ref().collect();
@@ -394,7 +442,11 @@ pub fn trampoline(args: impl Iterator<Item = OsString>) -> ! {
     }
     // Nothing Craik inherited (a descriptor its caller left open) reaches the program.
     close_fds::set_fds_cloexec(3, &[]);
-    let error = std::process::Command::new(program).args(rest).exec();
+    let mut command = std::process::Command::new(program);
+    if let Some(arg0) = &parsed.arg0 {
+        command.arg0(arg0);
+    }
+    let error = command.args(rest).exec();
     refuse(format!(
         "`{}`: cannot start: {error}",
         Path::new(program).display()
@@ -563,7 +615,7 @@ mod privs {
         let root = rustix::process::geteuid().is_root();
         for (name, must_be_empty) in [("CapAmb:", true), ("CapBnd:", root)] {
             let value = field(name).ok_or_else(|| format!("/proc/self/status: no {name}"))?;
-            if must_be_empty && value.trim_start_matches('0') != "" {
+            if must_be_empty && !value.trim_start_matches('0').is_empty() {
                 return Err(format!("{name} {value} after dropping every capability"));
             }
         }
@@ -693,7 +745,7 @@ mod tests {
             vec![root.clone()],
             vec![ws.clone()],
             vec![],
-            &[home.clone()],
+            &Limits::hiding(vec![home.clone()]),
             Network::None,
             true,
         )
@@ -707,7 +759,7 @@ mod tests {
             vec![],
             vec![root.clone()],
             vec![],
-            &[home.clone()],
+            &Limits::hiding(vec![home.clone()]),
             Network::None,
             true,
         )
@@ -719,7 +771,7 @@ mod tests {
                 vec![],
                 vec![bad.clone()],
                 vec![],
-                &[home.clone()],
+                &Limits::hiding(vec![home.clone()]),
                 Network::None,
                 true,
             );
@@ -730,7 +782,7 @@ mod tests {
             vec![],
             vec![root.join("k")],
             vec![],
-            &[home.clone()],
+            &Limits::hiding(vec![home.clone()]),
             Network::None,
             true,
         );

@@ -308,7 +308,7 @@ fn confinement_overhead(
         Vec::new(),
         vec![ws.clone()],
         vec![home, tmp],
-        &[root.join("no-home")],
+        &craik_host::confine::Limits::hiding(vec![root.join("no-home")]),
         craik_host::confine::Network::None,
         false,
     )
@@ -681,6 +681,7 @@ fn governed_run(
         custom: Vec::new(),
         policy_set: loaded.bundle.hash().to_owned(),
         workspace: workspace.to_owned(),
+        toolchains: Vec::new(),
         max_iterations: u32::try_from(steps / 4 + 1).unwrap_or(u32::MAX),
         budget_secs: None,
         shadow: false,

@@ -48,6 +48,8 @@ pub(crate) struct RunArgs<'a> {
     pub(crate) max_line_bytes: Option<usize>,
     /// Extra paths an adapter process may read.
     pub(crate) adapter_read: &'a [PathBuf],
+    pub(crate) toolchains: &'a [String],
+    pub(crate) command_read: &'a [PathBuf],
 }
 
 /// A file holding exactly one contract of type `T`.
@@ -204,6 +206,25 @@ fn read_scenario(path: &Path) -> Result<(FixtureScenario, String), Failure> {
     Ok((decode_one(path, &bytes)?, digest(&bytes)))
 }
 
+/// The toolchains of `--toolchain` and `--command-read`, resolved against the operator's
+/// environment now (and signed into the run's inputs).
+fn resolve_toolchains(
+    names: &[String],
+    extra: &[PathBuf],
+) -> Result<Vec<craik_host::confine::toolchains::Toolchain>, Failure> {
+    use craik_host::confine::toolchains;
+    let user_home = std::env::var_os("HOME").map(PathBuf::from);
+    let var = |k: &str| std::env::var(k).ok();
+    let mut out = Vec::new();
+    for name in names {
+        out.push(toolchains::preset(name, user_home.as_deref(), &var).map_err(Failure::usage)?);
+    }
+    for path in extra {
+        out.push(toolchains::extra_read(path).map_err(Failure::usage)?);
+    }
+    Ok(out)
+}
+
 /// `craik run`.
 pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<Exit, Failure> {
     let resolved = resolve(args)?;
@@ -248,6 +269,7 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
             Some(cwd.as_path())
         }
     };
+    let toolchains = resolve_toolchains(args.toolchains, args.command_read)?;
     let home = Home::for_run(args.home, planned_ws)?;
     if args.home.is_none() && home.root != Path::new(".craik") {
         out.diag(format_args!(
@@ -309,6 +331,7 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         custom: args.custom.to_vec(),
         policy_set: setup.bundle.hash().to_owned(),
         workspace,
+        toolchains,
         max_iterations,
         budget_secs: args.budget_secs,
         shadow: args.shadow,

@@ -115,7 +115,7 @@ fn wait_until_gone(marker: &str, within: std::time::Duration) -> Vec<String> {
     clippy::print_stderr,
     reason = "a skipped security test must say so loudly"
 )]
-fn confinement_available() -> bool {
+pub(crate) fn confinement_available() -> bool {
     let out = crate::craik()
         .args(["__craik-confine", "--probe"])
         .output()
@@ -202,7 +202,8 @@ exit 0
         assert_eq!(out.status.code(), Some(0), "{profile}: {text}");
         let id = crate::run_id_of(&out.stdout);
         let ws = home.join("runs").join(&id).join("workspace");
-        let read = |name: &str| std::fs::read_to_string(ws.join("out").join(name)).unwrap_or_default();
+        let read =
+            |name: &str| std::fs::read_to_string(ws.join("out").join(name)).unwrap_or_default();
         assert_eq!(read("key-result.txt").trim(), "DENIED", "{profile}");
         assert!(!read("stolen-key.txt").contains("PRIVATE KEY"), "{profile}");
         assert!(!read("environ.txt").contains("hunter2"), "{profile}");

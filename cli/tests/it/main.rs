@@ -19,6 +19,7 @@ mod policy;
 mod provider;
 mod receipts;
 mod runs;
+mod sandbox;
 mod schema;
 
 use std::path::{Path, PathBuf};

@@ -132,7 +132,7 @@ pub(crate) fn carve(dir: &Path, keep_out: &[PathBuf]) -> Result<Vec<PathBuf>, St
                 .file_type()
                 .map_err(|e| format!("`{}`: {e}", entry.path().display()))?;
             let path = entry.path();
-            if kind.is_symlink() || keep_out.iter().any(|k| *k == path) {
+            if kind.is_symlink() || keep_out.contains(&path) {
                 continue;
             }
             if kind.is_dir() && keep_out.iter().any(|k| k.starts_with(&path)) {

@@ -301,17 +301,27 @@ pub struct CommandOutcome {
 /// Resolves argv\[0] to an executable path: an absolute path as is, `./x` inside the
 /// workspace, a bare name against [`SAFE_PATH`].
 pub fn resolve_program(program: &str, workspace: &Path) -> Result<PathBuf, String> {
+    resolve_program_on(program, workspace, SAFE_PATH)
+}
+
+/// [`resolve_program`] against `search` (the fixed PATH with a run's toolchain entries
+/// before it).
+pub fn resolve_program_on(
+    program: &str,
+    workspace: &Path,
+    search: &str,
+) -> Result<PathBuf, String> {
     let candidate = if program.starts_with('/') {
         Some(PathBuf::from(program))
     } else if program.contains('/') {
         Some(workspace.join(program))
     } else {
-        SAFE_PATH
+        search
             .split(':')
             .map(|d| Path::new(d).join(program))
             .find(|p| p.is_file())
     };
-    let path = candidate.ok_or_else(|| format!("`{program}`: not found on {SAFE_PATH}"))?;
+    let path = candidate.ok_or_else(|| format!("`{program}`: not found on {search}"))?;
     let real = path
         .canonicalize()
         .map_err(|e| format!("`{program}`: {e}"))?;
@@ -333,6 +343,10 @@ pub struct CommandEnv {
     pub sandbox: Sandbox,
     pub home: PathBuf,
     pub tmp: PathBuf,
+    /// PATH: the run's toolchain entries, then [`SAFE_PATH`].
+    pub path: String,
+    /// Variables the run's toolchains set (`CARGO_HOME`, ...).
+    pub vars: Vec<(String, String)>,
 }
 
 /// Runs argv in the workspace with a timeout, confined by `env`; output capped. Never through
@@ -344,13 +358,14 @@ pub fn run_command(
     env: &CommandEnv,
 ) -> Result<CommandOutcome, String> {
     let (program, args) = argv.split_first().ok_or("empty argv")?;
-    let real = resolve_program(program, workspace)?;
+    let real = resolve_program_on(program, workspace, &env.path)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     let outcome = runtime.block_on(run_async(
         &real,
+        program,
         args,
         workspace,
         timeout.min(MAX_TIMEOUT),
@@ -370,16 +385,21 @@ pub fn run_command(
 
 async fn run_async(
     program: &Path,
+    arg0: &str,
     args: &[String],
     workspace: &Path,
     timeout: Duration,
     env: &CommandEnv,
 ) -> Result<CommandOutcome, String> {
-    let mut command = tokio::process::Command::from(env.sandbox.command(program, args)?);
+    // argv[0] is the bare name the command was decided with (never a path it did not give).
+    let name = arg0.rsplit('/').next().unwrap_or(arg0);
+    let mut command =
+        tokio::process::Command::from(env.sandbox.command_named(program, Some(name), args)?);
     command
         .current_dir(workspace)
         .env_clear()
-        .env("PATH", SAFE_PATH)
+        .envs(env.vars.iter().map(|(k, v)| (k, v)))
+        .env("PATH", &env.path)
         .env("LANG", "C.UTF-8")
         .env("HOME", &env.home)
         .env("TMPDIR", &env.tmp)

@@ -45,6 +45,10 @@ pub struct Inputs {
     /// then, and says so if it differs).
     pub policy_set: String,
     pub workspace: PathBuf,
+    /// Toolchains commands may use (`--toolchain`, `--command-read`), resolved when the run
+    /// started: signed with the rest of the inputs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub toolchains: Vec<crate::confine::toolchains::Toolchain>,
     pub max_iterations: u32,
     pub budget_secs: Option<u64>,
     pub shadow: bool,

@@ -43,6 +43,9 @@ struct Resource {
     /// Canonical spelling for the request hash.
     canonical: Value,
     path: Option<TargetPath>,
+    /// Why a command is unvetted (its first argument off its program's allow-list): shown
+    /// beside the policy reasons whenever the verdict went through the approval step.
+    unvetted: Option<String>,
 }
 
 /// The canonical hash of a request: what an approval binds to. Covers runner, task,
@@ -250,6 +253,7 @@ impl Bundle {
             entity,
             canonical,
             path,
+            unvetted,
         } = match build_resource(self, request, &options.workspace_root, candidates) {
             Ok(resource) => resource,
             Err(why) => return invalid(verdict, why),
@@ -367,14 +371,23 @@ impl Bundle {
                             .map(str::to_owned)
                     })
                     .collect();
-                self.approval_step(
+                let mut verdict = self.approval_step(
                     source,
                     verdict,
                     request,
                     (&inputs, facts),
                     options.now,
                     reason,
-                )
+                );
+                // The approver (or, in automation, the operator reading the denial) sees which
+                // argument was not on the allow-list, not only the policy's class.
+                let approval_step = verdict.decision == Decision::RequiresApproval
+                    || verdict.deny_kind == Some(DenyKind::ApprovalUnavailable)
+                    || verdict.approval.is_some();
+                if let Some(why) = unvetted.filter(|_| approval_step) {
+                    verdict.reasons.push(why);
+                }
+                verdict
             }
         }
     }
@@ -558,6 +571,7 @@ fn build_resource(
                 },
                 canonical: json!(text),
                 path: Some(path),
+                unvetted: None,
             })
         }
         "shell" => {
@@ -579,7 +593,8 @@ fn build_resource(
             };
             let facts = analyse(&argv).map_err(|e| format!("command refused: {e}"))?;
             if !facts.shell && !facts.wrapper {
-                // (Shell syntax and wrappers are forbidden by policy whatever they name.)
+                // (Shell syntax and wrappers are forbidden by policy whatever they name. An
+                // unvetted command may still run once approved, so its paths are checked.)
                 check_argument_paths(&argv, root).map_err(|e| format!("command refused: {e}"))?;
             }
             Ok(Resource {
@@ -591,10 +606,12 @@ fn build_resource(
                         ("line", Attr::Str(facts.line.clone().into())),
                         ("shell", Attr::Bool(facts.shell)),
                         ("wrapper", Attr::Bool(facts.wrapper)),
+                        ("unvetted", Attr::Bool(facts.unvetted)),
                     ],
                 ),
                 canonical: json!(argv),
                 path: None,
+                unvetted: facts.unvetted_because,
             })
         }
         "memory" => {
@@ -607,6 +624,7 @@ fn build_resource(
                 ),
                 canonical: json!(scope),
                 path: None,
+                unvetted: None,
             })
         }
         "net" => {
@@ -630,6 +648,7 @@ fn build_resource(
                 ),
                 canonical: json!(url),
                 path: None,
+                unvetted: None,
             })
         }
         "git" | "github" => {
@@ -638,6 +657,7 @@ fn build_resource(
                 entity: leaf(Kind::Repo, repo, Vec::new()),
                 canonical: json!(repo),
                 path: None,
+                unvetted: None,
             })
         }
         other => Err(format!(

@@ -260,3 +260,99 @@ fn intent_stops_are_told_apart_from_denials() {
         request(json!({"capability": "repo.read", "target": "docs/a.md", "operation": "read"}));
     assert!(!b.decide(&g, &allowed, &options()).is_intent_stop());
 }
+
+/// Issue 18 item 7: a command off its program's allow-list needs a person's approval (strict,
+/// trusted-local, custom) and is denied in automation, where nobody can approve; the verdict
+/// names the argument that was not on the list. Commands on the list run under the grant.
+#[test]
+fn issue_18_unvetted_commands_need_approval_and_say_why() {
+    let tools = json!([{
+        "id": "grant_tools",
+        "task_id": "task_docs",
+        "capability": "shell.test",
+        "target": {"paths": ["git", "find", "tar", "cargo test"]},
+        "operations": ["execute"],
+        "expires_at": "2026-11-21T00:00:00Z",
+        "reason": "r",
+        "approved_by": "user:maintainer"
+    }]);
+    // Known escape hatches: denied outright under every profile, approval or not.
+    for line in [
+        "git grep -Ocat x",
+        "git rebase -x sh",
+        "find . -files0-from f",
+        "tar -T list -cf a.tar",
+        "cargo test --config x",
+    ] {
+        for profile in ["strict", "trusted-local", "custom", "automation"] {
+            let v = decide(
+                tools.clone(),
+                json!({"capability": "shell.test", "target": line, "operation": "execute",
+                       "profile": profile}),
+            );
+            assert_eq!(v.decision, Decision::Deny, "{line} under {profile}: {v:?}");
+            assert_eq!(
+                v.determining,
+                vec!["base.command.wrapper".to_owned()],
+                "{line}"
+            );
+        }
+    }
+    // Unknown (not known safe, not known bad): held for a person, who sees why.
+    for (line, because) in [
+        ("git gc", "`git gc` is not on git's allow-list"),
+        ("git stash", "`git stash` is not on git's allow-list"),
+    ] {
+        for profile in ["strict", "trusted-local", "custom", "automation"] {
+            let v = decide(
+                tools.clone(),
+                json!({"capability": "shell.test", "target": line, "operation": "execute",
+                       "profile": profile}),
+            );
+            assert!(
+                v.determining
+                    .iter()
+                    .any(|d| d == "approval.command.unvetted"),
+                "{line} under {profile}: {v:?}"
+            );
+            assert!(
+                v.reasons.iter().any(|r| r == because),
+                "{line} under {profile}: {:?}",
+                v.reasons
+            );
+            if profile == "automation" {
+                assert_eq!(v.decision, Decision::Deny, "{line}: {v:?}");
+                assert_eq!(v.deny_kind, Some(DenyKind::ApprovalUnavailable), "{line}");
+            } else {
+                assert_eq!(
+                    v.decision,
+                    Decision::RequiresApproval,
+                    "{line} under {profile}"
+                );
+            }
+        }
+    }
+    for line in [
+        "git diff --check",
+        "git status --short",
+        "find . -name x.rs",
+        "tar -xzf a.tar",
+        "cargo test --color=always",
+    ] {
+        let v = decide(
+            tools.clone(),
+            json!({"capability": "shell.test", "target": line, "operation": "execute",
+                   "profile": "trusted-local"}),
+        );
+        assert_eq!(v.decision, Decision::Allow, "{line}: {v:?}");
+        assert_eq!(v.determining, ["grant.grant_tools"], "{line}");
+        assert_eq!(v.reasons.len(), 1, "{line}: {:?}", v.reasons);
+    }
+    // A wrapper stays a deny whatever the profile; the unvetted reason is not shown there.
+    let v = decide(
+        json!([]),
+        json!({"capability": "shell.test", "target": "nvim x", "operation": "execute",
+               "profile": "trusted-local"}),
+    );
+    assert_eq!(v.determining, ["base.command.wrapper"], "{v:?}");
+}

@@ -258,12 +258,25 @@ impl Host {
         }
         // Kept out of every grant: Craik's home, every protected path present, and the
         // protected names at the root even when absent (so nothing can create them).
-        let mut keep_out = crate::confine::keep_out_of_home(
+        // Hidden from every command: Craik's home (but the way to an example workspace and
+        // the command's scratch directories) and the credential files of its toolchains.
+        // Read-only: every protected path present, and the protected names at the root even
+        // when absent (so nothing can create them).
+        let toolchains = &self.inputs.toolchains;
+        let mut hidden = crate::confine::keep_out_of_home(
             &self.home.root,
             &[root.clone(), home.clone(), tmp.clone()],
         )?;
-        keep_out.extend(before.protected(&immutable).iter().map(|p| root.join(p)));
-        keep_out.extend(manifest::PROTECTED_NAMES.iter().map(|n| root.join(n)));
+        hidden.extend(toolchains.iter().flat_map(|t| t.credentials()));
+        let mut read_only: Vec<PathBuf> = before
+            .protected(&immutable)
+            .iter()
+            .map(|p| root.join(p))
+            .collect();
+        read_only.extend(manifest::PROTECTED_NAMES.iter().map(|n| root.join(n)));
+        let keep_out = crate::confine::Limits { hidden, read_only };
+        let mut read = vec![root.clone()];
+        read.extend(toolchains.iter().flat_map(|t| t.read.iter().cloned()));
         let mut write = Vec::new();
         for scope in &scopes {
             match scope {
@@ -280,7 +293,7 @@ impl Host {
             }
         }
         let sandbox = crate::confine::Sandbox::for_profile(
-            vec![root.clone()],
+            read,
             write,
             vec![home.clone(), tmp.clone()],
             &keep_out,
@@ -288,7 +301,16 @@ impl Host {
             self.inputs.profile == PolicyProfile::TrustedLocal,
         )?;
         Ok(CommandPlan {
-            env: exec::CommandEnv { sandbox, home, tmp },
+            env: exec::CommandEnv {
+                sandbox,
+                home,
+                tmp,
+                path: self.command_path(),
+                vars: toolchains
+                    .iter()
+                    .flat_map(|t| t.env.iter().cloned())
+                    .collect(),
+            },
             scopes,
             immutable,
             before,
@@ -320,11 +342,16 @@ impl Host {
             .collect()
     }
 
+    /// The PATH commands of this run get: its toolchains' entries, then the fixed one.
+    pub(super) fn command_path(&self) -> String {
+        crate::confine::toolchains::search_path(&self.inputs.toolchains, exec::SAFE_PATH)
+    }
+
     /// What a command resolves to here: `program <real path>, cwd <workspace>`.
     pub(super) fn command_identity(&self, argv: &[String]) -> String {
         let program = argv.first().map_or_else(
             || Err("empty argv".to_owned()),
-            |p| exec::resolve_program(p, &self.workspace.root),
+            |p| exec::resolve_program_on(p, &self.workspace.root, &self.command_path()),
         );
         match program {
             Ok(path) => format!(

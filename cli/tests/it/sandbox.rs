@@ -1,0 +1,585 @@
+//! Issue 18: the sandbox enforces the path policy. Each class of the outside test as a CLI
+//! test over generated variants: symlinks never become rules, protected paths are unwritable
+//! (and checked after every command), nothing ambient (descriptors, devices, capabilities,
+//! sockets) reaches confined code, and real toolchains run confined.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::{Value, json};
+
+use crate::boundary::confinement_available;
+use crate::runs::{act, receipts, scratch_example, verify_run};
+
+fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Adds `writes` to the scratch example's grant `i`.
+fn grant_writes(ex: &Path, i: usize, writes: &[&str]) {
+    let path = ex.join(format!("grants/g{i}.json"));
+    let mut g: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    g["target"]["writes"] = json!(writes);
+    std::fs::write(&path, serde_json::to_string_pretty(&g).unwrap()).unwrap();
+}
+
+fn run(ex: &Path, home: &Path, extra: &[&str]) -> (Output, String) {
+    let out = crate::craik()
+        .arg("run")
+        .arg(ex)
+        .arg("--home")
+        .arg(home)
+        .args(extra)
+        .output()
+        .unwrap();
+    let id = crate::run_id_of(&out.stdout);
+    (out, id)
+}
+
+/// The outcome receipts of a run, in order.
+fn outcomes(home: &Path, id: &str) -> Vec<Value> {
+    receipts(home, id)
+        .into_iter()
+        .filter(|r| r["decided_by"]["kind"] == "outcome")
+        .collect()
+}
+
+fn read(ws: &Path, name: &str) -> String {
+    std::fs::read_to_string(ws.join("out").join(name)).unwrap_or_default()
+}
+
+/// Symlinks in the repository — to the home and its keys, to ancestors, to the outside, to
+/// themselves — never become sandbox rules: nothing is read or written through them, and the
+/// run ends normally (no endless walk).
+#[test]
+fn issue_18_symlinks_in_the_workspace_never_become_rules() {
+    if !confinement_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret.txt"), "outside-secret\n").unwrap();
+    let home = dir.path().join("home");
+    // Every kind of link, at the root and nested.
+    let targets: Vec<(String, String)> = vec![
+        ("k".into(), home.join("keys").display().to_string()),
+        (
+            "kf".into(),
+            home.join("keys/signing.key.pem").display().to_string(),
+        ),
+        ("h".into(), home.display().to_string()),
+        ("runs".into(), home.join("runs").display().to_string()),
+        ("up".into(), "..".into()),
+        ("up2".into(), "../..".into()),
+        ("root".into(), "/".into()),
+        ("self".into(), ".".into()),
+        ("loop".into(), "loop".into()),
+        ("out-dir".into(), outside.display().to_string()),
+        ("etc".into(), "/etc".into()),
+        ("sub/deep/k".into(), home.join("keys").display().to_string()),
+        ("sub/deep/up".into(), "../../..".into()),
+        ("sub/deep/out".into(), outside.display().to_string()),
+    ];
+    let mut script = String::from("#!/bin/sh\n");
+    for (name, _) in &targets {
+        let tag = name.replace('/', "_");
+        script.push_str(&format!(
+            "cat {name}/signing.key.pem {name}/secret.txt {name}/keys/signing.key.pem 2>/dev/null | grep -q . && echo {tag} >> out/read.txt\n\
+             echo pwned > {name}/planted-{tag} 2>/dev/null && echo {tag} >> out/wrote.txt\n"
+        ));
+    }
+    script.push_str("cat kf 2>/dev/null | grep -q PRIVATE && echo kf >> out/read.txt\nexit 0\n");
+    let steps = act(json!([
+        {"id":"action_probe","capability":"shell.test","operation":"execute","argv":["./probe.sh"]},
+    ]));
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[("shell.test", &["./probe.sh"], &["execute"])],
+        steps,
+        &[
+            ("probe.sh", &script),
+            ("out/.keep", ""),
+            ("sub/deep/.keep", ""),
+        ],
+    );
+    make_executable(&ex.join("workspace/probe.sh"));
+    for (name, target) in &targets {
+        std::os::unix::fs::symlink(target, ex.join("workspace").join(name)).unwrap();
+    }
+    let (out, id) = run(&ex, &home, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::transcript(&out));
+    let ws = home.join("runs").join(&id).join("workspace");
+    assert_eq!(read(&ws, "read.txt"), "", "read through a link");
+    assert_eq!(read(&ws, "wrote.txt"), "", "wrote through a link");
+    let planted: Vec<_> = walk(&home.join("keys"))
+        .into_iter()
+        .chain(walk(&outside))
+        .filter(|p| p.to_string_lossy().contains("planted"))
+        .collect();
+    assert_eq!(planted, Vec::<PathBuf>::new());
+    verify_run(&home, &id, false);
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if e.file_type().unwrap().is_dir() {
+            out.extend(walk(&p));
+        }
+        out.push(p);
+    }
+    out
+}
+
+/// An archive planting every protected path (git config and hooks, CI workflows, `.envrc`,
+/// editor config, agent instructions, ADRs) and files outside the write scope: a granted
+/// `tar -xf` extracts only into its scope; every protected file is as before, nothing
+/// planted exists, and the outcome receipt lists what the command changed.
+#[test]
+fn issue_18_an_archive_cannot_plant_protected_paths() {
+    if !confinement_available() {
+        return;
+    }
+    let planted = [
+        ".git/config",
+        ".git/hooks/pre-commit",
+        ".git/info/attributes",
+        ".github/workflows/ci.yml",
+        ".envrc",
+        ".vscode/settings.json",
+        "AGENTS.md",
+        "src/lib.rs",
+        "src/new.rs",
+        "sub/.git/config",
+        "new-top.txt",
+        "out/ok.txt",
+    ];
+    for profile in ["trusted-local", "automation"] {
+        let dir = tempfile::tempdir().unwrap();
+        let staging = dir.path().join("staging");
+        for p in planted {
+            let f = staging.join(p);
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(&f, format!("planted {p}\n")).unwrap();
+        }
+        let steps = act(json!([
+            {"id":"action_x","capability":"shell.test","operation":"execute","argv":["tar","-xf","plant.tar"]},
+        ]));
+        let ex = scratch_example(
+            dir.path(),
+            profile,
+            &[("shell.test", &["tar -xf"], &["execute"])],
+            steps,
+            &[
+                (".git/config", "[core]\n\tbare = false\n"),
+                (".git/hooks/.keep", ""),
+                ("src/lib.rs", "pub fn f() {}\n"),
+                ("sub/.git/config", "[core]\n"),
+                ("out/.keep", ""),
+            ],
+        );
+        grant_writes(&ex, 0, &["out/**"]);
+        let tar = std::process::Command::new("tar")
+            .arg("-cf")
+            .arg(ex.join("workspace/plant.tar"))
+            .arg("-C")
+            .arg(&staging)
+            .args(planted)
+            .status()
+            .unwrap();
+        assert!(tar.success());
+        let home = dir.path().join("home");
+        let (out, id) = run(&ex, &home, &[]);
+        let text = crate::transcript(&out);
+        let ws = home.join("runs").join(&id).join("workspace");
+        assert_eq!(
+            std::fs::read_to_string(ws.join(".git/config")).unwrap(),
+            "[core]\n\tbare = false\n",
+            "{profile}: {text}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(ws.join("src/lib.rs")).unwrap(),
+            "pub fn f() {}\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(ws.join("sub/.git/config")).unwrap(),
+            "[core]\n"
+        );
+        for p in [
+            ".git/hooks/pre-commit",
+            ".git/info/attributes",
+            ".github/workflows/ci.yml",
+            ".envrc",
+            ".vscode/settings.json",
+            "AGENTS.md",
+            "src/new.rs",
+            "new-top.txt",
+        ] {
+            assert!(!ws.join(p).exists(), "{profile}: {p} was planted: {text}");
+        }
+        // The in-scope file landed and the receipt names it with its hash.
+        assert_eq!(
+            std::fs::read_to_string(ws.join("out/ok.txt")).unwrap(),
+            "planted out/ok.txt\n"
+        );
+        let o = outcomes(&home, &id);
+        assert_eq!(o.len(), 1, "{profile}: {text}");
+        let files = o[0]["result"]["metadata"]["files"].as_array().unwrap();
+        let ok = files.iter().find(|f| f["path"] == "out/ok.txt").unwrap();
+        assert_eq!(ok["change"], "created");
+        assert!(ok["sha256"].as_str().unwrap().starts_with("sha256:"));
+        // tar could not create the rest: the step failed, and the run says so.
+        assert_eq!(o[0]["result"]["status"], "failed", "{profile}: {text}");
+        verify_run(&home, &id, false);
+    }
+}
+
+/// Nothing ambient reaches a confined command: no capability (bounding set empty as root),
+/// `no_new_privs`, a seccomp filter, no `/dev` but the harmless devices, no `/etc/shadow`,
+/// no descriptor Craik inherited, no socket of any family (socketpair stays).
+#[test]
+fn issue_18_no_ambient_authority_reaches_a_command() {
+    if !confinement_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let unix_path = dir.path().join("listen.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&unix_path).unwrap();
+    let leak = dir.path().join("leak.txt");
+    std::fs::write(&leak, "").unwrap();
+    let script = r#"#!/bin/sh
+grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/$$/status > out/status.txt
+ls /dev > out/dev.txt 2>&1 || echo DENIED >> out/dev.txt
+for d in /dev/sda /dev/vda /dev/nvme0n1 /dev/loop0 /dev/mem /dev/kmsg /dev/tty /dev/console; do
+  [ -e "$d" ] && (head -c 1 "$d" >/dev/null 2>&1 && echo "$d" >> out/devread.txt)
+done
+cat /etc/shadow > /dev/null 2>&1 && echo READ > out/shadow.txt
+ls /etc > /dev/null 2>&1 && echo LISTED > out/etc.txt
+ls /proc/$$/fd > out/fds.txt
+for fd in 3 4 5 6 7 8 9; do (echo leaked >&$fd) 2>/dev/null && echo $fd >> out/fdwrite.txt; done
+/usr/bin/python3 - > out/sockets.txt 2>&1 <<'PY'
+import socket
+cases = [("inet-stream", socket.AF_INET, socket.SOCK_STREAM, 0), ("inet-dgram", socket.AF_INET, socket.SOCK_DGRAM, 0),
+         ("inet6-stream", socket.AF_INET6, socket.SOCK_STREAM, 0), ("inet-raw", socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP),
+         ("unix-stream", socket.AF_UNIX, socket.SOCK_STREAM, 0), ("unix-dgram", socket.AF_UNIX, socket.SOCK_DGRAM, 0),
+         ("netlink", socket.AF_NETLINK, socket.SOCK_RAW, 0), ("packet", 17, socket.SOCK_RAW, 0)]
+for name, fam, typ, proto in cases:
+    try:
+        s = socket.socket(fam, typ, proto); print("OPEN", name)
+    except OSError as e:
+        print("refused", name, e.errno)
+a, b = socket.socketpair(); a.send(b"x"); print("socketpair", b.recv(1))
+PY
+exit 0
+"#;
+    // Craik inherits descriptors 7, 8 and 9 from its caller (append to a file outside).
+    let steps = act(json!([
+        {"id":"action_probe","capability":"shell.test","operation":"execute","argv":["./probe.sh"]},
+    ]));
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[("shell.test", &["./probe.sh"], &["execute"])],
+        steps,
+        &[("probe.sh", script), ("out/.keep", "")],
+    );
+    make_executable(&ex.join("workspace/probe.sh"));
+    let home = dir.path().join("home");
+    let exe = assert_cmd::cargo::cargo_bin("craik");
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "exec 7>>'{leak}' 8>>'{leak}' 9<'{leak}'; exec '{exe}' run '{ex}' --home '{home}'",
+            leak = leak.display(),
+            exe = exe.display(),
+            ex = ex.display(),
+            home = home.display()
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", crate::transcript(&out));
+    let id = crate::run_id_of(&out.stdout);
+    let ws = home.join("runs").join(&id).join("workspace");
+    let status = read(&ws, "status.txt");
+    for field in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
+        let line = status.lines().find(|l| l.starts_with(field)).unwrap();
+        assert!(line.ends_with("0000000000000000"), "{line}");
+    }
+    assert!(status.contains("NoNewPrivs:\t1"), "{status}");
+    assert!(status.contains("Seccomp:\t2"), "{status}");
+    assert!(
+        read(&ws, "dev.txt").contains("DENIED"),
+        "{}",
+        read(&ws, "dev.txt")
+    );
+    assert_eq!(read(&ws, "devread.txt"), "");
+    assert_eq!(read(&ws, "shadow.txt"), "");
+    assert_eq!(read(&ws, "etc.txt"), "", "the whole of /etc is listable");
+    assert_eq!(
+        read(&ws, "fdwrite.txt"),
+        "",
+        "an inherited descriptor reached the command"
+    );
+    assert_eq!(std::fs::read_to_string(&leak).unwrap(), "");
+    let sockets = read(&ws, "sockets.txt");
+    assert!(!sockets.contains("OPEN"), "{sockets}");
+    assert_eq!(sockets.matches("refused").count(), 8, "{sockets}");
+    assert!(sockets.contains("socketpair b'x'"), "{sockets}");
+    verify_run(&home, &id, false);
+}
+
+/// The same ambient checks as an unprivileged user (where `setpriv` exists): no capability
+/// and no socket either way.
+#[test]
+fn issue_18_an_unprivileged_craik_confines_the_same() {
+    if !confinement_available() || !rustix_is_root() || which("setpriv").is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = "#!/bin/sh\ngrep -E '^(CapEff|CapPrm|NoNewPrivs|Seccomp):' /proc/$$/status > out/status.txt\n/usr/bin/python3 -c 'import socket; socket.socket()' 2> out/sock.txt\nexit 0\n";
+    let steps = act(json!([
+        {"id":"action_probe","capability":"shell.test","operation":"execute","argv":["./probe.sh"]},
+    ]));
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[("shell.test", &["./probe.sh"], &["execute"])],
+        steps,
+        &[("probe.sh", script), ("out/.keep", "")],
+    );
+    make_executable(&ex.join("workspace/probe.sh"));
+    let home = dir.path().join("home");
+    std::process::Command::new("chmod")
+        .args(["-R", "a+rwX"])
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    let exe = assert_cmd::cargo::cargo_bin("craik");
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(exe)
+        .arg("run")
+        .arg(&ex)
+        .arg("--home")
+        .arg(&home)
+        .env("HOME", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", crate::transcript(&out));
+    let id = crate::run_id_of(&out.stdout);
+    let ws = home.join("runs").join(&id).join("workspace");
+    let status = read(&ws, "status.txt");
+    assert!(status.contains("CapEff:\t0000000000000000"), "{status}");
+    assert!(status.contains("NoNewPrivs:\t1"), "{status}");
+    assert!(status.contains("Seccomp:\t2"), "{status}");
+    assert!(
+        read(&ws, "sock.txt").contains("Permission denied"),
+        "{}",
+        read(&ws, "sock.txt")
+    );
+}
+
+fn rustix_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    ["/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"]
+        .iter()
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.is_file())
+}
+
+/// Toolchain roots are readable, their credential files never are.
+#[test]
+fn issue_18_toolchain_credentials_are_never_readable() {
+    if !confinement_available() {
+        return;
+    }
+    let tools = tempfile::tempdir().unwrap();
+    let cargo_home = tools.path().join("cargo");
+    std::fs::create_dir_all(cargo_home.join("bin")).unwrap();
+    std::fs::create_dir_all(cargo_home.join("registry")).unwrap();
+    std::fs::create_dir_all(tools.path().join("rustup")).unwrap();
+    std::fs::write(cargo_home.join("registry/ok.txt"), "fine\n").unwrap();
+    let creds = [
+        "credentials",
+        "credentials.toml",
+        ".npmrc",
+        ".pypirc",
+        ".netrc",
+        ".git-credentials",
+        ".ssh/id_ed25519",
+        ".aws/credentials",
+        ".config/gh/hosts.yml",
+        ".docker/config.json",
+    ];
+    for c in creds {
+        let p = cargo_home.join(c);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, "TOKEN-hunter2\n").unwrap();
+    }
+    let mut script = String::from("#!/bin/sh\ncat \"$CARGO_HOME/registry/ok.txt\" > out/ok.txt\n");
+    for c in creds {
+        script.push_str(&format!(
+            "cat \"$CARGO_HOME/{c}\" 2>/dev/null | grep -q hunter2 && echo '{c}' >> out/read.txt\n"
+        ));
+    }
+    script.push_str("ls -a \"$CARGO_HOME\" > out/listing.txt 2>&1\nexit 0\n");
+    let cargo = cargo_home.display().to_string();
+    let rustup = tools.path().join("rustup").display().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let steps = act(json!([
+        {"id":"action_probe","capability":"shell.test","operation":"execute","argv":["./probe.sh"]},
+    ]));
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[("shell.test", &["./probe.sh"], &["execute"])],
+        steps,
+        &[("probe.sh", &script), ("out/.keep", "")],
+    );
+    make_executable(&ex.join("workspace/probe.sh"));
+    let home = dir.path().join("home");
+    let out = crate::craik()
+        .arg("run")
+        .arg(&ex)
+        .arg("--home")
+        .arg(&home)
+        .args(["--toolchain", "rust"])
+        .env("CARGO_HOME", &cargo)
+        .env("RUSTUP_HOME", &rustup)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", crate::transcript(&out));
+    let id = crate::run_id_of(&out.stdout);
+    let ws = home.join("runs").join(&id).join("workspace");
+    assert_eq!(read(&ws, "ok.txt"), "fine\n");
+    assert_eq!(read(&ws, "read.txt"), "", "credential files were readable");
+    // The toolchain is signed into the run's inputs.
+    let inputs = std::fs::read_to_string(home.join("runs").join(&id).join("inputs.json")).unwrap();
+    assert!(inputs.contains(&cargo), "{inputs}");
+    verify_run(&home, &id, false);
+}
+
+/// Real toolchains run confined under a `shell.test` grant with a write scope: `cargo test`
+/// on a crate with a registry dependency (offline, from the cache), `npm test` and
+/// `python3 -m pytest`. In CI a missing tool fails the test; elsewhere it is skipped, loudly.
+#[test]
+#[expect(
+    clippy::print_stderr,
+    reason = "a skipped toolchain must say so loudly"
+)]
+fn issue_18_real_toolchains_run_confined() {
+    if !confinement_available() {
+        return;
+    }
+    let ci = std::env::var_os("CI").is_some();
+    let have = |program: &str, args: &[&str]| {
+        std::process::Command::new(program)
+            .args(args)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    type Case<'a> = (&'a str, &'a [&'a str], &'a [&'a str], &'a [&'a str], bool);
+    let cases: [Case<'_>; 3] = [
+        (
+            "rust",
+            &["cargo", "test"],
+            &["target/**"],
+            &["--toolchain", "rust"],
+            have("cargo", &["--version"]),
+        ),
+        (
+            "node",
+            &["npm", "test"],
+            &[],
+            &["--toolchain", "node"],
+            have("npm", &["--version"]),
+        ),
+        (
+            "python",
+            &["python3", "-m", "pytest", "-q"],
+            &[".pytest_cache/**"],
+            &["--toolchain", "python"],
+            have("python3", &["-m", "pytest", "--version"]),
+        ),
+    ];
+    for (name, argv, writes, extra, available) in cases {
+        if !available {
+            assert!(
+                !ci,
+                "{name}: its toolchain is missing in CI (.ci/run installs it)"
+            );
+            eprintln!("SKIPPED {name}: toolchain not installed here");
+            continue;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let steps = act(json!([
+            {"id":"action_test","capability":"shell.test","operation":"execute","argv":argv,"timeout_ms":110000},
+        ]));
+        let prefix = argv.join(" ");
+        let ex = scratch_example(
+            dir.path(),
+            "trusted-local",
+            &[("shell.test", &[prefix.as_str()], &["execute"])],
+            steps,
+            &toolchain_project(),
+        );
+        grant_writes(&ex, 0, writes);
+        let home = dir.path().join("home");
+        let (out, id) = run(&ex, &home, extra);
+        let outputs = std::fs::read_to_string(home.join("runs").join(&id).join("events.jsonl"))
+            .unwrap_or_default();
+        let text = format!("{}\n{outputs}", crate::transcript(&out));
+        assert_eq!(out.status.code(), Some(0), "{name}: {text}");
+        let o = outcomes(&home, &id);
+        assert_eq!(o.len(), 1, "{name}: {text}");
+        assert_eq!(o[0]["result"]["status"], "passed", "{name}: {}", o[0]);
+        let summary = o[0]["result"]["summary"].as_str().unwrap();
+        assert!(
+            summary.contains("exited 0") && summary.contains("landlock abi"),
+            "{summary}"
+        );
+        verify_run(&home, &id, false);
+    }
+}
+
+/// One small project with a crate (registry dependency `itoa`, pinned by its lock file to
+/// the version Craik's own lock file holds, so the cache has it), a Node package and a
+/// pytest suite.
+fn toolchain_project() -> Vec<(&'static str, &'static str)> {
+    vec![
+        (
+            "Cargo.toml",
+            "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nitoa = \"1\"\n",
+        ),
+        (
+            "Cargo.lock",
+            "# This file is automatically @generated by Cargo.\n# It is not intended for manual editing.\nversion = 4\n\n[[package]]\nname = \"itoa\"\nversion = \"1.0.18\"\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\nchecksum = \"8f42a60cbdf9a97f5d2305f08a87dc4e09308d1276d28c869c684d7777685682\"\n\n[[package]]\nname = \"tiny\"\nversion = \"0.1.0\"\ndependencies = [\n \"itoa\",\n]\n",
+        ),
+        (
+            "src/lib.rs",
+            "pub fn f(n: u64) -> String {\n    itoa::Buffer::new().format(n).to_owned()\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn formats() {\n        assert_eq!(super::f(42), \"42\");\n    }\n}\n",
+        ),
+        (
+            "package.json",
+            "{\"name\":\"tiny\",\"version\":\"1.0.0\",\"private\":true,\"scripts\":{\"test\":\"node test.js\"}}\n",
+        ),
+        (
+            "test.js",
+            "const assert = require('assert');\nassert.strictEqual(6 * 7, 42);\nconsole.log('node ok');\n",
+        ),
+        (
+            "test_tiny.py",
+            "def test_answer():\n    assert 6 * 7 == 42\n",
+        ),
+    ]
+}

@@ -1,0 +1,218 @@
+//! Toolchains a governed command may use: presets that name the roots it reads (never their
+//! credential files), the PATH entries it runs from and the variables that point tools at
+//! them, resolved once when a run starts and signed into its inputs.
+//!
+//! Commands get a fresh, empty `HOME`, so a tool that looks for its installation under `~`
+//! (`~/.cargo`, `~/.rustup`, `~/.nvm`, `~/.pyenv`, `~/.local`) is pointed at the operator's by
+//! variable (`CARGO_HOME`, `RUSTUP_HOME`, `NVM_DIR`, `PYENV_ROOT`, `PYTHONUSERBASE`). The roots
+//! are granted read-only: a command cannot install into them or change a toolchain.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The presets `--toolchain` accepts.
+pub const PRESETS: &[&str] = &["rust", "node", "python", "local-bin"];
+
+/// Names never readable inside a toolchain root (registry tokens, publish credentials, SSH
+/// and cloud keys, CLI logins), kept out by the sandbox wherever a root holds them.
+pub const CREDENTIALS: &[&str] = &[
+    "credentials",
+    "credentials.toml",
+    ".credentials.toml",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".pypirc",
+    ".netrc",
+    ".git-credentials",
+    ".ssh",
+    ".aws",
+    ".azure",
+    ".gnupg",
+    ".docker",
+    ".kube",
+    ".config",
+    "gh",
+    "hosts.yml",
+    "auth.json",
+    ".pgpass",
+    "pip.conf",
+];
+
+/// A toolchain as resolved for a run: what its commands read, run from and are told.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Toolchain {
+    /// The preset's name, or `read` for an operator's `--command-read` path.
+    pub name: String,
+    /// Roots readable by commands (credentials inside them kept out).
+    pub read: Vec<PathBuf>,
+    /// Directories put before the fixed PATH, in order.
+    pub path: Vec<PathBuf>,
+    /// Variables set for commands.
+    pub env: Vec<(String, String)>,
+}
+
+impl Toolchain {
+    /// The credential paths inside this toolchain's roots, to keep out of every grant.
+    pub fn credentials(&self) -> Vec<PathBuf> {
+        self.read
+            .iter()
+            .flat_map(|root| CREDENTIALS.iter().map(move |c| root.join(c)))
+            .collect()
+    }
+}
+
+/// Resolves a preset against the operator's environment (`var`) and home directory.
+pub fn preset(
+    name: &str,
+    user_home: Option<&Path>,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<Toolchain, String> {
+    let under_home = |rel: &str| user_home.map(|h| h.join(rel));
+    let dir = |key: &str, default: &str| -> Option<PathBuf> {
+        var(key)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| under_home(default))
+            .and_then(|p| p.canonicalize().ok())
+            .filter(|p| p.is_dir())
+    };
+    let text = |p: &Path| p.to_string_lossy().into_owned();
+    let mut tc = Toolchain {
+        name: name.to_owned(),
+        read: Vec::new(),
+        path: Vec::new(),
+        env: Vec::new(),
+    };
+    match name {
+        "rust" => {
+            let cargo = dir("CARGO_HOME", ".cargo");
+            let rustup = dir("RUSTUP_HOME", ".rustup");
+            if cargo.is_none() && rustup.is_none() {
+                return Err("toolchain `rust`: neither CARGO_HOME/~/.cargo nor RUSTUP_HOME/~/.rustup exists".into());
+            }
+            if let Some(cargo) = cargo {
+                tc.path.push(cargo.join("bin"));
+                tc.env.push(("CARGO_HOME".into(), text(&cargo)));
+                tc.read.push(cargo);
+            }
+            if let Some(rustup) = rustup {
+                tc.env.push(("RUSTUP_HOME".into(), text(&rustup)));
+                tc.read.push(rustup);
+            }
+            // Nothing to fetch: the sandbox has no network.
+            tc.env.push(("CARGO_NET_OFFLINE".into(), "true".into()));
+        }
+        "node" => {
+            if let Some(nvm) = dir("NVM_DIR", ".nvm") {
+                let mut bins: Vec<PathBuf> = std::fs::read_dir(nvm.join("versions/node"))
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Result::ok)
+                    .map(|e| e.path().join("bin"))
+                    .filter(|p| p.is_dir())
+                    .collect();
+                bins.sort();
+                bins.reverse();
+                tc.path.extend(bins);
+                tc.env.push(("NVM_DIR".into(), text(&nvm)));
+                tc.read.push(nvm);
+            }
+            // npm's cache and logs go to the command's fresh HOME.
+            tc.env
+                .push(("NPM_CONFIG_UPDATE_NOTIFIER".into(), "false".into()));
+            tc.env.push(("NPM_CONFIG_FUND".into(), "false".into()));
+            tc.env.push(("NPM_CONFIG_AUDIT".into(), "false".into()));
+        }
+        "python" => {
+            if let Some(pyenv) = dir("PYENV_ROOT", ".pyenv") {
+                tc.path.push(pyenv.join("shims"));
+                tc.path.push(pyenv.join("bin"));
+                tc.env.push(("PYENV_ROOT".into(), text(&pyenv)));
+                tc.read.push(pyenv);
+            }
+            if let Some(local) = dir("PYTHONUSERBASE", ".local") {
+                // User site-packages (`pip install --user`), not the whole of `~/.local`.
+                let lib = local.join("lib");
+                if lib.is_dir() {
+                    tc.read.push(lib);
+                    tc.env.push(("PYTHONUSERBASE".into(), text(&local)));
+                }
+            }
+            tc.env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
+        }
+        "local-bin" => {
+            let bin = dir("", ".local/bin")
+                .ok_or("toolchain `local-bin`: ~/.local/bin does not exist")?;
+            tc.path.push(bin.clone());
+            tc.read.push(bin);
+        }
+        other => {
+            return Err(format!(
+                "unknown toolchain `{other}`; presets: {}",
+                PRESETS.join(", ")
+            ));
+        }
+    }
+    Ok(tc)
+}
+
+/// An operator's extra read root for commands (`--command-read PATH`).
+pub fn extra_read(path: &Path) -> Result<Toolchain, String> {
+    let real = path
+        .canonicalize()
+        .map_err(|e| format!("--command-read `{}`: {e}", path.display()))?;
+    if super::rules::too_broad(&real) {
+        return Err(format!(
+            "--command-read `{}` is too broad (it holds home directories or your HOME); name the directory the tool lives in",
+            real.display()
+        ));
+    }
+    Ok(Toolchain {
+        name: "read".into(),
+        read: vec![real],
+        path: Vec::new(),
+        env: Vec::new(),
+    })
+}
+
+/// The PATH commands run with: the toolchains' entries, then the fixed one.
+pub fn search_path(toolchains: &[Toolchain], fixed: &str) -> String {
+    let mut parts: Vec<String> = toolchains
+        .iter()
+        .flat_map(|t| t.path.iter().map(|p| p.to_string_lossy().into_owned()))
+        .filter(|p| !p.contains(':'))
+        .collect();
+    parts.push(fixed.to_owned());
+    parts.join(":")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_point_at_the_operators_roots_and_keep_credentials_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(home.join(".cargo/bin")).unwrap();
+        std::fs::create_dir_all(home.join(".rustup")).unwrap();
+        let none = |_: &str| None;
+        let rust = preset("rust", Some(&home), &none).unwrap();
+        assert_eq!(rust.read, vec![home.join(".cargo"), home.join(".rustup")]);
+        assert_eq!(rust.path, vec![home.join(".cargo/bin")]);
+        assert!(
+            rust.credentials()
+                .contains(&home.join(".cargo/credentials.toml"))
+        );
+        assert!(preset("nope", Some(&home), &none).is_err());
+        assert!(preset("local-bin", Some(&home), &none).is_err());
+        assert!(extra_read(Path::new("/")).is_err());
+        assert_eq!(
+            search_path(&[rust], "/usr/bin"),
+            format!("{}:/usr/bin", home.join(".cargo/bin").display())
+        );
+    }
+}

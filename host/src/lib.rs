@@ -23,6 +23,7 @@ pub mod adapter;
 pub mod clock;
 pub mod confine;
 pub mod conformance;
+pub mod digest;
 pub mod embedded;
 pub mod error;
 pub mod fsio;

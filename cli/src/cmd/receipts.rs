@@ -178,7 +178,12 @@ impl Expected {
         }
         let grants = crate::bundle::read_grants(grant_files)?;
         Ok(Self {
-            grants: Some(crate::bundle::grants_digest(&grants)),
+            grants: Some(
+                crate::bundle::grants_digest(&grants)
+                    .map_err(|e| Failure::usage(format!("--grants: {e}")))?
+                    .as_str()
+                    .to_owned(),
+            ),
         })
     }
 }

@@ -243,6 +243,9 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
     let envelope: Option<PolicyEnvelope> =
         resolved.envelope.as_deref().map(read_one).transpose()?;
     let grants = crate::bundle::read_grants(&resolved.grants)?;
+    // A grant that cannot be signed (a float or an oversized integer anywhere in it) is
+    // refused here, never hashed as "".
+    craik_host::run::grants_digest(&grants).map_err(Failure::usage)?;
     craik_host::run::check_task_bindings(&task, intent.as_ref(), envelope.as_ref(), &grants)?;
     let profile = args
         .profile

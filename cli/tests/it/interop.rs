@@ -1,5 +1,5 @@
 //! The CI interop check: every in-scope payload of the Python reference implementation
-//! (`../shared/craik/upstream-fixtures/contracts_v0_1.json`, read in place, never copied)
+//! (`contracts/tests/fixtures/upstream/contracts_v0_1.json`, a copy of the shared fixtures)
 //! passes `craik contracts validate --roundtrip`: it validates and re-serialises to equal JSON,
 //! modulo the defaults the README lists.
 
@@ -7,7 +7,7 @@ use std::fs;
 
 use pretty_assertions::assert_eq;
 
-use crate::{craik, run_in, shared_dir, transcript};
+use crate::{craik, run_in, transcript, upstream_fixture_file};
 
 /// The README's "Interop with the reference implementation" table, as data.
 const DEFAULTS_THE_REFERENCE_OMITS: &[(&str, &str)] = &[
@@ -18,9 +18,8 @@ const DEFAULTS_THE_REFERENCE_OMITS: &[(&str, &str)] = &[
 
 #[test]
 fn reference_payloads_validate_and_round_trip_through_the_binary() {
-    let path = shared_dir().join("craik/upstream-fixtures/contracts_v0_1.json");
-    let text = fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (set CRAIK_SHARED_DIR)", path.display()));
+    let path = upstream_fixture_file();
+    let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let fixtures: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text).unwrap();
 
     let output = craik()

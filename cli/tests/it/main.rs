@@ -78,11 +78,10 @@ pub fn corpus() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
 }
 
-pub fn shared_dir() -> PathBuf {
-    match std::env::var_os("CRAIK_SHARED_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => repo_root().join("../shared"),
-    }
+/// The reference implementation's payloads, copied into the repository (provenance in
+/// `contracts/tests/fixtures/upstream/PROVENANCE.md`).
+pub fn upstream_fixture_file() -> PathBuf {
+    repo_root().join("contracts/tests/fixtures/upstream/contracts_v0_1.json")
 }
 
 /// Exit code, stdout and stderr as one reviewable text.

@@ -15,22 +15,19 @@ mod schemas;
 
 use std::path::PathBuf;
 
-/// `<repo>/..`/shared, or `$CRAIK_SHARED_DIR`.
-pub fn shared_dir() -> PathBuf {
-    match std::env::var_os("CRAIK_SHARED_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared"),
-    }
+/// The reference implementation's payloads, copied into the repository (see
+/// `tests/fixtures/upstream/PROVENANCE.md`): a bare clone needs nothing beside it.
+pub fn upstream_fixture_file() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/upstream/contracts_v0_1.json")
 }
 
 /// The reference implementation's payloads keyed by schema name, plus a sample of each of
 /// Craik's own contracts.
 pub fn upstream_fixtures() -> serde_json::Map<String, serde_json::Value> {
-    let path = shared_dir().join("craik/upstream-fixtures/contracts_v0_1.json");
+    let path = upstream_fixture_file();
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
         panic!(
-            "cannot read the reference fixtures at {}: {e}; \
-             clone the project with shared/ beside it or set CRAIK_SHARED_DIR",
+            "cannot read the reference fixtures at {}: {e}",
             path.display()
         )
     });

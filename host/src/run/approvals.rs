@@ -78,7 +78,8 @@ pub fn approval_bound(
     record: &ApprovalRecord,
     keys: &KeyRing,
 ) -> Result<(), String> {
-    let want = action_digest(&record.action);
+    let want = action_digest(&record.action)
+        .map_err(|e| format!("the approval's action has no canonical form: {e}"))?;
     let signed = verified_receipts(dir, keys)?.into_iter().any(|r| {
         r.decision == Decision::RequiresApproval
             && r.request_hash == record.request_hash

@@ -129,11 +129,19 @@ impl ActionRecord {
             clean(r, false);
         }
         clean(&mut proposed.id, false);
-        let refused = found.map(|what| {
-            format!(
-                "{id}: the proposal holds {what}; Craik never writes, runs or stores secrets (the stored copy is redacted)"
-            )
-        });
+        let refused = found
+            .map(|what| {
+                format!(
+                    "{id}: the proposal holds {what}; Craik never writes, runs or stores secrets (the stored copy is redacted)"
+                )
+            })
+            .or_else(|| {
+                // What is decided must have one signed form: no float, no integer beyond
+                // ±(2^53−1) (a `timeout_ms` of 2^53 once hid an edited approval).
+                craik_kernel::canonical_bytes(&proposed).err().map(|e| {
+                    format!("{id}: the proposal has no canonical form Craik can sign ({e})")
+                })
+            });
         Self {
             id,
             proposed,
@@ -305,15 +313,17 @@ pub fn compact(value: &Value) -> String {
 /// `sha256:` of a set of grants, whatever their order or the files they came in: the
 /// canonical JSON (RFC 8785) array of the grants, each sorted by its own canonical bytes. The
 /// `run.inputs` receipt signs it as `grants_sha256`; `receipts verify --grants` recomputes it.
-pub fn grants_digest(grants: &[CapabilityGrant]) -> String {
-    let mut each: Vec<serde_json::Value> = grants
-        .iter()
-        .filter_map(|g| serde_json::to_value(g).ok())
-        .collect();
-    each.sort_by_cached_key(|v| craik_kernel::canonical_bytes(v).unwrap_or_default());
-    craik_kernel::canonical_bytes(&each)
-        .map(|b| crate::run::exec::digest(&b))
-        .unwrap_or_default()
+pub fn grants_digest(grants: &[CapabilityGrant]) -> Result<crate::digest::Digest, String> {
+    let mut each: Vec<(Vec<u8>, serde_json::Value)> = Vec::with_capacity(grants.len());
+    for g in grants {
+        let value = serde_json::to_value(g).map_err(|e| format!("grant `{}`: {e}", g.id))?;
+        let bytes =
+            craik_kernel::canonical_bytes(&value).map_err(|e| format!("grant `{}`: {e}", g.id))?;
+        each.push((bytes, value));
+    }
+    each.sort_by(|a, b| a.0.cmp(&b.0));
+    let values: Vec<serde_json::Value> = each.into_iter().map(|(_, v)| v).collect();
+    crate::digest::Digest::of_canonical(&values)
 }
 
 /// An intent lock, policy envelope or grant written for another task would never apply (or

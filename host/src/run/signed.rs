@@ -12,11 +12,10 @@ use crate::run::{ActionRecord, Inputs};
 /// The capability a run's first receipt names: it binds `inputs.json` to the journal.
 pub const RUN_INPUTS: &str = "run.inputs";
 
-/// `sha256:` of an action record's canonical JSON (RFC 8785).
-pub fn action_digest(action: &ActionRecord) -> String {
-    craik_kernel::canonical_bytes(action)
-        .map(|b| exec::digest(&b))
-        .unwrap_or_default()
+/// `sha256:` of an action record's canonical JSON (RFC 8785); an action with no canonical
+/// form (a number beyond ±(2^53−1)) has no digest and is refused, never "".
+pub fn action_digest(action: &ActionRecord) -> Result<crate::digest::Digest, String> {
+    crate::digest::Digest::of_canonical(action)
 }
 
 /// The run's journal, whole lines only (a torn tail is recovery's to repair), verified under

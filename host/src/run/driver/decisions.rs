@@ -80,7 +80,10 @@ impl Host {
         // The exact action decided (ids, content, edits, argv): what an approval file shows
         // must hash to this.
         let meta = &mut draft.result.metadata.0;
-        meta.insert("action_sha256".into(), json!(action_digest(action)));
+        // Every recorded action has a canonical form (checked when it was recorded); one that
+        // had none would end the run here rather than sign an empty digest.
+        let digest = action_digest(action).map_err(Error::internal)?;
+        meta.insert("action_sha256".into(), json!(digest.as_str()));
         meta.insert("operation".into(), json!(action.proposed.operation));
         let receipt = self.receipt(draft)?;
         if let Some(id) = &verdict.approval {

@@ -184,7 +184,8 @@ impl Host {
         // lock, workspace, runner) to the signed journal: a resume refuses edited inputs.
         let path = host.dir.file(crate::run::store::INPUTS);
         let bytes = std::fs::read(&path).map_err(io(&path))?;
-        let draft = inputs_draft(&host.inputs, &bytes, &host.runner_ref().id);
+        let draft =
+            inputs_draft(&host.inputs, &bytes, &host.runner_ref().id).map_err(Error::usage)?;
         host.receipt(draft)?;
         host.save_run()?;
         Ok(host)
@@ -797,30 +798,39 @@ fn result(status: ReceiptStatus, summary: &str) -> ReceiptResult {
 
 /// The first receipt of a run: `request_hash` is the `sha256:` of the exact bytes of
 /// `inputs.json`; the metadata names the hashes of its parts an auditor cares about.
-fn inputs_draft(inputs: &Inputs, bytes: &[u8], actor: &str) -> ReceiptDraft {
-    let part = |v: Result<Vec<u8>, String>| v.map(|b| exec::digest(&b)).unwrap_or_default();
+fn inputs_draft(inputs: &Inputs, bytes: &[u8], actor: &str) -> Result<ReceiptDraft, String> {
+    let part = |what: &str, v: Result<crate::digest::Digest, String>| {
+        v.map(|d| d.as_str().to_owned())
+            .map_err(|e| format!("{what}: {e}"))
+    };
     let mut metadata = craik_contracts::Object::new();
     metadata
         .0
         .insert("inputs_sha256".into(), json!(exec::digest(bytes)));
     metadata.0.insert(
         "grants_sha256".into(),
-        json!(crate::run::grants_digest(&inputs.grants)),
+        json!(crate::run::grants_digest(&inputs.grants)?.as_str()),
     );
     metadata.0.insert(
         "envelope_sha256".into(),
-        json!(part(craik_kernel::canonical_bytes(&inputs.envelope))),
+        json!(part(
+            "policy envelope",
+            crate::digest::Digest::of_canonical(&inputs.envelope)
+        )?),
     );
     metadata.0.insert(
         "intent_sha256".into(),
-        json!(part(craik_kernel::canonical_bytes(&inputs.intent))),
+        json!(part(
+            "intent lock",
+            crate::digest::Digest::of_canonical(&inputs.intent)
+        )?),
     );
     metadata.0.insert(
         "workspace".into(),
         json!(inputs.workspace.display().to_string()),
     );
     metadata.0.insert("runner".into(), json!(inputs.runner));
-    ReceiptDraft {
+    Ok(ReceiptDraft {
         task_id: inputs.task.id.clone(),
         actor: actor.to_owned(),
         capability: RUN_INPUTS.into(),
@@ -857,5 +867,5 @@ fn inputs_draft(inputs: &Inputs, bytes: &[u8], actor: &str) -> ReceiptDraft {
             Mode::Enforce
         },
         action: None,
-    }
+    })
 }

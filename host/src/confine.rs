@@ -648,54 +648,115 @@ pub fn become_subreaper() {
     let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
 }
 
-/// Children of this process, from `/proc/*/stat`.
-fn children() -> Vec<i32> {
-    let me = rustix::process::getpid().as_raw_nonzero().get();
+/// Every process and its parent, from `/proc/*/stat`.
+fn parents() -> Vec<(i32, i32)> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     entries
         .filter_map(Result::ok)
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|stat| {
-                    // `pid (comm) state ppid …`: comm may hold spaces and parentheses.
-                    let rest = stat.get(stat.rfind(')')? + 1..)?;
-                    rest.split_whitespace().nth(1)?.parse::<i32>().ok()
-                })
-                == Some(me)
-        })
+        .filter_map(|pid| Some((pid, parent_of(pid)?)))
         .collect()
 }
 
-/// Kills every child of this process that it does not manage (what a command or adapter left
-/// behind, re-parented here), and their children as they are re-parented in turn; `all` kills
-/// the managed ones too. Returns how many were killed.
-pub fn reap_strays(all: bool) -> usize {
-    use rustix::process::{Pid, Signal, WaitOptions};
-    let mut killed = 0;
-    // Bounded: a fork bomb cannot keep Craik here for ever.
-    for _ in 0..256 {
-        let managed = MANAGED.lock().map(|s| s.clone()).unwrap_or_default();
-        let strays: Vec<i32> = children()
-            .into_iter()
-            .filter(|pid| all || !managed.contains(pid))
-            .collect();
-        if strays.is_empty() {
-            break;
-        }
-        for pid in strays {
-            if let Some(pid) = Pid::from_raw(pid) {
-                let _ = rustix::process::kill_process_group(pid, Signal::KILL);
-                let _ = rustix::process::kill_process(pid, Signal::KILL);
-                let _ = rustix::process::waitpid(Some(pid), WaitOptions::empty());
-                killed += 1;
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid …`: comm may hold spaces and parentheses.
+    let rest = stat.get(stat.rfind(')')? + 1..)?;
+    rest.split_whitespace().nth(1)?.parse::<i32>().ok()
+}
+
+/// Every descendant of this process, except (unless `all`) the managed children and the
+/// processes beneath them, with the parent it was found under.
+fn descendants(all: bool) -> Vec<(i32, i32)> {
+    let me = rustix::process::getpid().as_raw_nonzero().get();
+    let managed = MANAGED.lock().map(|s| s.clone()).unwrap_or_default();
+    let table = parents();
+    let mut found = Vec::new();
+    let mut frontier = vec![me];
+    while let Some(parent) = frontier.pop() {
+        for (pid, _) in table.iter().filter(|(_, pp)| *pp == parent) {
+            if parent == me && !all && managed.contains(pid) {
+                continue;
+            }
+            if found.len() < 65_536 {
+                found.push((*pid, parent));
+                frontier.push(*pid);
             }
         }
     }
-    killed
+    found
+}
+
+/// Signals `pid` through a pidfd, only if it is still the child of `parent` once the pidfd
+/// holds it (a pid that died and was reused by another process is never signalled).
+fn signal_if_child(pid: i32, parent: i32, signal: rustix::process::Signal) -> bool {
+    let Some(raw) = rustix::process::Pid::from_raw(pid) else {
+        return false;
+    };
+    let Ok(fd) = rustix::process::pidfd_open(raw, rustix::process::PidfdFlags::empty()) else {
+        return false;
+    };
+    if parent_of(pid) != Some(parent) {
+        // Re-parented to Craik (the subreaper) in between: still ours.
+        let me = rustix::process::getpid().as_raw_nonzero().get();
+        if parent_of(pid) != Some(me) {
+            return false;
+        }
+    }
+    rustix::process::pidfd_send_signal(&fd, signal).is_ok()
+}
+
+/// Kills every descendant of this process that it does not manage (what a command or
+/// adapter left behind: double forks, `setsid` daemons, fork chains); `all` kills the managed
+/// ones too. Freeze, then kill: every descendant found is stopped (`SIGSTOP`: a stopped
+/// process cannot fork), the tree is walked again until no new process appears, and only
+/// then is everything killed and reaped. Returns how many were killed.
+pub fn reap_strays(all: bool) -> usize {
+    use rustix::process::{Pid, Signal, WaitOptions};
+    let mut frozen: BTreeSet<i32> = BTreeSet::new();
+    // Bounded: a fork bomb cannot keep Craik here for ever.
+    for _ in 0..1024 {
+        let new: Vec<(i32, i32)> = descendants(all)
+            .into_iter()
+            .filter(|(pid, _)| !frozen.contains(pid))
+            .collect();
+        if new.is_empty() {
+            break;
+        }
+        for (pid, parent) in new {
+            if signal_if_child(pid, parent, Signal::STOP) {
+                frozen.insert(pid);
+            }
+        }
+    }
+    for pid in &frozen {
+        if let Some(p) = Pid::from_raw(*pid) {
+            let _ = rustix::process::kill_process(p, Signal::KILL);
+        }
+    }
+    // Reap: the killed become zombies re-parented to Craik (the subreaper) as their parents
+    // die; wait for each until none is left (bounded).
+    let mut left = frozen.clone();
+    for _ in 0..2000 {
+        left.retain(|pid| {
+            let Some(p) = Pid::from_raw(*pid) else {
+                return false;
+            };
+            match rustix::process::waitpid(Some(p), WaitOptions::NOHANG) {
+                Ok(Some(_)) => false,
+                Ok(None) => true,
+                // Not (yet) our child: its parent is dying; gone once /proc has no entry.
+                Err(_) => std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            }
+        });
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    frozen.len()
 }
 
 /// On SIGINT, SIGTERM or SIGHUP: kill every child and what it left behind, then exit

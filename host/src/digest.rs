@@ -14,7 +14,11 @@ pub struct Digest(String);
 impl Digest {
     /// The digest of `bytes`.
     pub fn of_bytes(bytes: &[u8]) -> Self {
-        Self(crate::run::exec::digest(bytes))
+        use sha2::Digest as _;
+        Self(format!(
+            "sha256:{}",
+            craik_kernel::to_hex(&sha2::Sha256::digest(bytes))
+        ))
     }
 
     /// The digest of `value`'s canonical JSON; refuses what has no canonical form.

@@ -71,6 +71,7 @@ const LAYERS: &[&[&str]] = &[
         "error",
         "clock",
         "fsio",
+        "digest",
         "confine",
         "journal",
         "keys",

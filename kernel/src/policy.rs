@@ -18,7 +18,7 @@ pub use decide::{
     DecideOptions, ENVELOPE_APPROVAL, ENVELOPE_DENIED, ENVELOPE_NOT_ALLOWED, NaivePolicies,
     RUNNER_PROMPT_HANDOFF, RUNNER_UNSUPPORTED, RunnerSupport, glob_matches, request_hash,
 };
-pub use effect::{Effect, OPERATIONS, operations_of};
+pub use effect::{Effect, OPERATIONS, envelope_entry_problem, operations_of};
 pub use grant::{CompiledGrant, GrantError, GrantSet, PathPattern, compile as compile_grant};
 pub use request::{
     Approval, Decision, DecisionRequest, DenyKind, EnvelopeRules, IntentScope, Mode, RunnerRef,

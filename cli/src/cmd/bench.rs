@@ -698,15 +698,18 @@ fn governed_run(
         clock: std::sync::Arc::new(craik_host::SystemClock),
     };
     let t = Instant::now();
-    let mut host = Host::start(home, Box::new(dir), inputs, setup)?;
+    let mut host = Host::start(
+        craik_host::run::locked::LockedRun::create(home, dir, inputs)?,
+        setup,
+    )?;
     host.drive(&mut |_| {})?;
     let governed_s = t.elapsed().as_secs_f64();
-    let status = host.machine.run().status;
+    let status = host.machine().run().status;
     if status != craik_contracts::TaskRunStatus::Completed {
         return Err(Failure::internal(format!(
             "the bench run ended {}: {}",
             status.as_str(),
-            host.machine.run().stop_reason.clone().unwrap_or_default()
+            host.machine().run().stop_reason.clone().unwrap_or_default()
         )));
     }
     let journal = std::fs::read(host.journal_path()).map_err(io_at(&host.journal_path()))?;

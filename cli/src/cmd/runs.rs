@@ -20,8 +20,9 @@ use crate::output::{Format, Out};
 use craik_host::launch::build_runner;
 use craik_host::run::approvals::{ApprovalRecord, ApprovalStatus, all_approvals, find_approval};
 use craik_host::run::driver::{Host, Setup, Tally};
+use craik_host::run::locked::LockedRun;
 use craik_host::run::memory::proposals;
-use craik_host::run::store::{CANCEL, HANDOFF, Home, HomePlacement, RUN, RunStore, RunStoreExt};
+use craik_host::run::store::{HANDOFF, Home, HomePlacement, RUN, RunStore, RunStoreExt};
 use craik_host::run::{Inputs, RunnerOptions, exec::digest};
 
 /// What `craik run` was asked.
@@ -340,11 +341,9 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         shadow: args.shadow,
         started_at: Timestamp::new(started),
     };
-    let lock = dir.lock()?;
     let keys = setup.keys.clone();
-    let mut host = Host::start(home, Box::new(dir), inputs, setup)?;
+    let mut host = Host::start(LockedRun::create(home, dir, inputs)?, setup)?;
     drive(out, &mut host)?;
-    drop(lock);
     summary(out, format, &host, &keys)
 }
 
@@ -404,8 +403,8 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
             }
         }
     }
-    let run = host.machine.run();
-    let handoff = host.dir.file(HANDOFF);
+    let run = host.machine().run();
+    let handoff = host.dir().file(HANDOFF);
     let handoff = handoff.is_file().then(|| handoff.display().to_string());
     let s = Summary {
         run,
@@ -415,7 +414,7 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
         journal_valid: report.is_valid(),
         journal_closed: report.closed,
         handoff: handoff.clone(),
-        notes: &host.notes,
+        notes: host.notes(),
     };
     match format {
         Format::Human => {
@@ -432,7 +431,7 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
                 run.max_iterations,
                 run.phase.as_str()
             ))?;
-            if host.inputs.shadow {
+            if host.inputs().shadow {
                 out.line(format_args!(
                     "  verdicts  {} allow, {} requires approval, {} deny — SHADOW: decided and receipted, nothing performed",
                     tally.allow, tally.approval, tally.deny
@@ -466,7 +465,7 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
                     run.status.as_str()
                 ))?,
             }
-            for note in &host.notes {
+            for note in host.notes() {
                 out.line(format_args!("  note      {note}"))?;
             }
             if let Some(reason) = &run.stop_reason
@@ -495,22 +494,15 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
     })
 }
 
-/// Takes the run's lock, then reopens it from its journals.
-fn open_locked(
-    home: &Path,
-    run_id: &str,
-    out: &mut Out,
-) -> Result<(craik_host::run::store::RunLock, Host, KeyRing), Failure> {
-    let lock = Home::new(home).run_dir(run_id)?.lock()?;
-    let (host, keys) = open_host(home, run_id, out)?;
-    Ok((lock, host, keys))
-}
-
-fn open_host(home: &Path, run_id: &str, out: &mut Out) -> Result<(Host, KeyRing), Failure> {
+/// Takes the run's lock, checks its inputs against its signed journal, then reopens it; the
+/// returned host holds the lock for its life.
+fn open_locked(home: &Path, run_id: &str, out: &mut Out) -> Result<(Host, KeyRing), Failure> {
     let home = Home::new(home);
     let dir = home.run_dir(run_id)?;
     let (_, ring) = keys(&home, out)?;
-    let inputs = craik_host::run::driver::bound_inputs(&dir, &ring)?;
+    let run_path = dir.path.clone();
+    let run = LockedRun::open(Home::new(&home.root), dir, &ring)?;
+    let inputs = run.inputs().clone();
     let mut scenario = None;
     if let (Some(path), Some(digest)) = (&inputs.scenario_path, &inputs.scenario_digest) {
         let (decoded, digest_now) = read_scenario(path)?;
@@ -528,7 +520,7 @@ fn open_host(home: &Path, run_id: &str, out: &mut Out) -> Result<(Host, KeyRing)
     let runner = build_runner(
         &inputs.runner,
         scenario,
-        &dir.path,
+        &run_path,
         &inputs.runner_options,
         inputs.profile,
     )?;
@@ -541,7 +533,7 @@ fn open_host(home: &Path, run_id: &str, out: &mut Out) -> Result<(Host, KeyRing)
         out,
     )?;
     let keys = setup.keys.clone();
-    Ok((Host::recover(home, Box::new(dir), setup)?, keys))
+    Ok((Host::recover(run, setup)?, keys))
 }
 
 /// `craik runs recover RUN`: repair and classify, continue nothing.
@@ -551,9 +543,8 @@ pub(crate) fn recover(
     home: &Path,
     run_id: &str,
 ) -> Result<Exit, Failure> {
-    let (lock, mut host, keys) = open_locked(home, run_id, out)?;
+    let (mut host, keys) = open_locked(home, run_id, out)?;
     let found = host.settle()?;
-    drop(lock);
     if format == Format::Human {
         if found.is_empty() {
             out.line(format_args!("{run_id}: nothing to recover"))?;
@@ -562,7 +553,7 @@ pub(crate) fn recover(
             out.line(format_args!("{run_id}: {line}"))?;
         }
     }
-    host.notes = found;
+    host.set_notes(found);
     summary(out, format, &host, &keys)
 }
 
@@ -573,20 +564,19 @@ pub(crate) fn resume(
     home: &Path,
     run_id: &str,
 ) -> Result<Exit, Failure> {
-    let (lock, mut host, keys) = open_locked(home, run_id, out)?;
+    let (mut host, keys) = open_locked(home, run_id, out)?;
     let ended = host.is_final();
     let found = host.settle()?;
     if ended {
         out.diag(format_args!(
             "craik: {run_id} already ended ({}); nothing to resume",
-            host.machine.run().status.as_str()
+            host.machine().run().status.as_str()
         ))?;
     } else if !host.is_final() {
         host.reopen()?;
         drive(out, &mut host)?;
     }
-    drop(lock);
-    host.notes = found;
+    host.set_notes(found);
     summary(out, format, &host, &keys)
 }
 
@@ -599,7 +589,7 @@ pub(crate) fn cancel(
 ) -> Result<Exit, Failure> {
     let dir = Home::new(home).run_dir(run_id)?;
     if let Some(pid) = dir.locked_by_live() {
-        std::fs::write(dir.file(CANCEL), b"cancel\n")
+        dir.request_cancel()
             .map_err(|e| Failure::usage(format!("{}: {e}", dir.path.display())))?;
         out.line(format_args!(
             "{run_id}: cancellation requested; process {pid} stops before its next step"
@@ -607,7 +597,7 @@ pub(crate) fn cancel(
         return Ok(Exit::Ok);
     }
     drop(dir);
-    let (lock, mut host, keys) = open_locked(home, run_id, out)?;
+    let (mut host, keys) = open_locked(home, run_id, out)?;
     host.settle()?;
     if !host.is_final() {
         host.halt(
@@ -615,7 +605,6 @@ pub(crate) fn cancel(
             "cancelled by the operator".into(),
         )?;
     }
-    drop(lock);
     summary(out, format, &host, &keys).map(|_| Exit::Ok)
 }
 

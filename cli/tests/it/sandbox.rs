@@ -583,3 +583,37 @@ fn toolchain_project() -> Vec<(&'static str, &'static str)> {
         ),
     ]
 }
+
+/// A fork chain (each process forks the next and exits at once) started by a command does not
+/// outlive its step: Craik freezes every descendant before it kills any, so no generation
+/// escapes the sweep, and nothing writes into the workspace after the step's check.
+#[test]
+fn issue_18_a_fork_chain_does_not_outlive_its_step() {
+    if !confinement_available() {
+        return;
+    }
+    // Every generation starts the next in a new session (so no process-group kill reaches
+    // it) and exits; the last one writes after the step has ended.
+    let script = "#!/bin/sh\nn=${1:-300}\nif [ \"$n\" -gt 0 ]; then\n  ( setsid ./chain.sh $((n - 1)) & )\n  exit 0\nfi\nsleep 2\necho late > out/late.txt\n";
+    let dir = tempfile::tempdir().unwrap();
+    let steps = act(json!([
+        {"id":"action_chain","capability":"shell.test","operation":"execute","argv":["./chain.sh"]},
+    ]));
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[("shell.test", &["./chain.sh"], &["execute"])],
+        steps,
+        &[("chain.sh", script), ("out/.keep", "")],
+    );
+    make_executable(&ex.join("workspace/chain.sh"));
+    let home = dir.path().join("home");
+    let (out, id) = run(&ex, &home, &[]);
+    assert!(out.status.code().is_some(), "{}", crate::transcript(&out));
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let ws = home.join("runs").join(&id).join("workspace");
+    assert!(
+        !ws.join("out/late.txt").exists(),
+        "a chain member wrote after the step"
+    );
+}

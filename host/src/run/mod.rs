@@ -4,6 +4,7 @@
 pub mod approvals;
 pub mod driver;
 pub mod exec;
+pub mod locked;
 pub mod manifest;
 pub mod memory;
 pub mod signed;
@@ -356,6 +357,26 @@ pub fn check_task_bindings(
             ),
             Vec::new(),
         ));
+    }
+    // An envelope entry that names no capability would silently match nothing (a deny-list
+    // entry `shell.*` denied nothing): refused, naming the field and the entry.
+    if let Some(e) = envelope {
+        for (field, list) in [
+            ("allowed_capabilities", &e.allowed_capabilities),
+            ("denied_capabilities", &e.denied_capabilities),
+            ("approval_required", &e.approval_required),
+            ("verification_required", &e.verification_required),
+        ] {
+            if let Some(problem) = list
+                .iter()
+                .find_map(|entry| craik_kernel::envelope_entry_problem(entry))
+            {
+                return Err(crate::Error::invalid(
+                    format!("policy envelope `{}`: {field}: {problem}", e.id),
+                    Vec::new(),
+                ));
+            }
+        }
     }
     Ok(())
 }

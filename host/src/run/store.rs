@@ -357,6 +357,14 @@ pub trait RunStore: std::fmt::Debug + Send {
     fn clean_leftovers(&self) -> io::Result<Vec<String>>;
     /// The run's exclusive driver lock, held while the guard lives.
     fn lock(&self) -> Result<RunLock, Error>;
+    /// Asks the live driver to stop before its next step.
+    fn request_cancel(&self) -> io::Result<()> {
+        self.append_bytes(CANCEL, b"cancel\n", true)
+    }
+    /// Whether a cancellation was requested.
+    fn cancel_requested(&self) -> bool {
+        matches!(self.read_bytes(CANCEL), Ok(Some(_)))
+    }
 }
 
 /// Typed access to a [`RunStore`]: JSON lines and JSON documents.

@@ -98,6 +98,32 @@ pub const OPERATIONS: &[(&str, &[&str])] = &[
     ("net.fetch", &["read"]),
 ];
 
+/// Why a policy-envelope entry (`allowed_capabilities`, `denied_capabilities`,
+/// `approval_required`) names no capability: it must be a capability the table knows
+/// (`repo.write.docs`) or a family of them (`repo.write`, `shell`), spelled exactly — no
+/// wildcard, no case variant. `None` when it is one.
+pub fn envelope_entry_problem(entry: &str) -> Option<String> {
+    let spelled = !entry.is_empty()
+        && entry
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'_')
+        && !entry.starts_with('.')
+        && !entry.ends_with('.')
+        && !entry.contains("..");
+    let known = spelled
+        && (operations_of(entry).is_some()
+            || OPERATIONS.iter().any(|(name, _)| {
+                let name = name.trim_end_matches('.');
+                name == entry || name.starts_with(&format!("{entry}."))
+            }));
+    (!known).then(|| {
+        format!(
+            "`{}` names no capability: use a capability (`repo.write.docs`) or a family (`repo.write`, `shell`), exactly as spelled in the capability table, no wildcard",
+            craik_contracts::Truncated(entry)
+        )
+    })
+}
+
 /// The operations `capability` admits; `None` when the table has no entry for it.
 pub fn operations_of(capability: &str) -> Option<&'static [&'static str]> {
     OPERATIONS
@@ -178,5 +204,46 @@ mod tests {
         assert_eq!(Effect::of("repo.write.", "write"), None);
         assert_eq!(Effect::of("repo.writer", "write"), None);
         assert_eq!(Effect::of("unknown.thing", "read"), None);
+    }
+}
+
+#[cfg(test)]
+mod envelope_tests {
+    use super::envelope_entry_problem;
+
+    #[test]
+    fn issue_18_envelope_entries_must_name_capabilities() {
+        for ok in [
+            "repo.read",
+            "repo.write.docs",
+            "repo.write",
+            "repo",
+            "shell",
+            "shell.test",
+            "git.force_push",
+            "github",
+            "memory.propose",
+            "net.fetch",
+        ] {
+            assert_eq!(envelope_entry_problem(ok), None, "{ok}");
+        }
+        for bad in [
+            "shell.*",
+            "Shell.test",
+            "SHELL",
+            "repo.*",
+            "*",
+            "",
+            "shell.",
+            ".shell",
+            "repo..write",
+            "rep",
+            "git.forcepush",
+            "memory.read.x",
+            "shell test",
+            "re\u{0}po",
+        ] {
+            assert!(envelope_entry_problem(bad).is_some(), "{bad:?}");
+        }
     }
 }

@@ -40,9 +40,7 @@ use crate::run::approvals::{
 use crate::run::exec::{self, FileState, Workspace};
 use crate::run::memory::write_memory;
 pub use crate::run::signed::{RUN_INPUTS, action_digest, bound_inputs};
-use crate::run::store::{
-    CANCEL, CrashPoints, EVENTS, HANDOFF, Home, OUTPUTS, RUN, RunStore, RunStoreExt,
-};
+use crate::run::store::{CrashPoints, EVENTS, HANDOFF, Home, OUTPUTS, RUN, RunStore, RunStoreExt};
 use crate::run::{
     ActionRecord, Event, Inputs, Outcome, StepRunner, compact, directives, json, may_act,
     may_propose,
@@ -76,15 +74,17 @@ pub struct Tally {
 
 /// One run being driven (or recovered).
 pub struct Host {
-    pub home: Home,
-    pub dir: Box<dyn RunStore>,
-    pub inputs: Inputs,
+    home: Home,
+    dir: Box<dyn RunStore>,
+    inputs: Inputs,
+    /// The run's driver lock, held for the host's life.
+    _lock: crate::run::store::RunLock,
     bundle: Bundle,
     grants: GrantSet,
     signer: Ed25519Signer,
     journal: JournalWriter,
     journal_file: JournalFile,
-    pub machine: RunLoop,
+    machine: RunLoop,
     runner: Box<dyn StepRunner>,
     matrix: craik_contracts::RunnerCapabilityMatrix,
     /// The runner's handshake is done (lazily, before its first step).
@@ -107,7 +107,7 @@ pub struct Host {
     output_ids: HashSet<String>,
     halted: Option<(TaskRunStatus, String)>,
     closed: bool,
-    pub notes: Vec<String>,
+    notes: Vec<String>,
 }
 
 impl std::fmt::Debug for Host {
@@ -152,13 +152,14 @@ impl std::fmt::Debug for Setup {
 }
 
 impl Host {
-    /// Starts a new run in a fresh directory.
-    pub fn start(
-        home: Home,
-        dir: Box<dyn RunStore>,
-        inputs: Inputs,
-        setup: Setup,
-    ) -> Result<Self, Error> {
+    /// Starts a new run in a fresh directory (locked, its home outside its workspace).
+    pub fn start(run: crate::run::locked::LockedRun, setup: Setup) -> Result<Self, Error> {
+        let crate::run::locked::LockedRun {
+            home,
+            dir,
+            inputs,
+            lock,
+        } = run;
         let run_id = inputs.run_id.clone();
         let journal_file = JournalFile::create(dir.root()).map_err(io(dir.root()))?;
         dir.write_json(crate::run::store::INPUTS, &inputs, true)
@@ -170,6 +171,7 @@ impl Host {
             home,
             dir,
             inputs,
+            lock,
             setup,
             JournalWriter::new(&run_id, CHECKPOINT_EVERY),
             journal_file,
@@ -191,12 +193,43 @@ impl Host {
         Ok(host)
     }
 
+    /// Craik's home this run belongs to.
+    pub fn home(&self) -> &Home {
+        &self.home
+    }
+
+    /// The run's directory.
+    pub fn dir(&self) -> &dyn RunStore {
+        self.dir.as_ref()
+    }
+
+    /// The run's inputs (as signed by its first receipt).
+    pub fn inputs(&self) -> &Inputs {
+        &self.inputs
+    }
+
+    /// The run's loop state.
+    pub fn machine(&self) -> &RunLoop {
+        &self.machine
+    }
+
+    /// What recovery or the driver noted for the operator.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// Replaces the notes shown to the operator.
+    pub fn set_notes(&mut self, notes: Vec<String>) {
+        self.notes = notes;
+    }
+
     /// A host with empty derived state.
     #[allow(clippy::too_many_arguments, reason = "one constructor, called twice")]
     fn assemble(
         home: Home,
         dir: Box<dyn RunStore>,
         inputs: Inputs,
+        lock: crate::run::store::RunLock,
         setup: Setup,
         journal: JournalWriter,
         journal_file: JournalFile,
@@ -233,6 +266,7 @@ impl Host {
             closed: false,
             notes: Vec::new(),
             inputs,
+            _lock: lock,
         }
     }
 
@@ -260,7 +294,7 @@ impl Host {
             if self.is_final() {
                 return Ok(());
             }
-            if self.dir.file(CANCEL).exists() {
+            if self.dir.cancel_requested() {
                 return self.halt(
                     TaskRunStatus::Interrupted,
                     "cancelled by the operator".into(),

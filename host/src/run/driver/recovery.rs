@@ -6,10 +6,15 @@ use super::*;
 impl Host {
     /// Reopens an existing run from its journals: repairs torn tails, verifies the receipts,
     /// replays the events, and classifies every action of the last act step.
-    pub fn recover(home: Home, dir: Box<dyn RunStore>, setup: Setup) -> Result<Self, Error> {
-        let inputs: Inputs = dir
-            .read_json(crate::run::store::INPUTS)
-            .map_err(|e| Error::invalid(e, Vec::new()))?;
+    /// The inputs are the ones [`crate::run::locked::LockedRun::open`] verified against the
+    /// signed journal, never re-read here.
+    pub fn recover(run: crate::run::locked::LockedRun, setup: Setup) -> Result<Self, Error> {
+        let crate::run::locked::LockedRun {
+            home,
+            dir,
+            inputs,
+            lock,
+        } = run;
         let mut notes = Vec::new();
         // The caller holds the run lock: a `.NAME.tmp-PID` here is an atomic write a crash
         // interrupted before its rename (the file it would have replaced is intact).
@@ -63,6 +68,7 @@ impl Host {
             home,
             dir,
             inputs,
+            lock,
             setup,
             journal,
             journal_file,

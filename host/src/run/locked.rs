@@ -1,0 +1,88 @@
+//! The preconditions of driving a run, enforced by the library rather than by its callers:
+//! a [`LockedRun`] is the only way into [`crate::run::driver::Host::start`] and
+//! [`crate::run::driver::Host::recover`], and only this module makes one.
+//!
+//! Holding one means: the run's exclusive driver lock is held (for as long as the value, then
+//! the host, lives); Craik's home lies outside the run's workspace; and, for an existing run,
+//! its `inputs.json` is the one the first signed receipt of its journal binds (never re-read
+//! unchecked).
+
+use std::path::Path;
+
+use craik_kernel::KeyRing;
+
+use crate::Error;
+use crate::run::Inputs;
+use crate::run::store::{Home, HomePlacement, RunDir, RunLock, RunStore};
+
+/// A run directory under its driver lock, with its checked inputs.
+pub struct LockedRun {
+    pub(crate) home: Home,
+    pub(crate) dir: Box<dyn RunStore>,
+    pub(crate) inputs: Inputs,
+    pub(crate) lock: RunLock,
+}
+
+impl std::fmt::Debug for LockedRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockedRun")
+            .field("home", &self.home.root)
+            .field("dir", &self.dir.root())
+            .field("run_id", &self.inputs.run_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LockedRun {
+    /// A new run in `dir` (created by [`crate::run::store::create_run`]): refused when the
+    /// home lies inside its workspace; the lock taken.
+    pub fn create(home: Home, dir: RunDir, inputs: Inputs) -> Result<Self, Error> {
+        placed_outside(&home, &inputs.workspace)?;
+        let lock = dir.lock()?;
+        Ok(Self {
+            home,
+            dir: Box::new(dir),
+            inputs,
+            lock,
+        })
+    }
+
+    /// An existing run: the lock taken first, then `inputs.json` read only if the journal
+    /// verifies under `keys` and its first receipt binds those bytes, then the home's
+    /// placement checked against the workspace the inputs name.
+    pub fn open(home: Home, dir: RunDir, keys: &KeyRing) -> Result<Self, Error> {
+        let lock = dir.lock()?;
+        let inputs = crate::run::signed::bound_inputs(&dir, keys)?;
+        placed_outside(&home, &inputs.workspace)?;
+        Ok(Self {
+            home,
+            dir: Box::new(dir),
+            inputs,
+            lock,
+        })
+    }
+
+    /// The run's checked inputs.
+    pub fn inputs(&self) -> &Inputs {
+        &self.inputs
+    }
+
+    /// The run's directory.
+    pub fn dir(&self) -> &dyn RunStore {
+        self.dir.as_ref()
+    }
+}
+
+fn placed_outside(home: &Home, workspace: &Path) -> Result<(), Error> {
+    let real = workspace
+        .canonicalize()
+        .map_err(|e| Error::usage(format!("workspace `{}`: {e}", workspace.display())))?;
+    match home.placement(&real) {
+        HomePlacement::Outside => Ok(()),
+        _ => Err(Error::usage(format!(
+            "Craik's home `{}` lies inside the workspace `{}`; keep the home outside the workspace (--home)",
+            home.root.display(),
+            real.display()
+        ))),
+    }
+}

@@ -31,6 +31,7 @@
 //! ever runs its program with a capability, an inherited descriptor or without its seccomp
 //! filters: the trampoline exits [`REFUSED_EXIT`] with a [`REFUSED_PREFIX`] line instead.
 
+mod mounts;
 mod rules;
 pub mod seccomp;
 pub mod toolchains;
@@ -90,6 +91,9 @@ pub struct Sandbox {
     pub read: Vec<PathBuf>,
     /// Real paths it may read and write (and create/remove beneath).
     pub write: Vec<PathBuf>,
+    /// The directories left writable at mount level (its write roots before carving, and its
+    /// scratch directories); every other mount is read-only in its private mount namespace.
+    pub mount_rw: Vec<PathBuf>,
     /// Sockets it may create.
     pub net: Network,
     /// Refuse to run without Landlock (every profile but `trusted-local`, which runs without
@@ -135,9 +139,11 @@ impl Sandbox {
         let inside = |set: &[PathBuf], p: &Path| set.iter().any(|k| p.starts_with(k));
         let holds = |set: &[PathBuf], p: &Path| set.iter().any(|k| k.starts_with(p) && k != p);
         let mut granted_write = Vec::new();
+        let mut mount_rw = Vec::new();
         for path in write {
             let real = rules::real(&path)
                 .ok_or_else(|| format!("`{}`: a write grant must exist", path.display()))?;
+            mount_rw.push(real.clone());
             if inside(&unwritable, &real) {
                 return Err(format!(
                     "`{}` is protected; a confined process may never write it",
@@ -181,12 +187,13 @@ impl Sandbox {
             }
         }
         for dir in scratch {
-            granted_write.push(
-                rules::real(&dir).ok_or_else(|| {
-                    format!("`{}`: a scratch directory must exist", dir.display())
-                })?,
-            );
+            let real = rules::real(&dir)
+                .ok_or_else(|| format!("`{}`: a scratch directory must exist", dir.display()))?;
+            mount_rw.push(real.clone());
+            granted_write.push(real);
         }
+        mount_rw.sort();
+        mount_rw.dedup();
         granted_write.sort();
         granted_write.dedup();
         if granted_read.len() + granted_write.len() > 2 * MAX_CARVED {
@@ -198,6 +205,7 @@ impl Sandbox {
         Ok(Self {
             read: granted_read,
             write: granted_write,
+            mount_rw,
             net,
             required,
         })
@@ -244,6 +252,9 @@ impl Sandbox {
         for p in &self.write {
             command.arg("--write").arg(p);
         }
+        for p in &self.mount_rw {
+            command.arg("--rw").arg(p);
+        }
         if self.net == Network::Tcp {
             command.arg("--tcp");
         }
@@ -263,7 +274,11 @@ impl Sandbox {
             Network::None => "no sockets (seccomp)",
             Network::Tcp => "tcp only (seccomp)",
         };
-        let common = "no capabilities, no_new_privs, fds > 2 closed";
+        let mounts = match mounts_probe() {
+            Ok(()) => "other mounts read-only (no chmod outside the write scope)".to_owned(),
+            Err(why) => format!("METADATA NOT CONFINED (no private mounts: {why})"),
+        };
+        let common = format!("no capabilities, no_new_privs, fds > 2 closed; {mounts}");
         match probe() {
             Probe::Available(abi) => format!(
                 "landlock abi {abi}: read {} paths, write {}; {net}; {common}; {}",
@@ -308,34 +323,46 @@ pub enum Probe {
     Unavailable(String),
 }
 
-/// Asks a trampoline once what Landlock this kernel enforces (a process restricting itself is
-/// the only honest test; the answer is cached for the life of this process).
-pub fn probe() -> Probe {
-    static PROBE: OnceLock<Probe> = OnceLock::new();
-    PROBE
-        .get_or_init(|| {
-            let out = std::env::current_exe().and_then(|me| {
+/// What the probe trampoline printed (run once per process).
+fn probe_text() -> &'static str {
+    static TEXT: OnceLock<String> = OnceLock::new();
+    TEXT.get_or_init(|| {
+        std::env::current_exe()
+            .and_then(|me| {
                 std::process::Command::new(me)
                     .args([TRAMPOLINE, "--probe"])
                     .env_clear()
                     .stdin(std::process::Stdio::null())
                     .output()
-            });
-            match out {
-                Ok(out) => {
-                    let text = String::from_utf8_lossy(&out.stdout);
-                    match text.trim().strip_prefix("landlock abi ") {
-                        Some(n) => n.parse().map_or_else(
-                            |_| Probe::Unavailable(text.trim().to_owned()),
-                            Probe::Available,
-                        ),
-                        None => Probe::Unavailable(text.trim().to_owned()),
-                    }
-                }
-                Err(e) => Probe::Unavailable(format!("cannot run the probe: {e}")),
-            }
-        })
-        .clone()
+            })
+            .map_or_else(
+                |e| format!("cannot run the probe: {e}"),
+                |out| String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+            )
+    })
+}
+
+/// Asks a trampoline once what Landlock this kernel enforces (a process restricting itself is
+/// the only honest test; the answer is cached for the life of this process).
+pub fn probe() -> Probe {
+    let text = probe_text();
+    let first = text.split(';').next().unwrap_or_default().trim();
+    match first.strip_prefix("landlock abi ") {
+        Some(n) => n
+            .parse()
+            .map_or_else(|_| Probe::Unavailable(first.to_owned()), Probe::Available),
+        None => Probe::Unavailable(first.to_owned()),
+    }
+}
+
+/// Whether a confined process can have its private read-only mounts here; `Err` says why not.
+pub fn mounts_probe() -> Result<(), String> {
+    let text = probe_text();
+    match text.split(';').nth(1).map(str::trim) {
+        Some("mounts ok") => Ok(()),
+        Some(other) => Err(other.trim_start_matches("mounts unavailable: ").to_owned()),
+        None => Err(text.to_owned()),
+    }
 }
 
 /// The trampoline's arguments.
@@ -355,6 +382,7 @@ fn parse(args: impl Iterator<Item = OsString>) -> Result<Args, String> {
         sandbox: Sandbox {
             read: Vec::new(),
             write: Vec::new(),
+            mount_rw: Vec::new(),
             net: Network::None,
             required: false,
         },
@@ -378,6 +406,7 @@ fn parse(args: impl Iterator<Item = OsString>) -> Result<Args, String> {
             }
             "--read" => sandbox.read.push(PathBuf::from(value()?)),
             "--write" => sandbox.write.push(PathBuf::from(value()?)),
+            "--rw" => sandbox.mount_rw.push(PathBuf::from(value()?)),
             "--tcp" => sandbox.net = Network::Tcp,
             "--arg0" => parsed.arg0 = Some(value()?),
             "--required" => sandbox.required = true,
@@ -403,11 +432,17 @@ pub fn trampoline(args: impl Iterator<Item = OsString>) -> ! {
         let empty = Sandbox {
             read: Vec::new(),
             write: Vec::new(),
+            mount_rw: Vec::new(),
             net: Network::Tcp,
             required: false,
         };
+        // The probe is a throwaway process: it tries the mount namespace for real.
+        let mounts = match mounts::read_only_except(&[]) {
+            Ok(()) => "mounts ok".to_owned(),
+            Err(e) => format!("mounts unavailable: {e}"),
+        };
         match restrict(&empty) {
-            Ok(Some(abi)) => println!("landlock abi {abi}"),
+            Ok(Some(abi)) => println!("landlock abi {abi}; {mounts}"),
             Ok(None) => println!("landlock is not enabled in this kernel"),
             Err(e) => println!("landlock failed: {e}"),
         }
@@ -430,6 +465,17 @@ pub fn trampoline(args: impl Iterator<Item = OsString>) -> ! {
         if u32::try_from(now).ok() != Some(parent) {
             refuse("the parent exited before the program started".into());
         }
+    }
+    // Metadata (chmod, chown, utimes, xattrs) only where the process may write: before
+    // Landlock, which forbids mount changes, and while the capability to mount is held.
+    if let Err(why) = mounts::read_only_except(&sandbox.mount_rw) {
+        if sandbox.required {
+            refuse(format!("{why}; this profile refuses to run without it"));
+        }
+        let _ = writeln!(
+            std::io::stderr(),
+            "{REFUSED_PREFIX} WARNING: {why}; file metadata (chmod) is not confined for this process"
+        );
     }
     if let Err(why) = privs::drop_all() {
         refuse(why);
@@ -757,6 +803,12 @@ pub fn reap_strays(all: bool) -> usize {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
     frozen.len()
+}
+
+/// Whether any unmanaged descendant is still alive (after [`reap_strays`], a process that
+/// escaped it: the step it belongs to fails).
+pub fn strays_left() -> bool {
+    !descendants(false).is_empty()
 }
 
 /// On SIGINT, SIGTERM or SIGHUP: kill every child and what it left behind, then exit

@@ -151,6 +151,8 @@ impl TargetPath {
             }
             if whole.starts_with(".github/workflows/")
                 || whole == ".github/workflows"
+                || whole.starts_with(".github/actions/")
+                || whole == ".github/actions"
                 || lower.split('/').any(|s| EXEC_CONFIG_NAMES.contains(&s))
             {
                 return Some(Protected::ExecConfig);
@@ -204,7 +206,22 @@ impl Protected {
 
 /// Names (at any depth, lowercase) of configuration that executes code when a person or a
 /// tool enters the directory or opens it.
-const EXEC_CONFIG_NAMES: &[&str] = &[".envrc", ".vscode"];
+const EXEC_CONFIG_NAMES: &[&str] = &[
+    ".envrc",
+    ".vscode",
+    ".devcontainer",
+    ".husky",
+    ".githooks",
+    ".gitattributes",
+    ".gitmodules",
+    ".gitlab-ci.yml",
+    ".pre-commit-config.yaml",
+    ".pre-commit-hooks.yaml",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".cargo",
+];
 
 /// Top-level directories of agent configuration (lowercase).
 const AGENT_CONFIG_DIRS: &[&str] = &[

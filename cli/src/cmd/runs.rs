@@ -22,7 +22,7 @@ use craik_host::run::approvals::{ApprovalRecord, ApprovalStatus, all_approvals, 
 use craik_host::run::driver::{Host, Setup, Tally};
 use craik_host::run::locked::LockedRun;
 use craik_host::run::memory::proposals;
-use craik_host::run::store::{HANDOFF, Home, HomePlacement, RUN, RunStore, RunStoreExt};
+use craik_host::run::store::{HANDOFF, Home, RUN, RunStore, RunStoreExt};
 use craik_host::run::{Inputs, RunnerOptions, exec::digest};
 
 /// What `craik run` was asked.
@@ -311,14 +311,12 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         resolved.workspace_seed.as_deref(),
         args.workspace,
     )?;
-    if home.placement(&workspace) != HomePlacement::Outside {
-        // Checked before anything was written; checked again on the workspace as created.
+    // Home and workspace apart (neither inside the other): checked before anything was
+    // written for the home, and here on the workspace as created; nothing of a refused run
+    // is left behind.
+    if let Err(refused) = craik_host::run::locked::placed_apart(&home, &dir, &workspace) {
         let _ = std::fs::remove_dir_all(&dir.path);
-        return Err(Failure::usage(format!(
-            "Craik's home `{}` lies inside the workspace `{}`; keep the home outside the workspace (--home)",
-            home.root.display(),
-            workspace.display()
-        )));
+        return Err(refused.into());
     }
     let inputs = Inputs {
         run_id: run_id.clone(),

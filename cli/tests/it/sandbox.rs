@@ -617,3 +617,103 @@ fn issue_18_a_fork_chain_does_not_outlive_its_step() {
         "a chain member wrote after the step"
     );
 }
+
+/// Metadata outside the write scope cannot change (a private mount namespace leaves every
+/// other mount read-only), and no set-id file is ever made: a command's `chmod` of Craik's
+/// signing key, of a file outside everything, of the workspace root or `.git/` fails or is
+/// undone, and a setuid copy of a shell in its scope is refused.
+#[test]
+fn issue_18_metadata_outside_the_write_scope_cannot_change() {
+    use std::os::unix::fs::PermissionsExt;
+    if !confinement_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim.txt");
+    std::fs::write(&victim, "v").unwrap();
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let home = dir.path().join("home");
+    let script = format!(
+        "#!/bin/sh\nchmod 0644 '{key}' 2>/dev/null && echo key >> out/changed.txt\nchmod 0777 '{victim}' 2>/dev/null && echo victim >> out/changed.txt\ncp /bin/sh out/rootsh && chmod 4755 out/rootsh 2>/dev/null && echo setuid >> out/changed.txt\nchmod 0777 . .git 2>/dev/null\nexit 0\n",
+        key = home.join("keys/signing.key.pem").display(),
+        victim = victim.display(),
+    );
+    let steps = act(json!([
+        {"id":"action_probe","capability":"shell.test","operation":"execute","argv":["./probe.sh"]},
+    ]));
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[("shell.test", &["./probe.sh"], &["execute"])],
+        steps,
+        &[
+            ("probe.sh", &script),
+            ("out/.keep", ""),
+            (".git/config", "[core]\n"),
+        ],
+    );
+    make_executable(&ex.join("workspace/probe.sh"));
+    let (out, id) = run(&ex, &home, &[]);
+    let text = crate::transcript(&out);
+    let ws = home.join("runs").join(&id).join("workspace");
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(read(&ws, "changed.txt"), "", "{text}");
+    assert_eq!(mode(&home.join("keys/signing.key.pem")), 0o600);
+    assert_eq!(mode(&victim), 0o600);
+    assert_eq!(mode(&ws.join("out/rootsh")) & 0o6000, 0);
+    assert_ne!(mode(&ws), 0o777, "{text}");
+    assert_ne!(mode(&ws.join(".git")), 0o777, "{text}");
+    // The receipt names the confinement that stopped them.
+    let o = outcomes(&home, &id);
+    let summary = o[0]["result"]["summary"].as_str().unwrap();
+    assert!(summary.contains("other mounts read-only"), "{summary}");
+    verify_run(&home, &id, false);
+}
+
+/// A workspace inside Craik's home (its keys, its runs) is refused before anything runs.
+#[test]
+fn issue_18_a_workspace_inside_the_home_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[],
+        act(json!([])),
+        &[("a.md", "a\n")],
+    );
+    let home = dir.path().join("home");
+    // A first run creates the home and its keys.
+    let (out, _) = run(&ex, &home, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::transcript(&out));
+    for inside in [home.join("keys"), home.join("runs"), home.clone()] {
+        let before = walk(&home).len();
+        let out = crate::craik()
+            .arg("run")
+            .arg(ex.join("task_request.json"))
+            .arg("--runner")
+            .arg(format!("fixture:{}", ex.join("scenario.json").display()))
+            .arg("--envelope")
+            .arg(ex.join("policy_envelope.json"))
+            .arg("--workspace")
+            .arg(&inside)
+            .arg("--home")
+            .arg(&home)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{}: {}",
+            inside.display(),
+            crate::transcript(&out)
+        );
+        assert!(err.contains("inside"), "{err}");
+        assert_eq!(
+            walk(&home).len(),
+            before,
+            "{}: a refused run left files",
+            inside.display()
+        );
+    }
+}

@@ -9,7 +9,8 @@
 //!   program's own processes).
 //! - **Adapters** may create only TCP sockets (`AF_INET`/`AF_INET6`, `SOCK_STREAM`, protocol
 //!   0 or TCP): they reach model APIs; name resolution goes over TCP (`RES_OPTIONS=use-vc`).
-//! - Both: no `io_uring` (it creates sockets and opens files beside the filter), no new
+//! - Both: no set-id bit in any file mode (`chmod` family, `open`/`creat` with `O_CREAT`,
+//!   `mkdir`, `mknod`; `openat2`, whose mode a filter cannot read, answers `ENOSYS`), no `io_uring` (it creates sockets and opens files beside the filter), no new
 //!   namespaces (`unshare`, `setns`, namespace flags of `clone`; `clone3`, whose flags a
 //!   filter cannot read, answers `ENOSYS` so libc falls back to `clone`), no `bpf`,
 //!   `perf_event_open`, `userfaultfd`, kernel keyrings, module loading, `ptrace`,
@@ -157,6 +158,30 @@ fn compile(map: Rules, errno: u32) -> Result<BpfProgram, String> {
     .map_err(|e: seccompiler::BackendError| e.to_string())
 }
 
+/// The calls that take a file mode: the index of that argument, and of the flags that say
+/// whether the call creates (`open`, `openat`); a mode with the setuid or setgid bit is refused (a confined command never makes a set-id file, which would keep
+/// its bit on the host's own view of the workspace).
+fn mode_args() -> Vec<(i64, u8, Option<u8>)> {
+    let mut calls = vec![
+        (libc::SYS_fchmod, 1, None),
+        (libc::SYS_fchmodat, 2, None),
+        // fchmodat2 (Linux 6.6): the mode where fchmodat has it.
+        (libc::SYS_fchmodat2, 2, None),
+        (libc::SYS_openat, 3, Some(2)),
+        (libc::SYS_mkdirat, 2, None),
+        (libc::SYS_mknodat, 2, None),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    calls.extend([
+        (libc::SYS_chmod, 1, None),
+        (libc::SYS_open, 2, Some(1)),
+        (libc::SYS_creat, 1, None),
+        (libc::SYS_mkdir, 1, None),
+        (libc::SYS_mknod, 1, None),
+    ]);
+    calls
+}
+
 /// The filters for a process with `network` access, compiled for this machine. Each refuses
 /// with its own errno; installed together, the kernel applies all of them.
 pub fn programs(network: Network) -> Result<Vec<BpfProgram>, String> {
@@ -174,8 +199,33 @@ pub fn programs(network: Network) -> Result<Vec<BpfProgram>, String> {
             .map(|f| rule(vec![cond(0, Op::MaskedEq(to_u64(*f)), to_u64(*f))?]))
             .collect::<Result<_, _>>()?,
     );
+    for (call, arg, flags) in mode_args() {
+        // The mode only counts when the call creates: for `open`/`openat` when O_CREAT or
+        // O_TMPFILE is set (otherwise the register holds whatever the caller left there).
+        let creating: Vec<Option<(u8, u64)>> = match flags {
+            None => vec![None],
+            Some(f) => vec![
+                Some((f, to_u64(libc::O_CREAT))),
+                Some((f, to_u64(libc::O_TMPFILE))),
+            ],
+        };
+        let mut rules = Vec::new();
+        for bit in [libc::S_ISUID, libc::S_ISGID] {
+            for create in &creating {
+                let mut conditions = vec![cond(arg, Op::MaskedEq(u64::from(bit)), u64::from(bit))?];
+                if let Some((f, flag)) = create {
+                    conditions.push(cond(*f, Op::MaskedEq(*flag), *flag)?);
+                }
+                rules.push(rule(conditions)?);
+            }
+        }
+        refused.insert(call, rules);
+    }
     let mut clone3 = Rules::new();
     clone3.insert(libc::SYS_clone3, Vec::new());
+    // `openat2` carries its mode in a struct no filter can read: refused as unknown, so
+    // libc and programs fall back to `openat`, whose mode is checked.
+    clone3.insert(libc::SYS_openat2, Vec::new());
     Ok(vec![
         compile(sockets, EACCES)?,
         compile(refused, EPERM)?,

@@ -38,7 +38,69 @@ pub const CREDENTIALS: &[&str] = &[
     "auth.json",
     ".pgpass",
     "pip.conf",
+    "pip.ini",
+    "npmrc",
+    "config.toml",
+    "config",
+    "_netrc",
+    ".env",
 ];
+
+/// Directories a credential search does not enter: downloaded sources, caches, installed
+/// toolchains and libraries (content, not configuration).
+const NOT_SEARCHED: &[&str] = &[
+    "src",
+    "cache",
+    "index",
+    "checkouts",
+    "db",
+    "toolchains",
+    "lib",
+    "lib64",
+    "share",
+    "include",
+    "node_modules",
+    "site-packages",
+    "man",
+    "doc",
+    "downloads",
+    "tmp",
+];
+
+/// How deep a credential search goes below a root (`versions/node/v22/etc/npmrc` is 5).
+const SEARCH_DEPTH: usize = 6;
+
+/// Credential files and directories anywhere in `root` (names matched case-insensitively
+/// against [`CREDENTIALS`]), outside the content trees of [`NOT_SEARCHED`]; links are never
+/// followed.
+pub fn find_credentials(root: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut todo = vec![(root.to_path_buf(), 0_usize)];
+    let mut seen = 0_usize;
+    while let Some((dir, depth)) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            seen += 1;
+            if seen > 200_000 {
+                return found;
+            }
+            let name = entry.file_name().to_string_lossy().to_ascii_lowercase();
+            let path = entry.path();
+            if CREDENTIALS.contains(&name.as_str()) {
+                found.push(path);
+                continue;
+            }
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            if is_dir && depth + 1 < SEARCH_DEPTH && !NOT_SEARCHED.contains(&name.as_str()) {
+                todo.push((path, depth + 1));
+            }
+        }
+    }
+    found.sort();
+    found
+}
 
 /// A toolchain as resolved for a run: what its commands read, run from and are told.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,6 +114,9 @@ pub struct Toolchain {
     pub path: Vec<PathBuf>,
     /// Variables set for commands.
     pub env: Vec<(String, String)>,
+    /// Credential files found inside the roots when the run started (kept out of reach).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hidden: Vec<PathBuf>,
 }
 
 impl Toolchain {
@@ -60,7 +125,14 @@ impl Toolchain {
         self.read
             .iter()
             .flat_map(|root| CREDENTIALS.iter().map(move |c| root.join(c)))
+            .chain(self.hidden.iter().cloned())
             .collect()
+    }
+
+    /// Records the credential files inside this toolchain's roots.
+    fn with_credentials_found(mut self) -> Self {
+        self.hidden = self.read.iter().flat_map(|r| find_credentials(r)).collect();
+        self
     }
 }
 
@@ -85,6 +157,7 @@ pub fn preset(
         read: Vec::new(),
         path: Vec::new(),
         env: Vec::new(),
+        hidden: Vec::new(),
     };
     match name {
         "rust" => {
@@ -156,7 +229,7 @@ pub fn preset(
             ));
         }
     }
-    Ok(tc)
+    Ok(tc.with_credentials_found())
 }
 
 /// An operator's extra read root for commands (`--command-read PATH`).
@@ -175,7 +248,9 @@ pub fn extra_read(path: &Path) -> Result<Toolchain, String> {
         read: vec![real],
         path: Vec::new(),
         env: Vec::new(),
-    })
+        hidden: Vec::new(),
+    }
+    .with_credentials_found())
 }
 
 /// The PATH commands run with: the toolchains' entries, then the fixed one.

@@ -371,9 +371,16 @@ pub fn run_command(
         timeout.min(MAX_TIMEOUT),
         env,
     ));
-    // Whatever the command left behind (double forks, `setsid` daemons) was re-parented to
-    // Craik: it goes now, before the outcome is recorded.
+    // Whatever the command left behind (double forks, `setsid` daemons, fork chains) was
+    // re-parented to Craik: it goes now, before the workspace is checked and the outcome
+    // recorded. One that survived the sweep fails the step.
     crate::confine::reap_strays(false);
+    if crate::confine::strays_left() {
+        crate::confine::reap_strays(false);
+        if crate::confine::strays_left() {
+            return Err("processes the command started survived the sweep; the step fails".into());
+        }
+    }
     let outcome = outcome?;
     if outcome.exit_code == Some(crate::confine::REFUSED_EXIT)
         && outcome.stderr.starts_with(crate::confine::REFUSED_PREFIX)

@@ -37,7 +37,7 @@ impl LockedRun {
     /// A new run in `dir` (created by [`crate::run::store::create_run`]): refused when the
     /// home lies inside its workspace; the lock taken.
     pub fn create(home: Home, dir: RunDir, inputs: Inputs) -> Result<Self, Error> {
-        placed_outside(&home, &inputs.workspace)?;
+        placed_apart(&home, &dir, &inputs.workspace)?;
         let lock = dir.lock()?;
         Ok(Self {
             home,
@@ -53,7 +53,7 @@ impl LockedRun {
     pub fn open(home: Home, dir: RunDir, keys: &KeyRing) -> Result<Self, Error> {
         let lock = dir.lock()?;
         let inputs = crate::run::signed::bound_inputs(&dir, keys)?;
-        placed_outside(&home, &inputs.workspace)?;
+        placed_apart(&home, &dir, &inputs.workspace)?;
         Ok(Self {
             home,
             dir: Box::new(dir),
@@ -73,16 +73,29 @@ impl LockedRun {
     }
 }
 
-fn placed_outside(home: &Home, workspace: &Path) -> Result<(), Error> {
+/// The home and the workspace are apart: the home never lies inside the workspace, and the
+/// workspace never lies inside the home — except an example run's own copy,
+/// `<home>/runs/<id>/workspace` (whose command sandboxes keep the rest of the home out).
+pub fn placed_apart(home: &Home, dir: &RunDir, workspace: &Path) -> Result<(), Error> {
     let real = workspace
         .canonicalize()
         .map_err(|e| Error::usage(format!("workspace `{}`: {e}", workspace.display())))?;
-    match home.placement(&real) {
-        HomePlacement::Outside => Ok(()),
-        _ => Err(Error::usage(format!(
+    if home.placement(&real) != HomePlacement::Outside {
+        return Err(Error::usage(format!(
             "Craik's home `{}` lies inside the workspace `{}`; keep the home outside the workspace (--home)",
             home.root.display(),
             real.display()
-        ))),
+        )));
     }
+    let home_real =
+        crate::run::store::prospective_real(&home.root).unwrap_or_else(|| home.root.clone());
+    let own_copy = crate::run::store::prospective_real(&dir.path.join("workspace"));
+    if real.starts_with(&home_real) && Some(&real) != own_copy.as_ref() {
+        return Err(Error::usage(format!(
+            "--workspace `{}` lies inside Craik's home `{}` (its keys, journals and approvals would be the runner's to read and write); give a workspace outside the home",
+            real.display(),
+            home.root.display()
+        )));
+    }
+    Ok(())
 }

@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use craik_kernel::TargetPath;
@@ -51,6 +51,8 @@ enum Kind {
 #[derive(Debug, Clone, Default)]
 pub struct Manifest {
     entries: BTreeMap<String, Entry>,
+    /// The workspace root's own mode (a command may not change it).
+    root_mode: u32,
 }
 
 /// A write scope: `**` (the whole workspace but protected paths), `DIR/**` (everything under
@@ -109,7 +111,10 @@ impl Scope {
 
 /// Why a changed path was not the command's to change.
 fn forbidden(rel: &str, scopes: &[Scope], immutable: &[String]) -> Option<String> {
-    let path = TargetPath::normalize("/w", rel).ok()?;
+    let Ok(path) = TargetPath::normalize("/w", rel) else {
+        // A name Craik cannot normalise (control characters, look-alikes…) is never in scope.
+        return Some("a path no grant can name".into());
+    };
     if let Some(p) = path.protected() {
         return Some(format!("protected ({})", p.name()));
     }
@@ -142,6 +147,9 @@ pub const PROTECTED_NAMES: &[&str] = &[".git", ".craik", ".envrc", ".vscode", ".
 impl Manifest {
     /// Walks `root` with `lstat`, never following a link.
     pub fn scan(root: &Path) -> Result<Self, String> {
+        let root_mode = std::fs::symlink_metadata(root)
+            .map_err(|e| format!("`{}`: {e}", root.display()))?
+            .mode();
         let mut entries = BTreeMap::new();
         let mut todo: Vec<(PathBuf, String)> = vec![(root.to_path_buf(), String::new())];
         while let Some((dir, rel)) = todo.pop() {
@@ -190,7 +198,7 @@ impl Manifest {
                 }
             }
         }
-        Ok(Self { entries })
+        Ok(Self { entries, root_mode })
     }
 
     /// The protected entries present (top-most only: `.git`, not `.git/config`).
@@ -382,20 +390,68 @@ pub fn settle(
         .iter_mut()
         .filter(|c| c.forbidden.is_some() && c.change != Change::Created)
     {
-        let was_dir = before
-            .entries
-            .get(&c.path)
-            .is_some_and(|e| e.kind == Kind::Dir);
-        c.restored = Some(if was_dir {
-            ensure_dir(root, &c.path)
-        } else {
-            match pre.files.get(&c.path) {
+        let was = before.entries.get(&c.path);
+        let now = after.entries.get(&c.path);
+        let mode_only = matches!((was, now), (Some(w), Some(n))
+            if w.kind == n.kind && w.kind != Kind::Link && w.size == n.size && w.mtime == n.mtime && w.ino == n.ino);
+        c.restored = Some(match was {
+            Some(w) if mode_only => set_mode(root, &c.path, w.mode),
+            Some(w) if w.kind == Kind::Dir => {
+                ensure_dir(root, &c.path).and_then(|()| set_mode(root, &c.path, w.mode))
+            }
+            _ => match pre.files.get(&c.path) {
                 Some((bytes, mode)) => put_back(root, &c.path, bytes, *mode),
                 None => Err("no pre-image (not a protected file, or too large to keep)".into()),
+            },
+        });
+    }
+    // A set-id bit is never the command's to set, in scope or not: stripped and named.
+    for (rel, now) in &after.entries {
+        let had = before.entries.get(rel).map_or(0, |e| e.mode & 0o6000);
+        if now.kind == Kind::File && now.mode & 0o6000 & !had != 0 {
+            let restored = set_mode(root, rel, now.mode & !0o6000);
+            match changes.iter_mut().find(|c| c.path == *rel) {
+                Some(c) => {
+                    c.forbidden = Some("a set-id bit".into());
+                    c.restored = Some(restored);
+                }
+                None => changes.push(FileChange {
+                    path: rel.clone(),
+                    change: Change::Changed,
+                    sha256: None,
+                    forbidden: Some("a set-id bit".into()),
+                    restored: Some(restored),
+                }),
             }
+        }
+    }
+    if after.root_mode != before.root_mode {
+        changes.push(FileChange {
+            path: ".".into(),
+            change: Change::Changed,
+            sha256: None,
+            forbidden: Some("the workspace root's mode".into()),
+            restored: Some(
+                std::fs::set_permissions(
+                    root,
+                    std::fs::Permissions::from_mode(before.root_mode & 0o7777),
+                )
+                .map_err(|e| e.to_string()),
+            ),
         });
     }
     changes
+}
+
+/// Puts a mode back on `rel` (never through a link: a link in its place is not chmod-ed).
+fn set_mode(root: &Path, rel: &str, mode: u32) -> Result<(), String> {
+    let path = root.join(rel);
+    let meta = std::fs::symlink_metadata(&path).map_err(|e| format!("`{rel}`: {e}"))?;
+    if meta.file_type().is_symlink() {
+        return Err(format!("`{rel}` is now a symlink"));
+    }
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode & 0o7777))
+        .map_err(|e| format!("`{rel}`: {e}"))
 }
 
 fn remove_created(root: &Path, rel: &str) -> Result<(), String> {
@@ -432,7 +488,6 @@ fn ensure_dir(root: &Path, rel: &str) -> Result<(), String> {
 }
 
 fn put_back(root: &Path, rel: &str, bytes: &[u8], mode: u32) -> Result<(), String> {
-    use std::os::unix::fs::PermissionsExt;
     let (parent, name) = match rel.rsplit_once('/') {
         Some((p, n)) => (Some(p), n),
         None => (None, rel),
@@ -537,5 +592,45 @@ mod tests {
         assert!(!root.join(".git/hooks/pre-commit").exists());
         assert!(!root.join(".envrc").exists());
         assert!(root.join("target/out").exists());
+        // Mode changes: a protected dir's, an out-of-scope file's, the root's, a set-id bit.
+        let before = Manifest::scan(root).unwrap();
+        let pre = Preimages::take(root, &before, &[]);
+        let mode = |p: &Path, m: u32| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+        };
+        mode(&root.join(".git"), 0o777);
+        mode(&root.join("src/a.rs"), 0o666);
+        mode(root, 0o777);
+        mode(&root.join("target/out"), 0o4755);
+        let after = Manifest::scan(root).unwrap();
+        let changes = settle(
+            root,
+            &before,
+            &after,
+            &[Scope::Under("target".into())],
+            &[],
+            &pre,
+        );
+        let bad: Vec<&str> = changes
+            .iter()
+            .filter(|c| c.forbidden.is_some())
+            .map(|c| c.path.as_str())
+            .collect();
+        assert_eq!(
+            bad,
+            vec![".git", "src/a.rs", "target/out", "."],
+            "{changes:?}"
+        );
+        assert!(
+            changes
+                .iter()
+                .all(|c| c.restored.as_ref().is_none_or(Result::is_ok)),
+            "{changes:?}"
+        );
+        let m = |p: &Path| std::fs::symlink_metadata(p).unwrap().mode() & 0o7777;
+        assert_eq!(m(&root.join("src/a.rs")), 0o644);
+        assert_eq!(m(&root.join("target/out")) & 0o6000, 0);
+        assert_ne!(m(&root.join(".git")), 0o777);
+        assert_ne!(m(root), 0o777);
     }
 }

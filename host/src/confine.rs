@@ -4,6 +4,8 @@
 //! (`craik __craik-confine …`), which, before it `exec`s the real program,
 //! 1. starts a new session and asks for `SIGKILL` when its parent (Craik) dies
 //!    (`PR_SET_PDEATHSIG`), checking the parent is still the one that started it;
+//! 1b. enters a private mount namespace where every mount is read-only but its write roots
+//!    and scratch directories ([`mounts`]): no `chmod` outside what it may write;
 //! 2. gives up every privilege: the capability bounding set emptied and the `noroot`
 //!    secure bits locked (as root), ambient, inheritable, permitted and effective sets cleared,
 //!    `no_new_privs` set — then checks that no capability is left (or refuses);
@@ -91,8 +93,8 @@ pub struct Sandbox {
     pub read: Vec<PathBuf>,
     /// Real paths it may read and write (and create/remove beneath).
     pub write: Vec<PathBuf>,
-    /// The directories left writable at mount level (its write roots before carving, and its
-    /// scratch directories); every other mount is read-only in its private mount namespace.
+    /// What is left writable at mount level (its write rules, carved, and its scratch
+    /// directories); every other mount is read-only in its private mount namespace.
     pub mount_rw: Vec<PathBuf>,
     /// Sockets it may create.
     pub net: Network,
@@ -139,11 +141,9 @@ impl Sandbox {
         let inside = |set: &[PathBuf], p: &Path| set.iter().any(|k| p.starts_with(k));
         let holds = |set: &[PathBuf], p: &Path| set.iter().any(|k| k.starts_with(p) && k != p);
         let mut granted_write = Vec::new();
-        let mut mount_rw = Vec::new();
         for path in write {
             let real = rules::real(&path)
                 .ok_or_else(|| format!("`{}`: a write grant must exist", path.display()))?;
-            mount_rw.push(real.clone());
             if inside(&unwritable, &real) {
                 return Err(format!(
                     "`{}` is protected; a confined process may never write it",
@@ -189,13 +189,14 @@ impl Sandbox {
         for dir in scratch {
             let real = rules::real(&dir)
                 .ok_or_else(|| format!("`{}`: a scratch directory must exist", dir.display()))?;
-            mount_rw.push(real.clone());
             granted_write.push(real);
         }
-        mount_rw.sort();
-        mount_rw.dedup();
         granted_write.sort();
         granted_write.dedup();
+        // At mount level exactly what Landlock lets it write (carved entries included): the
+        // workspace root and every protected path stay on read-only mounts, so not even their
+        // mode, ACLs or extended attributes can change.
+        let mount_rw = granted_write.clone();
         if granted_read.len() + granted_write.len() > 2 * MAX_CARVED {
             return Err(format!(
                 "more than {} sandbox rules; narrow the grants",

@@ -137,30 +137,36 @@ impl TargetPath {
     /// because on case-insensitive filesystems `.GIT/config` is `.git/config`.
     pub fn protected(&self) -> Option<Protected> {
         let lower = self.0.to_ascii_lowercase();
-        let first = lower.split('/').next().unwrap_or_default();
         let whole = lower.as_str();
         // Craik's state and git internals at any depth (a nested checkout's `.git/` runs
-        // hooks as well as the top one; a `.craik/` anywhere is some Craik's home). Every
-        // protected name starts with a dot, so paths without a `.`-segment skip the scans.
-        if lower.starts_with('.') || lower.contains("/.") {
-            if lower.split('/').any(|s| s == ".craik") {
-                return Some(Protected::CraikState);
-            }
-            if lower.split('/').any(|s| s == ".git") {
-                return Some(Protected::Git);
-            }
-            if whole.starts_with(".github/workflows/")
-                || whole == ".github/workflows"
-                || whole.starts_with(".github/actions/")
-                || whole == ".github/actions"
-                || lower.split('/').any(|s| EXEC_CONFIG_NAMES.contains(&s))
-            {
-                return Some(Protected::ExecConfig);
-            }
+        // hooks as well as the top one; a `.craik/` anywhere is some Craik's home).
+        if lower.split('/').any(|s| s == ".craik") {
+            return Some(Protected::CraikState);
         }
-        match first {
-            _ if AGENT_CONFIG_DIRS.contains(&first) => Some(Protected::AgentConfig),
-            _ if AGENT_CONFIG_FILES.contains(&whole) => Some(Protected::AgentConfig),
+        if lower.split('/').any(|s| s == ".git") {
+            return Some(Protected::Git);
+        }
+        if whole.starts_with(".github/workflows/")
+            || whole == ".github/workflows"
+            || whole.starts_with(".github/actions/")
+            || whole == ".github/actions"
+            || lower.split('/').any(|s| EXEC_CONFIG_NAMES.contains(&s))
+        {
+            return Some(Protected::ExecConfig);
+        }
+        match () {
+            // Agent configuration at any depth: a nested `.claude/settings.json` or `.mcp.json`
+            // steers an agent started in that directory as much as a top-level one.
+            () if lower.split('/').any(|seg| AGENT_CONFIG_DIRS.contains(&seg)) => {
+                Some(Protected::AgentConfig)
+            }
+            () if AGENT_CONFIG_FILES.contains(&whole)
+                || AGENT_CONFIG_FILES
+                    .iter()
+                    .any(|f| !f.contains('/') && lower.rsplit('/').next() == Some(*f)) =>
+            {
+                Some(Protected::AgentConfig)
+            }
             _ => {
                 let last = lower.rsplit('/').next().unwrap_or_default();
                 // Nested instruction files steer agents as much as top-level ones.
@@ -205,7 +211,9 @@ impl Protected {
 }
 
 /// Names (at any depth, lowercase) of configuration that executes code when a person or a
-/// tool enters the directory or opens it.
+/// tool enters the directory, opens it, commits, builds or runs CI in it: direnv, editor and
+/// devcontainer settings, git hooks managers and attributes, CI definitions, toolchain pins
+/// (a `rust-toolchain.toml` `path` runs any binary), package-manager and cargo configuration.
 const EXEC_CONFIG_NAMES: &[&str] = &[
     ".envrc",
     ".vscode",
@@ -221,6 +229,24 @@ const EXEC_CONFIG_NAMES: &[&str] = &[
     ".yarnrc",
     ".yarnrc.yml",
     ".cargo",
+    ".config",
+    ".idea",
+    ".circleci",
+    ".buildkite",
+    ".gitlab",
+    ".travis.yml",
+    ".drone.yml",
+    "jenkinsfile",
+    "azure-pipelines.yml",
+    "bitbucket-pipelines.yml",
+    "rust-toolchain",
+    "rust-toolchain.toml",
+    "mise.toml",
+    ".mise.toml",
+    ".tool-versions",
+    ".pnpmfile.cjs",
+    "lefthook.yml",
+    ".lefthook.yml",
 ];
 
 /// Top-level directories of agent configuration (lowercase).

@@ -88,7 +88,21 @@ pub fn find_credentials(root: &Path) -> Vec<PathBuf> {
             }
             let name = entry.file_name().to_string_lossy().to_ascii_lowercase();
             let path = entry.path();
-            if CREDENTIALS.contains(&name.as_str()) {
+            // Exact names, and anything spelled from a credential word (`credentials.toml~`,
+            // `credentials.toml.bak`, `.credentials`, `token`, `auth.json.old`).
+            let worded = [
+                "credential",
+                "token",
+                "secret",
+                "passw",
+                "auth",
+                ".netrc",
+                "npmrc",
+                "pypirc",
+            ]
+            .iter()
+            .any(|w| name.contains(w));
+            if CREDENTIALS.contains(&name.as_str()) || worded {
                 found.push(path);
                 continue;
             }

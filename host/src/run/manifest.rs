@@ -50,7 +50,8 @@ enum Kind {
 /// Every entry of a workspace, by path relative to its root (`/`-separated).
 #[derive(Debug, Clone, Default)]
 pub struct Manifest {
-    entries: BTreeMap<String, Entry>,
+    /// Keyed by the exact relative path (its bytes, never a lossy rendering).
+    entries: BTreeMap<PathBuf, Entry>,
     /// The workspace root's own mode (a command may not change it).
     root_mode: u32,
 }
@@ -151,18 +152,12 @@ impl Manifest {
             .map_err(|e| format!("`{}`: {e}", root.display()))?
             .mode();
         let mut entries = BTreeMap::new();
-        let mut todo: Vec<(PathBuf, String)> = vec![(root.to_path_buf(), String::new())];
+        let mut todo: Vec<(PathBuf, PathBuf)> = vec![(root.to_path_buf(), PathBuf::new())];
         while let Some((dir, rel)) = todo.pop() {
             let read = std::fs::read_dir(&dir).map_err(|e| format!("`{}`: {e}", dir.display()))?;
             for item in read {
                 let item = item.map_err(|e| format!("`{}`: {e}", dir.display()))?;
-                let name = item.file_name();
-                let name = name.to_string_lossy();
-                let child_rel = if rel.is_empty() {
-                    name.into_owned()
-                } else {
-                    format!("{rel}/{name}")
-                };
+                let child_rel = rel.join(item.file_name());
                 let path = item.path();
                 let meta = std::fs::symlink_metadata(&path)
                     .map_err(|e| format!("`{}`: {e}", path.display()))?;
@@ -202,13 +197,13 @@ impl Manifest {
     }
 
     /// The protected entries present (top-most only: `.git`, not `.git/config`).
-    pub fn protected(&self, immutable: &[String]) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
+    pub fn protected(&self, immutable: &[String]) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = Vec::new();
         for rel in self.entries.keys() {
-            if out.iter().any(|p| rel.starts_with(&format!("{p}/"))) {
+            if out.iter().any(|p| rel.starts_with(p)) {
                 continue;
             }
-            if is_protected(rel, immutable) {
+            if is_protected(&shown(rel), immutable) {
                 out.push(rel.clone());
             }
         }
@@ -219,7 +214,7 @@ impl Manifest {
 /// The bytes of protected files before a command, to put back what it changed.
 #[derive(Debug, Default)]
 pub struct Preimages {
-    files: BTreeMap<String, (Vec<u8>, u32)>,
+    files: BTreeMap<PathBuf, (Vec<u8>, u32)>,
     /// Protected files too large (or beyond the budget) to keep.
     pub skipped: Vec<String>,
 }
@@ -231,19 +226,15 @@ impl Preimages {
         let mut out = Self::default();
         let mut budget = MAX_PREIMAGE_BYTES;
         for (rel, entry) in &manifest.entries {
-            if entry.kind != Kind::File || !is_protected(rel, immutable) {
+            if entry.kind != Kind::File || !is_protected(&shown(rel), immutable) {
                 continue;
             }
-            if rel
-                .split('/')
-                .collect::<Vec<_>>()
-                .windows(2)
-                .any(|w| w == [".git", "objects"])
-            {
+            let parts: Vec<&std::ffi::OsStr> = rel.iter().collect();
+            if parts.windows(2).any(|w| w == [".git", "objects"]) {
                 continue;
             }
             if entry.size > MAX_PREIMAGE_FILE || entry.size > budget {
-                out.skipped.push(rel.clone());
+                out.skipped.push(shown(rel));
                 continue;
             }
             match read_no_follow(&root.join(rel)) {
@@ -251,7 +242,7 @@ impl Preimages {
                     budget = budget.saturating_sub(bytes.len() as u64);
                     out.files.insert(rel.clone(), (bytes, entry.mode & 0o7777));
                 }
-                Err(_) => out.skipped.push(rel.clone()),
+                Err(_) => out.skipped.push(shown(rel)),
             }
         }
         out
@@ -314,7 +305,10 @@ impl Change {
 /// One path a command changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileChange {
+    /// The path as shown (non-UTF-8 bytes as `\xNN`).
     pub path: String,
+    /// The exact path.
+    pub rel: PathBuf,
     pub change: Change,
     /// `sha256:` of a regular file after the change (`None` for a removal, a directory or a
     /// link).
@@ -335,6 +329,14 @@ pub fn settle(
     pre: &Preimages,
 ) -> Vec<FileChange> {
     let mut changes = Vec::new();
+    let change_of = |rel: &Path, change: Change, sha256: Option<String>| FileChange {
+        path: shown(rel),
+        rel: rel.to_path_buf(),
+        change,
+        sha256,
+        forbidden: forbidden(&shown(rel), scopes, immutable),
+        restored: None,
+    };
     for (rel, now) in &after.entries {
         let change = match before.entries.get(rel) {
             None => Change::Created,
@@ -352,26 +354,14 @@ pub fn settle(
         let sha256 = (now.kind == Kind::File)
             .then(|| hash_file(&root.join(rel)))
             .flatten();
-        changes.push(FileChange {
-            path: rel.clone(),
-            change,
-            sha256,
-            forbidden: forbidden(rel, scopes, immutable),
-            restored: None,
-        });
+        changes.push(change_of(rel, change, sha256));
     }
     for rel in before.entries.keys() {
         if !after.entries.contains_key(rel) {
-            changes.push(FileChange {
-                path: rel.clone(),
-                change: Change::Removed,
-                sha256: None,
-                forbidden: forbidden(rel, scopes, immutable),
-                restored: None,
-            });
+            changes.push(change_of(rel, Change::Removed, None));
         }
     }
-    changes.sort_by(|a, b| a.path.cmp(&b.path));
+    changes.sort_by(|a, b| a.rel.cmp(&b.rel));
     // Undo forbidden changes: removals of created entries deepest first, then pre-images.
     let created: Vec<usize> = (0..changes.len())
         .rev()
@@ -383,24 +373,24 @@ pub fn settle(
         .collect();
     for i in created {
         if let Some(c) = changes.get_mut(i) {
-            c.restored = Some(remove_created(root, &c.path));
+            c.restored = Some(remove_created(root, &c.rel));
         }
     }
     for c in changes
         .iter_mut()
         .filter(|c| c.forbidden.is_some() && c.change != Change::Created)
     {
-        let was = before.entries.get(&c.path);
-        let now = after.entries.get(&c.path);
+        let was = before.entries.get(&c.rel);
+        let now = after.entries.get(&c.rel);
         let mode_only = matches!((was, now), (Some(w), Some(n))
             if w.kind == n.kind && w.kind != Kind::Link && w.size == n.size && w.mtime == n.mtime && w.ino == n.ino);
         c.restored = Some(match was {
-            Some(w) if mode_only => set_mode(root, &c.path, w.mode),
+            Some(w) if mode_only => set_mode(root, &c.rel, w.mode),
             Some(w) if w.kind == Kind::Dir => {
-                ensure_dir(root, &c.path).and_then(|()| set_mode(root, &c.path, w.mode))
+                ensure_dir(root, &c.rel).and_then(|()| set_mode(root, &c.rel, w.mode))
             }
-            _ => match pre.files.get(&c.path) {
-                Some((bytes, mode)) => put_back(root, &c.path, bytes, *mode),
+            _ => match pre.files.get(&c.rel) {
+                Some((bytes, mode)) => put_back(root, &c.rel, bytes, *mode),
                 None => Err("no pre-image (not a protected file, or too large to keep)".into()),
             },
         });
@@ -410,52 +400,82 @@ pub fn settle(
         let had = before.entries.get(rel).map_or(0, |e| e.mode & 0o6000);
         if now.kind == Kind::File && now.mode & 0o6000 & !had != 0 {
             let restored = set_mode(root, rel, now.mode & !0o6000);
-            match changes.iter_mut().find(|c| c.path == *rel) {
-                Some(c) => {
-                    c.forbidden = Some("a set-id bit".into());
-                    c.restored = Some(restored);
-                }
-                None => changes.push(FileChange {
-                    path: rel.clone(),
-                    change: Change::Changed,
-                    sha256: None,
-                    forbidden: Some("a set-id bit".into()),
-                    restored: Some(restored),
-                }),
+            if let Some(c) = changes.iter_mut().find(|c| c.rel == *rel) {
+                c.forbidden = Some("a set-id bit".into());
+                c.restored = Some(restored);
+            } else {
+                let mut c = change_of(rel, Change::Changed, None);
+                c.forbidden = Some("a set-id bit".into());
+                c.restored = Some(restored);
+                changes.push(c);
             }
         }
     }
     if after.root_mode != before.root_mode {
-        changes.push(FileChange {
-            path: ".".into(),
-            change: Change::Changed,
-            sha256: None,
-            forbidden: Some("the workspace root's mode".into()),
-            restored: Some(
-                std::fs::set_permissions(
-                    root,
-                    std::fs::Permissions::from_mode(before.root_mode & 0o7777),
-                )
-                .map_err(|e| e.to_string()),
-            ),
-        });
+        let mut c = change_of(Path::new(""), Change::Changed, None);
+        c.path = ".".into();
+        c.forbidden = Some("the workspace root's mode".into());
+        c.restored = Some(
+            std::fs::set_permissions(
+                root,
+                std::fs::Permissions::from_mode(before.root_mode & 0o7777),
+            )
+            .map_err(|e| e.to_string()),
+        );
+        changes.push(c);
     }
     changes
 }
 
-/// Puts a mode back on `rel` (never through a link: a link in its place is not chmod-ed).
-fn set_mode(root: &Path, rel: &str, mode: u32) -> Result<(), String> {
-    let path = root.join(rel);
-    let meta = std::fs::symlink_metadata(&path).map_err(|e| format!("`{rel}`: {e}"))?;
-    if meta.file_type().is_symlink() {
-        return Err(format!("`{rel}` is now a symlink"));
+/// A relative path as shown to people and classified: UTF-8 as it is; any other byte as
+/// `\xNN` (a backslash never names a path a grant can reach, so such a path is never in
+/// scope, and two different names never show the same).
+pub fn shown(rel: &Path) -> String {
+    use std::fmt::Write as _;
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::new();
+    for chunk in rel.as_os_str().as_bytes().utf8_chunks() {
+        out.push_str(&chunk.valid().replace('\\', "\\\\"));
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\x{b:02x}");
+        }
     }
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode & 0o7777))
-        .map_err(|e| format!("`{rel}`: {e}"))
+    out
 }
 
-fn remove_created(root: &Path, rel: &str) -> Result<(), String> {
+/// Every directory on the way to `rel` is a real directory (no link): nothing is removed or
+/// written through one.
+fn real_ancestors(root: &Path, rel: &Path) -> Result<(), String> {
+    let mut at = root.to_path_buf();
+    let parts: Vec<_> = rel.components().collect();
+    for part in parts.iter().take(parts.len().saturating_sub(1)) {
+        at.push(part);
+        let meta =
+            std::fs::symlink_metadata(&at).map_err(|e| format!("`{}`: {e}", at.display()))?;
+        if !meta.is_dir() {
+            return Err(format!("`{}` is not a directory any more", at.display()));
+        }
+    }
+    Ok(())
+}
+
+/// Puts a mode back on `rel` (never through a link: a link in its place is not chmod-ed).
+fn set_mode(root: &Path, rel: &Path, mode: u32) -> Result<(), String> {
+    real_ancestors(root, rel)?;
     let path = root.join(rel);
+    let shown = shown(rel);
+    let meta = std::fs::symlink_metadata(&path).map_err(|e| format!("`{shown}`: {e}"))?;
+    if meta.file_type().is_symlink() {
+        return Err(format!("`{shown}` is now a symlink"));
+    }
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode & 0o7777))
+        .map_err(|e| format!("`{shown}`: {e}"))
+}
+
+fn remove_created(root: &Path, rel: &Path) -> Result<(), String> {
+    real_ancestors(root, rel)?;
+    let path = root.join(rel);
+    let rel = shown(rel);
     let meta = match std::fs::symlink_metadata(&path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -472,9 +492,9 @@ fn remove_created(root: &Path, rel: &str) -> Result<(), String> {
 
 /// Makes every directory on the way to `rel` (inclusive) a real directory: a link or file in
 /// its place is removed first.
-fn ensure_dir(root: &Path, rel: &str) -> Result<(), String> {
+fn ensure_dir(root: &Path, rel: &Path) -> Result<(), String> {
     let mut at = root.to_path_buf();
-    for part in rel.split('/') {
+    for part in rel.components() {
         at.push(part);
         match std::fs::symlink_metadata(&at) {
             Ok(m) if m.is_dir() => continue,
@@ -487,16 +507,19 @@ fn ensure_dir(root: &Path, rel: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn put_back(root: &Path, rel: &str, bytes: &[u8], mode: u32) -> Result<(), String> {
-    let (parent, name) = match rel.rsplit_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, rel),
-    };
+fn put_back(root: &Path, rel: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
+    let name = rel
+        .file_name()
+        .ok_or_else(|| format!("`{}`: no file name", shown(rel)))?;
+    let parent = rel.parent().filter(|p| !p.as_os_str().is_empty());
     if let Some(parent) = parent {
         ensure_dir(root, parent)?;
     }
     let dir = parent.map_or_else(|| root.to_path_buf(), |p| root.join(p));
-    let tmp = dir.join(format!(".{name}.craik-restore-{}", std::process::id()));
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".craik-restore-{}", std::process::id()));
+    let tmp = dir.join(tmp_name);
     let _ = std::fs::remove_file(&tmp);
     std::fs::write(&tmp, bytes).map_err(|e| format!("`{}`: {e}", tmp.display()))?;
     std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))
@@ -632,5 +655,38 @@ mod tests {
         assert_eq!(m(&root.join("target/out")) & 0o6000, 0);
         assert_ne!(m(&root.join(".git")), 0o777);
         assert_ne!(m(root), 0o777);
+    }
+
+    /// Red-team round 2: a non-UTF-8 name and its lossy rendering were one key, and the
+    /// restore followed a symlink named like the rendering to delete a `.git` outside.
+    #[test]
+    fn issue_18_names_are_exact_bytes_and_never_collide() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::create_dir_all(victim.join(".git")).unwrap();
+        std::fs::write(victim.join(".git/HEAD"), "ref").unwrap();
+        let root = dir.path().join("ws");
+        std::fs::create_dir_all(root.join("out")).unwrap();
+        let before = Manifest::scan(&root).unwrap();
+        let raw = root.join("out").join(std::ffi::OsStr::from_bytes(b"a\xff"));
+        std::fs::create_dir_all(raw.join(".git")).unwrap();
+        std::fs::write(raw.join(".git/config"), "x").unwrap();
+        std::os::unix::fs::symlink(&victim, root.join("out/a\u{fffd}")).unwrap();
+        let after = Manifest::scan(&root).unwrap();
+        let pre = Preimages::take(&root, &before, &[]);
+        let changes = settle(
+            &root,
+            &before,
+            &after,
+            &[Scope::Under("out".into())],
+            &[],
+            &pre,
+        );
+        assert!(victim.join(".git/HEAD").exists(), "{changes:?}");
+        assert!(!raw.exists(), "{changes:?}");
+        let shown: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
+        assert!(shown.contains(&"out/a\\xff"), "{shown:?}");
+        assert!(shown.contains(&"out/a\u{fffd}"), "{shown:?}");
     }
 }

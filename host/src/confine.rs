@@ -4,18 +4,19 @@
 //! (`craik __craik-confine …`), which, before it `exec`s the real program,
 //! 1. starts a new session and asks for `SIGKILL` when its parent (Craik) dies
 //!    (`PR_SET_PDEATHSIG`), checking the parent is still the one that started it;
-//! 1b. enters a private mount namespace where every mount is read-only but its write roots
-//!    and scratch directories ([`mounts`]): no `chmod` outside what it may write;
-//! 2. gives up every privilege: the capability bounding set emptied and the `noroot`
+//! 2. enters a private mount namespace where every mount is read-only but what it may write
+//!    ([`mounts`]): no `chmod`, ACL or xattr change anywhere else;
+//! 3. gives up every privilege: the capability bounding set emptied and the `noroot`
 //!    secure bits locked (as root), ambient, inheritable, permitted and effective sets cleared,
 //!    `no_new_privs` set — then checks that no capability is left (or refuses);
-//! 3. restricts itself with Linux Landlock: read (and execute) only the listed paths, write
+//! 4. restricts itself with Linux Landlock: read (and execute) only the listed paths, write
 //!    only the listed paths, no TCP bind/connect unless the sandbox allows TCP, and (ABI ≥ 6)
 //!    no signals or abstract-socket connections outside its domain. Every rule is opened with
 //!    `openat2(RESOLVE_NO_SYMLINKS)`: a symlink anywhere in a rule's path fails the rule;
-//! 4. installs the seccomp filters of [`seccomp`]: no socket at all for commands, TCP only for
-//!    adapters, no `io_uring`, namespaces, `bpf`, `ptrace`, mounts or keyrings;
-//! 5. marks every descriptor above 2 close-on-exec: nothing Craik inherited reaches the program.
+//! 5. installs the seccomp filters of [`seccomp`]: no socket at all for commands, TCP only for
+//!    adapters, no set-id file modes, no `io_uring`, namespaces, `bpf`, `ptrace`, mounts or
+//!    keyrings;
+//! 6. marks every descriptor above 2 close-on-exec: nothing Craik inherited reaches the program.
 //!
 //! The rules come from [`rules`]: system trees, and `/etc`, `/dev`, `/sys`, `/proc` reduced
 //! to allow-lists; granted directories that hold something that must stay out of reach are

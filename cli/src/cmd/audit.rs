@@ -455,6 +455,38 @@ fn human(out: &mut Out, report: &Audit) -> Result<(), Failure> {
                 format!(" (by {})", decided_by(r))
             };
             out.line(format_args!("        {}{by}{grant}", verdict(r)))?;
+            // Which command changed which file: the signed list of an outcome's file changes.
+            for f in r
+                .result
+                .metadata
+                .0
+                .get("files")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let field = |k: &str| f.get(k).and_then(Value::as_str).unwrap_or_default();
+                let hash = match field("sha256") {
+                    "" => String::new(),
+                    h => format!(" {h}"),
+                };
+                let forbidden = match field("forbidden") {
+                    "" => String::new(),
+                    why => format!(
+                        " FORBIDDEN ({why}; {})",
+                        if f.get("restored").and_then(Value::as_bool) == Some(true) {
+                            "restored"
+                        } else {
+                            "NOT restored"
+                        }
+                    ),
+                };
+                out.line(format_args!(
+                    "        file {} {}{hash}{forbidden}",
+                    field("change"),
+                    craik_contracts::one_line(field("path"))
+                ))?;
+            }
             if let Some(a) = &entry.approval {
                 out.line(format_args!("        {}", approval_line(a)))?;
             }

@@ -235,6 +235,18 @@ fn issue_18_an_archive_cannot_plant_protected_paths() {
         // tar could not create the rest: the step failed, and the run says so.
         assert_eq!(o[0]["result"]["status"], "failed", "{profile}: {text}");
         verify_run(&home, &id, false);
+        // `craik audit` answers "which command changed this file".
+        let audit = crate::craik()
+            .args(["audit", &id, "--home"])
+            .arg(&home)
+            .output()
+            .unwrap();
+        let shown = String::from_utf8_lossy(&audit.stdout);
+        assert!(
+            shown.contains("file created out/ok.txt sha256:"),
+            "{}",
+            crate::transcript(&audit)
+        );
     }
 }
 

@@ -140,7 +140,6 @@ impl Sandbox {
             .chain(resolve(&keep_out.read_only))
             .collect();
         let inside = |set: &[PathBuf], p: &Path| set.iter().any(|k| p.starts_with(k));
-        let holds = |set: &[PathBuf], p: &Path| set.iter().any(|k| k.starts_with(p) && k != p);
         let mut granted_write = Vec::new();
         for path in write {
             let real = rules::real(&path)
@@ -151,16 +150,7 @@ impl Sandbox {
                     real.display()
                 ));
             }
-            if holds(&unwritable, &real) && real.is_dir() {
-                let inner: Vec<PathBuf> = unwritable
-                    .iter()
-                    .filter(|k| k.starts_with(&real))
-                    .cloned()
-                    .collect();
-                granted_write.extend(rules::carve(&real, &inner)?);
-            } else {
-                granted_write.push(real);
-            }
+            granted_write.extend(rules::around(real, &unwritable)?);
         }
         let mut granted_read = rules::system_read();
         for path in read {
@@ -176,16 +166,7 @@ impl Sandbox {
                     real.display()
                 ));
             }
-            if holds(&hidden, &real) && real.is_dir() {
-                let inner: Vec<PathBuf> = hidden
-                    .iter()
-                    .filter(|k| k.starts_with(&real))
-                    .cloned()
-                    .collect();
-                granted_read.extend(rules::carve(&real, &inner)?);
-            } else {
-                granted_read.push(real);
-            }
+            granted_read.extend(rules::around(real, &hidden)?);
         }
         for dir in scratch {
             let real = rules::real(&dir)

@@ -45,6 +45,25 @@ fn outcomes(home: &Path, id: &str) -> Vec<Value> {
         .collect()
 }
 
+/// A scratch example whose one action runs `./probe.sh` (the script given) under `profile`
+/// with a shell.test grant for it; `out/` exists; `files` are added to the workspace.
+fn probe_example(dir: &Path, profile: &str, script: &str, files: &[(&str, &str)]) -> PathBuf {
+    let steps = act(json!([
+        {"id":"action_probe","capability":"shell.test","operation":"execute","argv":["./probe.sh"]},
+    ]));
+    let mut all = vec![("probe.sh", script), ("out/.keep", "")];
+    all.extend_from_slice(files);
+    let ex = scratch_example(
+        dir,
+        profile,
+        &[("shell.test", &["./probe.sh"], &["execute"])],
+        steps,
+        &all,
+    );
+    make_executable(&ex.join("workspace/probe.sh"));
+    ex
+}
+
 fn read(ws: &Path, name: &str) -> String {
     std::fs::read_to_string(ws.join("out").join(name)).unwrap_or_default()
 }
@@ -91,21 +110,12 @@ fn issue_18_symlinks_in_the_workspace_never_become_rules() {
         ));
     }
     script.push_str("cat kf 2>/dev/null | grep -q PRIVATE && echo kf >> out/read.txt\nexit 0\n");
-    let steps = act(json!([
-        {"id":"action_probe","capability":"shell.test","operation":"execute","argv":["./probe.sh"]},
-    ]));
-    let ex = scratch_example(
+    let ex = probe_example(
         dir.path(),
         "trusted-local",
-        &[("shell.test", &["./probe.sh"], &["execute"])],
-        steps,
-        &[
-            ("probe.sh", &script),
-            ("out/.keep", ""),
-            ("sub/deep/.keep", ""),
-        ],
+        &script,
+        &[("sub/deep/.keep", "")],
     );
-    make_executable(&ex.join("workspace/probe.sh"));
     for (name, target) in &targets {
         std::os::unix::fs::symlink(target, ex.join("workspace").join(name)).unwrap();
     }
@@ -289,17 +299,7 @@ PY
 exit 0
 "#;
     // Craik inherits descriptors 7, 8 and 9 from its caller (append to a file outside).
-    let steps = act(json!([
-        {"id":"action_probe","capability":"shell.test","operation":"execute","argv":["./probe.sh"]},
-    ]));
-    let ex = scratch_example(
-        dir.path(),
-        "trusted-local",
-        &[("shell.test", &["./probe.sh"], &["execute"])],
-        steps,
-        &[("probe.sh", script), ("out/.keep", "")],
-    );
-    make_executable(&ex.join("workspace/probe.sh"));
+    let ex = probe_example(dir.path(), "trusted-local", script, &[]);
     let home = dir.path().join("home");
     let exe = assert_cmd::cargo::cargo_bin("craik");
     let out = std::process::Command::new("bash")
@@ -353,17 +353,7 @@ fn issue_18_an_unprivileged_craik_confines_the_same() {
     }
     let dir = tempfile::tempdir().unwrap();
     let script = "#!/bin/sh\ngrep -E '^(CapEff|CapPrm|NoNewPrivs|Seccomp):' /proc/$$/status > out/status.txt\n/usr/bin/python3 -c 'import socket; socket.socket()' 2> out/sock.txt\nexit 0\n";
-    let steps = act(json!([
-        {"id":"action_probe","capability":"shell.test","operation":"execute","argv":["./probe.sh"]},
-    ]));
-    let ex = scratch_example(
-        dir.path(),
-        "trusted-local",
-        &[("shell.test", &["./probe.sh"], &["execute"])],
-        steps,
-        &[("probe.sh", script), ("out/.keep", "")],
-    );
-    make_executable(&ex.join("workspace/probe.sh"));
+    let ex = probe_example(dir.path(), "trusted-local", script, &[]);
     let home = dir.path().join("home");
     std::process::Command::new("chmod")
         .args(["-R", "a+rwX"])
@@ -448,17 +438,7 @@ fn issue_18_toolchain_credentials_are_never_readable() {
     let cargo = cargo_home.display().to_string();
     let rustup = tools.path().join("rustup").display().to_string();
     let dir = tempfile::tempdir().unwrap();
-    let steps = act(json!([
-        {"id":"action_probe","capability":"shell.test","operation":"execute","argv":["./probe.sh"]},
-    ]));
-    let ex = scratch_example(
-        dir.path(),
-        "trusted-local",
-        &[("shell.test", &["./probe.sh"], &["execute"])],
-        steps,
-        &[("probe.sh", &script), ("out/.keep", "")],
-    );
-    make_executable(&ex.join("workspace/probe.sh"));
+    let ex = probe_example(dir.path(), "trusted-local", &script, &[]);
     let home = dir.path().join("home");
     let out = crate::craik()
         .arg("run")
@@ -650,21 +630,12 @@ fn issue_18_metadata_outside_the_write_scope_cannot_change() {
         key = home.join("keys/signing.key.pem").display(),
         victim = victim.display(),
     );
-    let steps = act(json!([
-        {"id":"action_probe","capability":"shell.test","operation":"execute","argv":["./probe.sh"]},
-    ]));
-    let ex = scratch_example(
+    let ex = probe_example(
         dir.path(),
         "trusted-local",
-        &[("shell.test", &["./probe.sh"], &["execute"])],
-        steps,
-        &[
-            ("probe.sh", &script),
-            ("out/.keep", ""),
-            (".git/config", "[core]\n"),
-        ],
+        &script,
+        &[(".git/config", "[core]\n")],
     );
-    make_executable(&ex.join("workspace/probe.sh"));
     let (out, id) = run(&ex, &home, &[]);
     let text = crate::transcript(&out);
     let ws = home.join("runs").join(&id).join("workspace");

@@ -152,6 +152,20 @@ pub(crate) fn carve(dir: &Path, keep_out: &[PathBuf]) -> Result<Vec<PathBuf>, St
     Ok(granted)
 }
 
+/// What to grant for the real path `path` so that nothing in `kept` is reachable: the path
+/// itself, or — a directory holding something kept — its entries carved around it.
+pub(crate) fn around(path: PathBuf, kept: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let inner: Vec<PathBuf> = kept
+        .iter()
+        .filter(|k| k.starts_with(&path) && **k != path)
+        .cloned()
+        .collect();
+    if inner.is_empty() || !path.is_dir() {
+        return Ok(vec![path]);
+    }
+    carve(&path, &inner)
+}
+
 /// What of Craik's `home` must stay out of reach of a process granted `allowed` paths: the
 /// whole home, or — when some allowed path lies inside it (an example's workspace, a
 /// command's scratch directories under the run directory) — every entry of the home beside

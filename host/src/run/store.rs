@@ -103,7 +103,8 @@ pub struct Home {
     pub root: PathBuf,
 }
 
-/// Where Craik's home lies relative to a run's workspace.
+/// Where Craik's home lies relative to a run's workspace (anything but `Outside` is refused
+/// under every profile: [`crate::run::locked::placed_apart`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HomePlacement {
     Outside,
@@ -111,19 +112,6 @@ pub enum HomePlacement {
     InsideProtected,
     /// Inside under another name: a runner's file actions could reach keys and journals.
     InsideExposed,
-}
-
-impl HomePlacement {
-    /// Only `trusted-local` runs with an exposed home (loudly); every other profile refuses.
-    pub fn allowed_under(self, profile: craik_contracts::PolicyProfile) -> Result<(), Error> {
-        if self == Self::InsideExposed && profile != craik_contracts::PolicyProfile::TrustedLocal {
-            return Err(Error::usage(format!(
-                "--home lies inside the workspace and is not named `.craik`; the {} profile refuses to run with its keys reachable",
-                profile.as_str()
-            )));
-        }
-        Ok(())
-    }
 }
 
 /// The home a command uses when none is given (`--home` or `CRAIK_HOME`, which clap reads):
@@ -688,11 +676,6 @@ mod io_tests {
         let ws = std::env::temp_dir();
         let missing = Home::new(Path::new("/nonexistent/craik-home-for-a-test"));
         assert_eq!(missing.placement(&ws), HomePlacement::InsideExposed);
-        assert!(
-            HomePlacement::InsideExposed
-                .allowed_under(craik_contracts::PolicyProfile::Strict)
-                .is_err()
-        );
         let outside = Home::new(Path::new("/"));
         assert_eq!(outside.placement(&ws), HomePlacement::Outside);
     }

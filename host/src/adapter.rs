@@ -121,16 +121,8 @@ fn installation(program: &Path) -> PathBuf {
         .is_some_and(|n| n == "bin")
         .then(|| dir.parent())
         .flatten();
-    let broad = |p: &Path| {
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        p == Path::new("/")
-            || ["/home", "/root", "/tmp", "/var", "/var/tmp"]
-                .iter()
-                .any(|b| p == Path::new(b))
-            || home.is_some_and(|h| h.starts_with(p))
-    };
     match prefix {
-        Some(prefix) if !broad(prefix) => prefix.to_path_buf(),
+        Some(prefix) if !crate::confine::too_broad(prefix) => prefix.to_path_buf(),
         _ => dir.to_path_buf(),
     }
 }
@@ -444,13 +436,12 @@ impl Adapter {
                 }
             };
             let line = match next {
-                Err(_) if exited.is_some() => {
-                    let status = exited.unwrap_or_default();
-                    return Err(self.violation(format!(
-                        "the adapter closed the channel during `{method}`: it {status} without answering"
-                    )));
-                }
                 Err(_) => {
+                    if let Some(status) = &exited {
+                        return Err(self.violation(format!(
+                            "the adapter closed the channel during `{method}`: it {status} without answering"
+                        )));
+                    }
                     // Ask once, politely; then kill.
                     let _ = self.send(&CancelNotification {
                         method: CancelMethod::Name,

@@ -51,7 +51,7 @@ use landlock::{
     Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
-pub use rules::{MAX_CARVED, keep_out_of_home};
+pub use rules::{MAX_CARVED, keep_out_of_home, too_broad};
 pub use seccomp::Network;
 
 /// The hidden first argument that makes `craik` a trampoline.
@@ -124,20 +124,15 @@ impl Sandbox {
         net: Network,
         required: bool,
     ) -> Result<Self, String> {
-        let resolve = |paths: &[PathBuf]| -> Vec<PathBuf> {
-            paths
-                .iter()
-                .map(|k| {
-                    rules::real(k).unwrap_or_else(|| std::path::absolute(k).unwrap_or_default())
-                })
-                .collect()
+        let resolve = |paths: &[PathBuf]| -> Result<Vec<PathBuf>, String> {
+            paths.iter().map(|k| rules::kept_path(k)).collect()
         };
-        let hidden = resolve(&keep_out.hidden);
+        let hidden = resolve(&keep_out.hidden)?;
         // Nothing hidden or read-only is writable; only hidden paths are unreadable.
         let unwritable: Vec<PathBuf> = hidden
             .iter()
             .cloned()
-            .chain(resolve(&keep_out.read_only))
+            .chain(resolve(&keep_out.read_only)?)
             .collect();
         let inside = |set: &[PathBuf], p: &Path| set.iter().any(|k| p.starts_with(k));
         let mut granted_write = Vec::new();

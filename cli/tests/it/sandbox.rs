@@ -700,3 +700,34 @@ fn issue_18_a_workspace_inside_the_home_is_refused() {
         );
     }
 }
+
+/// A write scope the sandbox could not enforce exactly, or one on a grant that runs no
+/// command, is refused when the run starts, naming the grant, the field and the value.
+#[test]
+fn issue_18_unenforceable_write_scopes_are_refused_at_load() {
+    for (capability, writes, expect) in [
+        ("shell.test", "*.log", "`*.log`"),
+        ("shell.test", "../out/**", "`../out/**`"),
+        ("shell.test", ".git/**", "protected"),
+        ("repo.read", "out/**", "shell.* grants only"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let ex = scratch_example(
+            dir.path(),
+            "trusted-local",
+            &[(capability, &["./probe.sh"], &["execute"])],
+            act(json!([])),
+            &[("a.md", "a\n")],
+        );
+        grant_writes(&ex, 0, &[writes]);
+        let home = dir.path().join("home");
+        let (out, _) = run(&ex, &home, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{}", crate::transcript(&out));
+        assert!(
+            err.contains("grant `grant_g0`") && err.contains(expect),
+            "{writes}: {err}"
+        );
+        assert!(!home.join("runs").exists() || walk(&home.join("runs")).is_empty());
+    }
+}

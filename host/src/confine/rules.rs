@@ -92,6 +92,17 @@ pub(crate) fn real(path: &Path) -> Option<PathBuf> {
     std::path::absolute(path).ok()?.canonicalize().ok()
 }
 
+/// A path to keep out of reach, as the sandbox compares it: its real path when it exists,
+/// else its absolute path (it may be created later). A path that cannot even be made absolute
+/// is an error, never an empty path that every comparison would treat alike.
+pub(crate) fn kept_path(path: &Path) -> Result<PathBuf, String> {
+    match real(path) {
+        Some(real) => Ok(real),
+        None => std::path::absolute(path)
+            .map_err(|e| format!("`{}`: cannot be made absolute: {e}", path.display())),
+    }
+}
+
 /// The system read roots and allow-listed files that exist here, as real paths, deduplicated.
 pub(crate) fn system_read() -> Vec<PathBuf> {
     let etc = ETC_READ.iter().map(|e| Path::new("/etc").join(e));
@@ -171,7 +182,7 @@ pub(crate) fn around(path: PathBuf, kept: &[PathBuf]) -> Result<Vec<PathBuf>, St
 /// command's scratch directories under the run directory) — every entry of the home beside
 /// the way to them (keys, journals, approvals, reviews, memory, other runs).
 pub fn keep_out_of_home(home: &Path, allowed: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
-    let home = real(home).unwrap_or_else(|| std::path::absolute(home).unwrap_or_default());
+    let home = kept_path(home)?;
     let inside: Vec<PathBuf> = allowed
         .iter()
         .filter_map(|a| real(a))
@@ -185,7 +196,7 @@ pub fn keep_out_of_home(home: &Path, allowed: &[PathBuf]) -> Result<Vec<PathBuf>
 
 /// A read root too broad to grant whatever asks for it: the file system root, the home
 /// directories, the temporary directory, or anything holding the operator's own `HOME`.
-pub(crate) fn too_broad(path: &Path) -> bool {
+pub fn too_broad(path: &Path) -> bool {
     let user_home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .and_then(|h| real(&h));

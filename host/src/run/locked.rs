@@ -17,10 +17,10 @@ use crate::run::store::{Home, HomePlacement, RunDir, RunLock, RunStore};
 
 /// A run directory under its driver lock, with its checked inputs.
 pub struct LockedRun {
-    pub(crate) home: Home,
-    pub(crate) dir: Box<dyn RunStore>,
-    pub(crate) inputs: Inputs,
-    pub(crate) lock: RunLock,
+    home: Home,
+    dir: Box<dyn RunStore>,
+    inputs: Inputs,
+    lock: RunLock,
 }
 
 impl std::fmt::Debug for LockedRun {
@@ -62,6 +62,11 @@ impl LockedRun {
         })
     }
 
+    /// Its parts, for the host that drives the run (the lock moves with them).
+    pub(crate) fn into_parts(self) -> (Home, Box<dyn RunStore>, Inputs, RunLock) {
+        (self.home, self.dir, self.inputs, self.lock)
+    }
+
     /// The run's checked inputs.
     pub fn inputs(&self) -> &Inputs {
         &self.inputs
@@ -87,10 +92,9 @@ pub fn placed_apart(home: &Home, dir: &RunDir, workspace: &Path) -> Result<(), E
             real.display()
         )));
     }
-    let home_real =
-        crate::run::store::prospective_real(&home.root).unwrap_or_else(|| home.root.clone());
-    let own_copy = crate::run::store::prospective_real(&dir.path.join("workspace"));
-    if real.starts_with(&home_real) && Some(&real) != own_copy.as_ref() {
+    let home_real = crate::run::store::prospective_real(&home.root)?;
+    let own_copy = crate::run::store::prospective_real(&dir.path.join("workspace"))?;
+    if real.starts_with(&home_real) && real != own_copy {
         return Err(Error::usage(format!(
             "--workspace `{}` lies inside Craik's home `{}` (its keys, journals and approvals would be the runner's to read and write); give a workspace outside the home",
             real.display(),

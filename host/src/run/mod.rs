@@ -358,6 +358,24 @@ pub fn check_task_bindings(
             Vec::new(),
         ));
     }
+    // A write scope the sandbox could not enforce exactly is refused now, naming the grant,
+    // not when its first command would run.
+    for g in grants {
+        if !g.target.writes.is_empty() && !g.capability.starts_with("shell.") {
+            return Err(crate::Error::invalid(
+                format!(
+                    "grant `{}`: target.writes applies to shell.* grants only (capability `{}`)",
+                    g.id, g.capability
+                ),
+                Vec::new(),
+            ));
+        }
+        for pattern in &g.target.writes {
+            crate::run::manifest::Scope::parse("/w", pattern).map_err(|e| {
+                crate::Error::invalid(format!("grant `{}`: target.writes: {e}", g.id), Vec::new())
+            })?;
+        }
+    }
     // An envelope entry that names no capability would silently match nothing (a deny-list
     // entry `shell.*` denied nothing): refused, naming the field and the entry.
     if let Some(e) = envelope {

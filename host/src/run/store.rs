@@ -146,9 +146,12 @@ pub fn state_root() -> Option<PathBuf> {
 }
 
 /// The real path `path` has or would have: its deepest existing ancestor resolved, the rest
-/// appended (`..` in the rest is refused by the caller's rule, never resolved lexically).
-pub fn prospective_real(path: &Path) -> Option<PathBuf> {
-    let absolute = std::path::absolute(path).ok()?;
+/// appended. An error (naming the path) when it cannot even be made absolute: never a
+/// relative stand-in that no comparison would match.
+pub fn prospective_real(path: &Path) -> Result<PathBuf, Error> {
+    let unresolvable =
+        |why: String| Error::usage(format!("`{}`: cannot be resolved: {why}", path.display()));
+    let absolute = std::path::absolute(path).map_err(|e| unresolvable(e.to_string()))?;
     let mut existing = absolute.as_path();
     let mut rest = Vec::new();
     loop {
@@ -157,10 +160,13 @@ pub fn prospective_real(path: &Path) -> Option<PathBuf> {
             for part in rest.iter().rev() {
                 out.push(part);
             }
-            return Some(out);
+            return Ok(out);
         }
-        rest.push(existing.file_name()?.to_owned());
-        existing = existing.parent()?;
+        let (Some(name), Some(parent)) = (existing.file_name(), existing.parent()) else {
+            return Err(unresolvable("no ancestor exists".into()));
+        };
+        rest.push(name.to_owned());
+        existing = parent;
     }
 }
 
@@ -170,14 +176,22 @@ impl Home {
     /// would be the runner's to read or plant); with none given, `./.craik` unless that lies
     /// inside the workspace, else the user's state directory ([`state_root`]).
     pub fn for_run(given: Option<&Path>, workspace: Option<&Path>) -> Result<Self, Error> {
-        let inside = |home: &Path| -> Option<PathBuf> {
-            let ws = workspace.and_then(|w| w.canonicalize().ok())?;
-            let real = prospective_real(home).unwrap_or_else(|| home.to_owned());
-            real.starts_with(&ws).then_some(ws)
+        // The workspace as it is (it must exist); a home inside it is refused.
+        let ws = workspace
+            .map(|w| {
+                w.canonicalize()
+                    .map_err(|e| Error::usage(format!("--workspace `{}`: {e}", w.display())))
+            })
+            .transpose()?;
+        let inside = |home: &Path| -> Result<Option<PathBuf>, Error> {
+            let Some(ws) = &ws else {
+                return Ok(None);
+            };
+            Ok(prospective_real(home)?.starts_with(ws).then(|| ws.clone()))
         };
         let home = match given {
             Some(given) => {
-                if let Some(ws) = inside(given) {
+                if let Some(ws) = inside(given)? {
                     return Err(Error::usage(format!(
                         "--home `{}` lies inside the workspace `{}`; Craik's home (keys, journals, approvals) is never inside a workspace: give a --home outside it (or leave --home out to use {})",
                         given.display(),
@@ -192,11 +206,11 @@ impl Home {
             }
             None => {
                 let local = default_root(None);
-                if inside(&local).is_none() {
+                if inside(&local)?.is_none() {
                     local
                 } else {
                     match state_root() {
-                        Some(state) if inside(&state).is_none() => state,
+                        Some(state) if inside(&state)?.is_none() => state,
                         _ => {
                             return Err(Error::usage(
                                 "no home outside the workspace: set --home DIR or CRAIK_HOME (the default `./.craik` lies inside the workspace, and neither XDG_STATE_HOME nor HOME names a state directory outside it)",

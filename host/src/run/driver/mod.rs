@@ -154,12 +154,7 @@ impl std::fmt::Debug for Setup {
 impl Host {
     /// Starts a new run in a fresh directory (locked, its home outside its workspace).
     pub fn start(run: crate::run::locked::LockedRun, setup: Setup) -> Result<Self, Error> {
-        let crate::run::locked::LockedRun {
-            home,
-            dir,
-            inputs,
-            lock,
-        } = run;
+        let (home, dir, inputs, lock) = run.into_parts();
         let run_id = inputs.run_id.clone();
         let journal_file = JournalFile::create(dir.root()).map_err(io(dir.root()))?;
         dir.write_json(crate::run::store::INPUTS, &inputs, true)

@@ -9,12 +9,7 @@ impl Host {
     /// The inputs are the ones [`crate::run::locked::LockedRun::open`] verified against the
     /// signed journal, never re-read here.
     pub fn recover(run: crate::run::locked::LockedRun, setup: Setup) -> Result<Self, Error> {
-        let crate::run::locked::LockedRun {
-            home,
-            dir,
-            inputs,
-            lock,
-        } = run;
+        let (home, dir, inputs, lock) = run.into_parts();
         let mut notes = Vec::new();
         // The caller holds the run lock: a `.NAME.tmp-PID` here is an atomic write a crash
         // interrupted before its rename (the file it would have replaced is intact).

@@ -15,9 +15,9 @@
 //! Front ends (the `craik` CLI today) sit on top: they parse arguments, print, and map
 //! [`Error`]s to their own codes. Nothing here prints or exits. Time comes from a [`Clock`].
 //!
-//! A front end that runs commands must route its own `__craik-confine` invocation to
-//! [`confine::trampoline`] before anything else: confined processes start by re-executing the
-//! running binary (see [`confine`]).
+//! A front end that runs commands must route its own `__craik-confine --probe` invocation to
+//! [`confine::trampoline`] before anything else: the once-per-process probe of what this
+//! kernel confines re-executes the running binary (see [`confine`]).
 
 pub mod adapter;
 pub mod clock;

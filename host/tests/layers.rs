@@ -16,7 +16,11 @@ use std::path::{Path, PathBuf};
 const ALLOWED: &[(&str, &[&str])] = &[
     ("craik-contracts", &[]),
     ("craik-kernel", &["craik-contracts"]),
-    ("craik-host", &["craik-kernel", "craik-contracts"]),
+    ("craik-spawn", &[]),
+    (
+        "craik-host",
+        &["craik-spawn", "craik-kernel", "craik-contracts"],
+    ),
     ("craik", &["craik-host", "craik-kernel", "craik-contracts"]),
     ("craik-adapter-fixture", &["craik-contracts"]),
     ("craik-adapter-codex", &["craik-contracts"]),
@@ -61,6 +65,41 @@ fn crates_depend_only_downward() {
             if ours.contains(&dep) {
                 assert!(may.contains(&dep), "{name} must not depend on {dep}");
             }
+        }
+    }
+}
+
+/// `unsafe` lives in one crate: every other one takes the workspace lints
+/// (`unsafe_code = "forbid"`), and `craik-spawn` at least denies it outside the items that
+/// allow it, each with a SAFETY comment.
+#[test]
+fn only_craik_spawn_may_hold_unsafe() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let workspace = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    assert!(workspace.contains("unsafe_code = \"forbid\""));
+    let members: Vec<&str> = workspace
+        .lines()
+        .find(|l| l.starts_with("members"))
+        .unwrap()
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .collect();
+    assert!(members.contains(&"spawn"), "{members:?}");
+    for member in members {
+        let manifest = std::fs::read_to_string(root.join(member).join("Cargo.toml")).unwrap();
+        if member == "spawn" {
+            assert!(manifest.contains("unsafe_code = \"deny\""));
+            assert!(manifest.contains("undocumented_unsafe_blocks = \"deny\""));
+            let source = std::fs::read_to_string(root.join("spawn/src/lib.rs")).unwrap();
+            let blocks = source.matches("unsafe {").count();
+            let allowed = source.matches("#[allow(unsafe_code)]").count();
+            assert_eq!(blocks, allowed, "every unsafe block allows it explicitly");
+        } else {
+            assert!(
+                manifest.contains("[lints]\nworkspace = true"),
+                "{member}/Cargo.toml must take the workspace lints (no unsafe)"
+            );
         }
     }
 }

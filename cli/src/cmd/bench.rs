@@ -279,7 +279,7 @@ struct RunResult {
     adapter_steps_per_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     adapter_overhead_per_step_us: Option<f64>,
-    /// Commands spawned plainly and through the confinement trampoline, in the same run.
+    /// Commands spawned plainly and confined, in the same run.
     confinement: Confinement,
 }
 
@@ -292,7 +292,7 @@ struct Confinement {
     overhead_us_per_command: f64,
 }
 
-/// Spawns `/bin/true` `n` times plainly, then `n` times through the same trampoline and
+/// Spawns `/bin/true` `n` times plainly, then `n` times with the same confinement and
 /// sandbox a governed command gets (workspace write, fresh HOME/TMPDIR): the per-command
 /// cost of confinement, measured in the same run.
 fn confinement_overhead(

@@ -9,53 +9,80 @@
 //!
 //! As root the namespace is made directly; otherwise inside a new user namespace mapping only
 //! the caller's own uid and gid (the process keeps its identity; files of other users show as
-//! `nobody`). Applied in the trampoline before Landlock (which forbids mount changes) and
-//! before capabilities are dropped.
+//! `nobody`). The parent computes the [`craik_spawn::Mounts`] plan here, from its own
+//! `mountinfo` (the child's is the same until it unshares); the child applies it before
+//! Landlock (which forbids mount changes) and before it drops its capabilities.
 
-use std::path::PathBuf;
+use std::ffi::CString;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
 
-use rustix::mount::{MountFlags, MountPropagationFlags};
+use rustix::mount::MountFlags;
 
-/// Makes this process's view of every mount read-only but `writable` (each made its own
-/// mount first). An error means nothing can be promised about metadata changes.
-pub(super) fn read_only_except(writable: &[PathBuf]) -> Result<(), String> {
-    enter_namespace()?;
-    rustix::mount::mount_change(
-        "/",
-        MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
-    )
-    .map_err(|e| format!("making mounts private: {e}"))?;
+/// The plan that makes every mount read-only but `writable` (each bound onto itself first, so
+/// it is a mount of its own).
+pub(super) fn plan(writable: &[PathBuf]) -> Result<craik_spawn::Mounts, String> {
+    let c = |p: &Path| {
+        CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| format!("`{}`: a path with a NUL byte", p.display()))
+    };
+    let existing = mount_points()?;
+    // Every mount point, and every writable directory with the options of the mount it lies
+    // on (a bind mount carries its source mount's flags, and a user namespace may not clear
+    // the locked ones).
+    let mut points: Vec<(PathBuf, String, bool)> = existing
+        .iter()
+        .map(|(p, o)| (p.clone(), o.clone(), writable.contains(p)))
+        .collect();
     for dir in writable {
-        rustix::mount::mount_bind(dir, dir)
-            .map_err(|e| format!("bind-mounting `{}`: {e}", dir.display()))?;
+        let holder = existing
+            .iter()
+            .rev()
+            .filter(|(p, _)| dir.starts_with(p))
+            .max_by_key(|(p, _)| p.components().count())
+            .map(|(_, o)| o.clone())
+            .unwrap_or_default();
+        points.push((dir.clone(), holder, true));
     }
-    // Deepest first, so a remount of a parent never hides one below it from this loop.
-    let mut mounts = mount_points()?;
-    mounts.sort_by_key(|(p, _)| std::cmp::Reverse(p.components().count()));
-    for (point, options) in &mounts {
-        let rw = writable.iter().any(|w| w == point);
+    // Deepest first, so a remount of a parent never hides one below it.
+    points.sort_by_key(|(p, _, _)| std::cmp::Reverse(p.components().count()));
+    let mut remounts = Vec::with_capacity(points.len());
+    for (point, options, rw) in &points {
         // `nodev` only where the process writes (a device node it made there is inert);
         // elsewhere a mount keeps its own (`/dev` must stay usable: `/dev/null`).
-        let mut flags = MountFlags::BIND | MountFlags::NOSUID | kept(options);
-        if rw {
+        let mut flags = MountFlags::NOSUID | kept(options);
+        if *rw {
             flags |= MountFlags::NODEV;
+            flags.remove(MountFlags::RDONLY);
         } else {
             flags |= MountFlags::RDONLY;
         }
-        if let Err(e) = rustix::mount::mount_remount(point.as_path(), flags, "") {
+        remounts.push(craik_spawn::Remount {
+            point: c(point)?,
+            flags,
             // A mount this process cannot even see the inside of (another namespace's
             // leftovers, `EACCES`/`EINVAL` on pseudo file systems) is left out only if it is
             // already read-only.
-            if !options.split(',').any(|o| o == "ro") {
-                return Err(format!("remounting `{}` read-only: {e}", point.display()));
-            }
-        }
+            may_fail: !*rw && options.split(',').any(|o| o == "ro"),
+        });
     }
-    // The working directory still refers to the mount it was entered through (now
-    // read-only); entering it again by path lands on the writable bind mount.
-    let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"))?;
-    std::env::set_current_dir(&cwd).map_err(|e| format!("re-entering `{}`: {e}", cwd.display()))?;
-    Ok(())
+    let user = if rustix::process::geteuid().is_root() {
+        None
+    } else {
+        let (uid, gid) = (
+            rustix::process::getuid().as_raw(),
+            rustix::process::getgid().as_raw(),
+        );
+        Some(craik_spawn::IdMaps {
+            uid_map: format!("{uid} {uid} 1").into_bytes(),
+            gid_map: format!("{gid} {gid} 1").into_bytes(),
+        })
+    };
+    Ok(craik_spawn::Mounts {
+        user,
+        binds: writable.iter().map(|p| c(p)).collect::<Result<_, _>>()?,
+        remounts,
+    })
 }
 
 /// The flags of a mount that must be kept on a bind remount (a user namespace may not clear
@@ -76,31 +103,6 @@ fn kept(options: &str) -> MountFlags {
     flags
 }
 
-#[expect(
-    deprecated,
-    reason = "`unshare` is deprecated for CLONE_FILES sharing hazards; only NEWNS and NEWUSER are passed, in a single-threaded process"
-)]
-fn enter_namespace() -> Result<(), String> {
-    use rustix::thread::UnshareFlags;
-    if rustix::process::geteuid().is_root() {
-        return rustix::thread::unshare(UnshareFlags::NEWNS)
-            .map_err(|e| format!("a private mount namespace: {e}"));
-    }
-    let (uid, gid) = (
-        rustix::process::getuid().as_raw(),
-        rustix::process::getgid().as_raw(),
-    );
-    rustix::thread::unshare(UnshareFlags::NEWUSER | UnshareFlags::NEWNS).map_err(|e| {
-        format!("a private mount namespace needs root or unprivileged user namespaces: {e}")
-    })?;
-    let write =
-        |file: &str, text: String| std::fs::write(file, text).map_err(|e| format!("{file}: {e}"));
-    write("/proc/self/setgroups", "deny".into())?;
-    write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
-    write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
-    Ok(())
-}
-
 /// Every mount point of this namespace and its per-mount options, from `mountinfo`.
 fn mount_points() -> Result<Vec<(PathBuf, String)>, String> {
     let text = std::fs::read_to_string("/proc/self/mountinfo")
@@ -117,7 +119,7 @@ fn mount_points() -> Result<Vec<(PathBuf, String)>, String> {
 }
 
 /// `mountinfo` escapes space, tab, newline and backslash as `\ooo`.
-fn unescape(field: &str) -> String {
+fn unescape(field: &str) -> std::ffi::OsString {
     let bytes = field.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -137,7 +139,7 @@ fn unescape(field: &str) -> String {
             }
         }
     }
-    String::from_utf8_lossy(&out).into_owned()
+    std::ffi::OsString::from_vec(out)
 }
 
 #[cfg(test)]
@@ -152,6 +154,37 @@ mod tests {
         assert!(
             points.iter().any(|(p, _)| p == std::path::Path::new("/")),
             "{points:?}"
+        );
+    }
+
+    #[test]
+    fn a_writable_directory_is_bound_and_stays_writable_everything_else_read_only() {
+        let dir = std::env::temp_dir();
+        let plan = plan(std::slice::from_ref(&dir)).unwrap();
+        assert_eq!(plan.binds.len(), 1);
+        let rw: Vec<_> = plan
+            .remounts
+            .iter()
+            .filter(|r| !r.flags.contains(MountFlags::RDONLY))
+            .map(|r| r.point.clone())
+            .collect();
+        assert_eq!(
+            rw,
+            vec![CString::new(dir.as_os_str().as_bytes()).unwrap()],
+            "only the writable directory stays writable"
+        );
+        assert!(
+            plan.remounts
+                .iter()
+                .all(|r| r.flags.contains(MountFlags::NOSUID))
+        );
+        let depth = |r: &craik_spawn::Remount| r.point.as_bytes().split(|b| *b == b'/').count();
+        assert!(
+            plan.remounts.windows(2).all(|w| match w {
+                [a, b] => depth(a) >= depth(b),
+                _ => true,
+            }),
+            "deepest first"
         );
     }
 }

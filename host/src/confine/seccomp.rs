@@ -17,10 +17,11 @@
 //!   `process_vm_*`, mounts, `kexec`, `reboot`, `swapon`, `acct`, `personality` changes.
 //!
 //! The filter also refuses any other system-call ABI on the same machine (the generated
-//! program checks the architecture; on x86_64 the x32 numbers are filtered like the native
-//! ones).
+//! program checks the architecture; on x86_64 every x32 call answers `ENOSYS`, see
+//! [`x32_guard`]).
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen as Len, SeccompCmpOp as Op, SeccompCondition,
@@ -129,33 +130,40 @@ fn socket_rules(network: Network) -> Result<Vec<SeccompRule>, String> {
     }
 }
 
-/// On x86_64 the x32 ABI shares the architecture tag with its own numbers
-/// (`__X32_SYSCALL_BIT`): its numbers are refused exactly like the native ones.
-fn with_x32(map: Rules) -> Rules {
-    if cfg!(target_arch = "x86_64") {
-        let extra: Vec<(i64, Vec<SeccompRule>)> = map
-            .iter()
-            .map(|(k, v)| (k | 0x4000_0000, v.clone()))
-            .collect();
-        map.into_iter().chain(extra).collect()
-    } else {
-        map
+/// `BPF_LD | BPF_W | BPF_ABS`, `BPF_JMP | BPF_JSET | BPF_K`, `BPF_RET | BPF_K`.
+const LD_W_ABS: u16 = 0x20;
+const JSET_K: u16 = 0x45;
+const RET_K: u16 = 0x06;
+/// `__X32_SYSCALL_BIT`.
+const X32_BIT: u32 = 0x4000_0000;
+
+/// On x86_64 the x32 ABI shares the architecture tag and marks its numbers with
+/// `__X32_SYSCALL_BIT`: three instructions put before the first program answer every x32
+/// call `ENOSYS` (no program Craik runs uses that ABI), so no filter needs a second copy of
+/// its rules. The generated programs jump only forward and relative to themselves, so a
+/// prefix leaves them intact.
+fn x32_guard() -> Vec<craik_spawn::Insn> {
+    if !cfg!(target_arch = "x86_64") {
+        return Vec::new();
     }
+    let insn = |code, jt, jf, k| craik_spawn::Insn { code, jt, jf, k };
+    vec![
+        // A = seccomp_data.nr
+        insn(LD_W_ABS, 0, 0, 0),
+        // if (A & X32_BIT) fall through to the return, else skip it
+        insn(JSET_K, 0, 1, X32_BIT),
+        insn(RET_K, 0, 0, libc::SECCOMP_RET_ERRNO | ENOSYS),
+    ]
 }
 
 fn compile(map: Rules, errno: u32) -> Result<BpfProgram, String> {
     let arch = std::env::consts::ARCH
         .try_into()
         .map_err(|e: seccompiler::BackendError| e.to_string())?;
-    SeccompFilter::new(
-        with_x32(map),
-        SeccompAction::Allow,
-        SeccompAction::Errno(errno),
-        arch,
-    )
-    .map_err(|e| e.to_string())?
-    .try_into()
-    .map_err(|e: seccompiler::BackendError| e.to_string())
+    SeccompFilter::new(map, SeccompAction::Allow, SeccompAction::Errno(errno), arch)
+        .map_err(|e| e.to_string())?
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| e.to_string())
 }
 
 /// The calls that take a file mode: the index of that argument, and of the flags that say
@@ -233,13 +241,38 @@ pub fn programs(network: Network) -> Result<Vec<BpfProgram>, String> {
     ])
 }
 
-/// Installs the filters on this thread (the trampoline is single-threaded; `exec` keeps them).
-/// Needs `no_new_privs` (set before).
-pub fn apply(network: Network) -> Result<(), String> {
-    for program in programs(network)? {
-        seccompiler::apply_filter(&program).map_err(|e| format!("seccomp: {e}"))?;
-    }
-    Ok(())
+/// The filters for `network`, compiled once per process and kept as the instructions the
+/// child installs ([`craik_spawn::Insn`]).
+pub(super) fn filters(network: Network) -> Result<&'static [Vec<craik_spawn::Insn>], String> {
+    type Compiled = Result<Vec<Vec<craik_spawn::Insn>>, String>;
+    static NONE: OnceLock<Compiled> = OnceLock::new();
+    static TCP: OnceLock<Compiled> = OnceLock::new();
+    let cell = match network {
+        Network::None => &NONE,
+        Network::Tcp => &TCP,
+    };
+    cell.get_or_init(|| {
+        let mut guard = Some(x32_guard());
+        Ok(programs(network)?
+            .into_iter()
+            .map(|program| {
+                let compiled = program.iter().map(|i| craik_spawn::Insn {
+                    code: i.code,
+                    jt: i.jt,
+                    jf: i.jf,
+                    k: i.k,
+                });
+                guard
+                    .take()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .chain(compiled)
+                    .collect()
+            })
+            .collect())
+    })
+    .as_deref()
+    .map_err(Clone::clone)
 }
 
 #[cfg(test)]
@@ -252,6 +285,13 @@ mod tests {
             let programs = programs(network).unwrap();
             assert_eq!(programs.len(), 3);
             assert!(programs.iter().all(|p| !p.is_empty()));
+            let installed = filters(network).unwrap();
+            assert_eq!(installed.len(), 3);
+            let first = installed.first().unwrap();
+            if cfg!(target_arch = "x86_64") {
+                assert_eq!(first.get(..3).unwrap(), x32_guard().as_slice());
+                assert_eq!(first.len(), programs.first().unwrap().len() + 3);
+            }
         }
     }
 }

@@ -359,6 +359,11 @@ pub trait RunStore: std::fmt::Debug + Send {
     fn clean_leftovers(&self) -> io::Result<Vec<String>>;
     /// The run's exclusive driver lock, held while the guard lives.
     fn lock(&self) -> Result<RunLock, Error>;
+    /// Creates the run's receipt journal (refusing one that exists), durably, for the driver
+    /// to append to with `fsync` (write-ahead).
+    fn create_journal(&self) -> io::Result<crate::journal::JournalFile>;
+    /// Opens the run's existing receipt journal for appending (recovery, resume).
+    fn open_journal(&self) -> io::Result<crate::journal::JournalFile>;
     /// Asks the live driver to stop before its next step.
     fn request_cancel(&self) -> io::Result<()> {
         self.append_bytes(CANCEL, b"cancel\n", true)
@@ -432,6 +437,14 @@ impl<S: RunStore + ?Sized> RunStoreExt for S {}
 impl RunStore for RunDir {
     fn root(&self) -> &Path {
         &self.path
+    }
+
+    fn create_journal(&self) -> io::Result<crate::journal::JournalFile> {
+        crate::journal::JournalFile::create(&self.path)
+    }
+
+    fn open_journal(&self) -> io::Result<crate::journal::JournalFile> {
+        crate::journal::JournalFile::open(&self.path)
     }
 
     fn append_bytes(&self, name: &str, lines: &[u8], sync: bool) -> io::Result<()> {

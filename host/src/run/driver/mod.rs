@@ -156,7 +156,7 @@ impl Host {
     pub fn start(run: crate::run::locked::LockedRun, setup: Setup) -> Result<Self, Error> {
         let (home, dir, inputs, lock) = run.into_parts();
         let run_id = inputs.run_id.clone();
-        let journal_file = JournalFile::create(dir.root()).map_err(io(dir.root()))?;
+        let journal_file = dir.create_journal().map_err(io(dir.root()))?;
         dir.write_json(crate::run::store::INPUTS, &inputs, true)
             .map_err(io(dir.root()))?;
         let run = initial_run(&inputs);
@@ -180,7 +180,13 @@ impl Host {
         // The run's first receipt binds inputs.json (task, profile, grants, envelope, intent
         // lock, workspace, runner) to the signed journal: a resume refuses edited inputs.
         let path = host.dir.file(crate::run::store::INPUTS);
-        let bytes = std::fs::read(&path).map_err(io(&path))?;
+        let bytes = host
+            .dir
+            .read_bytes(crate::run::store::INPUTS)
+            .map_err(io(&path))?
+            .ok_or_else(|| {
+                Error::internal(format!("{}: just written, now missing", path.display()))
+            })?;
         let draft =
             inputs_draft(&host.inputs, &bytes, &host.runner_ref().id).map_err(Error::usage)?;
         host.receipt(draft)?;

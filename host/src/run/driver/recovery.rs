@@ -27,7 +27,15 @@ impl Host {
             }
         }
         let journal_path = dir.file(crate::journal::JOURNAL_NAME);
-        let bytes = std::fs::read(&journal_path).map_err(io(&journal_path))?;
+        let bytes = dir
+            .read_bytes(crate::journal::JOURNAL_NAME)
+            .map_err(io(&journal_path))?
+            .ok_or_else(|| {
+                Error::invalid(
+                    format!("{}: the run has no receipt journal", journal_path.display()),
+                    Vec::new(),
+                )
+            })?;
         let receipts = decode_receipts(&bytes);
         let closed = receipts.closed;
         let journal = if closed {
@@ -45,7 +53,7 @@ impl Host {
                 },
             )?
         };
-        let journal_file = JournalFile::open(dir.root()).map_err(io(dir.root()))?;
+        let journal_file = dir.open_journal().map_err(io(dir.root()))?;
         let events: Vec<Event> = dir
             .read_lines(EVENTS)
             .map_err(|e| Error::invalid(e, Vec::new()))?;

@@ -1,0 +1,592 @@
+//! The code Craik runs in a confined child between `fork` and `exec`: the last steps of
+//! confinement, applied to the child alone, from a [`Plan`] the parent computed before the
+//! fork.
+//!
+//! Why a separate crate: it is the only place in Craik with `unsafe` (`pre_exec`, and the raw
+//! Landlock, seccomp and `close_range` system calls), kept small enough to audit in one
+//! sitting. Before it, each confined process was a re-executed `craik` (a trampoline) that did
+//! the same steps; starting the 24 MB binary again cost more than a millisecond per command.
+//!
+//! The rules for code after `fork` in a multi-threaded process, which everything reachable
+//! from [`apply`] keeps: **no allocation, no lock, no `std::io`** — only system calls on data
+//! the [`Plan`] already holds (`rustix` calls with `&CStr` arguments allocate nothing), a
+//! refusal written from static text and an errno with `write(2)`, and `_exit`.
+//!
+//! The steps, in order (each needs the one before):
+//! 1. a new session; `SIGKILL` when the parent dies (`PR_SET_PDEATHSIG`); refuse if the parent
+//!    is no longer the process that planned this child;
+//! 2. a private mount namespace (as a non-root user inside a new user namespace mapping only
+//!    its own uid and gid) where the writable directories are bound onto themselves, then every
+//!    mount is remounted read-only and `nosuid`, the writable ones `nosuid,nodev`; the working
+//!    directory is entered again by path (it still referred to the read-only mount);
+//! 3. every capability dropped (bounding set and `noroot` secure bits as root or inside the
+//!    user namespace, ambient, inheritable, permitted, effective) and `no_new_privs` set —
+//!    then checked, or refused;
+//! 4. Landlock: the parent's ruleset plus this process's own `/proc/<pid>`, then
+//!    `landlock_restrict_self`;
+//! 5. the seccomp filters (installed last but one: they refuse mounts, namespaces, ...);
+//! 6. every descriptor above 2 marked close-on-exec: nothing Craik holds reaches the program.
+//!
+//! INVARIANT: when [`apply`] fails the child never reaches `exec`: it writes one
+//! [`REFUSED_PREFIX`] line on its standard error and exits [`REFUSED_EXIT`].
+
+use std::ffi::CStr;
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+
+use rustix::mount::{MountFlags, MountPropagationFlags};
+use rustix::thread::{CapabilitiesSecureBits, CapabilitySet, CapabilitySets};
+
+/// The exit code of a child that refused to run its program.
+pub const REFUSED_EXIT: i32 = 125;
+/// The first word of that child's refusal on its standard error.
+pub const REFUSED_PREFIX: &str = "craik-confine:";
+
+/// Every capability number the kernel may know; past its last one the calls fail `EINVAL`.
+const LAST_CAP: u32 = 63;
+
+/// Everything a confined child applies to itself, computed by the parent before the fork.
+#[derive(Debug)]
+pub struct Plan {
+    /// The pid of the process that planned the child (checked after the parent-death signal is
+    /// set: a parent that already died would never send it).
+    pub parent: u32,
+    /// The private mount namespace, or `None` for none.
+    pub mounts: Option<Mounts>,
+    /// Refuse to run when the mount namespace fails (otherwise warn on standard error).
+    pub mounts_required: bool,
+    /// The Landlock ruleset, or `None` where the kernel has none (the parent decided whether
+    /// that is allowed).
+    pub landlock: Option<Landlock>,
+    /// The seccomp programs, installed in order.
+    pub filters: &'static [Vec<Insn>],
+}
+
+/// One classic-BPF instruction (`struct sock_filter`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Insn {
+    /// Opcode.
+    pub code: u16,
+    /// Jump offset when true.
+    pub jt: u8,
+    /// Jump offset when false.
+    pub jf: u8,
+    /// Operand.
+    pub k: u32,
+}
+
+/// The private mount namespace.
+#[derive(Debug)]
+pub struct Mounts {
+    /// `Some` when the process is not root: a user namespace first, with these maps.
+    pub user: Option<IdMaps>,
+    /// Directories bound onto themselves first (they become mounts of their own, so they can
+    /// stay writable while what holds them turns read-only).
+    pub binds: Vec<CString>,
+    /// Every mount point to remount, deepest first, with the flags it gets.
+    pub remounts: Vec<Remount>,
+}
+
+/// The user namespace's identity maps (`/proc/self/uid_map` and `gid_map` content).
+#[derive(Debug)]
+pub struct IdMaps {
+    /// `"<uid> <uid> 1"`.
+    pub uid_map: Vec<u8>,
+    /// `"<gid> <gid> 1"`.
+    pub gid_map: Vec<u8>,
+}
+
+/// One bind remount.
+#[derive(Debug)]
+pub struct Remount {
+    /// The mount point.
+    pub point: CString,
+    /// `MS_BIND | MS_REMOUNT` is added; these are the rest (`MS_RDONLY`, `MS_NOSUID`, ...).
+    pub flags: MountFlags,
+    /// Already read-only: a failure to remount it (a mount this process cannot see into) is
+    /// not an error.
+    pub may_fail: bool,
+}
+
+/// A Landlock ruleset built by the parent.
+#[derive(Debug)]
+pub struct Landlock {
+    /// The ruleset (`landlock_create_ruleset`), rules added.
+    pub ruleset: OwnedFd,
+    /// The access the child gets to its own `/proc/<pid>` (a pid the parent cannot know).
+    pub own_proc_access: u64,
+}
+
+/// Why a child refused, written without allocating.
+#[derive(Debug, Clone, Copy)]
+pub struct Fail<'a> {
+    what: &'static str,
+    path: Option<&'a CStr>,
+    errno: Option<i32>,
+}
+
+impl<'a> Fail<'a> {
+    const fn new(what: &'static str) -> Self {
+        Self {
+            what,
+            path: None,
+            errno: None,
+        }
+    }
+
+    fn os(what: &'static str, e: rustix::io::Errno) -> Self {
+        Self {
+            what,
+            path: None,
+            errno: Some(e.raw_os_error()),
+        }
+    }
+
+    const fn at(mut self, path: &'a CStr) -> Self {
+        self.path = Some(path);
+        self
+    }
+
+    /// What failed, as the line the child writes (for tests and the probe; allocates).
+    pub fn text(&self) -> String {
+        let mut line = Line::new();
+        self.compose(&mut line);
+        String::from_utf8_lossy(line.bytes()).into_owned()
+    }
+
+    fn compose(&self, line: &mut Line) {
+        line.push(self.what.as_bytes());
+        if let Some(path) = self.path {
+            line.push(b" `");
+            line.push(path.to_bytes());
+            line.push(b"`");
+        }
+        if let Some(errno) = self.errno {
+            line.push(b": os error ");
+            line.number(errno);
+        }
+    }
+
+    /// Writes `craik-confine: <what>[ `path`][: os error N]` (or a warning) to fd 2.
+    fn report(&self, warning: bool) {
+        let mut line = Line::new();
+        line.push(REFUSED_PREFIX.as_bytes());
+        line.push(b" ");
+        if warning {
+            line.push(b"WARNING: ");
+        }
+        self.compose(&mut line);
+        if warning {
+            line.push(b"; file metadata (chmod) is not confined for this process");
+        }
+        line.push(b"\n");
+        let _ = rustix::io::write(stderr(), line.bytes());
+    }
+}
+
+/// A fixed buffer a line is composed in (cut at its size).
+struct Line {
+    buf: [u8; 1024],
+    len: usize,
+}
+
+impl Line {
+    const fn new() -> Self {
+        Self {
+            buf: [0; 1024],
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            if let Some(slot) = self.buf.get_mut(self.len) {
+                *slot = *b;
+                self.len += 1;
+            }
+        }
+    }
+
+    fn number(&mut self, n: i32) {
+        let mut digits = [0u8; 12];
+        let mut i = digits.len();
+        let mut v = n.unsigned_abs();
+        loop {
+            i -= 1;
+            if let Some(d) = digits.get_mut(i) {
+                *d = b'0' + (v % 10) as u8;
+            }
+            v /= 10;
+            if v == 0 || i == 0 {
+                break;
+            }
+        }
+        if n < 0 {
+            self.push(b"-");
+        }
+        self.push(digits.get(i..).unwrap_or_default());
+    }
+
+    fn bytes(&self) -> &[u8] {
+        self.buf.get(..self.len).unwrap_or_default()
+    }
+}
+
+fn stderr() -> rustix::fd::BorrowedFd<'static> {
+    // SAFETY: fd 2 is the child's standard error (set up by `Command` before `pre_exec`); a
+    // write to a closed descriptor fails and is ignored.
+    #[allow(unsafe_code)]
+    unsafe {
+        rustix::fd::BorrowedFd::borrow_raw(2)
+    }
+}
+
+/// Makes `command`, when spawned, apply `plan` to its child before `exec`: on failure the
+/// child exits [`REFUSED_EXIT`] after one [`REFUSED_PREFIX`] line on its standard error.
+pub fn install(command: &mut std::process::Command, plan: Plan) {
+    let hook = move || -> std::io::Result<()> {
+        if let Err(fail) = apply(&plan) {
+            fail.report(false);
+            // SAFETY: `_exit` ends the child at once, without running the parent's atexit
+            // handlers or flushing its buffers (which `exit` would do, twice).
+            #[allow(unsafe_code)]
+            unsafe {
+                libc::_exit(REFUSED_EXIT)
+            };
+        }
+        Ok(())
+    };
+    // SAFETY: the hook runs in the child between `fork` and `exec`. Everything it reaches
+    // ([`apply`]) allocates nothing, takes no lock and only makes system calls on data `plan`
+    // owns, built before the fork; see the crate documentation.
+    #[allow(unsafe_code)]
+    unsafe {
+        command.pre_exec(hook);
+    }
+}
+
+/// Applies `plan` to the calling process (in a child after `fork`, or in a process of its own
+/// such as the probe). See the crate documentation for the steps.
+pub fn apply(plan: &Plan) -> Result<(), Fail<'_>> {
+    let _ = rustix::process::setsid();
+    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+        .map_err(|e| Fail::os("cannot set the parent-death signal", e))?;
+    let parent = rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get());
+    if u32::try_from(parent).ok() != Some(plan.parent) {
+        return Err(Fail::new("the parent exited before the program started"));
+    }
+    if let Some(Err(fail)) = plan.mounts.as_ref().map(private_mounts) {
+        if plan.mounts_required {
+            return Err(fail);
+        }
+        fail.report(true);
+    }
+    drop_privileges()?;
+    if let Some(landlock) = &plan.landlock {
+        restrict(landlock)?;
+    }
+    for program in plan.filters {
+        install_filter(program)?;
+    }
+    close_inherited()
+}
+
+#[expect(
+    deprecated,
+    reason = "`unshare` is deprecated for CLONE_FILES sharing hazards; only NEWNS and NEWUSER are passed, in a single-threaded process"
+)]
+fn unshare(flags: rustix::thread::UnshareFlags) -> rustix::io::Result<()> {
+    rustix::thread::unshare(flags)
+}
+
+fn write_file<'a>(path: &'a CStr, content: &[u8]) -> Result<(), Fail<'a>> {
+    use rustix::fs::{Mode, OFlags};
+    let fd = rustix::fs::open(path, OFlags::WRONLY | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| Fail::os("opening", e).at(path))?;
+    let written = rustix::io::write(&fd, content).map_err(|e| Fail::os("writing", e).at(path))?;
+    if written != content.len() {
+        return Err(Fail::new("a short write to").at(path));
+    }
+    Ok(())
+}
+
+/// Enters the private mount namespace `mounts` describes (step 2 alone: for the probe).
+pub fn private_mounts(mounts: &Mounts) -> Result<(), Fail<'_>> {
+    use rustix::thread::UnshareFlags;
+    match &mounts.user {
+        None => {
+            unshare(UnshareFlags::NEWNS).map_err(|e| Fail::os("a private mount namespace", e))?
+        }
+        Some(maps) => {
+            unshare(UnshareFlags::NEWUSER | UnshareFlags::NEWNS).map_err(|e| {
+                Fail::os(
+                    "a private mount namespace needs root or unprivileged user namespaces",
+                    e,
+                )
+            })?;
+            write_file(c"/proc/self/setgroups", b"deny")?;
+            write_file(c"/proc/self/uid_map", &maps.uid_map)?;
+            write_file(c"/proc/self/gid_map", &maps.gid_map)?;
+        }
+    }
+    rustix::mount::mount_change(
+        c"/",
+        MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
+    )
+    .map_err(|e| Fail::os("making mounts private", e))?;
+    for dir in &mounts.binds {
+        rustix::mount::mount_bind(dir.as_c_str(), dir.as_c_str())
+            .map_err(|e| Fail::os("bind-mounting", e).at(dir))?;
+    }
+    for remount in &mounts.remounts {
+        let flags = remount.flags | MountFlags::BIND;
+        match rustix::mount::mount_remount(remount.point.as_c_str(), flags, c"") {
+            Err(e) if !remount.may_fail => {
+                return Err(Fail::os("remounting read-only", e).at(&remount.point));
+            }
+            _ => {}
+        }
+    }
+    // The working directory still refers to the mount it was entered through (now
+    // read-only); entering it again by path lands on the bind mount.
+    let mut cwd = [0u8; 4096];
+    // SAFETY: `getcwd` writes at most `cwd.len()` bytes, NUL included, into the buffer.
+    #[allow(unsafe_code)]
+    let got = unsafe { libc::getcwd(cwd.as_mut_ptr().cast(), cwd.len()) };
+    if got.is_null() {
+        return Err(Fail::new("the working directory is unknown or too long"));
+    }
+    let cwd = CStr::from_bytes_until_nul(&cwd)
+        .map_err(|_| Fail::new("the working directory is unknown or too long"))?;
+    rustix::process::chdir(cwd).map_err(|e| Fail::os("re-entering the working directory", e))?;
+    Ok(())
+}
+
+fn drop_privileges() -> Result<(), Fail<'static>> {
+    let had = rustix::thread::capabilities(None).map_err(|e| Fail::os("capget", e))?;
+    let bounding = had.effective.contains(CapabilitySet::SETPCAP);
+    if bounding {
+        // Root keeps no capability across `exec` (NOROOT), and cannot undo it.
+        let bits = CapabilitiesSecureBits::NO_ROOT
+            | CapabilitiesSecureBits::NO_ROOT_LOCKED
+            | CapabilitiesSecureBits::NO_SETUID_FIXUP
+            | CapabilitiesSecureBits::NO_SETUID_FIXUP_LOCKED
+            | CapabilitiesSecureBits::NO_CAP_AMBIENT_RAISE
+            | CapabilitiesSecureBits::NO_CAP_AMBIENT_RAISE_LOCKED;
+        rustix::thread::set_capabilities_secure_bits(bits)
+            .map_err(|e| Fail::os("securebits", e))?;
+        for n in 0..=LAST_CAP {
+            let _ = rustix::thread::remove_capability_from_bounding_set(cap(n));
+        }
+    }
+    let _ = rustix::thread::clear_ambient_capability_set();
+    rustix::thread::set_capabilities(
+        None,
+        CapabilitySets {
+            effective: CapabilitySet::empty(),
+            permitted: CapabilitySet::empty(),
+            inheritable: CapabilitySet::empty(),
+        },
+    )
+    .map_err(|e| Fail::os("capset", e))?;
+    rustix::thread::set_no_new_privs(true).map_err(|e| Fail::os("no_new_privs", e))?;
+    // Checked, not assumed.
+    let now = rustix::thread::capabilities(None).map_err(|e| Fail::os("capget", e))?;
+    if !now.effective.is_empty() || !now.permitted.is_empty() || !now.inheritable.is_empty() {
+        return Err(Fail::new("capabilities left after dropping them"));
+    }
+    for n in 0..=LAST_CAP {
+        match rustix::thread::capability_is_in_ambient_set(cap(n)) {
+            Ok(true) => return Err(Fail::new("an ambient capability left after dropping them")),
+            Ok(false) => {}
+            Err(_) => break,
+        }
+        if bounding {
+            match rustix::thread::capability_is_in_bounding_set(cap(n)) {
+                Ok(true) => {
+                    return Err(Fail::new("a bounding capability left after dropping them"));
+                }
+                Ok(false) => {}
+                Err(_) => break,
+            }
+        }
+    }
+    if !rustix::thread::no_new_privs().map_err(|e| Fail::os("no_new_privs", e))? {
+        return Err(Fail::new("no_new_privs is not set"));
+    }
+    Ok(())
+}
+
+fn cap(n: u32) -> CapabilitySet {
+    CapabilitySet::from_bits_retain(1_u64 << n)
+}
+
+/// `struct landlock_path_beneath_attr` (packed in the kernel's header).
+#[repr(C, packed)]
+struct PathBeneath {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+const LANDLOCK_RULE_PATH_BENEATH: libc::c_long = 1;
+
+fn restrict(landlock: &Landlock) -> Result<(), Fail<'static>> {
+    use rustix::fs::{Mode, OFlags};
+    let ruleset = landlock.ruleset.as_raw_fd();
+    // `/proc/self` is resolved to `/proc/<this pid>` (the program keeps the pid across exec).
+    // Left out if it cannot be opened: less access, never more.
+    if let Ok(own) = rustix::fs::open(
+        c"/proc/self",
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        let attr = PathBeneath {
+            allowed_access: landlock.own_proc_access,
+            parent_fd: own.as_raw_fd(),
+        };
+        // SAFETY: `attr` is a live, correctly laid out `landlock_path_beneath_attr`; the
+        // kernel only reads it during the call.
+        #[allow(unsafe_code)]
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_add_rule,
+                ruleset,
+                LANDLOCK_RULE_PATH_BENEATH,
+                std::ptr::from_ref(&attr),
+                0,
+            )
+        };
+        if rc != 0 {
+            return Err(Fail::os(
+                "landlock_add_rule /proc/self",
+                rustix::io::Errno::from_raw_os_error(last_errno()),
+            ));
+        }
+    }
+    // SAFETY: a plain system call on a descriptor this plan owns.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0) };
+    if rc != 0 {
+        return Err(Fail::os(
+            "Landlock could not be applied",
+            rustix::io::Errno::from_raw_os_error(last_errno()),
+        ));
+    }
+    Ok(())
+}
+
+/// The Landlock ABI the running kernel offers, or `None` where it has none.
+pub fn landlock_abi() -> Option<i32> {
+    const LANDLOCK_CREATE_RULESET_VERSION: u32 = 1;
+    // SAFETY: with a null attribute pointer and size 0, the version query reads nothing.
+    #[allow(unsafe_code)]
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0_usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    i32::try_from(v).ok().filter(|v| *v > 0)
+}
+
+fn last_errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+fn install_filter(program: &[Insn]) -> Result<(), Fail<'static>> {
+    let len = u16::try_from(program.len())
+        .map_err(|_| Fail::new("seccomp: a filter longer than 65535 instructions"))?;
+    if len == 0 {
+        return Err(Fail::new("seccomp: an empty filter"));
+    }
+    let prog = libc::sock_fprog {
+        len,
+        filter: program.as_ptr().cast::<libc::sock_filter>().cast_mut(),
+    };
+    // SAFETY: `prog` points at `len` live instructions laid out as `struct sock_filter`
+    // ([`Insn`] is `repr(C)` with the same fields); the kernel copies them during the call.
+    #[allow(unsafe_code)]
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            0,
+            std::ptr::from_ref(&prog),
+        )
+    };
+    if rc != 0 {
+        return Err(Fail::os(
+            "seccomp",
+            rustix::io::Errno::from_raw_os_error(last_errno()),
+        ));
+    }
+    Ok(())
+}
+
+/// Marks every descriptor above 2 close-on-exec (`close_range`, or one by one up to the limit
+/// on kernels before 5.11).
+fn close_inherited() -> Result<(), Fail<'static>> {
+    // SAFETY: a plain system call; it only sets flags on this process's descriptors.
+    #[allow(unsafe_code)]
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3_u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .unwrap_or(1 << 20)
+        .min(1 << 20);
+    for fd in 3..limit {
+        let Ok(fd) = i32::try_from(fd) else { break };
+        // SAFETY: `F_SETFD` on a number that may not be open only fails with `EBADF`.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_line_names_what_where_and_the_errno() {
+        let fail = Fail::os("remounting read-only", rustix::io::Errno::ACCESS).at(c"/a b");
+        assert_eq!(fail.text(), "remounting read-only `/a b`: os error 13");
+        assert_eq!(Fail::new("x").text(), "x");
+        let mut line = Line::new();
+        line.number(-2_147_483_648);
+        assert_eq!(line.bytes(), b"-2147483648");
+    }
+
+    #[test]
+    fn a_long_line_is_cut_not_overflowed() {
+        let mut line = Line::new();
+        for _ in 0..100 {
+            line.push(b"0123456789abcdef");
+        }
+        assert_eq!(line.bytes().len(), 1024);
+    }
+
+    #[test]
+    fn insn_has_the_kernel_layout() {
+        assert_eq!(
+            std::mem::size_of::<Insn>(),
+            std::mem::size_of::<libc::sock_filter>()
+        );
+        assert_eq!(std::mem::size_of::<PathBeneath>(), 12);
+    }
+}

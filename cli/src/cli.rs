@@ -80,11 +80,41 @@ pub(crate) enum Command {
     /// Measure Craik's own costs, with ratios against baselines from the same run.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Write a documented `craik.toml` here (or in DIR) and set up the home it names.
+    ///
+    /// The home defaults to the user's state directory (`$XDG_STATE_HOME/craik`), outside the
+    /// repository; a home created inside a git work tree gets a `.gitignore` first.
+    Init(InitCmd),
+    /// Show the effective configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
     /// Print a shell completion script.
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
     },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct InitCmd {
+    /// The project directory (default: the current directory).
+    #[arg(value_name = "DIR")]
+    pub(crate) dir: Option<PathBuf>,
+    /// The home to write into the config (default: none written; the state directory).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) home: Option<PathBuf>,
+    /// The default profile to write.
+    #[arg(long, value_enum, default_value = "strict")]
+    pub(crate) profile: ProfileArg,
+    /// Replace an existing craik.toml.
+    #[arg(long)]
+    pub(crate) force: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ConfigCommand {
+    /// Print every effective setting and where it came from (flag, environment, file, default).
+    Show(HomeArg),
 }
 
 #[derive(Debug, Subcommand)]
@@ -149,6 +179,11 @@ pub(crate) enum PolicyCommand {
         #[command(flatten)]
         bundle: BundleArgs,
     },
+    /// Pin every `[[policy.custom]]` directory of craik.toml to its current content.
+    ///
+    /// Review the change first: a run refuses a custom directory whose content no longer
+    /// matches its pin.
+    Pin,
     /// Format .cedar files with Cedar's formatter (in place, or --check).
     Fmt {
         /// Directory of .cedar files (default: policies).
@@ -454,9 +489,9 @@ pub(crate) enum HandoffCommand {
 pub(crate) struct ReviewArgs {
     /// The approval or proposal id.
     pub(crate) id: String,
-    /// The reviewer, `user:NAME` (never the runner).
+    /// The reviewer, `user:NAME` (never the runner); default: craik.toml's `operator`.
     #[arg(long, value_name = "user:NAME")]
-    pub(crate) by: String,
+    pub(crate) by: Option<String>,
     /// Why.
     #[arg(long, value_name = "TEXT")]
     pub(crate) reason: String,

@@ -15,9 +15,9 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser};
 
 use crate::cli::{
-    ApprovalsCommand, BenchCommand, Cli, Command, ContractsCommand, GrantsCommand, HandoffCommand,
-    KeysCommand, MemoryCommand, PolicyCommand, ProfileArg, ReceiptsCommand, RunnersCommand,
-    RunsCommand, SchemaCommand,
+    ApprovalsCommand, BenchCommand, Cli, Command, ConfigCommand, ContractsCommand, GrantsCommand,
+    HandoffCommand, KeysCommand, MemoryCommand, PolicyCommand, ProfileArg, ReceiptsCommand,
+    RunnersCommand, RunsCommand, SchemaCommand,
 };
 use crate::exit::{Exit, Failure};
 use crate::output::Out;
@@ -150,7 +150,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             &cmd::receipts::VerifyArgs {
                 paths,
                 keys,
-                home: &home_root(home),
+                home: &home_root(home)?,
                 policies: policies.as_deref(),
                 custom,
                 grants,
@@ -162,7 +162,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             cli.format,
             &cmd::audit::AuditArgs {
                 target: &a.target,
-                home: &home_root(&a.home),
+                home: &home_root(&a.home)?,
                 keys: &a.keys,
                 policies: a.policies.as_deref(),
                 custom: &a.custom,
@@ -171,10 +171,10 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             },
         ),
         Command::Receipts(ReceiptsCommand::List { run, home }) => {
-            cmd::receipts::list(out, cli.format, run, &home_root(home))
+            cmd::receipts::list(out, cli.format, run, &home_root(home)?)
         }
         Command::Receipts(ReceiptsCommand::Show { run, seq, home }) => {
-            cmd::receipts::show(out, cli.format, run, *seq, &home_root(home))
+            cmd::receipts::show(out, cli.format, run, *seq, &home_root(home)?)
         }
         Command::Bench(BenchCommand::Receipts {
             count,
@@ -192,66 +192,56 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             };
             cmd::bench::receipts(out, cli.format, &args)
         }
-        Command::Run(args) => {
-            let profile = args.profile.map(|p| match p {
-                ProfileArg::Strict => craik_contracts::PolicyProfile::Strict,
-                ProfileArg::TrustedLocal => craik_contracts::PolicyProfile::TrustedLocal,
-                ProfileArg::Automation => craik_contracts::PolicyProfile::Automation,
-                ProfileArg::Custom => craik_contracts::PolicyProfile::Custom,
-            });
-            let run = cmd::runs::RunArgs {
-                task: &args.task,
-                runner: args.runner.as_ref(),
-                profile,
-                grants: &args.grants,
-                intent: args.intent.as_deref(),
-                envelope: args.envelope.as_deref(),
-                max_iterations: args.max_iterations,
-                budget_secs: args.budget_secs,
-                shadow: args.shadow,
-                workspace: args.workspace.as_deref(),
-                toolchains: &args.toolchains,
-                command_read: &args.command_read,
-                home: args.home.home.as_deref(),
-                policies: args.bundle.policies.as_deref(),
-                custom: &args.bundle.custom,
-                runner_matrix: args.runner_matrix.as_deref(),
-                step_timeout_secs: args.step_timeout_secs,
-                max_line_bytes: args.max_line_bytes.and_then(|b| usize::try_from(b).ok()),
-                adapter_read: &args.adapter_read,
-            };
-            cmd::runs::run(out, cli.format, &run)
+        Command::Run(args) => run_command(args, out, cli.format),
+        Command::Init(args) => cmd::config::init(
+            out,
+            cli.format,
+            &cmd::config::InitArgs {
+                dir: args.dir.as_deref(),
+                home: args.home.as_deref(),
+                profile: match args.profile {
+                    ProfileArg::Strict => "strict",
+                    ProfileArg::TrustedLocal => "trusted-local",
+                    ProfileArg::Automation => "automation",
+                    ProfileArg::Custom => "custom",
+                },
+                force: args.force,
+            },
+        ),
+        Command::Config(ConfigCommand::Show(home)) => {
+            cmd::config::show(out, cli.format, home.home.as_deref())
         }
+        Command::Policy(PolicyCommand::Pin) => cmd::config::pin(out, cli.format),
         Command::Runs(RunsCommand::List(home)) => {
-            cmd::runs::list(out, cli.format, &home_root(&home.home))
+            cmd::runs::list(out, cli.format, &existing_home(&home.home)?)
         }
         Command::Runs(RunsCommand::Show { run, home }) => {
-            cmd::runs::show(out, cli.format, &home_root(&home.home), run)
+            cmd::runs::show(out, cli.format, &existing_home(&home.home)?, run)
         }
         Command::Runs(RunsCommand::Cancel { run, home }) => {
-            cmd::runs::cancel(out, cli.format, &home_root(&home.home), run)
+            cmd::runs::cancel(out, cli.format, &existing_home(&home.home)?, run)
         }
         Command::Runs(RunsCommand::Recover { run, home }) => {
-            cmd::runs::recover(out, cli.format, &home_root(&home.home), run)
+            cmd::runs::recover(out, cli.format, &existing_home(&home.home)?, run)
         }
         Command::Runs(RunsCommand::Resume { run, home }) => {
-            cmd::runs::resume(out, cli.format, &home_root(&home.home), run)
+            cmd::runs::resume(out, cli.format, &existing_home(&home.home)?, run)
         }
         Command::Handoff(HandoffCommand::Show { run, home }) => {
-            cmd::runs::handoff(out, cli.format, &home_root(&home.home), run)
+            cmd::runs::handoff(out, cli.format, &existing_home(&home.home)?, run)
         }
         Command::Approvals(ApprovalsCommand::List { all, home }) => {
-            cmd::runs::approvals_list(out, cli.format, &home_root(&home.home), *all)
+            cmd::runs::approvals_list(out, cli.format, &existing_home(&home.home)?, *all)
         }
         Command::Approvals(ApprovalsCommand::Show { id, home }) => {
-            cmd::runs::approvals_show(out, cli.format, &home_root(&home.home), id)
+            cmd::runs::approvals_show(out, cli.format, &existing_home(&home.home)?, id)
         }
         Command::Approvals(ApprovalsCommand::Approve { review, expires_in }) => {
             cmd::runs::approvals_decide(
                 out,
-                &home_root(&review.home.home),
+                &existing_home(&review.home.home)?,
                 &review.id,
-                &review.by,
+                &reviewer(review.by.as_deref())?,
                 &review.reason,
                 true,
                 *expires_in,
@@ -259,27 +249,32 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         }
         Command::Approvals(ApprovalsCommand::Deny { review }) => cmd::runs::approvals_decide(
             out,
-            &home_root(&review.home.home),
+            &existing_home(&review.home.home)?,
             &review.id,
-            &review.by,
+            &reviewer(review.by.as_deref())?,
             &review.reason,
             false,
             0,
         ),
         Command::Memory(MemoryCommand::List(home)) => {
-            cmd::runs::memory_list(out, cli.format, &home_root(&home.home))
+            cmd::runs::memory_list(out, cli.format, &existing_home(&home.home)?)
         }
         Command::Memory(MemoryCommand::Show { id, home }) => {
-            cmd::runs::memory_show(out, cli.format, &home_root(&home.home), id)
+            cmd::runs::memory_show(out, cli.format, &existing_home(&home.home)?, id)
         }
-        Command::Memory(MemoryCommand::Approve(r)) => {
-            cmd::runs::memory_decide(out, &home_root(&r.home.home), &r.id, &r.by, &r.reason, true)
-        }
+        Command::Memory(MemoryCommand::Approve(r)) => cmd::runs::memory_decide(
+            out,
+            &existing_home(&r.home.home)?,
+            &r.id,
+            &reviewer(r.by.as_deref())?,
+            &r.reason,
+            true,
+        ),
         Command::Memory(MemoryCommand::Reject(r)) => cmd::runs::memory_decide(
             out,
-            &home_root(&r.home.home),
+            &existing_home(&r.home.home)?,
             &r.id,
-            &r.by,
+            &reviewer(r.by.as_deref())?,
             &r.reason,
             false,
         ),
@@ -304,8 +299,118 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
     }
 }
 
-/// The home a command uses: `--home`/`CRAIK_HOME`, else the default
-/// ([`craik_host::run::store::default_root`]).
-fn home_root(given: &Option<std::path::PathBuf>) -> std::path::PathBuf {
-    craik_host::run::store::default_root(given.as_deref())
+/// The home a command that may look elsewhere uses (verification, listing a journal file):
+/// `--home`/`CRAIK_HOME`, else craik.toml's, else the default ([`cmd::config::home`]).
+fn home_root(given: &Option<std::path::PathBuf>) -> Result<std::path::PathBuf, Failure> {
+    cmd::config::home(given.as_deref()).map(|(root, _)| root)
+}
+
+/// The home of a command that reads or decides runs, approvals or memory: it must exist.
+fn existing_home(given: &Option<std::path::PathBuf>) -> Result<std::path::PathBuf, Failure> {
+    cmd::config::existing_home(given.as_deref())
+}
+
+/// The reviewer: `--by`, else craik.toml's `operator` as `user:NAME` (asserted by whoever
+/// runs the command, not authenticated; never the runner's).
+fn reviewer(by: Option<&str>) -> Result<String, Failure> {
+    if let Some(by) = by {
+        return Ok(by.to_owned());
+    }
+    match cmd::config::project()?.and_then(|c| c.config.operator.as_deref()) {
+        Some(name) if name.starts_with("user:") => Ok(name.to_owned()),
+        Some(name) => Ok(format!("user:{name}")),
+        None => Err(Failure::usage(
+            "--by user:NAME is required (or set `operator` in craik.toml)",
+        )),
+    }
+}
+
+fn profile_of(p: ProfileArg) -> craik_contracts::PolicyProfile {
+    match p {
+        ProfileArg::Strict => craik_contracts::PolicyProfile::Strict,
+        ProfileArg::TrustedLocal => craik_contracts::PolicyProfile::TrustedLocal,
+        ProfileArg::Automation => craik_contracts::PolicyProfile::Automation,
+        ProfileArg::Custom => craik_contracts::PolicyProfile::Custom,
+    }
+}
+
+/// `craik run` with craik.toml's defaults under its flags: a flag (or `CRAIK_HOME`) always
+/// wins; custom policy directories from the file are checked against their pins.
+fn run_command(
+    args: &crate::cli::RunCmd,
+    out: &mut Out,
+    format: crate::output::Format,
+) -> Result<Exit, Failure> {
+    let config = cmd::config::project()?;
+    let file_value = |key: &str, value: &str, why: String| {
+        Failure::invalid(
+            format!(
+                "{}: {key} `{}`: {why}",
+                config.map_or_else(String::new, |c| c.path.display().to_string()),
+                craik_contracts::one_line(value)
+            ),
+            Vec::new(),
+        )
+    };
+    let default_profile = match config.and_then(|c| c.config.run.profile.as_deref()) {
+        Some(name) => Some(
+            serde_json::from_value::<craik_contracts::PolicyProfile>(serde_json::json!(name))
+                .map_err(|e| file_value("run.profile", name, e.to_string()))?,
+        ),
+        None => None,
+    };
+    let config_runner = match (
+        &args.runner,
+        config.and_then(|c| c.config.run.runner.as_deref()),
+    ) {
+        (None, Some(spec)) => Some(
+            crate::cli::RunnerArg::parse(spec)
+                .map_err(|why| file_value("run.runner", spec, why))?,
+        ),
+        _ => None,
+    };
+    let toolchains = match config {
+        Some(c) if args.toolchains.is_empty() => c.config.run.toolchains.clone(),
+        _ => args.toolchains.clone(),
+    };
+    let command_read = match config {
+        Some(c) if args.command_read.is_empty() => c.command_read(),
+        _ => args.command_read.clone(),
+    };
+    let custom = match config {
+        Some(c) if args.bundle.custom.is_empty() => c.custom_dirs()?,
+        _ => args.bundle.custom.clone(),
+    };
+    let immutable_paths = config
+        .map(|c| c.config.project.immutable_paths.clone())
+        .unwrap_or_default();
+    let home = args
+        .home
+        .home
+        .clone()
+        .or_else(|| config.and_then(craik_host::config::Loaded::home));
+    let run = cmd::runs::RunArgs {
+        task: &args.task,
+        runner: args.runner.as_ref().or(config_runner.as_ref()),
+        profile: args.profile.map(profile_of),
+        default_profile,
+        grants: &args.grants,
+        intent: args.intent.as_deref(),
+        envelope: args.envelope.as_deref(),
+        max_iterations: args.max_iterations,
+        budget_secs: args.budget_secs,
+        shadow: args.shadow,
+        workspace: args.workspace.as_deref(),
+        toolchains: &toolchains,
+        command_read: &command_read,
+        immutable_paths: &immutable_paths,
+        home: home.as_deref(),
+        policies: args.bundle.policies.as_deref(),
+        custom: &custom,
+        runner_matrix: args.runner_matrix.as_deref(),
+        step_timeout_secs: args.step_timeout_secs,
+        max_line_bytes: args.max_line_bytes.and_then(|b| usize::try_from(b).ok()),
+        adapter_read: &args.adapter_read,
+    };
+    cmd::runs::run(out, format, &run)
 }

@@ -21,6 +21,7 @@
 
 pub mod adapter;
 pub mod clock;
+pub mod config;
 pub mod confine;
 pub mod conformance;
 pub mod digest;

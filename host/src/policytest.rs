@@ -44,6 +44,10 @@ struct SuiteFile {
     /// this suite only, e.g. a deliberately erroring policy.
     #[serde(default)]
     custom: Vec<String>,
+    /// The project's immutable paths for every case of the suite (craik.toml's
+    /// `project.immutable_paths`).
+    #[serde(default)]
+    immutable_paths: Vec<String>,
     cases: Vec<CaseFile>,
 }
 
@@ -132,6 +136,7 @@ enum CaseKind {
         now: Timestamp,
         root: String,
         shadow: bool,
+        immutable: craik_kernel::ImmutablePaths,
         expect: Expect,
     },
     Cedar {
@@ -254,6 +259,8 @@ fn load_file(path: &Path) -> Result<Vec<Case>, Vec<String>> {
         .workspace_root
         .clone()
         .unwrap_or_else(|| DEFAULT_ROOT.to_owned());
+    let immutable = craik_kernel::ImmutablePaths::new(&suite.immutable_paths)
+        .map_err(|e| vec![format!("{label}: $.immutable_paths: {e}")])?;
     let mut cases = Vec::new();
     let mut problems = Vec::new();
     for (i, case) in suite.cases.into_iter().enumerate() {
@@ -292,6 +299,7 @@ fn load_file(path: &Path) -> Result<Vec<Case>, Vec<String>> {
                 now: case.now.unwrap_or(now),
                 root: root.clone(),
                 shadow: case.shadow,
+                immutable: immutable.clone(),
                 expect: case.expect,
             },
         });
@@ -413,6 +421,7 @@ pub fn run_case(bundle: &Bundle, case: &Case, cache: &mut GrantCache) -> CaseRes
             now,
             root,
             shadow,
+            immutable,
             expect,
         } => {
             let key = std::sync::Arc::as_ptr(grants) as usize;
@@ -427,6 +436,7 @@ pub fn run_case(bundle: &Bundle, case: &Case, cache: &mut GrantCache) -> CaseRes
                 *now,
                 root,
                 *shadow,
+                immutable,
             );
             let outcome = outcome_of(&verdict);
             let mut mismatches = compare(expect, &verdict);
@@ -548,6 +558,7 @@ pub fn decide(
         now,
         root,
         shadow,
+        &craik_kernel::ImmutablePaths::default(),
     )
 }
 
@@ -558,11 +569,13 @@ fn decide_compiled(
     now: Timestamp,
     root: &str,
     shadow: bool,
+    immutable: &craik_kernel::ImmutablePaths,
 ) -> Verdict {
     let options = DecideOptions {
         now: now.get(),
         workspace_root: root.to_owned(),
         mode: if shadow { Mode::Shadow } else { Mode::Enforce },
+        immutable: immutable.clone(),
     };
     let grant_set = match grants {
         Ok(g) => g,

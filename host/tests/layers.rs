@@ -112,6 +112,7 @@ const LAYERS: &[&[&str]] = &[
         "fsio",
         "digest",
         "confine",
+        "config",
         "journal",
         "keys",
         "runners",

@@ -136,6 +136,7 @@ fn bench(c: &mut Criterion) {
         now: datetime!(2026-11-20 10:00 UTC),
         workspace_root: "/w".into(),
         mode: Mode::Enforce,
+        immutable: craik_kernel::ImmutablePaths::default(),
     };
     let req = request();
     let mut group = c.benchmark_group("decide");

@@ -54,6 +54,7 @@ fn main() {
         now: time::OffsetDateTime::UNIX_EPOCH,
         workspace_root: "/w".into(),
         mode: Mode::Enforce,
+        immutable: craik_kernel::ImmutablePaths::default(),
     };
     let n: usize = std::env::args()
         .nth(1)

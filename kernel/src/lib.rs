@@ -22,7 +22,9 @@ mod receipt;
 mod redact;
 mod run;
 
-pub use path::{MAX_DEPTH, MAX_PATH_BYTES, MAX_SEGMENT_BYTES, PathError, Protected, TargetPath};
+pub use path::{
+    ImmutablePaths, MAX_DEPTH, MAX_PATH_BYTES, MAX_SEGMENT_BYTES, PathError, Protected, TargetPath,
+};
 pub use policy::*;
 pub use receipt::*;
 pub use redact::{REDACTED, Redacted, redact_checked, redact_text, redact_value, still_secret};

@@ -178,6 +178,87 @@ impl TargetPath {
     }
 }
 
+/// The project's immutable paths: globs over workspace-relative paths (`docs/adr/**`),
+/// matched ASCII case-insensitively like the protected areas. No write capability reaches a
+/// path they cover, whatever its label and whatever a grant names; no command may change one.
+#[derive(Debug, Clone, Default)]
+pub struct ImmutablePaths {
+    globs: Vec<String>,
+    set: Option<std::sync::Arc<globset::GlobSet>>,
+    /// `P` of every `P/**` glob (lowercase): the directory itself is covered too.
+    dirs: Vec<String>,
+}
+
+impl ImmutablePaths {
+    /// Compiles `globs`; each must be relative, without `.`/`..` components, and valid.
+    pub fn new(globs: &[String]) -> Result<Self, String> {
+        if globs.is_empty() {
+            return Ok(Self::default());
+        }
+        let mut builder = globset::GlobSetBuilder::new();
+        let mut dirs = Vec::new();
+        for glob in globs {
+            if glob.is_empty() || glob.starts_with('/') {
+                return Err(format!(
+                    "immutable path `{glob}`: a path relative to the workspace root"
+                ));
+            }
+            if glob.split('/').any(|p| p == ".." || p == ".") {
+                return Err(format!(
+                    "immutable path `{glob}`: no `.` or `..` components"
+                ));
+            }
+            let compiled = globset::GlobBuilder::new(glob)
+                .literal_separator(true)
+                .case_insensitive(true)
+                .build()
+                .map_err(|e| format!("immutable path `{glob}`: {e}"))?;
+            builder.add(compiled);
+            if let Some(dir) = glob.strip_suffix("/**") {
+                dirs.push(dir.to_ascii_lowercase());
+            }
+        }
+        let set = builder.build().map_err(|e| e.to_string())?;
+        Ok(Self {
+            globs: globs.to_vec(),
+            set: Some(std::sync::Arc::new(set)),
+            dirs,
+        })
+    }
+
+    /// Every path: the fail-closed stand-in for globs that cannot be compiled.
+    pub fn everything() -> Self {
+        let mut builder = globset::GlobSetBuilder::new();
+        if let Ok(all) = globset::Glob::new("**") {
+            builder.add(all);
+        }
+        Self {
+            globs: vec!["**".into()],
+            set: builder.build().ok().map(std::sync::Arc::new),
+            dirs: vec![String::new()],
+        }
+    }
+
+    /// The globs, as given.
+    pub fn globs(&self) -> &[String] {
+        &self.globs
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.globs.is_empty()
+    }
+
+    /// Whether the workspace-relative path `rel` is immutable (a `P/**` glob covers `P`).
+    pub fn covers(&self, rel: &str) -> bool {
+        let Some(set) = &self.set else {
+            return false;
+        };
+        let lower = rel.to_ascii_lowercase();
+        set.is_match(&lower) || self.dirs.contains(&lower)
+    }
+}
+
 impl fmt::Display for TargetPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
@@ -196,6 +277,8 @@ pub enum Protected {
     /// Configuration that runs code on someone else's machine or shell: CI workflows
     /// (`.github/workflows/`), direnv's `.envrc`, editor tasks (`.vscode/`).
     ExecConfig,
+    /// The project's immutable paths ([`ImmutablePaths`]): no grant unlocks them.
+    Immutable,
 }
 
 impl Protected {
@@ -206,6 +289,7 @@ impl Protected {
             Self::Git => "git",
             Self::AgentConfig => "agent-config",
             Self::ExecConfig => "exec-config",
+            Self::Immutable => "immutable",
         }
     }
 }

@@ -682,6 +682,7 @@ fn governed_run(
         policy_set: loaded.bundle.hash().to_owned(),
         workspace: workspace.to_owned(),
         toolchains: Vec::new(),
+        immutable_paths: Vec::new(),
         max_iterations: u32::try_from(steps / 4 + 1).unwrap_or(u32::MAX),
         budget_secs: None,
         shadow: false,

@@ -31,6 +31,8 @@ pub(crate) struct RunArgs<'a> {
     pub(crate) task: &'a Path,
     pub(crate) runner: Option<&'a RunnerArg>,
     pub(crate) profile: Option<PolicyProfile>,
+    /// The profile when neither `profile` nor the envelope names one (craik.toml's).
+    pub(crate) default_profile: Option<PolicyProfile>,
     pub(crate) grants: &'a [PathBuf],
     pub(crate) intent: Option<&'a Path>,
     pub(crate) envelope: Option<&'a Path>,
@@ -51,6 +53,8 @@ pub(crate) struct RunArgs<'a> {
     pub(crate) adapter_read: &'a [PathBuf],
     pub(crate) toolchains: &'a [String],
     pub(crate) command_read: &'a [PathBuf],
+    /// The project's immutable paths (craik.toml's), signed into the run's inputs.
+    pub(crate) immutable_paths: &'a [String],
 }
 
 /// A file holding exactly one contract of type `T`.
@@ -170,8 +174,20 @@ fn resolve(args: &RunArgs<'_>) -> Result<Resolved, Failure> {
     }
 }
 
-/// Loads (or, the first time, creates) the signing key under the home, saying what it did.
-fn keys(home: &Home, out: &mut Out) -> Result<(Ed25519Signer, KeyRing), Failure> {
+/// Loads the signing key under the home; with `create` (a run starting), creates the home's
+/// `.gitignore` and then the key the first time, saying what it did. Every other command
+/// refuses a home without a key: it never creates one.
+fn keys(home: &Home, out: &mut Out, create: bool) -> Result<(Ed25519Signer, KeyRing), Failure> {
+    let private = home.keys().join(craik_host::keys::PRIVATE_NAME);
+    if create {
+        craik_host::run::store::create_home(&home.root)
+            .map_err(|e| Failure::usage(format!("{}: {e}", home.root.display())))?;
+    } else if !private.exists() {
+        return Err(Failure::usage(format!(
+            "`{}`: no signing key in this home (is it the home you meant? a home gets its key from `craik init` or its first `craik run`)",
+            private.display()
+        )));
+    }
     let (signer, ring, notes) = craik_host::keys::load_or_create(&home.keys())?;
     for note in notes {
         out.diag(format_args!("craik: {note}"))?;
@@ -186,10 +202,11 @@ fn setup(
     runner: (Box<dyn craik_host::run::StepRunner>, RunnerCapabilityMatrix),
     home: &Home,
     out: &mut Out,
+    create: bool,
 ) -> Result<Setup, Failure> {
     let loaded = crate::bundle::load(inputs_policies, custom)?;
     let grants = crate::bundle::compile_grants(&loaded.bundle, grants, "grants")?;
-    let (signer, keys) = keys(home, out)?;
+    let (signer, keys) = keys(home, out, create)?;
     Ok(Setup {
         bundle: loaded.bundle,
         grants,
@@ -251,12 +268,15 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
     let profile = args
         .profile
         .or_else(|| envelope.as_ref().map(|e| e.profile))
+        .or(args.default_profile)
         .unwrap_or(PolicyProfile::Strict);
     if profile == PolicyProfile::Custom && args.custom.is_empty() {
         return Err(Failure::usage(
             "--profile custom needs at least one --custom DIR of operator policies",
         ));
     }
+    craik_kernel::ImmutablePaths::new(args.immutable_paths)
+        .map_err(|e| Failure::invalid(format!("craik.toml: project.immutable_paths: {e}"), Vec::new()))?;
     let max_iterations = args.max_iterations.unwrap_or(5);
     if max_iterations == 0 {
         return Err(Failure::usage("--max-iterations: must be at least 1"));
@@ -304,7 +324,15 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         &runner_options,
         profile,
     )?;
-    let setup = setup(args.policies, args.custom, &grants, runner, &home, out)?;
+    let setup = setup(
+        args.policies,
+        args.custom,
+        &grants,
+        runner,
+        &home,
+        out,
+        true,
+    )?;
     let (dir, workspace) = craik_host::run::store::create_run(
         &home,
         &run_id,
@@ -334,6 +362,7 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         policy_set: setup.bundle.hash().to_owned(),
         workspace,
         toolchains,
+        immutable_paths: args.immutable_paths.to_vec(),
         max_iterations,
         budget_secs: args.budget_secs,
         shadow: args.shadow,
@@ -497,7 +526,7 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
 fn open_locked(home: &Path, run_id: &str, out: &mut Out) -> Result<(Host, KeyRing), Failure> {
     let home = Home::new(home);
     let dir = home.run_dir(run_id)?;
-    let (_, ring) = keys(&home, out)?;
+    let (_, ring) = keys(&home, out, false)?;
     let run_path = dir.path.clone();
     let run = LockedRun::open(Home::new(&home.root), dir, &ring)?;
     let inputs = run.inputs().clone();
@@ -529,6 +558,7 @@ fn open_locked(home: &Path, run_id: &str, out: &mut Out) -> Result<(Host, KeyRin
         runner,
         &home,
         out,
+        false,
     )?;
     let keys = setup.keys.clone();
     Ok((Host::recover(run, setup)?, keys))
@@ -774,7 +804,7 @@ pub(crate) fn approvals_list(
     all: bool,
 ) -> Result<Exit, Failure> {
     let home = Home::new(home);
-    let (_, ring) = keys(&home, out)?;
+    let (_, ring) = keys(&home, out, false)?;
     let mut unbound = std::collections::BTreeMap::new();
     let rows: Vec<ApprovalRecord> = all_approvals(&home)?
         .into_iter()
@@ -851,7 +881,7 @@ pub(crate) fn approvals_show(
 ) -> Result<Exit, Failure> {
     let home = Home::new(home);
     let (dir, a) = find_approval(&home, id)?;
-    let (_, ring) = keys(&home, out)?;
+    let (_, ring) = keys(&home, out, false)?;
     let bound = craik_host::run::approvals::approval_bound(&dir, &a, &ring);
     match format {
         Format::Human => {
@@ -929,7 +959,7 @@ pub(crate) fn approvals_decide(
     expires_in_secs: u64,
 ) -> Result<Exit, Failure> {
     let home = Home::new(home);
-    let (signer, ring) = keys(&home, out)?;
+    let (signer, ring) = keys(&home, out, false)?;
     let (record, journal) = craik_host::run::approvals::decide_approval(
         &home,
         id,
@@ -1005,7 +1035,7 @@ pub(crate) fn memory_decide(
     approve: bool,
 ) -> Result<Exit, Failure> {
     let home = Home::new(home);
-    let (signer, _) = keys(&home, out)?;
+    let (signer, _) = keys(&home, out, false)?;
     let (m, journal) = craik_host::run::memory::decide_memory(
         &home,
         (id, by, reason),

@@ -12,6 +12,7 @@
 mod adapters;
 mod audit;
 mod boundary;
+mod config;
 mod contracts;
 mod crash;
 mod interop;
@@ -66,8 +67,12 @@ pub fn run_id_of(stdout: &[u8]) -> String {
         .to_owned()
 }
 
+/// `craik`, with no project configuration (a `craik.toml` above the checkout must not change
+/// what the tests see; `tests/it/config.rs` sets its own).
 pub fn craik() -> Command {
-    Command::cargo_bin("craik").expect("craik binary is built")
+    let mut cmd = Command::cargo_bin("craik").expect("craik binary is built");
+    cmd.env("CRAIK_CONFIG", "none");
+    cmd
 }
 
 pub fn repo_root() -> PathBuf {

@@ -111,7 +111,11 @@ impl Scope {
 }
 
 /// Why a changed path was not the command's to change.
-fn forbidden(rel: &str, scopes: &[Scope], immutable: &[String]) -> Option<String> {
+fn forbidden(
+    rel: &str,
+    scopes: &[Scope],
+    immutable: &craik_kernel::ImmutablePaths,
+) -> Option<String> {
     let Ok(path) = TargetPath::normalize("/w", rel) else {
         // A name Craik cannot normalise (control characters, look-alikes…) is never in scope.
         return Some("a path no grant can name".into());
@@ -119,11 +123,8 @@ fn forbidden(rel: &str, scopes: &[Scope], immutable: &[String]) -> Option<String
     if let Some(p) = path.protected() {
         return Some(format!("protected ({})", p.name()));
     }
-    if immutable
-        .iter()
-        .any(|i| rel == i || rel.starts_with(&format!("{i}/")))
-    {
-        return Some("immutable".into());
+    if immutable.covers(rel) {
+        return Some("immutable (the project's immutable paths)".into());
     }
     if !scopes.iter().any(|s| s.holds(rel)) {
         return Some("outside the command's write scope".into());
@@ -132,13 +133,11 @@ fn forbidden(rel: &str, scopes: &[Scope], immutable: &[String]) -> Option<String
 }
 
 /// True for a path the sandbox keeps out of every command's write grant.
-pub fn is_protected(rel: &str, immutable: &[String]) -> bool {
+pub fn is_protected(rel: &str, immutable: &craik_kernel::ImmutablePaths) -> bool {
     TargetPath::normalize("/w", rel)
         .ok()
         .is_some_and(|p| p.protected().is_some())
-        || immutable
-            .iter()
-            .any(|i| rel == i || rel.starts_with(&format!("{i}/")))
+        || immutable.covers(rel)
 }
 
 /// Names that are protected wherever they would be created: kept out of a write grant even
@@ -197,7 +196,7 @@ impl Manifest {
     }
 
     /// The protected entries present (top-most only: `.git`, not `.git/config`).
-    pub fn protected(&self, immutable: &[String]) -> Vec<PathBuf> {
+    pub fn protected(&self, immutable: &craik_kernel::ImmutablePaths) -> Vec<PathBuf> {
         let mut out: Vec<PathBuf> = Vec::new();
         for rel in self.entries.keys() {
             if out.iter().any(|p| rel.starts_with(p)) {
@@ -222,7 +221,11 @@ pub struct Preimages {
 impl Preimages {
     /// Keeps the protected regular files of `manifest` (git objects excepted: they are
     /// content-addressed and the sandbox never grants `.git/`), within the budget.
-    pub fn take(root: &Path, manifest: &Manifest, immutable: &[String]) -> Self {
+    pub fn take(
+        root: &Path,
+        manifest: &Manifest,
+        immutable: &craik_kernel::ImmutablePaths,
+    ) -> Self {
         let mut out = Self::default();
         let mut budget = MAX_PREIMAGE_BYTES;
         for (rel, entry) in &manifest.entries {
@@ -325,7 +328,7 @@ pub fn settle(
     before: &Manifest,
     after: &Manifest,
     scopes: &[Scope],
-    immutable: &[String],
+    immutable: &craik_kernel::ImmutablePaths,
     pre: &Preimages,
 ) -> Vec<FileChange> {
     let mut changes = Vec::new();
@@ -565,6 +568,54 @@ mod tests {
     }
 
     #[test]
+    fn a_change_to_an_immutable_path_is_forbidden_and_undone_whatever_the_scope() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("docs/adr")).unwrap();
+        std::fs::write(root.join("docs/adr/0001.md"), "decided").unwrap();
+        let immutable = craik_kernel::ImmutablePaths::new(&["docs/adr/**".to_owned()]).unwrap();
+        let before = Manifest::scan(root).unwrap();
+        assert_eq!(
+            before.protected(&immutable),
+            vec![PathBuf::from("docs/adr")]
+        );
+        let pre = Preimages::take(root, &before, &immutable);
+        std::fs::write(root.join("docs/adr/0001.md"), "rewritten").unwrap();
+        std::fs::write(root.join("docs/adr/0002.md"), "new").unwrap();
+        std::fs::write(root.join("docs/guide.md"), "fine").unwrap();
+        let after = Manifest::scan(root).unwrap();
+        let changes = settle(root, &before, &after, &[Scope::All], &immutable, &pre);
+        let forbidden: Vec<(&str, bool)> = changes
+            .iter()
+            .map(|c| {
+                (
+                    c.path.as_str(),
+                    c.forbidden
+                        .as_deref()
+                        .is_some_and(|w| w.contains("immutable")),
+                )
+            })
+            .collect();
+        assert_eq!(
+            forbidden,
+            vec![
+                ("docs/adr/0001.md", true),
+                ("docs/adr/0002.md", true),
+                ("docs/guide.md", false)
+            ]
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join("docs/adr/0001.md")).unwrap(),
+            "decided"
+        );
+        assert!(!root.join("docs/adr/0002.md").exists());
+        assert_eq!(
+            std::fs::read_to_string(root.join("docs/guide.md")).unwrap(),
+            "fine"
+        );
+    }
+
+    #[test]
     fn forbidden_changes_are_undone_and_allowed_ones_listed() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
@@ -573,7 +624,7 @@ mod tests {
         std::fs::create_dir_all(root.join("src")).unwrap();
         std::fs::write(root.join("src/a.rs"), "a").unwrap();
         let before = Manifest::scan(root).unwrap();
-        let pre = Preimages::take(root, &before, &[]);
+        let pre = Preimages::take(root, &before, &craik_kernel::ImmutablePaths::default());
         std::fs::write(root.join(".git/config"), "[core]\nfsmonitor = evil\n").unwrap();
         std::fs::write(root.join(".git/hooks/pre-commit"), "#!/bin/sh\n").unwrap();
         std::fs::create_dir_all(root.join("target")).unwrap();
@@ -585,7 +636,7 @@ mod tests {
             &before,
             &after,
             &[Scope::Under("target".into())],
-            &[],
+            &craik_kernel::ImmutablePaths::default(),
             &pre,
         );
         let names: Vec<(&str, &str, bool)> = changes
@@ -617,7 +668,7 @@ mod tests {
         assert!(root.join("target/out").exists());
         // Mode changes: a protected dir's, an out-of-scope file's, the root's, a set-id bit.
         let before = Manifest::scan(root).unwrap();
-        let pre = Preimages::take(root, &before, &[]);
+        let pre = Preimages::take(root, &before, &craik_kernel::ImmutablePaths::default());
         let mode = |p: &Path, m: u32| {
             std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
         };
@@ -631,7 +682,7 @@ mod tests {
             &before,
             &after,
             &[Scope::Under("target".into())],
-            &[],
+            &craik_kernel::ImmutablePaths::default(),
             &pre,
         );
         let bad: Vec<&str> = changes
@@ -674,13 +725,13 @@ mod tests {
         std::fs::write(raw.join(".git/config"), "x").unwrap();
         std::os::unix::fs::symlink(&victim, root.join("out/a\u{fffd}")).unwrap();
         let after = Manifest::scan(&root).unwrap();
-        let pre = Preimages::take(&root, &before, &[]);
+        let pre = Preimages::take(&root, &before, &craik_kernel::ImmutablePaths::default());
         let changes = settle(
             &root,
             &before,
             &after,
             &[Scope::Under("out".into())],
-            &[],
+            &craik_kernel::ImmutablePaths::default(),
             &pre,
         );
         assert!(victim.join(".git/HEAD").exists(), "{changes:?}");

@@ -50,6 +50,10 @@ pub struct Inputs {
     /// started: signed with the rest of the inputs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub toolchains: Vec<crate::confine::toolchains::Toolchain>,
+    /// The project's immutable paths (craik.toml `project.immutable_paths`): globs no write
+    /// capability and no command may touch, whatever the label. Signed with the inputs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub immutable_paths: Vec<String>,
     pub max_iterations: u32,
     pub budget_secs: Option<u64>,
     pub shadow: bool,

@@ -132,6 +132,29 @@ pub fn default_root(given: Option<&Path>) -> PathBuf {
     }
 }
 
+/// The first line of the `.gitignore` every home gets.
+pub const HOME_GITIGNORE: &str =
+    "# Craik's home: signing keys, run journals, approvals. Never commit it.\n*\n";
+
+/// Makes sure `root` is a home directory with a `.gitignore` that ignores everything in it,
+/// written before any key or journal: a home that lies inside a git work tree is never staged
+/// by `git add -A`. Returns whether the directory was created now.
+pub fn create_home(root: &Path) -> io::Result<bool> {
+    let created = !root.is_dir();
+    if created {
+        fs::create_dir_all(root)?;
+        if let Some(parent) = root.parent().filter(|p| !p.as_os_str().is_empty()) {
+            sync_dir(parent)?;
+        }
+    }
+    let ignore = root.join(".gitignore");
+    if !ignore.exists() {
+        crate::fsio::write_atomic(&ignore, HOME_GITIGNORE.as_bytes())?;
+        sync_dir(root)?;
+    }
+    Ok(created)
+}
+
 /// `$XDG_STATE_HOME/craik`, else `$HOME/.local/state/craik` (absolute paths only).
 pub fn state_root() -> Option<PathBuf> {
     let absolute = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());

@@ -35,6 +35,8 @@ pub struct DecideOptions {
     pub workspace_root: String,
     /// Enforce, or shadow.
     pub mode: Mode,
+    /// The project's immutable paths (`resource.protected == "immutable"`).
+    pub immutable: crate::path::ImmutablePaths,
 }
 
 /// The resource as the kernel understood it.
@@ -56,7 +58,13 @@ pub fn request_hash(
     request: &DecisionRequest,
     workspace_root: &str,
 ) -> Result<String, String> {
-    let resource = build_resource(bundle, request, workspace_root, &[])?;
+    let resource = build_resource(
+        bundle,
+        request,
+        workspace_root,
+        &[],
+        &crate::path::ImmutablePaths::default(),
+    )?;
     Ok(hash_of(request, &resource.canonical))
 }
 
@@ -254,7 +262,13 @@ impl Bundle {
             canonical,
             path,
             unvetted,
-        } = match build_resource(self, request, &options.workspace_root, candidates) {
+        } = match build_resource(
+            self,
+            request,
+            &options.workspace_root,
+            candidates,
+            &options.immutable,
+        ) {
             Ok(resource) => resource,
             Err(why) => return invalid(verdict, why),
         };
@@ -531,6 +545,7 @@ fn build_resource(
     request: &DecisionRequest,
     root: &str,
     grants: &[CompiledGrant],
+    immutable: &crate::path::ImmutablePaths,
 ) -> Result<Resource, String> {
     let target = request.target.as_deref();
     match family(bundle, &request.capability).as_str() {
@@ -541,7 +556,11 @@ fn build_resource(
             let named = grants
                 .iter()
                 .any(|g| g.exact_paths.iter().any(|p| p == path.as_str()));
-            let protected = if named {
+            // Immutable whatever a grant names; other protected areas only a grant naming
+            // the exact path reaches.
+            let protected = if immutable.covers(path.as_str()) {
+                crate::path::Protected::Immutable.name()
+            } else if named {
                 ""
             } else {
                 path.protected().map_or("", |p| p.name())

@@ -74,6 +74,7 @@ pub fn options() -> DecideOptions {
         now: datetime!(2026-11-20 10:00 UTC),
         workspace_root: ROOT.into(),
         mode: Mode::Enforce,
+        immutable: craik_kernel::ImmutablePaths::default(),
     }
 }
 

@@ -49,6 +49,7 @@ impl Host {
             now: self.clock.now(),
             workspace_root: self.workspace_root(),
             mode: self.mode(),
+            immutable: self.immutable.clone(),
         };
         let verdict = match self.shape_problem(action) {
             Some(why) => self

@@ -247,7 +247,7 @@ impl Host {
         let root = self.workspace.root.clone();
         let root_text = self.workspace_root();
         let scopes = self.write_scopes(grants, &root_text)?;
-        let immutable: Vec<String> = Vec::new();
+        let immutable = self.immutable.clone();
         let before = manifest::Manifest::scan(&root)?;
         let pre = manifest::Preimages::take(&root, &before, &immutable);
         let base = self.dir.root().join("sandbox").join(action_id);
@@ -445,7 +445,7 @@ impl Host {
 pub(super) struct CommandPlan {
     pub(super) env: exec::CommandEnv,
     scopes: Vec<manifest::Scope>,
-    immutable: Vec<String>,
+    immutable: craik_kernel::ImmutablePaths,
     before: manifest::Manifest,
     pre: manifest::Preimages,
 }

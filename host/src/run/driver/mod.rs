@@ -90,6 +90,8 @@ pub struct Host {
     /// The runner's handshake is done (lazily, before its first step).
     runner_started: bool,
     workspace: Workspace,
+    /// The project's immutable paths (from the signed inputs).
+    immutable: craik_kernel::ImmutablePaths,
     clock: std::sync::Arc<dyn crate::Clock>,
     crash: CrashPoints,
     step_count: usize,
@@ -237,7 +239,12 @@ impl Host {
         machine: RunLoop,
         workspace: Workspace,
     ) -> Self {
+        // Checked when the run started (`check_task_bindings`); should the signed inputs
+        // still hold a glob that does not compile, every path is immutable: fail closed.
+        let immutable = craik_kernel::ImmutablePaths::new(&inputs.immutable_paths)
+            .unwrap_or_else(|_| craik_kernel::ImmutablePaths::everything());
         Self {
+            immutable,
             runner: setup.runner,
             matrix: setup.matrix,
             clock: setup.clock,

@@ -234,6 +234,7 @@ impl Host {
             now: self.clock.now(),
             workspace_root: self.workspace_root(),
             mode: self.mode(),
+            immutable: self.immutable.clone(),
         };
         let verdict = self.bundle.decide_for_runner(
             &self.grants,

@@ -1,0 +1,561 @@
+//! The project configuration, `craik.toml`: where the home is, which operator policy
+//! directories every run loads (pinned by content hash), the default profile and runner, the
+//! project profile (docs, immutable paths, discovery globs), toolchains and extra read paths
+//! for governed commands, and the operator's name for approvals.
+//!
+//! Found by walking up from the working directory (the first `craik.toml`), or named by
+//! `CRAIK_CONFIG` (which must then exist). Relative paths in it are relative to the file's
+//! directory. Flags and `CRAIK_HOME` override it; `craik config show` prints the effective
+//! settings with where each came from. Every key is optional; unknown keys are refused, and
+//! a bad value is an error naming the file, line, key and value.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use sha2::{Digest as _, Sha256};
+
+use crate::error::Error;
+
+/// The file name looked for.
+pub const FILE_NAME: &str = "craik.toml";
+/// The environment variable that names the file instead.
+pub const ENV: &str = "CRAIK_CONFIG";
+
+/// The profiles a config may name.
+pub const PROFILES: &[&str] = &["strict", "trusted-local", "automation", "custom"];
+
+/// `craik.toml`, as written.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Craik's home (default: `./.craik` when it exists, else the user's state directory).
+    #[serde(default)]
+    pub home: Option<PathBuf>,
+    /// The operator's name, recorded as the approver of inline approvals (asserted, not
+    /// authenticated).
+    #[serde(default)]
+    pub operator: Option<String>,
+    /// Defaults of `craik run`.
+    #[serde(default)]
+    pub run: RunSection,
+    /// Operator policy directories.
+    #[serde(default)]
+    pub policy: PolicySection,
+    /// The project profile.
+    #[serde(default)]
+    pub project: ProjectSection,
+}
+
+/// `[run]`.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSection {
+    /// The profile when neither `--profile` nor the envelope names one.
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// The runner when `--runner` is not given.
+    #[serde(default)]
+    pub runner: Option<String>,
+    /// Toolchain presets governed commands may use (`rust`, `node`, `python`, `local-bin`).
+    #[serde(default)]
+    pub toolchains: Vec<String>,
+    /// Extra directories governed commands may read.
+    #[serde(default)]
+    pub command_read: Vec<PathBuf>,
+}
+
+/// `[policy]`.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicySection {
+    /// Operator policy directories every run loads on top of the bundle, each pinned.
+    #[serde(default)]
+    pub custom: Vec<CustomDir>,
+}
+
+/// One `[[policy.custom]]` entry.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CustomDir {
+    /// The directory.
+    pub path: PathBuf,
+    /// The sha256 of its content ([`dir_digest`]), written by `craik policy pin`.
+    #[serde(default)]
+    pub sha256: Option<String>,
+}
+
+/// `[project]`: the project profile.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectSection {
+    /// Where the project's documentation lives.
+    #[serde(default)]
+    pub docs_paths: Vec<String>,
+    /// Paths no write capability and no command may change, whatever the label (globs,
+    /// relative to the workspace root: `docs/adr/**`).
+    #[serde(default)]
+    pub immutable_paths: Vec<String>,
+    /// What case files look at (globs).
+    #[serde(default)]
+    pub discovery_include: Vec<String>,
+    /// What case files never look at (globs).
+    #[serde(default)]
+    pub discovery_exclude: Vec<String>,
+}
+
+/// A config file, loaded and checked.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The file.
+    pub path: PathBuf,
+    /// Its directory (what relative paths in it are relative to).
+    pub dir: PathBuf,
+    /// What it says.
+    pub config: Config,
+}
+
+impl Loaded {
+    /// `p` as the config means it: absolute as written, else relative to the file.
+    pub fn resolve(&self, p: &Path) -> PathBuf {
+        if p.is_absolute() {
+            p.to_owned()
+        } else {
+            self.dir.join(p)
+        }
+    }
+
+    /// The home it names.
+    pub fn home(&self) -> Option<PathBuf> {
+        self.config.home.as_deref().map(|h| self.resolve(h))
+    }
+
+    /// Extra read directories for commands, resolved.
+    pub fn command_read(&self) -> Vec<PathBuf> {
+        self.config
+            .run
+            .command_read
+            .iter()
+            .map(|p| self.resolve(p))
+            .collect()
+    }
+
+    /// The operator policy directories, each checked against its pin: a directory whose
+    /// content changed (or that was never pinned) is refused until `craik policy pin`.
+    pub fn custom_dirs(&self) -> Result<Vec<PathBuf>, Error> {
+        let mut dirs = Vec::new();
+        for (i, entry) in self.config.policy.custom.iter().enumerate() {
+            let dir = self.resolve(&entry.path);
+            let now = dir_digest(&dir).map_err(|why| {
+                Error::usage(format!(
+                    "{}: policy.custom[{i}].path `{}`: {why}",
+                    self.path.display(),
+                    entry.path.display()
+                ))
+            })?;
+            match entry.sha256.as_deref() {
+                Some(pinned) if pinned == now => dirs.push(dir),
+                Some(pinned) => {
+                    return Err(Error::usage(format!(
+                        "{}: policy.custom[{i}] `{}` changed since it was pinned (sha256 {now}, pinned {pinned}); review the change, then run `craik policy pin`",
+                        self.path.display(),
+                        entry.path.display()
+                    )));
+                }
+                None => {
+                    return Err(Error::usage(format!(
+                        "{}: policy.custom[{i}] `{}` is not pinned (no sha256); run `craik policy pin`",
+                        self.path.display(),
+                        entry.path.display()
+                    )));
+                }
+            }
+        }
+        Ok(dirs)
+    }
+}
+
+/// The config that applies in `cwd`: `CRAIK_CONFIG` when set (it must exist; `none` means no
+/// config at all), else the first `craik.toml` in `cwd` or above it; `None` when there is none.
+pub fn discover(cwd: &Path) -> Result<Option<Loaded>, Error> {
+    if let Some(named) = std::env::var_os(ENV).filter(|v| !v.is_empty()) {
+        if named == "none" {
+            return Ok(None);
+        }
+        let path = PathBuf::from(named);
+        if !path.is_file() {
+            return Err(Error::usage(format!(
+                "{ENV}=`{}`: no such file",
+                path.display()
+            )));
+        }
+        return load(&path).map(Some);
+    }
+    for dir in cwd.ancestors() {
+        let candidate = dir.join(FILE_NAME);
+        if candidate.is_file() {
+            return load(&candidate).map(Some);
+        }
+    }
+    Ok(None)
+}
+
+/// Loads and checks one config file.
+pub fn load(path: &Path) -> Result<Loaded, Error> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::usage(format!("{}: {e}", path.display())))?;
+    let config: Config = toml::from_str(&text).map_err(|e| {
+        let line = e.span().map(|s| {
+            text.get(..s.start)
+                .unwrap_or_default()
+                .matches('\n')
+                .count()
+                + 1
+        });
+        let message = e.message().replace('\n', " ");
+        Error::invalid(
+            match line {
+                Some(line) => format!("{}:{line}: {message}", path.display()),
+                None => format!("{}: {message}", path.display()),
+            },
+            Vec::new(),
+        )
+    })?;
+    let absolute =
+        std::path::absolute(path).map_err(|e| Error::usage(format!("{}: {e}", path.display())))?;
+    let loaded = Loaded {
+        dir: absolute.parent().unwrap_or(Path::new("/")).to_owned(),
+        path: path.to_owned(),
+        config,
+    };
+    check(&loaded)?;
+    Ok(loaded)
+}
+
+/// Values serde cannot check: profile names, toolchain names, hashes, globs.
+fn check(loaded: &Loaded) -> Result<(), Error> {
+    let file = loaded.path.display();
+    let bad = |key: &str, value: &str, why: &str| {
+        Err(Error::invalid(
+            format!("{file}: {key} `{value}`: {why}"),
+            Vec::new(),
+        ))
+    };
+    let c = &loaded.config;
+    if let Some(profile) = &c.run.profile
+        && !PROFILES.contains(&profile.as_str())
+    {
+        return bad(
+            "run.profile",
+            profile,
+            &format!("one of {}", PROFILES.join(", ")),
+        );
+    }
+    for (i, name) in c.run.toolchains.iter().enumerate() {
+        let presets = crate::confine::toolchains::PRESETS;
+        if !presets.contains(&name.as_str()) {
+            return bad(
+                &format!("run.toolchains[{i}]"),
+                name,
+                &format!("not a toolchain preset ({})", presets.join(", ")),
+            );
+        }
+    }
+    if let Some(operator) = &c.operator
+        && (operator.trim().is_empty() || operator.chars().any(char::is_control))
+    {
+        return bad("operator", operator, "a name without control characters");
+    }
+    for (i, entry) in c.policy.custom.iter().enumerate() {
+        if let Some(sha) = &entry.sha256
+            && !(sha.len() == 64
+                && sha
+                    .bytes()
+                    .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()))
+        {
+            return bad(
+                &format!("policy.custom[{i}].sha256"),
+                sha,
+                "64 lowercase hex digits",
+            );
+        }
+    }
+    let globs = [
+        ("project.immutable_paths", &c.project.immutable_paths),
+        ("project.discovery_include", &c.project.discovery_include),
+        ("project.discovery_exclude", &c.project.discovery_exclude),
+        ("project.docs_paths", &c.project.docs_paths),
+    ];
+    for (key, list) in globs {
+        for (i, glob) in list.iter().enumerate() {
+            if let Err(why) = workspace_glob(glob) {
+                return bad(&format!("{key}[{i}]"), glob, &why);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A glob over workspace-relative paths: relative, no `..`, compiles.
+pub fn workspace_glob(glob: &str) -> Result<globset::GlobMatcher, String> {
+    if glob.is_empty() || glob.starts_with('/') {
+        return Err("a path relative to the workspace root".into());
+    }
+    if glob.split('/').any(|part| part == ".." || part == ".") {
+        return Err("no `.` or `..` components".into());
+    }
+    globset::GlobBuilder::new(glob)
+        .literal_separator(true)
+        .build()
+        .map(|g| g.compile_matcher())
+        .map_err(|e| e.to_string())
+}
+
+/// The sha256 of a policy directory's content: of the sorted list of `relative path`, NUL,
+/// sha256 of the file, newline, over every file beneath it (links refused, not followed).
+/// Independent of the directory's own name and place.
+pub fn dir_digest(dir: &Path) -> Result<String, String> {
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| e.to_string())?;
+    if !meta.is_dir() {
+        return Err("not a directory (a link is not followed)".into());
+    }
+    let mut files = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(current) = todo.pop() {
+        let entries =
+            std::fs::read_dir(&current).map_err(|e| format!("{}: {e}", current.display()))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| format!("{}: {e}", current.display()))?;
+            let path = entry.path();
+            let kind = entry
+                .file_type()
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            if kind.is_dir() {
+                todo.push(path);
+            } else if kind.is_file() {
+                let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+                let rel = path
+                    .strip_prefix(dir)
+                    .map_err(|e| e.to_string())?
+                    .to_string_lossy()
+                    .into_owned();
+                files.insert(rel, hex(&Sha256::digest(&bytes)));
+            } else {
+                return Err(format!(
+                    "{}: neither a file nor a directory (links are refused)",
+                    path.display()
+                ));
+            }
+        }
+    }
+    let mut hasher = Sha256::new();
+    for (rel, digest) in &files {
+        hasher.update(rel.as_bytes());
+        hasher.update([0]);
+        hasher.update(digest.as_bytes());
+        hasher.update(b"\n");
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// One pin `craik policy pin` wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pin {
+    /// The directory as the config names it.
+    pub path: PathBuf,
+    /// The pin before (`None`: none).
+    pub before: Option<String>,
+    /// The pin now.
+    pub after: String,
+}
+
+/// Pins every `[[policy.custom]]` directory to its current content, rewriting only the
+/// `sha256` values of the file (comments and layout kept), atomically.
+pub fn pin(loaded: &Loaded) -> Result<Vec<Pin>, Error> {
+    let file = &loaded.path;
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| Error::usage(format!("{}: {e}", file.display())))?;
+    let mut doc: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|e| Error::invalid(format!("{}: {e}", file.display()), Vec::new()))?;
+    let mut pins = Vec::new();
+    let entries = doc
+        .get_mut("policy")
+        .and_then(|p| p.get_mut("custom"))
+        .and_then(toml_edit::Item::as_array_of_tables_mut);
+    if let Some(entries) = entries {
+        for (i, (table, entry)) in entries
+            .iter_mut()
+            .zip(&loaded.config.policy.custom)
+            .enumerate()
+        {
+            let after = dir_digest(&loaded.resolve(&entry.path)).map_err(|why| {
+                Error::usage(format!(
+                    "{}: policy.custom[{i}].path `{}`: {why}",
+                    file.display(),
+                    entry.path.display()
+                ))
+            })?;
+            table["sha256"] = toml_edit::value(after.clone());
+            pins.push(Pin {
+                path: entry.path.clone(),
+                before: entry.sha256.clone(),
+                after,
+            });
+        }
+    }
+    crate::fsio::write_atomic(file, doc.to_string().as_bytes())
+        .map_err(|e| Error::usage(format!("{}: {e}", file.display())))?;
+    Ok(pins)
+}
+
+/// The `craik.toml` `craik init` writes: every key, with its default, documented.
+pub fn template(home: Option<&Path>, profile: &str) -> String {
+    let home_line = match home {
+        Some(h) => format!("home = {}", toml_edit::value(h.display().to_string())),
+        None => "# home = \"/path/to/craik-home\"".to_owned(),
+    };
+    format!(
+        r#"# Craik project configuration (written by `craik init`; see `craik config show`).
+# Every key is optional. Relative paths are relative to this file. Flags and the
+# CRAIK_HOME / CRAIK_CONFIG environment variables override what is here.
+
+# Craik's home: keys, run journals, approvals, memory. Never inside a run's workspace.
+# Default: ./.craik when it exists, else $XDG_STATE_HOME/craik (~/.local/state/craik).
+{home_line}
+
+# Who approves inline and with `craik approvals approve` when --by is not given
+# (recorded as asserted, not authenticated). Default: none (--by is then required).
+# operator = "alice@example.com"
+
+[run]
+# The profile when neither --profile nor the task's envelope names one:
+# strict | trusted-local | automation | custom.
+profile = "{profile}"
+# The runner when --runner is not given. Default: fixture.
+# runner = "codex"
+# Toolchains governed commands may read and run (credential files never readable):
+# rust | node | python | local-bin. Default: none.
+toolchains = []
+# Extra directories governed commands may read (an installation, never ~ or /). Default: none.
+command_read = []
+
+# Operator policy directories every run loads on top of the embedded bundle. Each is pinned
+# by the sha256 of its content: a run refuses a directory that changed until
+# `craik policy pin` records the new content.
+# [[policy.custom]]
+# path = "policies/org"
+# sha256 = "…written by craik policy pin…"
+
+[project]
+# Where the project's documentation lives (globs relative to the workspace root).
+docs_paths = ["docs/**", "README.md"]
+# Paths no write capability and no command may change, whatever the label.
+immutable_paths = ["docs/adr/**"]
+# What case files look at, and never look at.
+discovery_include = ["**"]
+discovery_exclude = ["target/**", "node_modules/**"]
+"#
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, text: &str) -> PathBuf {
+        let path = dir.join(FILE_NAME);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn the_template_loads_and_every_section_is_known() {
+        let dir = tempfile::tempdir().unwrap();
+        let loaded = load(&write(dir.path(), &template(None, "strict"))).unwrap();
+        assert_eq!(loaded.config.run.profile.as_deref(), Some("strict"));
+        assert_eq!(loaded.config.project.immutable_paths, vec!["docs/adr/**"]);
+        assert!(loaded.home().is_none());
+    }
+
+    #[test]
+    fn errors_name_the_file_line_key_and_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = [
+            ("[run]\nprofile = \"lax\"\n", "run.profile `lax`"),
+            (
+                "[run]\ntoolchains = [\"cobol\"]\n",
+                "run.toolchains[0] `cobol`",
+            ),
+            (
+                "\n\n[run]\nprofle = \"strict\"\n",
+                ":4: unknown field `profle`",
+            ),
+            (
+                "[project]\nimmutable_paths = [\"../x\"]\n",
+                "project.immutable_paths[0] `../x`",
+            ),
+            (
+                "[project]\nimmutable_paths = [\"/etc/**\"]\n",
+                "immutable_paths[0] `/etc/**`",
+            ),
+            (
+                "[[policy.custom]]\npath = \"p\"\nsha256 = \"XYZ\"\n",
+                "policy.custom[0].sha256 `XYZ`",
+            ),
+            ("operator = \"a\\u001bb\"\n", "operator"),
+        ];
+        for (text, expected) in cases {
+            let path = write(dir.path(), text);
+            let err = load(&path).unwrap_err().to_string();
+            assert!(err.contains(expected), "{text:?}: {err}");
+            assert!(err.contains(FILE_NAME), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_changed_custom_dir_is_refused_until_pinned() {
+        let dir = tempfile::tempdir().unwrap();
+        let policies = dir.path().join("org");
+        std::fs::create_dir(&policies).unwrap();
+        std::fs::write(policies.join("a.cedar"), "// one").unwrap();
+        let path = write(dir.path(), "# keep me\n[[policy.custom]]\npath = \"org\"\n");
+        let unpinned = load(&path).unwrap();
+        assert!(
+            unpinned
+                .custom_dirs()
+                .unwrap_err()
+                .to_string()
+                .contains("not pinned")
+        );
+        let pins = pin(&unpinned).unwrap();
+        assert_eq!(pins.len(), 1);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("# keep me\n"), "{text}");
+        let pinned = load(&path).unwrap();
+        assert_eq!(pinned.custom_dirs().unwrap(), vec![dir.path().join("org")]);
+        std::fs::write(policies.join("a.cedar"), "// two").unwrap();
+        let err = load(&path).unwrap().custom_dirs().unwrap_err().to_string();
+        assert!(err.contains("changed since it was pinned"), "{err}");
+        // Renaming the directory does not change its digest.
+        let before = dir_digest(&policies).unwrap();
+        let moved = dir.path().join("renamed");
+        std::fs::rename(&policies, &moved).unwrap();
+        assert_eq!(dir_digest(&moved).unwrap(), before);
+    }
+
+    #[test]
+    fn a_link_inside_a_custom_dir_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", dir.path().join("x.cedar")).unwrap();
+        assert!(
+            dir_digest(dir.path())
+                .unwrap_err()
+                .contains("links are refused")
+        );
+    }
+}

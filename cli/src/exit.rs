@@ -19,6 +19,9 @@ pub(crate) enum Exit {
     /// 5: reading or writing Craik's own files failed (disk full, I/O error, permission):
     /// nothing acknowledged was lost; fix the cause, then `craik runs recover RUN`.
     Io,
+    /// 6: a run is parked awaiting an approval (decide it, then `craik runs resume RUN`);
+    /// distinct from 1, a run that ended blocked, denied, failed or interrupted.
+    AwaitingApproval,
 }
 
 impl Exit {
@@ -30,6 +33,20 @@ impl Exit {
             Self::InvalidInput => 3,
             Self::Internal => 4,
             Self::Io => 5,
+            Self::AwaitingApproval => 6,
+        }
+    }
+
+    /// The word `--format json` errors carry as their `kind`.
+    pub(crate) const fn kind(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::CheckFailed => "check_failed",
+            Self::Usage => "usage",
+            Self::InvalidInput => "invalid_input",
+            Self::Internal => "internal",
+            Self::Io => "io",
+            Self::AwaitingApproval => "awaiting_approval",
         }
     }
 
@@ -45,11 +62,12 @@ impl Exit {
     const fn rank(self) -> u8 {
         match self {
             Self::Ok => 0,
-            Self::CheckFailed => 1,
-            Self::InvalidInput => 2,
-            Self::Usage => 3,
-            Self::Io => 4,
-            Self::Internal => 5,
+            Self::AwaitingApproval => 1,
+            Self::CheckFailed => 2,
+            Self::InvalidInput => 3,
+            Self::Usage => 4,
+            Self::Io => 5,
+            Self::Internal => 6,
         }
     }
 }
@@ -71,6 +89,10 @@ pub(crate) struct Failure {
     pub(crate) details: Vec<String>,
     /// The details are multi-line reports (drawn for a terminal), printed as they are.
     pub(crate) multi_line: bool,
+    /// The file the failure is about, when known (for `--format json` errors).
+    pub(crate) file: Option<String>,
+    /// The field in it, when known.
+    pub(crate) field: Option<String>,
 }
 
 impl Failure {
@@ -81,6 +103,8 @@ impl Failure {
             broken_pipe: false,
             details: Vec::new(),
             multi_line: false,
+            file: None,
+            field: None,
         }
     }
 
@@ -91,6 +115,8 @@ impl Failure {
             broken_pipe: false,
             details,
             multi_line: false,
+            file: None,
+            field: None,
         }
     }
 
@@ -112,6 +138,8 @@ impl Failure {
             broken_pipe: false,
             details: Vec::new(),
             multi_line: false,
+            file: None,
+            field: None,
         }
     }
 }
@@ -139,7 +167,43 @@ impl From<craik_host::Error> for Failure {
             broken_pipe: false,
             details: e.details,
             multi_line: false,
+            file: None,
+            field: None,
         }
+    }
+}
+
+impl Failure {
+    /// The file and field a message names, when it follows the house form
+    /// `FILE[:LINE]: FIELD `VALUE`: why` (the one-line errors of config, contract and
+    /// grant loading): what `--format json` errors carry beside the message.
+    pub(crate) fn located(&self) -> (Option<String>, Option<String>) {
+        if self.file.is_some() || self.field.is_some() {
+            return (self.file.clone(), self.field.clone());
+        }
+        let message = self.message.as_str();
+        let Some((head, rest)) = message.split_once(": ") else {
+            return (None, None);
+        };
+        let head = head.trim_matches('`');
+        if !(head.starts_with('/')
+            || head.starts_with("./")
+            || head.contains(".json")
+            || head.contains(".toml"))
+        {
+            return (None, None);
+        }
+        let file = head
+            .rsplit_once(':')
+            .filter(|(_, line)| !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()))
+            .map_or(head, |(file, _)| file)
+            .to_owned();
+        let field = rest
+            .split_once(" `")
+            .map(|(field, _)| field)
+            .filter(|f| !f.is_empty() && !f.contains(' '))
+            .map(str::to_owned);
+        (Some(file), field)
     }
 }
 

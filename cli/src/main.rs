@@ -44,6 +44,11 @@ fn main() -> ExitCode {
     {
         craik_host::confine::trampoline(args);
     }
+    // No core file, no same-user ptrace-class access to this process (it holds the key).
+    if let Err(why) = craik_host::confine::harden_self() {
+        let _ = writeln!(io::stderr(), "craik: cannot harden the process: {why}");
+        return Exit::Internal.into();
+    }
     // Whatever a governed command or an adapter leaves behind is re-parented here and killed.
     craik_host::confine::become_subreaper();
     craik_host::confine::install_exit_handler();
@@ -57,6 +62,20 @@ fn main() -> ExitCode {
     match result {
         Ok(exit) => exit.into(),
         Err(failure) if failure.broken_pipe => Exit::Ok.into(),
+        Err(failure) if cli.format == crate::output::Format::Json => {
+            let _ = out.flush();
+            // One JSON object on stderr, same exit code: tools parse it instead of prose.
+            let (file, field) = failure.located();
+            let error = serde_json::json!({"error": {
+                "kind": failure.exit.kind(),
+                "message": craik_contracts::one_line(&failure.message),
+                "details": failure.details.iter().map(|d| craik_contracts::one_line(d)).collect::<Vec<_>>(),
+                "file": file,
+                "field": field,
+            }});
+            let _ = writeln!(io::stderr(), "{error}");
+            failure.exit.into()
+        }
         Err(failure) => {
             let _ = out.flush();
             for line in &failure.details {

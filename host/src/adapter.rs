@@ -98,7 +98,15 @@ impl AdapterSpec {
         );
         // Nothing granted reaches Craik's home: paths inside it are dropped, paths holding it
         // carved around it.
-        let keep_out = crate::confine::Limits::hiding(self.home.iter().cloned().collect());
+        // Nor a credential file inside an installation it reads (`~/.cargo` for an adapter
+        // in `~/.cargo/bin` holds `credentials.toml`; found by outside testing).
+        let mut hidden: Vec<PathBuf> = self.home.iter().cloned().collect();
+        for dir in read.iter().filter(|p| p.is_dir()) {
+            if !crate::confine::rules_is_system_root(dir) {
+                hidden.extend(crate::confine::toolchains::find_credentials(dir));
+            }
+        }
+        let keep_out = crate::confine::Limits::hiding(hidden);
         Sandbox::for_profile(
             read,
             Vec::new(),

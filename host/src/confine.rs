@@ -123,7 +123,9 @@ impl Sandbox {
         let resolve = |paths: &[PathBuf]| -> Result<Vec<PathBuf>, String> {
             paths.iter().map(|k| rules::kept_path(k)).collect()
         };
-        let hidden = resolve(&keep_out.hidden)?;
+        let mut hidden = resolve(&keep_out.hidden)?;
+        // Credential files in system trees and toolchain roots, for every process.
+        hidden.extend(toolchains::ambient_credentials().iter().cloned());
         // Nothing hidden or read-only is writable; only hidden paths are unreadable.
         let unwritable: Vec<PathBuf> = hidden
             .iter()
@@ -143,7 +145,15 @@ impl Sandbox {
             }
             granted_write.extend(rules::around(real, &unwritable)?);
         }
-        let mut granted_read = rules::system_read();
+        // System trees are carved like any grant: a home or a toolchain's credential file
+        // under `/opt` or `/usr/local` stays out of reach (found by outside testing).
+        let mut granted_read = Vec::new();
+        for root in rules::system_read() {
+            if inside(&hidden, &root) {
+                continue;
+            }
+            granted_read.extend(rules::around(root, &hidden)?);
+        }
         for path in read {
             let Some(real) = rules::real(&path) else {
                 continue;
@@ -536,6 +546,50 @@ pub fn release(pid: Option<u32>) {
 /// Makes this process a child subreaper: orphaned descendants are re-parented to it.
 pub fn become_subreaper() {
     let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
+}
+
+/// Whether `dir` is one of the system trees every process reads (`/usr`, `/opt`, ...), whose
+/// credential files [`toolchains::ambient_credentials`] already keeps out.
+pub fn rules_is_system_root(dir: &Path) -> bool {
+    [
+        "/usr",
+        "/usr/local",
+        "/opt",
+        "/etc",
+        "/bin",
+        "/sbin",
+        "/lib",
+        "/lib64",
+        "/lib32",
+    ]
+    .iter()
+    .any(|root| dir == Path::new(root))
+}
+
+/// Whether `path` (real) lies in a system tree every confined process may read (`/usr`,
+/// `/opt`, `/lib`, ...): no Craik home belongs there, since commands of runs under *other*
+/// homes could read it.
+pub fn in_system_tree(path: &Path) -> bool {
+    rules::SYSTEM_READ.iter().any(|root| path.starts_with(root))
+}
+
+/// Hardens Craik's own process before it starts anything: not dumpable (no core file holding
+/// the signing key, and no same-user `ptrace`-class access — `/proc/<craik>/mem`,
+/// `process_vm_readv`, `pidfd_getfd` — from a process that is not privileged) and a core limit
+/// of zero that no one can raise again. Called first thing in `main`. Confined processes also
+/// cannot touch Craik's limits or scheduling (their filter refuses `prlimit64` and friends on
+/// any process but their own, [`seccomp`]); this is the second wall.
+pub fn harden_self() -> Result<(), String> {
+    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+        .map_err(|e| format!("PR_SET_DUMPABLE: {e}"))?;
+    rustix::process::setrlimit(
+        rustix::process::Resource::Core,
+        rustix::process::Rlimit {
+            current: Some(0),
+            maximum: Some(0),
+        },
+    )
+    .map_err(|e| format!("RLIMIT_CORE: {e}"))
 }
 
 /// Every process and its parent, from `/proc/*/stat`.

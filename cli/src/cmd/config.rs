@@ -147,6 +147,12 @@ pub(crate) fn init(out: &mut Out, format: Format, args: &InitArgs<'_>) -> Result
                 .map_or_else(|| "the state directory".into(), |s| s.display().to_string())
         )));
     }
+    if craik_host::confine::in_system_tree(&real_home) {
+        return Err(Failure::usage(format!(
+            "--home `{}` lies in a system tree every confined process may read; choose a home elsewhere",
+            home.display()
+        )));
+    }
     let text = craik_host::config::template(args.home, args.profile);
     craik_host::fsio::write_atomic(&file, text.as_bytes())
         .map_err(|e| Failure::usage(format!("{}: {e}", file.display())))?;

@@ -275,8 +275,12 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
             "--profile custom needs at least one --custom DIR of operator policies",
         ));
     }
-    craik_kernel::ImmutablePaths::new(args.immutable_paths)
-        .map_err(|e| Failure::invalid(format!("craik.toml: project.immutable_paths: {e}"), Vec::new()))?;
+    craik_kernel::ImmutablePaths::new(args.immutable_paths).map_err(|e| {
+        Failure::invalid(
+            format!("craik.toml: project.immutable_paths: {e}"),
+            Vec::new(),
+        )
+    })?;
     let max_iterations = args.max_iterations.unwrap_or(5);
     if max_iterations == 0 {
         return Err(Failure::usage("--max-iterations: must be at least 1"));
@@ -448,7 +452,11 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
             out.line(format_args!(
                 "run {}: {} — {}",
                 run.id,
-                run.status.as_str(),
+                if awaiting_approval(run).is_some() {
+                    "awaiting-approval"
+                } else {
+                    run.status.as_str()
+                },
                 run.stop_reason.as_deref().unwrap_or("")
             ))?;
             out.line(format_args!(
@@ -495,14 +503,7 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
             for note in host.notes() {
                 out.line(format_args!("  note      {note}"))?;
             }
-            if let Some(reason) = &run.stop_reason
-                && reason.starts_with("awaiting approval ")
-            {
-                let id = reason
-                    .trim_start_matches("awaiting approval ")
-                    .split(' ')
-                    .next()
-                    .unwrap_or_default();
+            if let Some(id) = awaiting_approval(run) {
                 out.line(format_args!(
                     "  next      craik approvals approve {id} --by user:NAME --reason TEXT; then craik runs resume {}",
                     run.id
@@ -516,9 +517,20 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
     }
     Ok(if run.status == craik_contracts::TaskRunStatus::Completed {
         Exit::Ok
+    } else if awaiting_approval(run).is_some() {
+        Exit::AwaitingApproval
     } else {
         Exit::CheckFailed
     })
+}
+
+/// The approval a parked run waits for (`None`: it is not parked).
+fn awaiting_approval(run: &craik_contracts::TaskRun) -> Option<&str> {
+    run.stop_reason
+        .as_deref()
+        .and_then(|r| r.strip_prefix("awaiting approval "))
+        .and_then(|rest| rest.split(' ').next())
+        .filter(|id| !id.is_empty())
 }
 
 /// Takes the run's lock, checks its inputs against its signed journal, then reopens it; the

@@ -152,7 +152,7 @@ fn craik_run_through_each_shipped_adapter() {
     let home = tempfile::tempdir().unwrap();
     let h = home.path();
     let (exit, id, text) = run_example(h, &example("docs-review"), &["--runner", "claude"]);
-    assert_eq!(exit, 1, "{text}");
+    assert_eq!(exit, 6, "{text}");
     let run = run_json(h, &id);
     assert!(
         run["stop_reason"]

@@ -420,7 +420,7 @@ fn issue_11_one_driver_per_run() {
         let dir = tempfile::tempdir().unwrap();
         let h = dir.path();
         let (exit, id, text) = run_example(h, &crate::repo_root().join("examples/approval"), &[]);
-        assert_eq!(exit, 1, "{text}");
+        assert_eq!(exit, 6, "{text}");
         let approval = crate::runs::pending_approval(h);
         assert_eq!(
             crate::runs::approve(h, &approval, "user:alice")
@@ -747,7 +747,7 @@ fn issue_11_receipts_and_displays_name_the_argv_that_runs() {
     );
     let home = dir.path().join("home");
     let (exit, id, text) = run_example(&home, &ex, &[]);
-    assert_eq!(exit, 1, "{text}");
+    assert_eq!(exit, 6, "{text}");
     assert!(text.contains(r#"["ls","docs"]"#), "{text}");
     let list = crate::craik()
         .args(["approvals", "list", "--home"])
@@ -826,7 +826,8 @@ fn issue_11_the_policy_envelope_decides() {
     for (what, edit, status, reason) in cases {
         let dir = tempfile::tempdir().unwrap();
         let (exit, id, home) = docs_review_with(dir.path(), edit);
-        assert_eq!(exit, 1, "{what}");
+        let parked = reason == "awaiting approval";
+        assert_eq!(exit, if parked { 6 } else { 1 }, "{what}");
         let run = run_json(&home, &id);
         assert_eq!(run["status"], status, "{what}: {run}");
         assert!(
@@ -1230,7 +1231,7 @@ fn issue_13_approvals_show_never_cuts_silently() {
     );
     let home = dir.path().join("home");
     let (exit, _, text) = run_example(&home, &ex, &[]);
-    assert_eq!(exit, 1, "{text}");
+    assert_eq!(exit, 6, "{text}");
     let approval = crate::runs::pending_approval(&home);
     let out = crate::craik()
         .args(["approvals", "show", &approval, "--home"])

@@ -379,3 +379,54 @@ fn issue_19_a_custom_dir_is_pinned_and_a_changed_one_refused() {
     );
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+#[test]
+fn issue_19_json_errors_are_one_object_with_kind_file_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let (repo, state) = (dir.path().join("repo"), dir.path().join("state"));
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::write(repo.join("craik.toml"), "[run]\nprofile = \"bogus\"\n").unwrap();
+    let config = repo.join("craik.toml").canonicalize().unwrap();
+    for args in [
+        &["config", "show", "--format", "json"][..],
+        &["--format", "json", "config", "show"][..],
+    ] {
+        let out = craik_in(&repo, &state, args);
+        assert_eq!(out.status.code(), Some(3), "{}", crate::transcript(&out));
+        assert!(out.stdout.is_empty(), "{}", crate::transcript(&out));
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        let error: serde_json::Value = serde_json::from_str(&stderr).unwrap();
+        assert_eq!(error["error"]["kind"], "invalid_input", "{error}");
+        assert_eq!(error["error"]["file"], json!(config.display().to_string()));
+        assert_eq!(error["error"]["field"], "run.profile", "{error}");
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("`bogus`"),
+            "{error}"
+        );
+    }
+    // A failure naming no file: the same shape, `null` file and field, the same exit code as
+    // in human form.
+    let missing = dir.path().join("no-home");
+    std::fs::remove_file(repo.join("craik.toml")).unwrap();
+    let out = craik_in(
+        &repo,
+        &state,
+        &[
+            "approvals",
+            "list",
+            "--format",
+            "json",
+            "--home",
+            missing.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", crate::transcript(&out));
+    let error: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(error["error"]["kind"], "usage", "{error}");
+    assert_eq!(error["error"]["file"], serde_json::Value::Null, "{error}");
+    assert!(!missing.exists());
+}

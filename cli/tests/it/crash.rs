@@ -264,8 +264,8 @@ fn issue_14_recover_removes_interrupted_atomic_writes() {
         .arg(h)
         .output()
         .unwrap();
-    // The run is still parked for its approval: exit 1 (not completed), no error.
-    assert_eq!(out.status.code(), Some(1), "{}", crate::transcript(&out));
+    // The run is still parked for its approval: exit 6 (awaiting approval), no error.
+    assert_eq!(out.status.code(), Some(6), "{}", crate::transcript(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     for f in &leftovers {
         assert!(!f.exists(), "{} left", f.display());

@@ -53,7 +53,7 @@ fn validate_embedded_and_directory_hash_the_same() {
     let a: serde_json::Value = serde_json::from_slice(&embedded.stdout).unwrap();
     let b: serde_json::Value = serde_json::from_slice(&dir.stdout).unwrap();
     assert_eq!(a["policy_set"], b["policy_set"]);
-    assert_eq!(a["policies"], 25);
+    assert_eq!(a["policies"], 26);
 }
 
 #[test]

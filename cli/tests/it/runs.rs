@@ -104,7 +104,7 @@ fn every_example_reaches_its_documented_status_with_verifying_receipts() {
             "runner evaluated the task as done",
         ),
         ("adr-denied", 1, "blocked", "base.deny.immutable-writes"),
-        ("approval", 1, "blocked", "awaiting approval"),
+        ("approval", 6, "blocked", "awaiting approval"),
         ("iteration-ceiling", 1, "interrupted", "iteration ceiling"),
         ("intent-stop", 1, "interrupted", "intent.out-of-scope"),
         (
@@ -232,7 +232,12 @@ fn approval_round_trip_from_the_cli() {
     let home = tempfile::tempdir().unwrap();
     let h = home.path();
     let (exit, id, text) = run_example(h, &example("approval"), &[]);
-    assert_eq!(exit, 1, "{text}");
+    // Parked for an approval: exit 6 and status `awaiting-approval`, not a blocked run's 1.
+    assert_eq!(exit, 6, "{text}");
+    assert!(
+        text.contains(": awaiting-approval — awaiting approval"),
+        "{text}"
+    );
     assert!(text.contains("craik approvals approve"), "{text}");
     let approval = pending_approval(h);
     // Resuming before a decision refuses and changes nothing.
@@ -310,7 +315,8 @@ fn an_approval_never_covers_a_changed_action() {
     assert!(text.contains("Status: current"));
     std::fs::write(&events, text.replace("Status: current", "Status: pwned!!")).unwrap();
     let out = resume(h, &id);
-    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    // Parked again, for an approval of the action as it now is.
+    assert_eq!(out.status.code(), Some(6), "{}", transcript(&out));
     let (status, reason) = stopped(h, &id);
     assert_eq!(status, "blocked");
     assert!(reason.contains("awaiting approval"), "{reason}");
@@ -870,7 +876,7 @@ fn an_expired_approval_is_not_honoured() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
     let resumed = resume(h, &id);
-    assert_eq!(resumed.status.code(), Some(1), "{}", transcript(&resumed));
+    assert_eq!(resumed.status.code(), Some(6), "{}", transcript(&resumed));
     let (status, reason) = stopped(h, &id);
     assert_eq!(status, "blocked");
     assert!(

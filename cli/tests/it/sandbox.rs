@@ -303,6 +303,21 @@ if platform.machine() == "x86_64":
     for name, nr, args in [("socket", 41, (2, 1, 0)), ("getpid", 39, ()), ("unshare", 272, (0x20000,))]:
         r = libc.syscall(ctypes.c_long(0x40000000 | nr), *[ctypes.c_long(a) for a in args])
         print("x32", name, "ran" if r >= 0 else "errno %d" % ctypes.get_errno())
+import resource
+# Craik's own limits (its parent here) are out of reach, even to read; its own stay usable.
+for name, pid in [("parent", os.getppid()), ("own-pid", os.getpid())]:
+    try:
+        resource.prlimit(pid, resource.RLIMIT_CORE); print("prlimit", name, "ran")
+    except OSError as e:
+        print("prlimit", name, "errno", e.errno)
+print("prlimit self", resource.prlimit(0, resource.RLIMIT_NOFILE)[0] > 0)
+for name, call in [("setpriority-user", lambda: os.setpriority(os.PRIO_USER, 0, 5)),
+                   ("sched-parent", lambda: os.sched_setaffinity(os.getppid(), {0}))]:
+    try:
+        call(); print(name, "ran")
+    except OSError as e:
+        print(name, "errno", e.errno)
+os.nice(1); print("nice ok")
 PY
 exit 0
 "#;
@@ -349,6 +364,16 @@ exit 0
     assert!(!sockets.contains("OPEN"), "{sockets}");
     assert_eq!(sockets.matches("refused").count(), 8, "{sockets}");
     assert!(sockets.contains("socketpair b'x'"), "{sockets}");
+    for refused in [
+        "prlimit parent errno 1",
+        "prlimit own-pid errno 1",
+        "setpriority-user errno 1",
+        "sched-parent errno 1",
+    ] {
+        assert!(sockets.contains(refused), "{refused}: {sockets}");
+    }
+    assert!(sockets.contains("prlimit self True"), "{sockets}");
+    assert!(sockets.contains("nice ok"), "{sockets}");
     if cfg!(target_arch = "x86_64") {
         // Every x32 call answers ENOSYS (38), whatever it is. (On a kernel built without x32
         // this holds anyway; `seccomp::tests` checks the guard is the filter's first words.)

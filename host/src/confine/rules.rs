@@ -52,7 +52,8 @@ pub(crate) const ETC_READ: &[&str] = &[
     "gitattributes",
     "npmrc.d",
     "python3",
-    "pip.conf",
+    // Not `pip.conf`: it may hold an index URL with credentials (a credential file, see
+    // `toolchains::CREDENTIALS`).
     "xdg",
     "environment",
     "mtab",
@@ -246,6 +247,10 @@ mod tests {
             assert!(!read.iter().any(|p| p == Path::new(bad)), "{bad}: {read:?}");
         }
         assert!(!read.iter().any(|p| p.starts_with("/etc/ssh")));
+        // No allow-listed /etc entry is a credential file.
+        for cred in crate::confine::toolchains::CREDENTIALS {
+            assert!(!ETC_READ.contains(cred), "{cred}");
+        }
     }
 
     #[test]

@@ -14,7 +14,9 @@
 //!   namespaces (`unshare`, `setns`, namespace flags of `clone`; `clone3`, whose flags a
 //!   filter cannot read, answers `ENOSYS` so libc falls back to `clone`), no `bpf`,
 //!   `perf_event_open`, `userfaultfd`, kernel keyrings, module loading, `ptrace`,
-//!   `process_vm_*`, mounts, `kexec`, `reboot`, `swapon`, `acct`, `personality` changes.
+//!   `process_vm_*`, mounts, `kexec`, `reboot`, `swapon`, `acct`, `personality` changes;
+//!   `prlimit64`, `sched_set*`, `migrate_pages`, `move_pages`, `setpriority` and `ioprio_set`
+//!   on any process but the caller's own.
 //!
 //! The filter also refuses any other system-call ABI on the same machine (the generated
 //! program checks the architecture; on x86_64 every x32 call answers `ENOSYS`, see
@@ -228,6 +230,33 @@ pub fn programs(network: Network) -> Result<Vec<BpfProgram>, String> {
             }
         }
         refused.insert(call, rules);
+    }
+    // Resource limits, scheduling, I/O priority and memory placement of any process but the
+    // caller's own: a confined process could otherwise lower Craik's RLIMIT_CPU/FSIZE/AS to
+    // kill it mid-write, or raise its RLIMIT_CORE to dump the signing key (found by outside
+    // testing; same-uid permission checks allow all of these).
+    for (call, pid_arg) in [
+        (libc::SYS_prlimit64, 0),
+        (libc::SYS_sched_setaffinity, 0),
+        (libc::SYS_sched_setscheduler, 0),
+        (libc::SYS_sched_setparam, 0),
+        (libc::SYS_sched_setattr, 0),
+        (libc::SYS_migrate_pages, 0),
+        (libc::SYS_move_pages, 0),
+        (libc::SYS_ioprio_set, 1),
+        (libc::SYS_setpriority, 1),
+    ] {
+        refused.insert(call, vec![rule(vec![cond(pid_arg, Op::Ne, 0)?])?]);
+    }
+    // `setpriority`/`ioprio_set` with `who == 0` mean the caller only for a process target:
+    // a process group or user target (who 0 = the caller's group or uid, Craik included) is
+    // refused too.
+    if let Some(rules) = refused.get_mut(&libc::SYS_setpriority) {
+        rules.push(rule(vec![cond(0, Op::Ne, u64::from(libc::PRIO_PROCESS))?])?);
+    }
+    if let Some(rules) = refused.get_mut(&libc::SYS_ioprio_set) {
+        // IOPRIO_WHO_PROCESS = 1.
+        rules.push(rule(vec![cond(0, Op::Ne, 1)?])?);
     }
     let mut clone3 = Rules::new();
     clone3.insert(libc::SYS_clone3, Vec::new());

@@ -74,6 +74,38 @@ const SEARCH_DEPTH: usize = 6;
 /// against [`CREDENTIALS`]), outside the content trees of [`NOT_SEARCHED`]; links are never
 /// followed.
 pub fn find_credentials(root: &Path) -> Vec<PathBuf> {
+    search_credentials(root, true)
+}
+
+/// Credential files that lie in system trees or toolchain roots named by the environment
+/// (`/usr/local`, `/opt`, `CARGO_HOME`, `RUSTUP_HOME`, `NVM_DIR`, `PYENV_ROOT`): kept out of
+/// every sandbox, whatever toolchains it was given, since system trees are readable to every
+/// confined process (an official Rust image keeps `credentials.toml` in
+/// `/usr/local/cargo`). Exact names of [`CREDENTIALS`] only there (a system tree is full of
+/// programs called `git-credential-*`). Searched once per process.
+pub fn ambient_credentials() -> &'static [PathBuf] {
+    static FOUND: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
+    FOUND.get_or_init(|| {
+        let mut roots: Vec<PathBuf> = vec!["/usr/local".into(), "/opt".into()];
+        for var in ["CARGO_HOME", "RUSTUP_HOME", "NVM_DIR", "PYENV_ROOT"] {
+            if let Some(dir) = std::env::var_os(var).map(PathBuf::from)
+                && dir.is_absolute()
+            {
+                roots.push(dir);
+            }
+        }
+        let mut found: Vec<PathBuf> = roots
+            .iter()
+            .filter_map(|r| r.canonicalize().ok())
+            .flat_map(|r| search_credentials(&r, false))
+            .collect();
+        found.sort();
+        found.dedup();
+        found
+    })
+}
+
+fn search_credentials(root: &Path, worded_names: bool) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut todo = vec![(root.to_path_buf(), 0_usize)];
     let mut seen = 0_usize;
@@ -102,7 +134,7 @@ pub fn find_credentials(root: &Path) -> Vec<PathBuf> {
             ]
             .iter()
             .any(|w| name.contains(w));
-            if CREDENTIALS.contains(&name.as_str()) || worded {
+            if CREDENTIALS.contains(&name.as_str()) || (worded_names && worded) {
                 found.push(path);
                 continue;
             }

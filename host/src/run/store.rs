@@ -243,6 +243,13 @@ impl Home {
                 }
             }
         };
+        let real = prospective_real(&home)?;
+        if crate::confine::in_system_tree(&real) {
+            return Err(Error::usage(format!(
+                "home `{}` lies in a system tree every confined process may read (`/usr`, `/opt`, `/lib`, …): its keys would be readable by the commands of any run; choose a home elsewhere",
+                home.display()
+            )));
+        }
         Ok(Self::new(&home))
     }
 

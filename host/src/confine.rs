@@ -592,6 +592,8 @@ pub fn harden_self() -> Result<(), String> {
     .map_err(|e| format!("RLIMIT_CORE: {e}"))
 }
 
+pub use craik_spawn::cpu_time_us;
+
 /// Every process and its parent, from `/proc/*/stat`.
 fn parents() -> Vec<(i32, i32)> {
     let Ok(entries) = std::fs::read_dir("/proc") else {

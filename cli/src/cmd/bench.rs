@@ -290,6 +290,13 @@ struct Confinement {
     plain_us_per_command: f64,
     confined_us_per_command: f64,
     overhead_us_per_command: f64,
+    /// Of the confined time: building the plan in Craik's process (Landlock ruleset, mount
+    /// list, filters) before the fork.
+    planning_us_per_command: f64,
+    /// CPU time (user + system, Craik and its children) per command: steadier than wall
+    /// time on a busy machine.
+    plain_cpu_us_per_command: f64,
+    confined_cpu_us_per_command: f64,
 }
 
 /// Spawns `/bin/true` `n` times plainly, then `n` times with the same confinement and
@@ -314,11 +321,17 @@ fn confinement_overhead(
     )
     .map_err(Failure::internal)?;
     let program = std::path::Path::new("/bin/true");
-    let time = |confined: bool| -> std::result::Result<f64, Failure> {
+    let planning = std::cell::Cell::new(std::time::Duration::ZERO);
+    // (wall µs, CPU µs) per command.
+    let time = |confined: bool| -> std::result::Result<(f64, f64), Failure> {
+        let cpu = craik_host::confine::cpu_time_us();
         let t = Instant::now();
         for _ in 0..n {
             let mut command = if confined {
-                sandbox.command(program, &[]).map_err(Failure::internal)?
+                let p = Instant::now();
+                let command = sandbox.command(program, &[]).map_err(Failure::internal)?;
+                planning.set(planning.get() + p.elapsed());
+                command
             } else {
                 std::process::Command::new(program)
             };
@@ -331,16 +344,22 @@ fn confinement_overhead(
                 return Err(Failure::internal(format!("/bin/true exited {status}")));
             }
         }
-        Ok(t.elapsed().as_secs_f64() / n as f64 * 1e6)
+        Ok((
+            t.elapsed().as_secs_f64() / n as f64 * 1e6,
+            (craik_host::confine::cpu_time_us() - cpu) / n as f64,
+        ))
     };
-    let plain = time(false)?;
-    let confined = time(true)?;
+    let (plain, plain_cpu) = time(false)?;
+    let (confined, confined_cpu) = time(true)?;
     Ok(Confinement {
         applied: sandbox.describe(),
         commands: n,
         plain_us_per_command: plain,
         confined_us_per_command: confined,
         overhead_us_per_command: confined - plain,
+        planning_us_per_command: planning.get().as_secs_f64() / n as f64 * 1e6,
+        plain_cpu_us_per_command: plain_cpu,
+        confined_cpu_us_per_command: confined_cpu,
     })
 }
 
@@ -608,11 +627,14 @@ pub(crate) fn run(
             ))?;
             let c = &result.confinement;
             out.line(format_args!(
-                "  confinement  {:.0} µs per command confined vs {:.0} µs plain ({} each): {:.2} ms overhead per spawned command [{}]",
+                "  confinement  {:.0} µs per command confined vs {:.0} µs plain ({} each): {:.2} ms overhead per spawned command ({:.0} µs of it planning in Craik's process); CPU {:.0} vs {:.0} µs per command [{}]",
                 c.confined_us_per_command,
                 c.plain_us_per_command,
                 c.commands,
                 c.overhead_us_per_command / 1000.0,
+                c.planning_us_per_command,
+                c.confined_cpu_us_per_command,
+                c.plain_cpu_us_per_command,
                 craik_contracts::one_line(&c.applied)
             ))?;
             if let (Some(a), Some(per_s), Some(over)) = (

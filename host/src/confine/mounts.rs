@@ -9,9 +9,10 @@
 //!
 //! As root the namespace is made directly; otherwise inside a new user namespace mapping only
 //! the caller's own uid and gid (the process keeps its identity; files of other users show as
-//! `nobody`). The parent computes the [`craik_spawn::Mounts`] plan here, from its own
-//! `mountinfo` (the child's is the same until it unshares); the child applies it before
-//! Landlock (which forbids mount changes) and before it drops its capabilities.
+//! `nobody`). The parent computes the [`craik_spawn::Mounts`] plan here: the writable
+//! directories, and only on kernels without `mount_setattr` (before 5.12) the list of mount
+//! points from its own `mountinfo`; the child applies it before Landlock (which forbids mount
+//! changes) and before it drops its capabilities.
 
 use std::ffi::CString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -22,10 +23,43 @@ use rustix::mount::MountFlags;
 /// The plan that makes every mount read-only but `writable` (each bound onto itself first, so
 /// it is a mount of its own).
 pub(super) fn plan(writable: &[PathBuf]) -> Result<craik_spawn::Mounts, String> {
-    let c = |p: &Path| {
-        CString::new(p.as_os_str().as_bytes())
-            .map_err(|_| format!("`{}`: a path with a NUL byte", p.display()))
+    static SETATTR: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let how = if *SETATTR.get_or_init(craik_spawn::has_mount_setattr) {
+        craik_spawn::ReadOnly::Recursive
+    } else {
+        craik_spawn::ReadOnly::Remounts(remounts(writable)?)
     };
+    let user = if rustix::process::geteuid().is_root() {
+        None
+    } else {
+        let (uid, gid) = (
+            rustix::process::getuid().as_raw(),
+            rustix::process::getgid().as_raw(),
+        );
+        Some(craik_spawn::IdMaps {
+            uid_map: format!("{uid} {uid} 1").into_bytes(),
+            gid_map: format!("{gid} {gid} 1").into_bytes(),
+        })
+    };
+    Ok(craik_spawn::Mounts {
+        user,
+        binds: writable
+            .iter()
+            .map(|p| c_path(p))
+            .collect::<Result<_, _>>()?,
+        how,
+    })
+}
+
+fn c_path(p: &Path) -> Result<CString, String> {
+    CString::new(p.as_os_str().as_bytes())
+        .map_err(|_| format!("`{}`: a path with a NUL byte", p.display()))
+}
+
+/// Where `mount_setattr` is missing: every mount point to remount, from this process's
+/// `mountinfo` (the child's is the same until it unshares).
+fn remounts(writable: &[PathBuf]) -> Result<Vec<craik_spawn::Remount>, String> {
+    let c = c_path;
     let existing = mount_points()?;
     // Every mount point, and every writable directory with the options of the mount it lies
     // on (a bind mount carries its source mount's flags, and a user namespace may not clear
@@ -66,23 +100,7 @@ pub(super) fn plan(writable: &[PathBuf]) -> Result<craik_spawn::Mounts, String> 
             may_fail: !*rw && options.split(',').any(|o| o == "ro"),
         });
     }
-    let user = if rustix::process::geteuid().is_root() {
-        None
-    } else {
-        let (uid, gid) = (
-            rustix::process::getuid().as_raw(),
-            rustix::process::getgid().as_raw(),
-        );
-        Some(craik_spawn::IdMaps {
-            uid_map: format!("{uid} {uid} 1").into_bytes(),
-            gid_map: format!("{gid} {gid} 1").into_bytes(),
-        })
-    };
-    Ok(craik_spawn::Mounts {
-        user,
-        binds: writable.iter().map(|p| c(p)).collect::<Result<_, _>>()?,
-        remounts,
-    })
+    Ok(remounts)
 }
 
 /// The flags of a mount that must be kept on a bind remount (a user namespace may not clear
@@ -162,8 +180,10 @@ mod tests {
         let dir = std::env::temp_dir();
         let plan = plan(std::slice::from_ref(&dir)).unwrap();
         assert_eq!(plan.binds.len(), 1);
-        let rw: Vec<_> = plan
-            .remounts
+        // This machine has `mount_setattr`: nothing is listed, one recursive call.
+        assert!(matches!(plan.how, craik_spawn::ReadOnly::Recursive));
+        let remounts = remounts(std::slice::from_ref(&dir)).unwrap();
+        let rw: Vec<_> = remounts
             .iter()
             .filter(|r| !r.flags.contains(MountFlags::RDONLY))
             .map(|r| r.point.clone())
@@ -174,13 +194,13 @@ mod tests {
             "only the writable directory stays writable"
         );
         assert!(
-            plan.remounts
+            remounts
                 .iter()
                 .all(|r| r.flags.contains(MountFlags::NOSUID))
         );
         let depth = |r: &craik_spawn::Remount| r.point.as_bytes().split(|b| *b == b'/').count();
         assert!(
-            plan.remounts.windows(2).all(|w| match w {
+            remounts.windows(2).all(|w| match w {
                 [a, b] => depth(a) >= depth(b),
                 _ => true,
             }),

@@ -1,4 +1,5 @@
-//! The system-call filter every confined process runs under (seccomp-bpf, via `seccompiler`).
+//! The system-call filter every confined process runs under (seccomp-bpf): a rule table
+//! ([`table`]) compiled here into one classic-BPF program.
 //!
 //! Why seccomp and not a network namespace: a network namespace leaves path unix sockets
 //! (`/run/*.sock`, reached through the file system) open, and needs privilege or user
@@ -18,17 +19,20 @@
 //!   `prlimit64`, `sched_set*`, `migrate_pages`, `move_pages`, `setpriority` and `ioprio_set`
 //!   on any process but the caller's own.
 //!
-//! The filter also refuses any other system-call ABI on the same machine (the generated
-//! program checks the architecture; on x86_64 every x32 call answers `ENOSYS`, see
-//! [`x32_guard`]).
+//! The filter also refuses any other system-call ABI on the same machine: a call made under
+//! another architecture tag kills the process; on x86_64 every x32 call answers `ENOSYS`.
+//!
+//! Why a compiler of its own (about 150 lines) instead of a filter library: installing a
+//! filter costs the kernel time in proportion to its length (it is checked and compiled to
+//! machine code for every process), and every system call the program makes walks it. A
+//! general filter generator (`seccompiler`, used before) emitted three programs of 530
+//! instructions in all, 64-bit comparisons for arguments the kernel reads as 32-bit
+//! integers, and a separate program per errno; this one emits a single program of about a
+//! quarter of that, comparing the low 32 bits the kernel actually reads. Its correctness is
+//! not assumed: the tests run every program through a BPF interpreter against the rule table
+//! evaluated directly, for every system-call number and a generated set of arguments.
 
-use std::collections::BTreeMap;
 use std::sync::OnceLock;
-
-use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen as Len, SeccompCmpOp as Op, SeccompCondition,
-    SeccompFilter, SeccompRule,
-};
 
 /// What the process may reach over the network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,87 +94,107 @@ const REFUSED: &[i64] = &[
     libc::SYS_personality,
     libc::SYS_name_to_handle_at,
     libc::SYS_open_by_handle_at,
+    libc::SYS_mount_setattr,
+    libc::SYS_quotactl,
+    libc::SYS_quotactl_fd,
+    libc::SYS_fanotify_init,
+    libc::SYS_syslog,
+    libc::SYS_vhangup,
 ];
 
-type Rules = BTreeMap<i64, Vec<SeccompRule>>;
-
-fn cond(arg: u8, op: Op, value: u64) -> Result<SeccompCondition, String> {
-    SeccompCondition::new(arg, Len::Dword, op, value).map_err(|e| e.to_string())
+/// A test on the low 32 bits of one argument (every argument the table tests is one the
+/// kernel reads as a 32-bit integer: `int`, `unsigned int`, `umode_t`, `pid_t`, or flags that
+/// all lie in the low word, as `clone`'s namespace flags do; so the low word is exactly what
+/// the kernel acts on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Test {
+    /// `arg & mask != 0`.
+    Set(u8, u32),
+    /// `arg & mask == value`.
+    MaskedEq(u8, u32, u32),
+    /// `arg & mask != value`.
+    MaskedNe(u8, u32, u32),
 }
 
-fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
-    SeccompRule::new(conditions).map_err(|e| e.to_string())
-}
+impl Test {
+    fn ne(arg: u8, value: u32) -> Self {
+        Self::MaskedNe(arg, u32::MAX, value)
+    }
 
-fn to_u64(v: i32) -> u64 {
-    u64::from(v.unsigned_abs())
-}
+    fn holds(self, args: &[u64; 6]) -> bool {
+        let low = |arg: u8| {
+            args.get(usize::from(arg))
+                .map_or(0, |a| (a & u64::from(u32::MAX)) as u32)
+        };
+        match self {
+            Self::Set(arg, mask) => low(arg) & mask != 0,
+            Self::MaskedEq(arg, mask, value) => low(arg) & mask == value,
+            Self::MaskedNe(arg, mask, value) => low(arg) & mask != value,
+        }
+    }
 
-/// When `socket(2)` is refused: for commands always; for adapters whenever the family is not
-/// IPv4/IPv6, the type not a stream, or the protocol not the default or TCP. A filter has no
-/// "masked not equal", so the non-stream types are enumerated: the type's low four bits hold
-/// every type there is, so the list is complete.
-fn socket_rules(network: Network) -> Result<Vec<SeccompRule>, String> {
-    match network {
-        Network::None => Ok(Vec::new()),
-        Network::Tcp => {
-            let mut rules = vec![
-                rule(vec![
-                    cond(0, Op::Ne, to_u64(libc::AF_INET))?,
-                    cond(0, Op::Ne, to_u64(libc::AF_INET6))?,
-                ])?,
-                rule(vec![
-                    cond(2, Op::Ne, 0)?,
-                    cond(2, Op::Ne, to_u64(libc::IPPROTO_TCP))?,
-                ])?,
-            ];
-            for kind in (0..16_u64).filter(|k| *k != to_u64(libc::SOCK_STREAM)) {
-                rules.push(rule(vec![cond(1, Op::MaskedEq(0xf), kind)?])?);
-            }
-            Ok(rules)
+    const fn arg(self) -> u8 {
+        match self {
+            Self::Set(arg, _) | Self::MaskedEq(arg, _, _) | Self::MaskedNe(arg, _, _) => arg,
         }
     }
 }
 
-/// `BPF_LD | BPF_W | BPF_ABS`, `BPF_JMP | BPF_JSET | BPF_K`, `BPF_RET | BPF_K`.
-const LD_W_ABS: u16 = 0x20;
-const JSET_K: u16 = 0x45;
-const RET_K: u16 = 0x06;
-/// `__X32_SYSCALL_BIT`.
-const X32_BIT: u32 = 0x4000_0000;
-
-/// On x86_64 the x32 ABI shares the architecture tag and marks its numbers with
-/// `__X32_SYSCALL_BIT`: three instructions put before the first program answer every x32
-/// call `ENOSYS` (no program Craik runs uses that ABI), so no filter needs a second copy of
-/// its rules. The generated programs jump only forward and relative to themselves, so a
-/// prefix leaves them intact.
-fn x32_guard() -> Vec<craik_spawn::Insn> {
-    if !cfg!(target_arch = "x86_64") {
-        return Vec::new();
-    }
-    let insn = |code, jt, jf, k| craik_spawn::Insn { code, jt, jf, k };
-    vec![
-        // A = seccomp_data.nr
-        insn(LD_W_ABS, 0, 0, 0),
-        // if (A & X32_BIT) fall through to the return, else skip it
-        insn(JSET_K, 0, 1, X32_BIT),
-        insn(RET_K, 0, 0, libc::SECCOMP_RET_ERRNO | ENOSYS),
-    ]
+/// One refusal of a call: `errno` when every test holds (no test: always).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The errno the call answers.
+    pub errno: u32,
+    /// Tests that must all hold.
+    pub when: Vec<Test>,
 }
 
-fn compile(map: Rules, errno: u32) -> Result<BpfProgram, String> {
-    let arch = std::env::consts::ARCH
-        .try_into()
-        .map_err(|e: seccompiler::BackendError| e.to_string())?;
-    SeccompFilter::new(map, SeccompAction::Allow, SeccompAction::Errno(errno), arch)
-        .map_err(|e| e.to_string())?
-        .try_into()
-        .map_err(|e: seccompiler::BackendError| e.to_string())
+/// The rule table: per system call, the refusals tried in order (the first that holds
+/// answers); a call not in the table is allowed.
+pub type Table = Vec<(i64, Vec<Refusal>)>;
+
+fn always(errno: u32) -> Vec<Refusal> {
+    vec![Refusal {
+        errno,
+        when: Vec::new(),
+    }]
+}
+
+fn refuse(errno: u32, when: Vec<Test>) -> Refusal {
+    Refusal { errno, when }
+}
+
+fn low(v: i32) -> u32 {
+    v.cast_unsigned()
+}
+
+/// When `socket(2)` is refused: for commands always; for adapters whenever the family is not
+/// IPv4/IPv6, the type (its low four bits hold every type there is) not a stream, or the
+/// protocol not the default or TCP.
+fn socket_refusals(network: Network) -> Vec<Refusal> {
+    match network {
+        Network::None => always(EACCES),
+        Network::Tcp => vec![
+            refuse(
+                EACCES,
+                vec![
+                    Test::ne(0, low(libc::AF_INET)),
+                    Test::ne(0, low(libc::AF_INET6)),
+                ],
+            ),
+            refuse(EACCES, vec![Test::MaskedNe(1, 0xf, low(libc::SOCK_STREAM))]),
+            refuse(
+                EACCES,
+                vec![Test::ne(2, 0), Test::ne(2, low(libc::IPPROTO_TCP))],
+            ),
+        ],
+    }
 }
 
 /// The calls that take a file mode: the index of that argument, and of the flags that say
-/// whether the call creates (`open`, `openat`); a mode with the setuid or setgid bit is refused (a confined command never makes a set-id file, which would keep
-/// its bit on the host's own view of the workspace).
+/// whether the call creates (`open`, `openat`); a mode with the setuid or setgid bit is
+/// refused (a confined command never makes a set-id file, which would keep its bit on the
+/// host's own view of the workspace).
 fn mode_args() -> Vec<(i64, u8, Option<u8>)> {
     let mut calls = vec![
         (libc::SYS_fchmod, 1, None),
@@ -192,50 +216,47 @@ fn mode_args() -> Vec<(i64, u8, Option<u8>)> {
     calls
 }
 
-/// The filters for a process with `network` access, compiled for this machine. Each refuses
-/// with its own errno; installed together, the kernel applies all of them.
-pub fn programs(network: Network) -> Result<Vec<BpfProgram>, String> {
-    let mut sockets = Rules::new();
-    sockets.insert(libc::SYS_socket, socket_rules(network)?);
-    sockets.insert(
+/// The rule table for a process with `network` access (see the module documentation).
+pub fn table(network: Network) -> Table {
+    let mut table: Table = Vec::new();
+    table.push((libc::SYS_socket, socket_refusals(network)));
+    table.push((
         libc::SYS_socketpair,
-        vec![rule(vec![cond(0, Op::Ne, to_u64(libc::AF_UNIX))?])?],
-    );
-    let mut refused: Rules = REFUSED.iter().map(|c| (*c, Vec::new())).collect();
-    refused.insert(
+        vec![refuse(EACCES, vec![Test::ne(0, low(libc::AF_UNIX))])],
+    ));
+    table.extend(REFUSED.iter().map(|call| (*call, always(EPERM))));
+    let namespaces = NAMESPACE_FLAGS.iter().fold(0_u32, |m, f| m | low(*f));
+    table.push((
         libc::SYS_clone,
-        NAMESPACE_FLAGS
-            .iter()
-            .map(|f| rule(vec![cond(0, Op::MaskedEq(to_u64(*f)), to_u64(*f))?]))
-            .collect::<Result<_, _>>()?,
-    );
-    for (call, arg, flags) in mode_args() {
+        vec![refuse(EPERM, vec![Test::Set(0, namespaces)])],
+    ));
+    let set_id = u32::from(libc::S_ISUID | libc::S_ISGID);
+    for (call, mode, flags) in mode_args() {
         // The mode only counts when the call creates: for `open`/`openat` when O_CREAT or
         // O_TMPFILE is set (otherwise the register holds whatever the caller left there).
-        let creating: Vec<Option<(u8, u64)>> = match flags {
-            None => vec![None],
+        let refusals = match flags {
+            None => vec![refuse(EPERM, vec![Test::Set(mode, set_id)])],
             Some(f) => vec![
-                Some((f, to_u64(libc::O_CREAT))),
-                Some((f, to_u64(libc::O_TMPFILE))),
+                refuse(
+                    EPERM,
+                    vec![Test::Set(mode, set_id), Test::Set(f, low(libc::O_CREAT))],
+                ),
+                refuse(
+                    EPERM,
+                    vec![
+                        Test::Set(mode, set_id),
+                        Test::MaskedEq(f, low(libc::O_TMPFILE), low(libc::O_TMPFILE)),
+                    ],
+                ),
             ],
         };
-        let mut rules = Vec::new();
-        for bit in [libc::S_ISUID, libc::S_ISGID] {
-            for create in &creating {
-                let mut conditions = vec![cond(arg, Op::MaskedEq(u64::from(bit)), u64::from(bit))?];
-                if let Some((f, flag)) = create {
-                    conditions.push(cond(*f, Op::MaskedEq(*flag), *flag)?);
-                }
-                rules.push(rule(conditions)?);
-            }
-        }
-        refused.insert(call, rules);
+        table.push((call, refusals));
     }
     // Resource limits, scheduling, I/O priority and memory placement of any process but the
     // caller's own: a confined process could otherwise lower Craik's RLIMIT_CPU/FSIZE/AS to
     // kill it mid-write, or raise its RLIMIT_CORE to dump the signing key (found by outside
     // testing; same-uid permission checks allow all of these).
-    for (call, pid_arg) in [
+    for (call, pid) in [
         (libc::SYS_prlimit64, 0),
         (libc::SYS_sched_setaffinity, 0),
         (libc::SYS_sched_setscheduler, 0),
@@ -243,35 +264,204 @@ pub fn programs(network: Network) -> Result<Vec<BpfProgram>, String> {
         (libc::SYS_sched_setattr, 0),
         (libc::SYS_migrate_pages, 0),
         (libc::SYS_move_pages, 0),
-        (libc::SYS_ioprio_set, 1),
-        (libc::SYS_setpriority, 1),
     ] {
-        refused.insert(call, vec![rule(vec![cond(pid_arg, Op::Ne, 0)?])?]);
+        table.push((call, vec![refuse(EPERM, vec![Test::ne(pid, 0)])]));
     }
     // `setpriority`/`ioprio_set` with `who == 0` mean the caller only for a process target:
     // a process group or user target (who 0 = the caller's group or uid, Craik included) is
-    // refused too.
-    if let Some(rules) = refused.get_mut(&libc::SYS_setpriority) {
-        rules.push(rule(vec![cond(0, Op::Ne, u64::from(libc::PRIO_PROCESS))?])?);
+    // refused too. (IOPRIO_WHO_PROCESS = 1.)
+    for (call, process) in [
+        (libc::SYS_setpriority, low(libc::PRIO_PROCESS.cast_signed())),
+        (libc::SYS_ioprio_set, 1),
+    ] {
+        table.push((
+            call,
+            vec![
+                refuse(EPERM, vec![Test::ne(1, 0)]),
+                refuse(EPERM, vec![Test::ne(0, process)]),
+            ],
+        ));
     }
-    if let Some(rules) = refused.get_mut(&libc::SYS_ioprio_set) {
-        // IOPRIO_WHO_PROCESS = 1.
-        rules.push(rule(vec![cond(0, Op::Ne, 1)?])?);
-    }
-    let mut clone3 = Rules::new();
-    clone3.insert(libc::SYS_clone3, Vec::new());
-    // `openat2` carries its mode in a struct no filter can read: refused as unknown, so
-    // libc and programs fall back to `openat`, whose mode is checked.
-    clone3.insert(libc::SYS_openat2, Vec::new());
-    Ok(vec![
-        compile(sockets, EACCES)?,
-        compile(refused, EPERM)?,
-        compile(clone3, ENOSYS)?,
-    ])
+    // `clone3` carries its flags, and `openat2` its mode, in structs no filter can read:
+    // refused as unknown, so libc and programs fall back to `clone` and `openat`, which are
+    // checked.
+    table.push((libc::SYS_clone3, always(ENOSYS)));
+    table.push((libc::SYS_openat2, always(ENOSYS)));
+    table
 }
 
-/// The filters for `network`, compiled once per process and kept as the instructions the
-/// child installs ([`craik_spawn::Insn`]).
+/// What the table answers for one call (the reference the compiled program must agree with).
+pub fn decide(table: &Table, nr: i64, args: &[u64; 6]) -> Option<u32> {
+    let (_, refusals) = table.iter().find(|(call, _)| *call == nr)?;
+    refusals
+        .iter()
+        .find(|r| r.when.iter().all(|t| t.holds(args)))
+        .map(|r| r.errno)
+}
+
+// Classic BPF opcodes (`linux/filter.h`).
+const LD_W_ABS: u16 = 0x20;
+const JEQ_K: u16 = 0x15;
+const JSET_K: u16 = 0x45;
+const AND_K: u16 = 0x54;
+const RET_K: u16 = 0x06;
+
+/// `__X32_SYSCALL_BIT`.
+const X32_BIT: u32 = 0x4000_0000;
+
+/// `struct seccomp_data`: `nr` at 0, `arch` at 4, `args[6]` (u64 each) from 16.
+const NR: u32 = 0;
+const ARCH: u32 = 4;
+
+/// The offset of the low 32 bits of argument `i`.
+fn arg_low(i: u8) -> u32 {
+    let base = 16 + 8 * u32::from(i);
+    if cfg!(target_endian = "little") {
+        base
+    } else {
+        base + 4
+    }
+}
+
+/// The `AUDIT_ARCH_*` tag of this machine's native system-call ABI.
+fn audit_arch() -> Result<u32, String> {
+    // EM_* | __AUDIT_ARCH_64BIT | __AUDIT_ARCH_LE
+    if cfg!(target_arch = "x86_64") {
+        Ok(0xC000_003E)
+    } else if cfg!(target_arch = "aarch64") {
+        Ok(0xC000_00B7)
+    } else if cfg!(target_arch = "riscv64") {
+        Ok(0xC000_00F3)
+    } else {
+        Err(format!(
+            "no system-call filter for this architecture ({})",
+            std::env::consts::ARCH
+        ))
+    }
+}
+
+fn insn(code: u16, jt: u8, jf: u8, k: u32) -> craik_spawn::Insn {
+    craik_spawn::Insn { code, jt, jf, k }
+}
+
+/// A jump distance, refused when it does not fit (the compiler never emits a jump it cannot
+/// express).
+fn hop(n: usize) -> Result<u8, String> {
+    u8::try_from(n).map_err(|_| format!("seccomp: a jump of {n} instructions"))
+}
+
+/// Compiles `table` into one program. Layout:
+///
+/// ```text
+///   A = arch; if A != native: kill the process
+///   A = nr;   if A & X32_BIT: return ENOSYS
+///   for each call:  if A != nr: skip its block
+///                   block: for each refusal: test each argument, on a miss go to the next
+///                          refusal; all held: return its errno
+///                          return ALLOW        (A was overwritten by the argument loads)
+///   return ALLOW
+/// ```
+///
+/// A call refused with no test is a single `jeq` to a shared return at the end.
+pub fn compile(table: &Table) -> Result<Vec<craik_spawn::Insn>, String> {
+    let ret = |v: u32| insn(RET_K, 0, 0, v);
+    let errno = |e: u32| libc::SECCOMP_RET_ERRNO | (e & libc::SECCOMP_RET_DATA);
+    // Shared returns for calls refused outright, by errno, after the dispatch.
+    let mut shared: Vec<u32> = Vec::new();
+    for (_, refusals) in table {
+        if let [only] = refusals.as_slice()
+            && only.when.is_empty()
+            && !shared.contains(&only.errno)
+        {
+            shared.push(only.errno);
+        }
+    }
+    let mut body: Vec<craik_spawn::Insn> = Vec::new();
+    // Jumps to shared returns, patched once the body's length is known: (index, errno).
+    let mut to_shared: Vec<(usize, u32)> = Vec::new();
+    for (nr, refusals) in table {
+        let nr = u32::try_from(*nr).map_err(|_| format!("seccomp: system call number {nr}"))?;
+        if let [only] = refusals.as_slice()
+            && only.when.is_empty()
+        {
+            to_shared.push((body.len(), only.errno));
+            body.push(insn(JEQ_K, 0, 0, nr));
+            continue;
+        }
+        let mut block = Vec::new();
+        for refusal in refusals {
+            // Each test is a load and one or two instructions; a miss jumps past the rest of
+            // this refusal (to the next one, or to the block's final ALLOW).
+            let mut tests: Vec<Vec<craik_spawn::Insn>> = Vec::new();
+            for test in &refusal.when {
+                let mut t = vec![insn(LD_W_ABS, 0, 0, arg_low(test.arg()))];
+                match *test {
+                    // Patched below: jf / jt = distance to the refusal's end.
+                    Test::Set(_, mask) => t.push(insn(JSET_K, 0, 0, mask)),
+                    Test::MaskedEq(_, mask, value) | Test::MaskedNe(_, mask, value) => {
+                        if mask != u32::MAX {
+                            t.push(insn(AND_K, 0, 0, mask));
+                        }
+                        t.push(insn(JEQ_K, 0, 0, value));
+                    }
+                }
+                tests.push(t);
+            }
+            let total: usize = tests.iter().map(Vec::len).sum::<usize>() + 1;
+            let mut emitted = 0;
+            for (test, mut t) in refusal.when.iter().zip(tests) {
+                emitted += t.len();
+                // From the jump (the last instruction of this test) to the instruction after
+                // the refusal's return.
+                let miss = hop(total - emitted)?;
+                if let Some(jump) = t.last_mut() {
+                    match test {
+                        Test::Set(..) | Test::MaskedEq(..) => jump.jf = miss,
+                        Test::MaskedNe(..) => jump.jt = miss,
+                    }
+                }
+                block.extend(t);
+            }
+            block.push(ret(errno(refusal.errno)));
+        }
+        block.push(ret(libc::SECCOMP_RET_ALLOW));
+        body.push(insn(JEQ_K, 0, hop(block.len())?, nr));
+        body.extend(block);
+    }
+    body.push(ret(libc::SECCOMP_RET_ALLOW));
+    let start = body.len();
+    for e in &shared {
+        body.push(ret(errno(*e)));
+    }
+    for (at, e) in to_shared {
+        let slot = shared
+            .iter()
+            .position(|s| *s == e)
+            .ok_or("seccomp: a shared return is missing")?;
+        let distance = hop(start + slot - at - 1)?;
+        if let Some(jump) = body.get_mut(at) {
+            jump.jt = distance;
+        }
+    }
+    let mut program = vec![
+        insn(LD_W_ABS, 0, 0, ARCH),
+        insn(JEQ_K, 1, 0, audit_arch()?),
+        ret(libc::SECCOMP_RET_KILL_PROCESS),
+        insn(LD_W_ABS, 0, 0, NR),
+    ];
+    if cfg!(target_arch = "x86_64") {
+        program.push(insn(JSET_K, 0, 1, X32_BIT));
+        program.push(ret(errno(ENOSYS)));
+    }
+    program.extend(body);
+    if program.len() > usize::from(u16::MAX) {
+        return Err("seccomp: the program is too long".into());
+    }
+    Ok(program)
+}
+
+/// The filter for `network`, compiled once per process and kept as the instructions the
+/// child installs ([`craik_spawn::Insn`]): one program.
 pub(super) fn filters(network: Network) -> Result<&'static [Vec<craik_spawn::Insn>], String> {
     type Compiled = Result<Vec<Vec<craik_spawn::Insn>>, String>;
     static NONE: OnceLock<Compiled> = OnceLock::new();
@@ -280,47 +470,10 @@ pub(super) fn filters(network: Network) -> Result<&'static [Vec<craik_spawn::Ins
         Network::None => &NONE,
         Network::Tcp => &TCP,
     };
-    cell.get_or_init(|| {
-        let mut guard = Some(x32_guard());
-        Ok(programs(network)?
-            .into_iter()
-            .map(|program| {
-                let compiled = program.iter().map(|i| craik_spawn::Insn {
-                    code: i.code,
-                    jt: i.jt,
-                    jf: i.jf,
-                    k: i.k,
-                });
-                guard
-                    .take()
-                    .unwrap_or_default()
-                    .into_iter()
-                    .chain(compiled)
-                    .collect()
-            })
-            .collect())
-    })
-    .as_deref()
-    .map_err(Clone::clone)
+    cell.get_or_init(|| Ok(vec![compile(&table(network))?]))
+        .as_deref()
+        .map_err(Clone::clone)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn both_filters_compile_for_this_machine() {
-        for network in [Network::None, Network::Tcp] {
-            let programs = programs(network).unwrap();
-            assert_eq!(programs.len(), 3);
-            assert!(programs.iter().all(|p| !p.is_empty()));
-            let installed = filters(network).unwrap();
-            assert_eq!(installed.len(), 3);
-            let first = installed.first().unwrap();
-            if cfg!(target_arch = "x86_64") {
-                assert_eq!(first.get(..3).unwrap(), x32_guard().as_slice());
-                assert_eq!(first.len(), programs.first().unwrap().len() + 3);
-            }
-        }
-    }
-}
+mod tests;

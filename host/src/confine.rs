@@ -410,7 +410,9 @@ const NO_LANDLOCK: &str = "Landlock is not enabled in this kernel (needs CONFIG_
 
 /// The Landlock ABI Craik uses on this kernel: the kernel's, up to the one it asks for.
 fn effective_abi() -> Option<i32> {
-    craik_spawn::landlock_abi().map(|abi| abi.min(ASKED_ABI as i32))
+    // The running kernel's answer cannot change while Craik runs: asked once.
+    static ABI: OnceLock<Option<i32>> = OnceLock::new();
+    *ABI.get_or_init(|| craik_spawn::landlock_abi().map(|abi| abi.min(ASKED_ABI as i32)))
 }
 
 /// Opens a rule's path without following a symlink anywhere in it (`O_PATH`,
@@ -426,41 +428,75 @@ fn open_rule(path: &Path) -> Result<(rustix::fd::OwnedFd, bool), String> {
     )
     .map_err(|e| format!("`{}`: {e}", path.display()))?;
     let stat = rustix::fs::fstat(&fd).map_err(|e| format!("`{}`: {e}", path.display()))?;
-    let is_dir =
-        rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory;
-    Ok((fd, is_dir))
+    let kind = rustix::fs::FileType::from_raw_mode(stat.st_mode);
+    // `O_PATH | O_NOFOLLOW` opens a final link itself: never a rule.
+    if kind == rustix::fs::FileType::Symlink {
+        return Err(format!(
+            "`{}`: a symbolic link is never a rule",
+            path.display()
+        ));
+    }
+    Ok((fd, kind == rustix::fs::FileType::Directory))
 }
 
-/// A read rule's descriptor. System directories (the allow-lists of [`rules::system_read`] and
-/// `/proc`) are opened once per process and kept: they lie outside every workspace and are the
-/// same for every sandbox (their descriptors keep naming the directory first opened).
-/// Everything else — the workspace, toolchain roots, files such as `/etc/resolv.conf`, which
-/// may be replaced — is opened afresh for each process.
+/// A rule's descriptor (read rules, and the devices of [`rules::DEVICES_RW`]). What the system
+/// allow-lists grant (the trees of [`rules::system_read`], what carving them grants, `/etc`
+/// files, `/proc` files, devices) lies outside every workspace and is the same for every
+/// sandbox: its descriptors are opened once per process and kept, and a kept one is reused
+/// only while the path still names the same file (device and inode, by `lstat`: a file
+/// replaced, or a link put in its place, means a fresh open, which refuses a link).
+/// Everything else — the workspace, toolchain roots — is opened afresh for each process.
 fn read_rule(path: &Path) -> Option<(Arc<rustix::fd::OwnedFd>, bool)> {
-    type Cache = Mutex<HashMap<PathBuf, Arc<rustix::fd::OwnedFd>>>;
     static SYSTEM: OnceLock<BTreeSet<PathBuf>> = OnceLock::new();
-    static OPENED: OnceLock<Cache> = OnceLock::new();
+    static OPENED: OnceLock<RuleCache> = OnceLock::new();
     let system = SYSTEM.get_or_init(|| {
         rules::system_read()
             .into_iter()
             .chain(rules::PROC_READ.iter().map(PathBuf::from))
+            .chain(rules::DEVICES_RW.iter().map(PathBuf::from))
             .collect()
     });
-    let cache = OPENED.get_or_init(Cache::default);
-    if system.contains(path)
-        && let Some(fd) = cache.lock().ok()?.get(path)
-    {
-        return Some((Arc::clone(fd), true));
+    // The allow-lists, and what carving a system tree grants (its subdirectories and files,
+    // when a credential file lies in `/usr/local` or `/opt`).
+    let kept = system.contains(path)
+        || rules::SYSTEM_READ
+            .iter()
+            .any(|root| path.starts_with(root) && path != Path::new(root));
+    if kept {
+        OPENED.get_or_init(RuleCache::default).open(path)
+    } else {
+        let (fd, is_dir) = open_rule(path).ok()?;
+        Some((Arc::new(fd), is_dir))
     }
-    let (fd, is_dir) = open_rule(path).ok()?;
-    let fd = Arc::new(fd);
-    if is_dir
-        && system.contains(path)
-        && let Ok(mut cache) = cache.lock()
-    {
-        cache.insert(path.to_path_buf(), Arc::clone(&fd));
+}
+
+/// Rule descriptors kept across sandboxes, each with the identity of what it names.
+#[derive(Default)]
+struct RuleCache(Mutex<HashMap<PathBuf, (Arc<rustix::fd::OwnedFd>, bool, (u64, u64))>>);
+
+impl RuleCache {
+    /// The kept descriptor of `path` while `path` still names that file (by `lstat`), else a
+    /// fresh [`open_rule`] (which refuses a link), kept in its place.
+    fn open(&self, path: &Path) -> Option<(Arc<rustix::fd::OwnedFd>, bool)> {
+        if let Some((fd, is_dir, id)) = self.0.lock().ok()?.get(path).cloned() {
+            let now = rustix::fs::lstat(path).ok().map(|st| identity(&st));
+            if now == Some(id) {
+                return Some((fd, is_dir));
+            }
+        }
+        let (fd, is_dir) = open_rule(path).ok()?;
+        let id = identity(&rustix::fs::fstat(&fd).ok()?);
+        let fd = Arc::new(fd);
+        if let Ok(mut cache) = self.0.lock() {
+            cache.insert(path.to_path_buf(), (Arc::clone(&fd), is_dir, id));
+        }
+        Some((fd, is_dir))
     }
-    Some((fd, is_dir))
+}
+
+/// A file's identity: device and inode.
+fn identity(st: &rustix::fs::Stat) -> (u64, u64) {
+    (st.st_dev, st.st_ino)
 }
 
 /// The Landlock ruleset of `sandbox`, its rules added; `None` when the kernel has no Landlock.
@@ -509,7 +545,7 @@ fn ruleset(sandbox: &Sandbox) -> Result<Option<craik_spawn::Landlock>, String> {
     // Character devices that are harmless to write: only their file rights (no ioctl beyond
     // what a regular file has).
     for path in rules::DEVICES_RW {
-        if let Ok((fd, _)) = open_rule(Path::new(path)) {
+        if let Some((fd, _)) = read_rule(Path::new(path)) {
             let rule = PathBeneath::new(
                 fd,
                 (AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate)
@@ -733,6 +769,35 @@ pub fn install_exit_handler() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn a_kept_rule_is_reused_only_while_its_path_names_the_same_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("resolv.conf");
+        std::fs::write(&file, "a").unwrap();
+        let cache = RuleCache::default();
+        let ino = |fd: &rustix::fd::OwnedFd| rustix::fs::fstat(fd).unwrap().st_ino;
+        let (first, _) = cache.open(&file).unwrap();
+        let (again, _) = cache.open(&file).unwrap();
+        assert!(Arc::ptr_eq(&first, &again), "unchanged: reused");
+        // Replaced by rename (as resolv.conf is): a fresh descriptor on the new file.
+        let new = dir.path().join("new");
+        std::fs::write(&new, "b").unwrap();
+        std::fs::rename(&new, &file).unwrap();
+        let (fresh, _) = cache.open(&file).unwrap();
+        assert_ne!(ino(&fresh), ino(&first));
+        assert_eq!(ino(&fresh), std::fs::metadata(&file).unwrap().ino());
+        // A link put in its place: never followed, the rule is refused (left out).
+        std::fs::remove_file(&file).unwrap();
+        std::os::unix::fs::symlink("/etc/shadow", &file).unwrap();
+        assert!(cache.open(&file).is_none());
+        // And a link in a kept rule's path from the start is refused too.
+        let link_dir = dir.path().join("via");
+        std::os::unix::fs::symlink(dir.path(), &link_dir).unwrap();
+        std::fs::write(dir.path().join("x"), "c").unwrap();
+        assert!(cache.open(&link_dir.join("x")).is_none());
+    }
 
     #[test]
     fn a_required_sandbox_never_runs_unconfined() {

@@ -496,6 +496,8 @@ fn attended(
                 stopped = true;
                 break;
             }
+            // Refused before anyone answers: not a `user:`, or the runner itself.
+            craik_host::run::approvals::reviewer(by, &a.runner_id)?;
             let Some(approve) = ask.yes_no(&format!("approve as {by}?"))? else {
                 stopped = true;
                 break;

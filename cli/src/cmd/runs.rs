@@ -664,7 +664,7 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
             }
             if let Some(id) = awaiting_approval(run) {
                 out.line(format_args!(
-                    "  next      craik approvals approve {id} --by user:NAME --reason TEXT; then craik runs resume {}",
+                    "  next      craik approvals approve {id} --by user:NAME --reason TEXT --resume (or then craik runs resume {})",
                     run.id
                 ))?;
             }

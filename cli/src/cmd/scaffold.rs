@@ -648,17 +648,40 @@ pub(crate) fn grants_new(
         .map(|g| craik_kernel::compile_grant(&loaded.bundle, g))
         .transpose()
         .map_err(|e| Failure::invalid(e.to_string(), Vec::new()))?;
+    let profile = match (args.task, crate::cmd::config::project()?) {
+        (Some(task), _) if task.join("policy_envelope.json").is_file() => {
+            let file = task.join("policy_envelope.json");
+            let bytes = std::fs::read(&file)
+                .map_err(|e| Failure::usage(format!("{}: {e}", file.display())))?;
+            let envelope: PolicyEnvelope = crate::cmd::runs::decode_one(&file, &bytes)?;
+            envelope.profile
+        }
+        (_, Some(c)) => match c.config.run.profile.as_deref() {
+            Some(name) => serde_json::from_value(json!(name))
+                .map_err(|e| Failure::usage(format!("craik.toml: run.profile: {e}")))?,
+            None => PolicyProfile::Strict,
+        },
+        (_, None) => PolicyProfile::Strict,
+    };
+    let notes = match grants.first() {
+        Some(g) => profile_notes(&loaded.bundle, g, profile, now)?,
+        None => Vec::new(),
+    };
     write_all(&[(path.clone(), bytes)], args.force)?;
     #[derive(Serialize)]
     struct GrantWritten<'a> {
         file: String,
         grant: Option<&'a CapabilityGrant>,
         cedar: Option<&'a str>,
+        profile: PolicyProfile,
+        notes: &'a [String],
     }
     let shown = GrantWritten {
         file: path.display().to_string(),
         grant: grants.first(),
         cedar: compiled.as_ref().map(|c| c.cedar.as_str()),
+        profile,
+        notes: &notes,
     };
     match format {
         Format::Json | Format::Junit => out.json(&shown)?,
@@ -678,6 +701,9 @@ pub(crate) fn grants_new(
                 for line in cedar.lines() {
                     out.line(format_args!("  {line}"))?;
                 }
+            }
+            for note in &notes {
+                out.line(format_args!("note: {note}"))?;
             }
             if project_id.is_some() {
                 let listed = crate::cmd::config::project()?.is_some_and(|c| {
@@ -703,6 +729,93 @@ pub(crate) fn grants_new(
         }
     }
     Ok(Exit::Ok)
+}
+
+/// A path a grant pattern covers, to ask the profile about: `**` and `*` segments filled in
+/// (`docs/**` → `docs/x`, `src/*.rs` → `src/x.rs`).
+fn sample_target(pattern: &str) -> String {
+    pattern
+        .split('/')
+        .map(|seg| {
+            if seg == "**" {
+                "x".to_owned()
+            } else {
+                seg.replace('*', "x")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// What the profile does with what the grant allows, asked of the kernel for each operation on
+/// a sample target with only this grant loaded and the most trusted runner: a `forbid` that
+/// beats the grant (the grant is useless under this profile), or an approval every use needs.
+fn profile_notes(
+    bundle: &craik_kernel::Bundle,
+    grant: &CapabilityGrant,
+    profile: PolicyProfile,
+    now: OffsetDateTime,
+) -> Result<Vec<String>, Failure> {
+    const TASK: &str = "task_grant_check";
+    let bound = match (&grant.task_id, &grant.project_id) {
+        (None, Some(project)) => craik_kernel::bind_project_grant(grant, TASK, project),
+        _ => {
+            let mut g = grant.clone();
+            g.task_id = Some(TASK.to_owned());
+            Ok(g)
+        }
+    }
+    .map_err(|why| Failure::internal(why))?;
+    let set = craik_kernel::GrantSet::compile(bundle, std::slice::from_ref(&bound))
+        .map_err(|e| Failure::invalid(e.to_string(), Vec::new()))?;
+    let target = grant.target.paths.first().map(|p| {
+        if grant.capability.starts_with("shell.") {
+            p.clone()
+        } else {
+            sample_target(p)
+        }
+    });
+    let options = craik_kernel::DecideOptions {
+        now,
+        workspace_root: "/workspace".into(),
+        mode: craik_kernel::Mode::Enforce,
+        immutable: craik_kernel::ImmutablePaths::default(),
+    };
+    let mut notes = Vec::new();
+    for op in &grant.operations {
+        let request: craik_kernel::DecisionRequest = serde_json::from_value(json!({
+            "runner": {"id": "runner_grant_check", "trust": "high", "mode": "live"},
+            "task_id": TASK,
+            "capability": grant.capability,
+            "target": target,
+            "operation": op,
+            "profile": profile,
+        }))
+        .map_err(|e| Failure::internal(format!("grant check request: {e}")))?;
+        let verdict = bundle.decide(&set, &request, &options);
+        let on = target.as_deref().unwrap_or("");
+        match verdict.decision {
+            craik_kernel::Decision::Deny
+                if verdict.deny_kind == Some(craik_kernel::DenyKind::ForbiddenBy) =>
+            {
+                notes.push(format!(
+                    "under `{}`, `{}` {op} `{on}` is forbidden by {} whatever this grant says: {}",
+                    profile.as_str(),
+                    grant.capability,
+                    verdict.determining.join(", "),
+                    verdict.reasons.join("; ")
+                ));
+            }
+            craik_kernel::Decision::RequiresApproval => notes.push(format!(
+                "under `{}`, each `{}` {op} still needs a human approval ({})",
+                profile.as_str(),
+                grant.capability,
+                verdict.determining.join(", ")
+            )),
+            _ => {}
+        }
+    }
+    Ok(notes)
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {

@@ -202,6 +202,13 @@ fn issue_19_grants_new_checks_capability_globs_operations_and_expiry() {
         text.contains("principal in Craik::Task::\"task_fix_the_status_page\""),
         "{text}"
     );
+    // Checked against the profile: under strict a docs write still needs an approval.
+    assert!(
+        text.contains(
+            "note: under `strict`, each `repo.write.docs` write still needs a human approval"
+        ),
+        "{text}"
+    );
     let file = repo
         .join(TASK_DIR)
         .join("grants/grant_fix_the_status_page_repo_write_docs.json");
@@ -324,6 +331,29 @@ fn issue_19_grants_new_checks_capability_globs_operations_and_expiry() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(says), "{extra:?}: {err}");
     }
+    // A grant the profile forbids whatever it says is written, and said to be useless.
+    let args: Vec<&str> = base
+        .iter()
+        .copied()
+        .chain([
+            "--capability",
+            "shell.execute",
+            "--path",
+            "make",
+            "--op",
+            "execute",
+            "--expires",
+            "1h",
+        ])
+        .collect();
+    let out = craik_in(&repo, &state, &args);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::transcript(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("under `strict`, `shell.execute` execute `make` is forbidden by strict.deny.shell-execute"),
+        "{}",
+        crate::transcript(&out)
+    );
     // RFC 3339 is accepted as well as durations.
     let at = (time::OffsetDateTime::now_utc() + time::Duration::days(2))
         .replace_nanosecond(0)

@@ -513,6 +513,7 @@ fn attended(
             )?;
             decide_one(
                 out,
+                format,
                 home,
                 &a.id,
                 by,
@@ -1145,6 +1146,7 @@ pub(crate) const DEFAULT_APPROVAL_SECS: u64 = 3600;
 /// stderr. The one path every decision takes: `approvals approve|deny`, `--all`, inline.
 fn decide_one(
     out: &mut Out,
+    format: Format,
     home: &Path,
     id: &str,
     by: &str,
@@ -1164,12 +1166,14 @@ fn decide_one(
         (&signer, &ring),
         OffsetDateTime::now_utc(),
     )?;
-    out.line(format_args!(
-        "{id}: {} by {by}; receipt {}",
-        record.status.as_str(),
-        journal.display()
-    ))?;
-    out.flush()?;
+    if format == Format::Human {
+        out.line(format_args!(
+            "{id}: {} by {by}; receipt {}",
+            record.status.as_str(),
+            journal.display()
+        ))?;
+        out.flush()?;
+    }
     Ok(record)
 }
 
@@ -1198,6 +1202,7 @@ pub(crate) fn approvals_decide(
     home: &Path,
     args: &DecideArgs<'_>,
 ) -> Result<Exit, Failure> {
+    let mut decided = Vec::new();
     let run_id = if args.all {
         let home_h = Home::new(home);
         home_h.run_dir(args.id)?;
@@ -1221,8 +1226,10 @@ pub(crate) fn approvals_decide(
         let mut chosen = Vec::new();
         for (dir, a) in &pending {
             let bound = craik_host::run::approvals::approval_bound(dir, a, &ring);
-            for line in describe_approval(a, bound.as_ref().err().map(String::as_str)) {
-                out.line(line)?;
+            if format == Format::Human {
+                for line in describe_approval(a, bound.as_ref().err().map(String::as_str)) {
+                    out.line(line)?;
+                }
             }
             if ask.interactive() && !args.yes {
                 out.flush()?;
@@ -1236,33 +1243,41 @@ pub(crate) fn approvals_decide(
             }
         }
         for id in &chosen {
-            decide_one(
+            decided.push(decide_one(
                 out,
+                format,
                 home,
                 id,
                 args.by,
                 args.reason,
                 true,
                 args.expires_in_secs,
-            )?;
+            )?);
         }
         args.id.to_owned()
     } else {
-        decide_one(
+        let record = decide_one(
             out,
+            format,
             home,
             args.id,
             args.by,
             args.reason,
             args.approve,
             args.expires_in_secs,
-        )?
-        .run_id
+        )?;
+        let run_id = record.run_id.clone();
+        decided.push(record);
+        run_id
     };
     if args.resume {
+        // With --format json the run's summary is the output (the decisions are in it).
         return resume(out, format, home, &run_id);
     }
-    out.line(format_args!("next: craik runs resume {run_id}"))?;
+    match format {
+        Format::Human => out.line(format_args!("next: craik runs resume {run_id}"))?,
+        Format::Json | Format::Junit => out.json(&decided)?,
+    }
     Ok(Exit::Ok)
 }
 

@@ -424,6 +424,37 @@ fn issue_19_project_grants_apply_to_their_project_only_and_are_signed_into_the_r
     let grant = json_file(&mine);
     assert!(grant.get("task_id").is_none(), "absent, not null: {grant}");
     assert_eq!(grant["project_id"], "project_repo");
+    // The contract: a task_id or a project_id, exactly one.
+    for (edit, says) in [
+        (
+            serde_json::json!({"task_id": "task_x"}),
+            "$.project_id: a grant names a task_id or a project_id, not both",
+        ),
+        (
+            serde_json::json!({"project_id": null}),
+            "$.task_id: missing",
+        ),
+        (
+            serde_json::json!({"project_id": "repo"}),
+            "$.project_id: invalid id `repo`, expected an id starting with `project_`",
+        ),
+    ] {
+        let mut bad = grant.clone();
+        for (k, v) in edit.as_object().unwrap() {
+            bad[k] = v.clone();
+        }
+        let file = repo.join("bad.json");
+        std::fs::write(&file, serde_json::to_vec(&bad).unwrap()).unwrap();
+        let out = crate::run_in(&repo, &["contracts", "validate", "bad.json"]);
+        assert_eq!(out.status.code(), Some(3), "{}", crate::transcript(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains(says)
+                || String::from_utf8_lossy(&out.stderr).contains(says),
+            "{says}: {}",
+            crate::transcript(&out)
+        );
+        std::fs::remove_file(&file).unwrap();
+    }
     let scenario = example("approval").join("scenario.json");
     let runner = format!("fixture:{}", scenario.display());
     let home = state.join("craik");
@@ -802,4 +833,54 @@ fn issue_19_approve_all_on_a_terminal_confirms_each() {
     assert_eq!(code, 0, "{screen}");
     assert!(screen.contains("approved by user:alice"), "{screen}");
     assert_eq!(stopped(&state.join("craik"), &id).0, "completed");
+}
+
+#[test]
+fn issue_19_task_new_and_grants_new_ask_on_a_terminal_for_what_is_missing() {
+    let (_dir, repo, state) = project();
+    // Title, then an empty goal (asked again), then the goal.
+    let (code, screen) = on_terminal(
+        &repo,
+        &state,
+        &["task", "new"],
+        "Tidy the docs\n\nEvery page current\n",
+    );
+    assert_eq!(code, 0, "{screen}");
+    assert!(screen.contains("Title (one line): "), "{screen}");
+    assert_eq!(
+        screen.matches("Goal (what done looks like): ").count(),
+        2,
+        "{screen}"
+    );
+    let task = json_file(&repo.join(".craik-tasks/task_tidy_the_docs/task_request.json"));
+    assert_eq!(task["objective"], "Every page current");
+    // grants new: the expiry's default (8h) is taken with Enter; the operations are asked.
+    let (code, screen) = on_terminal(
+        &repo,
+        &state,
+        &[
+            "grants",
+            "new",
+            "--task",
+            ".craik-tasks/task_tidy_the_docs",
+            "--capability",
+            "repo.write.docs",
+            "--path",
+            "docs/**",
+            "--reason",
+            "tidy",
+        ],
+        "write\n\n",
+    );
+    assert_eq!(code, 0, "{screen}");
+    assert!(screen.contains("Operations, comma-separated ["), "{screen}");
+    assert!(
+        screen.contains("Expires (RFC 3339, or a duration: 8h, 7d) [8h]: "),
+        "{screen}"
+    );
+    let grant =
+        json_file(&repo.join(
+            ".craik-tasks/task_tidy_the_docs/grants/grant_tidy_the_docs_repo_write_docs.json",
+        ));
+    assert_eq!(grant["operations"], serde_json::json!(["write"]));
 }

@@ -26,10 +26,6 @@ pub(crate) struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "parsed once per process; boxing `run`'s arguments buys nothing"
-)]
 pub(crate) enum Command {
     /// Validate craik.* contract payloads.
     #[command(subcommand)]
@@ -388,6 +384,10 @@ pub(crate) struct GrantNewCmd {
 }
 
 #[derive(Debug, Subcommand)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "parsed once per process; boxing `new`'s arguments buys nothing"
+)]
 pub(crate) enum GrantsCommand {
     /// Write a grant file for a task (--task DIR) or a whole project (--project): capability,
     /// paths or commands, operations, expiry, reason.

@@ -1144,6 +1144,10 @@ pub(crate) const DEFAULT_APPROVAL_SECS: u64 = 3600;
 
 /// Decides one approval (checked, signed as its own review journal, recorded) and says so on
 /// stderr. The one path every decision takes: `approvals approve|deny`, `--all`, inline.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one decision's facts, passed straight to `decide_approval`"
+)]
 fn decide_one(
     out: &mut Out,
     format: Format,

@@ -765,7 +765,7 @@ fn profile_notes(
             Ok(g)
         }
     }
-    .map_err(|why| Failure::internal(why))?;
+    .map_err(Failure::internal)?;
     let set = craik_kernel::GrantSet::compile(bundle, std::slice::from_ref(&bound))
         .map_err(|e| Failure::invalid(e.to_string(), Vec::new()))?;
     let target = grant.target.paths.first().map(|p| {

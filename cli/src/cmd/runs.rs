@@ -17,7 +17,7 @@ use crate::cli::RunnerArg;
 use crate::exit::{Exit, Failure};
 use crate::files::{DEFAULT_MAX_BYTES, Input, read_bounded};
 use crate::output::{Format, Out};
-use crate::prompt::Prompter;
+use crate::prompt::{Answer, Prompter};
 use craik_host::launch::build_runner;
 use craik_host::run::approvals::{ApprovalRecord, ApprovalStatus, all_approvals, find_approval};
 use craik_host::run::driver::{Host, Setup, Tally};
@@ -498,9 +498,30 @@ fn attended(
             }
             // Refused before anyone answers: not a `user:`, or the runner itself.
             craik_host::run::approvals::reviewer(by, &a.runner_id)?;
-            let Some(approve) = ask.yes_no(&format!("approve as {by}?"))? else {
-                stopped = true;
-                break;
+            // While it waits, a decision made elsewhere (`craik approvals approve|deny` in
+            // another shell) settles the question: the run continues with that decision.
+            let mut elsewhere = || {
+                find_approval(&home_h, &a.id)
+                    .is_ok_and(|(_, r)| r.status != ApprovalStatus::Pending)
+            };
+            let approve = match ask.yes_no_or(&format!("approve as {by}?"), &mut elsewhere)? {
+                Answer::Line(yes) => yes == "y",
+                Answer::End => {
+                    stopped = true;
+                    break;
+                }
+                Answer::Elsewhere => {
+                    if let Ok((_, r)) = find_approval(&home_h, &a.id) {
+                        out.diag(format_args!(
+                            "craik: {} was {} elsewhere by {}; continuing",
+                            a.id,
+                            r.status.as_str(),
+                            r.decided_by.as_deref().unwrap_or("?")
+                        ))?;
+                    }
+                    decided += 1;
+                    continue;
+                }
             };
             let reason = ask.ask(
                 "--reason",
@@ -529,6 +550,9 @@ fn attended(
             host.set_notes(found);
             return summary(out, format, &host, &keys);
         }
+        // Should another process have taken the run on (`approvals approve --resume`,
+        // `runs resume`), wait for it to let go, then show where the run stands.
+        wait_for_lock(out, home, run_id)?;
         let (host, keys) = continue_run(out, home, run_id)?;
         if !host.is_final() && awaiting_approval(host.machine().run()).is_some() {
             drop(host);
@@ -536,6 +560,22 @@ fn attended(
         }
         return summary(out, format, &host, &keys);
     }
+}
+
+/// Waits while another live process holds run `run_id`'s lock, saying so once.
+fn wait_for_lock(out: &mut Out, home: &Path, run_id: &str) -> Result<(), Failure> {
+    let dir = Home::new(home).run_dir(run_id)?;
+    let mut said = false;
+    while let Some(pid) = dir.locked_by_live() {
+        if !said {
+            out.diag(format_args!(
+                "craik: process {pid} is continuing {run_id}; waiting for it"
+            ))?;
+            said = true;
+        }
+        std::thread::sleep(crate::prompt::POLL);
+    }
+    Ok(())
 }
 
 fn drive(out: &mut Out, host: &mut Host) -> Result<(), Failure> {

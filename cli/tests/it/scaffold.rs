@@ -884,3 +884,79 @@ fn issue_19_task_new_and_grants_new_ask_on_a_terminal_for_what_is_missing() {
         ));
     assert_eq!(grant["operations"], serde_json::json!(["write"]));
 }
+
+#[test]
+fn issue_19_an_attended_run_continues_when_the_approval_is_decided_elsewhere() {
+    use std::io::Read;
+    let (_dir, repo, state, runner) = attended_project();
+    let exe = assert_cmd::cargo::cargo_bin("craik");
+    let line = format!("'{}' run {TASK_DIR} --runner '{runner}'", exe.display());
+    // stdin stays open and silent: the run waits at its question.
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .current_dir(&repo)
+        .env_remove("CRAIK_CONFIG")
+        .env_remove("CRAIK_HOME")
+        .env("XDG_STATE_HOME", &state)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Held open until the run ends (`Child::wait` would close it: end of input).
+    let stdin = child.stdin.take();
+    let pending = || {
+        let out = craik_in(&repo, &state, &["approvals", "list", "--format", "json"]);
+        serde_json::from_slice::<Value>(&out.stdout)
+            .ok()
+            .and_then(|v| v[0]["id"].as_str().map(str::to_owned))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let id = loop {
+        if let Some(id) = pending() {
+            break id;
+        }
+        assert!(std::time::Instant::now() < deadline, "the run never parked");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let decided = craik_in(
+        &repo,
+        &state,
+        &[
+            "approvals",
+            "approve",
+            &id,
+            "--by",
+            "user:bob",
+            "--reason",
+            "from the other shell",
+        ],
+    );
+    assert_eq!(
+        decided.status.code(),
+        Some(0),
+        "{}",
+        crate::transcript(&decided)
+    );
+    let status = child.wait().unwrap();
+    let mut screen = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut screen)
+        .unwrap();
+    drop(stdin);
+    let screen = screen.replace('\r', "");
+    assert_eq!(status.code(), Some(0), "{screen}");
+    assert!(
+        screen.contains(&format!(
+            "{id} was approved elsewhere by user:bob; continuing"
+        )),
+        "{screen}"
+    );
+    assert!(screen.contains(": completed"), "{screen}");
+    assert_eq!(
+        workspace_text_in(&repo, "docs/status.md"),
+        "Status: current\u{1b}[2J\n"
+    );
+}

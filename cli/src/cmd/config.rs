@@ -275,6 +275,30 @@ pub(crate) fn show(
         "none: --by is required",
     ));
     settings.push(pick(
+        "project.id",
+        c.and_then(|c| c.project.id.clone())
+            .map(serde_json::Value::from),
+        serde_json::Value::Null,
+        "none: `craik task new` needs --project",
+    ));
+    settings.push(pick(
+        "project.grants",
+        config
+            .filter(|c| !c.config.project.grants.is_empty())
+            .map(|c| {
+                serde_json::json!(
+                    c.config
+                        .project
+                        .grants
+                        .iter()
+                        .map(|p| c.resolve(p).display().to_string())
+                        .collect::<Vec<_>>()
+                )
+            }),
+        serde_json::json!([]),
+        "none: runs load only the grants they are given",
+    ));
+    settings.push(pick(
         "run.profile",
         c.and_then(|c| c.run.profile.clone())
             .map(serde_json::Value::from),

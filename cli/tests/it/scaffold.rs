@@ -90,10 +90,7 @@ fn issue_19_task_new_writes_files_a_run_decodes_and_never_overwrites() {
     let out = new_task(&repo, &state, &["--max-iterations", "3"]);
     assert_eq!(out.status.code(), Some(0), "{}", crate::transcript(&out));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains(&format!("next: craik run {TASK_DIR}")),
-        "{text}"
-    );
+    insta::assert_snapshot!("task_new", text);
     let dir = repo.join(TASK_DIR);
     let task = json_file(&dir.join("task_request.json"));
     assert_eq!(task["id"], "task_fix_the_status_page");
@@ -158,6 +155,17 @@ fn issue_19_task_new_off_a_terminal_names_the_missing_flag_and_refuses_bad_value
     assert_eq!(out.status.code(), Some(2), "{}", crate::transcript(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--goal is required"), "{err}");
+    // With --format json, the same failure as one object.
+    let out = craik_in(
+        &repo,
+        &state,
+        &["task", "new", "--title", "T", "--format", "json"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    insta::assert_snapshot!(
+        "task_new_missing_goal_json",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!repo.join(".craik-tasks").exists(), "nothing is written");
     for (flag, value, says) in [
         ("--allowed-path", "docs/**", "not a glob"),

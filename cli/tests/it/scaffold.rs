@@ -968,3 +968,30 @@ fn issue_19_an_attended_run_continues_when_the_approval_is_decided_elsewhere() {
         "Status: current\u{1b}[2J\n"
     );
 }
+
+#[test]
+fn issue_19_task_new_verify_grants_the_command_and_requires_it_to_pass() {
+    let (_dir, repo, state) = project();
+    let out = new_task(&repo, &state, &["--verify", "cargo test", "--out", "t"]);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::transcript(&out));
+    let envelope = json_file(&repo.join("t/policy_envelope.json"));
+    assert_eq!(
+        envelope["verification_required"],
+        serde_json::json!(["shell.test"])
+    );
+    let grant_file = repo.join("t/grants/grant_fix_the_status_page_verify.json");
+    let grant = json_file(&grant_file);
+    assert_eq!(grant["capability"], "shell.test");
+    assert_eq!(grant["target"]["paths"], serde_json::json!(["cargo test"]));
+    assert_eq!(grant["operations"], serde_json::json!(["execute"]));
+    assert_eq!(grant["task_id"], "task_fix_the_status_page");
+    let show = crate::run_in(&repo, &["grants", "show", grant_file.to_str().unwrap()]);
+    assert_eq!(show.status.code(), Some(0), "{}", crate::transcript(&show));
+    assert!(
+        String::from_utf8_lossy(&show.stdout).contains("action == Craik::Action::\"shell.test\"")
+    );
+    // A command the kernel cannot scope (shell syntax) is refused before anything is written.
+    let out = new_task(&repo, &state, &["--verify", "make; rm -rf /", "--out", "u"]);
+    assert_eq!(out.status.code(), Some(3), "{}", crate::transcript(&out));
+    assert!(!repo.join("u").exists());
+}

@@ -184,6 +184,15 @@ pub(crate) fn task_new(
             None,
         )?,
     };
+    if craik_contracts::id_problem(&project).is_some()
+        || !project.starts_with("project_")
+        || project.len() == "project_".len()
+    {
+        return Err(Failure::usage(format!(
+            "--project `{}`: expected an id starting with `project_` (ASCII letters, digits, `_ - . :`)",
+            craik_contracts::one_line(&project)
+        )));
+    }
     let mode = args.mode.unwrap_or("implement");
     let id = args.id.map_or_else(|| slug("task_", &title), str::to_owned);
     let profile = match args.profile {

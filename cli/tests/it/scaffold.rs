@@ -171,6 +171,11 @@ fn issue_19_task_new_off_a_terminal_names_the_missing_flag_and_refuses_bad_value
         ("--allowed-path", "docs/**", "not a glob"),
         ("--forbid-path", "../elsewhere", "`..`"),
         ("--approve", "repo.", "repo."),
+        (
+            "--project",
+            "repo",
+            "expected an id starting with `project_`",
+        ),
     ] {
         let out = craik_in(
             &repo,

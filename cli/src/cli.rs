@@ -26,10 +26,6 @@ pub(crate) struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "parsed once per process; boxing `run`'s arguments buys nothing"
-)]
 pub(crate) enum Command {
     /// Validate craik.* contract payloads.
     #[command(subcommand)]
@@ -40,7 +36,10 @@ pub(crate) enum Command {
     /// Validate, format, explain, test and diff Cedar policies.
     #[command(subcommand)]
     Policy(PolicyCommand),
-    /// Show capability grants as the Cedar they compile to.
+    /// Write a task directory (task request, intent lock, policy envelope) from flags.
+    #[command(subcommand)]
+    Task(TaskCommand),
+    /// Write capability grants, or show them as the Cedar they compile to.
     #[command(subcommand)]
     Grants(GrantsCommand),
     /// Generate and inspect receipt signing keys.
@@ -109,6 +108,10 @@ pub(crate) struct InitCmd {
     /// Replace an existing craik.toml.
     #[arg(long)]
     pub(crate) force: bool,
+    /// The operator who approves inline and with `craik approvals` (`NAME` or `user:NAME`),
+    /// written as `operator`.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) operator: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -261,7 +264,138 @@ pub(crate) struct PolicyTestArgs {
 }
 
 #[derive(Debug, Subcommand)]
+pub(crate) enum TaskCommand {
+    /// Write a task directory `craik run DIR` runs: task_request.json, intent_lock.json,
+    /// policy_envelope.json (and grants/ for --verify, run.json for --max-iterations).
+    ///
+    /// Everything comes from flags; on a terminal, what is missing and required is asked
+    /// (off a terminal, a missing required flag is a usage error naming it). Every file is
+    /// decoded and checked as `craik run` reads it before anything is written; nothing is
+    /// replaced without --force. Default directory: .craik-tasks/<task id>/.
+    New(TaskNewCmd),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TaskNewCmd {
+    /// The task's title (one line).
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) title: Option<String>,
+    /// What done looks like: the task's objective and the intent lock's.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) goal: Option<String>,
+    /// The task id (default: `task_` and the title's first words).
+    #[arg(long, value_name = "task_ID")]
+    pub(crate) id: Option<String>,
+    /// The project (default: craik.toml's project.id).
+    #[arg(long, value_name = "project_ID")]
+    pub(crate) project: Option<String>,
+    /// plan, review, implement or verify.
+    #[arg(long, value_name = "MODE", default_value = "implement",
+          value_parser = ["plan", "review", "implement", "verify"])]
+    pub(crate) mode: String,
+    /// Who asks (`user:NAME`; default: craik.toml's operator).
+    #[arg(long, value_name = "user:NAME")]
+    pub(crate) requested_by: Option<String>,
+    /// A constraint the runner is told (repeatable).
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) constraint: Vec<String>,
+    /// A path the task may touch (intent lock in_scope; a prefix such as `docs/`; repeatable).
+    /// With any, a path outside all of them is out of scope.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) allowed_path: Vec<String>,
+    /// A path the task must never touch (intent lock out_of_scope; repeatable).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) forbid_path: Vec<String>,
+    /// A stop condition (`capability:git.force_push`, `path:docs/adr`; repeatable).
+    #[arg(long, value_name = "COND")]
+    pub(crate) stop: Vec<String>,
+    /// The envelope's profile (default: craik.toml's run.profile, else strict).
+    #[arg(long, value_enum)]
+    pub(crate) profile: Option<ProfileArg>,
+    /// A capability the envelope allows (repeatable; none listed: policies and grants decide).
+    #[arg(long, value_name = "CAP")]
+    pub(crate) allow: Vec<String>,
+    /// A capability the envelope denies whatever grants say (repeatable).
+    #[arg(long, value_name = "CAP")]
+    pub(crate) deny: Vec<String>,
+    /// A capability that always needs a human approval (repeatable).
+    #[arg(long, value_name = "CAP")]
+    pub(crate) approve: Vec<String>,
+    /// A verification command (argv prefix, e.g. `cargo test`): granted as shell.test for
+    /// this task, and the run may only complete once a shell.test ran and passed.
+    #[arg(long, value_name = "CMD")]
+    pub(crate) verify: Vec<String>,
+    /// The run's iteration ceiling (written to run.json; `craik run DIR` uses it unless
+    /// --max-iterations is given).
+    #[arg(long, value_name = "N")]
+    pub(crate) max_iterations: Option<u32>,
+    /// The directory to write (default: .craik-tasks/<task id>).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: Option<PathBuf>,
+    /// Replace existing files.
+    #[arg(long)]
+    pub(crate) force: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GrantNewCmd {
+    /// The task directory (or task_request.json) the grant is for; written to its grants/.
+    #[arg(long, value_name = "DIR", conflicts_with = "project")]
+    pub(crate) task: Option<PathBuf>,
+    /// A project grant for every task of project ID (default: craik.toml's project.id);
+    /// written to the first directory of craik.toml's project.grants (else .craik-grants/).
+    #[arg(long, value_name = "project_ID", num_args = 0..=1, default_missing_value = "")]
+    pub(crate) project: Option<String>,
+    /// The grant id (default: `grant_<task or project>_<capability>`, never replacing a file).
+    #[arg(long, value_name = "grant_ID")]
+    pub(crate) id: Option<String>,
+    /// The capability, one the policy schema declares (`craik schema`… `repo.write.docs`).
+    #[arg(long, value_name = "CAP")]
+    pub(crate) capability: Option<String>,
+    /// A path glob (repo.*: `docs/**`) or an argv prefix (shell.*: `cargo test`); repeatable.
+    #[arg(long, value_name = "GLOB|CMD")]
+    pub(crate) path: Vec<String>,
+    /// Excluded globs or argv prefixes (an exclusion always wins); repeatable.
+    #[arg(long, value_name = "GLOB|CMD")]
+    pub(crate) exclude: Vec<String>,
+    /// For shell.* grants: where the commands may write (`**`, `DIR/**`, a file).
+    #[arg(long, value_name = "SCOPE")]
+    pub(crate) writes: Vec<String>,
+    /// An operation (`read`, `write`, `patch`, `execute`, ...); repeatable or comma-separated.
+    #[arg(long = "op", value_name = "OP", value_delimiter = ',')]
+    pub(crate) operations: Vec<String>,
+    /// When it expires: RFC 3339, or a duration from now (`90m`, `8h`, `7d`, `2w`).
+    #[arg(long, value_name = "WHEN")]
+    pub(crate) expires: Option<String>,
+    /// Why it is granted.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) reason: Option<String>,
+    /// Who grants it (`user:NAME`; default: craik.toml's operator).
+    #[arg(long, value_name = "user:NAME")]
+    pub(crate) by: Option<String>,
+    /// The file to write instead of the default.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) out: Option<PathBuf>,
+    /// Replace an existing file.
+    #[arg(long)]
+    pub(crate) force: bool,
+    #[command(flatten)]
+    pub(crate) bundle: BundleArgs,
+}
+
+#[derive(Debug, Subcommand)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "parsed once per process; boxing `new`'s arguments buys nothing"
+)]
 pub(crate) enum GrantsCommand {
+    /// Write a grant file for a task (--task DIR) or a whole project (--project): capability,
+    /// paths or commands, operations, expiry, reason.
+    ///
+    /// Checked before it is written as a run loads it: a capability the policy schema
+    /// declares, operations that capability admits, globs the kernel enforces exactly, an
+    /// expiry in the future. On a terminal, what is missing is asked.
+    New(GrantNewCmd),
     /// Print the Cedar a grant compiles to.
     Show {
         /// craik.capability_grant files.
@@ -425,6 +559,10 @@ pub(crate) struct RunCmd {
     /// Decide and receipt everything as shadow; perform nothing.
     #[arg(long)]
     pub(crate) shadow: bool,
+    /// Who approves inline when the run parks on a terminal (`user:NAME`; default:
+    /// craik.toml's operator). Off a terminal, or with --format json, nothing is asked.
+    #[arg(long, value_name = "user:NAME")]
+    pub(crate) by: Option<String>,
     /// The workspace actions act on (default: an example's copied workspace/, else the
     /// current directory).
     #[arg(long, value_name = "DIR")]
@@ -514,7 +652,9 @@ pub(crate) enum ApprovalsCommand {
         #[command(flatten)]
         home: HomeArg,
     },
-    /// Approve: single use, bound to the exact action, expiring.
+    /// Approve: single use, bound to the exact action, expiring. With --all, ID is a run and
+    /// every pending approval of it is listed and approved (each confirmed on a terminal,
+    /// or all with --yes).
     Approve {
         #[command(flatten)]
         review: ReviewArgs,
@@ -522,11 +662,23 @@ pub(crate) enum ApprovalsCommand {
         #[arg(long, value_name = "SECS", default_value_t = 3600,
               value_parser = clap::value_parser!(u64).range(0..=MAX_APPROVAL_SECS))]
         expires_in: u64,
+        /// ID is a run id: approve every pending approval of that run.
+        #[arg(long)]
+        all: bool,
+        /// With --all: approve each listed approval without asking (required off a terminal).
+        #[arg(long, requires = "all")]
+        yes: bool,
+        /// Then continue the run, as `craik runs resume RUN` does.
+        #[arg(long)]
+        resume: bool,
     },
     /// Deny: the parked run ends blocked when resumed.
     Deny {
         #[command(flatten)]
         review: ReviewArgs,
+        /// Then continue the run (it ends blocked), as `craik runs resume RUN` does.
+        #[arg(long)]
+        resume: bool,
     },
 }
 

@@ -9,4 +9,5 @@ pub(crate) mod policy;
 pub(crate) mod receipts;
 pub(crate) mod runners;
 pub(crate) mod runs;
+pub(crate) mod scaffold;
 pub(crate) mod schema;

@@ -8,6 +8,7 @@ mod cmd;
 mod exit;
 mod files;
 mod output;
+mod prompt;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -17,7 +18,7 @@ use clap::{CommandFactory, Parser};
 use crate::cli::{
     ApprovalsCommand, BenchCommand, Cli, Command, ConfigCommand, ContractsCommand, GrantsCommand,
     HandoffCommand, KeysCommand, MemoryCommand, PolicyCommand, ProfileArg, ReceiptsCommand,
-    RunnersCommand, RunsCommand, SchemaCommand,
+    RunnersCommand, RunsCommand, SchemaCommand, TaskCommand,
 };
 use crate::exit::{Exit, Failure};
 use crate::output::Out;
@@ -148,6 +149,53 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
                 cases,
             )
         }
+        Command::Task(TaskCommand::New(t)) => cmd::scaffold::task_new(
+            out,
+            cli.format,
+            &cmd::scaffold::TaskNewArgs {
+                id: t.id.as_deref(),
+                title: t.title.as_deref(),
+                goal: t.goal.as_deref(),
+                project: t.project.as_deref(),
+                mode: Some(t.mode.as_str()),
+                requested_by: t.requested_by.as_deref(),
+                constraints: &t.constraint,
+                allowed_paths: &t.allowed_path,
+                forbid_paths: &t.forbid_path,
+                stops: &t.stop,
+                profile: t.profile.map(profile_of),
+                allow: &t.allow,
+                deny: &t.deny,
+                approve: &t.approve,
+                verify: &t.verify,
+                max_iterations: t.max_iterations,
+                out: t.out.as_deref(),
+                force: t.force,
+            },
+        ),
+        Command::Grants(GrantsCommand::New(g)) => cmd::scaffold::grants_new(
+            out,
+            cli.format,
+            &cmd::scaffold::GrantNewArgs {
+                task: g.task.as_deref(),
+                project: g
+                    .project
+                    .as_deref()
+                    .map(|p| Some(p).filter(|p| !p.is_empty())),
+                id: g.id.as_deref(),
+                capability: g.capability.as_deref(),
+                paths: &g.path,
+                exclude: &g.exclude,
+                writes: &g.writes,
+                operations: &g.operations,
+                expires: g.expires.as_deref(),
+                reason: g.reason.as_deref(),
+                by: g.by.as_deref(),
+                out: g.out.as_deref(),
+                force: g.force,
+                bundle: &g.bundle,
+            },
+        ),
         Command::Grants(GrantsCommand::Show { files, bundle }) => {
             cmd::policy::show_grants(out, cli.format, files, bundle)
         }
@@ -225,6 +273,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
                     ProfileArg::Custom => "custom",
                 },
                 force: args.force,
+                operator: args.operator.as_deref(),
             },
         ),
         Command::Config(ConfigCommand::Show(home)) => {
@@ -255,26 +304,44 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         Command::Approvals(ApprovalsCommand::Show { id, home }) => {
             cmd::runs::approvals_show(out, cli.format, &existing_home(&home.home)?, id)
         }
-        Command::Approvals(ApprovalsCommand::Approve { review, expires_in }) => {
+        Command::Approvals(ApprovalsCommand::Approve {
+            review,
+            expires_in,
+            all,
+            yes,
+            resume,
+        }) => cmd::runs::approvals_decide(
+            out,
+            cli.format,
+            &existing_home(&review.home.home)?,
+            &cmd::runs::DecideArgs {
+                id: &review.id,
+                by: &reviewer(review.by.as_deref())?,
+                reason: &review.reason,
+                approve: true,
+                expires_in_secs: *expires_in,
+                all: *all,
+                yes: *yes,
+                resume: *resume,
+            },
+        ),
+        Command::Approvals(ApprovalsCommand::Deny { review, resume }) => {
             cmd::runs::approvals_decide(
                 out,
+                cli.format,
                 &existing_home(&review.home.home)?,
-                &review.id,
-                &reviewer(review.by.as_deref())?,
-                &review.reason,
-                true,
-                *expires_in,
+                &cmd::runs::DecideArgs {
+                    id: &review.id,
+                    by: &reviewer(review.by.as_deref())?,
+                    reason: &review.reason,
+                    approve: false,
+                    expires_in_secs: 0,
+                    all: false,
+                    yes: false,
+                    resume: *resume,
+                },
             )
         }
-        Command::Approvals(ApprovalsCommand::Deny { review }) => cmd::runs::approvals_decide(
-            out,
-            &existing_home(&review.home.home)?,
-            &review.id,
-            &reviewer(review.by.as_deref())?,
-            &review.reason,
-            false,
-            0,
-        ),
         Command::Memory(MemoryCommand::List(home)) => {
             cmd::runs::memory_list(out, cli.format, &existing_home(&home.home)?)
         }
@@ -403,12 +470,22 @@ fn run_command(
     let immutable_paths = config
         .map(|c| c.config.project.immutable_paths.clone())
         .unwrap_or_default();
+    let project_grants = match config {
+        Some(c) => c.project_grant_files()?,
+        None => Vec::new(),
+    };
     let home = args
         .home
         .home
         .clone()
         .or_else(|| config.and_then(craik_host::config::Loaded::home));
+    // The inline approver: --by, else craik.toml's operator (never anything a runner said).
+    let approver = match &args.by {
+        Some(by) => Some(by.clone()),
+        None => reviewer(None).ok(),
+    };
     let run = cmd::runs::RunArgs {
+        approver: approver.as_deref(),
         task: &args.task,
         runner: args.runner.as_ref().or(config_runner.as_ref()),
         profile: args.profile.map(profile_of),
@@ -423,6 +500,7 @@ fn run_command(
         toolchains: &toolchains,
         command_read: &command_read,
         immutable_paths: &immutable_paths,
+        project_grants: &project_grants,
         home: home.as_deref(),
         policies: args.bundle.policies.as_deref(),
         custom: &custom,

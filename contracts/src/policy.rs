@@ -93,7 +93,14 @@ pub struct CapabilityGrant {
     pub version: Version,
     /// `grant_…`
     pub id: String,
-    pub task_id: String,
+    /// The task the grant is for. Absent in a project grant, which names `project_id` instead
+    /// and applies to every task of that project (a run binds it to its own task).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// For a project grant: the project (`project_…`) whose tasks it applies to. Absent in a
+    /// task grant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_id: Option<String>,
     pub capability: String,
     pub target: CapabilityTarget,
     #[serde(default)]
@@ -107,6 +114,33 @@ pub struct CapabilityGrant {
 impl Check for CapabilityGrant {
     fn check(&self, c: &mut Checker) {
         c.id(&self.id, "grant_");
+        match (&self.task_id, &self.project_id) {
+            (Some(_), Some(_)) => c.report(
+                "project_id",
+                "a grant names a task_id or a project_id, not both",
+            ),
+            (None, None) => c.report(
+                "task_id",
+                "missing; a grant names the task it is for (`task_id`) or, as a project grant, its project (`project_id`)",
+            ),
+            (None, Some(project)) => {
+                if let Some(why) = crate::id_problem(project) {
+                    c.report(
+                        "project_id",
+                        format!("invalid id `{}`: {why}", crate::Truncated(project)),
+                    );
+                } else if !project.starts_with("project_") || project.len() == "project_".len() {
+                    c.report(
+                        "project_id",
+                        format!(
+                            "invalid id `{}`, expected an id starting with `project_`",
+                            crate::Truncated(project)
+                        ),
+                    );
+                }
+            }
+            (Some(_), None) => {}
+        }
         if self.capability.trim().is_empty() {
             c.report(
                 "capability",

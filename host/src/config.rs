@@ -89,6 +89,15 @@ pub struct CustomDir {
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProjectSection {
+    /// The project's id (`project_…`): the default project of `craik task new` and of
+    /// `craik grants new --project`.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// Project grant files, or directories of `*.json` project grants, every run of a task of
+    /// this project loads (signed into its inputs like task grants). A missing directory
+    /// holds no grants.
+    #[serde(default)]
+    pub grants: Vec<PathBuf>,
     /// Where the project's documentation lives.
     #[serde(default)]
     pub docs_paths: Vec<String>,
@@ -128,6 +137,40 @@ impl Loaded {
     /// The home it names.
     pub fn home(&self) -> Option<PathBuf> {
         self.config.home.as_deref().map(|h| self.resolve(h))
+    }
+
+    /// The project grant files, resolved: each named file, and the `*.json` files of each
+    /// named directory (sorted); a directory that does not exist yet adds nothing.
+    pub fn project_grant_files(&self) -> Result<Vec<PathBuf>, Error> {
+        let mut files = Vec::new();
+        for (i, entry) in self.config.project.grants.iter().enumerate() {
+            let path = self.resolve(entry);
+            if path.is_dir() {
+                let listed = std::fs::read_dir(&path).map_err(|e| {
+                    Error::usage(format!(
+                        "{}: project.grants[{i}] `{}`: {e}",
+                        self.path.display(),
+                        entry.display()
+                    ))
+                })?;
+                let mut found: Vec<PathBuf> = listed
+                    .filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "json"))
+                    .collect();
+                found.sort();
+                files.extend(found);
+            } else if path.is_file() {
+                files.push(path);
+            } else if entry.extension().is_some_and(|e| e == "json") {
+                return Err(Error::usage(format!(
+                    "{}: project.grants[{i}] `{}`: no such file",
+                    self.path.display(),
+                    entry.display()
+                )));
+            }
+        }
+        Ok(files)
     }
 
     /// Extra read directories for commands, resolved.
@@ -260,6 +303,17 @@ fn check(loaded: &Loaded) -> Result<(), Error> {
                 &format!("not a toolchain preset ({})", presets.join(", ")),
             );
         }
+    }
+    if let Some(id) = &c.project.id
+        && (craik_contracts::id_problem(id).is_some()
+            || !id.starts_with("project_")
+            || id.len() == "project_".len())
+    {
+        return bad(
+            "project.id",
+            id,
+            "an id starting with `project_` (ASCII letters, digits, `_ - . :`)",
+        );
     }
     if let Some(operator) = &c.operator
         && (operator.trim().is_empty() || operator.chars().any(char::is_control))
@@ -413,11 +467,45 @@ pub fn pin(loaded: &Loaded) -> Result<Vec<Pin>, Error> {
     Ok(pins)
 }
 
+/// A project id from a directory's name: `project_` and the name with every character but
+/// ASCII letters, digits, `-` and `.` replaced by `_` (lowercased, at most 64 of them).
+pub fn project_id_for(dir: &Path) -> String {
+    let name: String = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    let name = name.trim_matches(|c| c == '_' || c == '.');
+    if name.is_empty() {
+        "project_local".to_owned()
+    } else {
+        format!("project_{name}")
+    }
+}
+
 /// The `craik.toml` `craik init` writes: every key, with its default, documented.
-pub fn template(home: Option<&Path>, profile: &str) -> String {
+pub fn template(
+    home: Option<&Path>,
+    profile: &str,
+    project_id: &str,
+    operator: Option<&str>,
+) -> String {
     let home_line = match home {
         Some(h) => format!("home = {}", toml_edit::value(h.display().to_string())),
         None => "# home = \"/path/to/craik-home\"".to_owned(),
+    };
+    let operator_line = match operator {
+        Some(o) => format!("operator = {}", toml_edit::value(o)),
+        None => "# operator = \"alice@example.com\"".to_owned(),
     };
     format!(
         r#"# Craik project configuration (written by `craik init`; see `craik config show`).
@@ -430,7 +518,7 @@ pub fn template(home: Option<&Path>, profile: &str) -> String {
 
 # Who approves inline and with `craik approvals approve` when --by is not given
 # (recorded as asserted, not authenticated). Default: none (--by is then required).
-# operator = "alice@example.com"
+{operator_line}
 
 [run]
 # The profile when neither --profile nor the task's envelope names one:
@@ -452,6 +540,11 @@ command_read = []
 # sha256 = "…written by craik policy pin…"
 
 [project]
+# The project's id: the default project of `craik task new` and `craik grants new --project`.
+id = "{project_id}"
+# Project grants (files, or directories of *.json) every run of a task of this project loads,
+# signed into its inputs; `craik grants new --project` writes into the first directory here.
+grants = [".craik-grants"]
 # Where the project's documentation lives (globs relative to the workspace root).
 docs_paths = ["docs/**", "README.md"]
 # Paths no write capability and no command may change, whatever the label.
@@ -476,7 +569,11 @@ mod tests {
     #[test]
     fn the_template_loads_and_every_section_is_known() {
         let dir = tempfile::tempdir().unwrap();
-        let loaded = load(&write(dir.path(), &template(None, "strict"))).unwrap();
+        let loaded = load(&write(
+            dir.path(),
+            &template(None, "strict", "project_x", None),
+        ))
+        .unwrap();
         assert_eq!(loaded.config.run.profile.as_deref(), Some("strict"));
         assert_eq!(loaded.config.project.immutable_paths, vec!["docs/adr/**"]);
         assert!(loaded.home().is_none());

@@ -19,7 +19,9 @@ pub use decide::{
     RUNNER_PROMPT_HANDOFF, RUNNER_UNSUPPORTED, RunnerSupport, glob_matches, request_hash,
 };
 pub use effect::{Effect, OPERATIONS, envelope_entry_problem, operations_of};
-pub use grant::{CompiledGrant, GrantError, GrantSet, PathPattern, compile as compile_grant};
+pub use grant::{
+    CompiledGrant, GrantError, GrantSet, PathPattern, bind_project_grant, compile as compile_grant,
+};
 pub use request::{
     Approval, Decision, DecisionRequest, DenyKind, EnvelopeRules, IntentScope, Mode, RunnerRef,
     Verdict,

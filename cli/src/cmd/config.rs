@@ -101,6 +101,8 @@ pub(crate) struct InitArgs<'a> {
     pub(crate) home: Option<&'a Path>,
     pub(crate) profile: &'a str,
     pub(crate) force: bool,
+    /// The operator (`NAME` or `user:NAME`) written as `operator`.
+    pub(crate) operator: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -153,7 +155,23 @@ pub(crate) fn init(out: &mut Out, format: Format, args: &InitArgs<'_>) -> Result
             home.display()
         )));
     }
-    let text = craik_host::config::template(args.home, args.profile);
+    let operator = args
+        .operator
+        .map(|o| {
+            let name = o.strip_prefix("user:").unwrap_or(o);
+            craik_host::run::approvals::reviewer(&format!("user:{name}"), "runner_none")
+                .map(|()| name.to_owned())
+                .map_err(|_| {
+                    Failure::usage(format!(
+                        "--operator `{}`: expected a name of letters, digits, - _ . @",
+                        craik_contracts::one_line(o)
+                    ))
+                })
+        })
+        .transpose()?;
+    let project_id = craik_host::config::project_id_for(&dir);
+    let text =
+        craik_host::config::template(args.home, args.profile, &project_id, operator.as_deref());
     craik_host::fsio::write_atomic(&file, text.as_bytes())
         .map_err(|e| Failure::usage(format!("{}: {e}", file.display())))?;
     // The file just written must load (it is what every command will read).
@@ -184,7 +202,7 @@ pub(crate) fn init(out: &mut Out, format: Format, args: &InitArgs<'_>) -> Result
             for note in &report.notes {
                 out.line(note)?;
             }
-            out.line("next: edit craik.toml (profile, toolchains, immutable paths, policy.custom), `craik config show`, then `craik run TASK`")?;
+            out.line("next: edit craik.toml (profile, operator, toolchains, immutable paths, policy.custom), `craik config show`, then `craik task new` and `craik run TASK_DIR`")?;
         }
     }
     Ok(Exit::Ok)
@@ -255,6 +273,30 @@ pub(crate) fn show(
             .map(serde_json::Value::from),
         serde_json::Value::Null,
         "none: --by is required",
+    ));
+    settings.push(pick(
+        "project.id",
+        c.and_then(|c| c.project.id.clone())
+            .map(serde_json::Value::from),
+        serde_json::Value::Null,
+        "none: `craik task new` needs --project",
+    ));
+    settings.push(pick(
+        "project.grants",
+        config
+            .filter(|c| !c.config.project.grants.is_empty())
+            .map(|c| {
+                serde_json::json!(
+                    c.config
+                        .project
+                        .grants
+                        .iter()
+                        .map(|p| c.resolve(p).display().to_string())
+                        .collect::<Vec<_>>()
+                )
+            }),
+        serde_json::json!([]),
+        "none: runs load only the grants they are given",
     ));
     settings.push(pick(
         "run.profile",

@@ -17,12 +17,13 @@ use crate::cli::RunnerArg;
 use crate::exit::{Exit, Failure};
 use crate::files::{DEFAULT_MAX_BYTES, Input, read_bounded};
 use crate::output::{Format, Out};
+use crate::prompt::{Answer, Prompter};
 use craik_host::launch::build_runner;
 use craik_host::run::approvals::{ApprovalRecord, ApprovalStatus, all_approvals, find_approval};
 use craik_host::run::driver::{Host, Setup, Tally};
 use craik_host::run::locked::LockedRun;
 use craik_host::run::memory::proposals;
-use craik_host::run::store::{HANDOFF, Home, RUN, RunStore, RunStoreExt};
+use craik_host::run::store::{HANDOFF, Home, RUN, RunDir, RunStore, RunStoreExt};
 use craik_host::run::{Inputs, RunnerOptions, exec::digest};
 
 /// What `craik run` was asked.
@@ -55,6 +56,12 @@ pub(crate) struct RunArgs<'a> {
     pub(crate) command_read: &'a [PathBuf],
     /// The project's immutable paths (craik.toml's), signed into the run's inputs.
     pub(crate) immutable_paths: &'a [String],
+    /// craik.toml's project grant files: those of the task's project are loaded beside the
+    /// task's grants (and signed with them); those of another project apply to nothing.
+    pub(crate) project_grants: &'a [PathBuf],
+    /// Who approves inline when the run parks on a terminal (`--by`, else craik.toml's
+    /// operator); `None`: nobody is asked, the run parks (exit 6).
+    pub(crate) approver: Option<&'a str>,
 }
 
 /// A file holding exactly one contract of type `T`.
@@ -68,7 +75,7 @@ fn read_file(path: &Path) -> Result<Vec<u8>, Failure> {
 }
 
 /// `bytes` (read from `path`) as exactly one `T`; every problem names the file and field.
-fn decode_one<T: Contract>(path: &Path, bytes: &[u8]) -> Result<T, Failure> {
+pub(crate) fn decode_one<T: Contract>(path: &Path, bytes: &[u8]) -> Result<T, Failure> {
     craik_contracts::decode_single(bytes).map_err(|problems| {
         let mut lines = problems
             .into_iter()
@@ -89,6 +96,27 @@ struct Resolved {
     envelope: Option<PathBuf>,
     grants: Vec<PathBuf>,
     workspace_seed: Option<PathBuf>,
+    /// A task directory's `run.json` iteration ceiling (`craik task new --max-iterations`).
+    max_iterations: Option<u32>,
+}
+
+/// A task directory's `run.json`: run settings `craik task new` wrote.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunSettings {
+    #[serde(default)]
+    max_iterations: Option<u32>,
+}
+
+fn run_settings(dir: &Path) -> Result<Option<u32>, Failure> {
+    let path = dir.join(crate::cmd::scaffold::RUN_SETTINGS);
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let bytes = read_file(&path)?;
+    let settings: RunSettings = serde_json::from_slice(&bytes)
+        .map_err(|e| Failure::invalid(format!("{}: {e}", path.display()), Vec::new()))?;
+    Ok(settings.max_iterations)
 }
 
 /// `adapter:PROGRAM [ARG]...` with the program resolved (a path, or a bare name on the fixed
@@ -160,6 +188,7 @@ fn resolve(args: &RunArgs<'_>) -> Result<Resolved, Failure> {
                 .or_else(|| opt("policy_envelope.json")),
             grants,
             workspace_seed: Some(dir.join("workspace")).filter(|p| p.is_dir()),
+            max_iterations: run_settings(dir)?,
         })
     } else {
         Ok(Resolved {
@@ -170,6 +199,7 @@ fn resolve(args: &RunArgs<'_>) -> Result<Resolved, Failure> {
             envelope: args.envelope.map(Path::to_owned),
             grants: args.grants.to_vec(),
             workspace_seed: None,
+            max_iterations: None,
         })
     }
 }
@@ -198,14 +228,16 @@ fn keys(home: &Home, out: &mut Out, create: bool) -> Result<(Ed25519Signer, KeyR
 fn setup(
     inputs_policies: Option<&Path>,
     custom: &[PathBuf],
-    grants: &[CapabilityGrant],
+    (task, grants): (&TaskRequest, &[CapabilityGrant]),
     runner: (Box<dyn craik_host::run::StepRunner>, RunnerCapabilityMatrix),
     home: &Home,
     out: &mut Out,
     create: bool,
 ) -> Result<Setup, Failure> {
     let loaded = crate::bundle::load(inputs_policies, custom)?;
-    let grants = crate::bundle::compile_grants(&loaded.bundle, grants, "grants")?;
+    // Project grants are compiled bound to this run's task (signed as written).
+    let bound = craik_host::run::bound_grants(task, grants)?;
+    let grants = crate::bundle::compile_grants(&loaded.bundle, &bound, "grants")?;
     let (signer, keys) = keys(home, out, create)?;
     Ok(Setup {
         bundle: loaded.bundle,
@@ -260,7 +292,37 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
     let intent: Option<IntentLock> = resolved.intent.as_deref().map(read_one).transpose()?;
     let envelope: Option<PolicyEnvelope> =
         resolved.envelope.as_deref().map(read_one).transpose()?;
-    let grants = crate::bundle::read_grants(&resolved.grants)?;
+    let mut grants = crate::bundle::read_grants(&resolved.grants)?;
+    let mut elsewhere = 0usize;
+    for file in args.project_grants {
+        for grant in crate::bundle::read_grants(std::slice::from_ref(file))? {
+            match (&grant.task_id, &grant.project_id) {
+                (None, Some(p)) if *p == task.project_id => {
+                    if !grants.contains(&grant) {
+                        grants.push(grant);
+                    }
+                }
+                // Another project's grant applies to nothing here.
+                (None, Some(_)) => elsewhere += 1,
+                _ => {
+                    return Err(Failure::invalid(
+                        format!(
+                            "{}: grant `{}` is a task grant; craik.toml's project.grants holds project grants only (`craik grants new --project`)",
+                            file.display(),
+                            craik_contracts::Truncated(&grant.id)
+                        ),
+                        Vec::new(),
+                    ));
+                }
+            }
+        }
+    }
+    if elsewhere > 0 {
+        out.diag(format_args!(
+            "craik: {elsewhere} project grant(s) in craik.toml's project.grants are for another project than `{}` and do not apply",
+            task.project_id
+        ))?;
+    }
     // A grant that cannot be signed (a float or an oversized integer anywhere in it) is
     // refused here, never hashed as "".
     craik_host::run::grants_digest(&grants).map_err(Failure::usage)?;
@@ -281,7 +343,7 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
             Vec::new(),
         )
     })?;
-    let max_iterations = args.max_iterations.unwrap_or(5);
+    let max_iterations = args.max_iterations.or(resolved.max_iterations).unwrap_or(5);
     if max_iterations == 0 {
         return Err(Failure::usage("--max-iterations: must be at least 1"));
     }
@@ -331,7 +393,7 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
     let setup = setup(
         args.policies,
         args.custom,
-        &grants,
+        (&task, &grants),
         runner,
         &home,
         out,
@@ -375,7 +437,145 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
     let keys = setup.keys.clone();
     let mut host = Host::start(LockedRun::create(home, dir, inputs)?, setup)?;
     drive(out, &mut host)?;
+    let ask = Prompter::for_terminal(format);
+    if ask.interactive() && !host.is_final() && awaiting_approval(host.machine().run()).is_some() {
+        match args.approver {
+            Some(by) => {
+                let (home, run_id) = (host.home().root.clone(), host.inputs().run_id.clone());
+                // The lock is released: deciding and continuing take the same paths as
+                // `craik approvals approve` and `craik runs resume`.
+                drop(host);
+                return attended(out, format, &home, &run_id, by, &ask);
+            }
+            None => out.diag(
+                "craik: the run waits for an approval; not asking here: no approver (pass --by user:NAME, or set `operator` in craik.toml, e.g. `craik init --operator NAME`)",
+            )?,
+        }
+    }
     summary(out, format, &host, &keys)
+}
+
+/// The pending approvals of run `run_id`, with the run's directory.
+fn pending_of(home: &Home, run_id: &str) -> Result<Vec<(RunDir, ApprovalRecord)>, Failure> {
+    Ok(all_approvals(home)?
+        .into_iter()
+        .filter(|(_, a)| a.run_id == run_id && a.status == ApprovalStatus::Pending)
+        .collect())
+}
+
+/// What an inline decision defaults to when the operator gives no reason.
+const INLINE_APPROVED: &str = "approved at the terminal";
+const INLINE_DENIED: &str = "denied at the terminal";
+
+/// A parked run attended on a terminal: each pending approval is shown (the exact action,
+/// escaped) and decided by `by` (`y`/`n`, then a reason), signed exactly as `craik approvals
+/// approve|deny` signs it; the run then continues as `craik runs resume` continues it, and
+/// asks again should it park again. End of input leaves the run parked.
+fn attended(
+    out: &mut Out,
+    format: Format,
+    home: &Path,
+    run_id: &str,
+    by: &str,
+    ask: &Prompter,
+) -> Result<Exit, Failure> {
+    loop {
+        let home_h = Home::new(home);
+        let (_, ring) = keys(&home_h, out, false)?;
+        let mut decided = 0usize;
+        let mut stopped = false;
+        for (dir, a) in pending_of(&home_h, run_id)? {
+            let bound = craik_host::run::approvals::approval_bound(&dir, &a, &ring);
+            out.diag("")?;
+            out.diag("craik: the run asks for approval:")?;
+            for line in describe_approval(&a, bound.as_ref().err().map(String::as_str)) {
+                out.diag(format_args!("  {line}"))?;
+            }
+            if bound.is_err() {
+                out.diag("craik: not asking: the approval file does not show what the run parked; the run stays parked")?;
+                stopped = true;
+                break;
+            }
+            // Refused before anyone answers: not a `user:`, or the runner itself.
+            craik_host::run::approvals::reviewer(by, &a.runner_id)?;
+            // While it waits, a decision made elsewhere (`craik approvals approve|deny` in
+            // another shell) settles the question: the run continues with that decision.
+            let mut elsewhere = || {
+                find_approval(&home_h, &a.id)
+                    .is_ok_and(|(_, r)| r.status != ApprovalStatus::Pending)
+            };
+            let approve = match ask.yes_no_or(&format!("approve as {by}?"), &mut elsewhere)? {
+                Answer::Line(yes) => yes == "y",
+                Answer::End => {
+                    stopped = true;
+                    break;
+                }
+                Answer::Elsewhere => {
+                    if let Ok((_, r)) = find_approval(&home_h, &a.id) {
+                        out.diag(format_args!(
+                            "craik: {} was {} elsewhere by {}; continuing",
+                            a.id,
+                            r.status.as_str(),
+                            r.decided_by.as_deref().unwrap_or("?")
+                        ))?;
+                    }
+                    decided += 1;
+                    continue;
+                }
+            };
+            let reason = ask.ask(
+                "--reason",
+                "reason",
+                Some(if approve {
+                    INLINE_APPROVED
+                } else {
+                    INLINE_DENIED
+                }),
+            )?;
+            decide_one(
+                out,
+                format,
+                home,
+                &a.id,
+                by,
+                &reason,
+                approve,
+                DEFAULT_APPROVAL_SECS,
+            )?;
+            decided += 1;
+        }
+        if stopped || decided == 0 {
+            let (mut host, keys) = open_locked(home, run_id, out)?;
+            let found = host.settle()?;
+            host.set_notes(found);
+            return summary(out, format, &host, &keys);
+        }
+        // Should another process have taken the run on (`approvals approve --resume`,
+        // `runs resume`), wait for it to let go, then show where the run stands.
+        wait_for_lock(out, home, run_id)?;
+        let (host, keys) = continue_run(out, home, run_id)?;
+        if !host.is_final() && awaiting_approval(host.machine().run()).is_some() {
+            drop(host);
+            continue;
+        }
+        return summary(out, format, &host, &keys);
+    }
+}
+
+/// Waits while another live process holds run `run_id`'s lock, saying so once.
+fn wait_for_lock(out: &mut Out, home: &Path, run_id: &str) -> Result<(), Failure> {
+    let dir = Home::new(home).run_dir(run_id)?;
+    let mut said = false;
+    while let Some(pid) = dir.locked_by_live() {
+        if !said {
+            out.diag(format_args!(
+                "craik: process {pid} is continuing {run_id}; waiting for it"
+            ))?;
+            said = true;
+        }
+        std::thread::sleep(crate::prompt::POLL);
+    }
+    Ok(())
 }
 
 fn drive(out: &mut Out, host: &mut Host) -> Result<(), Failure> {
@@ -505,7 +705,7 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
             }
             if let Some(id) = awaiting_approval(run) {
                 out.line(format_args!(
-                    "  next      craik approvals approve {id} --by user:NAME --reason TEXT; then craik runs resume {}",
+                    "  next      craik approvals approve {id} --by user:NAME --reason TEXT --resume (or then craik runs resume {})",
                     run.id
                 ))?;
             }
@@ -566,7 +766,7 @@ fn open_locked(home: &Path, run_id: &str, out: &mut Out) -> Result<(Host, KeyRin
     let setup = setup(
         inputs.policies.as_deref(),
         &inputs.custom,
-        &inputs.grants,
+        (&inputs.task, &inputs.grants),
         runner,
         &home,
         out,
@@ -604,6 +804,13 @@ pub(crate) fn resume(
     home: &Path,
     run_id: &str,
 ) -> Result<Exit, Failure> {
+    let (host, keys) = continue_run(out, home, run_id)?;
+    summary(out, format, &host, &keys)
+}
+
+/// Recovers run `run_id`, then continues it with its decided approvals as facts (what
+/// `craik runs resume` and an attended run do after a decision).
+fn continue_run(out: &mut Out, home: &Path, run_id: &str) -> Result<(Host, KeyRing), Failure> {
     let (mut host, keys) = open_locked(home, run_id, out)?;
     let ended = host.is_final();
     let found = host.settle()?;
@@ -617,7 +824,7 @@ pub(crate) fn resume(
         drive(out, &mut host)?;
     }
     host.set_notes(found);
-    summary(out, format, &host, &keys)
+    Ok((host, keys))
 }
 
 /// `craik runs cancel RUN`.
@@ -897,62 +1104,8 @@ pub(crate) fn approvals_show(
     let bound = craik_host::run::approvals::approval_bound(&dir, &a, &ring);
     match format {
         Format::Human => {
-            let p = &a.action.proposed;
-            if let Err(why) = &bound {
-                out.line(format_args!(
-                    "TAMPERED   {}; what follows is not what the run asked to approve",
-                    craik_contracts::one_line(why)
-                ))?;
-            }
-            out.line(format_args!("approval   {} ({})", a.id, a.status.as_str()))?;
-            out.line(format_args!("run        {} (task {})", a.run_id, a.task_id))?;
-            out.line(format_args!(
-                "runner     {} under {}",
-                a.runner_id,
-                a.profile.as_str()
-            ))?;
-            out.line(format_args!(
-                "action     {} {} {} {}",
-                a.action.id,
-                p.capability,
-                p.operation,
-                a.action.shown()
-            ))?;
-            if let Some(argv) = &p.argv {
-                out.line(format_args!("argv       {argv:?}"))?;
-            }
-            if let Some(content) = &p.content {
-                out.line(format_args!(
-                    "content    {} bytes, {}",
-                    content.len(),
-                    digest(content.as_bytes())
-                ))?;
-                let total = content.lines().count();
-                for line in content.lines().take(APPROVAL_CONTENT_LINES) {
-                    out.line(format_args!("  | {line}"))?;
-                }
-                if total > APPROVAL_CONTENT_LINES {
-                    out.line(format_args!(
-                        "  | … {} more line(s) not shown (the digest above covers every byte; `--format json` shows all)",
-                        total - APPROVAL_CONTENT_LINES
-                    ))?;
-                }
-            }
-            for edit in &p.edits {
-                out.line(format_args!("edit       - {:?}", edit.old))?;
-                out.line(format_args!("           + {:?}", edit.new))?;
-            }
-            if let Some(reason) = &p.reason {
-                out.line(format_args!("runner says {reason}"))?;
-            }
-            out.line(format_args!("policies   {}", a.policies.join(", ")))?;
-            out.line(format_args!("why        {}", a.reasons.join("; ")))?;
-            out.line(format_args!("binds to   {}", a.request_hash))?;
-            if let Some(by) = &a.decided_by {
-                out.line(format_args!(
-                    "decided    by {by}: {}",
-                    a.reason.as_deref().unwrap_or("")
-                ))?;
+            for line in describe_approval(&a, bound.as_ref().err().map(String::as_str)) {
+                out.line(line)?;
             }
         }
         Format::Json | Format::Junit => out.json(&Checked::of(&a, bound.err()))?,
@@ -960,16 +1113,91 @@ pub(crate) fn approvals_show(
     Ok(Exit::Ok)
 }
 
-/// `craik approvals approve|deny ID --by user:NAME --reason TEXT`.
-pub(crate) fn approvals_decide(
+/// An approval request as the lines a person reads before deciding: the exact action
+/// (capability, operation, target or argv), the content or edits of a write, why it needs
+/// approval, what it binds to. Every line is escaped where it is printed (`Out::line`, or
+/// `one_line` on the prompt): a runner wrote most of it.
+fn describe_approval(a: &ApprovalRecord, tampered: Option<&str>) -> Vec<String> {
+    let mut lines = Vec::new();
+    let p = &a.action.proposed;
+    if let Some(why) = tampered {
+        lines.push(format!(
+            "TAMPERED   {}; what follows is not what the run asked to approve",
+            craik_contracts::one_line(why)
+        ));
+    }
+    lines.push(format!("approval   {} ({})", a.id, a.status.as_str()));
+    lines.push(format!("run        {} (task {})", a.run_id, a.task_id));
+    lines.push(format!(
+        "runner     {} under {}",
+        a.runner_id,
+        a.profile.as_str()
+    ));
+    lines.push(format!(
+        "action     {} {} {} {}",
+        a.action.id,
+        p.capability,
+        p.operation,
+        a.action.shown()
+    ));
+    if let Some(argv) = &p.argv {
+        lines.push(format!("argv       {argv:?}"));
+    }
+    if let Some(content) = &p.content {
+        lines.push(format!(
+            "content    {} bytes, {}",
+            content.len(),
+            digest(content.as_bytes())
+        ));
+        let total = content.lines().count();
+        for line in content.lines().take(APPROVAL_CONTENT_LINES) {
+            lines.push(format!("  | {line}"));
+        }
+        if total > APPROVAL_CONTENT_LINES {
+            lines.push(format!(
+                "  | … {} more line(s) not shown (the digest above covers every byte; `--format json` shows all)",
+                total - APPROVAL_CONTENT_LINES
+            ));
+        }
+    }
+    for edit in &p.edits {
+        lines.push(format!("edit       - {:?}", edit.old));
+        lines.push(format!("           + {:?}", edit.new));
+    }
+    if let Some(reason) = &p.reason {
+        lines.push(format!("runner says {reason}"));
+    }
+    lines.push(format!("policies   {}", a.policies.join(", ")));
+    lines.push(format!("why        {}", a.reasons.join("; ")));
+    lines.push(format!("binds to   {}", a.request_hash));
+    if let Some(by) = &a.decided_by {
+        lines.push(format!(
+            "decided    by {by}: {}",
+            a.reason.as_deref().unwrap_or("")
+        ));
+    }
+    lines
+}
+
+/// How long an approval stays usable unless `--expires-in` says otherwise.
+pub(crate) const DEFAULT_APPROVAL_SECS: u64 = 3600;
+
+/// Decides one approval (checked, signed as its own review journal, recorded) and says so on
+/// stderr. The one path every decision takes: `approvals approve|deny`, `--all`, inline.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one decision's facts, passed straight to `decide_approval`"
+)]
+fn decide_one(
     out: &mut Out,
+    format: Format,
     home: &Path,
     id: &str,
     by: &str,
     reason: &str,
     approve: bool,
     expires_in_secs: u64,
-) -> Result<Exit, Failure> {
+) -> Result<ApprovalRecord, Failure> {
     let home = Home::new(home);
     let (signer, ring) = keys(&home, out, false)?;
     let (record, journal) = craik_host::run::approvals::decide_approval(
@@ -982,12 +1210,118 @@ pub(crate) fn approvals_decide(
         (&signer, &ring),
         OffsetDateTime::now_utc(),
     )?;
-    out.line(format_args!(
-        "{id}: {} by {by}; receipt {}",
-        record.status.as_str(),
-        journal.display()
-    ))?;
-    out.line(format_args!("next: craik runs resume {}", record.run_id))?;
+    if format == Format::Human {
+        out.line(format_args!(
+            "{id}: {} by {by}; receipt {}",
+            record.status.as_str(),
+            journal.display()
+        ))?;
+        out.flush()?;
+    }
+    Ok(record)
+}
+
+/// What `craik approvals approve|deny` was asked.
+#[derive(Debug)]
+pub(crate) struct DecideArgs<'a> {
+    /// The approval id, or with `all` the run id.
+    pub(crate) id: &'a str,
+    pub(crate) by: &'a str,
+    pub(crate) reason: &'a str,
+    pub(crate) approve: bool,
+    pub(crate) expires_in_secs: u64,
+    /// Every pending approval of the run `id`.
+    pub(crate) all: bool,
+    /// With `all` off a terminal: approve without asking.
+    pub(crate) yes: bool,
+    /// Continue the run afterwards, as `craik runs resume` does.
+    pub(crate) resume: bool,
+}
+
+/// `craik approvals approve|deny ID --by user:NAME --reason TEXT [--resume]` and
+/// `craik approvals approve RUN --all [--yes] [--resume]`.
+pub(crate) fn approvals_decide(
+    out: &mut Out,
+    format: Format,
+    home: &Path,
+    args: &DecideArgs<'_>,
+) -> Result<Exit, Failure> {
+    let mut decided = Vec::new();
+    let run_id = if args.all {
+        let home_h = Home::new(home);
+        home_h.run_dir(args.id)?;
+        let pending = pending_of(&home_h, args.id)?;
+        if pending.is_empty() {
+            return Err(Failure::usage(format!(
+                "run `{}` has no pending approvals (see `craik approvals list`)",
+                craik_contracts::Truncated(args.id)
+            ))
+            .with_exit(Exit::CheckFailed));
+        }
+        let (_, ring) = keys(&home_h, out, false)?;
+        let ask = Prompter::for_terminal(format);
+        if !ask.interactive() && !args.yes {
+            return Err(Failure::usage(format!(
+                "--all: {} pending approval(s) of {}, and no terminal to confirm each on; list them with `craik approvals list`, then pass --yes to approve them all",
+                pending.len(),
+                args.id
+            )));
+        }
+        let mut chosen = Vec::new();
+        for (dir, a) in &pending {
+            let bound = craik_host::run::approvals::approval_bound(dir, a, &ring);
+            if format == Format::Human {
+                for line in describe_approval(a, bound.as_ref().err().map(String::as_str)) {
+                    out.line(line)?;
+                }
+            }
+            if ask.interactive() && !args.yes {
+                out.flush()?;
+                match ask.yes_no(&format!("approve {} as {}?", a.id, args.by))? {
+                    Some(true) => chosen.push(a.id.clone()),
+                    Some(false) => out.line(format_args!("{}: left pending", a.id))?,
+                    None => break,
+                }
+            } else {
+                chosen.push(a.id.clone());
+            }
+        }
+        for id in &chosen {
+            decided.push(decide_one(
+                out,
+                format,
+                home,
+                id,
+                args.by,
+                args.reason,
+                true,
+                args.expires_in_secs,
+            )?);
+        }
+        args.id.to_owned()
+    } else {
+        let record = decide_one(
+            out,
+            format,
+            home,
+            args.id,
+            args.by,
+            args.reason,
+            args.approve,
+            args.expires_in_secs,
+        )?;
+        let run_id = record.run_id.clone();
+        decided.push(record);
+        run_id
+    };
+    if args.resume {
+        // With --format json the run's summary is the output (the decisions are in it).
+        return resume(out, format, home, &run_id);
+    }
+    match format {
+        Format::Human => out.line(format_args!("next: craik runs resume {run_id}"))?,
+        Format::Json | Format::Junit => out.json(&decided)?,
+    }
     Ok(Exit::Ok)
 }
 

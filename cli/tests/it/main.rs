@@ -21,6 +21,7 @@ mod provider;
 mod receipts;
 mod runs;
 mod sandbox;
+mod scaffold;
 mod schema;
 
 use std::path::{Path, PathBuf};

@@ -90,7 +90,7 @@ pub(crate) fn receipts(home: &Path, id: &str) -> Vec<Value> {
     serde_json::from_value(json_out(home, &["receipts", "list", id])).unwrap()
 }
 
-fn example(name: &str) -> PathBuf {
+pub(crate) fn example(name: &str) -> PathBuf {
     repo_root().join("examples").join(name)
 }
 

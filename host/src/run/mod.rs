@@ -331,6 +331,45 @@ pub fn grants_digest(grants: &[CapabilityGrant]) -> Result<crate::digest::Digest
     crate::digest::Digest::of_canonical(&values)
 }
 
+/// The grants as a run of `task` compiles them: task grants of this task as they are, project
+/// grants of its project bound to it (`task_id` set). A grant of another task or project is
+/// refused, naming it: it would never apply, or apply to the wrong run. The run's inputs sign
+/// the grants as written, never the bound copies.
+pub fn bound_grants(
+    task: &TaskRequest,
+    grants: &[CapabilityGrant],
+) -> Result<Vec<CapabilityGrant>, crate::Error> {
+    grants
+        .iter()
+        .map(|g| {
+            craik_kernel::bind_project_grant(g, &task.id, &task.project_id)
+                .map_err(|why| crate::Error::invalid(why, Vec::new()))
+        })
+        .collect()
+}
+
+/// A write scope the sandbox could not enforce exactly is refused when a grant is loaded,
+/// naming the grant, not when its first command would run.
+pub fn check_grant_scopes(grants: &[CapabilityGrant]) -> Result<(), crate::Error> {
+    for g in grants {
+        if !g.target.writes.is_empty() && !g.capability.starts_with("shell.") {
+            return Err(crate::Error::invalid(
+                format!(
+                    "grant `{}`: target.writes applies to shell.* grants only (capability `{}`)",
+                    g.id, g.capability
+                ),
+                Vec::new(),
+            ));
+        }
+        for pattern in &g.target.writes {
+            crate::run::manifest::Scope::parse("/w", pattern).map_err(|e| {
+                crate::Error::invalid(format!("grant `{}`: target.writes: {e}", g.id), Vec::new())
+            })?;
+        }
+    }
+    Ok(())
+}
+
 /// An intent lock, policy envelope or grant written for another task would never apply (or
 /// would apply to the wrong run): refused before the run starts, naming what differs.
 pub fn check_task_bindings(
@@ -353,33 +392,8 @@ pub fn check_task_bindings(
             ));
         }
     }
-    if let Some(g) = grants.iter().find(|g| g.task_id != task.id) {
-        return Err(crate::Error::invalid(
-            format!(
-                "grant `{}`: its task_id `{}` is not the task's `{}`",
-                g.id, g.task_id, task.id
-            ),
-            Vec::new(),
-        ));
-    }
-    // A write scope the sandbox could not enforce exactly is refused now, naming the grant,
-    // not when its first command would run.
-    for g in grants {
-        if !g.target.writes.is_empty() && !g.capability.starts_with("shell.") {
-            return Err(crate::Error::invalid(
-                format!(
-                    "grant `{}`: target.writes applies to shell.* grants only (capability `{}`)",
-                    g.id, g.capability
-                ),
-                Vec::new(),
-            ));
-        }
-        for pattern in &g.target.writes {
-            crate::run::manifest::Scope::parse("/w", pattern).map_err(|e| {
-                crate::Error::invalid(format!("grant `{}`: target.writes: {e}", g.id), Vec::new())
-            })?;
-        }
-    }
+    bound_grants(task, grants)?;
+    check_grant_scopes(grants)?;
     // An envelope entry that names no capability would silently match nothing (a deny-list
     // entry `shell.*` denied nothing): refused, naming the field and the entry.
     if let Some(e) = envelope {

@@ -157,12 +157,35 @@ pub fn compile(bundle: &Bundle, grant: &CapabilityGrant) -> Result<CompiledGrant
             format!("invalid id `{}`: {why}", Truncated(&grant.id)),
         ));
     }
-    if let Some(why) = id_problem(&grant.task_id) {
-        return Err(err(
-            "$.task_id",
-            format!("invalid task id `{}`: {why}", Truncated(&grant.task_id)),
-        ));
-    }
+    // A task grant's principal is its task. A project grant not yet bound to a task (a run
+    // binds it with [`bind_project_grant`]) compiles to a principal no task can be: task ids
+    // never hold `*`, so it shows what it would allow and applies to nothing.
+    let principal = match (&grant.task_id, &grant.project_id) {
+        (Some(task_id), _) => {
+            if let Some(why) = id_problem(task_id) {
+                return Err(err(
+                    "$.task_id",
+                    format!("invalid task id `{}`: {why}", Truncated(task_id)),
+                ));
+            }
+            task_id.clone()
+        }
+        (None, Some(project_id)) => {
+            if let Some(why) = id_problem(project_id) {
+                return Err(err(
+                    "$.project_id",
+                    format!("invalid project id `{}`: {why}", Truncated(project_id)),
+                ));
+            }
+            format!("{project_id}:*")
+        }
+        (None, None) => {
+            return Err(err(
+                "$.task_id",
+                "missing; a grant names its task (`task_id`) or, as a project grant, its project (`project_id`)".into(),
+            ));
+        }
+    };
     if !bundle.knows(&grant.capability) {
         return Err(err(
             "$.capability",
@@ -213,6 +236,17 @@ pub fn compile(bundle: &Bundle, grant: &CapabilityGrant) -> Result<CompiledGrant
     };
 
     let mut cedar = String::new();
+    if let Some(project_id) = &grant.project_id {
+        let _ = writeln!(
+            cedar,
+            "// project grant for {project_id}: {}",
+            if grant.task_id.is_some() {
+                "bound to this run's task"
+            } else {
+                "each run binds it to its own task of that project"
+            }
+        );
+    }
     let _ = writeln!(cedar, "@id(\"{GRANT_ID_PREFIX}{}\")", grant.id);
     let _ = writeln!(
         cedar,
@@ -223,7 +257,7 @@ pub fn compile(bundle: &Bundle, grant: &CapabilityGrant) -> Result<CompiledGrant
         ))
     );
     let _ = writeln!(cedar, "permit (");
-    let _ = writeln!(cedar, "  principal in Craik::Task::\"{}\",", grant.task_id);
+    let _ = writeln!(cedar, "  principal in Craik::Task::\"{principal}\",");
     let _ = writeln!(
         cedar,
         "  action == Craik::Action::\"{}\",",
@@ -284,7 +318,7 @@ pub fn compile(bundle: &Bundle, grant: &CapabilityGrant) -> Result<CompiledGrant
     }
     Ok(CompiledGrant {
         id: grant.id.clone(),
-        task_id: grant.task_id.clone(),
+        task_id: principal,
         capability: grant.capability.clone(),
         cedar,
         exact_paths,
@@ -292,6 +326,38 @@ pub fn compile(bundle: &Bundle, grant: &CapabilityGrant) -> Result<CompiledGrant
         policy,
         grant: grant.clone(),
     })
+}
+
+/// A project grant bound to the task `task_id` of project `project_id`, as a run compiles it;
+/// a task grant unchanged. `Err` says why it does not apply: a project grant of another
+/// project, or a task grant of another task.
+pub fn bind_project_grant(
+    grant: &CapabilityGrant,
+    task_id: &str,
+    project_id: &str,
+) -> Result<CapabilityGrant, String> {
+    match (&grant.task_id, &grant.project_id) {
+        (Some(t), _) if t == task_id => Ok(grant.clone()),
+        (Some(t), _) => Err(format!(
+            "grant `{}`: its task_id `{}` is not the task's `{task_id}`",
+            Truncated(&grant.id),
+            Truncated(t)
+        )),
+        (None, Some(p)) if p == project_id => {
+            let mut bound = grant.clone();
+            bound.task_id = Some(task_id.to_owned());
+            Ok(bound)
+        }
+        (None, Some(p)) => Err(format!(
+            "grant `{}`: a project grant for `{}`, but the task `{task_id}` belongs to `{project_id}`",
+            Truncated(&grant.id),
+            Truncated(p)
+        )),
+        (None, None) => Err(format!(
+            "grant `{}`: names neither a task_id nor a project_id",
+            Truncated(&grant.id)
+        )),
+    }
 }
 
 fn list<'a>(items: impl Iterator<Item = &'a str>) -> String {

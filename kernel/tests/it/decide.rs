@@ -356,3 +356,62 @@ fn issue_18_unvetted_commands_need_approval_and_say_why() {
     );
     assert_eq!(v.determining, ["base.command.wrapper"], "{v:?}");
 }
+
+/// Issue 19: a project grant applies only bound to a task of its project; unbound it permits
+/// nothing (its principal is no task), and binding it to another project's task is refused.
+#[test]
+fn issue_19_project_grants_apply_only_bound_to_a_task_of_their_project() {
+    let b = bundle();
+    let mut project: serde_json::Value = docs_grant();
+    let g = &mut project[0];
+    g.as_object_mut().unwrap().remove("task_id");
+    g["project_id"] = serde_json::json!("project_docs");
+    let grant: craik_contracts::CapabilityGrant =
+        serde_json::from_value(project[0].clone()).unwrap();
+    let write = request(json!({"capability": "repo.write.docs", "target": "docs/guide.md"}));
+    // Unbound: compiles (for review) to a principal no task id can be, and applies to nothing.
+    let unbound = GrantSet::compile(&b, std::slice::from_ref(&grant)).unwrap();
+    let compiled = unbound.all().next().unwrap();
+    assert!(
+        compiled
+            .cedar
+            .contains("principal in Craik::Task::\"project_docs:*\""),
+        "{}",
+        compiled.cedar
+    );
+    let v = b.decide(&unbound, &write, &options());
+    assert_eq!(v.decision, Decision::Deny);
+    assert_eq!(v.deny_kind, Some(DenyKind::NotPermitted));
+    // Bound to a task of its project: exactly what the task grant allows (approval under
+    // strict), naming the same grant.
+    let bound = craik_kernel::bind_project_grant(&grant, "task_docs", "project_docs").unwrap();
+    assert_eq!(bound.task_id.as_deref(), Some("task_docs"));
+    let set = GrantSet::compile(&b, std::slice::from_ref(&bound)).unwrap();
+    let v = b.decide(&set, &write, &options());
+    assert_eq!(v.decision, Decision::RequiresApproval, "{v:?}");
+    assert_eq!(v.grants, vec!["grant_docs_write".to_owned()]);
+    assert_eq!(
+        v,
+        decide(
+            docs_grant(),
+            json!({"capability": "repo.write.docs", "target": "docs/guide.md"})
+        )
+    );
+    // Another project's task, or a task grant for another task: refused, naming both.
+    let err = craik_kernel::bind_project_grant(&grant, "task_docs", "project_other").unwrap_err();
+    assert!(
+        err.contains("a project grant for `project_docs`, but the task `task_docs` belongs to `project_other`"),
+        "{err}"
+    );
+    let task_grant: craik_contracts::CapabilityGrant =
+        serde_json::from_value(docs_grant()[0].clone()).unwrap();
+    let err =
+        craik_kernel::bind_project_grant(&task_grant, "task_else", "project_docs").unwrap_err();
+    assert!(
+        err.contains("its task_id `task_docs` is not the task's `task_else`"),
+        "{err}"
+    );
+    // A task grant re-serialises without `project_id` (existing grant hashes do not move).
+    let text = serde_json::to_string(&task_grant).unwrap();
+    assert!(!text.contains("project_id"), "{text}");
+}

@@ -184,6 +184,16 @@ pub(crate) enum PolicyCommand {
     /// Review the change first: a run refuses a custom directory whose content no longer
     /// matches its pin.
     Pin,
+    /// Write the embedded default bundle (schema + policies) into DIR, as `--policies DIR`
+    /// reads it: a starting point to edit, or a side for `policy diff`.
+    Export {
+        /// Target directory (created if missing).
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+        /// Overwrite files that exist with other content (default: refuse, naming them).
+        #[arg(long)]
+        force: bool,
+    },
     /// Format .cedar files with Cedar's formatter (in place, or --check).
     Fmt {
         /// Directory of .cedar files (default: policies).
@@ -219,10 +229,14 @@ pub(crate) enum PolicyCommand {
     /// Run policy test suites (default: policy-tests/).
     Test(PolicyTestArgs),
     /// Show every case whose verdict or determining policies differ between two bundles.
+    ///
+    /// A suite's own `custom` directory named like an --old-custom/--new-custom directory is
+    /// replaced by those on each side; one loaded on both sides unchanged is reported.
     Diff {
-        /// The bundle before the change.
+        /// The bundle before the change: a policy directory, or `embedded` for the embedded
+        /// default (`./embedded` names a directory of that name).
         old: PathBuf,
-        /// The bundle after the change.
+        /// The bundle after the change: a policy directory, or `embedded`.
         new: PathBuf,
         /// Case files or directories (default: policy-tests/).
         #[arg(long, value_name = "DIR")]

@@ -106,6 +106,9 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         Command::Policy(PolicyCommand::Validate { bundle }) => {
             cmd::policy::validate(out, cli.format, bundle)
         }
+        Command::Policy(PolicyCommand::Export { dir, force }) => {
+            cmd::policy::export(out, cli.format, dir, *force)
+        }
         Command::Policy(PolicyCommand::Fmt {
             dir,
             check,
@@ -137,17 +140,18 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             custom,
             old_custom,
             new_custom,
-        }) => {
-            let old_custom = [custom.as_slice(), old_custom].concat();
-            let new_custom = [custom.as_slice(), new_custom].concat();
-            cmd::policy::diff(
-                out,
-                cli.format,
-                (old, &old_custom),
-                (new, &new_custom),
+        }) => cmd::policy::diff(
+            out,
+            cli.format,
+            &cmd::policy::DiffArgs {
+                old,
+                new,
                 cases,
-            )
-        }
+                custom,
+                old_custom,
+                new_custom,
+            },
+        ),
         Command::Grants(GrantsCommand::Show { files, bundle }) => {
             cmd::policy::show_grants(out, cli.format, files, bundle)
         }

@@ -10,7 +10,10 @@ mod inputs;
 mod request;
 
 pub(crate) use bundle::hex;
-pub use bundle::{Bundle, GRANT_ID_PREFIX, LoadError, Located, PolicyInfo, RawOutcome, SourceFile};
+pub use bundle::{
+    Bundle, GRANT_ID_PREFIX, LoadError, Located, PolicyInfo, RawOutcome, SourceFile,
+    policy_set_hash,
+};
 pub use command::{
     CommandFacts, MAX_ARGS, MAX_COMMAND_BYTES, analyse as analyse_command, split as split_command,
 };

@@ -43,6 +43,87 @@ pub(crate) fn validate(out: &mut Out, format: Format, args: &BundleArgs) -> Resu
     Ok(Exit::Ok)
 }
 
+/// `policy export DIR`: the embedded bundle's files, byte for byte, so `--policies DIR`
+/// loads a bundle with the embedded default's policy-set hash.
+pub(crate) fn export(
+    out: &mut Out,
+    format: Format,
+    dir: &Path,
+    force: bool,
+) -> Result<Exit, Failure> {
+    let files: Vec<(&str, &str)> = std::iter::once(craik_host::embedded::SCHEMA)
+        .chain(craik_host::embedded::POLICIES.iter().copied())
+        .collect();
+    let mut conflicts = Vec::new();
+    for (name, text) in &files {
+        let path = dir.join(name);
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if !meta.is_file() => conflicts.push(format!(
+                "{}: exists and is not a regular file",
+                path.display()
+            )),
+            Ok(_) if force => {}
+            Ok(_) => match std::fs::read(&path) {
+                Ok(bytes) if bytes == text.as_bytes() => {}
+                Ok(_) => conflicts.push(format!("{}: exists with other content", path.display())),
+                Err(e) => conflicts.push(format!("{}: cannot read: {e}", path.display())),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => conflicts.push(format!("{}: {e}", path.display())),
+        }
+    }
+    if !conflicts.is_empty() {
+        return Err(Failure::invalid(
+            format!(
+                "{}: {} file(s) would be overwritten; pass --force to replace them, or export into an empty directory",
+                dir.display(),
+                conflicts.len()
+            ),
+            conflicts,
+        )
+        .with_exit(Exit::Usage));
+    }
+    for (name, text) in &files {
+        let path = dir.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                Failure::usage(format!("{}: cannot create: {e}", parent.display()))
+                    .with_exit(Exit::Io)
+            })?;
+        }
+        write_atomic(&path, text.as_bytes()).map_err(|e| {
+            Failure::usage(format!("{}: cannot write: {e}", path.display())).with_exit(Exit::Io)
+        })?;
+    }
+    let (schema, policies) = (
+        craik_host::embedded::SCHEMA.1,
+        craik_host::embedded::POLICIES,
+    );
+    let hash = craik_kernel::policy_set_hash(
+        schema,
+        &policies.iter().map(|(_, t)| *t).collect::<Vec<_>>(),
+    );
+    #[derive(Serialize)]
+    struct Report<'a> {
+        dir: String,
+        files: Vec<&'a str>,
+        policy_set: &'a str,
+    }
+    match format {
+        Format::Human => out.line(format_args!(
+            "{}: wrote {} files of the embedded default, policy set {hash}",
+            dir.display(),
+            files.len()
+        ))?,
+        Format::Json | Format::Junit => out.json(&Report {
+            dir: dir.display().to_string(),
+            files: files.iter().map(|(n, _)| *n).collect(),
+            policy_set: &hash,
+        })?,
+    }
+    Ok(Exit::Ok)
+}
+
 pub(crate) fn fmt(
     out: &mut Out,
     dir: &Path,
@@ -364,16 +445,65 @@ pub(crate) fn test(out: &mut Out, format: Format, args: &PolicyTestArgs) -> Resu
     })
 }
 
-pub(crate) fn diff(
-    out: &mut Out,
-    format: Format,
-    (old, old_custom): (&Path, &[PathBuf]),
-    (new, new_custom): (&Path, &[PathBuf]),
-    cases: &[PathBuf],
-) -> Result<Exit, Failure> {
-    let before = load(Some(old), old_custom).map_err(|f| f.with_exit(Exit::Usage))?;
-    let after = load(Some(new), new_custom).map_err(|f| f.with_exit(Exit::Usage))?;
-    let cases = policytest::load_cases(&default_cases(cases))?;
+/// A side of `policy diff`: `embedded` names the embedded bundle, anything else a directory
+/// (`./embedded` for a directory of that name).
+fn side(arg: &Path) -> Option<&Path> {
+    (arg.as_os_str() != "embedded").then_some(arg)
+}
+
+/// The name a custom directory is matched by: its own (real) directory name.
+fn dir_name(dir: &Path) -> Option<std::ffi::OsString> {
+    dir.canonicalize()
+        .ok()
+        .and_then(|d| d.file_name().map(ToOwned::to_owned))
+}
+
+/// The custom directories one side of a diff loads for a case: the side's own, plus the
+/// suite's, except that a suite directory named like one of either side's `--old-custom` /
+/// `--new-custom` directories is left to the sides (the operator took it over: the old side
+/// loads only its version, the new side only its). What the suite loads on both sides
+/// unchanged is returned in `shared`, so the report can say so.
+fn diff_dirs(
+    common: &[PathBuf],
+    own: &[PathBuf],
+    either: &[PathBuf],
+    suite: &[PathBuf],
+    shared: &mut std::collections::BTreeSet<String>,
+) -> Vec<PathBuf> {
+    let taken: Vec<_> = either.iter().filter_map(|d| dir_name(d)).collect();
+    let mut dirs: Vec<PathBuf> = common.iter().chain(own).cloned().collect();
+    let mut real: Vec<_> = dirs.iter().filter_map(|d| d.canonicalize().ok()).collect();
+    for dir in suite {
+        if dir_name(dir).is_some_and(|n| taken.contains(&n)) {
+            continue;
+        }
+        let canonical = dir.canonicalize().ok();
+        if canonical.as_ref().is_some_and(|c| real.contains(c)) {
+            continue;
+        }
+        shared.insert(dir.display().to_string());
+        real.extend(canonical);
+        dirs.push(dir.clone());
+    }
+    dirs
+}
+
+pub(crate) struct DiffArgs<'a> {
+    pub(crate) old: &'a Path,
+    pub(crate) new: &'a Path,
+    pub(crate) cases: &'a [PathBuf],
+    pub(crate) custom: &'a [PathBuf],
+    pub(crate) old_custom: &'a [PathBuf],
+    pub(crate) new_custom: &'a [PathBuf],
+}
+
+pub(crate) fn diff(out: &mut Out, format: Format, args: &DiffArgs<'_>) -> Result<Exit, Failure> {
+    let (old, new) = (side(args.old), side(args.new));
+    let old_dirs = [args.custom, args.old_custom].concat();
+    let new_dirs = [args.custom, args.new_custom].concat();
+    let before = load(old, &old_dirs).map_err(|f| f.with_exit(Exit::Usage))?;
+    let after = load(new, &new_dirs).map_err(|f| f.with_exit(Exit::Usage))?;
+    let cases = policytest::load_cases(&default_cases(args.cases))?;
     #[derive(Serialize)]
     struct Change {
         case: String,
@@ -386,6 +516,12 @@ pub(crate) fn diff(
         policytest::GrantCache::default(),
         policytest::GrantCache::default(),
     );
+    let either: Vec<PathBuf> = [args.old_custom, args.new_custom].concat();
+    let mut shared = std::collections::BTreeSet::new();
+    let mut bundles: std::collections::HashMap<
+        Vec<PathBuf>,
+        (craik_kernel::Bundle, craik_kernel::Bundle),
+    > = std::collections::HashMap::new();
     for case in &cases {
         let (a, b) = if case.custom.is_empty() {
             (
@@ -393,15 +529,31 @@ pub(crate) fn diff(
                 policytest::run_case(&after.bundle, case, &mut new_cache).actual,
             )
         } else {
-            let old_b = load(Some(old), &[old_custom, case.custom.as_slice()].concat())
-                .map_err(|f| f.with_exit(Exit::Usage))?
-                .bundle;
-            let new_b = load(Some(new), &[new_custom, case.custom.as_slice()].concat())
-                .map_err(|f| f.with_exit(Exit::Usage))?
-                .bundle;
+            if !bundles.contains_key(&case.custom) {
+                let o = diff_dirs(
+                    args.custom,
+                    args.old_custom,
+                    &either,
+                    &case.custom,
+                    &mut shared,
+                );
+                let n = diff_dirs(
+                    args.custom,
+                    args.new_custom,
+                    &either,
+                    &case.custom,
+                    &mut shared,
+                );
+                let old_b = load(old, &o).map_err(|f| f.with_exit(Exit::Usage))?.bundle;
+                let new_b = load(new, &n).map_err(|f| f.with_exit(Exit::Usage))?.bundle;
+                bundles.insert(case.custom.clone(), (old_b, new_b));
+            }
+            let (old_b, new_b) = bundles
+                .get(&case.custom)
+                .ok_or_else(|| Failure::internal("bundle cache"))?;
             (
-                policytest::run_case(&old_b, case, &mut policytest::GrantCache::default()).actual,
-                policytest::run_case(&new_b, case, &mut policytest::GrantCache::default()).actual,
+                policytest::run_case(old_b, case, &mut policytest::GrantCache::default()).actual,
+                policytest::run_case(new_b, case, &mut policytest::GrantCache::default()).actual,
             )
         };
         if (&a.decision, &a.deny_kind, &a.determining)
@@ -415,8 +567,40 @@ pub(crate) fn diff(
             });
         }
     }
+    // Never silent: what both sides load from the suites themselves is not compared.
+    let notes: Vec<String> = shared
+        .iter()
+        .map(|d| format!("suite custom directory `{d}` is loaded on both sides (not compared); to compare it, pass its versions with --old-custom and --new-custom"))
+        .collect();
+    #[derive(Serialize)]
+    struct Side<'a> {
+        origin: &'a str,
+        policy_set: &'a str,
+    }
+    #[derive(Serialize)]
+    struct Report<'a> {
+        old: Side<'a>,
+        new: Side<'a>,
+        cases: usize,
+        changed: usize,
+        changes: &'a [Change],
+        notes: &'a [String],
+    }
     match format {
-        Format::Json | Format::Junit => out.json(&changes)?,
+        Format::Json | Format::Junit => out.json(&Report {
+            old: Side {
+                origin: &before.origin,
+                policy_set: before.bundle.hash(),
+            },
+            new: Side {
+                origin: &after.origin,
+                policy_set: after.bundle.hash(),
+            },
+            cases: cases.len(),
+            changed: changes.len(),
+            changes: &changes,
+            notes: &notes,
+        })?,
         Format::Human => {
             for c in &changes {
                 out.line(format_args!("changed: {} ({})", c.case, c.file))?;
@@ -429,11 +613,16 @@ pub(crate) fn diff(
                     c.new.decision, c.new.determining
                 ))?;
             }
+            for note in &notes {
+                out.line(format_args!("note: {note}"))?;
+            }
             out.line(format_args!(
-                "{} of {} cases changed ({} -> {})",
+                "{} of {} cases changed ({} {} -> {} {})",
                 changes.len(),
                 cases.len(),
+                before.origin,
                 before.bundle.hash(),
+                after.origin,
                 after.bundle.hash()
             ))?;
         }

@@ -75,11 +75,18 @@ fn broken_bundles_give_one_line_per_problem_with_file_and_line() {
     let err = stderr(&output);
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 4, "{err}");
-    assert!(lines[0].starts_with("base/broken.cedar:2:"), "{err}");
-    assert!(lines[1].starts_with("profiles/typo.cedar:4:"), "{err}");
+    // Each problem names the file as the operator can open it (issue 19 item 5).
+    assert!(
+        lines[0].starts_with("policies/base/broken.cedar:2:"),
+        "{err}"
+    );
+    assert!(
+        lines[1].starts_with("policies/profiles/typo.cedar:4:"),
+        "{err}"
+    );
     assert!(lines[1].contains("profil"), "{err}");
     assert!(
-        lines[2].starts_with("profiles/typo.cedar:6:1: policy has no @id"),
+        lines[2].starts_with("policies/profiles/typo.cedar:6:1: policy has no @id"),
         "{err}"
     );
     assert_eq!(
@@ -284,7 +291,11 @@ fn diff_lists_every_case_a_policy_change_flips() {
         transcript(&unchanged)
     );
     assert!(
-        stdout(&unchanged).starts_with("0 of "),
+        stdout(&unchanged)
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("0 of "),
         "{}",
         stdout(&unchanged)
     );
@@ -307,9 +318,11 @@ fn diff_lists_every_case_a_policy_change_flips() {
         ],
     );
     assert_eq!(changed.status.code(), Some(1), "{}", transcript(&changed));
-    let changes: Vec<serde_json::Value> = serde_json::from_slice(&changed.stdout).unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&changed.stdout).unwrap();
+    let changes = report["changes"].as_array().unwrap();
     assert!(!changes.is_empty());
-    for c in &changes {
+    assert_eq!(report["changed"], changes.len());
+    for c in changes {
         assert_eq!(
             c["old"]["determining"],
             serde_json::json!(["strict.deny.network"]),
@@ -459,9 +472,10 @@ fn issue_13_diff_loads_custom_policies() {
     assert_eq!(both.status.code(), Some(0), "{}", transcript(&both));
     let only_new = diff(&["--new-custom", "custom-sec"]);
     assert_eq!(only_new.status.code(), Some(1), "{}", transcript(&only_new));
-    let changes: Vec<serde_json::Value> = serde_json::from_slice(&only_new.stdout).unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&only_new.stdout).unwrap();
+    let changes = report["changes"].as_array().unwrap();
     assert!(!changes.is_empty());
-    for c in &changes {
+    for c in changes {
         let new = c["new"]["determining"].as_array().unwrap();
         assert!(
             new.contains(&serde_json::json!("custom.forbid.docs")),
@@ -475,9 +489,9 @@ fn issue_13_diff_loads_custom_policies() {
         );
     }
     let only_old = diff(&["--old-custom", "custom-sec"]);
-    let back: Vec<serde_json::Value> = serde_json::from_slice(&only_old.stdout).unwrap();
+    let back: serde_json::Value = serde_json::from_slice(&only_old.stdout).unwrap();
     assert_eq!(
-        back.len(),
+        back["changes"].as_array().unwrap().len(),
         changes.len(),
         "the same cases flip the other way"
     );
@@ -544,5 +558,274 @@ fn issue_13_policy_test_shows_runtime_errors_and_covers_suite_custom_policies() 
             .unwrap()
             .contains(&serde_json::json!("custom.overflow")),
         "{hit:#}"
+    );
+}
+
+fn json_of(output: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {}", transcript(output)))
+}
+
+/// A team's suite that loads its own custom directory (`custom-sec`), with one case that the
+/// embedded default allows.
+fn team_suite(root: &Path) {
+    fs::create_dir_all(root.join("custom-sec")).unwrap();
+    fs::write(
+        root.join("suite.json"),
+        r#"{"suite": "team", "custom": ["custom-sec"],
+ "defaults": {"runner": {"id": "runner_fixture", "trust": "medium", "mode": "fixture"}, "task_id": "task_docs"},
+ "cases": [{"name": "read the readme", "request": {"capability": "repo.read", "target": "README.md", "operation": "read", "profile": "trusted-local"}, "expect": {"decision": "allow"}}]}"#,
+    )
+    .unwrap();
+    fs::write(
+        root.join("custom-sec/a.cedar"),
+        "@id(\"team.note\")\n@reason(\"team: an unrelated rule\")\nforbid (principal, action == Craik::Action::\"git.force_push\", resource);\n",
+    )
+    .unwrap();
+}
+
+const TEAM_FORBID_READS: &str = "@id(\"team.no-readme\")\n@reason(\"team: the readme is off limits\")\nforbid (principal, action == Craik::Action::\"repo.read\", resource)\nwhen { resource.path == \"README.md\" };\n";
+
+/// Issue 19 item 5: `policy export DIR` writes the embedded bundle byte for byte (same
+/// policy-set hash), and never overwrites an edited file unless told to.
+#[test]
+fn issue_19_policy_export_writes_the_embedded_bundle() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let out = run_in(root, &["--format", "json", "policy", "export", "bundle"]);
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    let exported = json_of(&out);
+    let embedded = json_of(&run_in(root, &["--format", "json", "policy", "validate"]));
+    assert_eq!(exported["policy_set"], embedded["policy_set"]);
+    for name in exported["files"].as_array().unwrap() {
+        let name = name.as_str().unwrap();
+        assert_eq!(
+            fs::read(root.join("bundle").join(name)).unwrap(),
+            fs::read(repo_root().join("policies").join(name)).unwrap(),
+            "{name}"
+        );
+    }
+    let loaded = json_of(&run_in(
+        root,
+        &[
+            "--format",
+            "json",
+            "policy",
+            "validate",
+            "--policies",
+            "bundle",
+        ],
+    ));
+    assert_eq!(loaded["policy_set"], embedded["policy_set"]);
+    // Exporting again over an identical copy is fine; over an edited file it is refused.
+    let again = run_in(root, &["policy", "export", "bundle"]);
+    assert_eq!(again.status.code(), Some(0), "{}", transcript(&again));
+    let strict = root.join("bundle/profiles/strict.cedar");
+    fs::write(&strict, "// mine\n").unwrap();
+    let refused = run_in(root, &["policy", "export", "bundle"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", transcript(&refused));
+    assert!(
+        stderr(&refused).contains("bundle/profiles/strict.cedar: exists with other content"),
+        "{}",
+        transcript(&refused)
+    );
+    assert_eq!(fs::read_to_string(&strict).unwrap(), "// mine\n");
+    let forced = run_in(root, &["policy", "export", "bundle", "--force"]);
+    assert_eq!(forced.status.code(), Some(0), "{}", transcript(&forced));
+    assert_ne!(fs::read_to_string(&strict).unwrap(), "// mine\n");
+}
+
+/// Issue 19 item 5: `policy diff` takes `embedded` as a side, and a suite's own custom
+/// directory is never loaded on both sides silently: named by --old-custom/--new-custom it is
+/// replaced per side, so a verdict-flipping change is never "0 changed".
+#[test]
+fn issue_19_diff_embedded_and_suite_custom_dirs() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    team_suite(root);
+    // The old version of the team's directory, kept aside; the new one forbids the case.
+    copy_dir(&root.join("custom-sec"), &root.join("old/custom-sec"));
+    fs::write(root.join("custom-sec/b.cedar"), TEAM_FORBID_READS).unwrap();
+
+    let diff = |extra: &[&str]| {
+        let mut args = vec!["--format", "json", "policy", "diff", "embedded", "embedded"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--cases", "suite.json"]);
+        run_in(root, &args)
+    };
+    let flipped = |out: &std::process::Output| {
+        assert_eq!(out.status.code(), Some(1), "{}", transcript(out));
+        let report = json_of(out);
+        assert_eq!(report["changed"], 1, "{report}");
+        assert_eq!(report["changes"][0]["old"]["decision"], "allow", "{report}");
+        assert_eq!(report["changes"][0]["new"]["decision"], "deny", "{report}");
+        assert_eq!(
+            report["changes"][0]["new"]["determining"],
+            serde_json::json!(["team.no-readme"])
+        );
+        assert_eq!(report["notes"], serde_json::json!([]), "{report}");
+    };
+    flipped(&diff(&[
+        "--old-custom",
+        "old/custom-sec",
+        "--new-custom",
+        "custom-sec",
+    ]));
+    // The same directory the suite names, on the new side only: the old side goes without it.
+    flipped(&diff(&["--new-custom", "./custom-sec/"]));
+
+    // Nothing named per side: both sides load the suite's directory, and the report says so.
+    let same = diff(&[]);
+    assert_eq!(same.status.code(), Some(0), "{}", transcript(&same));
+    let report = json_of(&same);
+    assert_eq!(report["changed"], 0);
+    assert_eq!(report["old"]["origin"], "embedded default");
+    let notes = report["notes"].as_array().unwrap();
+    assert_eq!(notes.len(), 1, "{report}");
+    assert!(
+        notes[0]
+            .as_str()
+            .unwrap()
+            .contains("custom-sec` is loaded on both sides"),
+        "{report}"
+    );
+    let human = run_in(
+        root,
+        &[
+            "policy",
+            "diff",
+            "embedded",
+            "embedded",
+            "--cases",
+            "suite.json",
+        ],
+    );
+    assert!(
+        stdout(&human)
+            .contains("note: suite custom directory `custom-sec` is loaded on both sides"),
+        "{}",
+        transcript(&human)
+    );
+
+    // `embedded` against an exported copy with one policy removed.
+    run_in(root, &["policy", "export", "bundle"]);
+    let strict = root.join("bundle/profiles/strict.cedar");
+    let text = fs::read_to_string(&strict).unwrap();
+    let start = text.find("@id(\"strict.deny.network\")").unwrap();
+    fs::write(&strict, &text[..start]).unwrap();
+    let cases = repo_root().join("policy-tests").display().to_string();
+    let out = run_in(
+        root,
+        &[
+            "--format", "json", "policy", "diff", "embedded", "bundle", "--cases", &cases,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    let report = json_of(&out);
+    assert!(report["changed"].as_u64().unwrap() > 0);
+    assert_eq!(report["new"]["origin"], "bundle");
+}
+
+/// Issue 19 item 5: a diagnostic names the file the operator passed (not
+/// `custom/<basename>/...`), and a refused custom directory is not blamed on the embedded
+/// default.
+#[test]
+fn issue_19_diagnostics_name_the_real_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    fs::create_dir_all(root.join("work")).unwrap();
+    fs::create_dir_all(root.join("org-policies/sub")).unwrap();
+    fs::write(
+        root.join("org-policies/sub/bad.cedar"),
+        "@id(\"org.bad\")\n@reason(\"x\")\nforbid (principal, action, resource)\nwhen { context.nope };\n",
+    )
+    .unwrap();
+    let out = run_in(
+        &root.join("work"),
+        &["policy", "validate", "--custom", "../org-policies"],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", transcript(&out));
+    let err = stderr(&out);
+    let first = err.lines().next().unwrap();
+    assert!(
+        first.starts_with("../org-policies/sub/bad.cedar:4:"),
+        "{err}"
+    );
+    let named = first.split(':').next().unwrap();
+    assert!(
+        root.join("work").join(named).is_file(),
+        "{named} does not exist"
+    );
+    assert!(
+        err.contains(
+            "craik: policy bundle embedded default + custom ../org-policies refused: 1 problem"
+        ),
+        "{err}"
+    );
+}
+
+/// Issue 19 item 5: the policy-set hash is content-addressed per file: the same files give
+/// the same hash whatever their directories are called, and it is the documented
+/// `craik.policy_set/2` digest.
+#[test]
+fn issue_19_policy_set_hash_is_content_addressed() {
+    use sha2::{Digest, Sha256};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let rule = "@id(\"org.x\")\n@reason(\"x\")\nforbid (principal, action, resource)\nwhen { context.iteration > 100 };\n";
+    for d in ["org-a", "elsewhere/org-b/nested"] {
+        fs::create_dir_all(root.join(d)).unwrap();
+        fs::write(root.join(d).join(format!("{}.cedar", d.len())), rule).unwrap();
+    }
+    let hash = |custom: &str| {
+        json_of(&run_in(
+            root,
+            &["--format", "json", "policy", "validate", "--custom", custom],
+        ))["policy_set"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let a = hash("org-a");
+    assert_eq!(a, hash("elsewhere/org-b"));
+    // The documented definition, recomputed from the files.
+    let hex = |b: &[u8]| {
+        Sha256::digest(b)
+            .iter()
+            .map(|x| format!("{x:02x}"))
+            .collect::<String>()
+    };
+    let policies = repo_root().join("policies");
+    let mut lines: Vec<String> = ["approvals", "base", "profiles"]
+        .iter()
+        .flat_map(|d| fs::read_dir(policies.join(d)).unwrap())
+        .map(|e| format!("policy {}\n", hex(&fs::read(e.unwrap().path()).unwrap())))
+        .chain([format!("policy {}\n", hex(rule.as_bytes()))])
+        .collect();
+    lines.sort();
+    let text = format!(
+        "craik.policy_set/2\nschema {}\n{}",
+        hex(&fs::read(policies.join("schema.cedarschema")).unwrap()),
+        lines.concat()
+    );
+    assert_eq!(a, format!("sha256:{}", hex(text.as_bytes())));
+}
+
+/// Issue 19 item 5: a custom policy needs an `@reason`, as a shipped one does.
+#[test]
+fn issue_19_custom_policies_need_a_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    fs::create_dir_all(root.join("org")).unwrap();
+    fs::write(
+        root.join("org/x.cedar"),
+        "// org rules\n@id(\"org.quiet\")\nforbid (principal, action, resource)\nwhen { context.iteration > 100 };\n",
+    )
+    .unwrap();
+    let out = run_in(root, &["policy", "validate", "--custom", "org"]);
+    assert_eq!(out.status.code(), Some(3), "{}", transcript(&out));
+    assert!(
+        stderr(&out).starts_with("org/x.cedar:2:1: policy `org.quiet` has no @reason"),
+        "{}",
+        transcript(&out)
     );
 }

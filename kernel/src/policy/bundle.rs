@@ -335,8 +335,8 @@ impl Bundle {
         })
     }
 
-    /// `sha256:<hex>` over the schema and every policy file (name and text), independent of
-    /// the order files were passed in. Goes into every receipt.
+    /// `sha256:<hex>` over the schema's and every policy file's content, independent of file
+    /// names, directories and order (see [`policy_set_hash`]). Goes into every receipt.
     pub fn hash(&self) -> &str {
         &self.hash
     }
@@ -689,20 +689,35 @@ fn locate_policy(
     }
 }
 
-fn bundle_hash(schema: &SourceFile, policies: &[SourceFile]) -> String {
-    let mut files: Vec<&SourceFile> = policies.iter().collect();
-    files.sort_by(|a, b| a.name.cmp(&b.name));
+/// The policy-set hash, content-addressed per file (`craik.policy_set/2`): the SHA-256 of
+///
+/// ```text
+/// craik.policy_set/2\n
+/// schema <sha256 hex of the schema text>\n
+/// policy <sha256 hex of one policy file's text>\n    (one line per file, sorted)
+/// ```
+///
+/// File names and directories take no part: the same files hash the same wherever they sit
+/// (embedded, `policies/`, a custom directory under any name) and in any order.
+/// INVARIANT: a change to any byte of any file changes the hash.
+pub fn policy_set_hash(schema: &str, policies: &[&str]) -> String {
+    let mut lines: Vec<String> = policies
+        .iter()
+        .map(|text| format!("policy {}\n", hex(&Sha256::digest(text.as_bytes()))))
+        .collect();
+    lines.sort();
     let mut hasher = Sha256::new();
-    hasher.update(b"craik.policy_set/1\n");
-    for file in std::iter::once(schema).chain(files) {
-        hasher.update(file.name.len().to_string().as_bytes());
-        hasher.update(b":");
-        hasher.update(file.name.as_bytes());
-        hasher.update(file.text.len().to_string().as_bytes());
-        hasher.update(b":");
-        hasher.update(file.text.as_bytes());
+    hasher.update(b"craik.policy_set/2\n");
+    hasher.update(format!("schema {}\n", hex(&Sha256::digest(schema.as_bytes()))).as_bytes());
+    for line in &lines {
+        hasher.update(line.as_bytes());
     }
     format!("sha256:{}", hex(&hasher.finalize()))
+}
+
+fn bundle_hash(schema: &SourceFile, policies: &[SourceFile]) -> String {
+    let texts: Vec<&str> = policies.iter().map(|f| f.text.as_str()).collect();
+    policy_set_hash(&schema.text, &texts)
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {

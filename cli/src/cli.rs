@@ -174,10 +174,13 @@ pub(crate) struct BundleArgs {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum PolicyCommand {
-    /// Load and strictly validate a policy bundle.
+    /// Load and strictly validate a policy bundle, then lint it (exit 1 on a lint error).
     Validate {
         #[command(flatten)]
         bundle: BundleArgs,
+        /// The clock lints compare time bounds against (RFC 3339); default: now.
+        #[arg(long, value_name = "TIME")]
+        now: Option<String>,
     },
     /// Pin every `[[policy.custom]]` directory of craik.toml to its current content.
     ///
@@ -202,6 +205,9 @@ pub(crate) enum PolicyCommand {
         /// Report files that would change; change nothing (exit 1 if any).
         #[arg(long)]
         check: bool,
+        /// With --check: print a unified diff of each change (what `fmt` would write).
+        #[arg(long, requires = "check")]
+        diff: bool,
         /// Line width. Craik's policies use 100; `cedar format` defaults to 80, so pass
         /// `--line-width 80` to agree with it.
         #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u16).range(40..=400))]
@@ -264,6 +270,10 @@ pub(crate) struct PolicyTestArgs {
     /// Fail (exit 1) when fewer than PCT percent of the loaded policies are exercised.
     #[arg(long, value_name = "PCT")]
     pub(crate) min_coverage: Option<f64>,
+    /// Count coverage over the policies of these directories only (your own custom policies,
+    /// not the shipped bundle); repeatable.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) coverage_of: Vec<PathBuf>,
     /// Write JUnit XML here as well as the normal report.
     #[arg(long, value_name = "FILE")]
     pub(crate) junit: Option<PathBuf>,

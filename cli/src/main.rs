@@ -103,8 +103,8 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         Command::Schema(SchemaCommand::List) => cmd::schema::list(out, cli.format),
         Command::Schema(SchemaCommand::Show { name }) => cmd::schema::show(out, name),
         Command::Schema(SchemaCommand::Export { dir }) => cmd::schema::export(out, cli.format, dir),
-        Command::Policy(PolicyCommand::Validate { bundle }) => {
-            cmd::policy::validate(out, cli.format, bundle)
+        Command::Policy(PolicyCommand::Validate { bundle, now }) => {
+            cmd::policy::validate(out, cli.format, bundle, now.as_deref())
         }
         Command::Policy(PolicyCommand::Export { dir, force }) => {
             cmd::policy::export(out, cli.format, dir, *force)
@@ -112,8 +112,9 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         Command::Policy(PolicyCommand::Fmt {
             dir,
             check,
+            diff,
             line_width,
-        }) => cmd::policy::fmt(out, dir, *check, usize::from(*line_width)),
+        }) => cmd::policy::fmt(out, dir, *check, *diff, usize::from(*line_width)),
         Command::Policy(PolicyCommand::Explain {
             request,
             grants,

@@ -7,6 +7,7 @@ mod effect;
 mod eval;
 mod grant;
 mod inputs;
+mod lint;
 mod request;
 
 pub(crate) use bundle::hex;
@@ -23,6 +24,7 @@ pub use decide::{
 };
 pub use effect::{Effect, OPERATIONS, envelope_entry_problem, operations_of};
 pub use grant::{CompiledGrant, GrantError, GrantSet, PathPattern, compile as compile_grant};
+pub use lint::{Lint, Severity};
 pub use request::{
     Approval, Decision, DecisionRequest, DenyKind, EnvelopeRules, IntentScope, Mode, RunnerRef,
     Verdict,

@@ -14,33 +14,101 @@ use crate::files::{DEFAULT_MAX_BYTES, Input, read_bounded, write_atomic};
 use crate::output::{Format, Out};
 use craik_host::policytest::{self, CaseResult, Outcome};
 
-pub(crate) fn validate(out: &mut Out, format: Format, args: &BundleArgs) -> Result<Exit, Failure> {
+pub(crate) fn validate(
+    out: &mut Out,
+    format: Format,
+    args: &BundleArgs,
+    now: Option<&str>,
+) -> Result<Exit, Failure> {
     let loaded = load(args.policies.as_deref(), &args.custom)?;
+    let now = parse_now(now)?;
+    let lints = loaded.bundle.lints(now.get().unix_timestamp());
     let policies: Vec<_> = loaded.bundle.policies().collect();
+    #[derive(Serialize)]
+    struct Finding<'a> {
+        rule: &'a str,
+        severity: craik_kernel::Severity,
+        policy: &'a str,
+        file: &'a str,
+        line: usize,
+        message: &'a str,
+    }
     #[derive(Serialize)]
     struct Report<'a> {
         origin: &'a str,
         policy_set: &'a str,
         policies: usize,
         capabilities: Vec<&'a str>,
+        lints: Vec<Finding<'a>>,
     }
+    let errors = lints
+        .iter()
+        .filter(|l| l.severity == craik_kernel::Severity::Error)
+        .count();
     let report = Report {
         origin: &loaded.origin,
         policy_set: loaded.bundle.hash(),
         policies: policies.len(),
         capabilities: loaded.bundle.capabilities().collect(),
+        lints: lints
+            .iter()
+            .map(|l| Finding {
+                rule: l.rule,
+                severity: l.severity,
+                policy: &l.policy,
+                file: &l.at.file,
+                line: l.at.line,
+                message: &l.at.message,
+            })
+            .collect(),
     };
     match format {
-        Format::Human => out.line(format_args!(
-            "{}: ok, {} policies, {} capabilities, policy set {}",
-            report.origin,
-            report.policies,
-            report.capabilities.len(),
-            report.policy_set
-        ))?,
+        Format::Human => {
+            for l in &lints {
+                let level = match l.severity {
+                    craik_kernel::Severity::Error => "error",
+                    craik_kernel::Severity::Warning => "warning",
+                };
+                out.line(format_args!(
+                    "{}:{}:{}: {level}[{}]: {}",
+                    l.at.file, l.at.line, l.at.column, l.rule, l.at.message
+                ))?;
+            }
+            if errors > 0 {
+                out.line(format_args!(
+                    "{}: {errors} lint error(s), policy set {}",
+                    report.origin, report.policy_set
+                ))?;
+            } else {
+                out.line(format_args!(
+                    "{}: ok, {} policies, {} capabilities, policy set {}",
+                    report.origin,
+                    report.policies,
+                    report.capabilities.len(),
+                    report.policy_set
+                ))?;
+            }
+        }
         Format::Json | Format::Junit => out.json(&report)?,
     }
-    Ok(Exit::Ok)
+    Ok(if errors > 0 {
+        Exit::CheckFailed
+    } else {
+        Exit::Ok
+    })
+}
+
+/// `--now TIME` (RFC 3339), or the clock.
+fn parse_now(now: Option<&str>) -> Result<Timestamp, Failure> {
+    match now {
+        Some(text) => Timestamp::parse(text).map_err(|e| {
+            Failure::usage(format!(
+                "--now `{}`: {e}; expected RFC 3339",
+                craik_contracts::Truncated(text)
+            ))
+        }),
+        None => Ok(Timestamp::new(time::OffsetDateTime::now_utc())),
+    }
 }
 
 /// `policy export DIR`: the embedded bundle's files, byte for byte, so `--policies DIR`
@@ -128,6 +196,7 @@ pub(crate) fn fmt(
     out: &mut Out,
     dir: &Path,
     check: bool,
+    diff: bool,
     line_width: usize,
 ) -> Result<Exit, Failure> {
     let files = cedar_files(dir, true)?;
@@ -157,6 +226,19 @@ pub(crate) fn fmt(
     for (name, pretty) in &changed {
         if check {
             out.line(format_args!("{name}: not formatted"))?;
+            if diff {
+                let original = files
+                    .iter()
+                    .find(|f| &f.name == name)
+                    .map_or("", |f| f.text.as_str());
+                // The file's own bytes are shown, so control characters are defused first.
+                let text = similar::TextDiff::from_lines(original, pretty.as_str())
+                    .unified_diff()
+                    .context_radius(3)
+                    .header(&format!("a/{name}"), &format!("b/{name}"))
+                    .to_string();
+                out.text(&defuse(&text))?;
+            }
         } else {
             write_atomic(Path::new(name), pretty.as_bytes())
                 .map_err(|e| Failure::usage(format!("{name}: cannot write: {e}")))?;
@@ -170,6 +252,20 @@ pub(crate) fn fmt(
         out.line(format_args!("{} files already formatted", files.len()))?;
     }
     Ok(Exit::Ok)
+}
+
+/// Control characters other than newline and tab drawn as `?`, so a policy file's bytes
+/// cannot drive the terminal.
+fn defuse(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                '?'
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 pub(crate) struct ExplainArgs<'a> {
@@ -213,15 +309,7 @@ pub(crate) fn explain(
     })?;
     let grants = read_grants(args.grants)?;
     compile_grants(&loaded.bundle, &grants, "--grants")?;
-    let now = match args.now {
-        Some(text) => Timestamp::parse(text).map_err(|e| {
-            Failure::usage(format!(
-                "--now `{}`: {e}; expected RFC 3339",
-                craik_contracts::Truncated(text)
-            ))
-        })?,
-        None => Timestamp::new(time::OffsetDateTime::now_utc()),
-    };
+    let now = parse_now(args.now)?;
     let root = match args.workspace_root {
         Some(root) => root.to_owned(),
         None => std::env::current_dir()
@@ -347,10 +435,42 @@ pub(crate) fn test(out: &mut Out, format: Format, args: &PolicyTestArgs) -> Resu
     if progress && cases.len() > 500 {
         out.end_progress()?;
     }
-    let (covered, missed) = policytest::coverage(
+    let (mut covered, mut missed) = policytest::coverage(
         std::iter::once(&loaded.bundle).chain(extra.values()),
         &results,
     );
+    if !args.coverage_of.is_empty() {
+        let scopes = args
+            .coverage_of
+            .iter()
+            .map(|d| {
+                d.canonicalize()
+                    .map_err(|e| Failure::usage(format!("--coverage-of {}: {e}", d.display())))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let bundles: Vec<&craik_kernel::Bundle> = std::iter::once(&loaded.bundle)
+            .chain(extra.values())
+            .collect();
+        let in_scope = |id: &String| {
+            bundles
+                .iter()
+                .find_map(|b| b.policy(id))
+                .and_then(|p| Path::new(&p.file).canonicalize().ok())
+                .is_some_and(|f| scopes.iter().any(|s| f.starts_with(s)))
+        };
+        covered.retain(in_scope);
+        missed.retain(in_scope);
+        if covered.is_empty() && missed.is_empty() {
+            return Err(Failure::usage(format!(
+                "--coverage-of: no loaded policy comes from {}; load it with --policies, --custom or a suite's `custom`",
+                args.coverage_of
+                    .iter()
+                    .map(|d| format!("`{}`", d.display()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+    }
     let total = covered.len() + missed.len();
     let pct = if total == 0 {
         100.0
@@ -416,8 +536,20 @@ pub(crate) fn test(out: &mut Out, format: Format, args: &PolicyTestArgs) -> Resu
                 failed,
                 micros as f64 / 1000.0
             ))?;
+            let scope = if args.coverage_of.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " of {}",
+                    args.coverage_of
+                        .iter()
+                        .map(|d| d.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
             out.line(format_args!(
-                "coverage: {}/{} policies exercised ({pct:.1}%)",
+                "coverage{scope}: {}/{} policies exercised ({pct:.1}%)",
                 covered.len(),
                 total
             ))?;

@@ -829,3 +829,131 @@ fn issue_19_custom_policies_need_a_reason() {
         transcript(&out)
     );
 }
+
+/// Issue 19 item 5: `policy validate` lints an unconstrained `permit (principal, action,
+/// resource);` as an error (exit 1, naming file and line); a scoped permit passes.
+#[test]
+fn issue_19_validate_lints_an_unconstrained_permit() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    fs::create_dir_all(root.join("org")).unwrap();
+    fs::write(
+        root.join("org/open.cedar"),
+        "@id(\"org.scoped\")\n@reason(\"reads\")\npermit (principal, action == Craik::Action::\"repo.read\", resource);\n\n@id(\"org.open\")\n@reason(\"everything\")\npermit (principal, action, resource);\n",
+    )
+    .unwrap();
+    let out = run_in(root, &["policy", "validate", "--custom", "org"]);
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        lines[0].starts_with("org/open.cedar:5:1: error[unconstrained-permit]: `org.open` permits every principal, action and resource with no condition"),
+        "{text}"
+    );
+    let json = json_of(&run_in(
+        root,
+        &["--format", "json", "policy", "validate", "--custom", "org"],
+    ));
+    assert_eq!(json["lints"][0]["rule"], "unconstrained-permit");
+    assert_eq!(json["lints"][0]["policy"], "org.open");
+    assert_eq!(json["lints"].as_array().unwrap().len(), 1);
+    // `when { true }` is no constraint either; a real condition is.
+    fs::write(
+        root.join("org/open.cedar"),
+        "@id(\"org.open\")\n@reason(\"everything\")\npermit (principal, action, resource) when { true };\n",
+    )
+    .unwrap();
+    let out = run_in(root, &["policy", "validate", "--custom", "org"]);
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    fs::write(
+        root.join("org/open.cedar"),
+        "@id(\"org.open\")\n@reason(\"high trust\")\npermit (principal, action, resource) when { principal.trust == \"high\" };\n",
+    )
+    .unwrap();
+    let out = run_in(root, &["policy", "validate", "--custom", "org"]);
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+}
+
+/// Issue 19 item 5: `policy fmt --check --diff` prints what `fmt` would change as a unified
+/// diff, and changes nothing.
+#[test]
+fn issue_19_fmt_check_diff_shows_the_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    fs::create_dir_all(root.join("org")).unwrap();
+    let ugly = "@id(\"org.x\")\n@reason(\"x\")\nforbid (principal, action, resource) when {   context.iteration > 100 };\n";
+    fs::write(root.join("org/x.cedar"), ugly).unwrap();
+    let out = run_in(root, &["policy", "fmt", "--check", "--diff", "org"]);
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    insta::assert_snapshot!("fmt_check_diff", stdout(&out));
+    assert_eq!(fs::read_to_string(root.join("org/x.cedar")).unwrap(), ugly);
+    // --diff needs --check.
+    let out = run_in(root, &["policy", "fmt", "--diff", "org"]);
+    assert_eq!(out.status.code(), Some(2), "{}", transcript(&out));
+}
+
+/// Issue 19 item 5: `policy test --coverage-of DIR` counts coverage over one's own policies
+/// only, so `--min-coverage 100` holds a team to its own rules, not the shipped bundle's.
+#[test]
+fn issue_19_coverage_scoped_to_own_policies() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    team_suite(root);
+    fs::write(root.join("custom-sec/b.cedar"), TEAM_FORBID_READS).unwrap();
+    let suite = fs::read_to_string(root.join("suite.json"))
+        .unwrap()
+        .replace(
+            "\"expect\": {\"decision\": \"allow\"}",
+            "\"expect\": {\"decision\": \"deny\"}",
+        );
+    fs::write(root.join("suite.json"), suite).unwrap();
+    let out = run_in(
+        root,
+        &[
+            "policy",
+            "test",
+            "suite.json",
+            "--coverage-of",
+            "custom-sec",
+            "--min-coverage",
+            "50",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    assert!(
+        stdout(&out).contains("coverage of custom-sec: 1/2 policies exercised (50.0%)\n  not exercised: team.note (custom-sec/a.cedar:1)\n"),
+        "{}",
+        transcript(&out)
+    );
+    let out = run_in(
+        root,
+        &[
+            "--format",
+            "json",
+            "policy",
+            "test",
+            "suite.json",
+            "--coverage-of",
+            "custom-sec",
+            "--min-coverage",
+            "100",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    assert_eq!(json_of(&out)["uncovered"], serde_json::json!(["team.note"]));
+    // Unscoped, the shipped bundle counts too.
+    let out = run_in(root, &["policy", "test", "suite.json"]);
+    assert!(
+        stdout(&out).contains("coverage: 1/28 policies"),
+        "{}",
+        transcript(&out)
+    );
+    // A directory none of whose policies is loaded is a usage error, not 100 % of nothing.
+    fs::create_dir_all(root.join("elsewhere")).unwrap();
+    let out = run_in(
+        root,
+        &["policy", "test", "suite.json", "--coverage-of", "elsewhere"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", transcript(&out));
+}

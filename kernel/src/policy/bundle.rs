@@ -110,6 +110,8 @@ pub struct Bundle {
     pub(crate) types: crate::policy::inputs::Types,
     /// Every decision policy (no approval rules), for Cedar-level tests.
     pub(crate) decision_all: PolicySet,
+    /// Every policy (decision and approval), for lints.
+    pub(crate) all: Vec<Policy>,
     hash: String,
 }
 
@@ -331,6 +333,7 @@ impl Bundle {
             decision_slices,
             approval_slices,
             decision_all,
+            all,
             hash,
         })
     }
@@ -499,6 +502,94 @@ fn guard(policy: &Policy) -> Option<Guard> {
         .get("Value")?
         .as_str()
         .map(|p| Guard::Profile(p.to_owned()))
+}
+
+/// The upper time bounds a policy states as its first condition's conjuncts:
+/// `context.now < datetime("...")` (or `<=`), as (milliseconds since the epoch, the literal).
+pub(crate) fn upper_time_bounds(policy: &Policy) -> Vec<(i64, String)> {
+    let Ok(est) = policy.to_json() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for condition in est
+        .get("conditions")
+        .and_then(|c| c.as_array())
+        .into_iter()
+        .flatten()
+    {
+        if condition.get("kind").and_then(|k| k.as_str()) != Some("when") {
+            continue;
+        }
+        let mut stack: Vec<&serde_json::Value> = condition.get("body").into_iter().collect();
+        while let Some(expr) = stack.pop() {
+            if let Some(and) = expr.get("&&") {
+                stack.extend(and.get("left"));
+                stack.extend(and.get("right"));
+                continue;
+            }
+            for op in ["<", "<="] {
+                let Some(cmp) = expr.get(op) else { continue };
+                let is_now = cmp.get("left").and_then(|l| l.get(".")).is_some_and(|dot| {
+                    dot.get("left")
+                        .and_then(|v| v.get("Var"))
+                        .and_then(|v| v.as_str())
+                        == Some("context")
+                        && dot.get("attr").and_then(|a| a.as_str()) == Some("now")
+                });
+                if !is_now {
+                    continue;
+                }
+                let literal = cmp
+                    .get("right")
+                    .and_then(|r| r.get("datetime"))
+                    .and_then(|args| args.as_array())
+                    .and_then(|args| args.first())
+                    .and_then(|a| a.get("Value"))
+                    .and_then(|v| v.as_str());
+                if let Some(text) = literal
+                    && let Some(ms) = datetime_millis(text)
+                {
+                    out.push((ms, text.to_owned()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Milliseconds since the epoch of a Cedar `datetime` literal (`2026-11-21`,
+/// `2026-11-21T09:00:00Z`, with optional `.SSS` and `+hhmm` / `-hhmm`).
+pub(crate) fn datetime_millis(text: &str) -> Option<i64> {
+    let date = time::macros::format_description!("[year]-[month]-[day]");
+    if let Ok(d) = time::Date::parse(text, &date) {
+        return Some(d.midnight().assume_utc().unix_timestamp() * 1000);
+    }
+    let formats = [
+        time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z"),
+        time::macros::format_description!(
+            "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+        ),
+    ];
+    for f in formats {
+        if let Ok(t) = time::PrimitiveDateTime::parse(text, &f) {
+            let t = t.assume_utc();
+            return Some(t.unix_timestamp() * 1000 + i64::from(t.millisecond()));
+        }
+    }
+    let offsets = [
+        time::macros::format_description!(
+            "[year]-[month]-[day]T[hour]:[minute]:[second][offset_hour sign:mandatory][offset_minute]"
+        ),
+        time::macros::format_description!(
+            "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3][offset_hour sign:mandatory][offset_minute]"
+        ),
+    ];
+    for f in offsets {
+        if let Ok(t) = time::OffsetDateTime::parse(text, &f) {
+            return Some(t.unix_timestamp() * 1000 + i64::from(t.millisecond()));
+        }
+    }
+    None
 }
 
 /// An error and its sources, on one line.

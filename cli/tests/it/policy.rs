@@ -957,3 +957,126 @@ fn issue_19_coverage_scoped_to_own_policies() {
     );
     assert_eq!(out.status.code(), Some(2), "{}", transcript(&out));
 }
+
+/// Issue 19 item 5: a command's normalised path arguments reach Cedar (`resource.paths`,
+/// `resource.dirs`), so `ls scripts` no longer escapes a rule on `scripts/`, and `context.now`
+/// is a Cedar datetime; the examples suite in policy-tests/ runs green with its own policies
+/// fully covered.
+#[test]
+fn issue_19_command_paths_and_datetime_now_reach_cedar() {
+    let tests = repo_root().join("policy-tests");
+    let out = run_in(
+        &tests,
+        &[
+            "--format",
+            "json",
+            "policy",
+            "test",
+            "examples-paths-time.json",
+            "--coverage-of",
+            "custom-examples",
+            "--min-coverage",
+            "100",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    let report = json_of(&out);
+    assert_eq!(report["failed"], 0);
+    assert!(report["cases"].as_u64().unwrap() >= 13);
+    let determining: Vec<String> = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["actual"]["determining"].to_string())
+        .collect();
+    for id in ["team.scripts", "team.lockfile", "team.freeze"] {
+        assert!(
+            determining.iter().any(|d| d.contains(id)),
+            "{id}: {determining:?}"
+        );
+    }
+    // The old spelling, epoch seconds, is refused when the bundle loads, naming the place.
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir_all(dir.path().join("org")).unwrap();
+    fs::write(
+        dir.path().join("org/old.cedar"),
+        "@id(\"org.old\")\n@reason(\"x\")\nforbid (principal, action, resource)\nwhen { context.now > 1795251600 };\n",
+    )
+    .unwrap();
+    let out = run_in(dir.path(), &["policy", "validate", "--custom", "org"]);
+    assert_eq!(out.status.code(), Some(3), "{}", transcript(&out));
+    assert!(
+        stderr(&out).starts_with("org/old.cedar:4:"),
+        "{}",
+        transcript(&out)
+    );
+    assert!(stderr(&out).contains("datetime"), "{}", transcript(&out));
+}
+
+/// Issue 19 item 5: `policy validate` warns about an upper time bound that has passed (the
+/// policy can never match again), judged against --now; a lower bound or a future one is fine.
+#[test]
+fn issue_19_validate_warns_about_past_time_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    fs::create_dir_all(root.join("org")).unwrap();
+    fs::write(
+        root.join("org/trial.cedar"),
+        "@id(\"org.trial\")\n@reason(\"a trial\")\npermit (principal, action == Craik::Action::\"repo.read\", resource)\nwhen { principal.trust == \"high\" && context.now < datetime(\"2026-11-01\") };\n\n@id(\"org.until\")\n@reason(\"until\")\nforbid (principal, action == Craik::Action::\"git.push\", resource)\nunless { context.now >= datetime(\"2026-10-01T12:00:00Z\") };\n\n@id(\"org.since\")\n@reason(\"since\")\nforbid (principal, action == Craik::Action::\"git.commit\", resource)\nwhen { context.now >= datetime(\"2026-01-01\") };\n",
+    )
+    .unwrap();
+    let validate = |now: &str| {
+        run_in(
+            root,
+            &[
+                "--format", "json", "policy", "validate", "--custom", "org", "--now", now,
+            ],
+        )
+    };
+    let before = validate("2026-09-01T00:00:00Z");
+    assert_eq!(before.status.code(), Some(0), "{}", transcript(&before));
+    assert_eq!(json_of(&before)["lints"], serde_json::json!([]));
+    let after = validate("2026-11-02T00:00:00Z");
+    assert_eq!(
+        after.status.code(),
+        Some(0),
+        "warnings do not fail: {}",
+        transcript(&after)
+    );
+    let lints = json_of(&after)["lints"].clone();
+    let found: Vec<(&str, &str, &str)> = lints
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["rule"].as_str().unwrap(),
+                l["severity"].as_str().unwrap(),
+                l["policy"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("expired-bound", "warning", "org.trial"),
+            ("expired-bound", "warning", "org.until")
+        ]
+    );
+    let human = run_in(
+        root,
+        &[
+            "policy",
+            "validate",
+            "--custom",
+            "org",
+            "--now",
+            "2026-11-02T00:00:00Z",
+        ],
+    );
+    assert!(
+        stdout(&human).starts_with("org/trial.cedar:1:1: warning[expired-bound]: `org.trial` holds only while `context.now` is before 2026-11-01, which has passed"),
+        "{}",
+        transcript(&human)
+    );
+}

@@ -504,8 +504,9 @@ fn guard(policy: &Policy) -> Option<Guard> {
         .map(|p| Guard::Profile(p.to_owned()))
 }
 
-/// The upper time bounds a policy states as its first condition's conjuncts:
-/// `context.now < datetime("...")` (or `<=`), as (milliseconds since the epoch, the literal).
+/// The upper time bounds a policy states as conjuncts of its conditions:
+/// `when { ... && context.now < datetime("...") }` (or `<=`), `unless { context.now >=
+/// datetime("...") }` (or `>`), as (milliseconds since the epoch, the literal).
 pub(crate) fn upper_time_bounds(policy: &Policy) -> Vec<(i64, String)> {
     let Ok(est) = policy.to_json() else {
         return Vec::new();
@@ -517,18 +518,22 @@ pub(crate) fn upper_time_bounds(policy: &Policy) -> Vec<(i64, String)> {
         .into_iter()
         .flatten()
     {
-        if condition.get("kind").and_then(|k| k.as_str()) != Some("when") {
-            continue;
-        }
+        // `when { context.now < X }` and `unless { context.now >= X }` both end at X.
+        // (`unless { A || B }` is `when { !A && !B }`: there the disjuncts bound.)
+        let (ops, split): (&[&str], &str) = match condition.get("kind").and_then(|k| k.as_str()) {
+            Some("when") => (&["<", "<="], "&&"),
+            Some("unless") => (&[">=", ">"], "||"),
+            _ => continue,
+        };
         let mut stack: Vec<&serde_json::Value> = condition.get("body").into_iter().collect();
         while let Some(expr) = stack.pop() {
-            if let Some(and) = expr.get("&&") {
-                stack.extend(and.get("left"));
-                stack.extend(and.get("right"));
+            if let Some(both) = expr.get(split) {
+                stack.extend(both.get("left"));
+                stack.extend(both.get("right"));
                 continue;
             }
-            for op in ["<", "<="] {
-                let Some(cmp) = expr.get(op) else { continue };
+            for op in ops {
+                let Some(cmp) = expr.get(*op) else { continue };
                 let is_now = cmp.get("left").and_then(|l| l.get(".")).is_some_and(|dot| {
                     dot.get("left")
                         .and_then(|v| v.get("Var"))

@@ -17,7 +17,7 @@ use time::OffsetDateTime;
 
 use crate::path::TargetPath;
 use crate::policy::bundle::{Bundle, SliceKey, hex};
-use crate::policy::command::{analyse, check_argument_paths, split};
+use crate::policy::command::{analyse, argument_paths, check_argument_paths, split};
 use crate::policy::effect::{Effect, operations_of};
 use crate::policy::eval::{self, Evaluation, Slice};
 use crate::policy::grant::{CompiledGrant, GrantSet, PathPattern};
@@ -300,7 +300,7 @@ impl Bundle {
                     Attr::Long(i64::from(request.max_iterations)),
                 ),
                 ("operation", Attr::Str(request.operation.as_str().into())),
-                ("now", Attr::Long(options.now.unix_timestamp())),
+                ("now", Attr::Datetime(cedar_datetime(options.now))),
                 ("task_mode", Attr::Str(request.task_mode.as_str().into())),
                 ("intent_out_of_scope", Attr::Bool(out_of_scope)),
                 ("intent_outside_scope", Attr::Bool(outside_scope)),
@@ -540,6 +540,43 @@ fn leaf(kind: Kind, id: &str, attrs: Vec<(&'static str, Attr<'static>)>) -> Enti
     }
 }
 
+/// A Cedar `datetime` literal for an instant, in UTC to the millisecond
+/// (`2026-11-20T10:00:00.000Z`). A year Cedar cannot write gives an empty literal, which fails
+/// to build the request (a deny).
+pub(crate) fn cedar_datetime(at: time::OffsetDateTime) -> String {
+    let at = at.to_offset(time::UtcOffset::UTC);
+    if !(0..=9999).contains(&at.year()) {
+        return String::new();
+    }
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        at.year(),
+        u8::from(at.month()),
+        at.day(),
+        at.hour(),
+        at.minute(),
+        at.second(),
+        at.millisecond()
+    )
+}
+
+/// Every directory a command's path arguments name or lie in: for `cat src/a/b.rs`, `.`,
+/// `src`, `src/a` and `src/a/b.rs` (an argument may name a directory), so
+/// `resource.dirs.contains(Craik::Dir::"src")` holds for anything under `src`.
+fn dirs_of(paths: &[String]) -> Vec<String> {
+    let mut dirs = std::collections::BTreeSet::new();
+    if !paths.is_empty() {
+        dirs.insert(".".to_owned());
+    }
+    for path in paths {
+        for (at, _) in path.match_indices('/') {
+            dirs.insert(path.get(..at).unwrap_or_default().to_owned());
+        }
+        dirs.insert(path.clone());
+    }
+    dirs.into_iter().collect()
+}
+
 fn build_resource(
     bundle: &Bundle,
     request: &DecisionRequest,
@@ -611,6 +648,8 @@ fn build_resource(
                 }
             };
             let facts = analyse(&argv).map_err(|e| format!("command refused: {e}"))?;
+            let paths = argument_paths(&argv, root);
+            let dirs = dirs_of(&paths);
             if !facts.shell && !facts.wrapper {
                 // (Shell syntax and wrappers are forbidden by policy whatever they name. An
                 // unvetted command may still run once approved, so its paths are checked.)
@@ -626,6 +665,8 @@ fn build_resource(
                         ("shell", Attr::Bool(facts.shell)),
                         ("wrapper", Attr::Bool(facts.wrapper)),
                         ("unvetted", Attr::Bool(facts.unvetted)),
+                        ("paths", Attr::Uids(Kind::Path, paths)),
+                        ("dirs", Attr::Uids(Kind::Dir, dirs)),
                     ],
                 ),
                 canonical: json!(argv),

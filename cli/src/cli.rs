@@ -229,6 +229,10 @@ pub(crate) enum PolicyCommand {
         /// Report the verdict as shadow (would-enforce).
         #[arg(long)]
         shadow: bool,
+        /// Also list every permit that could apply (the profile's and the task's grants for
+        /// the capability) and, for each that did not match, the part of it that did not hold.
+        #[arg(long)]
+        trace: bool,
         #[command(flatten)]
         bundle: BundleArgs,
     },

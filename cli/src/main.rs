@@ -121,6 +121,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             now,
             workspace_root,
             shadow,
+            trace,
             bundle,
         }) => {
             let args = cmd::policy::ExplainArgs {
@@ -129,6 +130,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
                 now: now.as_deref(),
                 workspace_root: workspace_root.as_deref(),
                 shadow: *shadow,
+                trace: *trace,
                 bundle,
             };
             cmd::policy::explain(out, cli.format, &args)

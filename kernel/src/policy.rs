@@ -9,6 +9,7 @@ mod grant;
 mod inputs;
 mod lint;
 mod request;
+mod trace;
 
 pub(crate) use bundle::hex;
 pub use bundle::{
@@ -29,3 +30,4 @@ pub use request::{
     Approval, Decision, DecisionRequest, DenyKind, EnvelopeRules, IntentScope, Mode, RunnerRef,
     Verdict,
 };
+pub use trace::PermitTrace;

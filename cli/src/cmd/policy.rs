@@ -274,6 +274,7 @@ pub(crate) struct ExplainArgs<'a> {
     pub(crate) now: Option<&'a str>,
     pub(crate) workspace_root: Option<&'a str>,
     pub(crate) shadow: bool,
+    pub(crate) trace: bool,
     pub(crate) bundle: &'a BundleArgs,
 }
 
@@ -317,8 +318,36 @@ pub(crate) fn explain(
             .display()
             .to_string(),
     };
-    let verdict = policytest::decide(&loaded.bundle, &request, &grants, now, &root, args.shadow);
+    let mut permits = Vec::new();
+    let verdict = policytest::decide_traced(
+        &loaded.bundle,
+        &request,
+        &grants,
+        now,
+        &root,
+        args.shadow,
+        args.trace.then_some(&mut permits),
+    );
+    let at = |id: &str| {
+        loaded
+            .bundle
+            .policy(id)
+            .map(|p| format!(" ({}:{})", p.file, p.line))
+            .unwrap_or_default()
+    };
     match format {
+        Format::Json | Format::Junit if args.trace => {
+            #[derive(Serialize)]
+            struct Traced<'a> {
+                #[serde(flatten)]
+                verdict: &'a craik_kernel::Verdict,
+                trace: &'a [craik_kernel::PermitTrace],
+            }
+            out.json(&Traced {
+                verdict: &verdict,
+                trace: &permits,
+            })?
+        }
         Format::Json | Format::Junit => out.json(&verdict)?,
         Format::Human => {
             let mut head = policytest::decision_name(verdict.decision).to_owned();
@@ -336,15 +365,39 @@ pub(crate) fn explain(
             }
             out.line(format_args!("verdict: {head}"))?;
             for (id, reason) in verdict.determining.iter().zip(&verdict.reasons) {
-                let at = loaded
-                    .bundle
-                    .policy(id)
-                    .map(|p| format!(" ({}:{})", p.file, p.line))
-                    .unwrap_or_default();
-                out.line(format_args!("  {id}{at}: {reason}"))?;
+                out.line(format_args!("  {id}{}: {reason}", at(id)))?;
             }
             for reason in verdict.reasons.iter().skip(verdict.determining.len()) {
                 out.line(format_args!("  {reason}"))?;
+            }
+            // The permit an approval rule held back is shown, not hidden behind the rule.
+            for id in &verdict.permitted_by {
+                let reason = match id.strip_prefix(craik_kernel::GRANT_ID_PREFIX) {
+                    Some(grant) => grants
+                        .iter()
+                        .find(|g| g.id == grant)
+                        .map(|g| {
+                            craik_contracts::one_line(&format!(
+                                "grant `{grant}` approved by {}: {}",
+                                g.approved_by, g.reason
+                            ))
+                        })
+                        .unwrap_or_default(),
+                    None => loaded
+                        .bundle
+                        .policy(id)
+                        .and_then(|p| p.reason.clone())
+                        .unwrap_or_default(),
+                };
+                let reason = if reason.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {reason}")
+                };
+                out.line(format_args!(
+                    "  permitted by {id}{}{reason}, held for approval",
+                    at(id)
+                ))?;
             }
             if !verdict.grants.is_empty() {
                 out.line(format_args!(
@@ -363,6 +416,24 @@ pub(crate) fn explain(
             }
             if verdict.policy_exception {
                 out.line("policy exception: evaluation errors let through under fail-open")?;
+            }
+            if args.trace {
+                out.line(format_args!(
+                    "trace: {} permit(s) could apply",
+                    permits.len()
+                ))?;
+                for p in &permits {
+                    if p.matched {
+                        out.line(format_args!("  matched     {}{}", p.id, at(&p.id)))?;
+                    } else {
+                        out.line(format_args!(
+                            "  not matched {}{}: {}",
+                            p.id,
+                            at(&p.id),
+                            craik_contracts::one_line(&p.why)
+                        ))?;
+                    }
+                }
             }
             out.line(format_args!("request {}", verdict.request_hash))?;
             out.line(format_args!("policy set {}", verdict.policy_set))?;

@@ -1080,3 +1080,114 @@ fn issue_19_validate_warns_about_past_time_bounds() {
         transcript(&human)
     );
 }
+
+/// Issue 19 item 5: explain gives a grant's reason (not its id) and shows the permit an
+/// approval rule holds back, instead of hiding it behind the rule.
+#[test]
+fn issue_19_explain_shows_grant_reasons_and_the_held_permit() {
+    let dir = tempfile::tempdir().unwrap();
+    let grant = repo_root().join("examples/docs-review/capability_grant.json");
+    let explain = |profile: &str, format: &str| {
+        let request = serde_json::json!({
+            "runner": {"id": "runner_fixture"}, "task_id": "task_docs_review",
+            "capability": "repo.write.docs", "target": "docs/guide.md", "operation": "write",
+            "profile": profile
+        });
+        fs::write(dir.path().join("req.json"), request.to_string()).unwrap();
+        run_in(
+            dir.path(),
+            &[
+                "--format",
+                format,
+                "policy",
+                "explain",
+                "req.json",
+                "--grants",
+                grant.to_str().unwrap(),
+                "--now",
+                "2026-11-20T10:00:00Z",
+                "--workspace-root",
+                "/w",
+            ],
+        )
+    };
+    let allowed = explain("trusted-local", "human");
+    assert_eq!(allowed.status.code(), Some(0), "{}", transcript(&allowed));
+    assert!(
+        stdout(&allowed).contains("  grant.grant_docs_write: grant `grant_docs_write` approved by user:maintainer: Documentation reconciliation.\n"),
+        "{}",
+        transcript(&allowed)
+    );
+    let held = explain("strict", "human");
+    assert_eq!(held.status.code(), Some(1), "{}", transcript(&held));
+    assert!(
+        stdout(&held).contains("  permitted by grant.grant_docs_write: grant `grant_docs_write` approved by user:maintainer: Documentation reconciliation., held for approval\n"),
+        "{}",
+        transcript(&held)
+    );
+    let json = json_of(&explain("strict", "json"));
+    assert_eq!(json["decision"], "requires_approval");
+    assert_eq!(
+        json["determining"],
+        serde_json::json!(["approval.strict.side-effects"])
+    );
+    assert_eq!(
+        json["permitted_by"],
+        serde_json::json!(["grant.grant_docs_write"])
+    );
+}
+
+/// Issue 19 item 5: `policy explain --trace` lists each permit that could apply and, for each
+/// that did not match, the scope or clause that did not hold.
+#[test]
+fn issue_19_explain_trace_says_why_each_permit_did_not_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    fs::create_dir_all(root.join("org")).unwrap();
+    fs::write(
+        root.join("org/reads.cedar"),
+        "@id(\"org.high-trust-reads\")\n@reason(\"high trust reads\")\npermit (principal, action == Craik::Action::\"repo.read\", resource)\nwhen { context.profile == \"custom\" }\nwhen { principal.trust == \"high\" };\n\n@id(\"org.docs-reads\")\n@reason(\"docs reads\")\npermit (principal, action == Craik::Action::\"repo.read\", resource in Craik::Dir::\"docs\")\nwhen { context.profile == \"custom\" };\n\n@id(\"org.not-secrets\")\n@reason(\"reads but secrets\")\npermit (principal, action == Craik::Action::\"repo.read\", resource)\nwhen { context.profile == \"custom\" }\nunless { resource.name like \"*.key\" };\n\n@id(\"org.team-reads\")\n@reason(\"the team's own task\")\npermit (principal in Craik::Task::\"task_team\", action == Craik::Action::\"repo.read\", resource)\nwhen { context.profile == \"custom\" };\n",
+    )
+    .unwrap();
+    fs::write(
+        root.join("req.json"),
+        serde_json::json!({
+            "runner": {"id": "runner_fixture", "trust": "medium"}, "task_id": "task_x",
+            "capability": "repo.read", "target": "src/server.key", "operation": "read",
+            "profile": "custom"
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let args = [
+        "policy",
+        "explain",
+        "req.json",
+        "--custom",
+        "org",
+        "--now",
+        "2026-11-20T10:00:00Z",
+        "--workspace-root",
+        "/w",
+        "--trace",
+    ];
+    let out = run_in(root, &args);
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    insta::assert_snapshot!("explain_trace", stdout(&out));
+    // JSON: the verdict with a `trace` array.
+    let mut json_args = vec!["--format", "json"];
+    json_args.extend_from_slice(&args);
+    let json = json_of(&run_in(root, &json_args));
+    assert_eq!(json["decision"], "deny");
+    assert_eq!(json["trace"].as_array().unwrap().len(), 4);
+    assert!(
+        json["trace"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["matched"] == false)
+    );
+    // Without --trace: no trace.
+    let plain = run_in(root, &args[..args.len() - 1]);
+    assert!(!stdout(&plain).contains("trace:"), "{}", transcript(&plain));
+}

@@ -146,6 +146,7 @@ impl Bundle {
             determining: vec![determining.to_owned()],
             reasons: vec![reason],
             grants: Vec::new(),
+            permitted_by: Vec::new(),
             grant_notes: Vec::new(),
             approval: None,
             errors: Vec::new(),
@@ -184,8 +185,22 @@ impl Bundle {
         request: &DecisionRequest,
         options: &DecideOptions,
     ) -> Verdict {
-        let verdict = self.decide_from(Source::Sliced, grants, request, options);
+        let verdict = self.decide_from(Source::Sliced, grants, request, options, None);
         apply_envelope(verdict, request, options.now)
+    }
+
+    /// [`Bundle::decide`], and for each permit that could apply (the slice's and the task's
+    /// grants for the capability) whether it matched and, if not, why
+    /// (`craik policy explain --trace`). Empty when the request was refused before Cedar.
+    pub fn decide_traced(
+        &self,
+        grants: &GrantSet,
+        request: &DecisionRequest,
+        options: &DecideOptions,
+    ) -> (Verdict, Vec<crate::policy::trace::PermitTrace>) {
+        let mut trace = Vec::new();
+        let verdict = self.decide_from(Source::Sliced, grants, request, options, Some(&mut trace));
+        (apply_envelope(verdict, request, options.now), trace)
     }
 
     /// The same decision evaluated against [`NaivePolicies`] (for benchmarks and tests).
@@ -196,7 +211,7 @@ impl Bundle {
         request: &DecisionRequest,
         options: &DecideOptions,
     ) -> Verdict {
-        let verdict = self.decide_from(Source::Naive(naive), grants, request, options);
+        let verdict = self.decide_from(Source::Naive(naive), grants, request, options, None);
         apply_envelope(verdict, request, options.now)
     }
 
@@ -206,6 +221,7 @@ impl Bundle {
         grants: &GrantSet,
         request: &DecisionRequest,
         options: &DecideOptions,
+        trace: Option<&mut Vec<crate::policy::trace::PermitTrace>>,
     ) -> Verdict {
         let mut verdict = self.refusal(options.mode, "kernel.invalid-request", String::new());
         verdict.reasons.clear();
@@ -330,19 +346,26 @@ impl Bundle {
             }
         };
 
+        let slice = self
+            .decision_slices
+            .get(&SliceKey {
+                profile: request.profile,
+                facts,
+            })
+            .and_then(|m| m.get(&request.capability));
+        if let Some(trace) = trace {
+            *trace = crate::policy::trace::trace(
+                slice
+                    .into_iter()
+                    .flat_map(|s| s.set.policies())
+                    .chain(candidates.iter().map(|g| &g.policy)),
+                &inputs,
+            );
+        }
         let outcome = match source {
             // One evaluation over exactly the policies that can apply: the slice for this
             // capability, profile and intent facts, plus the task's grants for the capability.
-            Source::Sliced => evaluate_sliced(
-                self.decision_slices
-                    .get(&SliceKey {
-                        profile: request.profile,
-                        facts,
-                    })
-                    .and_then(|m| m.get(&request.capability)),
-                candidates,
-                &inputs,
-            ),
+            Source::Sliced => evaluate_sliced(slice, candidates, &inputs),
             Source::Naive(naive) => eval::evaluate_with_authorizer(&naive.decision, &inputs),
         };
         let errors = outcome.errors;
@@ -398,6 +421,7 @@ impl Bundle {
                 let approval_step = verdict.decision == Decision::RequiresApproval
                     || verdict.deny_kind == Some(DenyKind::ApprovalUnavailable)
                     || verdict.approval.is_some();
+                grant_reasons(&mut verdict, candidates);
                 if let Some(why) = unvetted.filter(|_| approval_step) {
                     verdict.reasons.push(why);
                 }
@@ -449,6 +473,7 @@ impl Bundle {
             self.explain(&mut verdict, allow_reason);
             return verdict;
         }
+        verdict.permitted_by = allow_reason.clone();
         if request.profile == PolicyProfile::Automation {
             verdict.decision = Decision::Deny;
             verdict.deny_kind = Some(DenyKind::ApprovalUnavailable);
@@ -493,6 +518,22 @@ impl Bundle {
             })
             .collect();
         verdict.determining = ids;
+    }
+}
+
+/// A compiled grant's reason is its grant's (`grant `grant_docs_write` approved by
+/// user:maintainer: Documentation reconciliation.`), not its policy id.
+fn grant_reasons(verdict: &mut Verdict, candidates: &[CompiledGrant]) {
+    for (id, reason) in verdict.determining.iter().zip(verdict.reasons.iter_mut()) {
+        let Some(grant_id) = id.strip_prefix(crate::policy::bundle::GRANT_ID_PREFIX) else {
+            continue;
+        };
+        if let Some(g) = candidates.iter().find(|g| g.id == grant_id) {
+            *reason = craik_contracts::one_line(&format!(
+                "grant `{grant_id}` approved by {}: {}",
+                g.grant.approved_by, g.grant.reason
+            ));
+        }
     }
 }
 

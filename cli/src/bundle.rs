@@ -23,12 +23,10 @@ pub(crate) fn load(policies: Option<&Path>, custom: &[PathBuf]) -> Result<Loaded
         ..
     } = &crate_sources;
     let bundle = Bundle::load(schema, files)
-        .and_then(
-            |b| match craik_host::policies::required(&b, &crate_sources) {
-                problems if problems.is_empty() => Ok(b),
-                problems => Err(craik_kernel::LoadError { problems }),
-            },
-        )
+        .and_then(|b| match craik_host::policies::required(&b) {
+            problems if problems.is_empty() => Ok(b),
+            problems => Err(craik_kernel::LoadError { problems }),
+        })
         .map_err(|e| {
             let n = e.problems.len();
             let all: Vec<&SourceFile> = std::iter::once(schema).chain(files.iter()).collect();

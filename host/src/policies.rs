@@ -60,17 +60,17 @@ pub fn sources(policies: Option<&Path>, custom: &[PathBuf]) -> Result<Sources, E
     };
     let mut custom_files = std::collections::BTreeSet::new();
     let mut seen = std::collections::BTreeSet::new();
-    for (i, dir) in custom.iter().enumerate() {
-        // The same directory twice (however spelled) would only report every id as a duplicate.
+    let mut listed = false;
+    for dir in custom {
+        // The same directory twice (however spelled: `--custom org` and a suite's `custom`
+        // naming it too) is loaded once; twice would only report every id as a duplicate.
         if let Ok(real) = dir.canonicalize()
             && !seen.insert(real)
         {
-            return Err(Error::usage(format!(
-                "--custom {}: the same directory is given twice",
-                dir.display()
-            )));
+            continue;
         }
-        origin.push_str(if i == 0 { " + custom " } else { ", " });
+        origin.push_str(if !listed { " + custom " } else { ", " });
+        listed = true;
         origin.push_str(&dir.display().to_string());
         for file in cedar_files(dir, true)? {
             custom_files.insert(file.name.clone());
@@ -88,8 +88,7 @@ pub fn sources(policies: Option<&Path>, custom: &[PathBuf]) -> Result<Sources, E
 /// What every loaded policy must have beyond what the kernel requires: an `@reason` (shown
 /// to operators in every deny), for custom policies exactly as for shipped ones. Each problem
 /// names the file and line.
-pub fn required(bundle: &Bundle, sources: &Sources) -> Vec<craik_kernel::Located> {
-    let _ = &sources.custom_files;
+pub fn required(bundle: &Bundle) -> Vec<craik_kernel::Located> {
     bundle
         .policies()
         .filter(|p| p.reason.as_deref().is_none_or(|r| r.trim().is_empty()))

@@ -942,6 +942,20 @@ fn issue_19_coverage_scoped_to_own_policies() {
     );
     assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
     assert_eq!(json_of(&out)["uncovered"], serde_json::json!(["team.note"]));
+    // The suite's directory also given with --custom (spelled otherwise) loads once.
+    let out = run_in(
+        root,
+        &[
+            "policy",
+            "test",
+            "suite.json",
+            "--custom",
+            "./custom-sec/",
+            "--coverage-of",
+            "custom-sec",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
     // Unscoped, the shipped bundle counts too.
     let out = run_in(root, &["policy", "test", "suite.json"]);
     assert!(
@@ -1010,7 +1024,11 @@ fn issue_19_command_paths_and_datetime_now_reach_cedar() {
         "{}",
         transcript(&out)
     );
-    assert!(stderr(&out).contains("datetime"), "{}", transcript(&out));
+    assert!(
+        stderr(&out).contains("(help: `context.now` is a Cedar datetime; compare it with `datetime(\"2026-12-01T00:00:00Z\")`, not with epoch seconds)"),
+        "{}",
+        transcript(&out)
+    );
 }
 
 /// Issue 19 item 5: `policy validate` warns about an upper time bound that has passed (the

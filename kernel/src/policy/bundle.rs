@@ -774,6 +774,12 @@ fn locate_policy(
                 located.line = policy.line;
                 located.column = 1;
             }
+            // Issue 19: `context.now` was epoch seconds (a Long) before it became a datetime.
+            if located.message.contains("datetime") && located.message.contains("Long") {
+                located.message.push_str(
+                    " (help: `context.now` is a Cedar datetime; compare it with `datetime(\"2026-12-01T00:00:00Z\")`, not with epoch seconds)",
+                );
+            }
             located
         }
         None => Located {

@@ -87,6 +87,8 @@ pub(crate) struct Types {
     memory: Type,
     url: Type,
     repo: Type,
+    /// The `datetime` extension constructor's name, parsed once (parsing runs Cedar's parser).
+    datetime: ast::Name,
 }
 
 impl Types {
@@ -108,6 +110,7 @@ impl Types {
             memory: t(Kind::Memory)?,
             url: t(Kind::Url)?,
             repo: t(Kind::Repo)?,
+            datetime: ast::Name::parse_unqualified_name("datetime").map_err(|e| e.to_string())?,
         })
     }
 
@@ -312,9 +315,8 @@ fn core_value(types: &Types, attr: &Attr<'_>) -> Result<ast::Value, String> {
             None,
         ),
         Attr::Datetime(text) => {
-            let name = ast::Name::parse_unqualified_name("datetime").map_err(|e| e.to_string())?;
             let function = Extensions::all_available()
-                .func(&name)
+                .func(&types.datetime)
                 .map_err(|e| e.to_string())?;
             match function
                 .call(&[ast::Value::from(text.as_str())])

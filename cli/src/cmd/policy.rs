@@ -771,10 +771,16 @@ pub(crate) fn diff(out: &mut Out, format: Format, args: &DiffArgs<'_>) -> Result
         }
     }
     // Never silent: what both sides load from the suites themselves is not compared.
-    let notes: Vec<String> = shared
+    let mut notes: Vec<String> = shared
         .iter()
         .map(|d| format!("suite custom directory `{d}` is loaded on both sides (not compared); to compare it, pass its versions with --old-custom and --new-custom"))
         .collect();
+    if before.bundle.hash() == after.bundle.hash() && either.is_empty() {
+        notes.push(format!(
+            "both sides are the same policy set ({}): nothing differs between them; name the bundle before the change as OLD (`craik policy export DIR`, or a checkout)",
+            before.bundle.hash()
+        ));
+    }
     #[derive(Serialize)]
     struct Side<'a> {
         origin: &'a str,

@@ -680,12 +680,20 @@ fn issue_19_diff_embedded_and_suite_custom_dirs() {
     assert_eq!(report["changed"], 0);
     assert_eq!(report["old"]["origin"], "embedded default");
     let notes = report["notes"].as_array().unwrap();
-    assert_eq!(notes.len(), 1, "{report}");
+    assert_eq!(notes.len(), 2, "{report}");
     assert!(
         notes[0]
             .as_str()
             .unwrap()
             .contains("custom-sec` is loaded on both sides"),
+        "{report}"
+    );
+    // And `embedded embedded` compares a bundle with itself: said, not silently "0 changed".
+    assert!(
+        notes[1]
+            .as_str()
+            .unwrap()
+            .starts_with("both sides are the same policy set (sha256:"),
         "{report}"
     );
     let human = run_in(

@@ -6,32 +6,48 @@ use std::path::{Path, PathBuf};
 
 use craik_kernel::{Bundle, SourceFile};
 
-pub(crate) use craik_host::policies::{Loaded, cedar_files, compile_grants, read_grants, sources};
+pub(crate) use craik_host::policies::{
+    Loaded, Sources, cedar_files, compile_grants, read_grants, sources,
+};
 
 use crate::exit::Failure;
 
 /// Loads a bundle; a refused bundle lists every problem, one per line (exit 3). On a
 /// terminal each problem is also drawn as a miette report over its source line.
 pub(crate) fn load(policies: Option<&Path>, custom: &[PathBuf]) -> Result<Loaded, Failure> {
-    let (schema, files, origin) = sources(policies, custom)?;
-    let bundle = Bundle::load(&schema, &files).map_err(|e| {
-        let n = e.problems.len();
-        let all: Vec<&SourceFile> = std::iter::once(&schema).chain(files.iter()).collect();
-        let details = if std::io::stderr().is_terminal() {
-            e.problems.iter().map(|p| report(p, &all)).collect()
-        } else {
-            e.problems.iter().map(ToString::to_string).collect()
-        };
-        Failure::invalid(
-            format!(
-                "policy bundle {origin} refused: {n} problem{}",
-                if n == 1 { "" } else { "s" }
-            ),
-            details,
-        )
-        .multi_line_details(std::io::stderr().is_terminal())
-    })?;
-    Ok(Loaded { bundle, origin })
+    let crate_sources = sources(policies, custom)?;
+    let Sources {
+        schema,
+        files,
+        origin,
+        ..
+    } = &crate_sources;
+    let bundle = Bundle::load(schema, files)
+        .and_then(|b| match craik_host::policies::required(&b) {
+            problems if problems.is_empty() => Ok(b),
+            problems => Err(craik_kernel::LoadError { problems }),
+        })
+        .map_err(|e| {
+            let n = e.problems.len();
+            let all: Vec<&SourceFile> = std::iter::once(schema).chain(files.iter()).collect();
+            let details = if std::io::stderr().is_terminal() {
+                e.problems.iter().map(|p| report(p, &all)).collect()
+            } else {
+                e.problems.iter().map(ToString::to_string).collect()
+            };
+            Failure::invalid(
+                format!(
+                    "policy bundle {origin} refused: {n} problem{}",
+                    if n == 1 { "" } else { "s" }
+                ),
+                details,
+            )
+            .multi_line_details(std::io::stderr().is_terminal())
+        })?;
+    Ok(Loaded {
+        bundle,
+        origin: origin.clone(),
+    })
 }
 
 /// A problem drawn by miette over its file's text (a plain line when the file is unknown).

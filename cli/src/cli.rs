@@ -177,16 +177,29 @@ pub(crate) struct BundleArgs {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum PolicyCommand {
-    /// Load and strictly validate a policy bundle.
+    /// Load and strictly validate a policy bundle, then lint it (exit 1 on a lint error).
     Validate {
         #[command(flatten)]
         bundle: BundleArgs,
+        /// The clock lints compare time bounds against (RFC 3339); default: now.
+        #[arg(long, value_name = "TIME")]
+        now: Option<String>,
     },
     /// Pin every `[[policy.custom]]` directory of craik.toml to its current content.
     ///
     /// Review the change first: a run refuses a custom directory whose content no longer
     /// matches its pin.
     Pin,
+    /// Write the embedded default bundle (schema + policies) into DIR, as `--policies DIR`
+    /// reads it: a starting point to edit, or a side for `policy diff`.
+    Export {
+        /// Target directory (created if missing).
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+        /// Overwrite files that exist with other content (default: refuse, naming them).
+        #[arg(long)]
+        force: bool,
+    },
     /// Format .cedar files with Cedar's formatter (in place, or --check).
     Fmt {
         /// Directory of .cedar files (default: policies).
@@ -195,6 +208,9 @@ pub(crate) enum PolicyCommand {
         /// Report files that would change; change nothing (exit 1 if any).
         #[arg(long)]
         check: bool,
+        /// With --check: print a unified diff of each change (what `fmt` would write).
+        #[arg(long, requires = "check")]
+        diff: bool,
         /// Line width. Craik's policies use 100; `cedar format` defaults to 80, so pass
         /// `--line-width 80` to agree with it.
         #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u16).range(40..=400))]
@@ -216,16 +232,24 @@ pub(crate) enum PolicyCommand {
         /// Report the verdict as shadow (would-enforce).
         #[arg(long)]
         shadow: bool,
+        /// Also list every permit that could apply (the profile's and the task's grants for
+        /// the capability) and, for each that did not match, the part of it that did not hold.
+        #[arg(long)]
+        trace: bool,
         #[command(flatten)]
         bundle: BundleArgs,
     },
     /// Run policy test suites (default: policy-tests/).
     Test(PolicyTestArgs),
     /// Show every case whose verdict or determining policies differ between two bundles.
+    ///
+    /// A suite's own `custom` directory named like an --old-custom/--new-custom directory is
+    /// replaced by those on each side; one loaded on both sides unchanged is reported.
     Diff {
-        /// The bundle before the change.
+        /// The bundle before the change: a policy directory, or `embedded` for the embedded
+        /// default (`./embedded` names a directory of that name).
         old: PathBuf,
-        /// The bundle after the change.
+        /// The bundle after the change: a policy directory, or `embedded`.
         new: PathBuf,
         /// Case files or directories (default: policy-tests/).
         #[arg(long, value_name = "DIR")]
@@ -253,6 +277,10 @@ pub(crate) struct PolicyTestArgs {
     /// Fail (exit 1) when fewer than PCT percent of the loaded policies are exercised.
     #[arg(long, value_name = "PCT")]
     pub(crate) min_coverage: Option<f64>,
+    /// Count coverage over the policies of these directories only (your own custom policies,
+    /// not the shipped bundle); repeatable.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) coverage_of: Vec<PathBuf>,
     /// Write JUnit XML here as well as the normal report.
     #[arg(long, value_name = "FILE")]
     pub(crate) junit: Option<PathBuf>,

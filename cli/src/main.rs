@@ -104,20 +104,25 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         Command::Schema(SchemaCommand::List) => cmd::schema::list(out, cli.format),
         Command::Schema(SchemaCommand::Show { name }) => cmd::schema::show(out, name),
         Command::Schema(SchemaCommand::Export { dir }) => cmd::schema::export(out, cli.format, dir),
-        Command::Policy(PolicyCommand::Validate { bundle }) => {
-            cmd::policy::validate(out, cli.format, bundle)
+        Command::Policy(PolicyCommand::Validate { bundle, now }) => {
+            cmd::policy::validate(out, cli.format, bundle, now.as_deref())
+        }
+        Command::Policy(PolicyCommand::Export { dir, force }) => {
+            cmd::policy::export(out, cli.format, dir, *force)
         }
         Command::Policy(PolicyCommand::Fmt {
             dir,
             check,
+            diff,
             line_width,
-        }) => cmd::policy::fmt(out, dir, *check, usize::from(*line_width)),
+        }) => cmd::policy::fmt(out, dir, *check, *diff, usize::from(*line_width)),
         Command::Policy(PolicyCommand::Explain {
             request,
             grants,
             now,
             workspace_root,
             shadow,
+            trace,
             bundle,
         }) => {
             let args = cmd::policy::ExplainArgs {
@@ -126,6 +131,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
                 now: now.as_deref(),
                 workspace_root: workspace_root.as_deref(),
                 shadow: *shadow,
+                trace: *trace,
                 bundle,
             };
             cmd::policy::explain(out, cli.format, &args)
@@ -138,17 +144,18 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             custom,
             old_custom,
             new_custom,
-        }) => {
-            let old_custom = [custom.as_slice(), old_custom].concat();
-            let new_custom = [custom.as_slice(), new_custom].concat();
-            cmd::policy::diff(
-                out,
-                cli.format,
-                (old, &old_custom),
-                (new, &new_custom),
+        }) => cmd::policy::diff(
+            out,
+            cli.format,
+            &cmd::policy::DiffArgs {
+                old,
+                new,
                 cases,
-            )
-        }
+                custom,
+                old_custom,
+                new_custom,
+            },
+        ),
         Command::Task(TaskCommand::New(t)) => cmd::scaffold::task_new(
             out,
             cli.format,

@@ -16,57 +16,97 @@ pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 #[derive(Debug)]
 pub struct Loaded {
     pub bundle: Bundle,
-    /// `policies/` or `embedded default`.
+    /// `policies`, `embedded default`, with ` + custom DIR, ...` when custom dirs are loaded.
     pub origin: String,
 }
 
+/// What `sources` read: the schema, every policy file, where they came from, and which
+/// files came from operator custom directories.
+#[derive(Debug)]
+pub struct Sources {
+    pub schema: SourceFile,
+    pub files: Vec<SourceFile>,
+    /// `embedded default`, `DIR`, with ` + custom DIR, ...` when custom dirs are loaded.
+    pub origin: String,
+    /// Names (as in `files`) of the files read from custom directories.
+    pub custom_files: std::collections::BTreeSet<String>,
+}
+
 /// The schema and policy files of a directory (or the embedded default), plus custom dirs.
-pub fn sources(
-    policies: Option<&Path>,
-    custom: &[PathBuf],
-) -> Result<(SourceFile, Vec<SourceFile>, String), Error> {
-    let (schema, mut files, origin) = match policies {
+///
+/// Every file is named by the path it was read from, as the operator spelled the directory
+/// (`policies/base/intent.cedar`, `../org-policies/deny.cedar`), so a diagnostic names a file
+/// that exists; embedded files are named by their path inside the bundle (`base/intent.cedar`,
+/// as `craik policy export` writes them). Names take no part in the policy-set hash.
+pub fn sources(policies: Option<&Path>, custom: &[PathBuf]) -> Result<Sources, Error> {
+    let (schema, mut files, mut origin) = match policies {
         None => (
             SourceFile::new(embedded::SCHEMA.0, embedded::SCHEMA.1),
             embedded::POLICIES
                 .iter()
                 .map(|(n, t)| SourceFile::new(*n, *t))
                 .collect(),
-            "embedded default".to_owned(),
+            EMBEDDED.to_owned(),
         ),
         Some(dir) => {
-            // Names are relative to the directory, so the policy-set hash does not depend on
-            // where the bundle sits (the embedded default hashes the same as `policies/`).
-            let text = read_text(&dir.join("schema.cedarschema"))?;
+            let path = dir.join("schema.cedarschema");
+            let text = read_text(&path)?;
             (
-                SourceFile::new("schema.cedarschema", text),
-                cedar_files(dir, false)?,
+                SourceFile::new(path.display().to_string(), text),
+                cedar_files(dir, true)?,
                 dir.display().to_string(),
             )
         }
     };
-    let mut names = std::collections::BTreeSet::new();
+    let mut custom_files = std::collections::BTreeSet::new();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut listed = false;
     for dir in custom {
-        let base = dir
-            .canonicalize()
-            .ok()
-            .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()));
-        let base = base.unwrap_or_else(|| dir.display().to_string());
-        if !names.insert(base.clone()) {
-            return Err(Error::usage(format!(
-                "--custom {}: another custom directory is also named `{base}`; custom policies are named by their directory, so the names must differ",
-                dir.display()
-            )));
+        // The same directory twice (however spelled: `--custom org` and a suite's `custom`
+        // naming it too) is loaded once; twice would only report every id as a duplicate.
+        if let Ok(real) = dir.canonicalize()
+            && !seen.insert(real)
+        {
+            continue;
         }
-        // Named by the directory's own name, not by how its path was typed: `custom-sec` and
-        // `./custom-sec` give the same policy-set hash (issue 13 item 2).
-        files.extend(cedar_files(dir, false)?.into_iter().map(|mut f| {
-            f.name = format!("custom/{base}/{}", f.name);
-            f
-        }));
+        origin.push_str(if !listed { " + custom " } else { ", " });
+        listed = true;
+        origin.push_str(&dir.display().to_string());
+        for file in cedar_files(dir, true)? {
+            custom_files.insert(file.name.clone());
+            files.push(file);
+        }
     }
-    Ok((schema, files, origin))
+    Ok(Sources {
+        schema,
+        files,
+        origin,
+        custom_files,
+    })
 }
+
+/// What every loaded policy must have beyond what the kernel requires: an `@reason` (shown
+/// to operators in every deny), for custom policies exactly as for shipped ones. Each problem
+/// names the file and line.
+pub fn required(bundle: &Bundle) -> Vec<craik_kernel::Located> {
+    bundle
+        .policies()
+        .filter(|p| p.reason.as_deref().is_none_or(|r| r.trim().is_empty()))
+        .map(|p| craik_kernel::Located {
+            file: p.file.clone(),
+            line: p.line,
+            column: 1,
+            message: format!(
+                "policy `{}` has no @reason; every policy needs @reason(\"...\") (shown to operators with each verdict it determines)",
+                p.id
+            ),
+        })
+        .collect()
+}
+
+/// How the embedded bundle is named in origins and on the command line (`policy diff
+/// embedded DIR`).
+pub const EMBEDDED: &str = "embedded default";
 
 /// A file's bytes, at most [`MAX_FILE_BYTES`]; the error says why, without the path.
 pub fn read_file_bounded(path: &Path) -> Result<Vec<u8>, String> {
@@ -93,7 +133,7 @@ fn read_text(path: &Path) -> Result<String, Error> {
 }
 
 /// Every `*.cedar` under `dir`, sorted, named by their path relative to `dir` (prefixed with
-/// `dir` itself when `qualified`).
+/// `dir` as given when `qualified`, so the name is a path the operator can open).
 pub fn cedar_files(dir: &Path, qualified: bool) -> Result<Vec<SourceFile>, Error> {
     if !dir.is_dir() {
         return Err(Error::usage(format!("{}: not a directory", dir.display())));
@@ -111,7 +151,7 @@ pub fn cedar_files(dir: &Path, qualified: bool) -> Result<Vec<SourceFile>, Error
                 .to_string_lossy()
                 .replace('\\', "/");
             let name = if qualified {
-                format!("{}/{relative}", dir.display())
+                dir.join(&relative).display().to_string()
             } else {
                 relative
             };

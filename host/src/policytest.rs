@@ -433,10 +433,9 @@ pub fn run_case(bundle: &Bundle, case: &Case, cache: &mut GrantCache) -> CaseRes
                 bundle,
                 request,
                 compiled.as_ref().map_err(String::clone),
-                *now,
-                root,
-                *shadow,
+                (*now, root, *shadow),
                 immutable,
+                None,
             );
             let outcome = outcome_of(&verdict);
             let mut mismatches = compare(expect, &verdict);
@@ -550,15 +549,28 @@ pub fn decide(
     root: &str,
     shadow: bool,
 ) -> Verdict {
+    decide_traced(bundle, request, grants, now, root, shadow, None)
+}
+
+/// [`decide`], and with `trace` each permit that could apply and why it did not match
+/// (`craik policy explain --trace`).
+pub fn decide_traced(
+    bundle: &Bundle,
+    request: &DecisionRequest,
+    grants: &[CapabilityGrant],
+    now: Timestamp,
+    root: &str,
+    shadow: bool,
+    trace: Option<&mut Vec<craik_kernel::PermitTrace>>,
+) -> Verdict {
     let compiled = GrantSet::compile(bundle, grants).map_err(|e| e.to_string());
     decide_compiled(
         bundle,
         request,
         compiled.as_ref().map_err(String::clone),
-        now,
-        root,
-        shadow,
+        (now, root, shadow),
         &craik_kernel::ImmutablePaths::default(),
+        trace,
     )
 }
 
@@ -566,10 +578,9 @@ fn decide_compiled(
     bundle: &Bundle,
     request: &DecisionRequest,
     grants: Result<&GrantSet, String>,
-    now: Timestamp,
-    root: &str,
-    shadow: bool,
+    (now, root, shadow): (Timestamp, &str, bool),
     immutable: &craik_kernel::ImmutablePaths,
+    trace: Option<&mut Vec<craik_kernel::PermitTrace>>,
 ) -> Verdict {
     let options = DecideOptions {
         now: now.get(),
@@ -590,7 +601,14 @@ fn decide_compiled(
             }
         }
     }
-    bundle.decide(grant_set, &request, &options)
+    match trace {
+        Some(out) => {
+            let (verdict, permits) = bundle.decide_traced(grant_set, &request, &options);
+            *out = permits;
+            verdict
+        }
+        None => bundle.decide(grant_set, &request, &options),
+    }
 }
 
 pub fn outcome_of(v: &Verdict) -> Outcome {

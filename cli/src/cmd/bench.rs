@@ -299,9 +299,9 @@ struct Confinement {
     confined_cpu_us_per_command: f64,
 }
 
-/// Spawns `/bin/true` `n` times plainly, then `n` times with the same confinement and
-/// sandbox a governed command gets (workspace write, fresh HOME/TMPDIR): the per-command
-/// cost of confinement, measured in the same run.
+/// Spawns `/bin/true` `n` times plainly and `n` times with the same confinement and sandbox a
+/// governed command gets (workspace write, fresh HOME/TMPDIR), alternately: the per-command
+/// cost of confinement (medians), measured in the same run.
 fn confinement_overhead(
     root: &std::path::Path,
     n: usize,
@@ -321,46 +321,59 @@ fn confinement_overhead(
     )
     .map_err(Failure::internal)?;
     let program = std::path::Path::new("/bin/true");
-    let planning = std::cell::Cell::new(std::time::Duration::ZERO);
-    // (wall µs, CPU µs) per command.
-    let time = |confined: bool| -> std::result::Result<(f64, f64), Failure> {
+    // Plain and confined spawns alternate, so both see the same machine (a busy machine slows
+    // both alike); medians, so a stall of either does not count.
+    let spawn = |confined: bool| -> std::result::Result<(f64, f64, f64), Failure> {
         let cpu = craik_host::confine::cpu_time_us();
         let t = Instant::now();
-        for _ in 0..n {
-            let mut command = if confined {
-                let p = Instant::now();
-                let command = sandbox.command(program, &[]).map_err(Failure::internal)?;
-                planning.set(planning.get() + p.elapsed());
-                command
-            } else {
-                std::process::Command::new(program)
-            };
-            let status = command
-                .current_dir(&ws)
-                .env_clear()
-                .status()
-                .map_err(|e| Failure::internal(format!("/bin/true: {e}")))?;
-            if !status.success() {
-                return Err(Failure::internal(format!("/bin/true exited {status}")));
-            }
+        let mut command = if confined {
+            sandbox.command(program, &[]).map_err(Failure::internal)?
+        } else {
+            std::process::Command::new(program)
+        };
+        let planned = t.elapsed().as_secs_f64() * 1e6;
+        let status = command
+            .current_dir(&ws)
+            .env_clear()
+            .status()
+            .map_err(|e| Failure::internal(format!("/bin/true: {e}")))?;
+        if !status.success() {
+            return Err(Failure::internal(format!("/bin/true exited {status}")));
         }
         Ok((
-            t.elapsed().as_secs_f64() / n as f64 * 1e6,
-            (craik_host::confine::cpu_time_us() - cpu) / n as f64,
+            t.elapsed().as_secs_f64() * 1e6,
+            craik_host::confine::cpu_time_us() - cpu,
+            planned,
         ))
     };
-    let (plain, plain_cpu) = time(false)?;
-    let (confined, confined_cpu) = time(true)?;
+    let (mut plain, mut confined, mut planning) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut plain_cpu, mut confined_cpu) = (Vec::new(), Vec::new());
+    for _ in 0..n {
+        let (wall, cpu, _) = spawn(false)?;
+        plain.push(wall);
+        plain_cpu.push(cpu);
+        let (wall, cpu, planned) = spawn(true)?;
+        confined.push(wall);
+        confined_cpu.push(cpu);
+        planning.push(planned);
+    }
+    let (plain, confined) = (median(&mut plain), median(&mut confined));
     Ok(Confinement {
         applied: sandbox.describe(),
         commands: n,
         plain_us_per_command: plain,
         confined_us_per_command: confined,
         overhead_us_per_command: confined - plain,
-        planning_us_per_command: planning.get().as_secs_f64() / n as f64 * 1e6,
-        plain_cpu_us_per_command: plain_cpu,
-        confined_cpu_us_per_command: confined_cpu,
+        planning_us_per_command: median(&mut planning),
+        plain_cpu_us_per_command: median(&mut plain_cpu),
+        confined_cpu_us_per_command: median(&mut confined_cpu),
     })
+}
+
+/// The median of `values` (0 for none).
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
 
 /// Removes the bench's scratch directory however the bench ends.
@@ -627,7 +640,7 @@ pub(crate) fn run(
             ))?;
             let c = &result.confinement;
             out.line(format_args!(
-                "  confinement  {:.0} µs per command confined vs {:.0} µs plain ({} each): {:.2} ms overhead per spawned command ({:.0} µs of it planning in Craik's process); CPU {:.0} vs {:.0} µs per command [{}]",
+                "  confinement  {:.0} µs per command confined vs {:.0} µs plain (medians of {} each, alternating): {:.2} ms overhead per spawned command ({:.0} µs of it planning in Craik's process); CPU {:.0} vs {:.0} µs per command [{}]",
                 c.confined_us_per_command,
                 c.plain_us_per_command,
                 c.commands,

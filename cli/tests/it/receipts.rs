@@ -673,3 +673,47 @@ fn issue_13_an_independent_verifier_written_from_the_spec_agrees() {
         "{verdicts:#?}"
     );
 }
+
+/// Issue 19 item 5: the policy-set hash is content-addressed, so an auditor checking a run
+/// against a copy of its custom policies under another directory name gets VALID; a copy with
+/// one byte changed is still caught.
+#[test]
+fn issue_19_verify_with_custom_policies_under_another_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let rule = "@id(\"custom.forbid.net\")\n@reason(\"custom: no network\")\nforbid (principal, action in Craik::Action::\"net\", resource);\n";
+    for d in ["custom-sec", "audit-copy/reviewed"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+        std::fs::write(root.join(d).join("net.cedar"), rule).unwrap();
+    }
+    let example = crate::repo_root().join("examples/docs-review");
+    let run = crate::craik()
+        .current_dir(root)
+        .args(["run"])
+        .arg(&example)
+        .args(["--home", "h", "--custom", "custom-sec"])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", crate::transcript(&run));
+    let verify = |custom: &str| {
+        crate::craik()
+            .current_dir(root)
+            .args(["receipts", "verify", "h", "--custom", custom])
+            .output()
+            .unwrap()
+    };
+    let ok = verify("audit-copy/reviewed");
+    assert!(ok.status.success(), "{}", crate::transcript(&ok));
+    std::fs::write(
+        root.join("audit-copy/reviewed/net.cedar"),
+        format!("{rule}\n"),
+    )
+    .unwrap();
+    let bad = verify("audit-copy/reviewed");
+    assert_eq!(bad.status.code(), Some(1), "{}", crate::transcript(&bad));
+    assert!(
+        String::from_utf8_lossy(&bad.stdout).contains("policy_set"),
+        "{}",
+        crate::transcript(&bad)
+    );
+}

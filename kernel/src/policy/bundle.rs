@@ -110,6 +110,8 @@ pub struct Bundle {
     pub(crate) types: crate::policy::inputs::Types,
     /// Every decision policy (no approval rules), for Cedar-level tests.
     pub(crate) decision_all: PolicySet,
+    /// Every policy (decision and approval), for lints.
+    pub(crate) all: Vec<Policy>,
     hash: String,
 }
 
@@ -331,12 +333,13 @@ impl Bundle {
             decision_slices,
             approval_slices,
             decision_all,
+            all,
             hash,
         })
     }
 
-    /// `sha256:<hex>` over the schema and every policy file (name and text), independent of
-    /// the order files were passed in. Goes into every receipt.
+    /// `sha256:<hex>` over the schema's and every policy file's content, independent of file
+    /// names, directories and order (see [`policy_set_hash`]). Goes into every receipt.
     pub fn hash(&self) -> &str {
         &self.hash
     }
@@ -499,6 +502,99 @@ fn guard(policy: &Policy) -> Option<Guard> {
         .get("Value")?
         .as_str()
         .map(|p| Guard::Profile(p.to_owned()))
+}
+
+/// The upper time bounds a policy states as conjuncts of its conditions:
+/// `when { ... && context.now < datetime("...") }` (or `<=`), `unless { context.now >=
+/// datetime("...") }` (or `>`), as (milliseconds since the epoch, the literal).
+pub(crate) fn upper_time_bounds(policy: &Policy) -> Vec<(i64, String)> {
+    let Ok(est) = policy.to_json() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for condition in est
+        .get("conditions")
+        .and_then(|c| c.as_array())
+        .into_iter()
+        .flatten()
+    {
+        // `when { context.now < X }` and `unless { context.now >= X }` both end at X.
+        // (`unless { A || B }` is `when { !A && !B }`: there the disjuncts bound.)
+        let (ops, split): (&[&str], &str) = match condition.get("kind").and_then(|k| k.as_str()) {
+            Some("when") => (&["<", "<="], "&&"),
+            Some("unless") => (&[">=", ">"], "||"),
+            _ => continue,
+        };
+        let mut stack: Vec<&serde_json::Value> = condition.get("body").into_iter().collect();
+        while let Some(expr) = stack.pop() {
+            if let Some(both) = expr.get(split) {
+                stack.extend(both.get("left"));
+                stack.extend(both.get("right"));
+                continue;
+            }
+            for op in ops {
+                let Some(cmp) = expr.get(*op) else { continue };
+                let is_now = cmp.get("left").and_then(|l| l.get(".")).is_some_and(|dot| {
+                    dot.get("left")
+                        .and_then(|v| v.get("Var"))
+                        .and_then(|v| v.as_str())
+                        == Some("context")
+                        && dot.get("attr").and_then(|a| a.as_str()) == Some("now")
+                });
+                if !is_now {
+                    continue;
+                }
+                let literal = cmp
+                    .get("right")
+                    .and_then(|r| r.get("datetime"))
+                    .and_then(|args| args.as_array())
+                    .and_then(|args| args.first())
+                    .and_then(|a| a.get("Value"))
+                    .and_then(|v| v.as_str());
+                if let Some(text) = literal
+                    && let Some(ms) = datetime_millis(text)
+                {
+                    out.push((ms, text.to_owned()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Milliseconds since the epoch of a Cedar `datetime` literal (`2026-11-21`,
+/// `2026-11-21T09:00:00Z`, with optional `.SSS` and `+hhmm` / `-hhmm`).
+pub(crate) fn datetime_millis(text: &str) -> Option<i64> {
+    let date = time::macros::format_description!("[year]-[month]-[day]");
+    if let Ok(d) = time::Date::parse(text, &date) {
+        return Some(d.midnight().assume_utc().unix_timestamp() * 1000);
+    }
+    let formats = [
+        time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z"),
+        time::macros::format_description!(
+            "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+        ),
+    ];
+    for f in formats {
+        if let Ok(t) = time::PrimitiveDateTime::parse(text, &f) {
+            let t = t.assume_utc();
+            return Some(t.unix_timestamp() * 1000 + i64::from(t.millisecond()));
+        }
+    }
+    let offsets = [
+        time::macros::format_description!(
+            "[year]-[month]-[day]T[hour]:[minute]:[second][offset_hour sign:mandatory][offset_minute]"
+        ),
+        time::macros::format_description!(
+            "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3][offset_hour sign:mandatory][offset_minute]"
+        ),
+    ];
+    for f in offsets {
+        if let Ok(t) = time::OffsetDateTime::parse(text, &f) {
+            return Some(t.unix_timestamp() * 1000 + i64::from(t.millisecond()));
+        }
+    }
+    None
 }
 
 /// An error and its sources, on one line.
@@ -678,6 +774,12 @@ fn locate_policy(
                 located.line = policy.line;
                 located.column = 1;
             }
+            // Issue 19: `context.now` was epoch seconds (a Long) before it became a datetime.
+            if located.message.contains("datetime") && located.message.contains("Long") {
+                located.message.push_str(
+                    " (help: `context.now` is a Cedar datetime; compare it with `datetime(\"2026-12-01T00:00:00Z\")`, not with epoch seconds)",
+                );
+            }
             located
         }
         None => Located {
@@ -689,20 +791,35 @@ fn locate_policy(
     }
 }
 
-fn bundle_hash(schema: &SourceFile, policies: &[SourceFile]) -> String {
-    let mut files: Vec<&SourceFile> = policies.iter().collect();
-    files.sort_by(|a, b| a.name.cmp(&b.name));
+/// The policy-set hash, content-addressed per file (`craik.policy_set/2`): the SHA-256 of
+///
+/// ```text
+/// craik.policy_set/2\n
+/// schema <sha256 hex of the schema text>\n
+/// policy <sha256 hex of one policy file's text>\n    (one line per file, sorted)
+/// ```
+///
+/// File names and directories take no part: the same files hash the same wherever they sit
+/// (embedded, `policies/`, a custom directory under any name) and in any order.
+/// INVARIANT: a change to any byte of any file changes the hash.
+pub fn policy_set_hash(schema: &str, policies: &[&str]) -> String {
+    let mut lines: Vec<String> = policies
+        .iter()
+        .map(|text| format!("policy {}\n", hex(&Sha256::digest(text.as_bytes()))))
+        .collect();
+    lines.sort();
     let mut hasher = Sha256::new();
-    hasher.update(b"craik.policy_set/1\n");
-    for file in std::iter::once(schema).chain(files) {
-        hasher.update(file.name.len().to_string().as_bytes());
-        hasher.update(b":");
-        hasher.update(file.name.as_bytes());
-        hasher.update(file.text.len().to_string().as_bytes());
-        hasher.update(b":");
-        hasher.update(file.text.as_bytes());
+    hasher.update(b"craik.policy_set/2\n");
+    hasher.update(format!("schema {}\n", hex(&Sha256::digest(schema.as_bytes()))).as_bytes());
+    for line in &lines {
+        hasher.update(line.as_bytes());
     }
     format!("sha256:{}", hex(&hasher.finalize()))
+}
+
+fn bundle_hash(schema: &SourceFile, policies: &[SourceFile]) -> String {
+    let texts: Vec<&str> = policies.iter().map(|f| f.text.as_str()).collect();
+    policy_set_hash(&schema.text, &texts)
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {

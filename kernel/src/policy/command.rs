@@ -282,6 +282,35 @@ pub(crate) fn check_argument_paths(argv: &[String], root: &str) -> Result<(), St
     Ok(())
 }
 
+/// Issue 19 item 5: the workspace paths a command's arguments could name, normalised as a
+/// `repo.*` target is, for policies (`resource.paths`, `resource.dirs`). Every operand counts
+/// (`ls scripts` names `scripts` though it has no `/`), and every option value (`--opt=x`,
+/// `-ox`); bare options and arguments that are no workspace path (URLs, paths outside, which
+/// `check_argument_paths` refuses when they look like paths) are left out. Over-inclusion is
+/// deliberate: a forbid on a directory must not miss an operand that happens to be a word.
+pub(crate) fn argument_paths(argv: &[String], root: &str) -> Vec<String> {
+    let mut out = std::collections::BTreeSet::new();
+    for arg in argv.iter().skip(1) {
+        let candidate = if let Some(long) = arg.strip_prefix("--") {
+            long.split_once('=').map(|(_, v)| v)
+        } else if arg.starts_with('-') && arg.len() > 2 {
+            arg.get(2..)
+                .map(|a| a.split_once('=').map_or(a, |(_, v)| v))
+        } else if arg.starts_with('-') {
+            None
+        } else {
+            Some(arg.as_str())
+        };
+        let Some(candidate) = candidate.filter(|c| !c.is_empty() && !c.contains("://")) else {
+            continue;
+        };
+        if let Ok(path) = crate::path::TargetPath::normalize(root, candidate) {
+            out.insert(path.as_str().to_owned());
+        }
+    }
+    out.into_iter().collect()
+}
+
 /// Splits a command string on single spaces (no quoting: quoting needs a shell).
 pub fn split(line: &str) -> Vec<String> {
     line.split(' ').map(str::to_owned).collect()

@@ -17,7 +17,7 @@ use time::OffsetDateTime;
 
 use crate::path::TargetPath;
 use crate::policy::bundle::{Bundle, SliceKey, hex};
-use crate::policy::command::{analyse, check_argument_paths, split};
+use crate::policy::command::{analyse, argument_paths, check_argument_paths, split};
 use crate::policy::effect::{Effect, operations_of};
 use crate::policy::eval::{self, Evaluation, Slice};
 use crate::policy::grant::{CompiledGrant, GrantSet, PathPattern};
@@ -146,6 +146,7 @@ impl Bundle {
             determining: vec![determining.to_owned()],
             reasons: vec![reason],
             grants: Vec::new(),
+            permitted_by: Vec::new(),
             grant_notes: Vec::new(),
             approval: None,
             errors: Vec::new(),
@@ -184,8 +185,22 @@ impl Bundle {
         request: &DecisionRequest,
         options: &DecideOptions,
     ) -> Verdict {
-        let verdict = self.decide_from(Source::Sliced, grants, request, options);
+        let verdict = self.decide_from(Source::Sliced, grants, request, options, None);
         apply_envelope(verdict, request, options.now)
+    }
+
+    /// [`Bundle::decide`], and for each permit that could apply (the slice's and the task's
+    /// grants for the capability) whether it matched and, if not, why
+    /// (`craik policy explain --trace`). Empty when the request was refused before Cedar.
+    pub fn decide_traced(
+        &self,
+        grants: &GrantSet,
+        request: &DecisionRequest,
+        options: &DecideOptions,
+    ) -> (Verdict, Vec<crate::policy::trace::PermitTrace>) {
+        let mut trace = Vec::new();
+        let verdict = self.decide_from(Source::Sliced, grants, request, options, Some(&mut trace));
+        (apply_envelope(verdict, request, options.now), trace)
     }
 
     /// The same decision evaluated against [`NaivePolicies`] (for benchmarks and tests).
@@ -196,7 +211,7 @@ impl Bundle {
         request: &DecisionRequest,
         options: &DecideOptions,
     ) -> Verdict {
-        let verdict = self.decide_from(Source::Naive(naive), grants, request, options);
+        let verdict = self.decide_from(Source::Naive(naive), grants, request, options, None);
         apply_envelope(verdict, request, options.now)
     }
 
@@ -206,6 +221,7 @@ impl Bundle {
         grants: &GrantSet,
         request: &DecisionRequest,
         options: &DecideOptions,
+        trace: Option<&mut Vec<crate::policy::trace::PermitTrace>>,
     ) -> Verdict {
         let mut verdict = self.refusal(options.mode, "kernel.invalid-request", String::new());
         verdict.reasons.clear();
@@ -300,7 +316,7 @@ impl Bundle {
                     Attr::Long(i64::from(request.max_iterations)),
                 ),
                 ("operation", Attr::Str(request.operation.as_str().into())),
-                ("now", Attr::Long(options.now.unix_timestamp())),
+                ("now", Attr::Datetime(cedar_datetime(options.now))),
                 ("task_mode", Attr::Str(request.task_mode.as_str().into())),
                 ("intent_out_of_scope", Attr::Bool(out_of_scope)),
                 ("intent_outside_scope", Attr::Bool(outside_scope)),
@@ -330,19 +346,26 @@ impl Bundle {
             }
         };
 
+        let slice = self
+            .decision_slices
+            .get(&SliceKey {
+                profile: request.profile,
+                facts,
+            })
+            .and_then(|m| m.get(&request.capability));
+        if let Some(trace) = trace {
+            *trace = crate::policy::trace::trace(
+                slice
+                    .into_iter()
+                    .flat_map(|s| s.set.policies())
+                    .chain(candidates.iter().map(|g| &g.policy)),
+                &inputs,
+            );
+        }
         let outcome = match source {
             // One evaluation over exactly the policies that can apply: the slice for this
             // capability, profile and intent facts, plus the task's grants for the capability.
-            Source::Sliced => evaluate_sliced(
-                self.decision_slices
-                    .get(&SliceKey {
-                        profile: request.profile,
-                        facts,
-                    })
-                    .and_then(|m| m.get(&request.capability)),
-                candidates,
-                &inputs,
-            ),
+            Source::Sliced => evaluate_sliced(slice, candidates, &inputs),
             Source::Naive(naive) => eval::evaluate_with_authorizer(&naive.decision, &inputs),
         };
         let errors = outcome.errors;
@@ -398,6 +421,7 @@ impl Bundle {
                 let approval_step = verdict.decision == Decision::RequiresApproval
                     || verdict.deny_kind == Some(DenyKind::ApprovalUnavailable)
                     || verdict.approval.is_some();
+                grant_reasons(&mut verdict, candidates);
                 if let Some(why) = unvetted.filter(|_| approval_step) {
                     verdict.reasons.push(why);
                 }
@@ -449,6 +473,7 @@ impl Bundle {
             self.explain(&mut verdict, allow_reason);
             return verdict;
         }
+        verdict.permitted_by = allow_reason.clone();
         if request.profile == PolicyProfile::Automation {
             verdict.decision = Decision::Deny;
             verdict.deny_kind = Some(DenyKind::ApprovalUnavailable);
@@ -496,6 +521,22 @@ impl Bundle {
     }
 }
 
+/// A compiled grant's reason is its grant's (`grant `grant_docs_write` approved by
+/// user:maintainer: Documentation reconciliation.`), not its policy id.
+fn grant_reasons(verdict: &mut Verdict, candidates: &[CompiledGrant]) {
+    for (id, reason) in verdict.determining.iter().zip(verdict.reasons.iter_mut()) {
+        let Some(grant_id) = id.strip_prefix(crate::policy::bundle::GRANT_ID_PREFIX) else {
+            continue;
+        };
+        if let Some(g) = candidates.iter().find(|g| g.id == grant_id) {
+            *reason = craik_contracts::one_line(&format!(
+                "grant `{grant_id}` approved by {}: {}",
+                g.grant.approved_by, g.grant.reason
+            ));
+        }
+    }
+}
+
 /// The first approval that binds to exactly this request and is still usable.
 fn find_approval<'a>(
     approvals: &'a [Approval],
@@ -538,6 +579,43 @@ fn leaf(kind: Kind, id: &str, attrs: Vec<(&'static str, Attr<'static>)>) -> Enti
         attrs,
         ancestors: Vec::new(),
     }
+}
+
+/// A Cedar `datetime` literal for an instant, in UTC to the millisecond
+/// (`2026-11-20T10:00:00.000Z`). A year Cedar cannot write gives an empty literal, which fails
+/// to build the request (a deny).
+pub(crate) fn cedar_datetime(at: time::OffsetDateTime) -> String {
+    let at = at.to_offset(time::UtcOffset::UTC);
+    if !(0..=9999).contains(&at.year()) {
+        return String::new();
+    }
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        at.year(),
+        u8::from(at.month()),
+        at.day(),
+        at.hour(),
+        at.minute(),
+        at.second(),
+        at.millisecond()
+    )
+}
+
+/// Every directory a command's path arguments name or lie in: for `cat src/a/b.rs`, `.`,
+/// `src`, `src/a` and `src/a/b.rs` (an argument may name a directory), so
+/// `resource.dirs.contains(Craik::Dir::"src")` holds for anything under `src`.
+fn dirs_of(paths: &[String]) -> Vec<String> {
+    let mut dirs = std::collections::BTreeSet::new();
+    if !paths.is_empty() {
+        dirs.insert(".".to_owned());
+    }
+    for path in paths {
+        for (at, _) in path.match_indices('/') {
+            dirs.insert(path.get(..at).unwrap_or_default().to_owned());
+        }
+        dirs.insert(path.clone());
+    }
+    dirs.into_iter().collect()
 }
 
 fn build_resource(
@@ -611,6 +689,8 @@ fn build_resource(
                 }
             };
             let facts = analyse(&argv).map_err(|e| format!("command refused: {e}"))?;
+            let paths = argument_paths(&argv, root);
+            let dirs = dirs_of(&paths);
             if !facts.shell && !facts.wrapper {
                 // (Shell syntax and wrappers are forbidden by policy whatever they name. An
                 // unvetted command may still run once approved, so its paths are checked.)
@@ -626,6 +706,8 @@ fn build_resource(
                         ("shell", Attr::Bool(facts.shell)),
                         ("wrapper", Attr::Bool(facts.wrapper)),
                         ("unvetted", Attr::Bool(facts.unvetted)),
+                        ("paths", Attr::Uids(Kind::Path, paths)),
+                        ("dirs", Attr::Uids(Kind::Dir, dirs)),
                     ],
                 ),
                 canonical: json!(argv),

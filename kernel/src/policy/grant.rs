@@ -280,8 +280,8 @@ pub fn compile(bundle: &Bundle, grant: &CapabilityGrant) -> Result<CompiledGrant
         let text = at.format(&Rfc3339).unwrap_or_default();
         let _ = writeln!(
             cedar,
-            "when {{ context.now < {} }} // expires {text}",
-            at.unix_timestamp()
+            "when {{ context.now < datetime(\"{}\") }} // expires {text}",
+            crate::policy::decide::cedar_datetime(at)
         );
     }
     if let Some(condition) = condition {

@@ -32,6 +32,10 @@ pub(crate) enum Attr<'a> {
     Str(Cow<'a, str>),
     Bool(bool),
     Long(i64),
+    /// A set of entity references (`Set<Path>`, `Set<Dir>`), by id.
+    Uids(Kind, Vec<String>),
+    /// A Cedar `datetime`, from its literal (`2026-11-20T10:00:00.000Z`).
+    Datetime(String),
 }
 
 /// The entity types a request names.
@@ -83,6 +87,8 @@ pub(crate) struct Types {
     memory: Type,
     url: Type,
     repo: Type,
+    /// The `datetime` extension constructor's name, parsed once (parsing runs Cedar's parser).
+    datetime: ast::Name,
 }
 
 impl Types {
@@ -104,6 +110,7 @@ impl Types {
             memory: t(Kind::Memory)?,
             url: t(Kind::Url)?,
             repo: t(Kind::Repo)?,
+            datetime: ast::Name::parse_unqualified_name("datetime").map_err(|e| e.to_string())?,
         })
     }
 
@@ -194,36 +201,37 @@ impl Spec<'_> {
 
     /// Directly as cedar-policy-core values: no evaluation, no closure computation.
     pub(crate) fn build_core(&self, types: &Types, store: &ActionStore) -> Result<Inputs, String> {
-        let entity = |spec: &EntitySpec<'_>| {
+        let entity = |spec: &EntitySpec<'_>| -> Result<Arc<ast::Entity>, String> {
             let attrs = spec
                 .attrs
                 .iter()
-                .map(|(k, v)| ((*k).into(), ast::PartialValue::Value(core_value(v))));
+                .map(|(k, v)| Ok(((*k).into(), ast::PartialValue::Value(core_value(types, v)?))))
+                .collect::<Result<Vec<_>, String>>()?;
             let ancestors: HashSet<ast::EntityUID> = spec
                 .ancestors
                 .iter()
                 .map(|(kind, id)| types.core_uid(*kind, id))
                 .collect();
-            Arc::new(ast::Entity::new_with_attr_partial_value(
+            Ok(Arc::new(ast::Entity::new_with_attr_partial_value(
                 types.core_uid(spec.kind, &spec.id),
                 attrs,
                 HashSet::new(),
                 ancestors,
                 [],
-            ))
+            )))
         };
-        let principal = entity(&self.principal);
-        let resource = entity(&self.resource);
+        let principal = entity(&self.principal)?;
+        let resource = entity(&self.resource)?;
+        let context = self
+            .context
+            .iter()
+            .map(|(k, v)| Ok(((*k).into(), core_value(types, v)?)))
+            .collect::<Result<BTreeMap<_, _>, String>>()?;
         let request = ast::Request::new_unchecked(
             ast::EntityUIDEntry::known(principal.uid().clone(), None),
             ast::EntityUIDEntry::known(store.action.clone(), None),
             ast::EntityUIDEntry::known(resource.uid().clone(), None),
-            Some(ast::Context::Value(Arc::new(
-                self.context
-                    .iter()
-                    .map(|(k, v)| ((*k).into(), core_value(v)))
-                    .collect::<BTreeMap<_, _>>(),
-            ))),
+            Some(ast::Context::Value(Arc::new(context))),
         );
         // INVARIANT: ancestor sets are listed closed (the runner's names its task, which has no
         // entity; a path's names every directory above it, which have none), the new entities
@@ -253,7 +261,7 @@ impl Spec<'_> {
             let attrs = spec
                 .attrs
                 .iter()
-                .map(|(k, v)| ((*k).to_owned(), public_value(v)))
+                .map(|(k, v)| ((*k).to_owned(), public_value(types, v)))
                 .collect();
             let parents = spec
                 .ancestors
@@ -268,7 +276,7 @@ impl Spec<'_> {
         let context = Context::from_pairs(
             self.context
                 .iter()
-                .map(|(k, v)| ((*k).to_owned(), public_value(v))),
+                .map(|(k, v)| ((*k).to_owned(), public_value(types, v))),
         )
         .map_err(|e| e.to_string())?;
         let request = Request::new(
@@ -296,19 +304,43 @@ impl Spec<'_> {
     }
 }
 
-fn core_value(attr: &Attr<'_>) -> ast::Value {
-    match attr {
+fn core_value(types: &Types, attr: &Attr<'_>) -> Result<ast::Value, String> {
+    Ok(match attr {
         Attr::Str(s) => ast::Value::from(s.as_ref()),
         Attr::Bool(b) => ast::Value::from(*b),
         Attr::Long(n) => ast::Value::from(*n),
-    }
+        Attr::Uids(kind, ids) => ast::Value::set(
+            ids.iter()
+                .map(|id| ast::Value::from(types.core_uid(*kind, id))),
+            None,
+        ),
+        Attr::Datetime(text) => {
+            let function = Extensions::all_available()
+                .func(&types.datetime)
+                .map_err(|e| e.to_string())?;
+            match function
+                .call(&[ast::Value::from(text.as_str())])
+                .map_err(|e| e.to_string())?
+            {
+                ast::PartialValue::Value(value) => value,
+                ast::PartialValue::Residual(_) => {
+                    return Err(format!("datetime `{text}` did not evaluate"));
+                }
+            }
+        }
+    })
 }
 
-fn public_value(attr: &Attr<'_>) -> RestrictedExpression {
+fn public_value(types: &Types, attr: &Attr<'_>) -> RestrictedExpression {
     match attr {
         Attr::Str(s) => RestrictedExpression::new_string(s.clone().into_owned()),
         Attr::Bool(b) => RestrictedExpression::new_bool(*b),
         Attr::Long(n) => RestrictedExpression::new_long(*n),
+        Attr::Uids(kind, ids) => RestrictedExpression::new_set(
+            ids.iter()
+                .map(|id| RestrictedExpression::new_entity_uid(types.public_uid(*kind, id))),
+        ),
+        Attr::Datetime(text) => RestrictedExpression::new_datetime(text),
     }
 }
 

@@ -223,6 +223,10 @@ pub struct Verdict {
     pub reasons: Vec<String>,
     /// Grants whose compiled policy permitted the request.
     pub grants: Vec<String>,
+    /// The permits that allowed the request before an approval rule held it (requires
+    /// approval, or denied for want of an approver): what an approval would let through.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub permitted_by: Vec<String>,
     /// Why each grant of the task did not apply, when none did.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub grant_notes: Vec<String>,

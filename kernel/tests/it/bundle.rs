@@ -87,3 +87,64 @@ fn broken_schema_and_empty_set_are_refused() {
     let err = Bundle::load(&schema, &[]).unwrap_err();
     assert!(err.to_string().contains("no policies loaded"), "{err}");
 }
+
+/// Issue 19 item 5: the policy-set hash is content-addressed per file: names and directories
+/// take no part; a file's bytes do.
+#[test]
+fn issue_19_hash_ignores_file_names() {
+    let (schema, files) = sources();
+    let a = Bundle::load(&schema, &files).unwrap();
+    let renamed: Vec<SourceFile> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| SourceFile::new(format!("elsewhere/{i}/x.cedar"), f.text.clone()))
+        .collect();
+    let schema_renamed = SourceFile::new("other/schema.cedarschema", schema.text.clone());
+    let b = Bundle::load(&schema_renamed, &renamed).unwrap();
+    assert_eq!(a.hash(), b.hash());
+    let texts: Vec<&str> = files.iter().map(|f| f.text.as_str()).collect();
+    assert_eq!(
+        a.hash(),
+        craik_kernel::policy_set_hash(&schema.text, &texts)
+    );
+    let mut changed = schema.clone();
+    changed.text.push('\n');
+    assert_ne!(Bundle::load(&changed, &files).unwrap().hash(), a.hash());
+}
+
+/// Issue 19 item 5: lints. An unconstrained decision permit is an error (an unconstrained
+/// approval rule is not: it holds everything for approval); a passed upper time bound warns,
+/// judged at the `now` given.
+#[test]
+fn issue_19_lints() {
+    let (schema, mut files) = sources();
+    files.push(SourceFile::new(
+        "custom/lint.cedar",
+        "@id(\"x.open\")\n@reason(\"x\")\npermit (principal, action, resource);\n\n\
+         @id(\"x.approve-all\")\n@reason(\"x\")\n@approval(\"required\")\npermit (principal, action, resource);\n\n\
+         @id(\"x.trial\")\n@reason(\"x\")\npermit (principal, action == Craik::Action::\"repo.read\", resource)\nwhen { principal.trust == \"high\" && context.now <= datetime(\"2026-11-01T00:00:00Z\") };\n",
+    ));
+    let b = Bundle::load(&schema, &files).unwrap();
+    assert!(
+        bundle().lints(0).is_empty(),
+        "the shipped bundle lints clean"
+    );
+    let at = |now: i64| {
+        b.lints(now)
+            .iter()
+            .map(|l| (l.rule, l.policy.clone(), l.at.line))
+            .collect::<Vec<_>>()
+    };
+    // 2026-10-01 and 2026-11-02.
+    assert_eq!(
+        at(1_790_812_800),
+        [("unconstrained-permit", "x.open".to_owned(), 1)]
+    );
+    assert_eq!(
+        at(1_793_577_600),
+        [
+            ("unconstrained-permit", "x.open".to_owned(), 1),
+            ("expired-bound", "x.trial".to_owned(), 10)
+        ]
+    );
+}

@@ -415,3 +415,116 @@ fn issue_19_project_grants_apply_only_bound_to_a_task_of_their_project() {
     let text = serde_json::to_string(&task_grant).unwrap();
     assert!(!text.contains("project_id"), "{text}");
 }
+
+/// Issue 19 item 5: `decide_traced` gives the same verdict as `decide`, and for each permit
+/// that could apply whether it matched and which part did not hold.
+#[test]
+fn issue_19_trace_names_the_clause_that_did_not_hold() {
+    let b = bundle();
+    let g = grants(&b, docs_grant());
+    for (target, matched, why) in [
+        ("docs/guide.md", true, ""),
+        (
+            "docs/adr/1.md",
+            false,
+            "`unless { resource.fold like \"docs/adr/*\" }` excludes it",
+        ),
+        (
+            "src/lib.rs",
+            false,
+            // As Cedar prints it back (parenthesised).
+            "`when { (resource in Craik::Dir::\"docs\") || (resource.path == \"README.md\") }` is false",
+        ),
+    ] {
+        let req = request(json!({"capability": "repo.write.docs", "target": target}));
+        let (verdict, trace) = b.decide_traced(&g, &req, &options());
+        assert_eq!(verdict, b.decide(&g, &req, &options()), "{target}");
+        assert_eq!(trace.len(), 1, "{target}: {trace:?}");
+        assert_eq!(trace[0].id, "grant.grant_docs_write");
+        assert_eq!(
+            (trace[0].matched, trace[0].why.as_str()),
+            (matched, why),
+            "{target}"
+        );
+    }
+    // An expired grant: the expiry clause is named.
+    let mut late = options();
+    late.now = time::macros::datetime!(2026-11-22 00:00 UTC);
+    let req = request(json!({"capability": "repo.write.docs", "target": "docs/guide.md"}));
+    let (_, trace) = b.decide_traced(&g, &req, &late);
+    assert_eq!(
+        trace[0].why,
+        "`when { context.now < datetime(\"2026-11-21T00:00:00.000Z\") }` is false"
+    );
+}
+
+/// Issue 19 item 5: the held permit is reported, and a grant's reason replaces its id.
+#[test]
+fn issue_19_permitted_by_and_grant_reasons() {
+    let held = decide(
+        docs_grant(),
+        json!({"capability": "repo.write.docs", "target": "docs/guide.md"}),
+    );
+    assert_eq!(held.permitted_by, ["grant.grant_docs_write"]);
+    let allowed = decide(
+        docs_grant(),
+        json!({"capability": "repo.write.docs", "target": "docs/guide.md", "profile": "trusted-local"}),
+    );
+    assert_eq!(allowed.decision, Decision::Allow, "{allowed:?}");
+    assert!(allowed.permitted_by.is_empty());
+    assert_eq!(
+        allowed.reasons,
+        ["grant `grant_docs_write` approved by user:maintainer: Documentation reconciliation."]
+    );
+}
+
+/// Issue 19 item 5: a command's path arguments and `context.now` reach Cedar; a forbid on a
+/// directory catches a bare word, traversal and option values, not a look-alike prefix.
+#[test]
+fn issue_19_command_paths_and_datetime_now() {
+    let (schema, mut files) = crate::sources();
+    files.push(craik_kernel::SourceFile::new(
+        "custom/x.cedar",
+        "@id(\"x.scripts\")\n@reason(\"x\")\nforbid (principal, action in Craik::Action::\"shell\", resource)\nwhen { resource.dirs.contains(Craik::Dir::\"scripts\") };\n\n\
+         @id(\"x.after\")\n@reason(\"x\")\nforbid (principal, action == Craik::Action::\"shell.test\", resource)\nwhen { context.now > datetime(\"2026-11-20T10:00:00Z\") };\n",
+    ));
+    let b = craik_kernel::Bundle::load(&schema, &files).unwrap();
+    let g = grants(
+        &b,
+        json!([{"id": "grant_ls", "task_id": "task_docs", "capability": "shell.execute",
+                "target": {"paths": ["ls"]}, "operations": ["execute"], "reason": "r", "approved_by": "user:x"},
+               {"id": "grant_t", "task_id": "task_docs", "capability": "shell.test",
+                "target": {"paths": ["cargo test"]}, "operations": ["execute"], "reason": "r", "approved_by": "user:x"}]),
+    );
+    let run = |argv: &[&str], cap: &str, opts: &craik_kernel::DecideOptions| {
+        let req = request(
+            json!({"capability": cap, "argv": argv, "operation": "execute", "profile": "trusted-local"}),
+        );
+        b.decide(&g, &req, opts)
+    };
+    for argv in [
+        &["ls", "scripts"][..],
+        &["ls", "./scripts//"],
+        &["ls", "docs/../scripts/a"],
+        &["ls", "/workspace/scripts"],
+        &["ls", "--dir=scripts/x"],
+    ] {
+        let v = run(argv, "shell.execute", &options());
+        assert_eq!(v.determining, ["x.scripts"], "{argv:?}: {v:?}");
+    }
+    for argv in [&["ls", "scripts-old"][..], &["ls", "src/scripts"], &["ls"]] {
+        let v = run(argv, "shell.execute", &options());
+        assert_eq!(v.decision, Decision::Allow, "{argv:?}: {v:?}");
+    }
+    // `now` is compared to the millisecond.
+    assert_eq!(
+        run(&["cargo", "test"], "shell.test", &options()).decision,
+        Decision::Allow
+    );
+    let mut later = options();
+    later.now = time::macros::datetime!(2026-11-20 10:00:00.001 UTC);
+    assert_eq!(
+        run(&["cargo", "test"], "shell.test", &later).determining,
+        ["x.after"]
+    );
+}

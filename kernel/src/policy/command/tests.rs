@@ -792,3 +792,33 @@ fn limits_are_refused() {
     assert!(analyse(&vec!["a".to_owned(); MAX_ARGS + 1]).is_err());
     assert!(analyse(&["x".repeat(MAX_COMMAND_BYTES + 1)]).is_err());
 }
+
+/// Issue 19 item 5: `resource.paths` — every operand and option value that is a workspace
+/// path, normalised; words count (`ls scripts`), options, URLs and paths outside do not.
+#[test]
+fn issue_19_argument_paths_are_normalised_operands() {
+    let root = "/ws";
+    let paths = |line: &str| argument_paths(&split(line), root);
+    assert_eq!(paths("ls scripts"), ["scripts"]);
+    // `-la` may be `-l a` (an attached value): counted, as a forbid must not miss it.
+    assert_eq!(paths("ls -la ./scripts/"), ["a", "scripts"]);
+    assert_eq!(
+        paths("cat src/../scripts/a.sh /ws/docs/x.md"),
+        ["docs/x.md", "scripts/a.sh"]
+    );
+    assert_eq!(
+        paths("cat --file=scripts/x -oout/y"),
+        ["out/y", "scripts/x"]
+    );
+    assert_eq!(paths("cat a a ./a"), ["a"]);
+    for line in [
+        "ls",
+        "ls -l .",
+        "curl https://example.com/x",
+        "cat /etc/passwd",
+        "cat ../outside",
+        "cat --verbose -v",
+    ] {
+        assert_eq!(paths(line), Vec::<String>::new(), "{line}");
+    }
+}

@@ -38,17 +38,20 @@ fn main() -> ExitCode {
         std::process::exit(i32::from(Exit::Internal.code()));
     }));
 
+    // No core file, no same-user ptrace-class access to this process (it holds the key).
+    // First of all, so the confinement probe below runs exactly as confined children start
+    // (a probe that differed once claimed mounts a child could not make; found by outside
+    // testing).
+    if let Err(why) = craik_host::confine::harden_self() {
+        let _ = writeln!(io::stderr(), "craik: cannot harden the process: {why}");
+        return Exit::Internal.into();
+    }
     let mut args = std::env::args_os();
     if args
         .nth(1)
         .is_some_and(|a| a == craik_host::confine::TRAMPOLINE)
     {
         craik_host::confine::trampoline(args);
-    }
-    // No core file, no same-user ptrace-class access to this process (it holds the key).
-    if let Err(why) = craik_host::confine::harden_self() {
-        let _ = writeln!(io::stderr(), "craik: cannot harden the process: {why}");
-        return Exit::Internal.into();
     }
     // Whatever a governed command or an adapter leaves behind is re-parented here and killed.
     craik_host::confine::become_subreaper();
@@ -474,9 +477,12 @@ fn run_command(
         Some(c) if args.bundle.custom.is_empty() => c.custom_dirs()?,
         _ => args.bundle.custom.clone(),
     };
-    let immutable_paths = config
-        .map(|c| c.config.project.immutable_paths.clone())
-        .unwrap_or_default();
+    // Without a craik.toml, the default `craik init` writes: ADRs are immutable (a command
+    // rewrote one in a repository without a config; found by outside testing).
+    let immutable_paths = config.map_or_else(
+        || vec![craik_host::config::DEFAULT_IMMUTABLE.to_owned()],
+        |c| c.config.project.immutable_paths.clone(),
+    );
     let project_grants = match config {
         Some(c) => c.project_grant_files()?,
         None => Vec::new(),

@@ -130,9 +130,26 @@ fn installation(program: &Path) -> PathBuf {
         .then(|| dir.parent())
         .flatten();
     match prefix {
-        Some(prefix) if !crate::confine::too_broad(prefix) => prefix.to_path_buf(),
+        Some(prefix)
+            if !crate::confine::too_broad(prefix)
+                && !shared_user_prefix(prefix, std::env::var_os("HOME").map(PathBuf::from)) =>
+        {
+            prefix.to_path_buf()
+        }
         _ => dir.to_path_buf(),
     }
+}
+
+/// A prefix directly in the operator's `HOME` (`~/.local`, `~/.cargo`): shared by every
+/// program the user installed and holding their data (`~/.local/state` holds Craik's
+/// default homes; found by outside testing), so an adapter installed there reads only its
+/// own directory (add more with `--adapter-read`).
+fn shared_user_prefix(prefix: &Path, home: Option<PathBuf>) -> bool {
+    let home = home.and_then(|h| h.canonicalize().ok());
+    let real = prefix
+        .canonicalize()
+        .unwrap_or_else(|_| prefix.to_path_buf());
+    home.is_some_and(|h| real.parent() == Some(h.as_path()))
 }
 
 /// The interpreter a script names on its `#!` line.
@@ -841,5 +858,25 @@ pub fn shipped(name: &str) -> Result<PathBuf, String> {
             "{}: not found; build the adapters with `cargo build --workspace` (they ship beside `craik`)",
             path.display()
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue_18_a_prefix_directly_in_home_is_not_an_installation() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        for d in [".local/bin", "tools/node/bin"] {
+            std::fs::create_dir_all(home.join(d)).unwrap();
+        }
+        assert!(shared_user_prefix(&home.join(".local"), Some(home.clone())));
+        assert!(!shared_user_prefix(
+            &home.join("tools/node"),
+            Some(home.clone())
+        ));
+        assert!(!shared_user_prefix(&home.join(".local"), None));
     }
 }

@@ -492,6 +492,10 @@ pub fn project_id_for(dir: &Path) -> String {
     }
 }
 
+/// The immutable paths of a project with no `craik.toml` (and what `craik init` writes):
+/// architecture decision records.
+pub const DEFAULT_IMMUTABLE: &str = "docs/adr/**";
+
 /// The `craik.toml` `craik init` writes: every key, with its default, documented.
 pub fn template(
     home: Option<&Path>,
@@ -548,7 +552,7 @@ grants = [".craik-grants"]
 # Where the project's documentation lives (globs relative to the workspace root).
 docs_paths = ["docs/**", "README.md"]
 # Paths no write capability and no command may change, whatever the label.
-immutable_paths = ["docs/adr/**"]
+immutable_paths = ["{DEFAULT_IMMUTABLE}"]
 # What case files look at, and never look at.
 discovery_include = ["**"]
 discovery_exclude = ["target/**", "node_modules/**"]

@@ -140,7 +140,14 @@ impl TargetPath {
         let whole = lower.as_str();
         // Craik's state and git internals at any depth (a nested checkout's `.git/` runs
         // hooks as well as the top one; a `.craik/` anywhere is some Craik's home).
-        if lower.split('/').any(|s| s == ".craik") {
+        // Craik's own configuration and what `craik task new`/`grants new` write, at any depth
+        // (craik looks for `craik.toml` from the working directory up): a command that rewrote
+        // it could unpin policies, plant a permit or drop the immutable paths for the
+        // operator's next run (found by outside testing).
+        if lower
+            .split('/')
+            .any(|s| s == ".craik" || CRAIK_INPUT_NAMES.contains(&s))
+        {
             return Some(Protected::CraikState);
         }
         if lower.split('/').any(|s| s == ".git") {
@@ -190,6 +197,13 @@ pub struct ImmutablePaths {
 }
 
 impl ImmutablePaths {
+    /// The glob covering exactly the workspace-relative `rel` (and, for a directory,
+    /// everything under it): glob metacharacters in the name match themselves.
+    pub fn glob_for(rel: &str, dir: bool) -> String {
+        let exact = globset::escape(rel);
+        if dir { format!("{exact}/**") } else { exact }
+    }
+
     /// Compiles `globs`; each must be relative, without `.`/`..` components, and valid.
     pub fn new(globs: &[String]) -> Result<Self, String> {
         if globs.is_empty() {
@@ -294,6 +308,9 @@ impl Protected {
     }
 }
 
+/// Names (at any depth, lowercase) of Craik's own inputs kept in a repository.
+const CRAIK_INPUT_NAMES: &[&str] = &["craik.toml", ".craik-tasks", ".craik-grants"];
+
 /// Names (at any depth, lowercase) of configuration that executes code when a person or a
 /// tool enters the directory, opens it, commits, builds or runs CI in it: direnv, editor and
 /// devcontainer settings, git hooks managers and attributes, CI definitions, toolchain pins
@@ -331,6 +348,20 @@ const EXEC_CONFIG_NAMES: &[&str] = &[
     ".pnpmfile.cjs",
     "lefthook.yml",
     ".lefthook.yml",
+    // Other version control systems' repositories (hooks, config that runs programs).
+    ".hg",
+    ".jj",
+    ".sl",
+    ".svn",
+    // Debuggers, editors and tools that load a file from the working directory.
+    ".gdbinit",
+    ".lldbinit",
+    ".exrc",
+    ".nvimrc",
+    ".nvim.lua",
+    ".pylintrc",
+    "bunfig.toml",
+    ".bazelrc",
 ];
 
 /// Top-level directories of agent configuration (lowercase).

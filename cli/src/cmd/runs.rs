@@ -64,6 +64,28 @@ pub(crate) struct RunArgs<'a> {
     pub(crate) approver: Option<&'a str>,
 }
 
+/// Globs covering each of `paths` that lies inside `workspace` (a directory with all it
+/// holds), relative to it; paths outside it, or that do not exist, give none.
+fn inputs_in_workspace<'p>(workspace: &Path, paths: impl Iterator<Item = &'p Path>) -> Vec<String> {
+    let Ok(root) = workspace.canonicalize() else {
+        return Vec::new();
+    };
+    let mut globs = Vec::new();
+    for path in paths {
+        let Ok(real) = path.canonicalize() else {
+            continue;
+        };
+        if let Ok(rel) = real.strip_prefix(&root)
+            && let Some(rel) = rel.to_str().filter(|r| !r.is_empty())
+        {
+            globs.push(craik_kernel::ImmutablePaths::glob_for(rel, real.is_dir()));
+        }
+    }
+    globs.sort();
+    globs.dedup();
+    globs
+}
+
 /// A file holding exactly one contract of type `T`.
 fn read_one<T: Contract>(path: &Path) -> Result<T, Failure> {
     decode_one(path, &read_file(path)?)
@@ -412,6 +434,20 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         let _ = std::fs::remove_dir_all(&dir.path);
         return Err(refused.into());
     }
+    // Craik's inputs that lie in the workspace (policies, custom policies, grant files, the
+    // intent lock and envelope) are immutable to the run: no command or write capability may
+    // change what the next run reads.
+    let mut immutable_paths = args.immutable_paths.to_vec();
+    immutable_paths.extend(inputs_in_workspace(
+        &workspace,
+        args.policies
+            .into_iter()
+            .chain(args.custom.iter().map(PathBuf::as_path))
+            .chain(args.grants.iter().map(PathBuf::as_path))
+            .chain(args.project_grants.iter().map(PathBuf::as_path))
+            .chain(args.intent)
+            .chain(args.envelope),
+    ));
     let inputs = Inputs {
         run_id: run_id.clone(),
         task,
@@ -428,7 +464,7 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         policy_set: setup.bundle.hash().to_owned(),
         workspace,
         toolchains,
-        immutable_paths: args.immutable_paths.to_vec(),
+        immutable_paths,
         max_iterations,
         budget_secs: args.budget_secs,
         shadow: args.shadow,

@@ -166,6 +166,13 @@ fn issue_18_an_archive_cannot_plant_protected_paths() {
         "src/new.rs",
         "sub/.git/config",
         "new-top.txt",
+        // Craik's own inputs and other tools' config, at the root and nested in scope (found
+        // by outside testing: a rewritten craik.toml planted a permit for the next run).
+        "craik.toml",
+        "out/craik.toml",
+        "out/.craik-grants/g.json",
+        "out/.hg/hgrc",
+        "out/.gdbinit",
         "out/ok.txt",
     ];
     for profile in ["trusted-local", "automation"] {
@@ -189,6 +196,7 @@ fn issue_18_an_archive_cannot_plant_protected_paths() {
                 (".git/hooks/.keep", ""),
                 ("src/lib.rs", "pub fn f() {}\n"),
                 ("sub/.git/config", "[core]\n"),
+                ("craik.toml", "[run]\nprofile = \"strict\"\n"),
                 ("out/.keep", ""),
             ],
         );
@@ -219,6 +227,10 @@ fn issue_18_an_archive_cannot_plant_protected_paths() {
             std::fs::read_to_string(ws.join("sub/.git/config")).unwrap(),
             "[core]\n"
         );
+        assert_eq!(
+            std::fs::read_to_string(ws.join("craik.toml")).unwrap(),
+            "[run]\nprofile = \"strict\"\n"
+        );
         for p in [
             ".git/hooks/pre-commit",
             ".git/info/attributes",
@@ -228,6 +240,10 @@ fn issue_18_an_archive_cannot_plant_protected_paths() {
             "AGENTS.md",
             "src/new.rs",
             "new-top.txt",
+            "out/craik.toml",
+            "out/.craik-grants",
+            "out/.hg",
+            "out/.gdbinit",
         ] {
             assert!(!ws.join(p).exists(), "{profile}: {p} was planted: {text}");
         }
@@ -395,7 +411,10 @@ fn issue_18_an_unprivileged_craik_confines_the_same() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let script = "#!/bin/sh\ngrep -E '^(CapEff|CapPrm|NoNewPrivs|Seccomp):' /proc/$$/status > out/status.txt\n/usr/bin/python3 -c 'import socket; socket.socket()' 2> out/sock.txt\nexit 0\n";
+    // Also (outside testing): the mount namespace must be built for an unprivileged Craik too
+    // (a non-dumpable Craik once made every child fail to write its uid map, so nothing was
+    // read-only and the signing key could be chmod-ed), and System V IPC stays private.
+    let script = "#!/bin/sh\ngrep -E '^(CapEff|CapPrm|NoNewPrivs|Seccomp):' /proc/$$/status > out/status.txt\n/usr/bin/python3 -c 'import socket; socket.socket()' 2> out/sock.txt\nchmod 0666 ../../../keys/signing.key.pem 2> out/chmod.txt; echo \"rc $?\" >> out/chmod.txt\n/usr/bin/python3 -c 'import ctypes; print(ctypes.CDLL(None).shmget(0x5eed1, 4096, 0o1666))' > out/shm.txt\nexit 0\n";
     let ex = probe_example(dir.path(), "trusted-local", script, &[]);
     let home = dir.path().join("home");
     std::process::Command::new("chmod")
@@ -425,6 +444,30 @@ fn issue_18_an_unprivileged_craik_confines_the_same() {
         read(&ws, "sock.txt").contains("Permission denied"),
         "{}",
         read(&ws, "sock.txt")
+    );
+    let chmod = read(&ws, "chmod.txt");
+    assert!(chmod.contains("Read-only file system"), "{chmod}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(home.join("keys/signing.key.pem"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("WARNING"),
+        "{}",
+        crate::transcript(&out)
+    );
+    // The segment was made (in the command's own IPC namespace) and is gone with it.
+    assert!(read(&ws, "shm.txt").trim().parse::<i64>().unwrap() >= 0);
+    let ipcs = std::process::Command::new("ipcs")
+        .arg("-m")
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&ipcs.stdout).contains("0x0005eed1"),
+        "{}",
+        String::from_utf8_lossy(&ipcs.stdout)
     );
 }
 

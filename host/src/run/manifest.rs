@@ -22,6 +22,13 @@ use sha2::{Digest as _, Sha256};
 /// Most entries a workspace may hold for a command to run in it (more is refused: the check
 /// after the command could not be made).
 pub const MAX_ENTRIES: usize = 1_000_000;
+/// Deepest directory level the manifest walks (relative to the workspace root); a directory
+/// below it is a [`Kind::Deep`] entry. Far deeper than source trees go, and far from
+/// `PATH_MAX`.
+pub const MAX_DEPTH: usize = 64;
+/// Longest path (bytes, from `/`) of a directory the manifest walks; a longer one is a
+/// [`Kind::Deep`] entry (`PATH_MAX` is 4096, and an entry's path adds its name).
+pub const MAX_PATH_BYTES: usize = 3072;
 /// Most bytes of protected files kept as pre-images for one command.
 pub const MAX_PREIMAGE_BYTES: u64 = 64 * 1024 * 1024;
 /// Most bytes of one protected file kept as a pre-image.
@@ -45,6 +52,12 @@ enum Kind {
     Dir,
     Link,
     Other,
+    /// A directory deeper than [`MAX_DEPTH`] or longer than [`MAX_PATH_BYTES`]: recorded,
+    /// not walked. Created or changed by a
+    /// command, it is forbidden and removed whole (a tree too deep to walk would otherwise
+    /// hide what it holds, or fail the whole check and with it every restore; found by
+    /// outside testing).
+    Deep,
 }
 
 /// Every entry of a workspace, by path relative to its root (`/`-separated).
@@ -142,7 +155,16 @@ pub fn is_protected(rel: &str, immutable: &craik_kernel::ImmutablePaths) -> bool
 
 /// Names that are protected wherever they would be created: kept out of a write grant even
 /// when absent, so nothing can create them.
-pub const PROTECTED_NAMES: &[&str] = &[".git", ".craik", ".envrc", ".vscode", ".github"];
+pub const PROTECTED_NAMES: &[&str] = &[
+    ".git",
+    ".craik",
+    ".envrc",
+    ".vscode",
+    ".github",
+    "craik.toml",
+    ".craik-tasks",
+    ".craik-grants",
+];
 
 impl Manifest {
     /// Walks `root` with `lstat`, never following a link.
@@ -162,6 +184,11 @@ impl Manifest {
                     .map_err(|e| format!("`{}`: {e}", path.display()))?;
                 let kind = if meta.file_type().is_symlink() {
                     Kind::Link
+                } else if meta.is_dir()
+                    && (child_rel.components().count() >= MAX_DEPTH
+                        || path.as_os_str().len() > MAX_PATH_BYTES)
+                {
+                    Kind::Deep
                 } else if meta.is_dir() {
                     Kind::Dir
                 } else if meta.is_file() {
@@ -340,6 +367,12 @@ pub fn settle(
         forbidden: forbidden(&shown(rel), scopes, immutable),
         restored: None,
     };
+    let too_deep = |rel: &Path, change: Change| FileChange {
+        forbidden: Some(format!(
+            "a directory deeper than {MAX_DEPTH} levels, too deep to check"
+        )),
+        ..change_of(rel, change, None)
+    };
     for (rel, now) in &after.entries {
         let change = match before.entries.get(rel) {
             None => Change::Created,
@@ -354,6 +387,10 @@ pub fn settle(
             }
             Some(_) => continue,
         };
+        if now.kind == Kind::Deep {
+            changes.push(too_deep(rel, change));
+            continue;
+        }
         let sha256 = (now.kind == Kind::File)
             .then(|| hash_file(&root.join(rel)))
             .flatten();
@@ -612,6 +649,114 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(root.join("docs/guide.md")).unwrap(),
             "fine"
+        );
+    }
+
+    #[test]
+    fn issue_18_a_tree_too_deep_to_walk_never_disables_the_check() {
+        // Outside testing: planted `.git/config` and `.envrc` in scope, then a tree deeper than
+        // PATH_MAX made the whole after-check fail, so nothing was restored or recorded.
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        let before = Manifest::scan(root).unwrap();
+        let none = craik_kernel::ImmutablePaths::default();
+        let pre = Preimages::take(root, &before, &none);
+        std::fs::create_dir_all(root.join("src/sub/.git")).unwrap();
+        std::fs::write(
+            root.join("src/sub/.git/config"),
+            "[core]\nfsmonitor = evil\n",
+        )
+        .unwrap();
+        std::fs::write(root.join("src/.envrc"), "evil").unwrap();
+        // Deeper than the depth bound, and longer than PATH_MAX from the root (built level by
+        // level from descriptors).
+        for (top, name, levels) in [
+            ("src/a", "d".to_owned(), 70),
+            ("src/b", "e".repeat(200), 30),
+        ] {
+            std::fs::create_dir_all(root.join(top)).unwrap();
+            let mut fd = rustix::fs::open(
+                root.join(top),
+                rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::RDONLY,
+                rustix::fs::Mode::empty(),
+            )
+            .unwrap();
+            for _ in 0..levels {
+                rustix::fs::mkdirat(&fd, name.as_str(), rustix::fs::Mode::RWXU).unwrap();
+                fd = rustix::fs::openat(
+                    &fd,
+                    name.as_str(),
+                    rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::RDONLY,
+                    rustix::fs::Mode::empty(),
+                )
+                .unwrap();
+            }
+            let hidden = rustix::fs::openat(
+                &fd,
+                ".git",
+                rustix::fs::OFlags::CREATE | rustix::fs::OFlags::WRONLY,
+                rustix::fs::Mode::RUSR,
+            );
+            assert!(hidden.is_ok());
+        }
+        let after = Manifest::scan(root).unwrap();
+        let changes = settle(
+            root,
+            &before,
+            &after,
+            &[Scope::Under("src".into())],
+            &none,
+            &pre,
+        );
+        let forbidden: Vec<&str> = changes
+            .iter()
+            .filter(|c| c.forbidden.is_some())
+            .map(|c| c.path.as_str())
+            .collect();
+        assert!(forbidden.contains(&"src/sub/.git"), "{forbidden:?}");
+        assert!(forbidden.contains(&"src/.envrc"), "{forbidden:?}");
+        assert!(
+            changes
+                .iter()
+                .filter(|c| c.forbidden.is_some())
+                .all(|c| c.restored == Some(Ok(()))),
+            "{changes:?}"
+        );
+        assert!(!root.join("src/sub/.git").exists());
+        assert!(!root.join("src/.envrc").exists());
+        // Below the depth bound: the too-deep directory itself is forbidden and removed whole.
+        let too_deep: Vec<&FileChange> = changes
+            .iter()
+            .filter(|c| {
+                c.forbidden
+                    .as_deref()
+                    .is_some_and(|f| f.contains("too deep"))
+            })
+            .collect();
+        assert_eq!(too_deep.len(), 2, "{changes:?}");
+        for c in too_deep {
+            assert!(
+                c.rel.components().count() == MAX_DEPTH
+                    || root.join(&c.rel).as_os_str().len() > MAX_PATH_BYTES,
+                "{}",
+                c.path
+            );
+            assert!(!root.join(&c.rel).exists());
+        }
+        // What is left verifies clean.
+        let again = Manifest::scan(root).unwrap();
+        assert!(
+            settle(
+                root,
+                &before,
+                &again,
+                &[Scope::Under("src".into())],
+                &none,
+                &pre
+            )
+            .iter()
+            .all(|c| c.forbidden.is_none())
         );
     }
 

@@ -247,7 +247,7 @@ impl Host {
         let root = self.workspace.root.clone();
         let root_text = self.workspace_root();
         let scopes = self.write_scopes(grants, &root_text)?;
-        let immutable = self.immutable.clone();
+        let immutable = self.command_immutable.clone();
         let before = manifest::Manifest::scan(&root)?;
         let pre = manifest::Preimages::take(&root, &before, &immutable);
         let base = self.dir.root().join("sandbox").join(action_id);
@@ -268,6 +268,19 @@ impl Host {
             &[root.clone(), home.clone(), tmp.clone()],
         )?;
         hidden.extend(toolchains.iter().flat_map(|t| t.credentials()));
+        // A Craik home left inside the workspace (`.craik/` at any depth: keys, journals) is
+        // hidden, not just read-only: a read oracle (`grep -q`) would leak its key (found by
+        // outside testing).
+        hidden.extend(
+            before
+                .protected(&immutable)
+                .iter()
+                .filter(|p| {
+                    p.components()
+                        .any(|c| c.as_os_str().eq_ignore_ascii_case(".craik"))
+                })
+                .map(|p| root.join(p)),
+        );
         let mut read_only: Vec<PathBuf> = before
             .protected(&immutable)
             .iter()

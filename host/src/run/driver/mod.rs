@@ -92,6 +92,9 @@ pub struct Host {
     workspace: Workspace,
     /// The project's immutable paths (from the signed inputs).
     immutable: craik_kernel::ImmutablePaths,
+    /// What commands may not change: [`Host::immutable`] and the intent lock's out-of-scope
+    /// paths.
+    command_immutable: craik_kernel::ImmutablePaths,
     clock: std::sync::Arc<dyn crate::Clock>,
     crash: CrashPoints,
     step_count: usize,
@@ -243,8 +246,23 @@ impl Host {
         // still hold a glob that does not compile, every path is immutable: fail closed.
         let immutable = craik_kernel::ImmutablePaths::new(&inputs.immutable_paths)
             .unwrap_or_else(|_| craik_kernel::ImmutablePaths::everything());
+        // For commands, the intent lock's out-of-scope paths too (a command that rewrote one
+        // completed the run; found by outside testing): what decisions stop the run for (a
+        // write capability on such a path interrupts it), the manifest check refuses a
+        // command, and the sandbox keeps it read-only.
+        let mut globs = inputs.immutable_paths.clone();
+        for entry in inputs.intent.iter().flat_map(|i| i.out_of_scope.iter()) {
+            if let Ok(path) = craik_kernel::TargetPath::normalize("/w", entry.trim_end_matches('/'))
+            {
+                globs.push(craik_kernel::ImmutablePaths::glob_for(path.as_str(), false));
+                globs.push(craik_kernel::ImmutablePaths::glob_for(path.as_str(), true));
+            }
+        }
+        let command_immutable = craik_kernel::ImmutablePaths::new(&globs)
+            .unwrap_or_else(|_| craik_kernel::ImmutablePaths::everything());
         Self {
             immutable,
+            command_immutable,
             runner: setup.runner,
             matrix: setup.matrix,
             clock: setup.clock,

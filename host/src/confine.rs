@@ -472,7 +472,10 @@ fn read_rule(path: &Path) -> Option<(Arc<rustix::fd::OwnedFd>, bool)> {
 
 /// Rule descriptors kept across sandboxes, each with the identity of what it names.
 #[derive(Default)]
-struct RuleCache(Mutex<HashMap<PathBuf, (Arc<rustix::fd::OwnedFd>, bool, (u64, u64))>>);
+struct RuleCache(Mutex<HashMap<PathBuf, Kept>>);
+
+/// A kept rule: its descriptor, whether it is a directory, and the file's identity.
+type Kept = (Arc<rustix::fd::OwnedFd>, bool, (u64, u64));
 
 impl RuleCache {
     /// The kept descriptor of `path` while `path` still names that file (by `lstat`), else a

@@ -230,7 +230,7 @@ pub fn table(network: Network) -> Table {
         libc::SYS_clone,
         vec![refuse(EPERM, vec![Test::Set(0, namespaces)])],
     ));
-    let set_id = u32::from(libc::S_ISUID | libc::S_ISGID);
+    let set_id: u32 = libc::S_ISUID | libc::S_ISGID;
     for (call, mode, flags) in mode_args() {
         // The mode only counts when the call creates: for `open`/`openat` when O_CREAT or
         // O_TMPFILE is set (otherwise the register holds whatever the caller left there).

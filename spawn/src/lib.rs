@@ -27,6 +27,7 @@
 //! 3. every capability dropped (bounding set and `noroot` secure bits as root or inside the
 //!    user namespace, ambient, inheritable, permitted, effective) and `no_new_privs` set —
 //!    then checked, or refused;
+//! 3b. resource limits: no core dump, and a largest file size for commands;
 //! 4. Landlock: the parent's ruleset plus this process's own `/proc/<pid>`, then
 //!    `landlock_restrict_self`;
 //! 5. the seccomp filter (installed last but one: it refuses mounts, namespaces, ...);
@@ -66,6 +67,9 @@ pub struct Plan {
     pub landlock: Option<Landlock>,
     /// The seccomp programs, installed in order.
     pub filters: &'static [Vec<Insn>],
+    /// The largest file the program may write (`RLIMIT_FSIZE`, hard and soft), or `None` to
+    /// keep the parent's. Core dumps are always off (`RLIMIT_CORE` 0).
+    pub file_size_limit: Option<u64>,
 }
 
 /// One classic-BPF instruction (`struct sock_filter`).
@@ -301,6 +305,7 @@ pub fn apply(plan: &Plan) -> Result<(), Fail<'_>> {
         fail.report(true);
     }
     drop_privileges()?;
+    limit_resources(plan.file_size_limit)?;
     if let Some(landlock) = &plan.landlock {
         restrict(landlock)?;
     }
@@ -528,6 +533,28 @@ fn drop_privileges() -> Result<(), Fail<'static>> {
     }
     if !rustix::thread::no_new_privs().map_err(|e| Fail::os("no_new_privs", e))? {
         return Err(Fail::new("no_new_privs is not set"));
+    }
+    Ok(())
+}
+
+/// `RLIMIT_CORE` 0 and, when given, `RLIMIT_FSIZE` (only ever lowered: a limit already below
+/// stays; without privilege a hard limit cannot be raised again).
+fn limit_resources(file_size: Option<u64>) -> Result<(), Fail<'static>> {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let lower = |resource: Resource, to: u64| {
+        let now = getrlimit(resource);
+        let value = now.maximum.map_or(to, |max| max.min(to));
+        setrlimit(
+            resource,
+            Rlimit {
+                current: Some(value),
+                maximum: Some(value),
+            },
+        )
+    };
+    lower(Resource::Core, 0).map_err(|e| Fail::os("RLIMIT_CORE", e))?;
+    if let Some(limit) = file_size {
+        lower(Resource::Fsize, limit).map_err(|e| Fail::os("RLIMIT_FSIZE", e))?;
     }
     Ok(())
 }

@@ -334,6 +334,13 @@ for name, call in [("setpriority-user", lambda: os.setpriority(os.PRIO_USER, 0, 
     except OSError as e:
         print(name, "errno", e.errno)
 os.nice(1); print("nice ok")
+print("fsize", resource.getrlimit(resource.RLIMIT_FSIZE)[1], "core", resource.getrlimit(resource.RLIMIT_CORE)[1])
+try:
+    with open("out/big.bin", "wb") as f:
+        f.truncate(9 << 30)
+    print("truncate ran")
+except OSError as e:
+    print("truncate errno", e.errno)
 PY
 exit 0
 "#;
@@ -390,6 +397,13 @@ exit 0
     }
     assert!(sockets.contains("prlimit self True"), "{sockets}");
     assert!(sockets.contains("nice ok"), "{sockets}");
+    // Resource limits (outside testing: a 40 GB sparse file cost 91 s of hashing): files up
+    // to 8 GiB, no core dumps.
+    assert!(
+        sockets.contains(&format!("fsize {} core 0", 8_u64 << 30)),
+        "{sockets}"
+    );
+    assert!(sockets.contains("truncate errno 27"), "EFBIG: {sockets}");
     if cfg!(target_arch = "x86_64") {
         // Every x32 call answers ENOSYS (38), whatever it is. (On a kernel built without x32
         // this holds anyway; `seccomp::tests` checks the guard is the filter's first words.)

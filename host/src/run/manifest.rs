@@ -22,6 +22,9 @@ use sha2::{Digest as _, Sha256};
 /// Most entries a workspace may hold for a command to run in it (more is refused: the check
 /// after the command could not be made).
 pub const MAX_ENTRIES: usize = 1_000_000;
+/// Largest file the after-command check hashes (1 GiB); a larger changed file is listed
+/// with its change but no `sha256`.
+pub const MAX_HASHED_BYTES: u64 = 1 << 30;
 /// Deepest directory level the manifest walks (relative to the workspace root); a directory
 /// below it is a [`Kind::Deep`] entry. Far deeper than source trees go, and far from
 /// `PATH_MAX`.
@@ -299,6 +302,10 @@ fn hash_file(path: &Path) -> Option<String> {
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)
         .ok()?;
+    // Bounded cost: a file larger than this is listed without a hash.
+    if file.metadata().ok()?.len() > MAX_HASHED_BYTES {
+        return None;
+    }
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];
     loop {

@@ -449,9 +449,10 @@ fn open_rule(path: &Path) -> Result<(rustix::fd::OwnedFd, bool), String> {
 /// A rule's descriptor (read rules, and the devices of [`rules::DEVICES_RW`]). What the system
 /// allow-lists grant (the trees of [`rules::system_read`], what carving them grants, `/etc`
 /// files, `/proc` files, devices) lies outside every workspace and is the same for every
-/// sandbox: its descriptors are opened once per process and kept, and a kept one is reused
-/// only while the path still names the same file (device and inode, by `lstat`: a file
-/// replaced, or a link put in its place, means a fresh open, which refuses a link).
+/// sandbox: its descriptors are opened once per process and kept; a kept file outside `/proc`
+/// and `/dev` is reused only while the path still names the same file (device and inode, by
+/// `lstat`: a file replaced, or a link put in its place, means a fresh open, which refuses a
+/// link).
 /// Everything else — the workspace, toolchain roots — is opened afresh for each process.
 fn read_rule(path: &Path) -> Option<(Arc<rustix::fd::OwnedFd>, bool)> {
     static SYSTEM: OnceLock<BTreeSet<PathBuf>> = OnceLock::new();
@@ -489,6 +490,12 @@ impl RuleCache {
     /// fresh [`open_rule`] (which refuses a link), kept in its place.
     fn open(&self, path: &Path) -> Option<(Arc<rustix::fd::OwnedFd>, bool)> {
         if let Some((fd, is_dir, id)) = self.0.lock().ok()?.get(path).cloned() {
+            // Files are checked (`/etc/resolv.conf` is replaced by rename); directories and
+            // the kernel's own `/proc` and `/dev` entries are not replaced in place (a
+            // directory that was would leave its rule on the old, detached one: less access).
+            if is_dir || path.starts_with("/proc") || path.starts_with("/dev") {
+                return Some((fd, is_dir));
+            }
             let now = rustix::fs::lstat(path).ok().map(|st| identity(&st));
             if now == Some(id) {
                 return Some((fd, is_dir));

@@ -831,3 +831,77 @@ fn issue_18_unenforceable_write_scopes_are_refused_at_load() {
         assert!(!home.join("runs").exists() || walk(&home.join("runs")).is_empty());
     }
 }
+
+/// Outside testing (round 3): a command rewrote an ADR in a repository without a craik.toml,
+/// and files the intent lock puts out of scope, and the run completed. Without a config ADRs
+/// are immutable; the intent lock's out-of-scope paths are immutable to commands: the sandbox
+/// keeps them read-only and the check undoes what got through (a hard link included).
+#[test]
+fn issue_18_commands_never_change_adrs_or_out_of_scope_paths() {
+    if !confinement_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = "#!/bin/sh\n\
+        echo 'Status: superseded' > docs/adr/0001.md 2> out/adr.txt; echo \"adr $?\" >> out/adr.txt\n\
+        echo 'pub fn evil() {}' > src/lib.rs 2> out/src.txt; echo \"src $?\" >> out/src.txt\n\
+        echo new > src/new.rs 2>> out/src.txt\n\
+        ln docs/guide.md docs/adr/0002.md 2>> out/adr.txt\n\
+        echo ok > docs/guide.md\n\
+        exit 0\n";
+    let ex = probe_example(
+        dir.path(),
+        "trusted-local",
+        script,
+        &[
+            ("docs/adr/0001.md", "# ADR 1\nStatus: accepted\n"),
+            ("docs/guide.md", "# Guide\n"),
+            ("src/lib.rs", "pub fn f() {}\n"),
+        ],
+    );
+    std::fs::write(
+        ex.join("intent_lock.json"),
+        serde_json::to_string_pretty(&json!({
+            "schema": "craik.intent_lock", "version": "0.1.0", "id": "intent_scratch",
+            "task_id": "task_scratch", "original_request": "Fix the docs.",
+            "objective": "Docs only.", "accepted_interpretation": "Docs, not code.",
+            "in_scope": [], "out_of_scope": ["src/"], "allowed_autonomy": [],
+            "stop_conditions": [], "scope_change_rules": [],
+            "created_at": "2026-11-20T09:01:00Z"
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let home = dir.path().join("home");
+    let (out, id) = run(&ex, &home, &[]);
+    let text = crate::transcript(&out);
+    let ws = home.join("runs").join(&id).join("workspace");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("docs/adr/0001.md")).unwrap(),
+        "# ADR 1\nStatus: accepted\n",
+        "{text}"
+    );
+    assert!(!ws.join("docs/adr/0002.md").exists(), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("src/lib.rs")).unwrap(),
+        "pub fn f() {}\n",
+        "{text}"
+    );
+    assert!(!ws.join("src/new.rs").exists(), "{text}");
+    // The sandbox refused the writes themselves; what is in scope went through.
+    assert!(
+        !read(&ws, "adr.txt").contains("adr 0"),
+        "{}",
+        read(&ws, "adr.txt")
+    );
+    assert!(
+        !read(&ws, "src.txt").contains("src 0"),
+        "{}",
+        read(&ws, "src.txt")
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("docs/guide.md")).unwrap(),
+        "ok\n"
+    );
+    verify_run(&home, &id, false);
+}

@@ -356,6 +356,59 @@ pub struct FileChange {
     pub restored: Option<Result<(), String>>,
 }
 
+/// When the after-command manifest cannot be made (more than [`MAX_ENTRIES`] entries, an
+/// unreadable directory): a sweep that keeps nothing but what must be undone, so a command
+/// cannot switch the restore off by flooding the workspace. Every entry the command may not
+/// have made (protected, immutable, outside `scopes`) that `before` does not hold is removed
+/// (directories whole), and every kept pre-image is put back. Returns what it undid and what
+/// it could not.
+pub fn sweep_forbidden(
+    root: &Path,
+    before: &Manifest,
+    scopes: &[Scope],
+    immutable: &craik_kernel::ImmutablePaths,
+    pre: &Preimages,
+) -> (Vec<String>, Vec<String>) {
+    let (mut undone, mut failed) = (Vec::new(), Vec::new());
+    let mut todo: Vec<(PathBuf, usize)> = vec![(PathBuf::new(), 0)];
+    while let Some((rel, depth)) = todo.pop() {
+        let Ok(read) = std::fs::read_dir(root.join(&rel)) else {
+            failed.push(format!("`{}`: unreadable", shown(&rel)));
+            continue;
+        };
+        for item in read.flatten() {
+            let child = rel.join(item.file_name());
+            let is_dir = item.file_type().is_ok_and(|t| t.is_dir());
+            let known = before.entries.contains_key(&child);
+            if !known && forbidden(&shown(&child), scopes, immutable).is_some() {
+                match remove_created(root, &child) {
+                    Ok(()) => undone.push(shown(&child)),
+                    Err(e) => failed.push(format!("`{}`: {e}", shown(&child))),
+                }
+                continue;
+            }
+            if is_dir && (depth + 1 < MAX_DEPTH) {
+                todo.push((child, depth + 1));
+            } else if is_dir && !known {
+                // Too deep to look into and new: removed whole, like a `Kind::Deep` entry.
+                match remove_created(root, &child) {
+                    Ok(()) => undone.push(shown(&child)),
+                    Err(e) => failed.push(format!("`{}`: {e}", shown(&child))),
+                }
+            }
+        }
+    }
+    for (rel, (bytes, mode)) in &pre.files {
+        if read_no_follow(&root.join(rel)).ok().as_deref() != Some(bytes.as_slice()) {
+            match put_back(root, rel, bytes, *mode) {
+                Ok(()) => undone.push(shown(rel)),
+                Err(e) => failed.push(format!("`{}`: {e}", shown(rel))),
+            }
+        }
+    }
+    (undone, failed)
+}
+
 /// The changes between two manifests of `root`, forbidden ones restored from `pre`.
 pub fn settle(
     root: &Path,
@@ -764,6 +817,45 @@ mod tests {
             )
             .iter()
             .all(|c| c.forbidden.is_none())
+        );
+    }
+
+    #[test]
+    fn issue_18_when_the_check_cannot_run_the_sweep_still_undoes_what_is_forbidden() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
+        std::fs::create_dir_all(root.join("out")).unwrap();
+        std::fs::write(root.join("src.rs"), "fn main() {}\n").unwrap();
+        let none = craik_kernel::ImmutablePaths::default();
+        let before = Manifest::scan(root).unwrap();
+        let pre = Preimages::take(root, &before, &none);
+        // What a flooding command leaves besides its flood (which is in scope).
+        std::fs::write(root.join(".git/config"), "[core]\nfsmonitor = evil\n").unwrap();
+        std::fs::create_dir_all(root.join("out/sub/.git")).unwrap();
+        std::fs::write(root.join("out/sub/.git/config"), "x").unwrap();
+        std::fs::write(root.join("out/.envrc"), "x").unwrap();
+        std::fs::write(root.join("out/fine.txt"), "x").unwrap();
+        std::fs::write(root.join("src.rs"), "evil").unwrap();
+        let (undone, failed) =
+            sweep_forbidden(root, &before, &[Scope::Under("out".into())], &none, &pre);
+        assert!(failed.is_empty(), "{failed:?}");
+        assert_eq!(
+            std::fs::read_to_string(root.join(".git/config")).unwrap(),
+            "[core]\n"
+        );
+        assert!(!root.join("out/sub/.git").exists());
+        assert!(!root.join("out/.envrc").exists());
+        assert!(root.join("out/fine.txt").exists());
+        for u in ["out/sub/.git", "out/.envrc", ".git/config"] {
+            assert!(undone.iter().any(|d| d == u), "{u}: {undone:?}");
+        }
+        // An out-of-scope change of a file with no pre-image is not undone by the sweep (the
+        // step fails all the same).
+        assert_eq!(
+            std::fs::read_to_string(root.join("src.rs")).unwrap(),
+            "evil"
         );
     }
 

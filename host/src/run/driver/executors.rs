@@ -466,7 +466,35 @@ pub(super) struct CommandPlan {
 impl CommandPlan {
     /// What the command changed, forbidden changes undone.
     fn settle(&self, root: &Path) -> Result<Vec<manifest::FileChange>, String> {
-        let after = manifest::Manifest::scan(root)?;
+        let after = match manifest::Manifest::scan(root) {
+            Ok(after) => after,
+            Err(why) => {
+                // Fail closed, and still undo: a command must not switch the restore off by
+                // making the check impossible.
+                let (undone, failed) = manifest::sweep_forbidden(
+                    root,
+                    &self.before,
+                    &self.scopes,
+                    &self.immutable,
+                    &self.pre,
+                );
+                return Err(format!(
+                    "{why}; swept instead: {} forbidden entries undone{}{}",
+                    undone.len(),
+                    if undone.is_empty() { "" } else { ": " },
+                    undone
+                        .iter()
+                        .take(20)
+                        .map(|u| format!("`{}`", craik_contracts::Truncated(u)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ) + &if failed.is_empty() {
+                    String::new()
+                } else {
+                    format!("; NOT undone: {}", failed.len())
+                });
+            }
+        };
         Ok(manifest::settle(
             root,
             &self.before,

@@ -26,8 +26,8 @@
 //!    mount);
 //! 3. every capability dropped (bounding set and `noroot` secure bits as root or inside the
 //!    user namespace, ambient, inheritable, permitted, effective) and `no_new_privs` set —
-//!    then checked, or refused;
-//! 3b. resource limits: no core dump, and a largest file size for commands;
+//!    then checked, or refused; then the resource limits: no core dump, and a largest file
+//!    size for commands;
 //! 4. Landlock: the parent's ruleset plus this process's own `/proc/<pid>`, then
 //!    `landlock_restrict_self`;
 //! 5. the seccomp filter (installed last but one: it refuses mounts, namespaces, ...);

@@ -487,6 +487,9 @@ fn run_command(
         Some(c) => c.project_grant_files()?,
         None => Vec::new(),
     };
+    let config_inputs = config
+        .map(craik_host::config::Loaded::input_paths)
+        .unwrap_or_default();
     let home = args
         .home
         .home
@@ -514,6 +517,7 @@ fn run_command(
         command_read: &command_read,
         immutable_paths: &immutable_paths,
         project_grants: &project_grants,
+        config_inputs: &config_inputs,
         home: home.as_deref(),
         policies: args.bundle.policies.as_deref(),
         custom: &custom,

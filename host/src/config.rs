@@ -185,6 +185,22 @@ impl Loaded {
 
     /// The operator policy directories, each checked against its pin: a directory whose
     /// content changed (or that was never pinned) is refused until `craik policy pin`.
+    /// Every path this config names as an input of runs (the config itself, project grant
+    /// files and directories, custom policy directories), existing or not: a run keeps the
+    /// ones inside its workspace immutable, so no command prepares the next run's inputs.
+    pub fn input_paths(&self) -> Vec<PathBuf> {
+        let mut paths = vec![self.path.clone()];
+        paths.extend(self.config.project.grants.iter().map(|g| self.resolve(g)));
+        paths.extend(
+            self.config
+                .policy
+                .custom
+                .iter()
+                .map(|c| self.resolve(&c.path)),
+        );
+        paths
+    }
+
     pub fn custom_dirs(&self) -> Result<Vec<PathBuf>, Error> {
         let mut dirs = Vec::new();
         for (i, entry) in self.config.policy.custom.iter().enumerate() {

@@ -11,7 +11,7 @@ use std::fmt;
 use craik_contracts::Truncated;
 
 /// Longest accepted raw path, in bytes.
-pub const MAX_PATH_BYTES: usize = 4096;
+pub const MAX_PATH_BYTES: usize = 2048;
 /// Longest accepted segment, in bytes (the common filesystem limit).
 pub const MAX_SEGMENT_BYTES: usize = 255;
 /// Deepest accepted normalised path, in segments.

@@ -59,26 +59,33 @@ pub(crate) struct RunArgs<'a> {
     /// craik.toml's project grant files: those of the task's project are loaded beside the
     /// task's grants (and signed with them); those of another project apply to nothing.
     pub(crate) project_grants: &'a [PathBuf],
+    /// What craik.toml names as run inputs (itself, project grant dirs, custom policy dirs),
+    /// existing or not: immutable to a run whose workspace holds them.
+    pub(crate) config_inputs: &'a [PathBuf],
     /// Who approves inline when the run parks on a terminal (`--by`, else craik.toml's
     /// operator); `None`: nobody is asked, the run parks (exit 6).
     pub(crate) approver: Option<&'a str>,
 }
 
-/// Globs covering each of `paths` that lies inside `workspace` (a directory with all it
-/// holds), relative to it; paths outside it, or that do not exist, give none.
+/// Globs covering each of `paths` that lies inside `workspace` (the path, and all it holds or
+/// will hold), relative to it; paths outside it give none.
 fn inputs_in_workspace<'p>(workspace: &Path, paths: impl Iterator<Item = &'p Path>) -> Vec<String> {
     let Ok(root) = workspace.canonicalize() else {
         return Vec::new();
     };
     let mut globs = Vec::new();
     for path in paths {
-        let Ok(real) = path.canonicalize() else {
+        // A path that does not exist yet (a configured grants directory) is taken as
+        // written, made absolute; one that does, by its real path. Either way as a file and
+        // as a directory, so what is created there later is covered too.
+        let Ok(real) = path.canonicalize().or_else(|_| std::path::absolute(path)) else {
             continue;
         };
         if let Ok(rel) = real.strip_prefix(&root)
             && let Some(rel) = rel.to_str().filter(|r| !r.is_empty())
         {
-            globs.push(craik_kernel::ImmutablePaths::glob_for(rel, real.is_dir()));
+            globs.push(craik_kernel::ImmutablePaths::glob_for(rel, false));
+            globs.push(craik_kernel::ImmutablePaths::glob_for(rel, true));
         }
     }
     globs.sort();
@@ -446,7 +453,8 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
             .chain(args.grants.iter().map(PathBuf::as_path))
             .chain(args.project_grants.iter().map(PathBuf::as_path))
             .chain(args.intent)
-            .chain(args.envelope),
+            .chain(args.envelope)
+            .chain(args.config_inputs.iter().map(PathBuf::as_path)),
     ));
     let inputs = Inputs {
         run_id: run_id.clone(),

@@ -43,7 +43,11 @@ pub const CREDENTIALS: &[&str] = &[
     "config.toml",
     "config",
     "_netrc",
+    "netrc",
     ".env",
+    // A Craik home's signing key, wherever a readable tree holds one (an adapter installed
+    // in `/opt/craik/bin` beside `/opt/craik/var` read that home's key; outside testing).
+    "signing.key.pem",
 ];
 
 /// Directories a credential search does not enter: downloaded sources, caches, installed

@@ -29,9 +29,11 @@ pub const MAX_HASHED_BYTES: u64 = 1 << 30;
 /// below it is a [`Kind::Deep`] entry. Far deeper than source trees go, and far from
 /// `PATH_MAX`.
 pub const MAX_DEPTH: usize = 64;
-/// Longest path (bytes, from `/`) of a directory the manifest walks; a longer one is a
-/// [`Kind::Deep`] entry (`PATH_MAX` is 4096, and an entry's path adds its name).
-pub const MAX_PATH_BYTES: usize = 3072;
+/// Longest workspace-relative path (bytes) of a directory the manifest walks; a longer one is
+/// a [`Kind::Deep`] entry. The same bound as the paths a runner may name
+/// ([`craik_kernel::MAX_PATH_BYTES`]), so nothing a runner's write makes lies beyond the walk
+/// (outside testing: a runner-made 3.3 KB path hid what a later command planted under it).
+pub const MAX_PATH_BYTES: usize = craik_kernel::MAX_PATH_BYTES;
 /// Most bytes of protected files kept as pre-images for one command.
 pub const MAX_PREIMAGE_BYTES: u64 = 64 * 1024 * 1024;
 /// Most bytes of one protected file kept as a pre-image.
@@ -189,7 +191,7 @@ impl Manifest {
                     Kind::Link
                 } else if meta.is_dir()
                     && (child_rel.components().count() >= MAX_DEPTH
-                        || path.as_os_str().len() > MAX_PATH_BYTES)
+                        || child_rel.as_os_str().len() > MAX_PATH_BYTES)
                 {
                     Kind::Deep
                 } else if meta.is_dir() {
@@ -356,6 +358,74 @@ pub struct FileChange {
     pub restored: Option<Result<(), String>>,
 }
 
+/// Why a runner's write of `rel` must be refused for the layout it would make, not its name:
+/// it would complete a bare git repository (`HEAD`, `objects/`, `refs/` in one directory,
+/// under any name: git then runs that `config`'s hooks) or write into a Craik task directory
+/// (one holding `task_request.json`). Outside testing planted a bare repository with
+/// `repo.write.docs` alone.
+pub fn layout_refusal(root: &Path, rel: &str) -> Option<&'static str> {
+    let rel = Path::new(rel);
+    let exists = |p: &Path, dir: bool| {
+        std::fs::symlink_metadata(root.join(p))
+            .is_ok_and(|m| if dir { m.is_dir() } else { m.is_file() })
+    };
+    let mut ancestor = rel.parent();
+    while let Some(a) = ancestor {
+        let head = a.join("HEAD");
+        let (objects, refs) = (a.join("objects"), a.join("refs"));
+        if (rel == head || exists(&head, false))
+            && (rel.starts_with(&objects) || exists(&objects, true))
+            && (rel.starts_with(&refs) || exists(&refs, true))
+        {
+            return Some("it would make a git repository (HEAD, objects/, refs/ in one directory)");
+        }
+        if rel == a.join("task_request.json") || exists(&a.join("task_request.json"), false) {
+            return Some(
+                "it lies in a Craik task directory (a directory holding task_request.json)",
+            );
+        }
+        ancestor = a.parent();
+    }
+    None
+}
+
+/// Gives the owner back `rwx` on every directory of the workspace a command left without it
+/// (`chmod 000`, `chmod 555`), before the check: a process without `CAP_DAC_OVERRIDE` (an
+/// unprivileged Craik) could otherwise neither walk nor undo what lies inside (outside
+/// testing: `chmod 000 src/zzz` failed the check, `chmod 555 src/sub` kept a planted
+/// `src/sub/.git`). Links are never followed; only directories this process owns change,
+/// and the new mode shows in the manifest as the command's change. Nothing to do as root.
+pub fn unlock_dirs(root: &Path) {
+    if rustix::process::geteuid().is_root() {
+        return;
+    }
+    let me = rustix::process::geteuid().as_raw();
+    let mut todo: Vec<(PathBuf, usize)> = vec![(root.to_path_buf(), 0)];
+    while let Some((dir, depth)) = todo.pop() {
+        let Ok(read) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for item in read.flatten() {
+            let path = item.path();
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            if !meta.is_dir() {
+                continue;
+            }
+            if meta.uid() == me && meta.mode() & 0o700 != 0o700 {
+                let _ = std::fs::set_permissions(
+                    &path,
+                    std::fs::Permissions::from_mode((meta.mode() | 0o700) & 0o7777),
+                );
+            }
+            if depth + 1 < MAX_DEPTH {
+                todo.push((path, depth + 1));
+            }
+        }
+    }
+}
+
 /// When the after-command manifest cannot be made (more than [`MAX_ENTRIES`] entries, an
 /// unreadable directory): a sweep that keeps nothing but what must be undone, so a command
 /// cannot switch the restore off by flooding the workspace. Every entry the command may not
@@ -419,12 +489,39 @@ pub fn settle(
     pre: &Preimages,
 ) -> Vec<FileChange> {
     let mut changes = Vec::new();
+    // Directories protected by what they hold, not by their name (outside testing): a bare
+    // git repository under any name (`HEAD`, `objects/`, `refs/`: git runs its `config`'s
+    // `core.fsmonitor` there) and a Craik task directory (`task_request.json`: the next run
+    // of that task reads its grants and envelope).
+    let marked: Vec<(PathBuf, &str)> = [before, after]
+        .iter()
+        .flat_map(|m| m.entries.keys())
+        .filter_map(|rel| {
+            let name = rel.file_name()?;
+            let dir = rel.parent()?.to_path_buf();
+            if name == "task_request.json" {
+                return Some((dir, "a Craik task directory"));
+            }
+            let is = |n: &str, k: Kind| {
+                [before, after]
+                    .iter()
+                    .any(|m| m.entries.get(&dir.join(n)).is_some_and(|e| e.kind == k))
+            };
+            (name == "HEAD" && is("objects", Kind::Dir) && is("refs", Kind::Dir))
+                .then_some((dir, "a git repository (bare layout)"))
+        })
+        .collect();
     let change_of = |rel: &Path, change: Change, sha256: Option<String>| FileChange {
         path: shown(rel),
         rel: rel.to_path_buf(),
         change,
         sha256,
-        forbidden: forbidden(&shown(rel), scopes, immutable),
+        forbidden: forbidden(&shown(rel), scopes, immutable).or_else(|| {
+            marked
+                .iter()
+                .find(|(dir, _)| rel.starts_with(dir) && rel != dir.as_path())
+                .map(|(_, why)| format!("protected ({why})"))
+        }),
         restored: None,
     };
     let too_deep = |rel: &Path, change: Change| FileChange {
@@ -797,8 +894,7 @@ mod tests {
         assert_eq!(too_deep.len(), 2, "{changes:?}");
         for c in too_deep {
             assert!(
-                c.rel.components().count() == MAX_DEPTH
-                    || root.join(&c.rel).as_os_str().len() > MAX_PATH_BYTES,
+                c.rel.components().count() == MAX_DEPTH || c.rel.as_os_str().len() > MAX_PATH_BYTES,
                 "{}",
                 c.path
             );
@@ -857,6 +953,67 @@ mod tests {
             std::fs::read_to_string(root.join("src.rs")).unwrap(),
             "evil"
         );
+    }
+
+    #[test]
+    fn issue_18_a_bare_repository_or_a_task_directory_under_any_name_is_protected() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("src/tasks/t1/grants")).unwrap();
+        std::fs::write(root.join("src/tasks/t1/task_request.json"), "{}").unwrap();
+        let none = craik_kernel::ImmutablePaths::default();
+        let before = Manifest::scan(root).unwrap();
+        let pre = Preimages::take(root, &before, &none);
+        for d in ["src/b/objects", "src/b/refs"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::write(root.join("src/b/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(root.join("src/b/config"), "[core]\nfsmonitor = evil\n").unwrap();
+        std::fs::write(root.join("src/tasks/t1/grants/evil.json"), "{}").unwrap();
+        std::fs::write(root.join("src/ok.rs"), "x").unwrap();
+        let after = Manifest::scan(root).unwrap();
+        let changes = settle(
+            root,
+            &before,
+            &after,
+            &[Scope::Under("src".into())],
+            &none,
+            &pre,
+        );
+        let bad: Vec<&str> = changes
+            .iter()
+            .filter(|c| c.forbidden.is_some())
+            .map(|c| c.path.as_str())
+            .collect();
+        for p in [
+            "src/b/HEAD",
+            "src/b/config",
+            "src/tasks/t1/grants/evil.json",
+        ] {
+            assert!(bad.contains(&p), "{p}: {bad:?}");
+            assert!(!root.join(p).exists(), "{p}");
+        }
+        assert!(!bad.contains(&"src/ok.rs"));
+        assert!(root.join("src/ok.rs").exists());
+    }
+
+    #[test]
+    fn issue_18_a_runner_write_never_completes_a_bare_repository() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("docs/guide/objects")).unwrap();
+        std::fs::create_dir_all(root.join("docs/guide/refs")).unwrap();
+        std::fs::create_dir_all(root.join("docs/t")).unwrap();
+        std::fs::write(root.join("docs/t/task_request.json"), "{}").unwrap();
+        assert!(layout_refusal(root, "docs/guide/HEAD").is_some());
+        assert!(layout_refusal(root, "docs/guide/config").is_none());
+        std::fs::write(root.join("docs/guide/HEAD"), "x").unwrap();
+        assert!(layout_refusal(root, "docs/guide/config").is_some());
+        assert!(layout_refusal(root, "docs/guide/objects/README.md").is_some());
+        assert!(layout_refusal(root, "docs/t/grants/evil.json").is_some());
+        assert!(layout_refusal(root, "docs/t/task_request.json").is_some());
+        assert!(layout_refusal(root, "docs/other.md").is_none());
+        assert!(layout_refusal(root, "README.md").is_none());
     }
 
     #[test]

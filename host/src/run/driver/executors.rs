@@ -81,6 +81,9 @@ impl Host {
     /// hashes before and after, so recovery can tell whether the write landed.
     fn write_file(&mut self, action: &ActionRecord, rel: &str, patch: bool) -> Result<(), Error> {
         let p = &action.proposed;
+        if let Some(why) = manifest::layout_refusal(&self.workspace.root, rel) {
+            return self.outcome_receipt(action, false, &format!("refused: {why}"), None);
+        }
         let pre = match self.workspace.state(rel) {
             Ok(s) => s,
             Err(e) => {
@@ -466,6 +469,7 @@ pub(super) struct CommandPlan {
 impl CommandPlan {
     /// What the command changed, forbidden changes undone.
     fn settle(&self, root: &Path) -> Result<Vec<manifest::FileChange>, String> {
+        manifest::unlock_dirs(root);
         let after = match manifest::Manifest::scan(root) {
             Ok(after) => after,
             Err(why) => {

@@ -260,8 +260,12 @@ impl Preimages {
     ) -> Self {
         let mut out = Self::default();
         let mut budget = MAX_PREIMAGE_BYTES;
+        let marked = marked_dirs(&[manifest]);
         for (rel, entry) in &manifest.entries {
-            if entry.kind != Kind::File || !is_protected(&shown(rel), immutable) {
+            let in_marked = marked
+                .iter()
+                .any(|(dir, _)| rel.starts_with(dir) && rel != dir);
+            if entry.kind != Kind::File || !(in_marked || is_protected(&shown(rel), immutable)) {
                 continue;
             }
             let parts: Vec<&std::ffi::OsStr> = rel.iter().collect();
@@ -479,6 +483,35 @@ pub fn sweep_forbidden(
     (undone, failed)
 }
 
+/// Directories protected by what they hold in any of `manifests`: a bare git repository
+/// under any name (`HEAD`, `objects/`, `refs/`) and a Craik task directory
+/// (`task_request.json`), with why.
+fn marked_dirs(manifests: &[&Manifest]) -> Vec<(PathBuf, &'static str)> {
+    let is = |rel: &Path, k: Kind| {
+        manifests
+            .iter()
+            .any(|m| m.entries.get(rel).is_some_and(|e| e.kind == k))
+    };
+    let mut marked: Vec<(PathBuf, &'static str)> = manifests
+        .iter()
+        .flat_map(|m| m.entries.keys())
+        .filter_map(|rel| {
+            let name = rel.file_name()?;
+            let dir = rel.parent()?.to_path_buf();
+            if name == "task_request.json" {
+                return Some((dir, "a Craik task directory"));
+            }
+            (name == "HEAD"
+                && is(&dir.join("objects"), Kind::Dir)
+                && is(&dir.join("refs"), Kind::Dir))
+            .then_some((dir, "a git repository (bare layout)"))
+        })
+        .collect();
+    marked.sort();
+    marked.dedup();
+    marked
+}
+
 /// The changes between two manifests of `root`, forbidden ones restored from `pre`.
 pub fn settle(
     root: &Path,
@@ -493,24 +526,7 @@ pub fn settle(
     // git repository under any name (`HEAD`, `objects/`, `refs/`: git runs its `config`'s
     // `core.fsmonitor` there) and a Craik task directory (`task_request.json`: the next run
     // of that task reads its grants and envelope).
-    let marked: Vec<(PathBuf, &str)> = [before, after]
-        .iter()
-        .flat_map(|m| m.entries.keys())
-        .filter_map(|rel| {
-            let name = rel.file_name()?;
-            let dir = rel.parent()?.to_path_buf();
-            if name == "task_request.json" {
-                return Some((dir, "a Craik task directory"));
-            }
-            let is = |n: &str, k: Kind| {
-                [before, after]
-                    .iter()
-                    .any(|m| m.entries.get(&dir.join(n)).is_some_and(|e| e.kind == k))
-            };
-            (name == "HEAD" && is("objects", Kind::Dir) && is("refs", Kind::Dir))
-                .then_some((dir, "a git repository (bare layout)"))
-        })
-        .collect();
+    let marked = marked_dirs(&[before, after]);
     let change_of = |rel: &Path, change: Change, sha256: Option<String>| FileChange {
         path: shown(rel),
         rel: rel.to_path_buf(),
@@ -970,6 +986,7 @@ mod tests {
         std::fs::write(root.join("src/b/HEAD"), "ref: refs/heads/main\n").unwrap();
         std::fs::write(root.join("src/b/config"), "[core]\nfsmonitor = evil\n").unwrap();
         std::fs::write(root.join("src/tasks/t1/grants/evil.json"), "{}").unwrap();
+        std::fs::write(root.join("src/tasks/t1/task_request.json"), "{\"evil\":1}").unwrap();
         std::fs::write(root.join("src/ok.rs"), "x").unwrap();
         let after = Manifest::scan(root).unwrap();
         let changes = settle(
@@ -995,6 +1012,11 @@ mod tests {
         }
         assert!(!bad.contains(&"src/ok.rs"));
         assert!(root.join("src/ok.rs").exists());
+        // A changed file of a task directory is put back from its pre-image.
+        assert_eq!(
+            std::fs::read_to_string(root.join("src/tasks/t1/task_request.json")).unwrap(),
+            "{}"
+        );
     }
 
     #[test]

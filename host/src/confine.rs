@@ -764,8 +764,34 @@ pub fn strays_left() -> bool {
     !descendants(false).is_empty()
 }
 
-/// On SIGINT, SIGTERM or SIGHUP: kill every child and what it left behind, then exit
-/// 128 + the signal. Runs on its own thread.
+/// A check to run when Craik is stopped by a signal (the workspace check of the command in
+/// flight); returns the line to print.
+pub type ExitCheck = Box<dyn FnOnce() -> String + Send>;
+
+/// The check of the command in flight, if any. Held by whoever runs it: the exit handler
+/// waits for a check the driver is running, and the driver for one the handler is running.
+static EXIT_CHECK: Mutex<Option<ExitCheck>> = Mutex::new(None);
+
+/// Registers (or with `None` clears) the check an interrupted Craik runs before it exits.
+pub fn set_exit_check(check: Option<ExitCheck>) {
+    if let Ok(mut slot) = EXIT_CHECK.lock() {
+        *slot = check;
+    }
+}
+
+/// Runs `f` holding the exit check's lock, then clears the check: a signal meanwhile waits
+/// for `f` and finds nothing left to do.
+pub fn while_exit_check_held<T>(f: impl FnOnce() -> T) -> T {
+    let slot = EXIT_CHECK.lock();
+    let out = f();
+    if let Ok(mut slot) = slot {
+        *slot = None;
+    }
+    out
+}
+
+/// On SIGINT, SIGTERM or SIGHUP: kill every child and what it left behind, run the check of
+/// the command in flight (if any), then exit 128 + the signal. Runs on its own thread.
 pub fn install_exit_handler() {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
@@ -774,6 +800,15 @@ pub fn install_exit_handler() {
     std::thread::spawn(move || {
         if let Some(signal) = signals.forever().next() {
             reap_strays(true);
+            // The command in flight is dead: check the workspace and undo what it may not
+            // have done before exiting (its outcome receipt is not written; `craik runs
+            // recover` records the action as uncertain).
+            // Held until the process exits: the driver cannot start its own check meanwhile.
+            let mut held = EXIT_CHECK.lock().ok();
+            if let Some(check) = held.as_mut().and_then(|slot| slot.take()) {
+                let line = check();
+                let _ = writeln!(std::io::stderr(), "craik: {line}");
+            }
             let _ = writeln!(
                 std::io::stderr(),
                 "craik: stopped by signal {signal}; every process of the run was killed (`craik runs recover RUN` classifies what was in flight)"

@@ -905,3 +905,56 @@ fn issue_18_commands_never_change_adrs_or_out_of_scope_paths() {
     );
     verify_run(&home, &id, false);
 }
+
+/// Outside testing (round 3b): a command that planted and then slept until the operator's
+/// Ctrl-C (or a CI cancel) kept its plant: an interrupted Craik killed it and exited. Now the
+/// interrupt kills the command, checks the workspace and undoes what is forbidden first.
+#[test]
+fn issue_18_an_interrupt_still_checks_the_workspace() {
+    if !confinement_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = "#!/bin/sh\nmkdir -p out/sub/.git\necho '[core]' > out/sub/.git/config\necho evil > out/.envrc\necho fine > out/fine.txt\ntouch out/started\nsleep 60\n";
+    let ex = probe_example(dir.path(), "trusted-local", script, &[]);
+    let home = dir.path().join("home");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("craik"))
+        .arg("run")
+        .arg(&ex)
+        .arg("--home")
+        .arg(&home)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let ws = loop {
+        let found = std::fs::read_dir(home.join("runs"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path().join("workspace"))
+            .find(|w| w.join("out/started").exists());
+        if let Some(ws) = found {
+            break ws;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the command never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(ws.join("out/.envrc").exists());
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + 15), "{stderr}");
+    assert!(stderr.contains("the workspace was checked"), "{stderr}");
+    assert!(!ws.join("out/.envrc").exists(), "{stderr}");
+    assert!(!ws.join("out/sub/.git").exists(), "{stderr}");
+    assert!(ws.join("out/fine.txt").exists(), "in scope: kept");
+}

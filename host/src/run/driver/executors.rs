@@ -153,10 +153,13 @@ impl Host {
         let timeout = p
             .timeout_ms
             .map_or(exec::MAX_TIMEOUT, Duration::from_millis);
-        let ran = exec::run_command(&argv, &self.workspace.root, timeout, env);
-        // The command's HOME and TMPDIR die with it.
-        let _ = std::fs::remove_dir_all(env.home.parent().unwrap_or(&env.home));
-        let changes = plan.settle(&self.workspace.root);
+        let root = self.workspace.root.clone();
+        let (ran, changes) = plan.run_checked(&root, || {
+            let ran = exec::run_command(&argv, &root, timeout, env);
+            // The command's HOME and TMPDIR die with it.
+            let _ = std::fs::remove_dir_all(env.home.parent().unwrap_or(&env.home));
+            ran
+        });
         let done = match ran {
             Ok(done) => done,
             Err(e) => {
@@ -317,6 +320,12 @@ impl Host {
             self.inputs.profile == PolicyProfile::TrustedLocal,
         )?;
         Ok(CommandPlan {
+            check: std::sync::Arc::new(Check {
+                scopes,
+                immutable,
+                before,
+                pre,
+            }),
             env: exec::CommandEnv {
                 sandbox,
                 home,
@@ -327,10 +336,6 @@ impl Host {
                     .flat_map(|t| t.env.iter().cloned())
                     .collect(),
             },
-            scopes,
-            immutable,
-            before,
-            pre,
         })
     }
 
@@ -460,6 +465,12 @@ impl Host {
 /// A command about to run: its environment and what it is checked against after.
 pub(super) struct CommandPlan {
     pub(super) env: exec::CommandEnv,
+    check: std::sync::Arc<Check>,
+}
+
+/// What a command's changes are checked against (shared with the exit handler while the
+/// command runs).
+struct Check {
     scopes: Vec<manifest::Scope>,
     immutable: craik_kernel::ImmutablePaths,
     before: manifest::Manifest,
@@ -467,6 +478,33 @@ pub(super) struct CommandPlan {
 }
 
 impl CommandPlan {
+    /// Runs `command` with the check registered for an interrupted Craik: a SIGTERM, SIGINT or
+    /// SIGHUP while the command runs kills it, then checks the workspace and undoes what is
+    /// forbidden before Craik exits (outside testing: a command that planted and then slept
+    /// until the operator's Ctrl-C kept its plant). Then settles here, the check unregistered
+    /// only when that is done, so an interrupt during it waits for it.
+    fn run_checked<T>(
+        &self,
+        root: &Path,
+        command: impl FnOnce() -> T,
+    ) -> (T, Result<Vec<manifest::FileChange>, String>) {
+        let check = std::sync::Arc::clone(&self.check);
+        let at = root.to_path_buf();
+        crate::confine::set_exit_check(Some(Box::new(move || match check.settle(&at) {
+            Ok(changes) => format!(
+                "the workspace was checked: {} change(s), {} forbidden and undone",
+                changes.len(),
+                changes.iter().filter(|c| c.forbidden.is_some()).count()
+            ),
+            Err(e) => format!("the workspace could not be checked: {e}"),
+        })));
+        let out = command();
+        let settled = crate::confine::while_exit_check_held(|| self.check.settle(root));
+        (out, settled)
+    }
+}
+
+impl Check {
     /// What the command changed, forbidden changes undone.
     fn settle(&self, root: &Path) -> Result<Vec<manifest::FileChange>, String> {
         manifest::unlock_dirs(root);

@@ -918,7 +918,7 @@ fn issue_18_an_interrupt_still_checks_the_workspace() {
     let script = "#!/bin/sh\nmkdir -p out/sub/.git\necho '[core]' > out/sub/.git/config\necho evil > out/.envrc\necho fine > out/fine.txt\ntouch out/started\nsleep 60\n";
     let ex = probe_example(dir.path(), "trusted-local", script, &[]);
     let home = dir.path().join("home");
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("craik"))
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("craik"))
         .arg("run")
         .arg(&ex)
         .arg("--home")

@@ -138,6 +138,15 @@ fn search_credentials(root: &Path, worded_names: bool) -> Vec<PathBuf> {
             ]
             .iter()
             .any(|w| name.contains(w));
+            // A Craik home (`<home>/keys/signing.key.pem`): the whole home, journals and
+            // approvals too, not just its key.
+            if name == "signing.key.pem"
+                && let Some(keys) = path.parent().filter(|k| k.ends_with("keys"))
+                && let Some(home) = keys.parent().filter(|h| *h != root)
+            {
+                found.push(home.to_path_buf());
+                continue;
+            }
             if CREDENTIALS.contains(&name.as_str()) || (worded_names && worded) {
                 found.push(path);
                 continue;
@@ -339,5 +348,18 @@ mod tests {
             search_path(&[rust], "/usr/bin"),
             format!("{}:/usr/bin", home.join(".cargo/bin").display())
         );
+    }
+
+    #[test]
+    fn issue_18_a_craik_home_inside_a_root_is_kept_out_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("var/craik/keys")).unwrap();
+        std::fs::create_dir_all(root.join("var/craik/runs/r1")).unwrap();
+        std::fs::write(root.join("var/craik/keys/signing.key.pem"), "k").unwrap();
+        std::fs::create_dir_all(root.join("bin")).unwrap();
+        let found = find_credentials(root);
+        assert!(found.contains(&root.join("var/craik")), "{found:?}");
+        assert!(!found.iter().any(|f| f.starts_with(root.join("bin"))));
     }
 }

@@ -31,6 +31,22 @@ impl Prompter {
         self.interactive
     }
 
+    /// `given` (a flag's value), else `known` (from craik.toml), else the answer to
+    /// `question` ([`Prompter::ask`]).
+    pub(crate) fn given_or_ask(
+        &self,
+        given: Option<&str>,
+        known: Option<String>,
+        flag: &str,
+        question: &str,
+    ) -> Result<String, Failure> {
+        match (given, known) {
+            (Some(g), _) => Ok(g.to_owned()),
+            (None, Some(k)) => Ok(k),
+            (None, None) => self.ask(flag, question, None),
+        }
+    }
+
     /// One line of answer to `question` (trimmed); an empty answer takes `default`, or asks
     /// again when there is none. Off a terminal: a usage error naming `flag`.
     pub(crate) fn ask(

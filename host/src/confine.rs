@@ -601,22 +601,14 @@ pub fn become_subreaper() {
     let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
 }
 
-/// Whether `dir` is one of the system trees every process reads (`/usr`, `/opt`, ...), whose
-/// credential files [`toolchains::ambient_credentials`] already keeps out.
+/// Whether `dir` is one of the system trees every process reads ([`rules::SYSTEM_READ`],
+/// `/usr/local`, `/etc`), whose credential files [`toolchains::ambient_credentials`] already
+/// keeps out.
 pub fn rules_is_system_root(dir: &Path) -> bool {
-    [
-        "/usr",
-        "/usr/local",
-        "/opt",
-        "/etc",
-        "/bin",
-        "/sbin",
-        "/lib",
-        "/lib64",
-        "/lib32",
-    ]
-    .iter()
-    .any(|root| dir == Path::new(root))
+    rules::SYSTEM_READ
+        .iter()
+        .chain(&["/usr/local", "/etc"])
+        .any(|root| dir == Path::new(root))
 }
 
 /// Whether `path` (real) lies in a system tree every confined process may read (`/usr`,

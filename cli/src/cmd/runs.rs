@@ -78,7 +78,10 @@ fn inputs_in_workspace<'p>(workspace: &Path, paths: impl Iterator<Item = &'p Pat
         // A path that does not exist yet (a configured grants directory) is taken as
         // written, made absolute; one that does, by its real path. Either way as a file and
         // as a directory, so what is created there later is covered too.
-        let Ok(real) = path.canonicalize().or_else(|_| std::path::absolute(path)) else {
+        let Ok(real) = path
+            .canonicalize()
+            .or_else(|_| std::path::absolute(path).map(|p| lexical(&p)))
+        else {
             continue;
         };
         if let Ok(rel) = real.strip_prefix(&root)
@@ -91,6 +94,22 @@ fn inputs_in_workspace<'p>(workspace: &Path, paths: impl Iterator<Item = &'p Pat
     globs.sort();
     globs.dedup();
     globs
+}
+
+/// `path` with `.` and `..` components resolved by name (for a path that does not exist yet,
+/// so `canonicalize` cannot).
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// A file holding exactly one contract of type `T`.

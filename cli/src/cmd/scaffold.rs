@@ -158,32 +158,20 @@ pub(crate) fn task_new(
     args: &TaskNewArgs<'_>,
 ) -> Result<Exit, Failure> {
     let ask = Prompter::for_terminal(format);
-    let title = match args.title {
-        Some(t) => t.to_owned(),
-        None => ask.ask("--title", "Title (one line)", None)?,
-    };
-    let goal = match args.goal {
-        Some(g) => g.to_owned(),
-        None => ask.ask("--goal", "Goal (what done looks like)", None)?,
-    };
-    let project = match (args.project, config_project_id()?) {
-        (Some(p), _) => p.to_owned(),
-        (None, Some(p)) => p,
-        (None, None) => ask.ask(
-            "--project",
-            "Project id (project_…; set project.id in craik.toml to skip this)",
-            None,
-        )?,
-    };
-    let requested_by = match (args.requested_by, config_operator()?) {
-        (Some(b), _) => b.to_owned(),
-        (None, Some(b)) => b,
-        (None, None) => ask.ask(
-            "--requested-by",
-            "Requested by (user:NAME; set operator in craik.toml to skip this)",
-            None,
-        )?,
-    };
+    let title = ask.given_or_ask(args.title, None, "--title", "Title (one line)")?;
+    let goal = ask.given_or_ask(args.goal, None, "--goal", "Goal (what done looks like)")?;
+    let project = ask.given_or_ask(
+        args.project,
+        config_project_id()?,
+        "--project",
+        "Project id (project_…; set project.id in craik.toml to skip this)",
+    )?;
+    let requested_by = ask.given_or_ask(
+        args.requested_by,
+        config_operator()?,
+        "--requested-by",
+        "Requested by (user:NAME; set operator in craik.toml to skip this)",
+    )?;
     if craik_contracts::id_problem(&project).is_some()
         || !project.starts_with("project_")
         || project.len() == "project_".len()

@@ -749,6 +749,29 @@ fn put_back(root: &Path, rel: &Path, bytes: &[u8], mode: u32) -> Result<(), Stri
 mod tests {
     use super::*;
 
+    /// The changes in `root` since `before`, settled with `src/**` as the write scope.
+    fn settle_under_src(root: &Path, before: &Manifest, pre: &Preimages) -> Vec<FileChange> {
+        let after = Manifest::scan(root).unwrap();
+        let none = craik_kernel::ImmutablePaths::default();
+        settle(
+            root,
+            before,
+            &after,
+            &[Scope::Under("src".into())],
+            &none,
+            pre,
+        )
+    }
+
+    /// The paths of the forbidden changes.
+    fn forbidden_paths(changes: &[FileChange]) -> Vec<&str> {
+        changes
+            .iter()
+            .filter(|c| c.forbidden.is_some())
+            .map(|c| c.path.as_str())
+            .collect()
+    }
+
     #[test]
     fn write_scopes_are_exact_or_refused() {
         assert_eq!(Scope::parse("/w", "**"), Ok(Scope::All));
@@ -873,20 +896,8 @@ mod tests {
             );
             assert!(hidden.is_ok());
         }
-        let after = Manifest::scan(root).unwrap();
-        let changes = settle(
-            root,
-            &before,
-            &after,
-            &[Scope::Under("src".into())],
-            &none,
-            &pre,
-        );
-        let forbidden: Vec<&str> = changes
-            .iter()
-            .filter(|c| c.forbidden.is_some())
-            .map(|c| c.path.as_str())
-            .collect();
+        let changes = settle_under_src(root, &before, &pre);
+        let forbidden = forbidden_paths(&changes);
         assert!(forbidden.contains(&"src/sub/.git"), "{forbidden:?}");
         assert!(forbidden.contains(&"src/.envrc"), "{forbidden:?}");
         assert!(
@@ -988,20 +999,8 @@ mod tests {
         std::fs::write(root.join("src/tasks/t1/grants/evil.json"), "{}").unwrap();
         std::fs::write(root.join("src/tasks/t1/task_request.json"), "{\"evil\":1}").unwrap();
         std::fs::write(root.join("src/ok.rs"), "x").unwrap();
-        let after = Manifest::scan(root).unwrap();
-        let changes = settle(
-            root,
-            &before,
-            &after,
-            &[Scope::Under("src".into())],
-            &none,
-            &pre,
-        );
-        let bad: Vec<&str> = changes
-            .iter()
-            .filter(|c| c.forbidden.is_some())
-            .map(|c| c.path.as_str())
-            .collect();
+        let changes = settle_under_src(root, &before, &pre);
+        let bad = forbidden_paths(&changes);
         for p in [
             "src/b/HEAD",
             "src/b/config",

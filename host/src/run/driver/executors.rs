@@ -82,7 +82,8 @@ impl Host {
     fn write_file(&mut self, action: &ActionRecord, rel: &str, patch: bool) -> Result<(), Error> {
         let p = &action.proposed;
         if let Some(why) = manifest::layout_refusal(&self.workspace.root, rel) {
-            return self.outcome_receipt(action, false, &format!("refused: {why}"), None);
+            let why = format!("refused: `{}`: {why}", craik_contracts::Truncated(rel));
+            return self.outcome_receipt(action, false, &why, None);
         }
         let pre = match self.workspace.state(rel) {
             Ok(s) => s,
@@ -520,21 +521,23 @@ impl Check {
                     &self.immutable,
                     &self.pre,
                 );
-                return Err(format!(
-                    "{why}; swept instead: {} forbidden entries undone{}{}",
-                    undone.len(),
-                    if undone.is_empty() { "" } else { ": " },
-                    undone
-                        .iter()
-                        .take(20)
-                        .map(|u| format!("`{}`", craik_contracts::Truncated(u)))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ) + &if failed.is_empty() {
-                    String::new()
-                } else {
-                    format!("; NOT undone: {}", failed.len())
-                });
+                let shown: Vec<String> = undone
+                    .iter()
+                    .take(20)
+                    .map(|u| format!("`{}`", craik_contracts::Truncated(u)))
+                    .collect();
+                let mut line = format!(
+                    "{why}; swept instead: {} forbidden entries undone",
+                    undone.len()
+                );
+                if !shown.is_empty() {
+                    line.push_str(&format!(": {}", shown.join(", ")));
+                }
+                if !failed.is_empty() {
+                    let failed: Vec<&str> = failed.iter().take(20).map(String::as_str).collect();
+                    line.push_str(&format!("; NOT undone: {}", failed.join(", ")));
+                }
+                return Err(line);
             }
         };
         Ok(manifest::settle(

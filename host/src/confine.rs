@@ -232,20 +232,7 @@ impl Sandbox {
         arg0: Option<&str>,
         args: &[String],
     ) -> Result<std::process::Command, String> {
-        admit(effective_abi(), self.required)?;
-        let landlock = match ruleset(self)? {
-            Some(landlock) => Some(landlock),
-            None if self.required => return Err(NO_LANDLOCK.into()),
-            None => None,
-        };
-        let plan = craik_spawn::Plan {
-            parent: std::process::id(),
-            mounts: Some(mounts::plan(&self.mount_rw)?),
-            mounts_required: self.required,
-            landlock,
-            filters: seccomp::filters(self.net)?,
-            file_size_limit: Some(FILE_SIZE_LIMIT),
-        };
+        let plan = self.plan()?;
         let mut command = std::process::Command::new(program);
         if let Some(arg0) = arg0 {
             command.arg0(arg0);
@@ -253,6 +240,82 @@ impl Sandbox {
         command.args(args);
         craik_spawn::install(&mut command, plan);
         Ok(command)
+    }
+
+    /// Starts `program` (absolute, already resolved) confined, without copying Craik's memory
+    /// ([`craik_spawn::spawn`]: `clone(CLONE_VM | CLONE_VFORK)`, as `posix_spawn` does):
+    /// `argv[0]` is `arg0`, the environment exactly `env`, the working directory `cwd`, and
+    /// descriptors 0, 1 and 2 are `stdio`. The governed-command path: a `fork` of Craik cost
+    /// more than the rest of confinement together.
+    pub fn spawn(
+        &self,
+        program: &Path,
+        arg0: &str,
+        args: &[String],
+        cwd: &Path,
+        env: &[(String, String)],
+        stdio: [std::os::fd::BorrowedFd<'_>; 3],
+    ) -> Result<Started, String> {
+        self.prepare(program, arg0, args, cwd, env)?.start(stdio)
+    }
+
+    /// [`Sandbox::spawn`] in two steps: everything computed before the child exists (the
+    /// Landlock ruleset, the mount plan, the filters, `argv` and the environment), then
+    /// [`Prepared::start`].
+    pub fn prepare(
+        &self,
+        program: &Path,
+        arg0: &str,
+        args: &[String],
+        cwd: &Path,
+        env: &[(String, String)],
+    ) -> Result<Prepared, String> {
+        use std::os::unix::ffi::OsStrExt;
+        let text = |what: &str, bytes: &[u8]| {
+            std::ffi::CString::new(bytes).map_err(|_| {
+                format!(
+                    "{what} holds a NUL byte: `{}`",
+                    String::from_utf8_lossy(bytes)
+                )
+            })
+        };
+        if !program.is_absolute() {
+            return Err(format!("`{}`: not an absolute path", program.display()));
+        }
+        let exec = craik_spawn::Program {
+            path: text("the program", program.as_os_str().as_bytes())?,
+            argv: std::iter::once(arg0)
+                .chain(args.iter().map(String::as_str))
+                .map(|a| text("an argument", a.as_bytes()))
+                .collect::<Result<_, _>>()?,
+            envp: env
+                .iter()
+                .map(|(k, v)| text("the environment", format!("{k}={v}").as_bytes()))
+                .collect::<Result<_, _>>()?,
+            cwd: text("the working directory", cwd.as_os_str().as_bytes())?,
+        };
+        Ok(Prepared {
+            exec,
+            plan: self.plan()?,
+        })
+    }
+
+    /// What the child applies to itself (computed here, before it exists).
+    fn plan(&self) -> Result<craik_spawn::Plan, String> {
+        admit(effective_abi(), self.required)?;
+        let landlock = match ruleset(self)? {
+            Some(landlock) => Some(landlock),
+            None if self.required => return Err(NO_LANDLOCK.into()),
+            None => None,
+        };
+        Ok(craik_spawn::Plan {
+            parent: std::process::id(),
+            mounts: Some(mounts::plan(&self.mount_rw)?),
+            mounts_required: self.required,
+            landlock,
+            filters: seccomp::filters(self.net)?,
+            file_size_limit: Some(FILE_SIZE_LIMIT),
+        })
     }
 
     /// One line for receipts: what confinement the process ran under.
@@ -287,6 +350,39 @@ impl Sandbox {
             ),
         }
     }
+}
+
+/// A confined child ready to start ([`Sandbox::prepare`]).
+#[derive(Debug)]
+pub struct Prepared {
+    exec: craik_spawn::Program,
+    plan: craik_spawn::Plan,
+}
+
+pub use craik_spawn::Started;
+
+impl Prepared {
+    /// Starts the child, `stdio` on its descriptors 0, 1 and 2.
+    pub fn start(self, stdio: [std::os::fd::BorrowedFd<'_>; 3]) -> Result<Started, String> {
+        craik_spawn::spawn(&self.exec, stdio, &self.plan).map_err(|e| {
+            format!(
+                "`{}`: cannot start: {e}",
+                String::from_utf8_lossy(self.exec.path.as_bytes())
+            )
+        })
+    }
+}
+
+/// Waits for a child of [`Sandbox::spawn`] to exit and reaps it: its exit code, `None` when a
+/// signal ended it.
+pub fn wait_exit(started: &Started) -> Result<Option<i32>, String> {
+    use std::os::fd::AsFd;
+    let status = rustix::process::waitid(
+        rustix::process::WaitId::PidFd(started.pidfd.as_fd()),
+        rustix::process::WaitIdOptions::EXITED,
+    )
+    .map_err(|e| format!("waiting for pid {}: {e}", started.pid))?;
+    Ok(status.and_then(|s| s.exit_status()))
 }
 
 /// One line on how an adapter process (and each command it proposes) runs on this machine.
@@ -453,25 +549,12 @@ fn open_rule(path: &Path) -> Result<(rustix::fd::OwnedFd, bool), String> {
 /// and `/dev` is reused only while the path still names the same file (device and inode, by
 /// `lstat`: a file replaced, or a link put in its place, means a fresh open, which refuses a
 /// link).
-/// Everything else — the workspace, toolchain roots — is opened afresh for each process.
+/// Everything else — the workspace, toolchain roots — is opened afresh for each ruleset built.
 fn read_rule(path: &Path) -> Option<(Arc<rustix::fd::OwnedFd>, bool)> {
-    static SYSTEM: OnceLock<BTreeSet<PathBuf>> = OnceLock::new();
     static OPENED: OnceLock<RuleCache> = OnceLock::new();
-    let system = SYSTEM.get_or_init(|| {
-        rules::system_read()
-            .into_iter()
-            .chain(rules::PROC_READ.iter().map(PathBuf::from))
-            .chain(rules::DEVICES_RW.iter().map(PathBuf::from))
-            .collect()
-    });
-    // The allow-lists, and what carving a system tree grants (its subdirectories and files,
-    // when a credential file lies in `/usr/local` or `/opt`).
-    let kept = system.contains(path)
-        || rules::SYSTEM_READ
-            .iter()
-            .any(|root| path.starts_with(root) && path != Path::new(root));
-    if kept {
-        OPENED.get_or_init(RuleCache::default).open(path)
+    let cache = OPENED.get_or_init(RuleCache::default);
+    if is_system_rule(path) {
+        cache.open(path)
     } else {
         let (fd, is_dir) = open_rule(path).ok()?;
         Some((Arc::new(fd), is_dir))
@@ -482,22 +565,63 @@ fn read_rule(path: &Path) -> Option<(Arc<rustix::fd::OwnedFd>, bool)> {
 #[derive(Default)]
 struct RuleCache(Mutex<HashMap<PathBuf, Kept>>);
 
-/// A kept rule: its descriptor, whether it is a directory, and the file's identity.
-type Kept = (Arc<rustix::fd::OwnedFd>, bool, (u64, u64));
+/// A kept rule: its descriptor, whether it is a directory, the file's identity, and when that
+/// identity was last checked against its path.
+type Kept = (
+    Arc<rustix::fd::OwnedFd>,
+    bool,
+    (u64, u64),
+    std::time::Instant,
+);
+
+/// How long a kept file rule is used without checking its path again. A file replaced by
+/// rename meanwhile keeps the rule on the file that was there (the content that was granted)
+/// and leaves the new one unreadable until the next check: less access, never more. An
+/// `lstat` per allow-listed file and command cost a sixth of a spawn (issue 18 item 9).
+const RECHECK_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl RuleCache {
-    /// The kept descriptor of `path` while `path` still names that file (by `lstat`), else a
-    /// fresh [`open_rule`] (which refuses a link), kept in its place.
+    /// The kept descriptor of `path` while `path` still names that file (by `lstat`, at most
+    /// every [`RECHECK_AFTER`]), else a fresh [`open_rule`] (which refuses a link), kept in
+    /// its place.
     fn open(&self, path: &Path) -> Option<(Arc<rustix::fd::OwnedFd>, bool)> {
-        if let Some((fd, is_dir, id)) = self.0.lock().ok()?.get(path).cloned() {
-            // Files are checked (`/etc/resolv.conf` is replaced by rename); directories and
-            // the kernel's own `/proc` and `/dev` entries are not replaced in place (a
-            // directory that was would leave its rule on the old, detached one: less access).
-            if is_dir || path.starts_with("/proc") || path.starts_with("/dev") {
-                return Some((fd, is_dir));
-            }
-            let now = rustix::fs::lstat(path).ok().map(|st| identity(&st));
-            if now == Some(id) {
+        self.open_at(path, std::time::Instant::now())
+    }
+
+    /// The kept descriptor of `path` if there is one that needs no check now.
+    fn fresh(
+        &self,
+        path: &Path,
+        now: std::time::Instant,
+    ) -> Option<(Arc<rustix::fd::OwnedFd>, bool)> {
+        let cache = self.0.lock().ok()?;
+        let (fd, is_dir, _, checked) = cache.get(path)?;
+        let fresh = *is_dir
+            || path.starts_with("/proc")
+            || path.starts_with("/dev")
+            || now.saturating_duration_since(*checked) < RECHECK_AFTER;
+        fresh.then(|| (Arc::clone(fd), *is_dir))
+    }
+
+    fn open_at(
+        &self,
+        path: &Path,
+        now: std::time::Instant,
+    ) -> Option<(Arc<rustix::fd::OwnedFd>, bool)> {
+        // Files are checked (`/etc/resolv.conf` is replaced by rename); directories and the
+        // kernel's own `/proc` and `/dev` entries are not replaced in place (a directory that
+        // was would leave its rule on the old, detached one: less access).
+        if let Some(hit) = self.fresh(path, now) {
+            return Some(hit);
+        }
+        // Looked up first, the lock let go: the entry is replaced below.
+        let kept = self.0.lock().ok()?.get(path).cloned();
+        if let Some((fd, is_dir, id, _)) = kept {
+            let found = rustix::fs::lstat(path).ok().map(|st| identity(&st));
+            if found == Some(id) {
+                if let Ok(mut cache) = self.0.lock() {
+                    cache.insert(path.to_path_buf(), (Arc::clone(&fd), is_dir, id, now));
+                }
                 return Some((fd, is_dir));
             }
         }
@@ -505,7 +629,7 @@ impl RuleCache {
         let id = identity(&rustix::fs::fstat(&fd).ok()?);
         let fd = Arc::new(fd);
         if let Ok(mut cache) = self.0.lock() {
-            cache.insert(path.to_path_buf(), (Arc::clone(&fd), is_dir, id));
+            cache.insert(path.to_path_buf(), (Arc::clone(&fd), is_dir, id, now));
         }
         Some((fd, is_dir))
     }
@@ -517,13 +641,109 @@ fn identity(st: &rustix::fs::Stat) -> (u64, u64) {
 }
 
 /// The Landlock ruleset of `sandbox`, its rules added; `None` when the kernel has no Landlock.
-/// A write rule that cannot be
-/// opened refuses the whole sandbox; a read rule that cannot be opened is left out (less
-/// access, never more).
+/// A write rule that cannot be opened refuses the whole sandbox; a read rule that cannot be
+/// opened is left out (less access, never more).
+///
+/// Reused for the next sandbox equal to this one (the same paths, the same network) while
+/// every path it names still names the file its rule was opened on (`lstat`), for at most
+/// [`RECHECK_AFTER`] and [`RULESET_USES`] children: building one (some 70 rules) cost a
+/// quarter of a spawn (issue 18 item 9). Each child adds its own `/proc/<pid>` to the
+/// ruleset it is given before restricting itself, so a reused ruleset also holds the
+/// `/proc/<pid>` of the children before it — each rule on that process's own `/proc` entry,
+/// which is gone with it (a later process with the same pid has a new entry the rule does
+/// not name); the use limit bounds how many such dead rules one holds.
 fn ruleset(sandbox: &Sandbox) -> Result<Option<craik_spawn::Landlock>, String> {
     if effective_abi().is_none() {
         return Ok(None);
     }
+    static BUILT: Mutex<Vec<Built>> = Mutex::new(Vec::new());
+    let own_proc_access = AccessFs::from_read(ASKED_ABI).bits();
+    let give = |fd: &rustix::fd::OwnedFd| -> Result<Option<craik_spawn::Landlock>, String> {
+        let ruleset = rustix::io::fcntl_dupfd_cloexec(fd, 0)
+            .map_err(|e| format!("Landlock could not be applied: {e}"))?;
+        Ok(Some(craik_spawn::Landlock {
+            ruleset,
+            own_proc_access,
+        }))
+    };
+    let now = std::time::Instant::now();
+    if let Ok(mut built) = BUILT.lock() {
+        built.retain(|b| {
+            b.uses < RULESET_USES && now.saturating_duration_since(b.at) < RECHECK_AFTER
+        });
+        if let Some(hit) = built.iter_mut().find(|b| b.sandbox == *sandbox) {
+            if hit.unchanged() {
+                hit.uses += 1;
+                hit.used = now;
+                return give(&hit.fd);
+            }
+        }
+    }
+    let Some((fd, named)) = build_ruleset(sandbox)? else {
+        return Ok(None);
+    };
+    let out = give(&fd);
+    if let Ok(mut built) = BUILT.lock() {
+        built.retain(|b| b.sandbox != *sandbox);
+        // At most four kept: the one used longest ago goes.
+        if built.len() >= 4 {
+            if let Some(oldest) = (0..built.len()).min_by_key(|i| built.get(*i).map(|b| b.used)) {
+                built.remove(oldest);
+            }
+        }
+        built.push(Built {
+            sandbox: sandbox.clone(),
+            fd,
+            named,
+            at: now,
+            used: now,
+            uses: 1,
+        });
+    }
+    out
+}
+
+/// How many children one built ruleset is given to.
+const RULESET_USES: u32 = 64;
+
+/// A ruleset built for a sandbox, kept for the next equal one.
+struct Built {
+    sandbox: Sandbox,
+    fd: rustix::fd::OwnedFd,
+    /// Each path of the sandbox's own rules (not the system allow-lists: [`RuleCache`]) and
+    /// the identity of the file its rule was opened on (`None`: it could not be opened).
+    named: Vec<(PathBuf, Option<(u64, u64)>)>,
+    /// Built at.
+    at: std::time::Instant,
+    /// Last given to a child at.
+    used: std::time::Instant,
+    uses: u32,
+}
+
+impl Built {
+    /// Whether every path still names the file (or the absence) its rule was made from.
+    fn unchanged(&self) -> bool {
+        self.named.iter().all(|(path, id)| {
+            rustix::fs::lstat(path.as_path())
+                .ok()
+                .filter(|st| {
+                    rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Symlink
+                })
+                .map(|st| identity(&st))
+                == *id
+        })
+    }
+}
+
+/// Builds the ruleset of `sandbox`: the descriptor, and the identity of each of its own
+/// rules' files.
+#[expect(
+    clippy::type_complexity,
+    reason = "a private pair, named where it is used"
+)]
+fn build_ruleset(
+    sandbox: &Sandbox,
+) -> Result<Option<(rustix::fd::OwnedFd, Vec<(PathBuf, Option<(u64, u64)>)>)>, String> {
     let abi = ASKED_ABI;
     let e = |e: landlock::RulesetError| format!("Landlock could not be applied: {e}");
     let mut ruleset = Ruleset::default()
@@ -547,15 +767,25 @@ fn ruleset(sandbox: &Sandbox) -> Result<Option<craik_spawn::Landlock>, String> {
             access & AccessFs::from_file(abi)
         }
     };
+    let mut named = Vec::new();
+    let id_of = |fd: &rustix::fd::OwnedFd| rustix::fs::fstat(fd).ok().map(|st| identity(&st));
     let proc_read = rules::PROC_READ.iter().map(PathBuf::from);
     for path in sandbox.read.iter().cloned().chain(proc_read) {
-        if let Some((fd, is_dir)) = read_rule(&path) {
+        let opened = if is_system_rule(&path) {
+            read_rule(&path)
+        } else {
+            let opened = open_rule(&path).ok();
+            named.push((path.clone(), opened.as_ref().and_then(|(fd, _)| id_of(fd))));
+            opened.map(|(fd, is_dir)| (Arc::new(fd), is_dir))
+        };
+        if let Some((fd, is_dir)) = opened {
             let rule = PathBeneath::new(fd, access(is_dir, AccessFs::from_read(abi)));
             created = created.add_rule(rule).map_err(e)?;
         }
     }
     for path in &sandbox.write {
         let (fd, is_dir) = open_rule(path)?;
+        named.push((path.clone(), id_of(&fd)));
         let rule = PathBeneath::new(fd, access(is_dir, AccessFs::from_all(abi)));
         created = created.add_rule(rule).map_err(e)?;
     }
@@ -572,11 +802,25 @@ fn ruleset(sandbox: &Sandbox) -> Result<Option<craik_spawn::Landlock>, String> {
         }
     }
     let fd: Option<rustix::fd::OwnedFd> = created.into();
-    Ok(fd.map(|ruleset| craik_spawn::Landlock {
-        ruleset,
-        // Its own `/proc/<pid>` (the child's pid is not known before the fork).
-        own_proc_access: AccessFs::from_read(abi).bits(),
-    }))
+    Ok(fd.map(|fd| (fd, named)))
+}
+
+/// Whether `path` is one of the system allow-lists, or what carving a system tree grants (its
+/// subdirectories and files, when a credential file lies in `/usr/local` or `/opt`): its
+/// rule descriptor is kept across sandboxes ([`RuleCache`]).
+fn is_system_rule(path: &Path) -> bool {
+    static SYSTEM: OnceLock<BTreeSet<PathBuf>> = OnceLock::new();
+    let system = SYSTEM.get_or_init(|| {
+        rules::system_read()
+            .into_iter()
+            .chain(rules::PROC_READ.iter().map(PathBuf::from))
+            .chain(rules::DEVICES_RW.iter().map(PathBuf::from))
+            .collect()
+    });
+    system.contains(path)
+        || rules::SYSTEM_READ
+            .iter()
+            .any(|root| path.starts_with(root) && path != Path::new(root))
 }
 
 /// Direct children Craik is managing (adapters, commands), by pid: [`reap_strays`] leaves them.
@@ -822,25 +1066,150 @@ mod tests {
         std::fs::write(&file, "a").unwrap();
         let cache = RuleCache::default();
         let ino = |fd: &rustix::fd::OwnedFd| rustix::fs::fstat(fd).unwrap().st_ino;
-        let (first, _) = cache.open(&file).unwrap();
-        let (again, _) = cache.open(&file).unwrap();
+        let t0 = std::time::Instant::now();
+        let later = t0 + RECHECK_AFTER;
+        let (first, _) = cache.open_at(&file, t0).unwrap();
+        let (again, _) = cache.open_at(&file, later).unwrap();
         assert!(Arc::ptr_eq(&first, &again), "unchanged: reused");
-        // Replaced by rename (as resolv.conf is): a fresh descriptor on the new file.
+        // Replaced by rename (as resolv.conf is): within the recheck interval the rule stays
+        // on the file that was granted; after it, a fresh descriptor on the new file.
         let new = dir.path().join("new");
         std::fs::write(&new, "b").unwrap();
         std::fs::rename(&new, &file).unwrap();
-        let (fresh, _) = cache.open(&file).unwrap();
+        let (kept, _) = cache.open_at(&file, later).unwrap();
+        assert!(
+            Arc::ptr_eq(&first, &kept),
+            "checked at `later`: not checked again yet"
+        );
+        let (fresh, _) = cache.open_at(&file, later + RECHECK_AFTER).unwrap();
         assert_ne!(ino(&fresh), ino(&first));
         assert_eq!(ino(&fresh), std::fs::metadata(&file).unwrap().ino());
         // A link put in its place: never followed, the rule is refused (left out).
         std::fs::remove_file(&file).unwrap();
         std::os::unix::fs::symlink("/etc/shadow", &file).unwrap();
-        assert!(cache.open(&file).is_none());
+        assert!(cache.open_at(&file, later + 2 * RECHECK_AFTER).is_none());
         // And a link in a kept rule's path from the start is refused too.
         let link_dir = dir.path().join("via");
         std::os::unix::fs::symlink(dir.path(), &link_dir).unwrap();
         std::fs::write(dir.path().join("x"), "c").unwrap();
         assert!(cache.open(&link_dir.join("x")).is_none());
+    }
+
+    /// The `CLONE_VM` child (issue 18 item 9): the program starts with every signal at its
+    /// default and none blocked (Craik ignores `SIGPIPE` and handles `SIGTERM`), with exactly
+    /// the argv, environment and directory given, confined; a program that cannot be executed
+    /// or a directory that cannot be entered is an error of `spawn`, not an exit code.
+    #[test]
+    fn a_spawned_child_starts_clean_and_reports_what_failed() {
+        if effective_abi().is_none() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        let sandbox = Sandbox::new(
+            vec![],
+            vec![ws.clone()],
+            vec![],
+            &Limits::default(),
+            Network::None,
+            false,
+        )
+        .unwrap();
+        let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
+        let null = std::fs::File::open("/dev/null").unwrap();
+        use std::os::fd::AsFd;
+        // What Craik's own signal state is while it spawns (the test harness's is set here).
+        let _handler = signal_hook::flag::register(
+            signal_hook::consts::SIGTERM,
+            Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        )
+        .unwrap();
+        // `exec`: the status read is of the spawned process itself (a shell waiting for a
+        // child of its own blocks signals meanwhile), and `/proc/self` is the one it may read.
+        let script = "echo \"$(head -c 5 /proc/$$/cmdline) $0 $1 $PWD $X\"; \
+                      exec grep -E '^(SigBlk|SigIgn|CapEff|NoNewPrivs):' /proc/self/status";
+        let started = sandbox
+            .spawn(
+                Path::new("/bin/sh"),
+                "named",
+                &["-c".into(), script.into(), "zero".into(), "one".into()],
+                &ws,
+                &[("X".into(), "y z".into())],
+                [null.as_fd(), w.as_fd(), null.as_fd()],
+            )
+            .unwrap();
+        drop(w);
+        assert_eq!(wait_exit(&started).unwrap(), Some(0));
+        let mut out = String::new();
+        std::io::Read::read_to_string(&mut std::fs::File::from(r), &mut out).unwrap();
+        for line in [
+            "SigBlk:\t0000000000000000",
+            "SigIgn:\t0000000000000000",
+            "CapEff:\t0000000000000000",
+            "NoNewPrivs:\t1",
+        ] {
+            assert!(out.contains(line), "{line} in {out}");
+        }
+        assert!(
+            out.contains(&format!("named zero one {} y z", ws.display())),
+            "{out}"
+        );
+        let io = [null.as_fd(), null.as_fd(), null.as_fd()];
+        // The ruleset is reused for the next child of an equal sandbox, but never after a
+        // path it names was replaced (`rm -rf target && mkdir target` between two commands):
+        // the rule would name the removed directory and the second write would fail.
+        let out_dir = ws.join("out");
+        std::fs::create_dir(&out_dir).unwrap();
+        let writer = Sandbox::new(
+            vec![],
+            vec![out_dir.clone()],
+            vec![],
+            &Limits::default(),
+            Network::None,
+            false,
+        )
+        .unwrap();
+        let write = |name: &str| {
+            let script = format!("echo x > {name}");
+            let started = writer
+                .spawn(
+                    Path::new("/bin/sh"),
+                    "sh",
+                    &["-c".into(), script],
+                    &out_dir,
+                    &[],
+                    io,
+                )
+                .unwrap();
+            wait_exit(&started).unwrap()
+        };
+        assert_eq!(write("a"), Some(0));
+        std::fs::remove_dir_all(&out_dir).unwrap();
+        std::fs::create_dir(&out_dir).unwrap();
+        assert_eq!(write("b"), Some(0), "a replaced write root is ruled afresh");
+        assert!(out_dir.join("b").is_file());
+        let e = sandbox
+            .spawn(Path::new("/no/such/program"), "p", &[], &ws, &[], io)
+            .unwrap_err();
+        assert!(
+            e.contains("cannot execute") && e.contains("os error 2"),
+            "{e}"
+        );
+        let e = sandbox
+            .spawn(
+                Path::new("/bin/true"),
+                "true",
+                &[],
+                &ws.join("gone"),
+                &[],
+                io,
+            )
+            .unwrap_err();
+        assert!(e.contains("cannot enter the working directory"), "{e}");
+        let e = sandbox
+            .spawn(Path::new("true"), "true", &[], &ws, &[], io)
+            .unwrap_err();
+        assert!(e.contains("not an absolute path"), "{e}");
     }
 
     #[test]

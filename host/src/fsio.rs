@@ -57,3 +57,42 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     }
     result
 }
+
+/// Makes `dir` an empty directory: created if missing, its entries removed if not (the
+/// directory itself is kept: same inode). A symlink in it is removed, never followed; `dir`
+/// itself must not be a symlink. An entry that cannot be removed makes the directory be
+/// removed whole and created again. Its mode is set to `0700` (what a command changed it to
+/// does not outlive the command).
+pub fn empty_dir(dir: &Path) -> io::Result<()> {
+    emptied(dir)?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}
+
+fn emptied(dir: &Path) -> io::Result<()> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => {
+            std::fs::remove_file(dir)?;
+            return std::fs::create_dir_all(dir);
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return std::fs::create_dir_all(dir),
+        Err(e) => return Err(e),
+    }
+    let emptied = std::fs::read_dir(dir).and_then(|entries| {
+        for entry in entries {
+            let entry = entry?;
+            if entry.file_type()?.is_dir() {
+                std::fs::remove_dir_all(entry.path())?;
+            } else {
+                std::fs::remove_file(entry.path())?;
+            }
+        }
+        Ok(())
+    });
+    if emptied.is_err() {
+        std::fs::remove_dir_all(dir)?;
+        std::fs::create_dir_all(dir)?;
+    }
+    Ok(())
+}

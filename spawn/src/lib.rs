@@ -7,6 +7,11 @@
 //! sitting. Before it, each confined process was a re-executed `craik` (a trampoline) that did
 //! the same steps; starting the 24 MB binary again cost more than a millisecond per command.
 //!
+//! Governed commands start through [`spawn`]: `clone(CLONE_VM | CLONE_VFORK)` as
+//! `posix_spawn` does, the child sharing Craik's memory until `exec` (no page table copied;
+//! see [`spawn`] for what that asks of the child). Adapters, long-lived and started once per
+//! run, still use `std`'s `fork` with [`install`].
+//!
 //! The rules for code after `fork` in a multi-threaded process, which everything reachable
 //! from [`apply`] keeps: **no allocation, no lock, no `std::io`** — only system calls on data
 //! the [`Plan`] already holds (`rustix` calls with `&CStr` arguments allocate nothing), a
@@ -15,10 +20,7 @@
 //! The steps, in order (each needs the one before):
 //! 1. a new session; `SIGKILL` when the parent dies (`PR_SET_PDEATHSIG`); refuse if the parent
 //!    is no longer the process that planned this child;
-//! 2. a private IPC namespace (System V shared memory, semaphores and message queues, POSIX
-//!    message queues: none shared with the host, all gone when the process ends; found by
-//!    outside testing: a command left a 256 MiB segment behind) and a private mount namespace
-//!    (as a non-root user inside a new user namespace mapping only
+//! 2. a private mount namespace (as a non-root user inside a new user namespace mapping only
 //!    its own uid and gid) where every mount is made read-only, `nosuid` and private by one
 //!    recursive `mount_setattr` (on kernels before 5.12: remounted one by one), and the
 //!    writable directories are bound onto themselves and made writable again (`nosuid,nodev`);
@@ -38,7 +40,7 @@
 
 use std::ffi::CStr;
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 
 use rustix::mount::{MountFlags, MountPropagationFlags};
@@ -288,6 +290,312 @@ pub fn install(command: &mut std::process::Command, plan: Plan) {
     }
 }
 
+/// A program to start, in the form `execve(2)` takes it (built by the parent).
+#[derive(Debug)]
+pub struct Program {
+    /// The file executed (absolute; resolved and pinned by the parent, never searched for).
+    pub path: CString,
+    /// `argv`, `argv[0]` included.
+    pub argv: Vec<CString>,
+    /// The whole environment, as `NAME=value`.
+    pub envp: Vec<CString>,
+    /// The working directory.
+    pub cwd: CString,
+}
+
+/// A started child: its pid, and a pidfd that holds that very process (a pid alone may be
+/// reused once it is waited for).
+#[derive(Debug)]
+pub struct Started {
+    /// The child's pid (also its process group and session: the child calls `setsid`).
+    pub pid: i32,
+    /// `CLONE_PIDFD`: readable when the child exits; `waitid(P_PIDFD)` reaps it.
+    pub pidfd: OwnedFd,
+}
+
+/// The stack the child runs on until `exec` (it shares the parent's memory, never its stack).
+const CHILD_STACK: usize = 256 * 1024;
+
+/// What the parent hands the child, and the child hands back (an `exec` or `chdir` failure):
+/// the two share memory until the child calls `exec` or exits.
+struct Handoff<'a> {
+    program: &'a Program,
+    argv: &'a [*const libc::c_char],
+    envp: &'a [*const libc::c_char],
+    stdio: [i32; 3],
+    plan: &'a Plan,
+    /// 0, or the errno of the step that failed (`stage` says which).
+    errno: std::sync::atomic::AtomicI32,
+    stage: std::sync::atomic::AtomicU8,
+}
+
+const STAGE_CHDIR: u8 = 1;
+const STAGE_EXEC: u8 = 2;
+const STAGE_STDIO: u8 = 3;
+
+/// Starts `program` confined by `plan`, its standard input, output and error `stdio`.
+///
+/// The child is made the way `posix_spawn` makes one — `clone(CLONE_VM | CLONE_VFORK)` on a
+/// stack of its own, the parent's signals blocked meanwhile — so the parent's memory is never
+/// copied (a `fork` of Craik cost a millisecond per command: its page tables copied, then torn
+/// down at `exec`, and every page it wrote afterwards faulted in again). The calling thread
+/// waits until the child has called `exec` or exited; the other threads go on, and the child
+/// touches nothing of theirs: it only reads `plan` and `program`, and runs [`apply`], which
+/// allocates nothing and takes no lock. In the child: every signal handler back to the
+/// default, an empty signal mask, `stdio` on 0, 1 and 2, the working directory, [`apply`]
+/// (on failure a [`REFUSED_PREFIX`] line and exit [`REFUSED_EXIT`]), then `execve`.
+///
+/// An `exec` or `chdir` that fails is an `Err` here (the child has been reaped).
+pub fn spawn(
+    program: &Program,
+    stdio: [std::os::fd::BorrowedFd<'_>; 3],
+    plan: &Plan,
+) -> std::io::Result<Started> {
+    use std::sync::atomic::Ordering;
+    // Descriptors 0..=2 of the child are set by `dup2` from these: numbers ≥ 3 first, so no
+    // target overwrites a source not yet copied.
+    let high = |fd: std::os::fd::BorrowedFd<'_>| rustix::io::fcntl_dupfd_cloexec(fd, 3);
+    let sources = [high(stdio[0])?, high(stdio[1])?, high(stdio[2])?];
+    let argv = nul_terminated(&program.argv);
+    let envp = nul_terminated(&program.envp);
+    let handoff = Handoff {
+        program,
+        argv: &argv,
+        envp: &envp,
+        stdio: sources.each_ref().map(AsRawFd::as_raw_fd),
+        plan,
+        errno: std::sync::atomic::AtomicI32::new(0),
+        stage: std::sync::atomic::AtomicU8::new(0),
+    };
+    let stack = Stack::new()?;
+    let mut pidfd: libc::c_int = -1;
+    let pid = {
+        let _blocked = SignalsBlocked::new();
+        // SAFETY: `child` runs on `stack` (mapped, with a guard page below it) and only
+        // reads `handoff`, which outlives the call: with `CLONE_VFORK` this thread is
+        // suspended until the child has called `execve` or `_exit`. The child shares this
+        // process's memory; everything it runs is allocation- and lock-free (see [`apply`]),
+        // and every signal is blocked until it has reset the handlers.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::clone(
+                child,
+                stack.top(),
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD,
+                std::ptr::from_ref(&handoff).cast_mut().cast(),
+                std::ptr::from_mut(&mut pidfd),
+            )
+        }
+    };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: with `CLONE_PIDFD` the kernel stored a new descriptor of the child here, owned
+    // by nobody else.
+    #[allow(unsafe_code)]
+    let pidfd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(pidfd) };
+    drop(sources);
+    let errno = handoff.errno.load(Ordering::SeqCst);
+    if errno != 0 {
+        // The child has exited (127): reap it, then say what failed.
+        let _ = rustix::process::waitid(
+            rustix::process::WaitId::PidFd(pidfd.as_fd()),
+            rustix::process::WaitIdOptions::EXITED,
+        );
+        let e = std::io::Error::from_raw_os_error(errno);
+        let what = match handoff.stage.load(Ordering::SeqCst) {
+            STAGE_CHDIR => "cannot enter the working directory",
+            STAGE_STDIO => "cannot set up standard input and output",
+            _ => "cannot execute",
+        };
+        return Err(std::io::Error::new(e.kind(), format!("{what}: {e}")));
+    }
+    Ok(Started { pid, pidfd })
+}
+
+fn nul_terminated(strings: &[CString]) -> Vec<*const libc::c_char> {
+    strings
+        .iter()
+        .map(|s| s.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect()
+}
+
+/// The child's stack: an anonymous mapping with a `PROT_NONE` page below it (an overflow
+/// faults instead of writing into the parent's memory).
+struct Stack {
+    base: *mut libc::c_void,
+    len: usize,
+}
+
+impl Stack {
+    fn new() -> std::io::Result<Self> {
+        let page = 4096;
+        let len = CHILD_STACK + page;
+        // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
+        #[allow(unsafe_code)]
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let stack = Self { base, len };
+        // SAFETY: the lowest page of the mapping made above.
+        #[allow(unsafe_code)]
+        if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(stack)
+    }
+
+    /// The highest address (stacks grow down), 16-byte aligned.
+    fn top(&self) -> *mut libc::c_void {
+        self.base.cast::<u8>().wrapping_add(self.len & !15).cast()
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`; the child that used it has called `execve` or
+        // exited (`CLONE_VFORK`).
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::munmap(self.base, self.len);
+        }
+    }
+}
+
+/// Every signal blocked on the calling thread until dropped (no handler of the parent may
+/// run in a child that shares its memory).
+struct SignalsBlocked {
+    old: libc::sigset_t,
+}
+
+impl SignalsBlocked {
+    fn new() -> Self {
+        // SAFETY: `sigfillset` initialises `all`; `pthread_sigmask` writes the old mask
+        // into `old`, which zeroed is a valid `sigset_t` for.
+        #[allow(unsafe_code)]
+        unsafe {
+            let mut all = std::mem::zeroed::<libc::sigset_t>();
+            let mut old = std::mem::zeroed::<libc::sigset_t>();
+            libc::sigfillset(&mut all);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+            Self { old }
+        }
+    }
+}
+
+impl Drop for SignalsBlocked {
+    fn drop(&mut self) {
+        // SAFETY: restores the mask saved in `new`.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut());
+        }
+    }
+}
+
+/// The kernel's `struct sigaction` (x86_64 and aarch64 alike: both have `sa_restorer`); the
+/// default value is `SIG_DFL`, no flags, no mask.
+#[repr(C)]
+#[derive(Default)]
+struct KernelSigaction {
+    handler: libc::sighandler_t,
+    flags: libc::c_ulong,
+    restorer: usize,
+    mask: u64,
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+compile_error!("craik-spawn knows the kernel's `struct sigaction` of x86_64 and aarch64 only");
+
+/// The child of [`spawn`]: runs on its own stack in the parent's memory until `execve`.
+extern "C" fn child(arg: *mut libc::c_void) -> libc::c_int {
+    use std::sync::atomic::Ordering;
+    // SAFETY: `arg` is the `Handoff` of `spawn`, alive while this child runs (the parent
+    // thread is suspended until it calls `execve` or `_exit`).
+    #[allow(unsafe_code)]
+    let handoff = unsafe { &*arg.cast::<Handoff<'_>>() };
+    let failed = |stage: u8, errno: i32| -> ! {
+        handoff.errno.store(errno.max(1), Ordering::SeqCst);
+        handoff.stage.store(stage, Ordering::SeqCst);
+        // SAFETY: ends the child at once; nothing of the parent's runs (no atexit handler).
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::_exit(127)
+        }
+    };
+    // SAFETY: plain system calls on this child with stack-held values: the kernel reads and
+    // writes only the `KernelSigaction` and `sigset_t` given, of the sizes given.
+    #[allow(unsafe_code)]
+    unsafe {
+        // Every disposition that is not the default goes back to it — the ignored ones too
+        // (`SIGPIPE` in every Rust program, and glibc's own two, 32 and 33, which its
+        // `sigaction` refuses to touch: hence the raw call). Past the last signal (64) the
+        // call fails EINVAL; `SIGKILL` and `SIGSTOP` are refused and always default.
+        for signal in 1..=64_i64 {
+            let mut old = KernelSigaction::default();
+            let asked = libc::syscall(
+                libc::SYS_rt_sigaction,
+                signal,
+                std::ptr::null::<KernelSigaction>(),
+                std::ptr::from_mut(&mut old),
+                8_usize,
+            );
+            if asked == 0 && old.handler != libc::SIG_DFL {
+                libc::syscall(
+                    libc::SYS_rt_sigaction,
+                    signal,
+                    std::ptr::from_ref(&KernelSigaction::default()),
+                    std::ptr::null_mut::<KernelSigaction>(),
+                    8_usize,
+                );
+            }
+        }
+        let mut empty = std::mem::zeroed::<libc::sigset_t>();
+        libc::sigemptyset(&mut empty);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+    }
+    for (target, source) in (0..).zip(handoff.stdio) {
+        // SAFETY: `dup2` onto 0..=2 from descriptors ≥ 3 this child holds (its own copy of
+        // the parent's table); the copy is not close-on-exec.
+        #[allow(unsafe_code)]
+        if unsafe { libc::dup2(source, target) } < 0 {
+            failed(STAGE_STDIO, last_errno());
+        }
+    }
+    if let Err(e) = rustix::process::chdir(handoff.program.cwd.as_c_str()) {
+        failed(STAGE_CHDIR, e.raw_os_error());
+    }
+    if let Err(fail) = apply(handoff.plan) {
+        fail.report(false);
+        // SAFETY: as above.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::_exit(REFUSED_EXIT)
+        };
+    }
+    // SAFETY: `argv` and `envp` are NUL-terminated arrays of live NUL-terminated strings.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::execve(
+            handoff.program.path.as_ptr(),
+            handoff.argv.as_ptr(),
+            handoff.envp.as_ptr(),
+        );
+    }
+    failed(STAGE_EXEC, last_errno())
+}
+
 /// Applies `plan` to the calling process (in a child after `fork`, or in a process of its own
 /// such as the probe). See the crate documentation for the steps.
 pub fn apply(plan: &Plan) -> Result<(), Fail<'_>> {
@@ -317,7 +625,7 @@ pub fn apply(plan: &Plan) -> Result<(), Fail<'_>> {
 
 #[expect(
     deprecated,
-    reason = "`unshare` is deprecated for CLONE_FILES sharing hazards; only NEWNS, NEWIPC and NEWUSER are passed, in a single-threaded process"
+    reason = "`unshare` is deprecated for CLONE_FILES sharing hazards; only NEWNS and NEWUSER are passed, in a single-threaded process"
 )]
 fn unshare(flags: rustix::thread::UnshareFlags) -> rustix::io::Result<()> {
     rustix::thread::unshare(flags)
@@ -338,29 +646,40 @@ fn write_file<'a>(path: &'a CStr, content: &[u8]) -> Result<(), Fail<'a>> {
 pub fn private_mounts(mounts: &Mounts) -> Result<(), Fail<'_>> {
     use rustix::thread::UnshareFlags;
     match &mounts.user {
-        None => unshare(UnshareFlags::NEWNS | UnshareFlags::NEWIPC)
-            .map_err(|e| Fail::os("a private mount namespace", e))?,
+        None => {
+            unshare(UnshareFlags::NEWNS).map_err(|e| Fail::os("a private mount namespace", e))?
+        }
         Some(maps) => {
-            unshare(UnshareFlags::NEWUSER | UnshareFlags::NEWNS | UnshareFlags::NEWIPC).map_err(
-                |e| {
-                    Fail::os(
-                        "a private mount namespace needs root or unprivileged user namespaces",
-                        e,
-                    )
-                },
-            )?;
+            unshare(UnshareFlags::NEWUSER | UnshareFlags::NEWNS).map_err(|e| {
+                Fail::os(
+                    "a private mount namespace needs root or unprivileged user namespaces",
+                    e,
+                )
+            })?;
             // Craik is not dumpable (`harden_self`), and a child inherits that: its
             // `/proc/self` files then belong to root and the maps below cannot be written
             // (EACCES; found by outside testing: every unprivileged run went without private
             // mounts). The child becomes dumpable for these three writes and not again: the
             // program's `exec` decides for itself.
+            //
+            // A child of [`spawn`] shares Craik's memory, and dumpability belongs to the
+            // memory: Craik itself is dumpable for these three writes (a few microseconds).
+            // What that window opens is `ptrace`-class access to Craik for a process of the
+            // same user outside every sandbox — which could read the key file anyway; every
+            // confined process is kept off by its seccomp filter (`ptrace`, `process_vm_*`,
+            // `pidfd_getfd`) and by Landlock (other processes' `/proc` entries, and a domain
+            // cannot trace outside itself). Whatever it was is restored right after, even
+            // when a write fails.
+            let before =
+                rustix::process::dumpable_behavior().map_err(|e| Fail::os("PR_GET_DUMPABLE", e))?;
             rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::Dumpable)
                 .map_err(|e| Fail::os("PR_SET_DUMPABLE", e))?;
-            write_file(c"/proc/self/setgroups", b"deny")?;
-            write_file(c"/proc/self/uid_map", &maps.uid_map)?;
-            write_file(c"/proc/self/gid_map", &maps.gid_map)?;
-            rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+            let written = write_file(c"/proc/self/setgroups", b"deny")
+                .and_then(|()| write_file(c"/proc/self/uid_map", &maps.uid_map))
+                .and_then(|()| write_file(c"/proc/self/gid_map", &maps.gid_map));
+            rustix::process::set_dumpable_behavior(before)
                 .map_err(|e| Fail::os("PR_SET_DUMPABLE", e))?;
+            written?;
         }
     }
     match &mounts.how {

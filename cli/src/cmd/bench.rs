@@ -293,14 +293,19 @@ struct Confinement {
     /// Of the confined time: building the plan in Craik's process (Landlock ruleset, mount
     /// list, filters) before the fork.
     planning_us_per_command: f64,
+    /// The same for a sandbox no command before had, whose Landlock ruleset is built rather
+    /// than reused.
+    built_overhead_us_per_command: f64,
+    built_planning_us_per_command: f64,
     /// CPU time (user + system, Craik and its children) per command: steadier than wall
     /// time on a busy machine.
     plain_cpu_us_per_command: f64,
     confined_cpu_us_per_command: f64,
 }
 
-/// Spawns `/bin/true` `n` times plainly and `n` times with the same confinement and sandbox a
-/// governed command gets (workspace write, fresh HOME/TMPDIR), alternately: the per-command
+/// Spawns `/bin/true` `n` times plainly, `n` times with the same confinement and sandbox a
+/// governed command gets (workspace write, HOME/TMPDIR), and `n` times under a sandbox no
+/// command had before (its Landlock ruleset built, not reused), alternately: the per-command
 /// cost of confinement (medians), measured in the same run.
 fn confinement_overhead(
     root: &std::path::Path,
@@ -321,24 +326,42 @@ fn confinement_overhead(
     )
     .map_err(Failure::internal)?;
     let program = std::path::Path::new("/bin/true");
+    let null = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+        .map_err(io_at(std::path::Path::new("/dev/null")))?;
+    let null = std::os::fd::AsFd::as_fd(&null);
     // Plain and confined spawns alternate, so both see the same machine (a busy machine slows
-    // both alike); medians, so a stall of either does not count.
-    let spawn = |confined: bool| -> std::result::Result<(f64, f64, f64), Failure> {
+    // both alike); medians, so a stall of either does not count. Both start the way their
+    // kind starts in Craik: plain as `std` does (`posix_spawn`), confined as a governed
+    // command is (`Sandbox::spawn`: prepared, then `clone(CLONE_VM | CLONE_VFORK)`).
+    let spawn = |confined: Option<&craik_host::confine::Sandbox>| -> std::result::Result<(f64, f64, f64), Failure> {
         let cpu = craik_host::confine::cpu_time_us();
         let t = Instant::now();
-        let mut command = if confined {
-            sandbox.command(program, &[]).map_err(Failure::internal)?
+        let (code, planned) = if let Some(sandbox) = confined {
+            let prepared = sandbox
+                .prepare(program, "true", &[], &ws, &[])
+                .map_err(Failure::internal)?;
+            let planned = t.elapsed().as_secs_f64() * 1e6;
+            let started = prepared
+                .start([null, null, null])
+                .map_err(Failure::internal)?;
+            let code = craik_host::confine::wait_exit(&started).map_err(Failure::internal)?;
+            (code, planned)
         } else {
-            std::process::Command::new(program)
+            let status = std::process::Command::new(program)
+                .current_dir(&ws)
+                .env_clear()
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .map_err(|e| Failure::internal(format!("/bin/true: {e}")))?;
+            (status.code(), 0.0)
         };
-        let planned = t.elapsed().as_secs_f64() * 1e6;
-        let status = command
-            .current_dir(&ws)
-            .env_clear()
-            .status()
-            .map_err(|e| Failure::internal(format!("/bin/true: {e}")))?;
-        if !status.success() {
-            return Err(Failure::internal(format!("/bin/true exited {status}")));
+        if code != Some(0) {
+            return Err(Failure::internal(format!("/bin/true exited {code:?}")));
         }
         Ok((
             t.elapsed().as_secs_f64() * 1e6,
@@ -348,16 +371,34 @@ fn confinement_overhead(
     };
     let (mut plain, mut confined, mut planning) = (Vec::new(), Vec::new(), Vec::new());
     let (mut plain_cpu, mut confined_cpu) = (Vec::new(), Vec::new());
-    for _ in 0..n {
-        let (wall, cpu, _) = spawn(false)?;
+    let (mut built, mut built_planning) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        let (wall, cpu, _) = spawn(None)?;
         plain.push(wall);
         plain_cpu.push(cpu);
-        let (wall, cpu, planned) = spawn(true)?;
+        // The same sandbox as the command before: its Landlock ruleset is reused.
+        let (wall, cpu, planned) = spawn(Some(&sandbox))?;
         confined.push(wall);
         confined_cpu.push(cpu);
         planning.push(planned);
+        // A sandbox no command had (a scratch directory of its own): its ruleset is built.
+        let fresh = root.join(format!("confined-fresh-{i}"));
+        std::fs::create_dir_all(&fresh).map_err(io_at(&fresh))?;
+        let other = craik_host::confine::Sandbox::new(
+            Vec::new(),
+            vec![ws.clone()],
+            vec![fresh],
+            &craik_host::confine::Limits::hiding(vec![root.join("no-home")]),
+            craik_host::confine::Network::None,
+            false,
+        )
+        .map_err(Failure::internal)?;
+        let (wall, _, planned) = spawn(Some(&other))?;
+        built.push(wall);
+        built_planning.push(planned);
     }
     let (plain, confined) = (median(&mut plain), median(&mut confined));
+    let built = median(&mut built);
     Ok(Confinement {
         applied: sandbox.describe(),
         commands: n,
@@ -365,6 +406,8 @@ fn confinement_overhead(
         confined_us_per_command: confined,
         overhead_us_per_command: confined - plain,
         planning_us_per_command: median(&mut planning),
+        built_overhead_us_per_command: built - plain,
+        built_planning_us_per_command: median(&mut built_planning),
         plain_cpu_us_per_command: median(&mut plain_cpu),
         confined_cpu_us_per_command: median(&mut confined_cpu),
     })
@@ -640,12 +683,14 @@ pub(crate) fn run(
             ))?;
             let c = &result.confinement;
             out.line(format_args!(
-                "  confinement  {:.0} µs per command confined vs {:.0} µs plain (medians of {} each, alternating): {:.2} ms overhead per spawned command ({:.0} µs of it planning in Craik's process); CPU {:.0} vs {:.0} µs per command [{}]",
+                "  confinement  {:.0} µs per command confined vs {:.0} µs plain (medians of {} each, alternating): {:.2} ms overhead per spawned command ({:.0} µs of it planning in Craik's process, its Landlock ruleset reused); {:.2} ms when the ruleset is built ({:.0} µs planning); CPU {:.0} vs {:.0} µs per command [{}]",
                 c.confined_us_per_command,
                 c.plain_us_per_command,
                 c.commands,
                 c.overhead_us_per_command / 1000.0,
                 c.planning_us_per_command,
+                c.built_overhead_us_per_command / 1000.0,
+                c.built_planning_us_per_command,
                 c.confined_cpu_us_per_command,
                 c.plain_cpu_us_per_command,
                 craik_contracts::one_line(&c.applied)

@@ -21,7 +21,6 @@ use std::time::Duration;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 use sha2::{Digest, Sha256};
-use tokio::io::AsyncReadExt;
 
 use craik_kernel::to_hex;
 
@@ -359,18 +358,14 @@ pub fn run_command(
 ) -> Result<CommandOutcome, String> {
     let (program, args) = argv.split_first().ok_or("empty argv")?;
     let real = resolve_program_on(program, workspace, &env.path)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    let outcome = runtime.block_on(run_async(
+    let outcome = run_confined(
         &real,
         program,
         args,
         workspace,
         timeout.min(MAX_TIMEOUT),
         env,
-    ));
+    );
     // Whatever the command left behind (double forks, `setsid` daemons, fork chains) was
     // re-parented to Craik: it goes now, before the workspace is checked and the outcome
     // recorded. One that survived the sweep fails the step.
@@ -390,7 +385,9 @@ pub fn run_command(
     Ok(outcome)
 }
 
-async fn run_async(
+/// Starts the command confined and collects its output until it exits or the timeout: one
+/// thread, `poll(2)` over its two pipes and its pidfd (no runtime, no thread per stream).
+fn run_confined(
     program: &Path,
     arg0: &str,
     args: &[String],
@@ -398,95 +395,172 @@ async fn run_async(
     timeout: Duration,
     env: &CommandEnv,
 ) -> Result<CommandOutcome, String> {
+    use rustix::event::{PollFd, PollFlags};
     // argv[0] is the bare name the command was decided with (never a path it did not give).
     let name = arg0.rsplit('/').next().unwrap_or(arg0);
-    let mut command =
-        tokio::process::Command::from(env.sandbox.command_named(program, Some(name), args)?);
-    command
-        .current_dir(workspace)
-        .env_clear()
-        .envs(env.vars.iter().map(|(k, v)| (k, v)))
-        .env("PATH", &env.path)
-        .env("LANG", "C.UTF-8")
-        .env("HOME", &env.home)
-        .env("TMPDIR", &env.tmp)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = command
-        .spawn()
-        .map_err(|e| format!("`{}`: cannot start: {e}", program.display()))?;
-    let pid = child.id();
+    let mut vars: Vec<(String, String)> = env
+        .vars
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "PATH" | "LANG" | "HOME" | "TMPDIR"))
+        .cloned()
+        .collect();
+    vars.extend([
+        ("PATH".to_owned(), env.path.clone()),
+        ("LANG".to_owned(), "C.UTF-8".to_owned()),
+        ("HOME".to_owned(), env.home.display().to_string()),
+        ("TMPDIR".to_owned(), env.tmp.display().to_string()),
+    ]);
+    let pipe = || {
+        rustix::pipe::pipe_with(
+            rustix::pipe::PipeFlags::CLOEXEC | rustix::pipe::PipeFlags::NONBLOCK,
+        )
+        .map_err(|e| format!("a pipe for the command's output: {e}"))
+    };
+    let null = rustix::fs::open("/dev/null", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| format!("/dev/null: {e}"))?;
+    let ((out_r, out_w), (err_r, err_w)) = (pipe()?, pipe()?);
+    // The child's ends block as usual (each end is an open file of its own).
+    for end in [&out_w, &err_w] {
+        let _ = rustix::fs::fcntl_setfl(end, OFlags::empty());
+    }
+    let started = env.sandbox.spawn(
+        program,
+        name,
+        args,
+        workspace,
+        &vars,
+        [null.as_fd(), out_w.as_fd(), err_w.as_fd()],
+    )?;
+    drop((null, out_w, err_w));
+    let pid = u32::try_from(started.pid).ok();
     crate::confine::manage(pid);
-    let stdout = tokio::spawn(read_capped(child.stdout.take()));
-    let stderr = tokio::spawn(read_capped(child.stderr.take()));
+    let mut streams = [Capture::new(out_r), Capture::new(err_r)];
+    let deadline = std::time::Instant::now() + timeout;
     // The command ends when its own process exits (or at the timeout), not when the last
     // holder of its pipes lets go: a background child must not keep the step open.
-    let status = tokio::time::timeout(timeout, child.wait()).await;
-    if let Some(pid) = pid
-        .and_then(|p| i32::try_from(p).ok())
-        .and_then(rustix::process::Pid::from_raw)
-    {
-        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    let mut exited = false;
+    while !exited {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        let mut fds: Vec<PollFd<'_>> = streams
+            .iter()
+            .filter_map(|c| c.open.as_ref())
+            .map(|fd| PollFd::new(fd, PollFlags::IN))
+            .collect();
+        fds.push(PollFd::new(&started.pidfd, PollFlags::IN));
+        let wait = rustix::event::Timespec::try_from(left).unwrap_or(rustix::event::Timespec {
+            tv_sec: 1,
+            tv_nsec: 0,
+        });
+        match rustix::event::poll(&mut fds, Some(&wait)) {
+            Ok(_) | Err(Errno::INTR) => {}
+            Err(e) => return Err(format!("waiting for the command: {e}")),
+        }
+        exited = fds.last().is_some_and(|p| !p.revents().is_empty());
+        drop(fds);
+        for stream in &mut streams {
+            stream.read_available();
+        }
     }
-    let _ = child.start_kill();
+    if let Some(group) = rustix::process::Pid::from_raw(started.pid) {
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    }
+    let _ = rustix::process::pidfd_send_signal(&started.pidfd, rustix::process::Signal::KILL);
+    let exit_code = crate::confine::wait_exit(&started)?;
     // Everything it left behind, in its group or not (`setsid`, double forks), was
     // re-parented to Craik: kill it, which also closes the pipes it held.
     crate::confine::release(pid);
     crate::confine::reap_strays(false);
-    let drained = |handle: tokio::task::JoinHandle<(String, bool)>| async move {
-        tokio::time::timeout(Duration::from_secs(2), handle)
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or((String::new(), true))
-    };
-    let ((stdout, t1), (stderr, t2)) = (drained(stdout).await, drained(stderr).await);
-    match status {
-        Ok(status) => {
-            let status = status.map_err(|e| format!("waiting: {e}"))?;
-            Ok(CommandOutcome {
-                program: program.display().to_string(),
-                exit_code: status.code(),
-                timed_out: false,
-                stdout,
-                stderr,
-                truncated: t1 || t2,
-            })
+    let drain_until = std::time::Instant::now() + Duration::from_secs(2);
+    while streams.iter().any(|c| c.open.is_some()) {
+        let left = drain_until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            // Still held open by something that escaped the sweep: what was read is kept.
+            for stream in &mut streams {
+                stream.truncated |= stream.open.take().is_some();
+            }
+            break;
         }
-        Err(_) => Ok(CommandOutcome {
+        let mut fds: Vec<PollFd<'_>> = streams
+            .iter()
+            .filter_map(|c| c.open.as_ref())
+            .map(|fd| PollFd::new(fd, PollFlags::IN))
+            .collect();
+        let wait = rustix::event::Timespec::try_from(left).unwrap_or_default();
+        let _ = rustix::event::poll(&mut fds, Some(&wait));
+        drop(fds);
+        for stream in &mut streams {
+            stream.read_available();
+        }
+    }
+    let [stdout, stderr] = streams;
+    if !exited {
+        return Ok(CommandOutcome {
             program: program.display().to_string(),
             exit_code: None,
             timed_out: true,
             stdout: String::new(),
             stderr: format!("killed after {} ms", timeout.as_millis()),
             truncated: false,
-        }),
+        });
     }
+    Ok(CommandOutcome {
+        program: program.display().to_string(),
+        exit_code,
+        timed_out: false,
+        truncated: stdout.truncated || stderr.truncated,
+        stdout: String::from_utf8_lossy(&stdout.kept).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr.kept).into_owned(),
+    })
 }
 
-async fn read_capped<R: tokio::io::AsyncRead + Unpin>(reader: Option<R>) -> (String, bool) {
-    let Some(mut reader) = reader else {
-        return (String::new(), false);
-    };
-    let mut kept = Vec::new();
-    let mut buf = [0u8; 8192];
-    let mut truncated = false;
-    loop {
-        match reader.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                let room = MAX_CAPTURE.saturating_sub(kept.len());
-                let chunk = buf.get(..n).unwrap_or_default();
-                if chunk.len() > room {
-                    truncated = true;
+/// One output stream of a command: the first [`MAX_CAPTURE`] bytes kept, the rest counted
+/// as truncation; `open` until end of file.
+struct Capture {
+    open: Option<OwnedFd>,
+    kept: Vec<u8>,
+    truncated: bool,
+}
+
+impl Capture {
+    fn new(fd: OwnedFd) -> Self {
+        Self {
+            open: Some(fd),
+            kept: Vec::new(),
+            truncated: false,
+        }
+    }
+
+    /// Reads what is there without blocking; closes the stream at end of file or on error.
+    fn read_available(&mut self) {
+        let Some(fd) = &self.open else { return };
+        let mut buf = [0u8; 8192];
+        loop {
+            match rustix::io::read(fd, &mut buf) {
+                Ok(0) => {
+                    self.open = None;
+                    return;
                 }
-                kept.extend_from_slice(chunk.get(..room.min(chunk.len())).unwrap_or_default());
+                Ok(n) => {
+                    let chunk = buf.get(..n).unwrap_or_default();
+                    let room = MAX_CAPTURE.saturating_sub(self.kept.len());
+                    if chunk.len() > room {
+                        self.truncated = true;
+                    }
+                    self.kept
+                        .extend_from_slice(chunk.get(..room.min(chunk.len())).unwrap_or_default());
+                }
+                Err(Errno::INTR) => {}
+                Err(Errno::AGAIN) => return,
+                Err(_) => {
+                    self.open = None;
+                    return;
+                }
             }
         }
     }
-    (String::from_utf8_lossy(&kept).into_owned(), truncated)
 }
 
 #[cfg(test)]

@@ -266,9 +266,10 @@ fn one_short_program_per_network() {
         let installed = filters(network).unwrap();
         assert_eq!(installed.len(), 1);
         let program = installed.first().unwrap();
-        // seccompiler's three programs came to 530 instructions for commands.
+        // seccompiler's three programs came to 530 instructions for commands (203 today, with
+        // System V IPC and POSIX message queues refused: one comparison each).
         assert!(
-            program.len() < 200,
+            program.len() < 220,
             "{network:?}: {} instructions",
             program.len()
         );

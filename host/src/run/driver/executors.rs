@@ -141,7 +141,7 @@ impl Host {
     fn run_command(&mut self, action: &ActionRecord, grants: &[String]) -> Result<(), Error> {
         let p = &action.proposed;
         let argv = p.argv.clone().unwrap_or_default();
-        let plan = match self.command_env(&action.id, grants) {
+        let plan = match self.command_env(grants) {
             Ok(plan) => plan,
             Err(e) => {
                 let why = format!("not run: confinement: {e}");
@@ -157,8 +157,10 @@ impl Host {
         let root = self.workspace.root.clone();
         let (ran, changes) = plan.run_checked(&root, || {
             let ran = exec::run_command(&argv, &root, timeout, env);
-            // The command's HOME and TMPDIR die with it.
-            let _ = std::fs::remove_dir_all(env.home.parent().unwrap_or(&env.home));
+            // What the command left in its HOME and TMPDIR dies with it.
+            for dir in [&env.home, &env.tmp] {
+                let _ = crate::fsio::empty_dir(dir);
+            }
             ran
         });
         let done = match ran {
@@ -243,25 +245,23 @@ impl Host {
 
     /// A command's sandbox and the workspace manifest it is checked against: it reads the
     /// system allow-lists and the workspace, writes only its write scope (carved around every
-    /// protected path) and its own fresh HOME and TMPDIR (under the run directory, outside the
-    /// workspace), never Craik's home, and creates no socket. Landlock is required outside
+    /// protected path) and its own HOME and TMPDIR, empty when it starts (under the run
+    /// directory, outside the workspace), never Craik's home, and creates no socket. Landlock is required outside
     /// `trusted-local`; a sandbox that cannot be built refuses the command under every profile.
-    pub(super) fn command_env(
-        &self,
-        action_id: &str,
-        grants: &[String],
-    ) -> Result<CommandPlan, String> {
+    pub(super) fn command_env(&self, grants: &[String]) -> Result<CommandPlan, String> {
         let root = self.workspace.root.clone();
         let root_text = self.workspace_root();
         let scopes = self.write_scopes(grants, &root_text)?;
         let immutable = self.command_immutable.clone();
         let before = manifest::Manifest::scan(&root)?;
         let pre = manifest::Preimages::take(&root, &before, &immutable);
-        let base = self.dir.root().join("sandbox").join(action_id);
-        let _ = std::fs::remove_dir_all(&base);
+        // The same two directories for every command of the run, emptied before and after
+        // each (the directories themselves stay: the sandbox of the next command with the same
+        // grants is then the same, and its Landlock ruleset is reused; see `confine`).
+        let base = self.dir.root().join("sandbox");
         let (home, tmp) = (base.join("home"), base.join("tmp"));
         for dir in [&home, &tmp] {
-            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            crate::fsio::empty_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         }
         // Kept out of every grant: Craik's home, every protected path present, and the
         // protected names at the root even when absent (so nothing can create them).

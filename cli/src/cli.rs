@@ -488,6 +488,37 @@ pub(crate) enum ReceiptsCommand {
         #[arg(long, value_name = "DIR", env = "CRAIK_HOME")]
         home: Option<PathBuf>,
     },
+    /// Print an RFC 9162 inclusion proof of one receipt against a checkpoint of its verified
+    /// journal (the last one unless --checkpoint), checked before it is printed.
+    Prove {
+        /// A run id (under `--home`), a run directory, or a journal file.
+        run: String,
+        /// The receipt's sequence number.
+        seq: u64,
+        /// The checkpoint's index (default: the journal's last checkpoint).
+        #[arg(long, value_name = "INDEX")]
+        checkpoint: Option<u64>,
+        /// Trusted public key PEM files (default: the home's).
+        #[arg(long = "key", value_name = "PUB.pem")]
+        keys: Vec<PathBuf>,
+        /// Craik's state directory.
+        #[arg(long, value_name = "DIR", env = "CRAIK_HOME")]
+        home: Option<PathBuf>,
+    },
+    /// Prove that a journal extends a copy saved earlier (RFC 9162 consistency proof between
+    /// the two journals' last checkpoints); exit 1 when it does not.
+    Consistency {
+        /// The saved copy: a journal file or run directory.
+        old: String,
+        /// The journal now: a run id (under `--home`), a run directory, or a journal file.
+        current: String,
+        /// Trusted public key PEM files (default: the home's).
+        #[arg(long = "key", value_name = "PUB.pem")]
+        keys: Vec<PathBuf>,
+        /// Craik's state directory.
+        #[arg(long, value_name = "DIR", env = "CRAIK_HOME")]
+        home: Option<PathBuf>,
+    },
     /// Show one receipt, decoded.
     Show {
         /// A run id (under `--home`), a run directory, or a journal file.

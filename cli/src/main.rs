@@ -250,6 +250,27 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         Command::Receipts(ReceiptsCommand::List { run, home }) => {
             cmd::receipts::list(out, cli.format, run, &home_root(home)?)
         }
+        Command::Receipts(ReceiptsCommand::Prove {
+            run,
+            seq,
+            checkpoint,
+            keys,
+            home,
+        }) => cmd::proofs::prove(
+            out,
+            cli.format,
+            run,
+            *seq,
+            *checkpoint,
+            keys,
+            &home_root(home)?,
+        ),
+        Command::Receipts(ReceiptsCommand::Consistency {
+            old,
+            current,
+            keys,
+            home,
+        }) => cmd::proofs::consistency(out, cli.format, old, current, keys, &home_root(home)?),
         Command::Receipts(ReceiptsCommand::Show { run, seq, home }) => {
             cmd::receipts::show(out, cli.format, run, *seq, &home_root(home)?)
         }

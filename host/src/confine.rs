@@ -671,12 +671,12 @@ fn ruleset(sandbox: &Sandbox) -> Result<Option<craik_spawn::Landlock>, String> {
         built.retain(|b| {
             b.uses < RULESET_USES && now.saturating_duration_since(b.at) < RECHECK_AFTER
         });
-        if let Some(hit) = built.iter_mut().find(|b| b.sandbox == *sandbox) {
-            if hit.unchanged() {
-                hit.uses += 1;
-                hit.used = now;
-                return give(&hit.fd);
-            }
+        if let Some(hit) = built.iter_mut().find(|b| b.sandbox == *sandbox)
+            && hit.unchanged()
+        {
+            hit.uses += 1;
+            hit.used = now;
+            return give(&hit.fd);
         }
     }
     let Some((fd, named)) = build_ruleset(sandbox)? else {
@@ -686,10 +686,10 @@ fn ruleset(sandbox: &Sandbox) -> Result<Option<craik_spawn::Landlock>, String> {
     if let Ok(mut built) = BUILT.lock() {
         built.retain(|b| b.sandbox != *sandbox);
         // At most four kept: the one used longest ago goes.
-        if built.len() >= 4 {
-            if let Some(oldest) = (0..built.len()).min_by_key(|i| built.get(*i).map(|b| b.used)) {
-                built.remove(oldest);
-            }
+        if built.len() >= 4
+            && let Some(oldest) = (0..built.len()).min_by_key(|i| built.get(*i).map(|b| b.used))
+        {
+            built.remove(oldest);
         }
         built.push(Built {
             sandbox: sandbox.clone(),

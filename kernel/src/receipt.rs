@@ -17,6 +17,7 @@ mod dsse;
 mod journal;
 mod merkle;
 mod payload;
+mod proof;
 mod signer;
 mod verify;
 
@@ -26,6 +27,10 @@ pub use merkle::{MerkleRange, leaf_hash, node_hash};
 pub use payload::{
     Checkpoint, DecidedBy, DecidedByKind, MAX_SAFE_INTEGER, ReceiptPayload, canonical_bytes,
     check_json_numbers, payload_schema_text, receipt_hash,
+};
+pub use proof::{
+    JournalTree, consistency_proof, inclusion_proof, parse_digest, tree_root, verify_consistency,
+    verify_inclusion,
 };
 pub use signer::{Ed25519Signer, KeyRing, Signer, key_id_of, spki_der};
 pub use verify::{Failure, Report, Verifier, VerifyOptions, verify_journal, verify_journal_with};

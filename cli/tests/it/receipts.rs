@@ -717,3 +717,118 @@ fn issue_19_verify_with_custom_policies_under_another_name() {
         crate::transcript(&bad)
     );
 }
+
+/// Issue 20 item 2: an inclusion proof of a receipt against the last checkpoint, and a
+/// consistency proof that a journal extends a copy saved earlier — and the copy a rewritten
+/// or shortened journal does not extend.
+#[test]
+fn issue_20_inclusion_and_consistency_proofs_offline() {
+    let dir = setup(30);
+    let key = ["--key", "k/signing.pub.pem", "--format", "json"];
+    let json = |o: &std::process::Output| -> serde_json::Value {
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", transcript(o)))
+    };
+    // A copy saved while the journal was 8 receipts long: through its second checkpoint.
+    let text = std::fs::read_to_string(dir.path().join("journal.jsonl")).unwrap();
+    let mut copy = String::new();
+    let mut checkpoints = 0;
+    for line in text.lines() {
+        copy.push_str(line);
+        copy.push('\n');
+        if line.contains("vnd.craik.checkpoint") {
+            checkpoints += 1;
+            if checkpoints == 2 {
+                break;
+            }
+        }
+    }
+    std::fs::write(dir.path().join("old.jsonl"), &copy).unwrap();
+
+    let mut args = vec!["receipts", "consistency", "old.jsonl", "journal.jsonl"];
+    args.extend(key);
+    let o = run_in(dir.path(), &args);
+    assert_eq!(o.status.code(), Some(0), "{}", transcript(&o));
+    let report = json(&o);
+    assert_eq!(report["consistent"], true);
+    assert_eq!(report["old_size"], 8);
+    assert_eq!(report["new_size"], 30);
+    assert!(!report["proof"].as_array().unwrap().is_empty());
+
+    // Inclusion of receipt seq 5 against the closing checkpoint (30 leaves: 5 hashes).
+    let mut args = vec!["receipts", "prove", "journal.jsonl", "5"];
+    args.extend(key);
+    let o = run_in(dir.path(), &args);
+    assert_eq!(o.status.code(), Some(0), "{}", transcript(&o));
+    let proof = json(&o);
+    assert_eq!(proof["verified"], true);
+    assert_eq!(proof["tree_size"], 30);
+    assert_eq!(proof["proof"].as_array().unwrap().len(), 5);
+    // Against the first checkpoint (4 receipts) a later receipt is not covered: exit 2.
+    let mut args = vec![
+        "receipts",
+        "prove",
+        "journal.jsonl",
+        "20",
+        "--checkpoint",
+        "0",
+    ];
+    args.extend(key);
+    let o = run_in(dir.path(), &args);
+    assert_eq!(o.status.code(), Some(2), "{}", transcript(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not covered by checkpoint 0"));
+
+    // History rewritten under the same key (another journal, same run id, other times): the
+    // saved copy is not extended, and the first difference is named.
+    let o = run_in(
+        dir.path(),
+        &[
+            "bench",
+            "receipts",
+            "--count",
+            "12",
+            "--key",
+            "k/signing.key.pem",
+            "--out",
+            "rewritten.jsonl",
+            "--checkpoint-every",
+            "4",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", transcript(&o));
+    let mut args = vec!["receipts", "consistency", "old.jsonl", "rewritten.jsonl"];
+    args.extend(key);
+    let o = run_in(dir.path(), &args);
+    assert_eq!(o.status.code(), Some(1), "{}", transcript(&o));
+    let report = json(&o);
+    assert_eq!(report["consistent"], false);
+    assert!(report["diverges_at_seq"].is_u64(), "{report}");
+    // Cut short: the current journal is shorter than the copy.
+    let mut args = vec!["receipts", "consistency", "journal.jsonl", "old.jsonl"];
+    args.extend(key);
+    let o = run_in(dir.path(), &args);
+    assert_eq!(o.status.code(), Some(1), "{}", transcript(&o));
+    let o = run_in(
+        dir.path(),
+        &[
+            "receipts",
+            "consistency",
+            "journal.jsonl",
+            "old.jsonl",
+            "--key",
+            "k/signing.pub.pem",
+        ],
+    );
+    assert!(stdout(&o).contains("cut short"), "{}", transcript(&o));
+    // A saved copy that does not verify is refused before any proof, naming its line.
+    let tampered = copy.replacen("\"payload\":\"", "\"payload\":\"A", 1);
+    std::fs::write(dir.path().join("bad.jsonl"), tampered).unwrap();
+    let mut args = vec!["receipts", "consistency", "bad.jsonl", "journal.jsonl"];
+    args.extend(key);
+    let o = run_in(dir.path(), &args);
+    assert_eq!(o.status.code(), Some(1), "{}", transcript(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("bad.jsonl: line 1"),
+        "{}",
+        transcript(&o)
+    );
+}

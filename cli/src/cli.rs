@@ -519,6 +519,21 @@ pub(crate) enum ReceiptsCommand {
         #[arg(long, value_name = "DIR", env = "CRAIK_HOME")]
         home: Option<PathBuf>,
     },
+    /// Print a journal's last checkpoint as a C2SP signed note (`tlog-checkpoint`) signed by
+    /// the home's key, for a witness or transparency log to co-sign (docs/receipts.md).
+    Checkpoint {
+        /// A run id (under `--home`), a run directory, or a journal file.
+        run: String,
+        /// The note's origin line (default `craik/<key fingerprint>/<run id>`).
+        #[arg(long)]
+        origin: Option<String>,
+        /// The signing key's name in the note (default `craik/<key fingerprint>`).
+        #[arg(long, value_name = "NAME")]
+        key_name: Option<String>,
+        /// Craik's state directory (its key signs the note).
+        #[arg(long, value_name = "DIR", env = "CRAIK_HOME")]
+        home: Option<PathBuf>,
+    },
     /// Show one receipt, decoded.
     Show {
         /// A run id (under `--home`), a run directory, or a journal file.

@@ -271,6 +271,19 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             keys,
             home,
         }) => cmd::proofs::consistency(out, cli.format, old, current, keys, &home_root(home)?),
+        Command::Receipts(ReceiptsCommand::Checkpoint {
+            run,
+            origin,
+            key_name,
+            home,
+        }) => cmd::proofs::checkpoint_note(
+            out,
+            cli.format,
+            run,
+            origin.as_deref(),
+            key_name.as_deref(),
+            &home_root(home)?,
+        ),
         Command::Receipts(ReceiptsCommand::Show { run, seq, home }) => {
             cmd::receipts::show(out, cli.format, run, *seq, &home_root(home)?)
         }

@@ -16,6 +16,7 @@
 mod dsse;
 mod journal;
 mod merkle;
+mod note;
 mod payload;
 mod proof;
 mod signer;
@@ -24,6 +25,7 @@ mod verify;
 pub use dsse::{CHECKPOINT_PAYLOAD_TYPE, Envelope, RECEIPT_PAYLOAD_TYPE, Signature, pae};
 pub use journal::{JournalError, JournalWriter, ReceiptDraft};
 pub use merkle::{MerkleRange, leaf_hash, node_hash};
+pub use note::{checkpoint_note, note_key_hash, note_verifier_key, open_note};
 pub use payload::{
     Checkpoint, DecidedBy, DecidedByKind, MAX_SAFE_INTEGER, ReceiptPayload, canonical_bytes,
     check_json_numbers, payload_schema_text, receipt_hash,

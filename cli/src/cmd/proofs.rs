@@ -290,3 +290,86 @@ pub(crate) fn consistency(
         Exit::CheckFailed
     })
 }
+
+#[derive(Serialize)]
+struct NoteOut {
+    journal: String,
+    origin: String,
+    key_name: String,
+    tree_size: u64,
+    root_hash: String,
+    /// What a witness is configured with to check the note.
+    verifier_key: String,
+    note: String,
+}
+
+/// `craik receipts checkpoint RUN`: the journal's last checkpoint as a C2SP signed note
+/// (`tlog-checkpoint`), signed by the home's key, for a witness or log to co-sign.
+pub(crate) fn checkpoint_note(
+    out: &mut Out,
+    format: Format,
+    run: &str,
+    origin: Option<&str>,
+    key_name: Option<&str>,
+    home: &Path,
+) -> Result<Exit, Failure> {
+    use craik_kernel::Signer as _;
+    let path = super::receipts::resolve(run, home)?;
+    let private = home.join("keys").join(craik_host::keys::PRIVATE_NAME);
+    let signer = craik_host::keys::read_signer(&private)?;
+    // The journal must verify under this very key: a note vouches for what it signed.
+    let public_pem = craik_host::keys::default_public(home);
+    let tree = verified(out, &path, &[public_pem], home)?;
+    let (_, cp) = tree.last_checkpoint().ok_or_else(|| {
+        Failure::usage(format!(
+            "{}: the journal has no checkpoint yet",
+            path.display()
+        ))
+    })?;
+    if cp.key_id != signer.key_id() {
+        return Err(Failure::usage(format!(
+            "{}: its last checkpoint is signed by `{}`, not by this home's key `{}`",
+            path.display(),
+            cp.key_id,
+            signer.key_id()
+        )));
+    }
+    let fingerprint: String = signer
+        .key_id()
+        .trim_start_matches("sha256:")
+        .chars()
+        .take(16)
+        .collect();
+    let key_name = key_name.map_or_else(|| format!("craik/{fingerprint}"), str::to_owned);
+    let origin = origin.map_or_else(
+        || format!("craik/{fingerprint}/{}", cp.run_id),
+        str::to_owned,
+    );
+    let root = craik_kernel::parse_digest(&cp.root_hash)
+        .ok_or_else(|| Failure::internal(format!("checkpoint root `{}`", cp.root_hash)))?;
+    let bad = |e: String| Failure::usage(e);
+    let note = craik_kernel::checkpoint_note(&origin, cp.tree_size, &root, &key_name, &signer)
+        .map_err(bad)?;
+    let verifier_key =
+        craik_kernel::note_verifier_key(&key_name, &signer.public_key()).map_err(bad)?;
+    let report = NoteOut {
+        journal: path.display().to_string(),
+        origin,
+        key_name,
+        tree_size: cp.tree_size,
+        root_hash: cp.root_hash.clone(),
+        verifier_key,
+        note,
+    };
+    match format {
+        Format::Json | Format::Junit => out.json(&report)?,
+        Format::Human => {
+            out.diag(format_args!(
+                "craik: verifier key (give it to the witness): {}",
+                report.verifier_key
+            ))?;
+            out.text(&report.note)?;
+        }
+    }
+    Ok(Exit::Ok)
+}

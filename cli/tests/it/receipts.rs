@@ -832,3 +832,103 @@ fn issue_20_inclusion_and_consistency_proofs_offline() {
         transcript(&o)
     );
 }
+
+/// Issue 20 item 2: a run's last checkpoint exported as a C2SP signed note (`tlog-checkpoint`)
+/// signed by the home's key, checked by an independent verifier (Python `cryptography`,
+/// written from the C2SP spec: key hash, signature over the note text, the same tree size
+/// and root the signed checkpoint names).
+#[test]
+fn issue_20_a_checkpoint_exports_as_a_c2sp_signed_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, id, _) =
+        crate::runs::run_example(&home, &repo_root().join("examples/docs-review"), &[]);
+    assert_eq!(exit, 0);
+    let home_arg = home.to_str().unwrap();
+    let o = run_in(
+        dir.path(),
+        &[
+            "receipts",
+            "checkpoint",
+            &id,
+            "--home",
+            home_arg,
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", transcript(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let note = report["note"].as_str().unwrap();
+    let lines: Vec<&str> = note.lines().collect();
+    assert_eq!(lines[0], report["origin"].as_str().unwrap());
+    assert!(lines[0].ends_with(&format!("/{id}")), "{note}");
+    assert_eq!(lines[1], report["tree_size"].to_string());
+    assert_eq!(lines[3], "");
+    assert!(lines[4].starts_with("\u{2014} craik/"), "{note}");
+    fs::write(dir.path().join("note.txt"), note).unwrap();
+    let script = r#"
+import base64, hashlib, sys
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+note = open(sys.argv[1], encoding="utf-8").read()
+vkey = sys.argv[2]
+name, khash, kdata = vkey.split("+")
+kdata = base64.b64decode(kdata)
+assert kdata[0] == 1 and len(kdata) == 33
+pub = kdata[1:]
+assert hashlib.sha256(name.encode() + b"\n\x01" + pub).digest()[:4].hex() == khash
+text, sigs = note.split("\n\n", 1)
+text += "\n"
+origin, size, root = text.splitlines()
+for line in sigs.splitlines():
+    assert line.startswith("\u2014 ")
+    sname, blob = line[2:].split(" ")
+    blob = base64.b64decode(blob)
+    if sname == name and blob[:4].hex() == khash:
+        Ed25519PublicKey.from_public_bytes(pub).verify(blob[4:], text.encode())
+        print(size, "sha256:" + base64.b64decode(root).hex())
+        sys.exit(0)
+sys.exit("no signature by " + name)
+"#;
+    let py = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(dir.path().join("note.txt"))
+        .arg(report["verifier_key"].as_str().unwrap())
+        .output()
+        .unwrap();
+    assert!(py.status.success(), "{}", transcript(&py));
+    assert_eq!(
+        String::from_utf8_lossy(&py.stdout).trim(),
+        format!(
+            "{} {}",
+            report["tree_size"],
+            report["root_hash"].as_str().unwrap()
+        )
+    );
+    // A changed note no longer verifies (the verifier is not a rubber stamp).
+    let forged = note.replacen(&format!("\n{}\n", lines[1]), "\n1\n", 1);
+    fs::write(dir.path().join("note.txt"), forged).unwrap();
+    let py = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(dir.path().join("note.txt"))
+        .arg(report["verifier_key"].as_str().unwrap())
+        .output()
+        .unwrap();
+    assert!(!py.status.success());
+    // An origin the note format cannot carry is refused (exit 2), naming it.
+    let o = run_in(
+        dir.path(),
+        &[
+            "receipts",
+            "checkpoint",
+            &id,
+            "--home",
+            home_arg,
+            "--origin",
+            "DSSEv1",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", transcript(&o));
+}

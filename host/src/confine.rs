@@ -862,13 +862,16 @@ pub fn in_system_tree(path: &Path) -> bool {
     rules::SYSTEM_READ.iter().any(|root| path.starts_with(root))
 }
 
-/// Hardens Craik's own process before it starts anything: not dumpable (no core file holding
+/// Hardens Craik's own process before it starts anything: `SIGCHLD` at its default (an
+/// inherited `SIG_IGN` would have the kernel reap commands before Craik waits for them), not
+/// dumpable (no core file holding
 /// the signing key, and no same-user `ptrace`-class access — `/proc/<craik>/mem`,
 /// `process_vm_readv`, `pidfd_getfd` — from a process that is not privileged) and a core limit
 /// of zero that no one can raise again. Called first thing in `main`. Confined processes also
 /// cannot touch Craik's limits or scheduling (their filter refuses `prlimit64` and friends on
 /// any process but their own, [`seccomp`]); this is the second wall.
 pub fn harden_self() -> Result<(), String> {
+    craik_spawn::default_child_signal();
     rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
         .map_err(|e| format!("PR_SET_DUMPABLE: {e}"))?;
     rustix::process::setrlimit(

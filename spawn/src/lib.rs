@@ -504,6 +504,36 @@ impl Drop for SignalsBlocked {
     }
 }
 
+/// Puts `SIGCHLD` back to its default disposition when Craik was started with it ignored
+/// (a parent's `SIG_IGN` survives `exec`): ignored, the kernel reaps children itself and
+/// `waitid` on a command answers `ECHILD` — found by outside testing: every command was then
+/// recorded as not run though it had run. Called first thing in `main`.
+pub fn default_child_signal() {
+    let mut old = KernelSigaction::default();
+    // SAFETY: `rt_sigaction` reads and writes only the `KernelSigaction` values given, of
+    // the size given (the kernel's sigset of 8 bytes).
+    #[allow(unsafe_code)]
+    unsafe {
+        if libc::syscall(
+            libc::SYS_rt_sigaction,
+            libc::SIGCHLD,
+            std::ptr::null::<KernelSigaction>(),
+            std::ptr::from_mut(&mut old),
+            8_usize,
+        ) == 0
+            && old.handler == libc::SIG_IGN
+        {
+            libc::syscall(
+                libc::SYS_rt_sigaction,
+                libc::SIGCHLD,
+                std::ptr::from_ref(&KernelSigaction::default()),
+                std::ptr::null_mut::<KernelSigaction>(),
+                8_usize,
+            );
+        }
+    }
+}
+
 /// The kernel's `struct sigaction` (x86_64 and aarch64 alike: both have `sa_restorer`); the
 /// default value is `SIG_DFL`, no flags, no mask.
 #[repr(C)]

@@ -417,6 +417,38 @@ exit 0
     verify_run(&home, &id, false);
 }
 
+/// Craik started with `SIGCHLD` ignored (a parent's `SIG_IGN` survives `exec`) still waits
+/// for its commands and records what they did (outside testing: every command was recorded
+/// "not run" though it ran, because the kernel had reaped it first), and the command starts
+/// with no signal ignored.
+#[test]
+fn issue_18_an_inherited_ignored_sigchld_does_not_falsify_the_record() {
+    if !confinement_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = "#!/bin/sh\ngrep '^SigIgn:' /proc/$$/status > out/sig.txt\necho ran > out/ran.txt\nexit 0\n";
+    let ex = probe_example(dir.path(), "trusted-local", script, &[]);
+    let home = dir.path().join("home");
+    let exe = assert_cmd::cargo::cargo_bin("craik");
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "trap '' CHLD; exec '{exe}' run '{ex}' --home '{home}'",
+            exe = exe.display(),
+            ex = ex.display(),
+            home = home.display()
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", crate::transcript(&out));
+    let id = crate::run_id_of(&out.stdout);
+    let ws = home.join("runs").join(&id).join("workspace");
+    assert_eq!(read(&ws, "ran.txt"), "ran\n");
+    assert_eq!(read(&ws, "sig.txt"), "SigIgn:\t0000000000000000\n");
+    verify_run(&home, &id, false);
+}
+
 /// The same ambient checks as an unprivileged user (where `setpriv` exists): no capability
 /// and no socket either way.
 #[test]

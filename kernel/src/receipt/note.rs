@@ -42,8 +42,8 @@ pub fn note_key_hash(name: &str, public: &[u8; 32]) -> [u8; 4] {
     h.update(name.as_bytes());
     h.update(b"\n\x01");
     h.update(public);
-    let d = h.finalize();
-    [d[0], d[1], d[2], d[3]]
+    let d: [u8; 32] = h.finalize().into();
+    d.first_chunk::<4>().copied().unwrap_or_default()
 }
 
 /// The verifier key a witness is configured with: `<name>+<hex key hash>+<base64(0x01 ‖ key)>`.

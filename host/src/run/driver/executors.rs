@@ -491,13 +491,21 @@ impl CommandPlan {
     ) -> (T, Result<Vec<manifest::FileChange>, String>) {
         let check = std::sync::Arc::clone(&self.check);
         let at = root.to_path_buf();
-        crate::confine::set_exit_check(Some(Box::new(move || match check.settle(&at) {
-            Ok(changes) => format!(
-                "the workspace was checked: {} change(s), {} forbidden and undone",
-                changes.len(),
-                changes.iter().filter(|c| c.forbidden.is_some()).count()
-            ),
-            Err(e) => format!("the workspace could not be checked: {e}"),
+        let scratch = [self.env.home.clone(), self.env.tmp.clone()];
+        crate::confine::set_exit_check(Some(Box::new(move || {
+            // What the command left in its HOME and TMPDIR goes too (outside testing: an
+            // interrupted command's files stayed in the run directory).
+            for dir in &scratch {
+                let _ = crate::fsio::empty_dir(dir);
+            }
+            match check.settle(&at) {
+                Ok(changes) => format!(
+                    "the workspace was checked: {} change(s), {} forbidden and undone",
+                    changes.len(),
+                    changes.iter().filter(|c| c.forbidden.is_some()).count()
+                ),
+                Err(e) => format!("the workspace could not be checked: {e}"),
+            }
         })));
         let out = command();
         let settled = crate::confine::while_exit_check_held(|| self.check.settle(root));

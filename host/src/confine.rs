@@ -46,8 +46,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, Scope,
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope,
 };
 
 pub use rules::{MAX_CARVED, keep_out_of_home, too_broad};
@@ -755,54 +754,61 @@ fn build_ruleset(
     if sandbox.net == Network::None {
         ruleset = ruleset.handle_access(AccessNet::ConnectTcp).map_err(e)?;
     }
-    let mut created = ruleset
+    let created = ruleset
         .scope(Scope::from_all(abi))
         .map_err(e)?
         .create()
         .map_err(e)?;
-    let access = |is_dir: bool, access: landlock::BitFlags<AccessFs>| {
-        if is_dir {
-            access
+    let Some(fd): Option<rustix::fd::OwnedFd> = created.into() else {
+        return Ok(None);
+    };
+    use std::os::fd::AsFd;
+    // What the running kernel handles (the crate asked for `abi` best-effort): every rule's
+    // access is cut to it, and files get only file rights.
+    let running = ABI::from(effective_abi().unwrap_or(0));
+    let handled = AccessFs::from_all(running);
+    let add = |rule: &rustix::fd::OwnedFd, is_dir: bool, access: landlock::BitFlags<AccessFs>| {
+        let access = if is_dir {
+            access & handled
         } else {
-            access & AccessFs::from_file(abi)
-        }
+            access & handled & AccessFs::from_file(running)
+        };
+        craik_spawn::add_path_rule(fd.as_fd(), rule.as_fd(), access.bits())
+            .map_err(|e| format!("Landlock could not be applied: {e}"))
     };
     let mut named = Vec::new();
     let id_of = |fd: &rustix::fd::OwnedFd| rustix::fs::fstat(fd).ok().map(|st| identity(&st));
     let proc_read = rules::PROC_READ.iter().map(PathBuf::from);
     for path in sandbox.read.iter().cloned().chain(proc_read) {
-        let opened = if is_system_rule(&path) {
-            read_rule(&path)
+        if is_system_rule(&path) {
+            if let Some((rule, is_dir)) = read_rule(&path) {
+                add(&rule, is_dir, AccessFs::from_read(running))?;
+            }
         } else {
             let opened = open_rule(&path).ok();
             named.push((path.clone(), opened.as_ref().and_then(|(fd, _)| id_of(fd))));
-            opened.map(|(fd, is_dir)| (Arc::new(fd), is_dir))
-        };
-        if let Some((fd, is_dir)) = opened {
-            let rule = PathBeneath::new(fd, access(is_dir, AccessFs::from_read(abi)));
-            created = created.add_rule(rule).map_err(e)?;
+            if let Some((rule, is_dir)) = opened {
+                add(&rule, is_dir, AccessFs::from_read(running))?;
+            }
         }
     }
     for path in &sandbox.write {
-        let (fd, is_dir) = open_rule(path)?;
-        named.push((path.clone(), id_of(&fd)));
-        let rule = PathBeneath::new(fd, access(is_dir, AccessFs::from_all(abi)));
-        created = created.add_rule(rule).map_err(e)?;
+        let (rule, is_dir) = open_rule(path)?;
+        named.push((path.clone(), id_of(&rule)));
+        add(&rule, is_dir, AccessFs::from_all(running))?;
     }
     // Character devices that are harmless to write: only their file rights (no ioctl beyond
     // what a regular file has).
     for path in rules::DEVICES_RW {
-        if let Some((fd, _)) = read_rule(Path::new(path)) {
-            let rule = PathBeneath::new(
-                fd,
-                (AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate)
-                    & AccessFs::from_file(abi),
-            );
-            created = created.add_rule(rule).map_err(e)?;
+        if let Some((rule, _)) = read_rule(Path::new(path)) {
+            add(
+                &rule,
+                false,
+                AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate,
+            )?;
         }
     }
-    let fd: Option<rustix::fd::OwnedFd> = created.into();
-    Ok(fd.map(|fd| (fd, named)))
+    Ok(Some((fd, named)))
 }
 
 /// Whether `path` is one of the system allow-lists, or what carving a system tree grants (its

@@ -193,9 +193,25 @@ def checkpoint(body, state):
     state["closed"] = body["final"]
 
 
+# Encodings of the ed25519 points of small order (sign bit cleared), as libsodium lists them:
+# a key among them verifies forged signatures, so the spec has it refused at load.
+SMALL_ORDER = {bytes.fromhex(h) for h in (
+    "0100000000000000000000000000000000000000000000000000000000000000",
+    "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+    "0000000000000000000000000000000000000000000000000000000000000000",
+    "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+    "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",
+)}
+
+
 def main():
     pem = open(sys.argv[1], "rb").read()
     key = serialization.load_pem_public_key(pem)
+    raw = bytearray(key.public_bytes(serialization.Encoding.Raw,
+                                     serialization.PublicFormat.Raw))
+    raw[31] &= 0x7F
+    if bytes(raw) in SMALL_ORDER:
+        sys.exit(f"{sys.argv[1]}: weak (small-order) ed25519 public key refused")
     der = key.public_bytes(serialization.Encoding.DER,
                            serialization.PublicFormat.SubjectPublicKeyInfo)
     key_id = "sha256:" + hashlib.sha256(der).hexdigest()

@@ -932,3 +932,88 @@ sys.exit("no signature by " + name)
     );
     assert_eq!(o.status.code(), Some(2), "{}", transcript(&o));
 }
+
+/// Issue 20 item 8: the shipped test vectors (docs/vectors/) hold — `craik receipts verify`
+/// reaches each `expected.json` exactly, and the independent verifier written from the spec
+/// reaches the same verdicts; the small-order key is refused by both before any journal.
+#[test]
+fn issue_20_the_docs_vectors_hold_for_craik_and_an_independent_verifier() {
+    let vectors = repo_root().join("docs/vectors");
+    let key = vectors.join("signing.pub.pem");
+    let mut dirs: Vec<_> = fs::read_dir(&vectors)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("expected.json").is_file())
+        .collect();
+    dirs.sort();
+    assert!(dirs.len() >= 13, "{dirs:?}");
+    let mut valid = 0;
+    for dir in &dirs {
+        let expected: serde_json::Value =
+            serde_json::from_slice(&fs::read(dir.join("expected.json")).unwrap()).unwrap();
+        let journal = dir.join("journal.jsonl");
+        let o = crate::craik()
+            .args(["receipts", "verify", "--format", "json", "--key"])
+            .arg(&key)
+            .arg(&journal)
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|_| panic!("{}: {}", dir.display(), transcript(&o)));
+        let failure = &report[0]["failure"];
+        let got = serde_json::json!({
+            "valid": failure.is_null(),
+            "line": failure.get("line"),
+            "what": failure.get("what"),
+        });
+        assert_eq!(got, expected, "{}", dir.display());
+        assert_eq!(o.status.code(), Some(if failure.is_null() { 0 } else { 1 }));
+        if failure.is_null() {
+            valid += 1;
+        }
+        let py = Command::new("python3")
+            .arg(repo_root().join("cli/tests/independent_verifier.py"))
+            .arg(&key)
+            .arg(&journal)
+            .output()
+            .unwrap();
+        assert!(py.status.success(), "{}", transcript(&py));
+        let verdict = String::from_utf8_lossy(&py.stdout).trim().to_owned();
+        if expected["valid"] == true {
+            assert_eq!(verdict, "valid", "{}", dir.display());
+        } else {
+            assert!(
+                verdict.starts_with("invalid"),
+                "{}: {verdict}",
+                dir.display()
+            );
+            if let Some(line) = expected["line"].as_u64()
+                && verdict.contains("line ")
+            {
+                assert!(
+                    verdict.contains(&format!("line {line}:")),
+                    "{}: {verdict}",
+                    dir.display()
+                );
+            }
+        }
+    }
+    assert_eq!(valid, 2);
+    let weak = vectors.join("small-order-key/signing.pub.pem");
+    let o = crate::craik()
+        .args(["receipts", "verify", "--key"])
+        .arg(&weak)
+        .arg(vectors.join("valid-bench/journal.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", transcript(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("small-order"));
+    let py = Command::new("python3")
+        .arg(repo_root().join("cli/tests/independent_verifier.py"))
+        .arg(&weak)
+        .arg(vectors.join("valid-bench/journal.jsonl"))
+        .output()
+        .unwrap();
+    assert!(!py.status.success());
+    assert!(String::from_utf8_lossy(&py.stderr).contains("small-order"));
+}

@@ -395,7 +395,6 @@ fn run_confined(
     timeout: Duration,
     env: &CommandEnv,
 ) -> Result<CommandOutcome, String> {
-    use rustix::event::{PollFd, PollFlags};
     // argv[0] is the bare name the command was decided with (never a path it did not give).
     let name = arg0.rsplit('/').next().unwrap_or(arg0);
     let mut vars: Vec<(String, String)> = env
@@ -444,25 +443,7 @@ fn run_confined(
         if left.is_zero() {
             break;
         }
-        let mut fds: Vec<PollFd<'_>> = streams
-            .iter()
-            .filter_map(|c| c.open.as_ref())
-            .map(|fd| PollFd::new(fd, PollFlags::IN))
-            .collect();
-        fds.push(PollFd::new(&started.pidfd, PollFlags::IN));
-        let wait = rustix::event::Timespec::try_from(left).unwrap_or(rustix::event::Timespec {
-            tv_sec: 1,
-            tv_nsec: 0,
-        });
-        match rustix::event::poll(&mut fds, Some(&wait)) {
-            Ok(_) | Err(Errno::INTR) => {}
-            Err(e) => return Err(format!("waiting for the command: {e}")),
-        }
-        exited = fds.last().is_some_and(|p| !p.revents().is_empty());
-        drop(fds);
-        for stream in &mut streams {
-            stream.read_available();
-        }
+        exited = poll_streams(&mut streams, Some(&started.pidfd), left)?;
     }
     if let Some(group) = rustix::process::Pid::from_raw(started.pid) {
         let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
@@ -483,17 +464,7 @@ fn run_confined(
             }
             break;
         }
-        let mut fds: Vec<PollFd<'_>> = streams
-            .iter()
-            .filter_map(|c| c.open.as_ref())
-            .map(|fd| PollFd::new(fd, PollFlags::IN))
-            .collect();
-        let wait = rustix::event::Timespec::try_from(left).unwrap_or_default();
-        let _ = rustix::event::poll(&mut fds, Some(&wait));
-        drop(fds);
-        for stream in &mut streams {
-            stream.read_available();
-        }
+        let _ = poll_streams(&mut streams, None, left);
     }
     let [stdout, stderr] = streams;
     if !exited {
@@ -514,6 +485,36 @@ fn run_confined(
         stdout: String::from_utf8_lossy(&stdout.kept).into_owned(),
         stderr: String::from_utf8_lossy(&stderr.kept).into_owned(),
     })
+}
+
+/// Waits up to `left` for output on the open `streams` (or for `exited`, the pidfd, to
+/// become readable), then reads what is there. Returns whether `exited` is readable.
+fn poll_streams(
+    streams: &mut [Capture; 2],
+    exited: Option<&OwnedFd>,
+    left: Duration,
+) -> Result<bool, String> {
+    use rustix::event::{PollFd, PollFlags};
+    let mut fds: Vec<PollFd<'_>> = streams
+        .iter()
+        .filter_map(|c| c.open.as_ref())
+        .chain(exited)
+        .map(|fd| PollFd::new(fd, PollFlags::IN))
+        .collect();
+    let wait = rustix::event::Timespec::try_from(left).unwrap_or(rustix::event::Timespec {
+        tv_sec: 1,
+        tv_nsec: 0,
+    });
+    match rustix::event::poll(&mut fds, Some(&wait)) {
+        Ok(_) | Err(Errno::INTR) => {}
+        Err(e) => return Err(format!("waiting for the command: {e}")),
+    }
+    let ready = exited.is_some() && fds.last().is_some_and(|p| !p.revents().is_empty());
+    drop(fds);
+    for stream in streams.iter_mut() {
+        stream.read_available();
+    }
+    Ok(ready)
 }
 
 /// One output stream of a command: the first [`MAX_CAPTURE`] bytes kept, the rest counted

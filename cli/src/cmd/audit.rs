@@ -344,6 +344,7 @@ fn decided_by(r: &ReceiptPayload) -> String {
         DecidedByKind::Default => "default (no policy permitted it)".to_owned(),
         DecidedByKind::Kernel => "the kernel".to_owned(),
         DecidedByKind::Outcome => "outcome".to_owned(),
+        DecidedByKind::Operator => format!("operator {}", r.decided_by.by),
     }
 }
 

@@ -20,7 +20,7 @@ use crate::output::{Format, Out};
 use crate::prompt::{Answer, Prompter};
 use craik_host::launch::build_runner;
 use craik_host::run::approvals::{ApprovalRecord, ApprovalStatus, all_approvals, find_approval};
-use craik_host::run::driver::{Host, Setup, Tally};
+use craik_host::run::driver::{Host, OperatorAct, Setup, Tally};
 use craik_host::run::locked::LockedRun;
 use craik_host::run::memory::proposals;
 use craik_host::run::store::{HANDOFF, Home, RUN, RunDir, RunStore, RunStoreExt};
@@ -616,7 +616,7 @@ fn attended(
         // Should another process have taken the run on (`approvals approve --resume`,
         // `runs resume`), wait for it to let go, then show where the run stands.
         wait_for_lock(out, home, run_id)?;
-        let (host, keys) = continue_run(out, home, run_id)?;
+        let (host, keys) = continue_run(out, home, run_id, by)?;
         if !host.is_final() && awaiting_approval(host.machine().run()).is_some() {
             drop(host);
             continue;
@@ -845,9 +845,13 @@ pub(crate) fn recover(
     format: Format,
     home: &Path,
     run_id: &str,
+    by: &str,
 ) -> Result<Exit, Failure> {
     let (mut host, keys) = open_locked(home, run_id, out)?;
+    operator(&host, by)?;
     let found = host.settle()?;
+    // Who recovered it, signed while the journal is open (a run that ended has nothing left).
+    host.operator_receipt(OperatorAct::Recover, by, "recovered by the operator")?;
     if format == Format::Human {
         if found.is_empty() {
             out.line(format_args!("{run_id}: nothing to recover"))?;
@@ -866,15 +870,29 @@ pub(crate) fn resume(
     format: Format,
     home: &Path,
     run_id: &str,
+    by: &str,
 ) -> Result<Exit, Failure> {
-    let (host, keys) = continue_run(out, home, run_id)?;
+    let (host, keys) = continue_run(out, home, run_id, by)?;
     summary(out, format, &host, &keys)
 }
 
+/// The operator acting on a run: a `user:NAME` who is not its runner.
+fn operator(host: &Host, by: &str) -> Result<(), Failure> {
+    craik_host::run::approvals::reviewer(by, &host.machine().run().runner_id)?;
+    Ok(())
+}
+
 /// Recovers run `run_id`, then continues it with its decided approvals as facts (what
-/// `craik runs resume` and an attended run do after a decision).
-fn continue_run(out: &mut Out, home: &Path, run_id: &str) -> Result<(Host, KeyRing), Failure> {
+/// `craik runs resume` and an attended run do after a decision); operator `by`'s resume is
+/// signed into the run's journal first.
+fn continue_run(
+    out: &mut Out,
+    home: &Path,
+    run_id: &str,
+    by: &str,
+) -> Result<(Host, KeyRing), Failure> {
     let (mut host, keys) = open_locked(home, run_id, out)?;
+    operator(&host, by)?;
     let ended = host.is_final();
     let found = host.settle()?;
     if ended {
@@ -883,6 +901,7 @@ fn continue_run(out: &mut Out, home: &Path, run_id: &str) -> Result<(Host, KeyRi
             host.machine().run().status.as_str()
         ))?;
     } else if !host.is_final() {
+        host.operator_receipt(OperatorAct::Resume, by, "resumed by the operator")?;
         host.reopen()?;
         drive(out, &mut host)?;
     }
@@ -896,10 +915,20 @@ pub(crate) fn cancel(
     format: Format,
     home: &Path,
     run_id: &str,
+    (by, reason): (&str, &str),
 ) -> Result<Exit, Failure> {
     let dir = Home::new(home).run_dir(run_id)?;
+    craik_host::run::approvals::reviewer(by, "")?;
+    if reason.trim().is_empty() {
+        return Err(Failure::usage("--reason: must not be empty"));
+    }
     if let Some(pid) = dir.locked_by_live() {
-        dir.request_cancel()
+        // The live driver signs who asked and why into the run's journal before it stops.
+        let request = craik_host::run::store::CancelRequest {
+            by: by.to_owned(),
+            reason: reason.to_owned(),
+        };
+        dir.request_cancel(&request)
             .map_err(|e| Failure::usage(format!("{}: {e}", dir.path.display())))?;
         out.line(format_args!(
             "{run_id}: cancellation requested; process {pid} stops before its next step"
@@ -908,12 +937,10 @@ pub(crate) fn cancel(
     }
     drop(dir);
     let (mut host, keys) = open_locked(home, run_id, out)?;
+    operator(&host, by)?;
     host.settle()?;
     if !host.is_final() {
-        host.halt(
-            craik_contracts::TaskRunStatus::Interrupted,
-            "cancelled by the operator".into(),
-        )?;
+        host.cancel(by, reason)?;
     }
     summary(out, format, &host, &keys).map(|_| Exit::Ok)
 }
@@ -1379,7 +1406,7 @@ pub(crate) fn approvals_decide(
     };
     if args.resume {
         // With --format json the run's summary is the output (the decisions are in it).
-        return resume(out, format, home, &run_id);
+        return resume(out, format, home, &run_id, args.by);
     }
     match format {
         Format::Human => out.line(format_args!("next: craik runs resume {run_id}"))?,

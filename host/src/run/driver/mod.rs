@@ -29,6 +29,8 @@ use time::OffsetDateTime;
 mod decisions;
 use decisions::{decision_draft, decision_name, target_text};
 mod executors;
+mod human;
+pub use human::{APPROVAL_EXPIRED, APPROVAL_REVIEW, OperatorAct, operator_request_hash};
 mod outputs;
 mod recovery;
 
@@ -320,11 +322,8 @@ impl Host {
             if self.is_final() {
                 return Ok(());
             }
-            if self.dir.cancel_requested() {
-                return self.halt(
-                    TaskRunStatus::Interrupted,
-                    "cancelled by the operator".into(),
-                );
+            if let Some(request) = self.dir.cancel_request() {
+                return self.cancel(&request.by, &request.reason);
             }
             if !self.pending.is_empty() {
                 match self.process_actions()? {

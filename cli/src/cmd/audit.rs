@@ -80,6 +80,9 @@ struct ApprovalAudit {
     approver: String,
     /// False when no verified review journal names this run, request and approver.
     verified: bool,
+    /// The review denied the approval (an `approval.review` receipt of a denial).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    denied: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -269,21 +272,35 @@ fn approval_of(
     ring: &KeyRing,
     run_id: Option<&str>,
 ) -> ApprovalAudit {
-    let (approver, id) = receipt
-        .decided_by
-        .by
-        .rsplit_once(" via ")
-        .map_or((receipt.decided_by.by.as_str(), ""), |(a, i)| (a, i));
+    // A review the run picked up (`approval.review`) names its approval as its action.
+    let review_receipt = receipt.capability == craik_host::run::driver::APPROVAL_REVIEW;
+    let (approver, id) = if review_receipt {
+        (
+            receipt.decided_by.by.as_str(),
+            receipt.action.as_deref().unwrap_or_default(),
+        )
+    } else {
+        receipt
+            .decided_by
+            .by
+            .rsplit_once(" via ")
+            .map_or((receipt.decided_by.by.as_str(), ""), |(a, i)| (a, i))
+    };
     let mut audit = ApprovalAudit {
         id: id.to_owned(),
         approver: approver.to_owned(),
         verified: false,
+        denied: review_receipt && receipt.decision != craik_kernel::Decision::Allow,
         reason: None,
         reviewed_at: None,
         expires_at: None,
         problem: None,
     };
     let review = match (home, run_id) {
+        (Some(home), Some(run)) if !id.is_empty() && review_receipt => {
+            craik_host::run::approvals::decided_review(home, ring, id, run)
+                .filter(|r| r.approved == (receipt.decision == craik_kernel::Decision::Allow))
+        }
         (Some(home), Some(run)) if !id.is_empty() => {
             craik_host::run::approvals::signed_review(home, ring, id, run)
         }
@@ -351,7 +368,8 @@ fn decided_by(r: &ReceiptPayload) -> String {
 fn approval_line(a: &ApprovalAudit) -> String {
     if a.verified {
         format!(
-            "approved by {} via {}: \"{}\" (signed review {}, expires {})",
+            "{} by {} via {}: \"{}\" (signed review {}, expires {})",
+            if a.denied { "denied" } else { "approved" },
             a.approver,
             a.id,
             a.reason.as_deref().unwrap_or_default(),

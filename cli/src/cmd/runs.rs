@@ -689,6 +689,7 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
         if let crate::cmd::receipts::Decoded::Receipt(r) = line
             && r.decided_by.kind != DecidedByKind::Outcome
             && r.capability != craik_host::run::driver::RUN_INPUTS
+            && !craik_host::run::driver::is_human_decision(&r.capability)
         {
             match r.decision {
                 Decision::Allow => tally.allow += 1,
@@ -1415,49 +1416,102 @@ pub(crate) fn approvals_decide(
     Ok(Exit::Ok)
 }
 
+/// A memory proposal as JSON, with whether its file agrees with its signed review
+/// (`tampered: true` and why, when it does not).
+#[derive(Serialize)]
+struct CheckedMemory<'a> {
+    #[serde(flatten)]
+    proposal: &'a craik_contracts::MemoryProposal,
+    tampered: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tampered_because: Option<String>,
+}
+
+/// Every proposal of the home, each with why its file disagrees with its signed review.
+fn checked_proposals(
+    home: &Home,
+    out: &mut Out,
+) -> Result<Vec<(craik_contracts::MemoryProposal, Option<String>)>, Failure> {
+    let list = proposals(home)?;
+    if list.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (_, ring) = keys(home, out, false)?;
+    Ok(list
+        .into_iter()
+        .map(|m| {
+            let why = craik_host::run::memory::memory_tampered(home, &ring, &m);
+            (m, why)
+        })
+        .collect())
+}
+
 /// `craik memory list`.
 pub(crate) fn memory_list(out: &mut Out, format: Format, home: &Path) -> Result<Exit, Failure> {
-    let list = proposals(&Home::new(home))?;
+    let list = checked_proposals(&Home::new(home), out)?;
     match format {
         Format::Human => {
             if list.is_empty() {
                 out.line("no memory proposals")?;
             }
-            for m in &list {
+            for (m, why) in &list {
                 out.line(format_args!(
                     "{}  {:<8} {} {} {} = {} ({} evidence)",
                     m.id,
-                    m.status.as_str(),
+                    if why.is_some() {
+                        "TAMPERED"
+                    } else {
+                        m.status.as_str()
+                    },
                     m.operation.as_str(),
                     m.fact.entity,
                     m.fact.relation,
                     m.fact.value,
                     m.evidence.len()
                 ))?;
+                if let Some(why) = why {
+                    out.line(format_args!("  TAMPERED: {why}"))?;
+                }
             }
         }
-        Format::Json | Format::Junit => out.json(&list)?,
+        Format::Json | Format::Junit => out.json(
+            &list
+                .iter()
+                .map(|(m, why)| CheckedMemory {
+                    proposal: m,
+                    tampered: why.is_some(),
+                    tampered_because: why.clone(),
+                })
+                .collect::<Vec<_>>(),
+        )?,
     }
     Ok(Exit::Ok)
 }
 
-/// `craik memory show ID`.
+/// `craik memory show ID` (JSON, with `tampered`; on a terminal a TAMPERED line on stderr).
 pub(crate) fn memory_show(
     out: &mut Out,
     _format: Format,
     home: &Path,
     id: &str,
 ) -> Result<Exit, Failure> {
-    let m = proposals(&Home::new(home))?
+    let (m, why) = checked_proposals(&Home::new(home), out)?
         .into_iter()
-        .find(|m| m.id == id)
+        .find(|(m, _)| m.id == id)
         .ok_or_else(|| {
             Failure::usage(format!(
                 "memory proposal `{}`: not found",
                 craik_contracts::Truncated(id)
             ))
         })?;
-    out.json(&m)?;
+    if let Some(why) = &why {
+        out.diag(format_args!("craik: TAMPERED: {why}"))?;
+    }
+    out.json(&CheckedMemory {
+        proposal: &m,
+        tampered: why.is_some(),
+        tampered_because: why.clone(),
+    })?;
     Ok(Exit::Ok)
 }
 

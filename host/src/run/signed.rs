@@ -98,3 +98,81 @@ pub fn bound_inputs(dir: &dyn RunStore, keys: &KeyRing) -> Result<Inputs, Error>
     serde_json::from_slice(&bytes)
         .map_err(|e| Error::invalid(format!("{}: {e}", path.display()), Vec::new()))
 }
+
+/// Why `inputs.json` (its bytes) is not what a run's signed `run.inputs` receipt binds,
+/// naming the file and, where the receipt signs it separately, the field that differs
+/// (`grants`, `envelope`, `intent`, `runner`, `workspace`, `policy_set`, `profile`,
+/// `task.id`, `run_id`); `None` when its bytes hash to the receipt's `request_hash`.
+pub fn inputs_mismatch(bytes: &[u8], receipt: &ReceiptPayload) -> Option<String> {
+    use serde_json::Value;
+    let digest = exec::digest(bytes);
+    if digest == receipt.request_hash {
+        return None;
+    }
+    let file = crate::run::store::INPUTS;
+    let whole = format!(
+        "{file}: changed since the run signed it ({digest}; the run.inputs receipt signs {})",
+        receipt.request_hash
+    );
+    let Ok(doc) = serde_json::from_slice::<Value>(bytes) else {
+        return Some(format!("{whole}; it is not JSON any more"));
+    };
+    let meta = &receipt.result.metadata.0;
+    let signed = |k: &str| meta.get(k).and_then(Value::as_str).unwrap_or_default();
+    let canonical = |v: Option<&Value>| {
+        crate::digest::Digest::of_canonical(v.unwrap_or(&Value::Null))
+            .map(|d| d.as_str().to_owned())
+            .unwrap_or_default()
+    };
+    let grants = doc
+        .get("grants")
+        .cloned()
+        .and_then(|g| serde_json::from_value::<Vec<craik_contracts::CapabilityGrant>>(g).ok())
+        .and_then(|g| crate::run::grants_digest(&g).ok())
+        .map(|d| d.as_str().to_owned())
+        .unwrap_or_default();
+    let text = |k: &str| doc.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let workspace = text("workspace");
+    let checks: [(&str, String, String); 9] = [
+        ("grants", grants, signed("grants_sha256").to_owned()),
+        (
+            "envelope",
+            canonical(doc.get("envelope")),
+            signed("envelope_sha256").to_owned(),
+        ),
+        (
+            "intent",
+            canonical(doc.get("intent")),
+            signed("intent_sha256").to_owned(),
+        ),
+        ("runner", text("runner"), signed("runner").to_owned()),
+        ("workspace", workspace, signed("workspace").to_owned()),
+        ("policy_set", text("policy_set"), receipt.policy_set.clone()),
+        (
+            "profile",
+            text("profile"),
+            receipt.policy_profile.as_str().to_owned(),
+        ),
+        (
+            "task.id",
+            doc.pointer("/task/id")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            receipt.task_id.clone(),
+        ),
+        ("run_id", text("run_id"), receipt.run_id.clone()),
+    ];
+    for (field, now, was) in checks {
+        if now != was {
+            return Some(format!(
+                "{file}: field `{field}` is not what the run signed (now `{}`, signed `{}`)",
+                craik_contracts::Truncated(&now),
+                craik_contracts::Truncated(&was)
+            ));
+        }
+    }
+    Some(format!(
+        "{whole}; the separately signed fields (grants, envelope, intent, runner, workspace, policy_set, profile, task.id, run_id) agree, so another field changed"
+    ))
+}

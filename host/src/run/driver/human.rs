@@ -12,6 +12,16 @@ pub const APPROVAL_REVIEW: &str = "approval.review";
 /// Capability of the receipt of an approval that expired before the run could use it.
 pub const APPROVAL_EXPIRED: &str = "approval.expired";
 
+/// True when a receipt of this capability records a human decision (or an approval's
+/// expiry), not a verdict on an action the runner proposed: summaries count verdicts without
+/// them.
+pub fn is_human_decision(capability: &str) -> bool {
+    matches!(
+        capability,
+        "run.cancel" | "run.resume" | "run.recover" | APPROVAL_REVIEW | APPROVAL_EXPIRED
+    )
+}
+
 /// What an operator did to the run itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OperatorAct {

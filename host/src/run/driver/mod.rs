@@ -30,7 +30,9 @@ mod decisions;
 use decisions::{decision_draft, decision_name, target_text};
 mod executors;
 mod human;
-pub use human::{APPROVAL_EXPIRED, APPROVAL_REVIEW, OperatorAct, operator_request_hash};
+pub use human::{
+    APPROVAL_EXPIRED, APPROVAL_REVIEW, OperatorAct, is_human_decision, operator_request_hash,
+};
 mod outputs;
 mod recovery;
 

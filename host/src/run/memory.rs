@@ -157,9 +157,10 @@ pub fn review_id(id: &str) -> String {
     format!("review_{}", id.trim_start_matches("memprop_"))
 }
 
-/// `sha256:` of a proposal's content: the canonical JSON (RFC 8785) of the proposal as its
-/// run wrote it — every field, with `status` `pending` and the review fields
-/// (`decided_by`, `decided_at`, `decision_reason`) and `handoff_id` null.
+/// `sha256:` of a proposal's content: its compact JSON as Craik writes the contract (fields
+/// in the schema's order) — every field, with `status` `pending` and the review fields
+/// (`decided_by`, `decided_at`, `decision_reason`) and `handoff_id` null. Not RFC 8785: a
+/// proposal's `confidence` is a float, which canonical JSON here refuses.
 pub fn content_digest(m: &MemoryProposal) -> Result<String, String> {
     let mut bare = m.clone();
     bare.status = ProposalStatus::Pending;
@@ -167,7 +168,8 @@ pub fn content_digest(m: &MemoryProposal) -> Result<String, String> {
     bare.decided_at = None;
     bare.decision_reason = None;
     bare.handoff_id = None;
-    crate::digest::Digest::of_canonical(&bare).map(|d| d.as_str().to_owned())
+    let bytes = serde_json::to_vec(&bare).map_err(|e| format!("{}: {e}", m.id))?;
+    Ok(crate::run::exec::digest(&bytes))
 }
 
 /// A memory review's `request_hash`: `sha256:` of the canonical JSON

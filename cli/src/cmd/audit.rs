@@ -180,6 +180,9 @@ fn home_of(journal: &Path) -> Option<Home> {
     Some(Home::new(runs.parent()?))
 }
 
+/// What [`receipts::checked`] reports about what signed receipts bind (not the chain).
+const BOUND_CHECKS: [&str; 4] = ["approval", "inputs", "memory", "not closed"];
+
 fn audit_run(
     journal: &Path,
     ring: &KeyRing,
@@ -201,9 +204,11 @@ fn audit_run(
         &mut |_, _| {},
     );
     let report = receipts::checked(journal, report, ring, expect);
-    // Lines before the first failing line verified; a failure with no line (an approval
-    // without its review, an unclosed journal) leaves every line signed.
+    // Lines before the first failing line verified. A failure of what the receipts bind (an
+    // approval without its review, an edited inputs.json or memory file, an unclosed journal)
+    // leaves every line signed: all are shown, the one concerned marked by its line.
     let last_good = match &report.failure {
+        Some(f) if BOUND_CHECKS.contains(&f.what.as_str()) => usize::MAX,
         Some(f) if f.line > 0 => f.line - 1,
         _ => usize::MAX,
     };
@@ -404,6 +409,10 @@ fn human(out: &mut Out, report: &Audit) -> Result<(), Failure> {
                 v.receipts,
                 v.checkpoints,
                 report.trusted_keys.join(", ")
+            ))?,
+            Some(f) if BOUND_CHECKS.contains(&f.what.as_str()) => out.line(format_args!(
+                "  journal     INVALID at line {}: {}: {} — every signature verified; all {} receipt(s) are shown",
+                f.line, f.what, f.why, run.timeline.len()
             ))?,
             Some(f) => out.line(format_args!(
                 "  journal     INVALID at line {}: {}: {} — only the {} receipt(s) before it are shown",

@@ -496,6 +496,7 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         budget_secs: args.budget_secs,
         shadow: args.shadow,
         started_at: Timestamp::new(started),
+        started_by: args.approver.map(str::to_owned),
     };
     let keys = setup.keys.clone();
     let mut host = Host::start(LockedRun::create(home, dir, inputs)?, setup)?;

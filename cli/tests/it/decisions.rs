@@ -301,3 +301,37 @@ fn issue_20_verify_and_audit_catch_an_edited_inputs_json_naming_the_field() {
     assert_eq!(bad.status.code(), Some(1), "{}", transcript(&bad));
     assert!(text(&bad).contains("inputs.json"));
 }
+
+#[test]
+fn issue_20_a_granted_then_expired_approval_is_signed_as_both() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let (_, id, _) = run_example(h, &example("approval"), &[]);
+    let approval = pending_approval(h);
+    let granted = crate::runs::review(h, "approve", &approval, "user:alice", &["--expires-in", "0"]);
+    assert_eq!(granted.status.code(), Some(0), "{}", transcript(&granted));
+    let resumed = crate::runs::resume(h, &id);
+    assert_eq!(resumed.status.code(), Some(6), "{}", transcript(&resumed));
+    let all = receipts(h, &id);
+    let caps: Vec<&str> = all.iter().map(|r| r["capability"].as_str().unwrap()).collect();
+    let at = |cap: &str| caps.iter().position(|c| *c == cap).unwrap_or(usize::MAX);
+    assert!(at("run.resume") < at("approval.review"), "{caps:?}");
+    assert!(at("approval.review") < at("approval.expired"), "{caps:?}");
+    let review = &all[at("approval.review")];
+    assert_eq!(review["decision"], "allow");
+    assert_eq!(review["result"]["metadata"]["decision"], "approved");
+    let expired = &all[at("approval.expired")];
+    assert_eq!(expired["decided_by"], json!({"kind": "kernel", "by": ""}));
+    assert_eq!(expired["determining_policies"], json!(["kernel.approval-expired"]));
+    assert_eq!(expired["action"], approval.as_str());
+    // The action parked again for a new approval; nothing used the expired one.
+    assert!(
+        all.iter().all(|r| !r["decided_by"]["by"]
+            .as_str()
+            .unwrap()
+            .contains(" via ")),
+        "{all:?}"
+    );
+    let ok = verify_home(h, &["--allow-open"]);
+    assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
+}

@@ -76,9 +76,12 @@ pub fn bound_inputs(dir: &dyn RunStore, keys: &KeyRing) -> Result<Inputs, Error>
     match first {
         Some(r) if r.capability == RUN_INPUTS && r.request_hash == digest => {}
         Some(r) if r.capability == RUN_INPUTS => {
+            let field = mismatched_field(&bytes, &r)
+                .map(|(f, _, _)| format!("; field `{f}` differs"))
+                .unwrap_or_default();
             return Err(Error::invalid(
                 format!(
-                    "{}: changed since the run started ({digest}; the run's first signed receipt names {}); a run continues only with the inputs it started with",
+                    "{}: changed since the run started ({digest}; the run's first signed receipt names {}){field}; a run continues only with the inputs it started with",
                     path.display(),
                     r.request_hash
                 ),
@@ -114,9 +117,29 @@ pub fn inputs_mismatch(bytes: &[u8], receipt: &ReceiptPayload) -> Option<String>
         "{file}: changed since the run signed it ({digest}; the run.inputs receipt signs {})",
         receipt.request_hash
     );
-    let Ok(doc) = serde_json::from_slice::<Value>(bytes) else {
+    if serde_json::from_slice::<Value>(bytes).is_err() {
         return Some(format!("{whole}; it is not JSON any more"));
-    };
+    }
+    if let Some((field, now, was)) = mismatched_field(bytes, receipt) {
+        return Some(format!(
+            "{file}: field `{field}` is not what the run signed (now `{}`, signed `{}`)",
+            craik_contracts::Truncated(&now),
+            craik_contracts::Truncated(&was)
+        ));
+    }
+    Some(format!(
+        "{whole}; the separately signed fields (grants, envelope, intent, runner, workspace, policy_set, profile, task.id, run_id) agree, so another field changed"
+    ))
+}
+
+/// The first field of `inputs.json` (its bytes) that the `run.inputs` receipt signs
+/// separately and that differs: (field, now, signed).
+fn mismatched_field(
+    bytes: &[u8],
+    receipt: &ReceiptPayload,
+) -> Option<(&'static str, String, String)> {
+    use serde_json::Value;
+    let doc = serde_json::from_slice::<Value>(bytes).ok()?;
     let meta = &receipt.result.metadata.0;
     let signed = |k: &str| meta.get(k).and_then(Value::as_str).unwrap_or_default();
     let canonical = |v: Option<&Value>| {
@@ -133,7 +156,7 @@ pub fn inputs_mismatch(bytes: &[u8], receipt: &ReceiptPayload) -> Option<String>
         .unwrap_or_default();
     let text = |k: &str| doc.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
     let workspace = text("workspace");
-    let checks: [(&str, String, String); 9] = [
+    let checks: [(&'static str, String, String); 9] = [
         ("grants", grants, signed("grants_sha256").to_owned()),
         (
             "envelope",
@@ -163,16 +186,5 @@ pub fn inputs_mismatch(bytes: &[u8], receipt: &ReceiptPayload) -> Option<String>
         ),
         ("run_id", text("run_id"), receipt.run_id.clone()),
     ];
-    for (field, now, was) in checks {
-        if now != was {
-            return Some(format!(
-                "{file}: field `{field}` is not what the run signed (now `{}`, signed `{}`)",
-                craik_contracts::Truncated(&now),
-                craik_contracts::Truncated(&was)
-            ));
-        }
-    }
-    Some(format!(
-        "{whole}; the separately signed fields (grants, envelope, intent, runner, workspace, policy_set, profile, task.id, run_id) agree, so another field changed"
-    ))
+    checks.into_iter().find(|(_, now, was)| now != was)
 }

@@ -891,6 +891,9 @@ fn inputs_draft(inputs: &Inputs, bytes: &[u8], actor: &str) -> Result<ReceiptDra
         json!(inputs.workspace.display().to_string()),
     );
     metadata.0.insert("runner".into(), json!(inputs.runner));
+    if let Some(by) = &inputs.started_by {
+        metadata.0.insert("started_by".into(), json!(by));
+    }
     Ok(ReceiptDraft {
         task_id: inputs.task.id.clone(),
         actor: actor.to_owned(),

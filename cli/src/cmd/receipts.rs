@@ -131,7 +131,9 @@ fn receipt_unbound(
     if r.seq == 0 && r.capability == RUN_INPUTS {
         let inputs = run_dir.join(craik_host::run::store::INPUTS);
         return match std::fs::read(&inputs) {
-            Ok(bytes) => craik_host::run::signed::inputs_mismatch(&bytes, r).map(|why| ("inputs", why)),
+            Ok(bytes) => {
+                craik_host::run::signed::inputs_mismatch(&bytes, r).map(|why| ("inputs", why))
+            }
             Err(e) => Some((
                 "inputs",
                 format!(
@@ -200,7 +202,9 @@ fn receipt_unbound(
             )),
             None => Some((
                 "approval",
-                format!("approval {id} has no verified review journal (reviews/{id}/) naming this run"),
+                format!(
+                    "approval {id} has no verified review journal (reviews/{id}/) naming this run"
+                ),
             )),
         };
     }

@@ -159,7 +159,11 @@ fn issue_13_audit_flags_what_no_signature_backs() {
     // Every receipt still shows (their signatures verified); those resting on the moved
     // review (the run's approval.review receipt of it and the action it unlocked) are
     // unverified, and only those.
-    let moved = reviews[0].file_name().unwrap().to_string_lossy().into_owned();
+    let moved = reviews[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
     let timeline = run["timeline"].as_array().unwrap();
     assert_eq!(
         timeline.len() as u64,
@@ -171,7 +175,9 @@ fn issue_13_audit_flags_what_no_signature_backs() {
         .collect();
     assert!(!unverified.is_empty());
     assert!(
-        unverified.iter().all(|e| e["approval"]["id"] == moved.as_str()),
+        unverified
+            .iter()
+            .all(|e| e["approval"]["id"] == moved.as_str()),
         "{unverified:#?}"
     );
     std::fs::rename(dir.path().join("moved"), &reviews[0]).unwrap();

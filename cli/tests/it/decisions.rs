@@ -11,6 +11,9 @@ use serde_json::{Value, json};
 use crate::runs::{example, json_out, pending_approval, receipts, run_example, run_json};
 use crate::{craik, repo_root, transcript};
 
+/// An edit of a JSON file, named by what the failure must say.
+type Edit = Box<dyn Fn(&mut Value)>;
+
 /// `craik receipts verify HOME` with the home's key (and extra arguments).
 fn verify_home(home: &Path, extra: &[&str]) -> std::process::Output {
     craik()
@@ -40,7 +43,8 @@ fn text(out: &std::process::Output) -> String {
 
 /// The 1-based journal line of the receipt with capability `capability` in run `id`.
 fn line_of(home: &Path, id: &str, capability: &str) -> usize {
-    let journal = std::fs::read_to_string(home.join("runs").join(id).join("receipts.jsonl")).unwrap();
+    let journal =
+        std::fs::read_to_string(home.join("runs").join(id).join("receipts.jsonl")).unwrap();
     for (k, line) in journal.lines().enumerate() {
         let envelope: Value = serde_json::from_str(line).unwrap();
         let payload = base64::engine::general_purpose::STANDARD
@@ -108,14 +112,20 @@ fn issue_20_a_denial_a_resume_and_a_cancellation_are_signed_receipts_of_the_run(
             .starts_with("sha256:")
     );
     // The same policy set as the run's other receipts: --policies passes.
-    let ok = verify_home(h, &["--policies", repo_root().join("policies").to_str().unwrap()]);
+    let ok = verify_home(
+        h,
+        &["--policies", repo_root().join("policies").to_str().unwrap()],
+    );
     assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
     let audit = audit_home(h);
     assert_eq!(audit.status.code(), Some(0), "{}", transcript(&audit));
     let report = text(&audit);
     assert!(report.contains("run.resume"), "{report}");
     assert!(report.contains("(by operator user:bob)"), "{report}");
-    assert!(report.contains(&format!("denied by user:alice via {approval}")), "{report}");
+    assert!(
+        report.contains(&format!("denied by user:alice via {approval}")),
+        "{report}"
+    );
     // The review the run signed must stay: without its journal the receipt is unbacked, and
     // the failure names the receipt's own line.
     let line = line_of(h, &id, "approval.review");
@@ -127,7 +137,11 @@ fn issue_20_a_denial_a_resume_and_a_cancellation_are_signed_receipts_of_the_run(
         "{}",
         transcript(&bad)
     );
-    assert!(text(&bad).contains("no verified review journal"), "{}", transcript(&bad));
+    assert!(
+        text(&bad).contains("no verified review journal"),
+        "{}",
+        transcript(&bad)
+    );
 
     // A cancellation: who and why, signed.
     let other = tempfile::tempdir().unwrap();
@@ -141,7 +155,11 @@ fn issue_20_a_denial_a_resume_and_a_cancellation_are_signed_receipts_of_the_run(
         .unwrap();
     assert_eq!(nameless.status.code(), Some(2), "{}", transcript(&nameless));
     assert!(String::from_utf8_lossy(&nameless.stderr).contains("--by"));
-    assert_eq!(run_json(o, &parked)["status"], "blocked", "nothing cancelled");
+    assert_eq!(
+        run_json(o, &parked)["status"],
+        "blocked",
+        "nothing cancelled"
+    );
     let cancel = craik()
         .args([
             "runs",
@@ -176,7 +194,10 @@ fn issue_20_a_denial_a_resume_and_a_cancellation_are_signed_receipts_of_the_run(
     assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
     let report = text(&audit_home(o));
     assert!(report.contains("run.cancel"), "{report}");
-    assert!(report.contains("deny — wrong branch (by operator user:carol)"), "{report}");
+    assert!(
+        report.contains("deny — wrong branch (by operator user:carol)"),
+        "{report}"
+    );
 }
 
 #[test]
@@ -190,7 +211,14 @@ fn issue_20_memory_reviews_bind_proposal_run_and_content() {
     assert_eq!(list[0]["tampered"], false);
     let rejected = craik()
         .args([
-            "memory", "reject", &memprop, "--by", "user:alice", "--reason", "not a fact", "--home",
+            "memory",
+            "reject",
+            &memprop,
+            "--by",
+            "user:alice",
+            "--reason",
+            "not a fact",
+            "--home",
         ])
         .arg(h)
         .output()
@@ -221,7 +249,10 @@ fn issue_20_memory_reviews_bind_proposal_run_and_content() {
         review["request_hash"],
         craik_host::run::exec::digest(canonical.as_bytes())
     );
-    let ok = verify_home(h, &["--policies", repo_root().join("policies").to_str().unwrap()]);
+    let ok = verify_home(
+        h,
+        &["--policies", repo_root().join("policies").to_str().unwrap()],
+    );
     assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
 
     // Rejected → approved by editing the file: TAMPERED in list and show, verify and audit fail
@@ -229,10 +260,19 @@ fn issue_20_memory_reviews_bind_proposal_run_and_content() {
     let path = h.join("memory").join(format!("{memprop}.json"));
     let original = std::fs::read_to_string(&path).unwrap();
     let line = line_of(h, &id, "memory.propose");
-    let mut edits: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
-        ("status `approved`", Box::new(|v| v["status"] = json!("approved"))),
-        ("decided_by `user:mallory`", Box::new(|v| v["decided_by"] = json!("user:mallory"))),
-        ("its content", Box::new(|v| v["fact"]["value"] = json!("forged"))),
+    let mut edits: Vec<(&str, Edit)> = vec![
+        (
+            "status `approved`",
+            Box::new(|v| v["status"] = json!("approved")),
+        ),
+        (
+            "decided_by `user:mallory`",
+            Box::new(|v| v["decided_by"] = json!("user:mallory")),
+        ),
+        (
+            "its content",
+            Box::new(|v| v["fact"]["value"] = json!("forged")),
+        ),
     ];
     for (what, edit) in edits.drain(..) {
         let mut doc: Value = serde_json::from_str(&original).unwrap();
@@ -243,7 +283,11 @@ fn issue_20_memory_reviews_bind_proposal_run_and_content() {
             .arg(h)
             .output()
             .unwrap();
-        assert!(text(&listed).contains("TAMPERED"), "{what}: {}", transcript(&listed));
+        assert!(
+            text(&listed).contains("TAMPERED"),
+            "{what}: {}",
+            transcript(&listed)
+        );
         let shown: Value = json_out(h, &["memory", "show", &memprop]);
         assert_eq!(shown["tampered"], true, "{what}");
         assert!(
@@ -254,7 +298,10 @@ fn issue_20_memory_reviews_bind_proposal_run_and_content() {
         assert_eq!(bad.status.code(), Some(1), "{what}: {}", transcript(&bad));
         let out = text(&bad);
         assert!(out.contains(&format!(":{line}: INVALID")), "{what}: {out}");
-        assert!(out.contains(&format!("memory/{memprop}.json")), "{what}: {out}");
+        assert!(
+            out.contains(&format!("memory/{memprop}.json")),
+            "{what}: {out}"
+        );
         assert!(out.contains(what), "{what}: {out}");
         assert_eq!(audit_home(h).status.code(), Some(1), "{what}");
     }
@@ -264,7 +311,11 @@ fn issue_20_memory_reviews_bind_proposal_run_and_content() {
     std::fs::remove_dir_all(&review_dir).unwrap();
     let bad = verify_home(h, &[]);
     assert_eq!(bad.status.code(), Some(1), "{}", transcript(&bad));
-    assert!(text(&bad).contains("no signed review"), "{}", transcript(&bad));
+    assert!(
+        text(&bad).contains("no signed review"),
+        "{}",
+        transcript(&bad)
+    );
 }
 
 #[test]
@@ -274,11 +325,17 @@ fn issue_20_verify_and_audit_catch_an_edited_inputs_json_naming_the_field() {
     let (_, id, _) = run_example(h, &example("docs-review"), &[]);
     let path = h.join("runs").join(&id).join("inputs.json");
     let original = std::fs::read_to_string(&path).unwrap();
-    let cases: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
+    let cases: Vec<(&str, Edit)> = vec![
         ("field `grants`", Box::new(|v| v["grants"] = json!([]))),
         ("field `runner`", Box::new(|v| v["runner"] = json!("codex"))),
-        ("field `profile`", Box::new(|v| v["profile"] = json!("custom"))),
-        ("changed since the run signed it", Box::new(|v| v["max_iterations"] = json!(99))),
+        (
+            "field `profile`",
+            Box::new(|v| v["profile"] = json!("custom")),
+        ),
+        (
+            "changed since the run signed it",
+            Box::new(|v| v["max_iterations"] = json!(99)),
+        ),
     ];
     for (what, edit) in cases {
         let mut doc: Value = serde_json::from_str(&original).unwrap();
@@ -306,14 +363,27 @@ fn issue_20_verify_and_audit_catch_an_edited_inputs_json_naming_the_field() {
 fn issue_20_a_granted_then_expired_approval_is_signed_as_both() {
     let home = tempfile::tempdir().unwrap();
     let h = home.path();
-    let (_, id, _) = run_example(h, &example("approval"), &[]);
+    // Who started it is signed with its inputs (asserted by --by, not authenticated).
+    let (_, id, _) = run_example(h, &example("approval"), &["--by", "user:dana"]);
+    let first = &receipts(h, &id)[0];
+    assert_eq!(first["capability"], "run.inputs");
+    assert_eq!(first["result"]["metadata"]["started_by"], "user:dana");
     let approval = pending_approval(h);
-    let granted = crate::runs::review(h, "approve", &approval, "user:alice", &["--expires-in", "0"]);
+    let granted = crate::runs::review(
+        h,
+        "approve",
+        &approval,
+        "user:alice",
+        &["--expires-in", "0"],
+    );
     assert_eq!(granted.status.code(), Some(0), "{}", transcript(&granted));
     let resumed = crate::runs::resume(h, &id);
     assert_eq!(resumed.status.code(), Some(6), "{}", transcript(&resumed));
     let all = receipts(h, &id);
-    let caps: Vec<&str> = all.iter().map(|r| r["capability"].as_str().unwrap()).collect();
+    let caps: Vec<&str> = all
+        .iter()
+        .map(|r| r["capability"].as_str().unwrap())
+        .collect();
     let at = |cap: &str| caps.iter().position(|c| *c == cap).unwrap_or(usize::MAX);
     assert!(at("run.resume") < at("approval.review"), "{caps:?}");
     assert!(at("approval.review") < at("approval.expired"), "{caps:?}");
@@ -322,14 +392,15 @@ fn issue_20_a_granted_then_expired_approval_is_signed_as_both() {
     assert_eq!(review["result"]["metadata"]["decision"], "approved");
     let expired = &all[at("approval.expired")];
     assert_eq!(expired["decided_by"], json!({"kind": "kernel", "by": ""}));
-    assert_eq!(expired["determining_policies"], json!(["kernel.approval-expired"]));
+    assert_eq!(
+        expired["determining_policies"],
+        json!(["kernel.approval-expired"])
+    );
     assert_eq!(expired["action"], approval.as_str());
     // The action parked again for a new approval; nothing used the expired one.
     assert!(
-        all.iter().all(|r| !r["decided_by"]["by"]
-            .as_str()
-            .unwrap()
-            .contains(" via ")),
+        all.iter()
+            .all(|r| !r["decided_by"]["by"].as_str().unwrap().contains(" via ")),
         "{all:?}"
     );
     let ok = verify_home(h, &["--allow-open"]);

@@ -131,12 +131,7 @@ pub fn signed_review(home: &Home, ring: &KeyRing, id: &str, run_id: &str) -> Opt
 /// The review of approval `id` for run `run_id`, approving or denying, from its signed,
 /// closed review journal verified with `ring`; `None` when there is none, it does not verify,
 /// or it names another approval or run.
-pub fn decided_review(
-    home: &Home,
-    ring: &KeyRing,
-    id: &str,
-    run_id: &str,
-) -> Option<SignedReview> {
+pub fn decided_review(home: &Home, ring: &KeyRing, id: &str, run_id: &str) -> Option<SignedReview> {
     let path = home.reviews().join(id).join(crate::journal::JOURNAL_NAME);
     let bytes = std::fs::read(path).ok()?;
     let report = craik_kernel::verify_journal(&bytes, ring, None);

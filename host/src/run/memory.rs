@@ -119,7 +119,8 @@ pub fn decide_memory(
                 Vec::new(),
             )
         })?;
-    let content = content_digest(&m).map_err(|e| Error::invalid(format!("{id}: {e}"), Vec::new()))?;
+    let content =
+        content_digest(&m).map_err(|e| Error::invalid(format!("{id}: {e}"), Vec::new()))?;
     let request_hash = memory_request_hash(id, &run_id, &content).map_err(Error::internal)?;
     let target = format!("{}/{}", m.fact.scope.as_str(), m.fact.entity);
     let mut draft = Review {
@@ -212,7 +213,10 @@ pub fn signed_memory_review(
     let shown = format!("reviews/{}/{}", review_id(id), crate::journal::JOURNAL_NAME);
     let report = craik_kernel::verify_journal(&bytes, ring, None);
     if let Some(f) = &report.failure {
-        return Err(format!("{shown}:{}: does not verify ({}: {})", f.line, f.what, f.why));
+        return Err(format!(
+            "{shown}:{}: does not verify ({}: {})",
+            f.line, f.what, f.why
+        ));
     }
     if !report.closed || report.receipts != 1 {
         return Err(format!("{shown}: not one closed review"));

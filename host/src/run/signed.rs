@@ -154,7 +154,12 @@ fn mismatched_field(
         .and_then(|g| crate::run::grants_digest(&g).ok())
         .map(|d| d.as_str().to_owned())
         .unwrap_or_default();
-    let text = |k: &str| doc.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let text = |k: &str| {
+        doc.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
     let workspace = text("workspace");
     let checks: [(&'static str, String, String); 9] = [
         ("grants", grants, signed("grants_sha256").to_owned()),

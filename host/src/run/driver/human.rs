@@ -164,8 +164,7 @@ impl Host {
             .map_err(|e| Error::internal(format!("signing key: {e}")))?;
         let mut denial = None;
         for record in approvals {
-            if record.status == ApprovalStatus::Pending || record.status == ApprovalStatus::Closed
-            {
+            if record.status == ApprovalStatus::Pending || record.status == ApprovalStatus::Closed {
                 continue;
             }
             let Some(review) = crate::run::approvals::decided_review(
@@ -178,9 +177,8 @@ impl Host {
             };
             // Signed already (a resume after an earlier one): the journal, read at recovery.
             let signed_here = self.receipts_by_action.get(&record.id);
-            let has = |cap: &str| {
-                signed_here.is_some_and(|rs| rs.iter().any(|r| r.capability == cap))
-            };
+            let has =
+                |cap: &str| signed_here.is_some_and(|rs| rs.iter().any(|r| r.capability == cap));
             let (has_review, has_expired) = (has(APPROVAL_REVIEW), has(APPROVAL_EXPIRED));
             if !has_review {
                 let draft = self.review_draft(record, &review);
@@ -214,16 +212,19 @@ impl Host {
         };
         let mut metadata = Object::new();
         metadata.0.insert("approval".into(), json!(record.id));
-        metadata.0.insert("run_id".into(), json!(self.inputs.run_id));
-        metadata.0.insert("action_id".into(), json!(record.action.id));
+        metadata
+            .0
+            .insert("run_id".into(), json!(self.inputs.run_id));
+        metadata
+            .0
+            .insert("action_id".into(), json!(record.action.id));
         metadata.0.insert("decision".into(), json!(word));
         metadata
             .0
             .insert("review_sha256".into(), json!(review.receipt_sha256));
-        metadata.0.insert(
-            "reviewed_at".into(),
-            json!(review.reviewed_at),
-        );
+        metadata
+            .0
+            .insert("reviewed_at".into(), json!(review.reviewed_at));
         metadata.0.insert(
             "expires_at".into(),
             serde_json::to_value(review.expires_at).unwrap_or(Value::Null),
@@ -260,14 +261,15 @@ impl Host {
         record: &ApprovalRecord,
         review: &crate::run::approvals::SignedReview,
     ) -> ReceiptDraft {
-        let expires = review
-            .expires_at
-            .map(|t| t.to_string())
-            .unwrap_or_default();
+        let expires = review.expires_at.map(|t| t.to_string()).unwrap_or_default();
         let mut metadata = Object::new();
         metadata.0.insert("approval".into(), json!(record.id));
-        metadata.0.insert("run_id".into(), json!(self.inputs.run_id));
-        metadata.0.insert("action_id".into(), json!(record.action.id));
+        metadata
+            .0
+            .insert("run_id".into(), json!(self.inputs.run_id));
+        metadata
+            .0
+            .insert("action_id".into(), json!(record.action.id));
         metadata.0.insert("expires_at".into(), json!(expires));
         ReceiptDraft {
             task_id: self.inputs.task.id.clone(),

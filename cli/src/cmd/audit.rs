@@ -619,10 +619,15 @@ fn run_html(h: &mut String, report: &Audit, run: &RunAudit) {
             v.checkpoints
         ),
         Some(f) => format!(
-            "<span class=\"invalid\">INVALID</span> at line {}: {}: {} — only the receipts before it are listed",
+            "<span class=\"invalid\">INVALID</span> at line {}: {}: {} — {}",
             f.line,
             esc(&f.what),
-            esc(&f.why)
+            esc(&f.why),
+            if BOUND_CHECKS.contains(&f.what.as_str()) {
+                "every signature verified; all receipts are listed"
+            } else {
+                "only the receipts before it are listed"
+            }
         ),
     };
     let _ = write!(

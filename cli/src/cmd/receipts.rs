@@ -100,6 +100,24 @@ fn unbound(journal: &Path, ring: &KeyRing) -> Option<Unbound> {
         return None;
     }
     let home = craik_host::run::store::Home::new(runs.parent()?);
+    // First pass: the content each memory proposal was signed with when proposed (a step
+    // re-asked after a crash may have signed it twice).
+    let mut proposed: std::collections::BTreeMap<String, Vec<String>> =
+        std::collections::BTreeMap::new();
+    let file = std::fs::File::open(journal).ok()?;
+    for line in std::io::BufReader::new(file)
+        .split(b'\n')
+        .map_while(Result::ok)
+    {
+        for (_, decoded) in decode_all(&line) {
+            if let Decoded::Receipt(r) = decoded
+                && let Some(id) = r.action.as_deref().filter(|a| a.starts_with("memprop_"))
+            {
+                let found = craik_host::run::memory::proposed_contents([&*r], id);
+                proposed.entry(id.to_owned()).or_default().extend(found);
+            }
+        }
+    }
     let file = std::fs::File::open(journal).ok()?;
     for (index, line) in std::io::BufReader::new(file)
         .split(b'\n')
@@ -111,7 +129,9 @@ fn unbound(journal: &Path, ring: &KeyRing) -> Option<Unbound> {
             let Decoded::Receipt(r) = decoded else {
                 continue;
             };
-            if let Some((what, why)) = receipt_unbound(&r, &home, run_dir, &run_id, ring) {
+            if let Some((what, why)) =
+                receipt_unbound(&r, (&home, run_dir, &run_id), ring, &proposed)
+            {
                 return Some((line_no, what, format!("seq {}: {why}", r.seq)));
             }
         }
@@ -122,10 +142,9 @@ fn unbound(journal: &Path, ring: &KeyRing) -> Option<Unbound> {
 /// What one verified receipt of run `run_id` binds that does not hold (see [`unbound`]).
 fn receipt_unbound(
     r: &ReceiptPayload,
-    home: &craik_host::run::store::Home,
-    run_dir: &Path,
-    run_id: &str,
+    (home, run_dir, run_id): (&craik_host::run::store::Home, &Path, &str),
     ring: &KeyRing,
+    proposed: &std::collections::BTreeMap<String, Vec<String>>,
 ) -> Option<(&'static str, String)> {
     use craik_host::run::driver::{APPROVAL_REVIEW, RUN_INPUTS};
     if r.seq == 0 && r.capability == RUN_INPUTS {
@@ -153,8 +172,13 @@ fn receipt_unbound(
         return match std::fs::read(&path) {
             Ok(bytes) => {
                 match craik_contracts::decode_single::<craik_contracts::MemoryProposal>(&bytes) {
-                    Ok(m) => craik_host::run::memory::memory_tampered(home, ring, &m)
-                        .map(|why| ("memory", why)),
+                    Ok(m) => craik_host::run::memory::memory_tampered_given(
+                        home,
+                        ring,
+                        &m,
+                        proposed.get(id).map_or(&[][..], Vec::as_slice),
+                    )
+                    .map(|why| ("memory", why)),
                     Err(_) => Some((
                         "memory",
                         format!("memory/{id}.json: not a craik.memory_proposal any more"),

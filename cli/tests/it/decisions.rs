@@ -209,6 +209,42 @@ fn issue_20_memory_reviews_bind_proposal_run_and_content() {
     let list: Value = json_out(h, &["memory", "list"]);
     let memprop = list[0]["id"].as_str().unwrap().to_owned();
     assert_eq!(list[0]["tampered"], false);
+    // The run signed the proposal's content when it proposed it: an edit before any review
+    // is TAMPERED, and no reviewer can sign it.
+    let path = h.join("memory").join(format!("{memprop}.json"));
+    let proposed = std::fs::read_to_string(&path).unwrap();
+    let mut forged: Value = serde_json::from_str(&proposed).unwrap();
+    forged["fact"]["value"] = json!("forged before review");
+    std::fs::write(&path, serde_json::to_string_pretty(&forged).unwrap()).unwrap();
+    let shown: Value = json_out(h, &["memory", "show", &memprop]);
+    assert_eq!(shown["tampered"], true);
+    assert!(
+        shown["tampered_because"]
+            .as_str()
+            .unwrap()
+            .contains("not what the run signed when it proposed it"),
+        "{shown}"
+    );
+    let refused = craik()
+        .args([
+            "memory",
+            "approve",
+            &memprop,
+            "--by",
+            "user:alice",
+            "--reason",
+            "looks right",
+            "--home",
+        ])
+        .arg(h)
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(3), "{}", transcript(&refused));
+    assert!(!h.join("reviews").exists(), "nothing signed");
+    let bad = verify_home(h, &[]);
+    assert_eq!(bad.status.code(), Some(1), "{}", transcript(&bad));
+    assert!(text(&bad).contains(&format!("memory/{memprop}.json: its content")));
+    std::fs::write(&path, &proposed).unwrap();
     let rejected = craik()
         .args([
             "memory",
@@ -257,7 +293,6 @@ fn issue_20_memory_reviews_bind_proposal_run_and_content() {
 
     // Rejected → approved by editing the file: TAMPERED in list and show, verify and audit fail
     // at the line of the run's memory.propose receipt, naming the file and the field.
-    let path = h.join("memory").join(format!("{memprop}.json"));
     let original = std::fs::read_to_string(&path).unwrap();
     let line = line_of(h, &id, "memory.propose");
     let mut edits: Vec<(&str, Edit)> = vec![
@@ -404,5 +439,47 @@ fn issue_20_a_granted_then_expired_approval_is_signed_as_both() {
         "{all:?}"
     );
     let ok = verify_home(h, &["--allow-open"]);
+    assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
+}
+
+/// A live run is cancelled through `runs/<id>/cancel` (what `craik runs cancel` writes while
+/// another process drives the run): the driver signs who asked and why before it stops.
+#[test]
+fn issue_20_the_driver_signs_a_requested_cancellation() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let (_, id, _) = run_example(h, &example("approval"), &[]);
+    let approval = pending_approval(h);
+    let granted = crate::runs::approve(h, &approval, "user:alice");
+    assert_eq!(granted.status.code(), Some(0), "{}", transcript(&granted));
+    std::fs::write(
+        h.join("runs").join(&id).join("cancel"),
+        "{\"by\":\"user:erin\",\"reason\":\"stop before the write\"}\n",
+    )
+    .unwrap();
+    let resumed = crate::runs::resume(h, &id);
+    assert_eq!(resumed.status.code(), Some(1), "{}", transcript(&resumed));
+    let run = run_json(h, &id);
+    assert_eq!(run["status"], "interrupted");
+    assert_eq!(
+        run["stop_reason"],
+        "cancelled by user:erin: stop before the write"
+    );
+    let all = receipts(h, &id);
+    let cancel = all
+        .iter()
+        .find(|r| r["capability"] == "run.cancel")
+        .expect("a run.cancel receipt");
+    assert_eq!(
+        cancel["decided_by"],
+        json!({"kind": "operator", "by": "user:erin"})
+    );
+    // Nothing was written: the cancellation came before the next decision.
+    assert!(
+        all.iter()
+            .all(|r| r["capability"] != "repo.write.docs" || r["decision"] != "allow"),
+        "{all:?}"
+    );
+    let ok = verify_home(h, &[]);
     assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
 }

@@ -119,6 +119,10 @@ pub fn decide_memory(
                 Vec::new(),
             )
         })?;
+    // Only what the run proposed is reviewed: a file edited since is refused, naming why.
+    if let Some(why) = memory_tampered(home, &ring, &m) {
+        return Err(Error::invalid(format!("{why}; not signed"), Vec::new()));
+    }
     let content =
         content_digest(&m).map_err(|e| Error::invalid(format!("{id}: {e}"), Vec::new()))?;
     let request_hash = memory_request_hash(id, &run_id, &content).map_err(Error::internal)?;
@@ -257,11 +261,68 @@ pub fn signed_memory_review(
     }))
 }
 
-/// Why proposal `m`'s file disagrees with its signed review (verified with `ring`), naming
-/// the file and field; `None` when it agrees (or is pending with no review). Its status,
-/// reviewer, run and content must be what the review signed.
+/// The content hashes its run signed when it proposed `id` (`content_sha256` of its allowed
+/// `memory.propose` receipts), from `receipts` (a run's verified receipts).
+pub fn proposed_contents<'a>(
+    receipts: impl IntoIterator<Item = &'a craik_kernel::ReceiptPayload>,
+    id: &str,
+) -> Vec<String> {
+    receipts
+        .into_iter()
+        .filter(|r| r.capability == "memory.propose" && r.action.as_deref() == Some(id))
+        .filter_map(|r| {
+            r.result
+                .metadata
+                .0
+                .get("content_sha256")?
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
+/// Why proposal `m`'s file disagrees with what is signed about it, naming the file and field:
+/// the content its run signed when it proposed it (read from the run's verified journal), then
+/// its review (see [`memory_tampered_given`]). `None` when it agrees.
 pub fn memory_tampered(home: &Home, ring: &KeyRing, m: &MemoryProposal) -> Option<String> {
+    let signed = match m.run_id.as_deref() {
+        Some(run) => match home
+            .run_dir(run)
+            .map_err(|e| e.to_string())
+            .and_then(|dir| crate::run::signed::verified_receipts(&dir, ring))
+        {
+            Ok(receipts) => proposed_contents(&receipts, &m.id),
+            Err(why) => return Some(format!("memory/{}.json: its run: {why}", m.id)),
+        },
+        None => Vec::new(),
+    };
+    memory_tampered_given(home, ring, m, &signed)
+}
+
+/// Why proposal `m`'s file disagrees with what is signed about it, given the content hashes
+/// its run signed when proposing it (`signed`; empty for a journal from before they were
+/// signed): its content must be one of them, and its status, reviewer, run and content must
+/// be what its review (verified with `ring`) signed. `None` when it agrees (or is pending with
+/// no review).
+pub fn memory_tampered_given(
+    home: &Home,
+    ring: &KeyRing,
+    m: &MemoryProposal,
+    signed: &[String],
+) -> Option<String> {
     let file = format!("memory/{}.json", m.id);
+    if !signed.is_empty() {
+        match content_digest(m) {
+            Ok(c) if signed.contains(&c) => {}
+            Ok(c) => {
+                return Some(format!(
+                    "{file}: its content ({c}: fact, evidence, operation, ...) is not what the run signed when it proposed it ({})",
+                    signed.join(", ")
+                ));
+            }
+            Err(e) => return Some(format!("{file}: {e}")),
+        }
+    }
     let review = match signed_memory_review(home, ring, &m.id) {
         Err(why) => return Some(why),
         Ok(r) => r,

@@ -880,7 +880,7 @@ pub(crate) fn resume(
 
 /// The operator acting on a run: a `user:NAME` who is not its runner.
 fn operator(host: &Host, by: &str) -> Result<(), Failure> {
-    craik_host::run::approvals::reviewer(by, &host.machine().run().runner_id)?;
+    craik_host::run::approvals::reviewer(by, &host.runner_id())?;
     Ok(())
 }
 

@@ -76,6 +76,26 @@ fn issue_20_a_denial_a_resume_and_a_cancellation_are_signed_receipts_of_the_run(
         .output()
         .unwrap();
     assert_eq!(nameless.status.code(), Some(2), "{}", transcript(&nameless));
+    // ... and never the runner.
+    let runner = craik()
+        .args([
+            "runs",
+            "resume",
+            &id,
+            "--by",
+            "user:runner_fixture",
+            "--home",
+        ])
+        .arg(h)
+        .output()
+        .unwrap();
+    assert_eq!(runner.status.code(), Some(2), "{}", transcript(&runner));
+    assert_eq!(run_json(h, &id)["status"], "blocked");
+    assert!(
+        receipts(h, &id)
+            .iter()
+            .all(|r| r["capability"] != "run.resume")
+    );
     let resumed = craik()
         .args(["runs", "resume", &id, "--by", "user:bob", "--home"])
         .arg(h)

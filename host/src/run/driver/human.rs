@@ -82,6 +82,11 @@ fn signable(reason: &str) -> String {
 }
 
 impl Host {
+    /// The runner's id (from its capability matrix): no operator may be it.
+    pub fn runner_id(&self) -> String {
+        self.runner_ref().id
+    }
+
     /// Signs an operator's act on the run into its journal; `None` when the journal is
     /// already closed (the run had ended: there is nothing left to act on).
     pub fn operator_receipt(

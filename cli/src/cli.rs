@@ -666,21 +666,39 @@ pub(crate) enum RunsCommand {
         #[command(flatten)]
         home: HomeArg,
     },
-    /// Stop a run: a live one before its next step, a parked one at once (interrupted).
+    /// Stop a run: a live one before its next step, a parked one at once (interrupted); who
+    /// and why are signed into the run's journal (`run.cancel`).
     Cancel {
         run: String,
+        /// Who cancels, `user:NAME` (asserted, not authenticated); default: craik.toml's
+        /// `operator`, else required.
+        #[arg(long, value_name = "user:NAME")]
+        by: Option<String>,
+        /// Why.
+        #[arg(long, value_name = "TEXT", default_value = "cancelled by the operator")]
+        reason: String,
         #[command(flatten)]
         home: HomeArg,
     },
     /// Repair and classify what a crash left (torn lines, uncertain actions); continue nothing.
+    /// Who recovered it is signed into the run's journal (`run.recover`) while it is open.
     Recover {
         run: String,
+        /// Who recovers, `user:NAME` (asserted, not authenticated); default: craik.toml's
+        /// `operator`, else required.
+        #[arg(long, value_name = "user:NAME")]
+        by: Option<String>,
         #[command(flatten)]
         home: HomeArg,
     },
-    /// Recover if needed, then continue a parked or stopped run.
+    /// Recover if needed, then continue a parked or stopped run; who resumed it is signed
+    /// into the run's journal (`run.resume`).
     Resume {
         run: String,
+        /// Who resumes, `user:NAME` (asserted, not authenticated); default: craik.toml's
+        /// `operator`, else required.
+        #[arg(long, value_name = "user:NAME")]
+        by: Option<String>,
         #[command(flatten)]
         home: HomeArg,
     },

@@ -330,15 +330,32 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         Command::Runs(RunsCommand::Show { run, home }) => {
             cmd::runs::show(out, cli.format, &existing_home(&home.home)?, run)
         }
-        Command::Runs(RunsCommand::Cancel { run, home }) => {
-            cmd::runs::cancel(out, cli.format, &existing_home(&home.home)?, run)
-        }
-        Command::Runs(RunsCommand::Recover { run, home }) => {
-            cmd::runs::recover(out, cli.format, &existing_home(&home.home)?, run)
-        }
-        Command::Runs(RunsCommand::Resume { run, home }) => {
-            cmd::runs::resume(out, cli.format, &existing_home(&home.home)?, run)
-        }
+        Command::Runs(RunsCommand::Cancel {
+            run,
+            by,
+            reason,
+            home,
+        }) => cmd::runs::cancel(
+            out,
+            cli.format,
+            &existing_home(&home.home)?,
+            run,
+            (&reviewer(by.as_deref())?, reason),
+        ),
+        Command::Runs(RunsCommand::Recover { run, by, home }) => cmd::runs::recover(
+            out,
+            cli.format,
+            &existing_home(&home.home)?,
+            run,
+            &reviewer(by.as_deref())?,
+        ),
+        Command::Runs(RunsCommand::Resume { run, by, home }) => cmd::runs::resume(
+            out,
+            cli.format,
+            &existing_home(&home.home)?,
+            run,
+            &reviewer(by.as_deref())?,
+        ),
         Command::Handoff(HandoffCommand::Show { run, home }) => {
             cmd::runs::handoff(out, cli.format, &existing_home(&home.home)?, run)
         }

@@ -167,6 +167,7 @@ def receipt(body, payload, state):
     kind, by = body["decided_by"]["kind"], body["decided_by"]["by"]
     ok = {
         "approval": by.startswith("user:"),
+        "operator": by.startswith("user:"),
         "default": by == "" and body["decision"] == "deny" and not body["determining_policies"],
         "policy": by == "", "kernel": by == "", "outcome": by == "",
     }.get(kind, False)

@@ -80,6 +80,9 @@ struct ApprovalAudit {
     approver: String,
     /// False when no verified review journal names this run, request and approver.
     verified: bool,
+    /// The review denied the approval (an `approval.review` receipt of a denial).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    denied: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -177,6 +180,9 @@ fn home_of(journal: &Path) -> Option<Home> {
     Some(Home::new(runs.parent()?))
 }
 
+/// What [`receipts::checked`] reports about what signed receipts bind (not the chain).
+const BOUND_CHECKS: [&str; 4] = ["approval", "inputs", "memory", "not closed"];
+
 fn audit_run(
     journal: &Path,
     ring: &KeyRing,
@@ -198,9 +204,11 @@ fn audit_run(
         &mut |_, _| {},
     );
     let report = receipts::checked(journal, report, ring, expect);
-    // Lines before the first failing line verified; a failure with no line (an approval
-    // without its review, an unclosed journal) leaves every line signed.
+    // Lines before the first failing line verified. A failure of what the receipts bind (an
+    // approval without its review, an edited inputs.json or memory file, an unclosed journal)
+    // leaves every line signed: all are shown, the one concerned marked by its line.
     let last_good = match &report.failure {
+        Some(f) if BOUND_CHECKS.contains(&f.what.as_str()) => usize::MAX,
         Some(f) if f.line > 0 => f.line - 1,
         _ => usize::MAX,
     };
@@ -269,21 +277,35 @@ fn approval_of(
     ring: &KeyRing,
     run_id: Option<&str>,
 ) -> ApprovalAudit {
-    let (approver, id) = receipt
-        .decided_by
-        .by
-        .rsplit_once(" via ")
-        .map_or((receipt.decided_by.by.as_str(), ""), |(a, i)| (a, i));
+    // A review the run picked up (`approval.review`) names its approval as its action.
+    let review_receipt = receipt.capability == craik_host::run::driver::APPROVAL_REVIEW;
+    let (approver, id) = if review_receipt {
+        (
+            receipt.decided_by.by.as_str(),
+            receipt.action.as_deref().unwrap_or_default(),
+        )
+    } else {
+        receipt
+            .decided_by
+            .by
+            .rsplit_once(" via ")
+            .map_or((receipt.decided_by.by.as_str(), ""), |(a, i)| (a, i))
+    };
     let mut audit = ApprovalAudit {
         id: id.to_owned(),
         approver: approver.to_owned(),
         verified: false,
+        denied: review_receipt && receipt.decision != craik_kernel::Decision::Allow,
         reason: None,
         reviewed_at: None,
         expires_at: None,
         problem: None,
     };
     let review = match (home, run_id) {
+        (Some(home), Some(run)) if !id.is_empty() && review_receipt => {
+            craik_host::run::approvals::decided_review(home, ring, id, run)
+                .filter(|r| r.approved == (receipt.decision == craik_kernel::Decision::Allow))
+        }
         (Some(home), Some(run)) if !id.is_empty() => {
             craik_host::run::approvals::signed_review(home, ring, id, run)
         }
@@ -344,13 +366,15 @@ fn decided_by(r: &ReceiptPayload) -> String {
         DecidedByKind::Default => "default (no policy permitted it)".to_owned(),
         DecidedByKind::Kernel => "the kernel".to_owned(),
         DecidedByKind::Outcome => "outcome".to_owned(),
+        DecidedByKind::Operator => format!("operator {}", r.decided_by.by),
     }
 }
 
 fn approval_line(a: &ApprovalAudit) -> String {
     if a.verified {
         format!(
-            "approved by {} via {}: \"{}\" (signed review {}, expires {})",
+            "{} by {} via {}: \"{}\" (signed review {}, expires {})",
+            if a.denied { "denied" } else { "approved" },
             a.approver,
             a.id,
             a.reason.as_deref().unwrap_or_default(),
@@ -385,6 +409,10 @@ fn human(out: &mut Out, report: &Audit) -> Result<(), Failure> {
                 v.receipts,
                 v.checkpoints,
                 report.trusted_keys.join(", ")
+            ))?,
+            Some(f) if BOUND_CHECKS.contains(&f.what.as_str()) => out.line(format_args!(
+                "  journal     INVALID at line {}: {}: {} — every signature verified; all {} receipt(s) are shown",
+                f.line, f.what, f.why, run.timeline.len()
             ))?,
             Some(f) => out.line(format_args!(
                 "  journal     INVALID at line {}: {}: {} — only the {} receipt(s) before it are shown",
@@ -591,10 +619,15 @@ fn run_html(h: &mut String, report: &Audit, run: &RunAudit) {
             v.checkpoints
         ),
         Some(f) => format!(
-            "<span class=\"invalid\">INVALID</span> at line {}: {}: {} — only the receipts before it are listed",
+            "<span class=\"invalid\">INVALID</span> at line {}: {}: {} — {}",
             f.line,
             esc(&f.what),
-            esc(&f.why)
+            esc(&f.why),
+            if BOUND_CHECKS.contains(&f.what.as_str()) {
+                "every signature verified; all receipts are listed"
+            } else {
+                "only the receipts before it are listed"
+            }
         ),
     };
     let _ = write!(

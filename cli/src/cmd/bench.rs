@@ -767,6 +767,7 @@ fn governed_run(
         budget_secs: None,
         shadow: false,
         started_at: craik_contracts::Timestamp::new(started),
+        started_by: None,
     };
     let dir = RunDir::create(&home, "run_bench").map_err(io_at(&home.runs()))?;
     let setup = Setup {

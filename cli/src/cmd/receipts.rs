@@ -80,11 +80,18 @@ struct Verified {
     report: Report,
 }
 
-/// For a run's journal (`<home>/runs/<run>/receipts.jsonl`): the first receipt decided by an
-/// approval whose review journal (`<home>/reviews/<approval>/`) does not verify under `ring` or
-/// does not name this run, this request and this approver. Read line by line, so memory stays
-/// flat.
-fn unreviewed_approval(journal: &Path, ring: &KeyRing) -> Option<String> {
+/// A check on what a journal binds that failed: the journal line of the receipt concerned,
+/// what, and why.
+type Unbound = (usize, &'static str, String);
+
+/// For a run's journal (`<home>/runs/<run>/receipts.jsonl`), what its receipts bind that
+/// does not hold, at the line of the receipt concerned: `inputs.json` is not what the
+/// `run.inputs` receipt signs (naming the field); a receipt decided by an approval whose
+/// review journal (`<home>/reviews/<approval>/`) does not verify under `ring` or does not
+/// name this run, this request and this approver; an `approval.review` receipt its review
+/// journal does not back (decision, reviewer, request, review hash); a memory proposal the run
+/// made whose file disagrees with its signed review. Read line by line, so memory stays flat.
+fn unbound(journal: &Path, ring: &KeyRing) -> Option<Unbound> {
     use std::io::BufRead;
     let run_dir = journal.parent()?;
     let run_id = run_dir.file_name()?.to_str()?.to_owned();
@@ -93,40 +100,154 @@ fn unreviewed_approval(journal: &Path, ring: &KeyRing) -> Option<String> {
         return None;
     }
     let home = craik_host::run::store::Home::new(runs.parent()?);
+    // First pass: the content each memory proposal was signed with when proposed (a step
+    // re-asked after a crash may have signed it twice).
+    let mut proposed: std::collections::BTreeMap<String, Vec<String>> =
+        std::collections::BTreeMap::new();
     let file = std::fs::File::open(journal).ok()?;
     for line in std::io::BufReader::new(file)
         .split(b'\n')
         .map_while(Result::ok)
     {
         for (_, decoded) in decode_all(&line) {
+            if let Decoded::Receipt(r) = decoded
+                && let Some(id) = r.action.as_deref().filter(|a| a.starts_with("memprop_"))
+            {
+                let found = craik_host::run::memory::proposed_contents([&*r], id);
+                proposed.entry(id.to_owned()).or_default().extend(found);
+            }
+        }
+    }
+    let file = std::fs::File::open(journal).ok()?;
+    for (index, line) in std::io::BufReader::new(file)
+        .split(b'\n')
+        .map_while(Result::ok)
+        .enumerate()
+    {
+        let line_no = index + 1;
+        for (_, decoded) in decode_all(&line) {
             let Decoded::Receipt(r) = decoded else {
                 continue;
             };
-            if r.decided_by.kind != craik_kernel::DecidedByKind::Approval {
-                continue;
-            }
-            let Some((approver, id)) = r.decided_by.by.rsplit_once(" via ") else {
-                return Some(format!("seq {}: approval receipt names no approval", r.seq));
-            };
-            match craik_host::run::approvals::signed_review(&home, ring, id, &run_id) {
-                Some(review)
-                    if review.approved_by == approver && review.request_hash == r.request_hash => {}
-                Some(_) => {
-                    return Some(format!(
-                        "seq {}: approval {id}'s review journal names another approver or request",
-                        r.seq
-                    ));
-                }
-                None => {
-                    return Some(format!(
-                        "seq {}: approval {id} has no verified review journal (reviews/{id}/) naming this run",
-                        r.seq
-                    ));
-                }
+            if let Some((what, why)) =
+                receipt_unbound(&r, (&home, run_dir, &run_id), ring, &proposed)
+            {
+                return Some((line_no, what, format!("seq {}: {why}", r.seq)));
             }
         }
     }
     None
+}
+
+/// What one verified receipt of run `run_id` binds that does not hold (see [`unbound`]).
+fn receipt_unbound(
+    r: &ReceiptPayload,
+    (home, run_dir, run_id): (&craik_host::run::store::Home, &Path, &str),
+    ring: &KeyRing,
+    proposed: &std::collections::BTreeMap<String, Vec<String>>,
+) -> Option<(&'static str, String)> {
+    use craik_host::run::driver::{APPROVAL_REVIEW, RUN_INPUTS};
+    if r.seq == 0 && r.capability == RUN_INPUTS {
+        let inputs = run_dir.join(craik_host::run::store::INPUTS);
+        return match std::fs::read(&inputs) {
+            Ok(bytes) => {
+                craik_host::run::signed::inputs_mismatch(&bytes, r).map(|why| ("inputs", why))
+            }
+            Err(e) => Some((
+                "inputs",
+                format!(
+                    "{}: {e}; the run.inputs receipt signs {}",
+                    craik_host::run::store::INPUTS,
+                    r.request_hash
+                ),
+            )),
+        };
+    }
+    if r.capability == "memory.propose" && r.decision == craik_kernel::Decision::Allow {
+        let id = r.action.as_deref()?;
+        if !id.starts_with("memprop_") || craik_contracts::id_problem(id).is_some() {
+            return None;
+        }
+        let path = home.memory().join(format!("{id}.json"));
+        return match std::fs::read(&path) {
+            Ok(bytes) => {
+                match craik_contracts::decode_single::<craik_contracts::MemoryProposal>(&bytes) {
+                    Ok(m) => craik_host::run::memory::memory_tampered_given(
+                        home,
+                        ring,
+                        &m,
+                        proposed.get(id).map_or(&[][..], Vec::as_slice),
+                    )
+                    .map(|why| ("memory", why)),
+                    Err(_) => Some((
+                        "memory",
+                        format!("memory/{id}.json: not a craik.memory_proposal any more"),
+                    )),
+                }
+            }
+            // Never written (redaction withheld it), or removed: only a signed review of it
+            // makes its absence a finding.
+            Err(_) => match craik_host::run::memory::signed_memory_review(home, ring, id) {
+                Ok(None) => None,
+                Ok(Some(_)) => Some((
+                    "memory",
+                    format!("memory/{id}.json: missing, but a signed review decided it"),
+                )),
+                Err(why) => Some(("memory", why)),
+            },
+        };
+    }
+    if r.decided_by.kind != craik_kernel::DecidedByKind::Approval {
+        return None;
+    }
+    if r.capability == APPROVAL_REVIEW {
+        let id = r.action.as_deref().unwrap_or_default();
+        let want = r.decision == craik_kernel::Decision::Allow;
+        let signed_hash = r
+            .result
+            .metadata
+            .0
+            .get("review_sha256")
+            .and_then(serde_json::Value::as_str);
+        return match craik_host::run::approvals::decided_review(home, ring, id, run_id) {
+            Some(review)
+                if review.approved == want
+                    && review.approved_by == r.decided_by.by
+                    && review.request_hash == r.request_hash
+                    && Some(review.receipt_sha256.as_str()) == signed_hash =>
+            {
+                None
+            }
+            Some(_) => Some((
+                "approval",
+                format!(
+                    "approval {id}'s review journal does not say what the run signed (decision, reviewer, request or review hash)"
+                ),
+            )),
+            None => Some((
+                "approval",
+                format!(
+                    "approval {id} has no verified review journal (reviews/{id}/) naming this run"
+                ),
+            )),
+        };
+    }
+    let Some((approver, id)) = r.decided_by.by.rsplit_once(" via ") else {
+        return Some(("approval", "approval receipt names no approval".into()));
+    };
+    match craik_host::run::approvals::signed_review(home, ring, id, run_id) {
+        Some(review) if review.approved_by == approver && review.request_hash == r.request_hash => {
+            None
+        }
+        Some(_) => Some((
+            "approval",
+            format!("approval {id}'s review journal names another approver or request"),
+        )),
+        None => Some((
+            "approval",
+            format!("approval {id} has no verified review journal (reviews/{id}/) naming this run"),
+        )),
+    }
 }
 
 /// The public key of `home`, else of the nearest Craik home above `path` (a directory
@@ -206,7 +327,10 @@ pub(crate) fn checked(
     if report.failure.is_none() && !report.closed && !run_not_ended(path) {
         report.failure = Some(fail(
             "not closed",
-            0,
+            // After the last line: where the closing checkpoint should be.
+            usize::try_from(report.receipts.saturating_add(report.checkpoints))
+                .unwrap_or(usize::MAX)
+                .saturating_add(1),
             "journal not closed, and its run's state does not say it is parked or running (truncated?); --allow-open accepts only those".into(),
         ));
     }
@@ -227,9 +351,9 @@ pub(crate) fn checked(
         ));
     }
     if report.failure.is_none()
-        && let Some(why) = unreviewed_approval(path, ring)
+        && let Some((line, what, why)) = unbound(path, ring)
     {
-        report.failure = Some(fail("approval", 0, why));
+        report.failure = Some(fail(what, line, why));
     }
     if report.failure.is_none()
         && let Some(want) = &expect.grants

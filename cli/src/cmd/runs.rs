@@ -20,7 +20,7 @@ use crate::output::{Format, Out};
 use crate::prompt::{Answer, Prompter};
 use craik_host::launch::build_runner;
 use craik_host::run::approvals::{ApprovalRecord, ApprovalStatus, all_approvals, find_approval};
-use craik_host::run::driver::{Host, Setup, Tally};
+use craik_host::run::driver::{Host, OperatorAct, Setup, Tally};
 use craik_host::run::locked::LockedRun;
 use craik_host::run::memory::proposals;
 use craik_host::run::store::{HANDOFF, Home, RUN, RunDir, RunStore, RunStoreExt};
@@ -496,6 +496,7 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         budget_secs: args.budget_secs,
         shadow: args.shadow,
         started_at: Timestamp::new(started),
+        started_by: args.approver.map(str::to_owned),
     };
     let keys = setup.keys.clone();
     let mut host = Host::start(LockedRun::create(home, dir, inputs)?, setup)?;
@@ -616,7 +617,7 @@ fn attended(
         // Should another process have taken the run on (`approvals approve --resume`,
         // `runs resume`), wait for it to let go, then show where the run stands.
         wait_for_lock(out, home, run_id)?;
-        let (host, keys) = continue_run(out, home, run_id)?;
+        let (host, keys) = continue_run(out, home, run_id, by)?;
         if !host.is_final() && awaiting_approval(host.machine().run()).is_some() {
             drop(host);
             continue;
@@ -689,6 +690,7 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
         if let crate::cmd::receipts::Decoded::Receipt(r) = line
             && r.decided_by.kind != DecidedByKind::Outcome
             && r.capability != craik_host::run::driver::RUN_INPUTS
+            && !craik_host::run::driver::is_human_decision(&r.capability)
         {
             match r.decision {
                 Decision::Allow => tally.allow += 1,
@@ -845,9 +847,13 @@ pub(crate) fn recover(
     format: Format,
     home: &Path,
     run_id: &str,
+    by: &str,
 ) -> Result<Exit, Failure> {
     let (mut host, keys) = open_locked(home, run_id, out)?;
+    operator(&host, by)?;
     let found = host.settle()?;
+    // Who recovered it, signed while the journal is open (a run that ended has nothing left).
+    host.operator_receipt(OperatorAct::Recover, by, "recovered by the operator")?;
     if format == Format::Human {
         if found.is_empty() {
             out.line(format_args!("{run_id}: nothing to recover"))?;
@@ -866,15 +872,29 @@ pub(crate) fn resume(
     format: Format,
     home: &Path,
     run_id: &str,
+    by: &str,
 ) -> Result<Exit, Failure> {
-    let (host, keys) = continue_run(out, home, run_id)?;
+    let (host, keys) = continue_run(out, home, run_id, by)?;
     summary(out, format, &host, &keys)
 }
 
+/// The operator acting on a run: a `user:NAME` who is not its runner.
+fn operator(host: &Host, by: &str) -> Result<(), Failure> {
+    craik_host::run::approvals::reviewer(by, &host.runner_id())?;
+    Ok(())
+}
+
 /// Recovers run `run_id`, then continues it with its decided approvals as facts (what
-/// `craik runs resume` and an attended run do after a decision).
-fn continue_run(out: &mut Out, home: &Path, run_id: &str) -> Result<(Host, KeyRing), Failure> {
+/// `craik runs resume` and an attended run do after a decision); operator `by`'s resume is
+/// signed into the run's journal first.
+fn continue_run(
+    out: &mut Out,
+    home: &Path,
+    run_id: &str,
+    by: &str,
+) -> Result<(Host, KeyRing), Failure> {
     let (mut host, keys) = open_locked(home, run_id, out)?;
+    operator(&host, by)?;
     let ended = host.is_final();
     let found = host.settle()?;
     if ended {
@@ -883,6 +903,7 @@ fn continue_run(out: &mut Out, home: &Path, run_id: &str) -> Result<(Host, KeyRi
             host.machine().run().status.as_str()
         ))?;
     } else if !host.is_final() {
+        host.operator_receipt(OperatorAct::Resume, by, "resumed by the operator")?;
         host.reopen()?;
         drive(out, &mut host)?;
     }
@@ -896,10 +917,20 @@ pub(crate) fn cancel(
     format: Format,
     home: &Path,
     run_id: &str,
+    (by, reason): (&str, &str),
 ) -> Result<Exit, Failure> {
     let dir = Home::new(home).run_dir(run_id)?;
+    craik_host::run::approvals::reviewer(by, "")?;
+    if reason.trim().is_empty() {
+        return Err(Failure::usage("--reason: must not be empty"));
+    }
     if let Some(pid) = dir.locked_by_live() {
-        dir.request_cancel()
+        // The live driver signs who asked and why into the run's journal before it stops.
+        let request = craik_host::run::store::CancelRequest {
+            by: by.to_owned(),
+            reason: reason.to_owned(),
+        };
+        dir.request_cancel(&request)
             .map_err(|e| Failure::usage(format!("{}: {e}", dir.path.display())))?;
         out.line(format_args!(
             "{run_id}: cancellation requested; process {pid} stops before its next step"
@@ -908,12 +939,10 @@ pub(crate) fn cancel(
     }
     drop(dir);
     let (mut host, keys) = open_locked(home, run_id, out)?;
+    operator(&host, by)?;
     host.settle()?;
     if !host.is_final() {
-        host.halt(
-            craik_contracts::TaskRunStatus::Interrupted,
-            "cancelled by the operator".into(),
-        )?;
+        host.cancel(by, reason)?;
     }
     summary(out, format, &host, &keys).map(|_| Exit::Ok)
 }
@@ -1379,7 +1408,7 @@ pub(crate) fn approvals_decide(
     };
     if args.resume {
         // With --format json the run's summary is the output (the decisions are in it).
-        return resume(out, format, home, &run_id);
+        return resume(out, format, home, &run_id, args.by);
     }
     match format {
         Format::Human => out.line(format_args!("next: craik runs resume {run_id}"))?,
@@ -1388,49 +1417,102 @@ pub(crate) fn approvals_decide(
     Ok(Exit::Ok)
 }
 
+/// A memory proposal as JSON, with whether its file agrees with its signed review
+/// (`tampered: true` and why, when it does not).
+#[derive(Serialize)]
+struct CheckedMemory<'a> {
+    #[serde(flatten)]
+    proposal: &'a craik_contracts::MemoryProposal,
+    tampered: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tampered_because: Option<String>,
+}
+
+/// Every proposal of the home, each with why its file disagrees with its signed review.
+fn checked_proposals(
+    home: &Home,
+    out: &mut Out,
+) -> Result<Vec<(craik_contracts::MemoryProposal, Option<String>)>, Failure> {
+    let list = proposals(home)?;
+    if list.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (_, ring) = keys(home, out, false)?;
+    Ok(list
+        .into_iter()
+        .map(|m| {
+            let why = craik_host::run::memory::memory_tampered(home, &ring, &m);
+            (m, why)
+        })
+        .collect())
+}
+
 /// `craik memory list`.
 pub(crate) fn memory_list(out: &mut Out, format: Format, home: &Path) -> Result<Exit, Failure> {
-    let list = proposals(&Home::new(home))?;
+    let list = checked_proposals(&Home::new(home), out)?;
     match format {
         Format::Human => {
             if list.is_empty() {
                 out.line("no memory proposals")?;
             }
-            for m in &list {
+            for (m, why) in &list {
                 out.line(format_args!(
                     "{}  {:<8} {} {} {} = {} ({} evidence)",
                     m.id,
-                    m.status.as_str(),
+                    if why.is_some() {
+                        "TAMPERED"
+                    } else {
+                        m.status.as_str()
+                    },
                     m.operation.as_str(),
                     m.fact.entity,
                     m.fact.relation,
                     m.fact.value,
                     m.evidence.len()
                 ))?;
+                if let Some(why) = why {
+                    out.line(format_args!("  TAMPERED: {why}"))?;
+                }
             }
         }
-        Format::Json | Format::Junit => out.json(&list)?,
+        Format::Json | Format::Junit => out.json(
+            &list
+                .iter()
+                .map(|(m, why)| CheckedMemory {
+                    proposal: m,
+                    tampered: why.is_some(),
+                    tampered_because: why.clone(),
+                })
+                .collect::<Vec<_>>(),
+        )?,
     }
     Ok(Exit::Ok)
 }
 
-/// `craik memory show ID`.
+/// `craik memory show ID` (JSON, with `tampered`; on a terminal a TAMPERED line on stderr).
 pub(crate) fn memory_show(
     out: &mut Out,
     _format: Format,
     home: &Path,
     id: &str,
 ) -> Result<Exit, Failure> {
-    let m = proposals(&Home::new(home))?
+    let (m, why) = checked_proposals(&Home::new(home), out)?
         .into_iter()
-        .find(|m| m.id == id)
+        .find(|(m, _)| m.id == id)
         .ok_or_else(|| {
             Failure::usage(format!(
                 "memory proposal `{}`: not found",
                 craik_contracts::Truncated(id)
             ))
         })?;
-    out.json(&m)?;
+    if let Some(why) = &why {
+        out.diag(format_args!("craik: TAMPERED: {why}"))?;
+    }
+    out.json(&CheckedMemory {
+        proposal: &m,
+        tampered: why.is_some(),
+        tampered_because: why.clone(),
+    })?;
     Ok(Exit::Ok)
 }
 

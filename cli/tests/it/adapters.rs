@@ -183,7 +183,7 @@ fn craik_run_through_each_shipped_adapter() {
         assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
         resumed = Some(
             craik()
-                .args(["runs", "resume", &id, "--home"])
+                .args(["runs", "resume", &id, "--by", "user:op", "--home"])
                 .arg(h)
                 .output()
                 .unwrap(),

@@ -77,7 +77,10 @@ fn issue_13_audit_explains_a_run_from_its_verified_journal() {
     }
     let approved: Vec<&Value> = timeline
         .iter()
-        .filter(|e| e["receipt"]["decided_by"]["kind"] == "approval")
+        .filter(|e| {
+            e["receipt"]["decided_by"]["kind"] == "approval"
+                && e["receipt"]["capability"] != "approval.review"
+        })
         .collect();
     assert_eq!(approved.len(), 3, "two writes and the test were approved");
     for e in &approved {
@@ -153,13 +156,30 @@ fn issue_13_audit_flags_what_no_signature_backs() {
     let run = &report["runs"][0];
     assert_eq!(run["valid"], false);
     assert_eq!(run["verification"]["failure"]["what"], "approval");
-    let unverified = run["timeline"]
-        .as_array()
+    // Every receipt still shows (their signatures verified); those resting on the moved
+    // review (the run's approval.review receipt of it and the action it unlocked) are
+    // unverified, and only those.
+    let moved = reviews[0]
+        .file_name()
         .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let timeline = run["timeline"].as_array().unwrap();
+    assert_eq!(
+        timeline.len() as u64,
+        run["verification"]["receipts"].as_u64().unwrap()
+    );
+    let unverified: Vec<&Value> = timeline
         .iter()
         .filter(|e| e["approval"]["verified"] == false)
-        .count();
-    assert_eq!(unverified, 1);
+        .collect();
+    assert!(!unverified.is_empty());
+    assert!(
+        unverified
+            .iter()
+            .all(|e| e["approval"]["id"] == moved.as_str()),
+        "{unverified:#?}"
+    );
     std::fs::rename(dir.path().join("moved"), &reviews[0]).unwrap();
 
     // Flip one receipt's payload: the timeline stops before it.

@@ -464,7 +464,7 @@ fn issue_11_one_driver_per_run() {
         }
         let spawn = || {
             std::process::Command::new(assert_cmd::cargo::cargo_bin("craik"))
-                .args(["runs", "resume", &id, "--home"])
+                .args(["runs", "resume", &id, "--by", "user:op", "--home"])
                 .arg(h)
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
@@ -492,7 +492,9 @@ fn issue_11_one_driver_per_run() {
         let rs = receipts(h, &id);
         let by_approval = rs
             .iter()
-            .filter(|r| r["decided_by"]["kind"] == "approval")
+            .filter(|r| {
+                r["decided_by"]["kind"] == "approval" && r["capability"] != "approval.review"
+            })
             .count();
         assert_eq!(
             by_approval, 1,
@@ -604,7 +606,7 @@ fn issue_11_approvals_are_bound_to_their_signed_review() {
     let (_, tid, _) = run_example(t, &example, &[]);
     let pending = pending_approval(t);
     let out = crate::craik()
-        .args(["runs", "cancel", &tid, "--home"])
+        .args(["runs", "cancel", &tid, "--by", "user:op", "--home"])
         .arg(t)
         .output()
         .unwrap();
@@ -675,7 +677,7 @@ fn issue_11_edited_run_inputs_are_refused() {
         let before = receipts(h, &id).len();
         for verb in ["resume", "recover", "cancel"] {
             let out = crate::craik()
-                .args(["runs", verb, &id, "--home"])
+                .args(["runs", verb, &id, "--by", "user:op", "--home"])
                 .arg(h)
                 .output()
                 .unwrap();

@@ -101,7 +101,7 @@ fn kill_9_at_every_durable_write_then_resume() {
         assert_eq!(ids.len(), 1, "point {n}");
         let id = &ids[0];
         let resumed = craik()
-            .args(["runs", "resume", id, "--home"])
+            .args(["runs", "resume", id, "--by", "user:op", "--home"])
             .arg(&home)
             .output()
             .unwrap();
@@ -221,7 +221,7 @@ fn issue_11_a_kill_during_a_read_never_blocks_the_run() {
             .to_string_lossy()
             .into_owned();
         let resumed = craik()
-            .args(["runs", "resume", &id, "--home"])
+            .args(["runs", "resume", &id, "--by", "user:op", "--home"])
             .arg(&home)
             .output()
             .unwrap();
@@ -260,7 +260,7 @@ fn issue_14_recover_removes_interrupted_atomic_writes() {
         std::fs::write(f, b"{\"partial\":").unwrap();
     }
     let out = crate::craik()
-        .args(["runs", "recover", &id, "--home"])
+        .args(["runs", "recover", &id, "--by", "user:op", "--home"])
         .arg(h)
         .output()
         .unwrap();

@@ -15,6 +15,7 @@ mod boundary;
 mod config;
 mod contracts;
 mod crash;
+mod decisions;
 mod interop;
 mod policy;
 mod provider;

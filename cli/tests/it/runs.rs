@@ -221,7 +221,7 @@ pub(crate) fn pending_approval(home: &Path) -> String {
 
 pub(crate) fn resume(home: &Path, id: &str) -> std::process::Output {
     craik()
-        .args(["runs", "resume", id, "--home"])
+        .args(["runs", "resume", id, "--by", "user:op", "--home"])
         .arg(home)
         .output()
         .unwrap()
@@ -261,7 +261,7 @@ fn approval_round_trip_from_the_cli() {
     let all = receipts(h, &id);
     let approved = all
         .iter()
-        .find(|r| r["decided_by"]["kind"] == "approval")
+        .find(|r| r["decided_by"]["kind"] == "approval" && r["capability"] != "approval.review")
         .expect("an approval-decided receipt");
     assert_eq!(approved["decision"], "allow");
     assert!(
@@ -747,7 +747,7 @@ fn runs_list_show_handoff_and_cancel() {
         .unwrap();
     assert_eq!(none.status.code(), Some(1));
     let cancel = craik()
-        .args(["runs", "cancel", &parked, "--home"])
+        .args(["runs", "cancel", &parked, "--by", "user:op", "--home"])
         .arg(h)
         .output()
         .unwrap();

@@ -113,12 +113,25 @@ pub struct SignedReview {
     pub reason: String,
     /// When the review was signed.
     pub reviewed_at: String,
+    /// True for an approval, false for a denial.
+    pub approved: bool,
+    /// What was reviewed, as the review receipt shows it.
+    pub target: String,
+    /// `sha256:` of the review receipt's signed payload (what the run's journal names).
+    pub receipt_sha256: String,
 }
 
 /// The approving review of approval `id` for run `run_id`, from its signed, closed review
 /// journal (`reviews/<id>/`), verified with `ring`; `None` when there is none, it does not
 /// verify, it denies, or it names another approval or run.
 pub fn signed_review(home: &Home, ring: &KeyRing, id: &str, run_id: &str) -> Option<SignedReview> {
+    decided_review(home, ring, id, run_id).filter(|r| r.approved)
+}
+
+/// The review of approval `id` for run `run_id`, approving or denying, from its signed,
+/// closed review journal verified with `ring`; `None` when there is none, it does not verify,
+/// or it names another approval or run.
+pub fn decided_review(home: &Home, ring: &KeyRing, id: &str, run_id: &str) -> Option<SignedReview> {
     let path = home.reviews().join(id).join(crate::journal::JOURNAL_NAME);
     let bytes = std::fs::read(path).ok()?;
     let report = craik_kernel::verify_journal(&bytes, ring, None);
@@ -134,7 +147,7 @@ pub fn signed_review(home: &Home, ring: &KeyRing, id: &str, run_id: &str) -> Opt
     let meta = &receipt.result.metadata.0;
     let text = |k: &str| meta.get(k).and_then(Value::as_str);
     let approved_by = receipt.decided_by.by.clone();
-    let valid = receipt.decision == Decision::Allow
+    let valid = matches!(receipt.decision, Decision::Allow | Decision::Deny)
         && receipt.decided_by.kind == DecidedByKind::Approval
         && receipt.action.as_deref() == Some(id)
         && text("approval") == Some(id)
@@ -147,6 +160,10 @@ pub fn signed_review(home: &Home, ring: &KeyRing, id: &str, run_id: &str) -> Opt
         Some(Value::String(t)) => Some(serde_json::from_value(json!(t)).ok()?),
         _ => None,
     };
+    let receipt_sha256 = crate::digest::Digest::of_canonical(&*receipt)
+        .ok()?
+        .as_str()
+        .to_owned();
     Some(SignedReview {
         request_hash: receipt.request_hash.clone(),
         approved_by,
@@ -155,6 +172,9 @@ pub fn signed_review(home: &Home, ring: &KeyRing, id: &str, run_id: &str) -> Opt
         expires_at,
         reason: receipt.reason.clone(),
         reviewed_at: receipt.created_at.clone(),
+        approved: receipt.decision == Decision::Allow,
+        target: receipt.target.clone(),
+        receipt_sha256,
     })
 }
 

@@ -2,8 +2,9 @@
 
 use std::path::PathBuf;
 
-use craik_contracts::{MemoryProposal, PolicyProfile, ProposalStatus, TaskRun, Timestamp};
-use craik_kernel::Ed25519Signer;
+use craik_contracts::{MemoryProposal, ProposalStatus, TaskRun, Timestamp};
+use craik_kernel::{DecidedByKind, Decision, Ed25519Signer, KeyRing};
+use serde_json::{Value, json};
 use time::OffsetDateTime;
 
 use crate::Error;
@@ -93,26 +94,57 @@ pub fn decide_memory(
             "{id}: has no evidence; a proposal without evidence cannot be approved (reject it)"
         )));
     }
+    // The review is bound to the proposal, its run and its content, and signed under the
+    // run's own policy set and profile (from the run's verified journal, never a plain file).
+    let run_id = m.run_id.clone().ok_or_else(|| {
+        Error::refused(format!(
+            "{id}: names no run; only proposals a run made can be reviewed"
+        ))
+    })?;
+    let ring = {
+        use craik_kernel::Signer as _;
+        let mut ring = craik_kernel::KeyRing::new();
+        ring.add(&signer.public_key())
+            .map_err(|e| Error::internal(format!("signing key: {e}")))?;
+        ring
+    };
+    let first = crate::run::signed::verified_receipts(&home.run_dir(&run_id)?, &ring)
+        .map_err(|why| Error::invalid(format!("{id}: {why}"), Vec::new()))?
+        .into_iter()
+        .next()
+        .filter(|r| r.capability == crate::run::signed::RUN_INPUTS)
+        .ok_or_else(|| {
+            Error::invalid(
+                format!("{id}: run `{run_id}` has no signed run.inputs receipt"),
+                Vec::new(),
+            )
+        })?;
+    // Only what the run proposed is reviewed: a file edited since is refused, naming why.
+    if let Some(why) = memory_tampered(home, &ring, &m) {
+        return Err(Error::invalid(format!("{why}; not signed"), Vec::new()));
+    }
+    let content =
+        content_digest(&m).map_err(|e| Error::invalid(format!("{id}: {e}"), Vec::new()))?;
+    let request_hash = memory_request_hash(id, &run_id, &content).map_err(Error::internal)?;
     let target = format!("{}/{}", m.fact.scope.as_str(), m.fact.entity);
-    let request_hash = crate::run::exec::digest(
-        serde_json::to_string(&m.fact)
-            .unwrap_or_default()
-            .as_bytes(),
-    );
-    let draft = Review {
+    let mut draft = Review {
         task_id: &m.task_id,
         by,
         capability: "memory.write",
         target: &target,
-        profile: PolicyProfile::Strict,
+        profile: first.policy_profile,
         request_hash: &request_hash,
         approve,
         reason,
-        policy_set: "",
+        policy_set: &first.policy_set,
     }
     .draft();
-    let review = format!("review_{}", id.trim_start_matches("memprop_"));
-    let journal = write_review(home, &review, draft, signer, now)?;
+    draft.action = Some(id.to_owned());
+    let meta = &mut draft.result.metadata.0;
+    meta.insert("proposal".into(), json!(id));
+    meta.insert("run_id".into(), json!(run_id));
+    meta.insert("content_sha256".into(), json!(content));
+    let journal = write_review(home, &review_id(id), draft, signer, now)?;
     m.status = if approve {
         ProposalStatus::Approved
     } else {
@@ -123,4 +155,220 @@ pub fn decide_memory(
     m.decision_reason = Some(reason.to_owned());
     write_memory(home, &m)?;
     Ok((m, journal))
+}
+
+/// The review journal's directory name of proposal `id` (`reviews/review_<id without memprop_>/`).
+pub fn review_id(id: &str) -> String {
+    format!("review_{}", id.trim_start_matches("memprop_"))
+}
+
+/// `sha256:` of a proposal's content: its compact JSON as Craik writes the contract (fields
+/// in the schema's order) — every field, with `status` `pending` and the review fields
+/// (`decided_by`, `decided_at`, `decision_reason`) and `handoff_id` null. Not RFC 8785: a
+/// proposal's `confidence` is a float, which canonical JSON here refuses.
+pub fn content_digest(m: &MemoryProposal) -> Result<String, String> {
+    let mut bare = m.clone();
+    bare.status = ProposalStatus::Pending;
+    bare.decided_by = None;
+    bare.decided_at = None;
+    bare.decision_reason = None;
+    bare.handoff_id = None;
+    let bytes = serde_json::to_vec(&bare).map_err(|e| format!("{}: {e}", m.id))?;
+    Ok(crate::run::exec::digest(&bytes))
+}
+
+/// A memory review's `request_hash`: `sha256:` of the canonical JSON
+/// `{"content_sha256", "proposal", "run_id"}`.
+pub fn memory_request_hash(proposal: &str, run_id: &str, content: &str) -> Result<String, String> {
+    crate::digest::Digest::of_canonical(&json!({
+        "content_sha256": content,
+        "proposal": proposal,
+        "run_id": run_id,
+    }))
+    .map(|d| d.as_str().to_owned())
+}
+
+/// What a memory proposal's verified review journal signs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedMemoryReview {
+    pub approved: bool,
+    pub by: String,
+    pub run_id: String,
+    pub content_sha256: String,
+    pub reviewed_at: String,
+}
+
+/// The signed review of proposal `id` (`reviews/review_<id>/`), verified with `ring`:
+/// `Ok(None)` when there is no review journal; `Err` naming why when there is one that does
+/// not verify, is not closed, or does not bind this proposal (its id, run and content hash,
+/// and a `request_hash` made from them).
+pub fn signed_memory_review(
+    home: &Home,
+    ring: &KeyRing,
+    id: &str,
+) -> Result<Option<SignedMemoryReview>, String> {
+    let dir = home.reviews().join(review_id(id));
+    let path = dir.join(crate::journal::JOURNAL_NAME);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let shown = format!("reviews/{}/{}", review_id(id), crate::journal::JOURNAL_NAME);
+    let report = craik_kernel::verify_journal(&bytes, ring, None);
+    if let Some(f) = &report.failure {
+        return Err(format!(
+            "{shown}:{}: does not verify ({}: {})",
+            f.line, f.what, f.why
+        ));
+    }
+    if !report.closed || report.receipts != 1 {
+        return Err(format!("{shown}: not one closed review"));
+    }
+    let receipt = crate::journal::decode_all(&bytes)
+        .into_iter()
+        .find_map(|(_, d)| match d {
+            crate::journal::Decoded::Receipt(r) => Some(r),
+            _ => None,
+        })
+        .ok_or_else(|| format!("{shown}: holds no receipt"))?;
+    let meta = &receipt.result.metadata.0;
+    let text = |k: &str| meta.get(k).and_then(Value::as_str).unwrap_or_default();
+    let (run_id, content) = (text("run_id"), text("content_sha256"));
+    if receipt.action.as_deref() != Some(id) || text("proposal") != id {
+        return Err(format!(
+            "{shown}: signs a review of `{}`, not of {id}",
+            craik_contracts::Truncated(receipt.action.as_deref().unwrap_or(text("proposal")))
+        ));
+    }
+    let want = memory_request_hash(id, run_id, content)?;
+    if run_id.is_empty() || content.is_empty() || receipt.request_hash != want {
+        return Err(format!(
+            "{shown}: its request_hash does not bind the proposal, its run and its content"
+        ));
+    }
+    if receipt.decided_by.kind != DecidedByKind::Approval
+        || !receipt.decided_by.by.starts_with("user:")
+    {
+        return Err(format!("{shown}: not a reviewer's decision"));
+    }
+    Ok(Some(SignedMemoryReview {
+        approved: receipt.decision == Decision::Allow,
+        by: receipt.decided_by.by.clone(),
+        run_id: run_id.to_owned(),
+        content_sha256: content.to_owned(),
+        reviewed_at: receipt.created_at.clone(),
+    }))
+}
+
+/// The content hashes its run signed when it proposed `id` (`content_sha256` of its allowed
+/// `memory.propose` receipts), from `receipts` (a run's verified receipts).
+pub fn proposed_contents<'a>(
+    receipts: impl IntoIterator<Item = &'a craik_kernel::ReceiptPayload>,
+    id: &str,
+) -> Vec<String> {
+    receipts
+        .into_iter()
+        .filter(|r| r.capability == "memory.propose" && r.action.as_deref() == Some(id))
+        .filter_map(|r| {
+            r.result
+                .metadata
+                .0
+                .get("content_sha256")?
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
+/// Why proposal `m`'s file disagrees with what is signed about it, naming the file and field:
+/// the content its run signed when it proposed it (read from the run's verified journal), then
+/// its review (see [`memory_tampered_given`]). `None` when it agrees.
+pub fn memory_tampered(home: &Home, ring: &KeyRing, m: &MemoryProposal) -> Option<String> {
+    let signed = match m.run_id.as_deref() {
+        Some(run) => match home
+            .run_dir(run)
+            .map_err(|e| e.to_string())
+            .and_then(|dir| crate::run::signed::verified_receipts(&dir, ring))
+        {
+            Ok(receipts) => proposed_contents(&receipts, &m.id),
+            Err(why) => return Some(format!("memory/{}.json: its run: {why}", m.id)),
+        },
+        None => Vec::new(),
+    };
+    memory_tampered_given(home, ring, m, &signed)
+}
+
+/// Why proposal `m`'s file disagrees with what is signed about it, given the content hashes
+/// its run signed when proposing it (`signed`; empty for a journal from before they were
+/// signed): its content must be one of them, and its status, reviewer, run and content must
+/// be what its review (verified with `ring`) signed. `None` when it agrees (or is pending with
+/// no review).
+pub fn memory_tampered_given(
+    home: &Home,
+    ring: &KeyRing,
+    m: &MemoryProposal,
+    signed: &[String],
+) -> Option<String> {
+    let file = format!("memory/{}.json", m.id);
+    if !signed.is_empty() {
+        match content_digest(m) {
+            Ok(c) if signed.contains(&c) => {}
+            Ok(c) => {
+                return Some(format!(
+                    "{file}: its content ({c}: fact, evidence, operation, ...) is not what the run signed when it proposed it ({})",
+                    signed.join(", ")
+                ));
+            }
+            Err(e) => return Some(format!("{file}: {e}")),
+        }
+    }
+    let review = match signed_memory_review(home, ring, &m.id) {
+        Err(why) => return Some(why),
+        Ok(r) => r,
+    };
+    let Some(r) = review else {
+        return (m.status != ProposalStatus::Pending).then(|| {
+            format!(
+                "{file}: status `{}` but no signed review (reviews/{}/) decided it",
+                m.status.as_str(),
+                review_id(&m.id)
+            )
+        });
+    };
+    let signed = if r.approved {
+        ProposalStatus::Approved
+    } else {
+        ProposalStatus::Rejected
+    };
+    if m.status != signed {
+        return Some(format!(
+            "{file}: status `{}` but its signed review says `{}` (by {})",
+            m.status.as_str(),
+            signed.as_str(),
+            r.by
+        ));
+    }
+    if m.decided_by.as_deref() != Some(r.by.as_str()) {
+        return Some(format!(
+            "{file}: decided_by `{}` but its signed review is by {}",
+            craik_contracts::Truncated(m.decided_by.as_deref().unwrap_or("null")),
+            r.by
+        ));
+    }
+    if m.run_id.as_deref() != Some(r.run_id.as_str()) {
+        return Some(format!(
+            "{file}: run_id `{}` but its signed review names {}",
+            craik_contracts::Truncated(m.run_id.as_deref().unwrap_or("null")),
+            r.run_id
+        ));
+    }
+    match content_digest(m) {
+        Ok(c) if c == r.content_sha256 => None,
+        Ok(c) => Some(format!(
+            "{file}: its content ({c}: fact, evidence, operation, ...) is not what the review signed ({})",
+            r.content_sha256
+        )),
+        Err(e) => Some(format!("{file}: {e}")),
+    }
 }

@@ -58,6 +58,10 @@ pub struct Inputs {
     pub budget_secs: Option<u64>,
     pub shadow: bool,
     pub started_at: Timestamp,
+    /// Who started the run (`user:NAME`: `--by`, else craik.toml's `operator`), when known;
+    /// asserted, not authenticated. Signed with the inputs (`run.inputs` names it too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_by: Option<String>,
 }
 
 /// How an adapter runner is configured beyond its name.

@@ -76,9 +76,12 @@ pub fn bound_inputs(dir: &dyn RunStore, keys: &KeyRing) -> Result<Inputs, Error>
     match first {
         Some(r) if r.capability == RUN_INPUTS && r.request_hash == digest => {}
         Some(r) if r.capability == RUN_INPUTS => {
+            let field = mismatched_field(&bytes, &r)
+                .map(|(f, _, _)| format!("; field `{f}` differs"))
+                .unwrap_or_default();
             return Err(Error::invalid(
                 format!(
-                    "{}: changed since the run started ({digest}; the run's first signed receipt names {}); a run continues only with the inputs it started with",
+                    "{}: changed since the run started ({digest}; the run's first signed receipt names {}){field}; a run continues only with the inputs it started with",
                     path.display(),
                     r.request_hash
                 ),
@@ -97,4 +100,96 @@ pub fn bound_inputs(dir: &dyn RunStore, keys: &KeyRing) -> Result<Inputs, Error>
     }
     serde_json::from_slice(&bytes)
         .map_err(|e| Error::invalid(format!("{}: {e}", path.display()), Vec::new()))
+}
+
+/// Why `inputs.json` (its bytes) is not what a run's signed `run.inputs` receipt binds,
+/// naming the file and, where the receipt signs it separately, the field that differs
+/// (`grants`, `envelope`, `intent`, `runner`, `workspace`, `policy_set`, `profile`,
+/// `task.id`, `run_id`); `None` when its bytes hash to the receipt's `request_hash`.
+pub fn inputs_mismatch(bytes: &[u8], receipt: &ReceiptPayload) -> Option<String> {
+    use serde_json::Value;
+    let digest = exec::digest(bytes);
+    if digest == receipt.request_hash {
+        return None;
+    }
+    let file = crate::run::store::INPUTS;
+    let whole = format!(
+        "{file}: changed since the run signed it ({digest}; the run.inputs receipt signs {})",
+        receipt.request_hash
+    );
+    if serde_json::from_slice::<Value>(bytes).is_err() {
+        return Some(format!("{whole}; it is not JSON any more"));
+    }
+    if let Some((field, now, was)) = mismatched_field(bytes, receipt) {
+        return Some(format!(
+            "{file}: field `{field}` is not what the run signed (now `{}`, signed `{}`)",
+            craik_contracts::Truncated(&now),
+            craik_contracts::Truncated(&was)
+        ));
+    }
+    Some(format!(
+        "{whole}; the separately signed fields (grants, envelope, intent, runner, workspace, policy_set, profile, task.id, run_id) agree, so another field changed"
+    ))
+}
+
+/// The first field of `inputs.json` (its bytes) that the `run.inputs` receipt signs
+/// separately and that differs: (field, now, signed).
+fn mismatched_field(
+    bytes: &[u8],
+    receipt: &ReceiptPayload,
+) -> Option<(&'static str, String, String)> {
+    use serde_json::Value;
+    let doc = serde_json::from_slice::<Value>(bytes).ok()?;
+    let meta = &receipt.result.metadata.0;
+    let signed = |k: &str| meta.get(k).and_then(Value::as_str).unwrap_or_default();
+    let canonical = |v: Option<&Value>| {
+        crate::digest::Digest::of_canonical(v.unwrap_or(&Value::Null))
+            .map(|d| d.as_str().to_owned())
+            .unwrap_or_default()
+    };
+    let grants = doc
+        .get("grants")
+        .cloned()
+        .and_then(|g| serde_json::from_value::<Vec<craik_contracts::CapabilityGrant>>(g).ok())
+        .and_then(|g| crate::run::grants_digest(&g).ok())
+        .map(|d| d.as_str().to_owned())
+        .unwrap_or_default();
+    let text = |k: &str| {
+        doc.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let workspace = text("workspace");
+    let checks: [(&'static str, String, String); 9] = [
+        ("grants", grants, signed("grants_sha256").to_owned()),
+        (
+            "envelope",
+            canonical(doc.get("envelope")),
+            signed("envelope_sha256").to_owned(),
+        ),
+        (
+            "intent",
+            canonical(doc.get("intent")),
+            signed("intent_sha256").to_owned(),
+        ),
+        ("runner", text("runner"), signed("runner").to_owned()),
+        ("workspace", workspace, signed("workspace").to_owned()),
+        ("policy_set", text("policy_set"), receipt.policy_set.clone()),
+        (
+            "profile",
+            text("profile"),
+            receipt.policy_profile.as_str().to_owned(),
+        ),
+        (
+            "task.id",
+            doc.pointer("/task/id")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            receipt.task_id.clone(),
+        ),
+        ("run_id", text("run_id"), receipt.run_id.clone()),
+    ];
+    checks.into_iter().find(|(_, now, was)| now != was)
 }

@@ -27,8 +27,8 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use crate::Error;
 use crate::fsio::write_atomic;
@@ -327,6 +327,15 @@ impl Home {
     }
 }
 
+/// Who asked a live run to stop, and why (`cancel`, one JSON line; the driver signs it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CancelRequest {
+    /// The operator (`user:NAME`), asserted by whoever ran `craik runs cancel`.
+    pub by: String,
+    pub reason: String,
+}
+
 /// One run's directory.
 #[derive(Debug, Clone)]
 pub struct RunDir {
@@ -394,13 +403,31 @@ pub trait RunStore: std::fmt::Debug + Send {
     fn create_journal(&self) -> io::Result<crate::journal::JournalFile>;
     /// Opens the run's existing receipt journal for appending (recovery, resume).
     fn open_journal(&self) -> io::Result<crate::journal::JournalFile>;
-    /// Asks the live driver to stop before its next step.
-    fn request_cancel(&self) -> io::Result<()> {
-        self.append_bytes(CANCEL, b"cancel\n", true)
+    /// Asks the live driver to stop before its next step; `request` (who asks and why) is
+    /// what the driver signs into the run's cancel receipt.
+    fn request_cancel(&self, request: &CancelRequest) -> io::Result<()> {
+        let mut line = serde_json::to_vec(request).map_err(io::Error::other)?;
+        line.push(b'\n');
+        self.append_bytes(CANCEL, &line, true)
     }
     /// Whether a cancellation was requested.
     fn cancel_requested(&self) -> bool {
         matches!(self.read_bytes(CANCEL), Ok(Some(_)))
+    }
+    /// The first cancellation requested (who asked and why); a request that cannot be read
+    /// still cancels, signed as asked by `user:unknown`.
+    fn cancel_request(&self) -> Option<CancelRequest> {
+        let bytes = self.read_bytes(CANCEL).ok()??;
+        let first = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
+        Some(
+            serde_json::from_slice::<CancelRequest>(first)
+                .ok()
+                .filter(|r| r.by.starts_with("user:"))
+                .unwrap_or_else(|| CancelRequest {
+                    by: "user:unknown".into(),
+                    reason: "the cancel request could not be read".into(),
+                }),
+        )
     }
 }
 

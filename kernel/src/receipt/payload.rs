@@ -25,6 +25,9 @@ pub enum DecidedByKind {
     Kernel,
     /// The host recording a side effect's outcome.
     Outcome,
+    /// An operator's decision about the run itself (cancel, resume, recover): `by` names the
+    /// operator (`user:…`), as asserted by whoever ran the command, not authenticated.
+    Operator,
 }
 
 /// Who or what decided.

@@ -368,12 +368,13 @@ fn check_chunk(part: &[Option<&Prepared>], batch: bool) -> Vec<bool> {
 type LineError = (Option<u64>, &'static str, String);
 
 /// The `decided_by` forms docs/receipts.md allows: an approval names a `user:` approver
-/// (`user:NAME via APPROVAL_ID` when it unlocked a run's action); every other kind has an
+/// (`user:NAME via APPROVAL_ID` when it unlocked a run's action), an operator decision its
+/// `user:` operator; every other kind has an
 /// empty `by`; a default decision is a deny by no policy.
 fn decided_by_form(r: &ReceiptPayload) -> Result<(), String> {
     let by = &r.decided_by.by;
     let ok = match r.decided_by.kind {
-        DecidedByKind::Approval => by.starts_with("user:"),
+        DecidedByKind::Approval | DecidedByKind::Operator => by.starts_with("user:"),
         DecidedByKind::Default => {
             by.is_empty()
                 && r.decision == crate::Decision::Deny

@@ -29,6 +29,10 @@ use time::OffsetDateTime;
 mod decisions;
 use decisions::{decision_draft, decision_name, target_text};
 mod executors;
+mod human;
+pub use human::{
+    APPROVAL_EXPIRED, APPROVAL_REVIEW, OperatorAct, is_human_decision, operator_request_hash,
+};
 mod outputs;
 mod recovery;
 
@@ -320,11 +324,8 @@ impl Host {
             if self.is_final() {
                 return Ok(());
             }
-            if self.dir.cancel_requested() {
-                return self.halt(
-                    TaskRunStatus::Interrupted,
-                    "cancelled by the operator".into(),
-                );
+            if let Some(request) = self.dir.cancel_request() {
+                return self.cancel(&request.by, &request.reason);
             }
             if !self.pending.is_empty() {
                 match self.process_actions()? {
@@ -890,6 +891,9 @@ fn inputs_draft(inputs: &Inputs, bytes: &[u8], actor: &str) -> Result<ReceiptDra
         json!(inputs.workspace.display().to_string()),
     );
     metadata.0.insert("runner".into(), json!(inputs.runner));
+    if let Some(by) = &inputs.started_by {
+        metadata.0.insert("started_by".into(), json!(by));
+    }
     Ok(ReceiptDraft {
         task_id: inputs.task.id.clone(),
         actor: actor.to_owned(),

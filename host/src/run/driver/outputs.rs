@@ -242,16 +242,44 @@ impl Host {
             &options,
             RunnerSupport::of(&self.matrix, &request.capability),
         );
-        let receipt = self.receipt(decision_draft(
-            &self.inputs,
-            &self.runner_ref().id,
-            &action,
-            &verdict,
-            None,
-        ))?;
-        if verdict.decision != Decision::Allow || verdict.mode == Mode::Shadow {
-            return Ok(None);
+        let mut draft =
+            decision_draft(&self.inputs, &self.runner_ref().id, &action, &verdict, None);
+        let proposal = if verdict.decision != Decision::Allow || verdict.mode == Mode::Shadow {
+            None
+        } else {
+            self.memory_proposal(result, &id, spec)
+        };
+        // The allowed proposal's content is signed with its decision: a later edit of the file
+        // (before or after review) is caught (`memory::memory_tampered`).
+        if let Some(p) = &proposal {
+            let content = crate::run::memory::content_digest(p).map_err(Error::internal)?;
+            draft
+                .result
+                .metadata
+                .0
+                .insert("content_sha256".into(), json!(content));
         }
+        let receipt = self.receipt(draft)?;
+        let Some(proposal) = proposal else {
+            return Ok(None);
+        };
+        let path = self.home.memory().join(format!("{id}.json"));
+        if !path.exists() {
+            write_memory(&self.home, &proposal)?;
+            self.crash.synced(2);
+            self.crash.point();
+        }
+        Ok(Some((id, receipt)))
+    }
+
+    /// The proposal an allowed memory spec becomes (redacted, linked to its run, step result
+    /// and run output); `None` when redaction cannot clean it (nothing is stored then).
+    fn memory_proposal(
+        &self,
+        result: &RunnerStepResult,
+        id: &str,
+        spec: &MemoryProposalSpec,
+    ) -> Option<MemoryProposal> {
         let mut fact = spec.fact.clone();
         let mut rationale = spec.rationale.clone();
         for text in [
@@ -263,14 +291,14 @@ impl Host {
         ] {
             match redact_checked(text) {
                 Ok(r) => *text = r.text,
-                Err(_) => return Ok(None),
+                Err(_) => return None,
             }
         }
         let runout = result.id.replacen("runner_step_result_", "runout_", 1);
-        let proposal = MemoryProposal {
+        Some(MemoryProposal {
             schema: Default::default(),
             version: Default::default(),
-            id: id.clone(),
+            id: id.to_owned(),
             task_id: self.inputs.task.id.clone(),
             run_id: Some(self.inputs.run_id.clone()),
             step_result_id: Some(result.id.clone()),
@@ -293,14 +321,7 @@ impl Host {
             decision_reason: None,
             decided_by: None,
             decided_at: None,
-        };
-        let path = self.home.memory().join(format!("{id}.json"));
-        if !path.exists() {
-            write_memory(&self.home, &proposal)?;
-            self.crash.synced(2);
-            self.crash.point();
-        }
-        Ok(Some((id, receipt)))
+        })
     }
 }
 

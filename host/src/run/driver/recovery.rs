@@ -346,16 +346,25 @@ impl Host {
                 ))
                 .with_kind(crate::ErrorKind::Refused));
             }
-            if let Some(denied) = parked_for
+            // Each review is signed into the run's own journal as the run picks it up; a
+            // denial's halt reason comes from its signed review, never from the plain file.
+            let parked: Vec<ApprovalRecord> = parked_for.into_iter().cloned().collect();
+            if let Some((id, review)) = self.record_reviews(&parked)? {
+                let reason = format!(
+                    "approval {id} denied by {}: {}",
+                    review.approved_by, review.reason
+                );
+                self.halt(TaskRunStatus::Blocked, reason)?;
+                return Ok(());
+            }
+            if let Some(denied) = parked
                 .iter()
                 .rev()
                 .find(|a| a.status == ApprovalStatus::Denied)
             {
                 let reason = format!(
-                    "approval {} denied by {}: {}",
-                    denied.id,
-                    denied.decided_by.as_deref().unwrap_or("?"),
-                    denied.reason.as_deref().unwrap_or("")
+                    "approval {} is marked denied but no verified review journal signs it (reviews/{}/); the run stays blocked",
+                    denied.id, denied.id
                 );
                 self.halt(TaskRunStatus::Blocked, reason)?;
                 return Ok(());

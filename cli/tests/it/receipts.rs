@@ -872,7 +872,7 @@ import base64, hashlib, sys
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 note = open(sys.argv[1], encoding="utf-8").read()
 vkey = sys.argv[2]
-name, khash, kdata = vkey.split("+")
+name, khash, kdata = vkey.split("+", 2)
 kdata = base64.b64decode(kdata)
 assert kdata[0] == 1 and len(kdata) == 33
 pub = kdata[1:]

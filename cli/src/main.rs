@@ -17,7 +17,7 @@ use clap::{CommandFactory, Parser};
 
 use crate::cli::{
     ApprovalsCommand, BenchCommand, Cli, Command, ConfigCommand, ContractsCommand, GrantsCommand,
-    HandoffCommand, KeysCommand, MemoryCommand, PolicyCommand, ProfileArg, ReceiptsCommand,
+    HandoffCommand, KeysCommand, LedgerCommand, MemoryCommand, PolicyCommand, ProfileArg, ReceiptsCommand,
     RunnersCommand, RunsCommand, SchemaCommand, TaskCommand,
 };
 use crate::exit::{Exit, Failure};
@@ -304,6 +304,9 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         }
         Command::Runs(RunsCommand::Resume { run, home }) => {
             cmd::runs::resume(out, cli.format, &existing_home(&home.home)?, run)
+        }
+        Command::Ledger(LedgerCommand::Rebuild(home)) => {
+            cmd::runs::ledger_rebuild(out, cli.format, &existing_home(&home.home)?)
         }
         Command::Handoff(HandoffCommand::Show { run, home }) => {
             cmd::runs::handoff(out, cli.format, &existing_home(&home.home)?, run)

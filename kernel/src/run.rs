@@ -223,8 +223,8 @@ impl RunLoop {
     pub fn restore_end(&mut self, status: TaskRunStatus, reason: String, now: OffsetDateTime) {
         self.run.status = status;
         self.run.stop_reason = Some(reason);
-        self.touch(now);
         if self.run.ended_at.is_none() {
+            self.touch(now);
             self.run.ended_at = Some(self.run.updated_at);
         }
     }

@@ -16,6 +16,7 @@ mod config;
 mod contracts;
 mod crash;
 mod interop;
+mod ledger;
 mod policy;
 mod provider;
 mod receipts;

@@ -747,6 +747,9 @@ impl Host {
     /// Closes the journal, writes the handoff, links memory proposals to it, saves the run.
     fn finalize(&mut self, status: TaskRunStatus, reason: &str) -> Result<(), Error> {
         let handoff_id = format!("handoff_{}", suffix(&self.inputs.run_id));
+        // A run finalised before (recovery, resume or cancel of an ended run) keeps its
+        // run.json unless it no longer says the signed ending.
+        let was_final = self.closed && self.dir.file(HANDOFF).is_file();
         self.machine.set_handoff(handoff_id.clone());
         if !self.closed {
             // The closing receipt signs the terminal status: what `runs show` and `audit`
@@ -786,6 +789,13 @@ impl Host {
                 proposal.handoff_id = Some(handoff_id.clone());
                 write_memory(&self.home, &proposal)?;
             }
+        }
+        if was_final
+            && self.dir.read_json::<TaskRun>(RUN).is_ok_and(|saved| {
+                saved.status == status && saved.stop_reason.as_deref() == Some(reason)
+            })
+        {
+            return Ok(());
         }
         self.save_run()
     }

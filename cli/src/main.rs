@@ -17,8 +17,8 @@ use clap::{CommandFactory, Parser};
 
 use crate::cli::{
     ApprovalsCommand, BenchCommand, Cli, Command, ConfigCommand, ContractsCommand, GrantsCommand,
-    HandoffCommand, KeysCommand, LedgerCommand, MemoryCommand, PolicyCommand, ProfileArg, ReceiptsCommand,
-    RunnersCommand, RunsCommand, SchemaCommand, TaskCommand,
+    HandoffCommand, KeysCommand, LedgerCommand, MemoryCommand, PolicyCommand, ProfileArg,
+    ReceiptsCommand, RunnersCommand, RunsCommand, SchemaCommand, TaskCommand,
 };
 use crate::exit::{Exit, Failure};
 use crate::output::Out;

@@ -134,7 +134,11 @@ impl Entry {
     }
 
     /// A review journal closed at `checkpoint` (`kind`: `approval` or `memory`).
-    pub fn review_closed(review_id: &str, receipt: &ReceiptPayload, checkpoint: &Checkpoint) -> Self {
+    pub fn review_closed(
+        review_id: &str,
+        receipt: &ReceiptPayload,
+        checkpoint: &Checkpoint,
+    ) -> Self {
         let kind = if review_id.starts_with("approval_") {
             "approval"
         } else {
@@ -249,7 +253,10 @@ fn read_repaired(path: &Path) -> Result<Vec<u8>, Error> {
     torn.write_all(bytes.get(keep..).unwrap_or_default())
         .and_then(|()| torn.sync_all())
         .map_err(io(&torn_path))?;
-    let file = OpenOptions::new().write(true).open(path).map_err(io(path))?;
+    let file = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(io(path))?;
     file.set_len(u64::try_from(keep).unwrap_or(u64::MAX))
         .and_then(|()| file.sync_all())
         .map_err(io(path))?;
@@ -396,8 +403,7 @@ impl HomeCheck {
 }
 
 fn same(a: &Path, b: &Path) -> bool {
-    a == b
-        || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+    a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
 }
 
 /// Every run and review journal on disk, relative to the home, sorted.
@@ -514,7 +520,10 @@ pub fn check_home(home: &Home, keys: &KeyRing, threads: usize) -> HomeCheck {
         let slot = named.entry(journal).or_default();
         slot.named_at.get_or_insert((line, r.seq));
         if r.capability != RUN_STARTED {
-            let size = m.get("tree_size").and_then(Value::as_u64).unwrap_or(u64::MAX);
+            let size = m
+                .get("tree_size")
+                .and_then(Value::as_u64)
+                .unwrap_or(u64::MAX);
             let root = m
                 .get("root_hash")
                 .and_then(Value::as_str)
@@ -541,9 +550,7 @@ pub fn check_home(home: &Home, keys: &KeyRing, threads: usize) -> HomeCheck {
             check.problems.push(Problem {
                 journal: path,
                 what: "missing".into(),
-                why: format!(
-                    "named by the ledger {shown}:{line} (seq {seq}) but missing: deleted"
-                ),
+                why: format!("named by the ledger {shown}:{line} (seq {seq}) but missing: deleted"),
             });
             continue;
         }
@@ -661,8 +668,10 @@ pub fn rebuild(
             })
             .collect();
         let Some(first) = receipts.first() else {
-            out.refused
-                .push(format!("{}: holds no receipt; not recorded", file.display()));
+            out.refused.push(format!(
+                "{}: holds no receipt; not recorded",
+                file.display()
+            ));
             continue;
         };
         let checkpoint = last_checkpoint(&file).filter(|c| c.is_final);
@@ -672,9 +681,10 @@ pub fn rebuild(
         {
             match checkpoint {
                 Some(cp) => entries.push(Entry::review_closed(review, first, &cp).rebuilt()),
-                None => out
-                    .refused
-                    .push(format!("{}: a review journal that is not closed; not recorded", file.display())),
+                None => out.refused.push(format!(
+                    "{}: a review journal that is not closed; not recorded",
+                    file.display()
+                )),
             }
             continue;
         }

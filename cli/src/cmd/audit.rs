@@ -191,16 +191,18 @@ pub(crate) fn audit(out: &mut Out, format: Format, args: &AuditArgs<'_>) -> Resu
         Format::Json | Format::Junit => out.json(&report)?,
         Format::Human => human(out, &report)?,
     }
-    Ok(if report.runs.iter().all(|r| r.valid)
-        && report
-            .ledger
-            .as_ref()
-            .is_none_or(craik_host::ledger::HomeCheck::is_valid)
-    {
-        Exit::Ok
-    } else {
-        Exit::CheckFailed
-    })
+    Ok(
+        if report.runs.iter().all(|r| r.valid)
+            && report
+                .ledger
+                .as_ref()
+                .is_none_or(craik_host::ledger::HomeCheck::is_valid)
+        {
+            Exit::Ok
+        } else {
+            Exit::CheckFailed
+        },
+    )
 }
 
 /// Journals named by `target`: every run of a home (a directory holding `runs/`, or `runs/`

@@ -400,7 +400,11 @@ pub(crate) fn verify(
                 ))?;
             }
         }
-        let report = against_ledger(&homes, &path, checked(&path, verifier.finish(), &ring, &expect));
+        let report = against_ledger(
+            &homes,
+            &path,
+            checked(&path, verifier.finish(), &ring, &expect),
+        );
         if show {
             out.end_progress()?;
         }

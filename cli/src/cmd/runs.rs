@@ -915,7 +915,10 @@ pub(crate) fn ledger_rebuild(out: &mut Out, format: Format, home: &Path) -> Resu
                 out.line(format_args!("recorded  {line} (rebuilt)"))?;
             }
             for line in &done.refused {
-                out.line(format_args!("refused   {}", craik_contracts::one_line(line)))?;
+                out.line(format_args!(
+                    "refused   {}",
+                    craik_contracts::one_line(line)
+                ))?;
             }
             out.line(format_args!(
                 "{}: {} entr{} recorded, {} journal(s) left out; rebuilt entries vouch for their journals from now on: a journal deleted before this rebuild cannot be detected",

@@ -114,7 +114,9 @@ fn issue_13_audit_explains_a_run_from_its_verified_journal() {
     );
     // Issue 20: the status is the closing receipt's, signed.
     assert!(
-        text.contains("status      completed — runner evaluated the task as done (signed: receipt_"),
+        text.contains(
+            "status      completed — runner evaluated the task as done (signed: receipt_"
+        ),
         "{text}"
     );
     assert!(

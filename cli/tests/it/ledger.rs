@@ -119,7 +119,11 @@ fn issue_20_deleting_a_journal_a_run_directory_or_a_review_journal_is_caught() {
     std::fs::remove_dir_all(h.join("runs")).unwrap();
     std::fs::create_dir(h.join("runs")).unwrap();
     let out = verify_home(&h, &home);
-    invalid_line(&out, &format!("{first}/receipts.jsonl"), &h.join("ledger.jsonl"));
+    invalid_line(
+        &out,
+        &format!("{first}/receipts.jsonl"),
+        &h.join("ledger.jsonl"),
+    );
 
     // An approval's review journal deleted.
     let h = copy_home(&home, &dir.path().join("no-review"));
@@ -223,8 +227,9 @@ fn issue_20_an_ended_run_keeps_its_signed_status() {
         let err = String::from_utf8_lossy(&out.stderr);
         let line = err.lines().last().unwrap();
         assert!(
-            line.contains(&format!("{id}: already ended blocked (signed by its closing receipt"))
-                && line.contains("an ended run cannot be"),
+            line.contains(&format!(
+                "{id}: already ended blocked (signed by its closing receipt"
+            )) && line.contains("an ended run cannot be"),
             "{verb}: {err}"
         );
     }
@@ -234,7 +239,11 @@ fn issue_20_an_ended_run_keeps_its_signed_status() {
         .arg(&home)
         .output()
         .unwrap();
-    assert!(stdout(&out).contains("nothing to recover"), "{}", transcript(&out));
+    assert!(
+        stdout(&out).contains("nothing to recover"),
+        "{}",
+        transcript(&out)
+    );
     assert_eq!(receipts(&home, &id).len(), before.len());
     assert_eq!(
         std::fs::read(home.join("runs").join(&id).join("run.json")).unwrap(),
@@ -311,7 +320,11 @@ fn issue_20_ledger_rebuild_records_a_home_written_before_the_ledger() {
     std::fs::remove_file(home.join("ledger.jsonl")).unwrap();
     let out = verify_home(&home, &home);
     assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
-    assert!(stdout(&out).contains("craik ledger rebuild"), "{}", transcript(&out));
+    assert!(
+        stdout(&out).contains("craik ledger rebuild"),
+        "{}",
+        transcript(&out)
+    );
     // One journal that does not verify is left out, and said so.
     let bad = home.join("runs").join(&first).join("receipts.jsonl");
     let good = std::fs::read(&bad).unwrap();
@@ -364,7 +377,11 @@ fn issue_20_ledger_rebuild_records_a_home_written_before_the_ledger() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
-    assert!(stdout(&out).contains("0 entries recorded"), "{}", transcript(&out));
+    assert!(
+        stdout(&out).contains("0 entries recorded"),
+        "{}",
+        transcript(&out)
+    );
 }
 
 /// kill -9 at every durable write of a run: wherever it stops, `craik runs recover` leaves a
@@ -432,5 +449,8 @@ fn issue_20_a_crash_between_a_run_closing_and_its_ledger_entry_is_caught_then_re
         assert!(bad.is_empty(), "{n}: {}", bad.join("\n"));
     }
     assert!(points > 20, "only {points} durable writes");
-    assert_eq!(window, 1, "exactly one stop falls between the close and its entry");
+    assert_eq!(
+        window, 1,
+        "exactly one stop falls between the close and its entry"
+    );
 }

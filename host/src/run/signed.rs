@@ -24,7 +24,9 @@ pub const RUN_PARKED: &str = "run.parked";
 
 /// The terminal status and reason a run's signed closing receipt names, from its verified
 /// receipts (`None`: the run has not ended, or ended before closing receipts existed).
-pub fn signed_ending(receipts: &[ReceiptPayload]) -> Option<(craik_contracts::TaskRunStatus, String, String)> {
+pub fn signed_ending(
+    receipts: &[ReceiptPayload],
+) -> Option<(craik_contracts::TaskRunStatus, String, String)> {
     let closing = receipts.iter().rev().find(|r| r.capability == RUN_CLOSED)?;
     let status = closing.result.metadata.0.get("status")?.as_str()?;
     let status: craik_contracts::TaskRunStatus =

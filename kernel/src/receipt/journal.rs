@@ -183,7 +183,9 @@ impl JournalWriter {
                 let checkpoint: Checkpoint =
                     serde_json::from_slice(&payload).map_err(|e| at(&e))?;
                 if checkpoint.index != writer.checkpoints || checkpoint.run_id != run_id {
-                    return Err(at(&"checkpoint index or run_id does not continue the journal"));
+                    return Err(at(
+                        &"checkpoint index or run_id does not continue the journal",
+                    ));
                 }
                 writer.checkpoints = checkpoint.index + 1;
                 let created_at = checkpoint.created_at.clone();
@@ -204,9 +206,12 @@ impl JournalWriter {
         let [signature] = envelope.signatures.as_slice() else {
             return Err("the last checkpoint has no single signature".into());
         };
-        let key = keys
-            .get(&signature.keyid)
-            .ok_or_else(|| format!("the last checkpoint is signed by an untrusted key `{}`", signature.keyid))?;
+        let key = keys.get(&signature.keyid).ok_or_else(|| {
+            format!(
+                "the last checkpoint is signed by an untrusted key `{}`",
+                signature.keyid
+            )
+        })?;
         let sig: [u8; 64] = base64::engine::general_purpose::STANDARD
             .decode(&signature.sig)
             .ok()

@@ -91,7 +91,11 @@ impl Host {
         // The signed closing receipt names the ending; the events and run.json are the host's
         // own account and never override it.
         if let Some((status, reason)) = receipts.ending {
-            if host.halted.as_ref().is_some_and(|(s, r)| *s != status || *r != reason) {
+            if host
+                .halted
+                .as_ref()
+                .is_some_and(|(s, r)| *s != status || *r != reason)
+            {
                 host.notes.push(format!(
                     "the run's events say it ended {}; its signed closing receipt says {}: the signed ending stands",
                     host.halted.as_ref().map_or("?", |(s, _)| s.as_str()),

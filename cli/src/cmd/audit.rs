@@ -691,6 +691,34 @@ fn html(report: &Audit) -> String {
          <p><label>Filter: <input id=\"filter\" type=\"search\"></label> <span id=\"shown\"></span></p>",
         esc(&report.trusted_keys.join(", "))
     );
+    if let Some(check) = &report.ledger {
+        let _ = write!(
+            h,
+            "<h2>Home ledger <code>{}</code></h2><ul>",
+            esc(&check.ledger.display().to_string())
+        );
+        match &check.report {
+            Some(r) if check.is_valid() => {
+                let _ = write!(
+                    h,
+                    "<li>valid: {} entries ({} recorded by <code>craik ledger rebuild</code>); every journal of the home named and ending at its recorded root</li>",
+                    r.receipts, check.rebuilt
+                );
+            }
+            _ => {
+                for p in &check.problems {
+                    let _ = write!(
+                        h,
+                        "<li><span class=\"invalid\">INVALID</span> <code>{}</code>: {}: {}</li>",
+                        esc(&p.journal.display().to_string()),
+                        esc(&p.what),
+                        esc(&p.why)
+                    );
+                }
+            }
+        }
+        let _ = write!(h, "</ul>");
+    }
     for run in &report.runs {
         run_html(&mut h, report, run);
     }

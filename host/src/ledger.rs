@@ -289,22 +289,27 @@ pub fn record(
         .map_err(|e| Error::invalid(format!("signing key: {e}"), Vec::new()))?;
     let path = root.join(LEDGER_NAME);
     let _lock = lock(root)?;
-    let bytes = read_repaired(&path)?;
-    let mut writer = if bytes.is_empty() {
-        JournalWriter::new(LEDGER_ID, 1)
-    } else {
-        JournalWriter::resume_at_checkpoint(LEDGER_ID, &bytes, &ring, 1).map_err(|why| {
-            Error::invalid(
-                format!(
-                    "{}: the home ledger cannot be continued: {why}; check it with `craik receipts verify {}`",
-                    path.display(),
-                    root.display()
-                ),
-                Vec::new(),
-            )
-        })?
+    let (mut writer, mut seen, empty) = match from_head(root, &path, &ring) {
+        Some(fast) => fast,
+        None => {
+            let bytes = read_repaired(&path)?;
+            let writer = if bytes.is_empty() {
+                JournalWriter::new(LEDGER_ID, 1)
+            } else {
+                JournalWriter::resume_at_checkpoint(LEDGER_ID, &bytes, &ring, 1).map_err(|why| {
+                    Error::invalid(
+                        format!(
+                            "{}: the home ledger cannot be continued: {why}; check it with `craik receipts verify {}`",
+                            path.display(),
+                            root.display()
+                        ),
+                        Vec::new(),
+                    )
+                })?
+            };
+            (writer, recorded(&bytes), bytes.is_empty())
+        }
     };
-    let mut seen = recorded(&bytes);
     let mut todo = Vec::new();
     let key = (KEY_ADDED.to_owned(), signer.key_id().to_owned());
     if !seen.contains(&key) {
@@ -330,7 +335,7 @@ pub fn record(
                 .map_err(|e| Error::internal(format!("{}: {e}", path.display())))?,
         );
     }
-    let created = !path.exists();
+    let created = empty && !path.exists();
     let mut file = OpenOptions::new()
         .create(true)
         .append(true)
@@ -342,24 +347,90 @@ pub fn record(
     if created {
         sync_dir(root).map_err(io(root))?;
     }
+    // The head cache: advisory, unsigned, never fsynced (a stale or broken one only sends
+    // the next append to the full read).
+    if let Ok(len) = file.metadata().map(|m| m.len()) {
+        save_head(root, len, &writer, &seen);
+    }
     Ok(count)
+}
+
+/// `ledger.head`: the ledger's length, its Merkle subtree roots and the (kind, target) pairs
+/// recorded, so an append reads one line instead of the whole ledger. Nothing in it is
+/// trusted: the nodes must fold to the root the last checkpoint signs.
+const HEAD_NAME: &str = "ledger.head";
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Head {
+    len: u64,
+    nodes: Vec<String>,
+    recorded: Vec<(String, String)>,
+}
+
+fn save_head(root: &Path, len: u64, writer: &JournalWriter, seen: &BTreeSet<(String, String)>) {
+    let head = Head {
+        len,
+        nodes: writer
+            .tree_nodes()
+            .iter()
+            .map(|n| craik_kernel::to_hex(n))
+            .collect(),
+        recorded: seen.iter().cloned().collect(),
+    };
+    let tmp = root.join(format!(".{HEAD_NAME}.tmp-{}", std::process::id()));
+    if let Ok(bytes) = serde_json::to_vec(&head)
+        && fs::write(&tmp, bytes).is_ok()
+    {
+        let _ = fs::rename(&tmp, root.join(HEAD_NAME));
+    }
+}
+
+/// The writer and recorded pairs from the head cache and the ledger's last line, when the
+/// cache matches the ledger (same length, nodes folding to the signed root); else `None`.
+fn from_head(
+    root: &Path,
+    path: &Path,
+    ring: &KeyRing,
+) -> Option<(JournalWriter, BTreeSet<(String, String)>, bool)> {
+    let head: Head = serde_json::from_slice(&fs::read(root.join(HEAD_NAME)).ok()?).ok()?;
+    let len = fs::metadata(path).ok()?.len();
+    if len != head.len {
+        return None;
+    }
+    let line = last_line(path)?;
+    let nodes: Vec<[u8; 32]> = head
+        .nodes
+        .iter()
+        .map(|h| {
+            let bytes: Vec<u8> = (0..h.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(h.get(i..i + 2)?, 16).ok())
+                .collect::<Option<_>>()?;
+            bytes.try_into().ok()
+        })
+        .collect::<Option<_>>()?;
+    let writer = JournalWriter::resume_from_head(LEDGER_ID, &line, &nodes, ring, 1).ok()?;
+    Some((writer, head.recorded.into_iter().collect(), false))
+}
+
+/// The last complete line of a file, from its tail (`None` if it does not end in a newline).
+fn last_line(path: &Path) -> Option<Vec<u8>> {
+    let mut file = File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(64 * 1024)))
+        .ok()?;
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail).ok()?;
+    let body = tail.strip_suffix(b"\n")?;
+    let start = body.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    body.get(start..).map(<[u8]>::to_vec)
 }
 
 /// The last line of a journal, decoded as a checkpoint (not verified: the caller verifies the
 /// journal itself); `None` when the file is missing or its last line is not a checkpoint.
 pub fn last_checkpoint(path: &Path) -> Option<Checkpoint> {
-    let mut file = File::open(path).ok()?;
-    let len = file.metadata().ok()?.len();
-    let from = len.saturating_sub(64 * 1024);
-    file.seek(SeekFrom::Start(from)).ok()?;
-    let mut tail = Vec::new();
-    file.read_to_end(&mut tail).ok()?;
-    let body = tail.strip_suffix(b"\n")?;
-    let line = body
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(body, |i| body.get(i + 1..).unwrap_or_default());
-    let envelope: Envelope = serde_json::from_slice(line).ok()?;
+    let line = last_line(path)?;
+    let envelope: Envelope = serde_json::from_slice(&line).ok()?;
     if envelope.payload_type != CHECKPOINT_PAYLOAD_TYPE {
         return None;
     }

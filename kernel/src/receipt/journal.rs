@@ -235,6 +235,68 @@ impl JournalWriter {
         Ok(writer)
     }
 
+    /// Continues a journal from its last line, a non-final checkpoint, and the Merkle
+    /// subtree roots `nodes` (largest first) a cache kept: the checkpoint's signature is
+    /// checked, and the nodes must fold to its signed root, so they are authenticated by it;
+    /// sequence, previous hash, checkpoint count and clock come from the checkpoint itself.
+    /// Constant cost, whatever the journal's size; any mismatch is refused (the caller then
+    /// reads the whole journal with [`JournalWriter::resume_at_checkpoint`]).
+    pub fn resume_from_head(
+        run_id: &str,
+        last_line: &[u8],
+        nodes: &[[u8; 32]],
+        keys: &KeyRing,
+        checkpoint_every: u64,
+    ) -> Result<Self, String> {
+        let envelope: Envelope = serde_json::from_slice(last_line).map_err(|e| e.to_string())?;
+        if envelope.payload_type != CHECKPOINT_PAYLOAD_TYPE {
+            return Err("the last line is not a checkpoint".into());
+        }
+        let payload = base64::engine::general_purpose::STANDARD
+            .decode(&envelope.payload)
+            .map_err(|e| e.to_string())?;
+        let [signature] = envelope.signatures.as_slice() else {
+            return Err("the last checkpoint has no single signature".into());
+        };
+        let key = keys
+            .get(&signature.keyid)
+            .ok_or("the last checkpoint is signed by an untrusted key")?;
+        let sig: [u8; 64] = base64::engine::general_purpose::STANDARD
+            .decode(&signature.sig)
+            .ok()
+            .and_then(|s| s.try_into().ok())
+            .ok_or("the last checkpoint's signature is not 64 base64 bytes")?;
+        key.verify_strict(
+            &pae(CHECKPOINT_PAYLOAD_TYPE, &payload),
+            &ed25519_dalek::Signature::from_bytes(&sig),
+        )
+        .map_err(|_| "the last checkpoint's signature does not verify".to_owned())?;
+        let checkpoint: Checkpoint = serde_json::from_slice(&payload).map_err(|e| e.to_string())?;
+        let tree = MerkleRange::from_nodes(checkpoint.tree_size, nodes)
+            .ok_or("the cached tree does not fit the checkpoint's size")?;
+        if checkpoint.is_final
+            || checkpoint.run_id != run_id
+            || checkpoint.root_hash != format!("sha256:{}", crate::policy::hex(&tree.root()))
+        {
+            return Err("the cached tree does not match the last checkpoint".into());
+        }
+        let mut writer = Self::new(run_id, checkpoint_every);
+        writer.tree = tree;
+        writer.next_seq = checkpoint.tree_size;
+        writer.prev = checkpoint.last_receipt_hash;
+        writer.checkpoints = checkpoint.index + 1;
+        writer.last_time = Some(
+            OffsetDateTime::parse(&checkpoint.created_at, &Rfc3339)
+                .map_err(|e| format!("`{}`: {e}", checkpoint.created_at))?,
+        );
+        Ok(writer)
+    }
+
+    /// The Merkle subtree roots so far (for [`JournalWriter::resume_from_head`]).
+    pub fn tree_nodes(&self) -> Vec<[u8; 32]> {
+        self.tree.nodes()
+    }
+
     /// The time of the last entry written or read.
     pub fn last_time(&self) -> Option<OffsetDateTime> {
         self.last_time

@@ -597,4 +597,20 @@ fn issue_20_resume_at_checkpoint_authenticates_everything_by_the_last_root() {
     );
     // Another journal id.
     assert!(JournalWriter::resume_at_checkpoint("run_x", &bytes, &ring(&signer), 1).is_err());
+
+    // From the head alone (the last checkpoint and the cached subtree roots): the same state;
+    // nodes that do not fold to the signed root, or a last line that is an entry, refuse.
+    let last = lines.last().unwrap().as_bytes();
+    let nodes = writer.tree_nodes();
+    let head = JournalWriter::resume_from_head("ledger", last, &nodes, &ring(&signer), 1).unwrap();
+    assert_eq!(head.len(), writer.len());
+    assert_eq!(head.last_hash(), writer.last_hash());
+    let mut wrong = nodes.clone();
+    wrong[0][0] ^= 1;
+    assert!(JournalWriter::resume_from_head("ledger", last, &wrong, &ring(&signer), 1).is_err());
+    let entry = lines[lines.len() - 2].as_bytes();
+    assert!(JournalWriter::resume_from_head("ledger", entry, &nodes, &ring(&signer), 1).is_err());
+    assert!(
+        JournalWriter::resume_from_head("ledger", last, &nodes, &ring(&other_signer()), 1).is_err()
+    );
 }

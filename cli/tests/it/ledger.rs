@@ -454,3 +454,45 @@ fn issue_20_a_crash_between_a_run_closing_and_its_ledger_entry_is_caught_then_re
         "exactly one stop falls between the close and its entry"
     );
 }
+
+/// The ledger's head cache is never trusted: a wrong or missing one only costs a full read.
+#[test]
+fn issue_20_a_wrong_ledger_head_cache_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, _, _) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0);
+    let head = home.join("ledger.head");
+    let mut cached: Value = serde_json::from_slice(&std::fs::read(&head).unwrap()).unwrap();
+    // Subtree roots that do not fold to the signed root.
+    cached["nodes"][0] = "00".repeat(32).into();
+    std::fs::write(&head, serde_json::to_vec(&cached).unwrap()).unwrap();
+    let (exit, _, _) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0);
+    std::fs::remove_file(&head).unwrap();
+    let (exit, _, _) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0);
+    let ok = verify_home(&home, &home);
+    assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
+    let ledger = std::fs::read_to_string(home.join("ledger.jsonl")).unwrap();
+    assert_eq!(ledger.lines().count(), 14, "{ledger}");
+    // (verify_home checked that the ledger names all three runs, closed at their roots)
+}
+
+/// `craik bench run` reports the time the run spent appending to its home ledger.
+#[test]
+fn issue_20_bench_run_shows_the_ledger_share_of_the_run() {
+    let out = craik()
+        .args(["bench", "run", "--steps", "8", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (ledger, run) = (
+        v["ledger_s"].as_f64().unwrap(),
+        v["governed_s"].as_f64().unwrap(),
+    );
+    assert!(ledger > 0.0 && ledger < run, "{v}");
+    assert_eq!(v["ledger_share_of_run"].as_f64().unwrap(), ledger / run);
+    assert_eq!(v["ledger_prefilled_runs"], 1000);
+}

@@ -263,8 +263,11 @@ fn read_repaired(path: &Path) -> Result<Vec<u8>, Error> {
     Ok(bytes.get(..keep).unwrap_or_default().to_vec())
 }
 
+/// The (kind, target) pairs a ledger records.
+type Recorded = BTreeSet<(String, String)>;
+
 /// The (kind, target) of every entry of a ledger's bytes (decoded; the caller verified).
-fn recorded(bytes: &[u8]) -> BTreeSet<(String, String)> {
+fn recorded(bytes: &[u8]) -> Recorded {
     decode_all(bytes)
         .into_iter()
         .filter_map(|(_, d)| match d {
@@ -387,11 +390,7 @@ fn save_head(root: &Path, len: u64, writer: &JournalWriter, seen: &BTreeSet<(Str
 
 /// The writer and recorded pairs from the head cache and the ledger's last line, when the
 /// cache matches the ledger (same length, nodes folding to the signed root); else `None`.
-fn from_head(
-    root: &Path,
-    path: &Path,
-    ring: &KeyRing,
-) -> Option<(JournalWriter, BTreeSet<(String, String)>, bool)> {
+fn from_head(root: &Path, path: &Path, ring: &KeyRing) -> Option<(JournalWriter, Recorded, bool)> {
     let head: Head = serde_json::from_slice(&fs::read(root.join(HEAD_NAME)).ok()?).ok()?;
     let len = fs::metadata(path).ok()?.len();
     if len != head.len {

@@ -54,6 +54,9 @@ pub(crate) enum Command {
     /// Exit 0 when every journal verifies, 1 when one does not (what precedes the failure is
     /// still shown). Anything not covered by a signature is marked "not signed".
     Audit(AuditCmd),
+    /// The home ledger: the signed log naming every journal of a home.
+    #[command(subcommand)]
+    Ledger(LedgerCommand),
     /// Run a task under governance: every step decided, every side effect receipted.
     ///
     /// TASK is a craik.task_request file, or an example directory holding task_request.json,
@@ -702,6 +705,17 @@ pub(crate) enum RunsCommand {
         #[command(flatten)]
         home: HomeArg,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum LedgerCommand {
+    /// Record in the home's ledger every journal it does not name yet (a home written before
+    /// the ledger, or an entry a crash lost), each entry marked `rebuilt`; journals that do
+    /// not verify are left out and listed. An existing ledger must verify first.
+    ///
+    /// The rebuilt entries vouch for the journals only from now on: a journal deleted before
+    /// the rebuild cannot be detected. Exit 0, or 1 when a journal was left out.
+    Rebuild(HomeArg),
 }
 
 #[derive(Debug, Subcommand)]

@@ -17,8 +17,8 @@ use clap::{CommandFactory, Parser};
 
 use crate::cli::{
     ApprovalsCommand, BenchCommand, Cli, Command, ConfigCommand, ContractsCommand, GrantsCommand,
-    HandoffCommand, KeysCommand, MemoryCommand, PolicyCommand, ProfileArg, ReceiptsCommand,
-    RunnersCommand, RunsCommand, SchemaCommand, TaskCommand,
+    HandoffCommand, KeysCommand, LedgerCommand, MemoryCommand, PolicyCommand, ProfileArg,
+    ReceiptsCommand, RunnersCommand, RunsCommand, SchemaCommand, TaskCommand,
 };
 use crate::exit::{Exit, Failure};
 use crate::output::Out;
@@ -356,6 +356,9 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             run,
             &reviewer(by.as_deref())?,
         ),
+        Command::Ledger(LedgerCommand::Rebuild(home)) => {
+            cmd::runs::ledger_rebuild(out, cli.format, &existing_home(&home.home)?)
+        }
         Command::Handoff(HandoffCommand::Show { run, home }) => {
             cmd::runs::handoff(out, cli.format, &existing_home(&home.home)?, run)
         }

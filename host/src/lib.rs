@@ -9,6 +9,7 @@
 //! - [`runners`]: the shipped runners' capability matrices (trusted data);
 //! - [`journal`]: a run's receipt journal on disk;
 //! - [`keys`]: the receipt signing key on disk;
+//! - [`ledger`]: the home ledger naming every journal of a home, and the check against it;
 //! - [`policies`], [`embedded`]: policy bundles and grants from files, and the default bundle;
 //! - [`policytest`]: policy test suites (Craik's format and Cedar's `run-tests`), coverage, JUnit.
 //!
@@ -31,6 +32,7 @@ pub mod fsio;
 pub mod journal;
 pub mod keys;
 pub mod launch;
+pub mod ledger;
 pub mod policies;
 pub mod policytest;
 pub mod run;

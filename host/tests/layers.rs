@@ -120,7 +120,7 @@ const LAYERS: &[&[&str]] = &[
         "policies",
         "policytest",
     ],
-    &["run"],
+    &["run", "ledger"],
     &["adapter"],
     &["launch", "conformance"],
 ];

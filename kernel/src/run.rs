@@ -216,6 +216,19 @@ impl RunLoop {
         self.run.ended_at = Some(self.run.updated_at);
     }
 
+    /// Restores the ending the run's record names (its signed closing receipt, or the
+    /// `halted` event that was written with it): unlike [`RunLoop::halt`] it replaces an
+    /// ending the replayed steps reached, because the host may have refused that completion
+    /// ([`RunLoop::refuse_completion`]) before it recorded the halt.
+    pub fn restore_end(&mut self, status: TaskRunStatus, reason: String, now: OffsetDateTime) {
+        self.run.status = status;
+        self.run.stop_reason = Some(reason);
+        if self.run.ended_at.is_none() {
+            self.touch(now);
+            self.run.ended_at = Some(self.run.updated_at);
+        }
+    }
+
     /// A run the loop would end `completed` whose host-side obligations are unmet (a side
     /// effect failed, a required verification never passed) ends with `status` and `reason`
     /// instead: no claiming work that did not complete. Any other ending is left as it is.

@@ -40,6 +40,9 @@ struct Audit {
     expected_policy_set: Option<String>,
     /// The grants hash the run's inputs had to sign (`--grants`), if asked.
     expected_grants: Option<String>,
+    /// The home ledger, checked first when the target is a home.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ledger: Option<craik_host::ledger::HomeCheck>,
     runs: Vec<RunAudit>,
 }
 
@@ -58,8 +61,20 @@ struct RunAudit {
     inputs: Option<Value>,
     /// Every verified receipt, in order, with what explains it.
     timeline: Vec<Entry>,
+    /// The status the verified journal signs: its closing receipt's, or a park's when its
+    /// last receipt is one.
+    status: Option<SignedStatus>,
     /// From the run's state file: NOT covered by a signature.
     unsigned: Option<Unsigned>,
+}
+
+#[derive(Serialize)]
+struct SignedStatus {
+    status: String,
+    reason: String,
+    receipt: String,
+    /// A park awaiting approval: the run may continue.
+    may_continue: bool,
 }
 
 #[derive(Serialize)]
@@ -104,7 +119,7 @@ struct Unsigned {
 const UNSIGNED_NOTE: &str = "from run.json, which is not signed: the host's own account";
 
 pub(crate) fn audit(out: &mut Out, format: Format, args: &AuditArgs<'_>) -> Result<Exit, Failure> {
-    let journals = targets(args.target, args.home)?;
+    let (journals, home_target) = targets(args.target, args.home)?;
     let (ring, trusted_keys) = receipts::trusted_keys(
         out,
         args.keys,
@@ -113,6 +128,10 @@ pub(crate) fn audit(out: &mut Out, format: Format, args: &AuditArgs<'_>) -> Resu
     )?;
     let expected_policy_set = receipts::expected_policy_set(args.policies, args.custom)?;
     let expect = Expected::of(args.grants)?;
+    // A home: its ledger first, then every journal against it.
+    let homes = home_target
+        .map(|h| receipts::home_checks(&[h], &ring))
+        .unwrap_or_default();
     let mut runs = Vec::new();
     for journal in &journals {
         runs.push(audit_run(
@@ -120,14 +139,49 @@ pub(crate) fn audit(out: &mut Out, format: Format, args: &AuditArgs<'_>) -> Resu
             &ring,
             expected_policy_set.as_deref(),
             &expect,
+            &homes,
         )?);
     }
+    // Run journals the ledger names that are gone (missing review journals are shown in
+    // the ledger's section).
+    let runs_dir = homes
+        .first()
+        .and_then(|c| c.ledger.parent())
+        .map(|h| h.join("runs"))
+        .unwrap_or_default();
+    for problem in homes
+        .iter()
+        .flat_map(|c| c.problems.iter())
+        .filter(|p| p.what == "missing" && p.journal.starts_with(&runs_dir))
+    {
+        runs.push(RunAudit {
+            journal: problem.journal.display().to_string(),
+            run_id: None,
+            valid: false,
+            verification: Report {
+                failure: Some(craik_kernel::Failure {
+                    line: 0,
+                    seq: None,
+                    what: problem.what.clone(),
+                    why: problem.why.clone(),
+                }),
+                ..Report::default()
+            },
+            policy_sets: Vec::new(),
+            inputs: None,
+            timeline: Vec::new(),
+            status: None,
+            unsigned: None,
+        });
+    }
+    let ledger = homes.into_iter().next();
     let report = Audit {
         schema: "craik.audit",
         version: "0.1.0",
         trusted_keys,
         expected_policy_set,
         expected_grants: expect.grants,
+        ledger,
         runs,
     };
     if let Some(file) = args.html {
@@ -140,17 +194,25 @@ pub(crate) fn audit(out: &mut Out, format: Format, args: &AuditArgs<'_>) -> Resu
         Format::Json | Format::Junit => out.json(&report)?,
         Format::Human => human(out, &report)?,
     }
-    Ok(if report.runs.iter().all(|r| r.valid) {
-        Exit::Ok
-    } else {
-        Exit::CheckFailed
-    })
+    Ok(
+        if report.runs.iter().all(|r| r.valid)
+            && report
+                .ledger
+                .as_ref()
+                .is_none_or(craik_host::ledger::HomeCheck::is_valid)
+        {
+            Exit::Ok
+        } else {
+            Exit::CheckFailed
+        },
+    )
 }
 
 /// Journals named by `target`: every run of a home (a directory holding `runs/`, or `runs/`
 /// itself), else one run (id under `home`, run directory or journal file).
-fn targets(target: &str, home: &Path) -> Result<Vec<PathBuf>, Failure> {
+fn targets(target: &str, home: &Path) -> Result<(Vec<PathBuf>, Option<PathBuf>), Failure> {
     let path = Path::new(target);
+    let home_target = path.join("runs").is_dir().then(|| path.to_owned());
     let runs = if path.join("runs").is_dir() {
         Some(path.join("runs"))
     } else if path.is_dir() && !path.join(JOURNAL_NAME).exists() && path.ends_with("runs") {
@@ -159,16 +221,19 @@ fn targets(target: &str, home: &Path) -> Result<Vec<PathBuf>, Failure> {
         None
     };
     let Some(runs) = runs else {
-        return Ok(vec![receipts::resolve(target, home)?]);
+        return Ok((vec![receipts::resolve(target, home)?], None));
     };
     let found = receipts::run_journals(&runs)?;
-    if found.is_empty() {
+    let has_ledger = home_target
+        .as_ref()
+        .is_some_and(|h| h.join(craik_host::ledger::LEDGER_NAME).is_file());
+    if found.is_empty() && !has_ledger {
         return Err(Failure::usage(format!(
             "{}: no run journals ({JOURNAL_NAME}) found",
             runs.display()
         )));
     }
-    Ok(found)
+    Ok((found, home_target))
 }
 
 /// The home a run journal sits in (`<home>/runs/<run>/receipts.jsonl`).
@@ -188,6 +253,7 @@ fn audit_run(
     ring: &KeyRing,
     policy_set: Option<&str>,
     expect: &Expected,
+    homes: &[craik_host::ledger::HomeCheck],
 ) -> Result<RunAudit, Failure> {
     // Read once: what is verified is exactly what is explained.
     let bytes = std::fs::read(journal)
@@ -203,7 +269,11 @@ fn audit_run(
         },
         &mut |_, _| {},
     );
-    let report = receipts::checked(journal, report, ring, expect);
+    let report = receipts::against_ledger(
+        homes,
+        journal,
+        receipts::checked(journal, report, ring, expect),
+    );
     // Lines before the first failing line verified. A failure of what the receipts bind (an
     // approval without its review, an edited inputs.json or memory file, an unclosed journal)
     // leaves every line signed: all are shown, the one concerned marked by its line.
@@ -258,8 +328,26 @@ fn audit_run(
                 ended_at: text("ended_at"),
             }
         });
+    let closing = timeline
+        .iter()
+        .rev()
+        .find(|e| e.receipt.capability == craik_host::run::driver::RUN_CLOSED)
+        .or_else(|| {
+            timeline
+                .last()
+                .filter(|e| e.receipt.capability == craik_host::run::driver::RUN_PARKED)
+        });
+    let status = closing.and_then(|e| {
+        Some(SignedStatus {
+            status: meta(&e.receipt, "status")?.to_owned(),
+            reason: e.receipt.reason.clone(),
+            receipt: e.receipt.id.clone(),
+            may_continue: e.receipt.capability == craik_host::run::driver::RUN_PARKED,
+        })
+    });
     Ok(RunAudit {
         journal: journal.display().to_string(),
+        status,
         run_id,
         valid: report.is_valid(),
         verification: report,
@@ -399,6 +487,28 @@ fn what(r: &ReceiptPayload) -> String {
 }
 
 fn human(out: &mut Out, report: &Audit) -> Result<(), Failure> {
+    if let Some(check) = &report.ledger {
+        out.line(format_args!(
+            "audit of the home ledger {}",
+            check.ledger.display()
+        ))?;
+        match &check.report {
+            Some(r) if check.is_valid() => out.line(format_args!(
+                "  ledger      valid: {} entries ({} recorded by `craik ledger rebuild`), every journal of the home named and ending at its recorded root",
+                r.receipts, check.rebuilt
+            ))?,
+            _ => {
+                for p in &check.problems {
+                    out.line(format_args!(
+                        "  ledger      INVALID: {}: {}: {}",
+                        p.journal.display(),
+                        p.what,
+                        p.why
+                    ))?;
+                }
+            }
+        }
+    }
     for run in &report.runs {
         out.line(format_args!("audit of {}", run.journal))?;
         let v = &run.verification;
@@ -447,13 +557,25 @@ fn human(out: &mut Out, report: &Audit) -> Result<(), Failure> {
                 h("runner")
             ))?;
         }
-        if let Some(u) = &run.unsigned {
-            out.line(format_args!(
+        match (&run.status, &run.unsigned) {
+            (Some(s), _) => out.line(format_args!(
+                "  status      {} — {} (signed: {}{})",
+                s.status,
+                s.reason,
+                s.receipt,
+                if s.may_continue {
+                    "; parked, may continue once its approval is decided"
+                } else {
+                    ", the run's closing receipt"
+                }
+            ))?,
+            (None, Some(u)) => out.line(format_args!(
                 "  status      {} — {} [NOT SIGNED: {}]",
                 u.status.as_deref().unwrap_or("?"),
                 u.stop_reason.as_deref().unwrap_or("-"),
                 u.note
-            ))?;
+            ))?,
+            (None, None) => {}
         }
         for entry in &run.timeline {
             let r = &entry.receipt;
@@ -597,6 +719,34 @@ fn html(report: &Audit) -> String {
          <p><label>Filter: <input id=\"filter\" type=\"search\"></label> <span id=\"shown\"></span></p>",
         esc(&report.trusted_keys.join(", "))
     );
+    if let Some(check) = &report.ledger {
+        let _ = write!(
+            h,
+            "<h2>Home ledger <code>{}</code></h2><ul>",
+            esc(&check.ledger.display().to_string())
+        );
+        match &check.report {
+            Some(r) if check.is_valid() => {
+                let _ = write!(
+                    h,
+                    "<li>valid: {} entries ({} recorded by <code>craik ledger rebuild</code>); every journal of the home named and ending at its recorded root</li>",
+                    r.receipts, check.rebuilt
+                );
+            }
+            _ => {
+                for p in &check.problems {
+                    let _ = write!(
+                        h,
+                        "<li><span class=\"invalid\">INVALID</span> <code>{}</code>: {}: {}</li>",
+                        esc(&p.journal.display().to_string()),
+                        esc(&p.what),
+                        esc(&p.why)
+                    );
+                }
+            }
+        }
+        let _ = write!(h, "</ul>");
+    }
     for run in &report.runs {
         run_html(&mut h, report, run);
     }
@@ -653,7 +803,20 @@ fn run_html(h: &mut String, report: &Audit, run: &RunAudit) {
         }
         let _ = write!(h, "</td></tr>");
     }
-    if let Some(u) = &run.unsigned {
+    if let Some(s) = &run.status {
+        let _ = write!(
+            h,
+            "<tr><th>status</th><td>{} — {} (signed: <code>{}</code>{})</td></tr>",
+            esc(&s.status),
+            esc(&s.reason),
+            esc(&s.receipt),
+            if s.may_continue {
+                "; parked, may continue once its approval is decided"
+            } else {
+                ""
+            }
+        );
+    } else if let Some(u) = &run.unsigned {
         let _ = write!(
             h,
             "<tr class=\"unsigned\"><th>status</th><td>{} — {} <span class=\"badge\">not signed</span> ({})</td></tr>",

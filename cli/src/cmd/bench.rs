@@ -273,6 +273,11 @@ struct RunResult {
     fsyncs_per_write_side_effect: u64,
     fsyncs_per_read: u64,
     journal_valid: bool,
+    /// Of `governed_s`: appending the run's entries to the home ledger (started, closed),
+    /// in a home whose ledger already names `ledger_prefilled_runs` runs.
+    ledger_s: f64,
+    ledger_share_of_run: f64,
+    ledger_prefilled_runs: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     adapter_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -596,7 +601,7 @@ pub(crate) fn run(
         steps,
         Box::new(craik_host::run::FixtureStepRunner::new(scenario.clone())),
     )?;
-    let (governed_s, fsyncs, journal_valid, receipts) = in_process;
+    let (governed_s, fsyncs, journal_valid, receipts, ledger_s) = in_process;
     let through_adapter = if adapter {
         let program = craik_host::adapter::shipped("fixture").map_err(Failure::usage)?;
         let spec = craik_host::adapter::AdapterSpec::new(
@@ -640,6 +645,9 @@ pub(crate) fn run(
         fsyncs_per_write_side_effect: 6,
         fsyncs_per_read: 4,
         journal_valid,
+        ledger_s,
+        ledger_share_of_run: ledger_s / governed_s,
+        ledger_prefilled_runs: LEDGER_PREFILL,
         adapter_s: through_adapter.as_ref().map(|t| t.0),
         adapter_steps_per_s: through_adapter.as_ref().map(|t| steps_f / t.0),
         adapter_overhead_per_step_us: through_adapter
@@ -681,6 +689,13 @@ pub(crate) fn run(
                     "INVALID"
                 }
             ))?;
+            out.line(format_args!(
+                "  ledger       {:.2} ms of the governed run's {:.0} ms ({:.2} %) appending its home-ledger entries (started, closed), the ledger already naming {} runs",
+                result.ledger_s * 1000.0,
+                result.governed_s * 1000.0,
+                result.ledger_share_of_run * 100.0,
+                result.ledger_prefilled_runs
+            ))?;
             let c = &result.confinement;
             out.line(format_args!(
                 "  confinement  {:.0} µs per command confined vs {:.0} µs plain (medians of {} each, alternating): {:.2} ms overhead per spawned command ({:.0} µs of it planning in Craik's process, its Landlock ruleset reused); {:.2} ms when the ruleset is built ({:.0} µs planning); CPU {:.0} vs {:.0} µs per command [{}]",
@@ -714,7 +729,11 @@ pub(crate) fn run(
     })
 }
 
-/// One governed run of the bench scenario in `root`: (seconds, fsyncs, journal valid, receipts).
+/// Runs the bench home's ledger names before the measured run.
+const LEDGER_PREFILL: usize = 1000;
+
+/// One governed run of the bench scenario in `root`: (seconds, fsyncs, journal valid, receipts,
+/// seconds of it spent appending to the home ledger).
 fn governed_run(
     root: &Path,
     workspace: &Path,
@@ -722,7 +741,7 @@ fn governed_run(
     scenario_bytes: &[u8],
     steps: usize,
     runner: Box<dyn craik_host::run::StepRunner>,
-) -> std::result::Result<(f64, u64, bool, u64), Failure> {
+) -> std::result::Result<(f64, u64, bool, u64, f64), Failure> {
     use craik_host::run::driver::{Host, Setup};
     use craik_host::run::store::{Home, RunDir};
     let grant: craik_contracts::CapabilityGrant = serde_json::from_value(serde_json::json!({
@@ -746,6 +765,18 @@ fn governed_run(
     keys.add(&crate::cmd::keys::read_public(&public)?)
         .map_err(Failure::internal)?;
     let started = time::OffsetDateTime::now_utc();
+    // The home's ledger already names LEDGER_PREFILL runs (synthetic entries), so the bench
+    // run's appends pay what they pay in a home with history (an append hashes every line).
+    let prefill: Vec<craik_host::ledger::Entry> = (0..LEDGER_PREFILL)
+        .map(|i| {
+            let mut e = craik_host::ledger::Entry::key_added(&format!("sha256:bench{i}"));
+            e.kind = craik_host::ledger::RUN_STARTED;
+            e.target = format!("run_bench_history_{i}");
+            e
+        })
+        .collect();
+    std::fs::create_dir_all(&home.root).map_err(io_at(&home.root))?;
+    craik_host::ledger::record(&home.root, &signer, started, prefill)?;
     let inputs = craik_host::run::Inputs {
         run_id: "run_bench".into(),
         task,
@@ -797,7 +828,13 @@ fn governed_run(
     let journal = std::fs::read(host.journal_path()).map_err(io_at(&host.journal_path()))?;
     let report = verify_journal_with(&journal, &keys, VerifyOptions::default(), &mut |_, _| {});
     let fsyncs = host.fsyncs();
-    Ok((governed_s, fsyncs, report.is_valid(), report.receipts))
+    Ok((
+        governed_s,
+        fsyncs,
+        report.is_valid(),
+        report.receipts,
+        host.ledger_time().as_secs_f64(),
+    ))
 }
 
 #[derive(Serialize)]

@@ -32,7 +32,9 @@ fn journals(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
                 path.clone()
             };
             let found = run_journals(&runs)?;
-            if found.is_empty() {
+            // A home whose runs were all deleted still has its ledger to say so.
+            let ledger = path.join(craik_host::ledger::LEDGER_NAME);
+            if found.is_empty() && !(runs != *path && ledger.is_file()) {
                 return Err(Failure::usage(format!(
                     "{}: no {JOURNAL_NAME} found",
                     path.display()
@@ -471,6 +473,18 @@ pub(crate) fn verify(
     let progress = std::io::stderr().is_terminal() && format == Format::Human;
     let mut results = Vec::new();
     let mut exit = Exit::Ok;
+    // A home: its ledger first, then every journal against it.
+    let homes = home_checks(paths, &ring);
+    for check in &homes {
+        let verified = ledger_result(check);
+        if !verified.report.is_valid() {
+            exit = Exit::CheckFailed;
+        }
+        if format == Format::Human {
+            print_result(out, &verified, allow_open)?;
+        }
+        results.push(verified);
+    }
     for path in journals(paths)? {
         // Streamed: memory stays at one chunk and one window of lines, whatever the size.
         let mut file = std::fs::File::open(&path)
@@ -510,48 +524,49 @@ pub(crate) fn verify(
                 ))?;
             }
         }
-        let report = checked(&path, verifier.finish(), &ring, &expect);
+        let report = against_ledger(
+            &homes,
+            &path,
+            checked(&path, verifier.finish(), &ring, &expect),
+        );
         if show {
             out.end_progress()?;
         }
         if !report.is_valid() {
             exit = Exit::CheckFailed;
         }
-        if format == Format::Human {
-            match &report.failure {
-                None => out.line(format_args!(
-                    "{}: valid — {} receipts, {} checkpoints, {} (run {})",
-                    path.display(),
-                    report.receipts,
-                    report.checkpoints,
-                    if report.closed { "closed" } else { "open" },
-                    report.run_id.as_deref().unwrap_or("?")
-                ))?,
-                Some(f) => {
-                    let seq = f.seq.map(|s| format!(" (seq {s})")).unwrap_or_default();
-                    out.line(format_args!(
-                        "{}:{}: INVALID{seq}: {}: {}",
-                        path.display(),
-                        f.line,
-                        f.what,
-                        f.why
-                    ))?;
-                    out.line(format_args!(
-                        "  {} receipts verified before it",
-                        report.receipts
-                    ))?;
-                    if f.what == "not closed" && !allow_open && run_not_ended(&path) {
-                        out.line(
-                            "  the run is parked or still going; to check what it has so far, pass --allow-open",
-                        )?;
-                    }
-                }
-            }
-        }
-        results.push(Verified {
+        let verified = Verified {
             path: path.display().to_string(),
             report,
-        });
+        };
+        if format == Format::Human {
+            print_result(out, &verified, allow_open)?;
+        }
+        results.push(verified);
+    }
+    // Journals the ledger names that are gone.
+    for problem in homes
+        .iter()
+        .flat_map(|c| c.problems.iter())
+        .filter(|p| p.what == "missing")
+    {
+        let verified = Verified {
+            path: problem.journal.display().to_string(),
+            report: Report {
+                failure: Some(craik_kernel::Failure {
+                    line: 0,
+                    seq: None,
+                    what: problem.what.clone(),
+                    why: problem.why.clone(),
+                }),
+                ..Report::default()
+            },
+        };
+        exit = Exit::CheckFailed;
+        if format == Format::Human {
+            print_result(out, &verified, allow_open)?;
+        }
+        results.push(verified);
     }
     match format {
         Format::Json | Format::Junit => out.json(&results)?,
@@ -566,6 +581,91 @@ pub(crate) fn verify(
         }
     }
     Ok(exit)
+}
+
+/// The ledger check of every home among `paths` (a directory holding `runs/`).
+pub(crate) fn home_checks(paths: &[PathBuf], ring: &KeyRing) -> Vec<craik_host::ledger::HomeCheck> {
+    paths
+        .iter()
+        .filter(|p| p.join("runs").is_dir() || p.join(craik_host::ledger::LEDGER_NAME).is_file())
+        .map(|p| {
+            craik_host::ledger::check_home(&craik_host::run::store::Home::new(p), ring, threads())
+        })
+        .collect()
+}
+
+/// A journal's report with the first ledger problem about it, if it had none of its own.
+pub(crate) fn against_ledger(
+    homes: &[craik_host::ledger::HomeCheck],
+    path: &Path,
+    mut report: Report,
+) -> Report {
+    if report.failure.is_none()
+        && let Some(problem) = homes
+            .iter()
+            .find_map(|c| c.problem_for(path).filter(|p| p.what != "missing"))
+    {
+        report.failure = Some(craik_kernel::Failure {
+            line: 0,
+            seq: None,
+            what: problem.what.clone(),
+            why: problem.why.clone(),
+        });
+    }
+    report
+}
+
+/// The ledger's own line: its verification, or what is wrong with it.
+fn ledger_result(check: &craik_host::ledger::HomeCheck) -> Verified {
+    let mut report = check.report.clone().unwrap_or_default();
+    if report.failure.is_none()
+        && let Some(problem) = check.problem_for(&check.ledger)
+    {
+        report.failure = Some(craik_kernel::Failure {
+            line: 0,
+            seq: None,
+            what: problem.what.clone(),
+            why: problem.why.clone(),
+        });
+    }
+    Verified {
+        path: check.ledger.display().to_string(),
+        report,
+    }
+}
+
+fn print_result(out: &mut Out, verified: &Verified, allow_open: bool) -> Result<(), Failure> {
+    let (report, path) = (&verified.report, Path::new(&verified.path));
+    match &report.failure {
+        None => out.line(format_args!(
+            "{}: valid — {} receipts, {} checkpoints, {} (run {})",
+            path.display(),
+            report.receipts,
+            report.checkpoints,
+            if report.closed { "closed" } else { "open" },
+            report.run_id.as_deref().unwrap_or("?")
+        ))?,
+        Some(f) => {
+            let seq = f.seq.map(|s| format!(" (seq {s})")).unwrap_or_default();
+            out.line(format_args!(
+                "{}:{}: INVALID{seq}: {}: {}",
+                path.display(),
+                f.line,
+                f.what,
+                f.why
+            ))?;
+            out.line(format_args!(
+                "  {} receipts verified before it",
+                report.receipts
+            ))?;
+            if f.what == "not closed" && !allow_open && run_not_ended(path) {
+                out.line(
+                    "  the run is parked or still going; to check what it has so far, pass --allow-open",
+                )?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Signature checks use every core the process may run on.

@@ -691,6 +691,8 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
             && r.decided_by.kind != DecidedByKind::Outcome
             && r.capability != craik_host::run::driver::RUN_INPUTS
             && !craik_host::run::driver::is_human_decision(&r.capability)
+            && r.capability != craik_host::run::driver::RUN_CLOSED
+            && r.capability != craik_host::run::driver::RUN_PARKED
         {
             match r.decision {
                 Decision::Allow => tally.allow += 1,
@@ -898,10 +900,7 @@ fn continue_run(
     let ended = host.is_final();
     let found = host.settle()?;
     if ended {
-        out.diag(format_args!(
-            "craik: {run_id} already ended ({}); nothing to resume",
-            host.machine().run().status.as_str()
-        ))?;
+        return Err(ended_refusal(&host, run_id, "resumed").into());
     } else if !host.is_final() {
         host.operator_receipt(OperatorAct::Resume, by, "resumed by the operator")?;
         host.reopen()?;
@@ -909,6 +908,54 @@ fn continue_run(
     }
     host.set_notes(found);
     Ok((host, keys))
+}
+
+/// A run that has ended is never changed: one line naming its signed ending (exit 1).
+fn ended_refusal(host: &Host, run_id: &str, verb: &str) -> craik_host::Error {
+    let run = host.machine().run();
+    let signed = if host.signed_end().is_some() {
+        "signed by its closing receipt"
+    } else {
+        "recorded before closing receipts were signed"
+    };
+    craik_host::Error::refused(format!(
+        "{run_id}: already ended {} ({signed}: {}); an ended run cannot be {verb}",
+        run.status.as_str(),
+        craik_contracts::one_line(run.stop_reason.as_deref().unwrap_or(""))
+    ))
+}
+
+/// `craik ledger rebuild`: record every journal the home's ledger does not name yet.
+pub(crate) fn ledger_rebuild(out: &mut Out, format: Format, home: &Path) -> Result<Exit, Failure> {
+    let home = Home::new(home);
+    let (signer, ring) = keys(&home, out, false)?;
+    let done = craik_host::ledger::rebuild(&home, &signer, &ring, OffsetDateTime::now_utc())?;
+    match format {
+        Format::Human => {
+            for line in &done.recorded {
+                out.line(format_args!("recorded  {line} (rebuilt)"))?;
+            }
+            for line in &done.refused {
+                out.line(format_args!(
+                    "refused   {}",
+                    craik_contracts::one_line(line)
+                ))?;
+            }
+            out.line(format_args!(
+                "{}: {} entr{} recorded, {} journal(s) left out; rebuilt entries vouch for their journals from now on: a journal deleted before this rebuild cannot be detected",
+                done.ledger.display(),
+                done.recorded.len(),
+                if done.recorded.len() == 1 { "y" } else { "ies" },
+                done.refused.len()
+            ))?;
+        }
+        Format::Json | Format::Junit => out.json(&done)?,
+    }
+    Ok(if done.refused.is_empty() {
+        Exit::Ok
+    } else {
+        Exit::CheckFailed
+    })
 }
 
 /// `craik runs cancel RUN`.
@@ -941,7 +988,10 @@ pub(crate) fn cancel(
     let (mut host, keys) = open_locked(home, run_id, out)?;
     operator(&host, by)?;
     host.settle()?;
-    if !host.is_final() {
+    if host.is_final() {
+        return Err(ended_refusal(&host, run_id, "cancelled").into());
+    }
+    {
         host.cancel(by, reason)?;
     }
     summary(out, format, &host, &keys).map(|_| Exit::Ok)
@@ -1025,14 +1075,41 @@ pub(crate) fn show(
     run_id: &str,
 ) -> Result<Exit, Failure> {
     let dir = Home::new(home).run_dir(run_id)?;
-    let run: TaskRun = dir
+    let mut run: TaskRun = dir
         .read_json(RUN)
         .map_err(|e| Failure::invalid(e, Vec::new()))?;
+    // The status comes from the run's signed journal (its closing or parking receipt) when
+    // there is one; run.json is the host's unsigned account.
+    let signed = signed_status(&Home::new(home), &dir);
+    let unsigned = (run.status, run.stop_reason.clone());
+    if let Ok(Some(s)) = &signed {
+        run.status = s.status;
+        run.stop_reason = Some(s.reason.clone());
+    }
+    let source = match &signed {
+        Ok(Some(s)) if unsigned.0 != s.status || unsigned.1.as_deref() != Some(s.reason.as_str()) => format!(
+            "signed by {} (run.json, unsigned, says {}: ignored)",
+            s.receipt,
+            unsigned.0.as_str()
+        ),
+        Ok(Some(s)) => format!("signed by {}", s.receipt),
+        Ok(None) => "from run.json, not signed (the run has not ended or parked, or predates closing receipts)".into(),
+        Err(why) => format!("from run.json, NOT SIGNED: {why}"),
+    };
     match format {
         Format::Human => {
             out.line(format_args!("run        {}", run.id))?;
             out.line(format_args!("task       {}", run.task_id))?;
-            out.line(format_args!("status     {}", run.status.as_str()))?;
+            out.line(format_args!(
+                "status     {} ({})",
+                run.status.as_str(),
+                craik_contracts::one_line(&source)
+            ))?;
+            if let Ok(Some(s)) = &signed
+                && s.may_continue
+            {
+                out.line("           may continue once its approval is decided")?;
+            }
             out.line(format_args!(
                 "phase      {} (iteration {} of {})",
                 run.phase.as_str(),
@@ -1049,9 +1126,57 @@ pub(crate) fn show(
             ))?;
             out.line(format_args!("directory  {}", dir.path.display()))?;
         }
-        Format::Json | Format::Junit => out.json(&run)?,
+        Format::Json | Format::Junit => out.json(&ShownRun {
+            run: &run,
+            status_source: source,
+            signed_status: signed.ok().flatten(),
+        })?,
     }
     Ok(Exit::Ok)
+}
+
+#[derive(Debug, Serialize)]
+struct ShownRun<'a> {
+    #[serde(flatten)]
+    run: &'a TaskRun,
+    /// Where `status` and `stop_reason` come from.
+    status_source: String,
+    signed_status: Option<SignedStatus>,
+}
+
+/// The status a run's verified journal signs: its closing receipt's, or a park's when the
+/// journal's last receipt is one.
+#[derive(Debug, Serialize)]
+struct SignedStatus {
+    status: craik_contracts::TaskRunStatus,
+    reason: String,
+    receipt: String,
+    may_continue: bool,
+}
+
+fn signed_status(home: &Home, dir: &RunDir) -> Result<Option<SignedStatus>, String> {
+    let key = craik_host::keys::default_public(&home.root);
+    let public = craik_host::keys::read_public(&key).map_err(|e| e.message)?;
+    let mut ring = KeyRing::new();
+    ring.add(&public)?;
+    let receipts = craik_host::run::signed::verified_receipts(dir, &ring)?;
+    if let Some((status, reason, receipt)) = craik_host::run::signed::signed_ending(&receipts) {
+        return Ok(Some(SignedStatus {
+            status,
+            reason,
+            receipt,
+            may_continue: false,
+        }));
+    }
+    Ok(receipts
+        .last()
+        .filter(|r| r.capability == craik_host::run::driver::RUN_PARKED)
+        .map(|r| SignedStatus {
+            status: craik_contracts::TaskRunStatus::Blocked,
+            reason: r.reason.clone(),
+            receipt: r.id.clone(),
+            may_continue: true,
+        }))
 }
 
 /// `craik handoff show RUN`.

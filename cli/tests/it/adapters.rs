@@ -399,7 +399,13 @@ fn hostile_adapters_end_in_a_failed_step_with_a_receipt() {
         assert!(reason.contains(expect), "{mode}: {reason}");
         assert!(!reason.contains('\n'));
         let receipts: Vec<Value> = receipts(&home, &id);
-        let last = receipts.last().unwrap();
+        // The closing receipt (issue 20) signs the ending; the violation precedes it.
+        assert_eq!(
+            receipts.last().unwrap()["capability"],
+            "run.closed",
+            "{mode}"
+        );
+        let last = &receipts[receipts.len() - 2];
         assert_eq!(
             last["determining_policies"],
             json!(["kernel.runner-violation"]),
@@ -765,8 +771,9 @@ fn issue_13_setup_failures_are_not_runner_violations() {
         assert!(reason.starts_with("runner setup failed"), "{reason}");
         assert!(!reason.contains("violation"), "{reason}");
         let rs = receipts(&home, &id);
+        assert_eq!(rs.last().unwrap()["result"]["metadata"]["status"], "failed");
         assert_eq!(
-            rs.last().unwrap()["determining_policies"],
+            rs[rs.len() - 2]["determining_policies"],
             json!(["kernel.runner-setup"])
         );
     }

@@ -115,7 +115,13 @@ fn issue_13_audit_explains_a_run_from_its_verified_journal() {
         text.contains("approved by user:alice via approval_"),
         "{text}"
     );
-    assert!(text.contains("NOT SIGNED"), "{text}");
+    // Issue 20: the status is the closing receipt's, signed.
+    assert!(
+        text.contains(
+            "status      completed — runner evaluated the task as done (signed: receipt_"
+        ),
+        "{text}"
+    );
     assert!(
         !text.lines().any(|l| l.starts_with("ok")),
         "the reason's newline stays escaped"

@@ -773,7 +773,7 @@ fn issue_11_receipts_and_displays_name_the_argv_that_runs() {
 }
 
 /// Runs the docs-review example with its envelope edited by `edit`.
-fn docs_review_with(
+pub(crate) fn docs_review_with(
     dir: &std::path::Path,
     edit: impl Fn(&mut Value),
 ) -> (i32, String, std::path::PathBuf) {

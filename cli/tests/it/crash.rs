@@ -36,7 +36,7 @@ fn scenario() -> Value {
 
 /// Runs until the N-th durable write, then SIGKILL. Returns false when the run finished
 /// before reaching it.
-fn run_and_kill(example: &Path, home: &Path, n: u64) -> bool {
+pub(crate) fn run_and_kill(example: &Path, home: &Path, n: u64) -> bool {
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("craik"))
         .arg("run")
         .arg(example)

@@ -17,6 +17,7 @@ mod contracts;
 mod crash;
 mod decisions;
 mod interop;
+mod ledger;
 mod policy;
 mod provider;
 mod receipts;

@@ -279,9 +279,14 @@ fn approval_round_trip_from_the_cli() {
     verify_journals(h, &h.join("reviews"), false);
     let record: Value = json_out(h, &["approvals", "show", &approval]);
     assert_eq!(record["status"], "consumed");
-    // Resuming a finished run changes nothing.
+    // Resuming a finished run is refused (issue 20) and changes nothing.
     let again = resume(h, &id);
-    assert_eq!(again.status.code(), Some(0));
+    assert_eq!(again.status.code(), Some(1), "{}", transcript(&again));
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("already ended completed"),
+        "{}",
+        transcript(&again)
+    );
     assert_eq!(receipts(h, &id).len(), all.len());
 }
 
@@ -460,7 +465,11 @@ fn hostile_runner_answers_fail_the_run_with_a_kernel_receipt() {
             run["stop_reason"]
         );
         let rs = receipts(&home, &id);
-        let last = rs.last().unwrap();
+        // The closing receipt signs the ending; the violation's receipt precedes it.
+        let closing = rs.last().unwrap();
+        assert_eq!(closing["capability"], "run.closed", "{what}");
+        assert_eq!(closing["result"]["metadata"]["status"], "failed", "{what}");
+        let last = &rs[rs.len() - 2];
         assert_eq!(
             last["determining_policies"],
             json!(["kernel.runner-violation"])

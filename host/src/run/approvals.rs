@@ -323,7 +323,27 @@ pub fn write_review(
     );
     file.append(&bytes)
         .map_err(|e| Error::internal(format!("{}: {e}", file.path().display())))?;
-    Ok(dir.join(JOURNAL_NAME))
+    // The home ledger records the closed review: deleting it later is caught.
+    let path = dir.join(JOURNAL_NAME);
+    let receipt = crate::journal::decode_all(&bytes)
+        .into_iter()
+        .find_map(|(_, d)| match d {
+            crate::journal::Decoded::Receipt(r) => Some(*r),
+            _ => None,
+        });
+    if let (Some(receipt), Some(checkpoint)) = (receipt, crate::ledger::last_checkpoint(&path)) {
+        crate::ledger::record(
+            &home.root,
+            signer,
+            now,
+            vec![crate::ledger::Entry::review_closed(
+                review_id,
+                &receipt,
+                &checkpoint,
+            )],
+        )?;
+    }
+    Ok(path)
 }
 
 /// Every approval of every run under `home`, with its run directory.

@@ -12,6 +12,28 @@ use crate::run::{ActionRecord, Inputs};
 /// The capability a run's first receipt names: it binds `inputs.json` to the journal.
 pub const RUN_INPUTS: &str = "run.inputs";
 
+/// The capability of a run's closing receipt, the last before its final checkpoint: its
+/// `result.metadata.status` is the run's terminal status (`completed`, `blocked`, `failed`,
+/// `interrupted`), `reason` why, `metadata.cancelled` true for an operator's cancel. Nothing
+/// changes a run after it: resume, recover and cancel read it and refuse.
+pub const RUN_CLOSED: &str = "run.closed";
+
+/// The capability of the receipt a run signs when it parks awaiting an approval: status
+/// `blocked`, `metadata.may_continue` true, `metadata.awaiting_approval` the approval id.
+pub const RUN_PARKED: &str = "run.parked";
+
+/// The terminal status and reason a run's signed closing receipt names, from its verified
+/// receipts (`None`: the run has not ended, or ended before closing receipts existed).
+pub fn signed_ending(
+    receipts: &[ReceiptPayload],
+) -> Option<(craik_contracts::TaskRunStatus, String, String)> {
+    let closing = receipts.iter().rev().find(|r| r.capability == RUN_CLOSED)?;
+    let status = closing.result.metadata.0.get("status")?.as_str()?;
+    let status: craik_contracts::TaskRunStatus =
+        serde_json::from_value(serde_json::Value::String(status.to_owned())).ok()?;
+    Some((status, closing.reason.clone(), closing.id.clone()))
+}
+
 /// `sha256:` of an action record's canonical JSON (RFC 8785); an action with no canonical
 /// form (a number beyond ±(2^53−1)) has no digest and is refused, never "".
 pub fn action_digest(action: &ActionRecord) -> Result<crate::digest::Digest, String> {

@@ -141,6 +141,167 @@ impl JournalWriter {
         Ok(writer)
     }
 
+    /// Continues a journal whose last line is a non-final checkpoint (the home ledger writes
+    /// one after every entry), checking one signature: that checkpoint's. Its signed Merkle
+    /// root commits to the payload bytes of every receipt before it, so recomputing the root
+    /// from the lines authenticates them all (hashing every line, one signature check: the
+    /// cost of an append stays flat in the journal's size). Sequence, chain and run id are
+    /// checked as the lines are read; anything else wrong is refused.
+    pub fn resume_at_checkpoint(
+        run_id: &str,
+        bytes: &[u8],
+        keys: &KeyRing,
+        checkpoint_every: u64,
+    ) -> Result<Self, String> {
+        let mut writer = Self::new(run_id, checkpoint_every);
+        let mut last: Option<(Envelope, Vec<u8>, Checkpoint)> = None;
+        for (n, line) in bytes
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .enumerate()
+        {
+            let at = |e: &dyn std::fmt::Display| format!("line {}: {e}", n + 1);
+            let envelope: Envelope = serde_json::from_slice(line).map_err(|e| at(&e))?;
+            let payload = base64::engine::general_purpose::STANDARD
+                .decode(&envelope.payload)
+                .map_err(|e| at(&e))?;
+            let created_at = if envelope.payload_type == RECEIPT_PAYLOAD_TYPE {
+                let receipt: ReceiptPayload =
+                    serde_json::from_slice(&payload).map_err(|e| at(&e))?;
+                if receipt.seq != writer.next_seq
+                    || receipt.prev != writer.prev
+                    || receipt.run_id != run_id
+                {
+                    return Err(at(&"seq, prev or run_id does not continue the chain"));
+                }
+                writer.tree.push(&raw_hash(&payload));
+                writer.prev = Some(receipt_hash(&payload));
+                writer.next_seq = receipt.seq + 1;
+                last = None;
+                receipt.created_at
+            } else {
+                let checkpoint: Checkpoint =
+                    serde_json::from_slice(&payload).map_err(|e| at(&e))?;
+                if checkpoint.index != writer.checkpoints || checkpoint.run_id != run_id {
+                    return Err(at(
+                        &"checkpoint index or run_id does not continue the journal",
+                    ));
+                }
+                writer.checkpoints = checkpoint.index + 1;
+                let created_at = checkpoint.created_at.clone();
+                last = Some((envelope, payload, checkpoint));
+                created_at
+            };
+            writer.last_time = Some(
+                OffsetDateTime::parse(&created_at, &Rfc3339)
+                    .map_err(|e| at(&format!("`{created_at}`: {e}")))?,
+            );
+        }
+        if writer.next_seq == 0 && last.is_none() {
+            return Ok(writer);
+        }
+        let Some((envelope, payload, checkpoint)) = last else {
+            return Err("the last line is not a checkpoint".into());
+        };
+        let [signature] = envelope.signatures.as_slice() else {
+            return Err("the last checkpoint has no single signature".into());
+        };
+        let key = keys.get(&signature.keyid).ok_or_else(|| {
+            format!(
+                "the last checkpoint is signed by an untrusted key `{}`",
+                signature.keyid
+            )
+        })?;
+        let sig: [u8; 64] = base64::engine::general_purpose::STANDARD
+            .decode(&signature.sig)
+            .ok()
+            .and_then(|s| s.try_into().ok())
+            .ok_or("the last checkpoint's signature is not 64 base64 bytes")?;
+        key.verify_strict(
+            &pae(CHECKPOINT_PAYLOAD_TYPE, &payload),
+            &ed25519_dalek::Signature::from_bytes(&sig),
+        )
+        .map_err(|_| "the last checkpoint's signature does not verify".to_owned())?;
+        let root = format!("sha256:{}", crate::policy::hex(&writer.tree.root()));
+        if checkpoint.is_final
+            || checkpoint.tree_size != writer.tree.size()
+            || checkpoint.root_hash != root
+            || checkpoint.last_receipt_hash != writer.prev
+        {
+            return Err(
+                "the last checkpoint does not match the entries before it (or is final)".into(),
+            );
+        }
+        Ok(writer)
+    }
+
+    /// Continues a journal from its last line, a non-final checkpoint, and the Merkle
+    /// subtree roots `nodes` (largest first) a cache kept: the checkpoint's signature is
+    /// checked, and the nodes must fold to its signed root, so they are authenticated by it;
+    /// sequence, previous hash, checkpoint count and clock come from the checkpoint itself.
+    /// Constant cost, whatever the journal's size; any mismatch is refused (the caller then
+    /// reads the whole journal with [`JournalWriter::resume_at_checkpoint`]).
+    pub fn resume_from_head(
+        run_id: &str,
+        last_line: &[u8],
+        nodes: &[[u8; 32]],
+        keys: &KeyRing,
+        checkpoint_every: u64,
+    ) -> Result<Self, String> {
+        let envelope: Envelope = serde_json::from_slice(last_line).map_err(|e| e.to_string())?;
+        if envelope.payload_type != CHECKPOINT_PAYLOAD_TYPE {
+            return Err("the last line is not a checkpoint".into());
+        }
+        let payload = base64::engine::general_purpose::STANDARD
+            .decode(&envelope.payload)
+            .map_err(|e| e.to_string())?;
+        let [signature] = envelope.signatures.as_slice() else {
+            return Err("the last checkpoint has no single signature".into());
+        };
+        let key = keys
+            .get(&signature.keyid)
+            .ok_or("the last checkpoint is signed by an untrusted key")?;
+        let sig: [u8; 64] = base64::engine::general_purpose::STANDARD
+            .decode(&signature.sig)
+            .ok()
+            .and_then(|s| s.try_into().ok())
+            .ok_or("the last checkpoint's signature is not 64 base64 bytes")?;
+        key.verify_strict(
+            &pae(CHECKPOINT_PAYLOAD_TYPE, &payload),
+            &ed25519_dalek::Signature::from_bytes(&sig),
+        )
+        .map_err(|_| "the last checkpoint's signature does not verify".to_owned())?;
+        let checkpoint: Checkpoint = serde_json::from_slice(&payload).map_err(|e| e.to_string())?;
+        let tree = MerkleRange::from_nodes(checkpoint.tree_size, nodes)
+            .ok_or("the cached tree does not fit the checkpoint's size")?;
+        if checkpoint.is_final
+            || checkpoint.run_id != run_id
+            || checkpoint.root_hash != format!("sha256:{}", crate::policy::hex(&tree.root()))
+        {
+            return Err("the cached tree does not match the last checkpoint".into());
+        }
+        let mut writer = Self::new(run_id, checkpoint_every);
+        writer.tree = tree;
+        writer.next_seq = checkpoint.tree_size;
+        writer.prev = checkpoint.last_receipt_hash;
+        writer.checkpoints = checkpoint.index + 1;
+        writer.last_time = Some(
+            OffsetDateTime::parse(&checkpoint.created_at, &Rfc3339)
+                .map_err(|e| format!("`{}`: {e}", checkpoint.created_at))?,
+        );
+        Ok(writer)
+    }
+
+    /// The Merkle subtree roots so far (for [`JournalWriter::resume_from_head`]).
+    pub fn tree_nodes(&self) -> Vec<[u8; 32]> {
+        self.tree.nodes()
+    }
+
+    /// The time of the last entry written or read.
+    pub fn last_time(&self) -> Option<OffsetDateTime> {
+        self.last_time
+    }
+
     /// A non-final checkpoint now (e.g. when a run parks awaiting approval), so a truncation
     /// of what is already written is caught even while the journal stays open.
     pub fn checkpoint_now(

@@ -54,6 +54,29 @@ impl MerkleRange {
         self.size += 1;
     }
 
+    /// The roots of the perfect subtrees covering the leaves, largest first (one per set bit
+    /// of [`MerkleRange::size`]): with the size, all a writer needs to continue the tree.
+    pub fn nodes(&self) -> Vec<[u8; 32]> {
+        self.stack.iter().map(|(node, _)| *node).collect()
+    }
+
+    /// The range of `size` leaves whose subtree roots are `nodes` (largest first); `None`
+    /// when their count is not the number of set bits of `size`.
+    pub fn from_nodes(size: u64, nodes: &[[u8; 32]]) -> Option<Self> {
+        let sizes: Vec<u64> = (0..64u32)
+            .rev()
+            .map(|bit| 1u64 << bit)
+            .filter(|b| size & b != 0)
+            .collect();
+        if sizes.len() != nodes.len() {
+            return None;
+        }
+        Some(Self {
+            stack: nodes.iter().copied().zip(sizes).collect(),
+            size,
+        })
+    }
+
     /// The tree head: `SHA-256()` of nothing for no leaves; otherwise the subtrees folded from
     /// the right.
     pub fn root(&self) -> [u8; 32] {
@@ -71,6 +94,27 @@ impl MerkleRange {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_range_rebuilt_from_its_nodes_continues_the_same_tree() {
+        for n in 0..40u64 {
+            let mut range = MerkleRange::new();
+            for i in 0..n {
+                range.push(&i.to_be_bytes());
+            }
+            let mut rebuilt = MerkleRange::from_nodes(n, &range.nodes()).unwrap();
+            assert_eq!(rebuilt.root(), range.root(), "{n}");
+            rebuilt.push(b"next");
+            range.push(b"next");
+            assert_eq!(rebuilt.root(), range.root(), "{n}");
+            if (n + 2).count_ones() != (n + 1).count_ones() {
+                assert!(
+                    MerkleRange::from_nodes(n + 2, &range.nodes()).is_none(),
+                    "{n}"
+                );
+            }
+        }
+    }
 
     /// The RFC's recursive definition, as the oracle.
     fn mth(leaves: &[Vec<u8>]) -> [u8; 32] {

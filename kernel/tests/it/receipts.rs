@@ -536,3 +536,81 @@ fn issue_13_the_verifier_refuses_what_the_spec_forbids() {
         assert_eq!((f.line, f.what.as_str()), (2, field), "{what}: {f:?}");
     }
 }
+
+/// Issue 20: the home ledger continues from its last checkpoint with one signature check;
+/// an edited earlier entry, a cut after an entry, another key or a final checkpoint refuse.
+#[test]
+fn issue_20_resume_at_checkpoint_authenticates_everything_by_the_last_root() {
+    let signer = test_signer();
+    let mut writer = JournalWriter::new("ledger", 1);
+    let mut bytes = Vec::new();
+    for i in 0..5u64 {
+        let at = datetime!(2026-11-20 10:00 UTC) + time::Duration::seconds(i as i64);
+        bytes.extend(writer.append(draft(i), at, &signer).unwrap());
+    }
+    let resumed = JournalWriter::resume_at_checkpoint("ledger", &bytes, &ring(&signer), 1).unwrap();
+    assert_eq!(resumed.len(), 5);
+    assert_eq!(resumed.last_hash(), writer.last_hash());
+    // Appending after the resume verifies as one journal.
+    let mut resumed = resumed;
+    let at = datetime!(2026-11-20 11:00 UTC);
+    let mut all = bytes.clone();
+    all.extend(resumed.append(draft(5), at, &signer).unwrap());
+    let report = craik_kernel::verify_journal_with(
+        &all,
+        &ring(&signer),
+        craik_kernel::VerifyOptions {
+            allow_open: true,
+            ..Default::default()
+        },
+        &mut |_, _| {},
+    );
+    assert!(report.is_valid(), "{report:?}");
+    assert_eq!(report.receipts, 6);
+
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    // An earlier entry re-signed with different content (its signature would verify) no
+    // longer matches the signed root.
+    let mut other = JournalWriter::new("ledger", 1);
+    let mut forged = Vec::new();
+    for i in 0..5u64 {
+        let at = datetime!(2026-11-20 10:00 UTC) + time::Duration::seconds(i as i64);
+        let d = if i == 1 { draft(99) } else { draft(i) };
+        forged.push(String::from_utf8(other.append(d, at, &signer).unwrap()).unwrap());
+    }
+    let mut mixed: Vec<&str> = lines.clone();
+    let forged_lines: Vec<&str> = forged[1].lines().collect();
+    mixed[2] = forged_lines[0];
+    let mixed = mixed.join("\n") + "\n";
+    assert!(
+        JournalWriter::resume_at_checkpoint("ledger", mixed.as_bytes(), &ring(&signer), 1).is_err()
+    );
+    // The last checkpoint cut off: the last line is an entry.
+    let cut = lines[..lines.len() - 1].join("\n") + "\n";
+    assert!(
+        JournalWriter::resume_at_checkpoint("ledger", cut.as_bytes(), &ring(&signer), 1).is_err()
+    );
+    // Another key trusted only.
+    assert!(
+        JournalWriter::resume_at_checkpoint("ledger", &bytes, &ring(&other_signer()), 1).is_err()
+    );
+    // Another journal id.
+    assert!(JournalWriter::resume_at_checkpoint("run_x", &bytes, &ring(&signer), 1).is_err());
+
+    // From the head alone (the last checkpoint and the cached subtree roots): the same state;
+    // nodes that do not fold to the signed root, or a last line that is an entry, refuse.
+    let last = lines.last().unwrap().as_bytes();
+    let nodes = writer.tree_nodes();
+    let head = JournalWriter::resume_from_head("ledger", last, &nodes, &ring(&signer), 1).unwrap();
+    assert_eq!(head.len(), writer.len());
+    assert_eq!(head.last_hash(), writer.last_hash());
+    let mut wrong = nodes.clone();
+    wrong[0][0] ^= 1;
+    assert!(JournalWriter::resume_from_head("ledger", last, &wrong, &ring(&signer), 1).is_err());
+    let entry = lines[lines.len() - 2].as_bytes();
+    assert!(JournalWriter::resume_from_head("ledger", entry, &nodes, &ring(&signer), 1).is_err());
+    assert!(
+        JournalWriter::resume_from_head("ledger", last, &nodes, &ring(&other_signer()), 1).is_err()
+    );
+}

@@ -290,9 +290,12 @@ impl Host {
         self.event(&Event::Parked {
             at: ts(at),
             reason: reason.clone(),
-            approval: id,
+            approval: id.clone(),
         })?;
-        self.machine.park(reason, at);
+        self.machine.park(reason.clone(), at);
+        // Signed: the run is blocked and may continue once the approval is decided.
+        let draft = self.parked_draft(&reason, &id);
+        self.receipt(draft)?;
         // A checkpoint, so a truncation of what is written is caught while the journal is open.
         let line = self
             .journal
@@ -300,6 +303,41 @@ impl Host {
             .map_err(|e| Error::internal(format!("checkpoint: {e}")))?;
         self.journal_line(&line)?;
         self.save_run()
+    }
+
+    /// The receipt of a park: status `blocked`, `may_continue` true, the approval awaited.
+    fn parked_draft(&self, reason: &str, approval: &str) -> ReceiptDraft {
+        let mut metadata = craik_contracts::Object::new();
+        metadata.0.insert("status".into(), json!("blocked"));
+        metadata.0.insert("may_continue".into(), json!(true));
+        metadata
+            .0
+            .insert("awaiting_approval".into(), json!(approval));
+        ReceiptDraft {
+            task_id: self.inputs.task.id.clone(),
+            actor: self.matrix.runner.id.clone(),
+            capability: RUN_PARKED.into(),
+            target: self.inputs.run_id.clone(),
+            policy_profile: self.inputs.profile,
+            fail_open: false,
+            reason: reason.to_owned(),
+            result: ReceiptResult {
+                status: ReceiptStatus::Blocked,
+                summary: format!("parked awaiting approval {approval}; the run may continue"),
+                metadata,
+            },
+            redacted: true,
+            policy_set: self.bundle.hash().to_owned(),
+            request_hash: exec::digest(format!("blocked:{reason}").as_bytes()),
+            decision: Decision::Allow,
+            determining_policies: Vec::new(),
+            decided_by: DecidedBy {
+                kind: DecidedByKind::Kernel,
+                by: String::new(),
+            },
+            mode: self.mode(),
+            action: None,
+        }
     }
 
     /// Why a run the runner says is done may not end `completed`: an allowed side effect

@@ -43,7 +43,7 @@ use crate::run::approvals::{
 };
 use crate::run::exec::{self, FileState, Workspace};
 use crate::run::memory::write_memory;
-pub use crate::run::signed::{RUN_INPUTS, action_digest, bound_inputs};
+pub use crate::run::signed::{RUN_CLOSED, RUN_INPUTS, RUN_PARKED, action_digest, bound_inputs};
 use crate::run::store::{CrashPoints, EVENTS, HANDOFF, Home, OUTPUTS, RUN, RunStore, RunStoreExt};
 use crate::run::{
     ActionRecord, Event, Inputs, Outcome, StepRunner, compact, directives, json, may_act,
@@ -117,6 +117,12 @@ pub struct Host {
     halted: Option<(TaskRunStatus, String)>,
     closed: bool,
     notes: Vec<String>,
+    /// The run's first receipt (`run.inputs`), for its ledger entries.
+    first: Option<ReceiptPayload>,
+    /// The ending the journal's signed closing receipt names, once there is one.
+    signed_end: Option<(TaskRunStatus, String)>,
+    /// Time spent appending to the home ledger (for `craik bench run`).
+    ledger_time: Duration,
 }
 
 impl std::fmt::Debug for Host {
@@ -199,8 +205,82 @@ impl Host {
         let draft =
             inputs_draft(&host.inputs, &bytes, &host.runner_ref().id).map_err(Error::usage)?;
         host.receipt(draft)?;
+        // The home ledger names the run from its first receipt on: a journal deleted later
+        // is caught by `receipts verify HOME` (docs/receipts.md, "The home ledger").
+        let journal = host.journal_path();
+        let bytes = std::fs::read(&journal).map_err(io(&journal))?;
+        host.first = crate::journal::decode_all(&bytes)
+            .into_iter()
+            .find_map(|(_, d)| match d {
+                crate::journal::Decoded::Receipt(r) => Some(*r),
+                _ => None,
+            });
+        host.ledger_started()?;
         host.save_run()?;
         Ok(host)
+    }
+
+    /// Appends ledger entries (idempotent), timed and counted as a durable write.
+    fn ledger(&mut self, entries: Vec<crate::ledger::Entry>) -> Result<(), Error> {
+        let started = std::time::Instant::now();
+        let written =
+            crate::ledger::record(&self.home.root, &self.signer, self.clock.now(), entries)?;
+        self.ledger_time += started.elapsed();
+        if written > 0 {
+            self.crash.synced(1);
+            self.crash.point();
+        }
+        Ok(())
+    }
+
+    /// The run's `ledger.run_started` entry (skipped when recorded).
+    fn ledger_started(&mut self) -> Result<(), Error> {
+        let Some(first) = self.first.clone() else {
+            return Ok(());
+        };
+        self.ledger(vec![crate::ledger::Entry::run_started(
+            &first,
+            &self.inputs.task.requested_by,
+        )])
+    }
+
+    /// The run's `ledger.run_closed` entry from its journal's final checkpoint (with the
+    /// started entry, should a crash have lost it).
+    fn ledger_closed(&mut self) -> Result<(), Error> {
+        let Some(first) = self.first.clone() else {
+            return Ok(());
+        };
+        let path = self.journal_path();
+        let checkpoint = crate::ledger::last_checkpoint(&path)
+            .filter(|c| c.is_final)
+            .ok_or_else(|| {
+                Error::internal(format!(
+                    "{}: closed, but its last line is not a final checkpoint",
+                    path.display()
+                ))
+            })?;
+        let ending = self
+            .signed_end
+            .clone()
+            .map(|(s, r)| (s.as_str().to_owned(), r));
+        self.ledger(vec![
+            crate::ledger::Entry::run_started(&first, &self.inputs.task.requested_by),
+            crate::ledger::Entry::run_closed(
+                &first,
+                &checkpoint,
+                ending.as_ref().map(|(s, r)| (s.as_str(), r.as_str())),
+            ),
+        ])
+    }
+
+    /// Time this process spent appending to the home ledger.
+    pub fn ledger_time(&self) -> Duration {
+        self.ledger_time
+    }
+
+    /// The terminal status and reason the run's signed closing receipt names.
+    pub fn signed_end(&self) -> Option<&(TaskRunStatus, String)> {
+        self.signed_end.as_ref()
     }
 
     /// Craik's home this run belongs to.
@@ -295,6 +375,9 @@ impl Host {
             halted: None,
             closed: false,
             notes: Vec::new(),
+            first: None,
+            signed_end: None,
+            ledger_time: Duration::ZERO,
             inputs,
             _lock: lock,
         }
@@ -665,8 +748,18 @@ impl Host {
     /// Closes the journal, writes the handoff, links memory proposals to it, saves the run.
     fn finalize(&mut self, status: TaskRunStatus, reason: &str) -> Result<(), Error> {
         let handoff_id = format!("handoff_{}", suffix(&self.inputs.run_id));
+        // A run finalised before (recovery, resume or cancel of an ended run) keeps its
+        // run.json unless it no longer says the signed ending.
+        let was_final = self.closed && self.dir.file(HANDOFF).is_file();
         self.machine.set_handoff(handoff_id.clone());
         if !self.closed {
+            // The closing receipt signs the terminal status: what `runs show` and `audit`
+            // report, and what resume, recover and cancel refuse to change.
+            if self.signed_end.is_none() {
+                let draft = self.closing_draft(status, reason);
+                self.receipt(draft)?;
+                self.signed_end = Some((status, reason.to_owned()));
+            }
             let line = self
                 .journal
                 .close(self.clock.now(), &self.signer)
@@ -674,6 +767,7 @@ impl Host {
             self.closed = true;
             self.journal_line(&line)?;
         }
+        self.ledger_closed()?;
         if !self.dir.file(HANDOFF).is_file() {
             let handoff = self.handoff(handoff_id.clone(), status, reason);
             self.dir
@@ -697,7 +791,62 @@ impl Host {
                 write_memory(&self.home, &proposal)?;
             }
         }
+        if was_final
+            && self.dir.read_json::<TaskRun>(RUN).is_ok_and(|saved| {
+                saved.status == status && saved.stop_reason.as_deref() == Some(reason)
+            })
+        {
+            return Ok(());
+        }
         self.save_run()
+    }
+
+    /// The closing receipt: the run's terminal status and reason, signed.
+    fn closing_draft(&self, status: TaskRunStatus, reason: &str) -> ReceiptDraft {
+        let mut metadata = Object::new();
+        metadata.0.insert("status".into(), json!(status.as_str()));
+        metadata
+            .0
+            .insert("phase".into(), json!(self.machine.run().phase.as_str()));
+        metadata
+            .0
+            .insert("iteration".into(), json!(self.machine.run().iteration));
+        metadata.0.insert(
+            "cancelled".into(),
+            // An operator's cancellation (`Host::cancel`, or the live driver's): its reason
+            // is always `cancelled by user:NAME: REASON`.
+            json!(reason.starts_with("cancelled by user:")),
+        );
+        metadata.0.insert("may_continue".into(), json!(false));
+        ReceiptDraft {
+            task_id: self.inputs.task.id.clone(),
+            actor: self.matrix.runner.id.clone(),
+            capability: RUN_CLOSED.into(),
+            target: self.inputs.run_id.clone(),
+            policy_profile: self.inputs.profile,
+            fail_open: false,
+            reason: reason.to_owned(),
+            result: ReceiptResult {
+                status: match status {
+                    TaskRunStatus::Completed => ReceiptStatus::Passed,
+                    TaskRunStatus::Blocked => ReceiptStatus::Blocked,
+                    _ => ReceiptStatus::Failed,
+                },
+                summary: format!("the run ended {}", status.as_str()),
+                metadata,
+            },
+            redacted: true,
+            policy_set: self.bundle.hash().to_owned(),
+            request_hash: exec::digest(format!("{}:{}", status.as_str(), reason).as_bytes()),
+            decision: Decision::Allow,
+            determining_policies: Vec::new(),
+            decided_by: DecidedBy {
+                kind: DecidedByKind::Kernel,
+                by: String::new(),
+            },
+            mode: self.mode(),
+            action: None,
+        }
     }
 
     /// fsyncs this process made for the run.

@@ -83,10 +83,31 @@ impl Host {
         host.output_ids = output_ids;
         host.closed = closed;
         host.notes = notes;
+        host.first = receipts.first;
         for id in receipts.ids {
             host.machine.note_receipt(id);
         }
         host.replay(events)?;
+        // The signed closing receipt names the ending; the events and run.json are the host's
+        // own account and never override it.
+        if let Some((status, reason)) = receipts.ending {
+            if host
+                .halted
+                .as_ref()
+                .is_some_and(|(s, r)| *s != status || *r != reason)
+            {
+                host.notes.push(format!(
+                    "the run's events say it ended {}; its signed closing receipt says {}: the signed ending stands",
+                    host.halted.as_ref().map_or("?", |(s, _)| s.as_str()),
+                    status.as_str()
+                ));
+            }
+            let at = host.clock.now();
+            host.machine.restore_end(status, reason.clone(), at);
+            host.halted = Some((status, reason.clone()));
+            host.signed_end = Some((status, reason));
+        }
+        host.ledger_started()?;
         if host.bundle.hash() != host.inputs.policy_set {
             host.notes.push(format!(
                 "the policy set changed since the run started ({} → {}); every further decision uses the current one",
@@ -143,7 +164,9 @@ impl Host {
                 Event::Reopened { at, .. } => self.machine.reopen(at.get()),
                 Event::Recovered { .. } => {}
                 Event::Halted { at, status, reason } => {
-                    self.machine.halt(status, reason.clone(), at.get());
+                    // The recorded ending stands over one the replayed steps reached (a
+                    // completion the host refused: a required verification never ran).
+                    self.machine.restore_end(status, reason.clone(), at.get());
                     self.halted = Some((status, reason));
                 }
             }
@@ -382,6 +405,10 @@ impl Host {
 
 /// Receipts of a journal, indexed for recovery.
 pub(super) struct Indexed {
+    /// The first receipt (`run.inputs`).
+    first: Option<ReceiptPayload>,
+    /// The status and reason the signed closing receipt names.
+    ending: Option<(TaskRunStatus, String)>,
     by_action: BTreeMap<String, Vec<ReceiptPayload>>,
     approvals_used: HashSet<String>,
     ids: Vec<String>,
@@ -390,6 +417,8 @@ pub(super) struct Indexed {
 
 pub(super) fn decode_receipts(bytes: &[u8]) -> Indexed {
     let mut out = Indexed {
+        first: None,
+        ending: None,
         by_action: BTreeMap::new(),
         approvals_used: HashSet::new(),
         ids: Vec::new(),
@@ -404,6 +433,15 @@ pub(super) fn decode_receipts(bytes: &[u8]) -> Indexed {
                     out.approvals_used.insert(id.to_owned());
                 }
                 out.ids.push(r.id.clone());
+                if out.first.is_none() {
+                    out.first = Some((*r).clone());
+                }
+                if r.capability == RUN_CLOSED
+                    && let Some((status, reason, _)) =
+                        crate::run::signed::signed_ending(std::slice::from_ref(&*r))
+                {
+                    out.ending = Some((status, reason));
+                }
                 if let Some(action) = r.action.clone() {
                     out.by_action.entry(action).or_default().push(*r);
                 }

@@ -1,0 +1,498 @@
+//! Issue 20: the home ledger (every journal of a home named, deletions and replays caught,
+//! `craik ledger rebuild`) and the signed terminal status (a run that ended stays as it ended).
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::Value;
+
+use crate::policy::copy_dir;
+use crate::runs::{
+    approve, example, json_out, pending_approval, receipts, resume, run_example, run_json,
+};
+use crate::{craik, transcript};
+
+/// `craik receipts verify HOME --key HOME/keys/signing.pub.pem`.
+fn verify_home(home: &Path, key_home: &Path) -> Output {
+    craik()
+        .args(["receipts", "verify"])
+        .arg(home)
+        .arg("--key")
+        .arg(key_home.join("keys/signing.pub.pem"))
+        .output()
+        .unwrap()
+}
+
+fn audit_home(home: &Path, key_home: &Path) -> Output {
+    craik()
+        .arg("audit")
+        .arg(home)
+        .arg("--key")
+        .arg(key_home.join("keys/signing.pub.pem"))
+        .output()
+        .unwrap()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A copy of `home` in `to`.
+fn copy_home(home: &Path, to: &Path) -> PathBuf {
+    copy_dir(home, to);
+    to.to_owned()
+}
+
+/// The one INVALID line of a verification naming `journal`, asserted to name `ledger` too.
+fn invalid_line(out: &Output, journal: &str, ledger: &Path) -> String {
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(out));
+    let text = stdout(out);
+    let line = text
+        .lines()
+        .find(|l| l.contains("INVALID") && l.contains(journal))
+        .unwrap_or_else(|| panic!("no INVALID line for {journal}:\n{text}"))
+        .to_owned();
+    assert!(
+        line.contains(&ledger.display().to_string()),
+        "the line names the ledger too: {line}"
+    );
+    line
+}
+
+/// A home with a completed docs-review run and a run approved and resumed (so a review
+/// journal): (home, completed run, approved run, approval id).
+fn home_with_review(dir: &Path) -> (PathBuf, String, String, String) {
+    let home = dir.join("home");
+    let (exit, first, _) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0);
+    let (exit, second, _) = run_example(&home, &example("approval"), &[]);
+    assert_eq!(exit, 6);
+    let approval = pending_approval(&home);
+    let ok = approve(&home, &approval, "user:alice");
+    assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
+    let done = resume(&home, &second);
+    assert_eq!(done.status.code(), Some(0), "{}", transcript(&done));
+    (home, first, second, approval)
+}
+
+#[test]
+fn issue_20_deleting_a_journal_a_run_directory_or_a_review_journal_is_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, first, _, approval) = home_with_review(dir.path());
+    let ok = verify_home(&home, &home);
+    assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
+    // The ledger is verified first, then every journal.
+    let text = stdout(&ok);
+    assert!(
+        text.lines()
+            .next()
+            .unwrap()
+            .contains("ledger.jsonl: valid — 6 receipts, 6 checkpoints, open (run ledger)"),
+        "{text}"
+    );
+    assert_eq!(audit_home(&home, &home).status.code(), Some(0));
+
+    // A run's receipts.jsonl deleted (the auditor's finding: this said "all valid").
+    let h = copy_home(&home, &dir.path().join("no-journal"));
+    std::fs::remove_file(h.join("runs").join(&first).join("receipts.jsonl")).unwrap();
+    let line = invalid_line(
+        &verify_home(&h, &home),
+        &format!("{first}/receipts.jsonl"),
+        &h.join("ledger.jsonl"),
+    );
+    assert!(line.contains("missing: named by the ledger"), "{line}");
+    let audit = audit_home(&h, &home);
+    assert_eq!(audit.status.code(), Some(1), "{}", transcript(&audit));
+    assert!(stdout(&audit).contains(&format!("{first}/receipts.jsonl: missing")));
+
+    // The whole run directory deleted.
+    let h = copy_home(&home, &dir.path().join("no-run"));
+    std::fs::remove_dir_all(h.join("runs").join(&first)).unwrap();
+    invalid_line(
+        &verify_home(&h, &home),
+        &format!("{first}/receipts.jsonl"),
+        &h.join("ledger.jsonl"),
+    );
+
+    // Every run deleted: the ledger still says what is gone.
+    let h = copy_home(&home, &dir.path().join("no-runs"));
+    std::fs::remove_dir_all(h.join("runs")).unwrap();
+    std::fs::create_dir(h.join("runs")).unwrap();
+    let out = verify_home(&h, &home);
+    invalid_line(
+        &out,
+        &format!("{first}/receipts.jsonl"),
+        &h.join("ledger.jsonl"),
+    );
+
+    // An approval's review journal deleted.
+    let h = copy_home(&home, &dir.path().join("no-review"));
+    std::fs::remove_dir_all(h.join("reviews").join(&approval)).unwrap();
+    let line = invalid_line(
+        &verify_home(&h, &home),
+        &format!("reviews/{approval}/receipts.jsonl"),
+        &h.join("ledger.jsonl"),
+    );
+    assert!(line.contains("missing"), "{line}");
+    assert_eq!(audit_home(&h, &home).status.code(), Some(1));
+}
+
+#[test]
+fn issue_20_a_deleted_ledger_entry_or_an_old_ledger_copy_put_back_is_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, first, _) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0);
+    let old = std::fs::read(home.join("ledger.jsonl")).unwrap();
+    let (exit, second, _) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0);
+    assert_eq!(verify_home(&home, &home).status.code(), Some(0));
+    let ledger = std::fs::read_to_string(home.join("ledger.jsonl")).unwrap();
+    let lines: Vec<&str> = ledger.lines().collect();
+    // key, started, closed for each run: an entry and its checkpoint each.
+    assert_eq!(lines.len(), 10, "{ledger}");
+
+    // An older copy put back: the second run is named by nothing.
+    let h = copy_home(&home, &dir.path().join("replayed"));
+    std::fs::write(h.join("ledger.jsonl"), &old).unwrap();
+    let line = invalid_line(
+        &verify_home(&h, &home),
+        &format!("{second}/receipts.jsonl"),
+        &h.join("ledger.jsonl"),
+    );
+    assert!(line.contains("not named by the ledger"), "{line}");
+    assert!(line.contains("older copy"), "{line}");
+
+    // An entry deleted from the middle: the ledger's own chain breaks.
+    let h = copy_home(&home, &dir.path().join("entry-deleted"));
+    let mut kept = lines.clone();
+    kept.remove(2); // the first run's `run_started` entry
+    std::fs::write(h.join("ledger.jsonl"), kept.join("\n") + "\n").unwrap();
+    let out = verify_home(&h, &home);
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    let text = stdout(&out);
+    assert!(
+        text.lines().any(|l| l.contains("ledger.jsonl:3: INVALID")),
+        "{text}"
+    );
+
+    // The last entry and its checkpoint cut off: the second run closed, the ledger says not.
+    let h = copy_home(&home, &dir.path().join("tail-cut"));
+    let cut = lines.get(..lines.len() - 2).unwrap().join("\n") + "\n";
+    std::fs::write(h.join("ledger.jsonl"), cut).unwrap();
+    let line = invalid_line(
+        &verify_home(&h, &home),
+        &format!("{second}/receipts.jsonl"),
+        &h.join("ledger.jsonl"),
+    );
+    assert!(line.contains("records no close"), "{line}");
+
+    // A journal shortened to an earlier closed state cannot exist, but one replaced by
+    // another run's journal is: it does not end at the recorded root.
+    let h = copy_home(&home, &dir.path().join("swapped"));
+    std::fs::copy(
+        h.join("runs").join(&second).join("receipts.jsonl"),
+        h.join("runs").join(&first).join("receipts.jsonl"),
+    )
+    .unwrap();
+    let out = verify_home(&h, &home);
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+}
+
+#[test]
+fn issue_20_an_ended_run_keeps_its_signed_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let (exit, id, home) = crate::boundary::docs_review_with(dir.path(), |v| {
+        v["verification_required"] = serde_json::json!(["git.diff_check"]);
+    });
+    assert_eq!(exit, 1);
+    let reason = "verification_required never ran and passed: git.diff_check";
+    // The closing receipt signs the status and the reason.
+    let before = receipts(&home, &id);
+    let closing = before.last().unwrap();
+    assert_eq!(closing["capability"], "run.closed");
+    assert_eq!(closing["result"]["metadata"]["status"], "blocked");
+    assert_eq!(closing["result"]["metadata"]["may_continue"], false);
+    assert!(closing["reason"].as_str().unwrap().contains(reason));
+    let state = std::fs::read(home.join("runs").join(&id).join("run.json")).unwrap();
+
+    // Resume and cancel refuse with one line (exit 1); nothing is written.
+    for verb in ["resume", "cancel"] {
+        let out = craik()
+            .args(["runs", verb, &id, "--home"])
+            .arg(&home)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{verb}: {}", transcript(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        let line = err.lines().last().unwrap();
+        assert!(
+            line.contains(&format!(
+                "{id}: already ended blocked (signed by its closing receipt"
+            )) && line.contains("an ended run cannot be"),
+            "{verb}: {err}"
+        );
+    }
+    // Recover finds nothing and changes nothing.
+    let out = craik()
+        .args(["runs", "recover", &id, "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&out).contains("nothing to recover"),
+        "{}",
+        transcript(&out)
+    );
+    assert_eq!(receipts(&home, &id).len(), before.len());
+    assert_eq!(
+        std::fs::read(home.join("runs").join(&id).join("run.json")).unwrap(),
+        state
+    );
+
+    // run.json edited to `completed`: show and audit read the signed status; recovery
+    // restores it.
+    let path = home.join("runs").join(&id).join("run.json");
+    let mut run: Value = serde_json::from_slice(&state).unwrap();
+    run["status"] = "completed".into();
+    std::fs::write(&path, serde_json::to_vec_pretty(&run).unwrap()).unwrap();
+    let shown = json_out(&home, &["runs", "show", &id]);
+    assert_eq!(shown["status"], "blocked");
+    assert_eq!(shown["signed_status"]["receipt"], closing["id"]);
+    assert!(
+        shown["status_source"]
+            .as_str()
+            .unwrap()
+            .contains("says completed: ignored")
+    );
+    let audit = audit_home(&home, &home);
+    assert!(
+        stdout(&audit).contains("status      blocked — the runner said done"),
+        "{}",
+        transcript(&audit)
+    );
+    let out = resume(&home, &id);
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    let out = craik()
+        .args(["runs", "recover", &id, "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    assert_eq!(run_json(&home, &id)["status"], "blocked");
+    assert_eq!(receipts(&home, &id).len(), before.len());
+}
+
+#[test]
+fn issue_20_a_park_signs_that_the_run_may_continue() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, id, _) = run_example(&home, &example("approval"), &[]);
+    assert_eq!(exit, 6);
+    let all = receipts(&home, &id);
+    let parked = all.last().unwrap();
+    assert_eq!(parked["capability"], "run.parked");
+    assert_eq!(parked["result"]["status"], "blocked");
+    assert_eq!(parked["result"]["metadata"]["may_continue"], true);
+    let approval = pending_approval(&home);
+    assert_eq!(parked["result"]["metadata"]["awaiting_approval"], approval);
+    let shown = json_out(&home, &["runs", "show", &id]);
+    assert_eq!(shown["signed_status"]["may_continue"], true);
+    // Cancelling a parked run ends it: its closing receipt says interrupted, cancelled.
+    let out = craik()
+        .args(["runs", "cancel", &id, "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    let closing = receipts(&home, &id).last().cloned().unwrap();
+    assert_eq!(closing["capability"], "run.closed");
+    assert_eq!(closing["result"]["metadata"]["status"], "interrupted");
+    assert_eq!(closing["result"]["metadata"]["cancelled"], true);
+    assert_eq!(verify_home(&home, &home).status.code(), Some(0));
+}
+
+#[test]
+fn issue_20_ledger_rebuild_records_a_home_written_before_the_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, first, _, _) = home_with_review(dir.path());
+    // A home from before the ledger: verification says so and names the fix.
+    std::fs::remove_file(home.join("ledger.jsonl")).unwrap();
+    let out = verify_home(&home, &home);
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    assert!(
+        stdout(&out).contains("craik ledger rebuild"),
+        "{}",
+        transcript(&out)
+    );
+    // One journal that does not verify is left out, and said so.
+    let bad = home.join("runs").join(&first).join("receipts.jsonl");
+    let good = std::fs::read(&bad).unwrap();
+    let mut broken = good.clone();
+    let at = broken.len() / 2;
+    broken[at] ^= 1;
+    std::fs::write(&bad, &broken).unwrap();
+    let out = craik()
+        .args(["ledger", "rebuild", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains(&format!("refused   {}", bad.display())),
+        "{text}"
+    );
+    assert!(text.contains("cannot be detected"), "{text}");
+    // Repaired, a second rebuild records it; the home verifies; entries say `rebuilt`.
+    std::fs::write(&bad, &good).unwrap();
+    let out = craik()
+        .args(["ledger", "rebuild", "--home"])
+        .arg(&home)
+        .arg("--format")
+        .arg("json")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    let done: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        done["recorded"],
+        serde_json::json!([
+            format!("ledger.run_started {first}"),
+            format!("ledger.run_closed {first}")
+        ])
+    );
+    let ok = verify_home(&home, &home);
+    assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
+    let audit = audit_home(&home, &home);
+    assert!(
+        stdout(&audit).contains("valid: 6 entries (5 recorded by `craik ledger rebuild`)"),
+        "{}",
+        transcript(&audit)
+    );
+    // Nothing left to record: a third rebuild writes nothing.
+    let out = craik()
+        .args(["ledger", "rebuild", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stdout(&out).contains("0 entries recorded"),
+        "{}",
+        transcript(&out)
+    );
+}
+
+/// kill -9 at every durable write of a run: wherever it stops, `craik runs recover` leaves a
+/// home that verifies against its ledger; a stop between the journal's close and the
+/// ledger's close entry is reported (not silently passed) until recovery records it.
+#[test]
+fn issue_20_a_crash_between_a_run_closing_and_its_ledger_entry_is_caught_then_recovered() {
+    let mut window = 0;
+    let mut points = 0;
+    for n in 1..=200u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        if !crate::crash::run_and_kill(&example("docs-review"), &home, n) {
+            break;
+        }
+        points += 1;
+        let Some(id) = std::fs::read_dir(home.join("runs"))
+            .ok()
+            .and_then(|mut d| d.next())
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        else {
+            continue;
+        };
+        let journal = home.join("runs").join(&id).join("receipts.jsonl");
+        if std::fs::metadata(&journal).map_or(true, |m| m.len() == 0) {
+            continue; // stopped before the run's first receipt: nothing to vouch for
+        }
+        let ledger = std::fs::read_to_string(home.join("ledger.jsonl")).unwrap_or_default();
+        let closed = std::fs::read_to_string(&journal)
+            .unwrap()
+            .lines()
+            .last()
+            .is_some_and(|l| l.contains("checkpoint"))
+            && receipts(&home, &id)
+                .last()
+                .is_some_and(|r| r["capability"] == "run.closed");
+        // key, started: 4 lines; the close entry makes 6.
+        if closed && ledger.lines().count() == 4 {
+            window += 1;
+            let line = invalid_line(
+                &verify_home(&home, &home),
+                &format!("{id}/receipts.jsonl"),
+                &home.join("ledger.jsonl"),
+            );
+            assert!(line.contains("records no close"), "{n}: {line}");
+        }
+        let out = craik()
+            .args(["runs", "recover", &id, "--home"])
+            .arg(&home)
+            .output()
+            .unwrap();
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{n}: {}",
+            transcript(&out)
+        );
+        // A run stopped mid-way stays open after recovery (not closed, and said so);
+        // nothing else may be wrong, least of all against the ledger.
+        let ok = verify_home(&home, &home);
+        let text = stdout(&ok);
+        let bad: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("INVALID") && !l.contains(": not closed:"))
+            .collect();
+        assert!(bad.is_empty(), "{n}: {}", bad.join("\n"));
+    }
+    assert!(points > 20, "only {points} durable writes");
+    assert_eq!(
+        window, 1,
+        "exactly one stop falls between the close and its entry"
+    );
+}
+
+/// The ledger's head cache is never trusted: a wrong or missing one only costs a full read.
+#[test]
+fn issue_20_a_wrong_ledger_head_cache_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, _, _) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0);
+    let head = home.join("ledger.head");
+    let mut cached: Value = serde_json::from_slice(&std::fs::read(&head).unwrap()).unwrap();
+    // Subtree roots that do not fold to the signed root.
+    cached["nodes"][0] = "00".repeat(32).into();
+    std::fs::write(&head, serde_json::to_vec(&cached).unwrap()).unwrap();
+    let (exit, _, _) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0);
+    std::fs::remove_file(&head).unwrap();
+    let (exit, _, _) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0);
+    let ok = verify_home(&home, &home);
+    assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
+    let ledger = std::fs::read_to_string(home.join("ledger.jsonl")).unwrap();
+    assert_eq!(ledger.lines().count(), 14, "{ledger}");
+    // (verify_home checked that the ledger names all three runs, closed at their roots)
+}
+
+/// `craik bench run` reports the time the run spent appending to its home ledger.
+#[test]
+fn issue_20_bench_run_shows_the_ledger_share_of_the_run() {
+    let out = craik()
+        .args(["bench", "run", "--steps", "8", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (ledger, run) = (
+        v["ledger_s"].as_f64().unwrap(),
+        v["governed_s"].as_f64().unwrap(),
+    );
+    assert!(ledger > 0.0 && ledger < run, "{v}");
+    assert_eq!(v["ledger_share_of_run"].as_f64().unwrap(), ledger / run);
+    assert_eq!(v["ledger_prefilled_runs"], 1000);
+}

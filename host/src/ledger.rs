@@ -1,0 +1,808 @@
+//! The home ledger: one signed, append-only, Merkle-checkpointed journal per home
+//! (`<home>/ledger.jsonl`) naming every journal the home holds: a run's when it starts and
+//! when it closes (with its final checkpoint), a review's when it closes, each signing key
+//! when it first signs. Verifying a home checks the ledger first, then that every journal it
+//! names exists and ends at the recorded root, and that it names every journal there is.
+//!
+//! Owns: the ledger's entries, appending them (under an exclusive `flock`, one write, one
+//! fsync, a checkpoint after every entry) and the cross-check. Must not: decide anything
+//! about a run, or repair anything but a torn last line (moved to `ledger.jsonl.torn`).
+//!
+//! Entries are `craik.capability_receipt` payloads in the run journals' envelope, chain and
+//! checkpoint format, with the journal id `ledger` (receipt ids `receipt_ledger_<seq>`): any
+//! verifier of a run journal verifies the ledger. docs/receipts.md specifies them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use craik_contracts::{Object, PolicyProfile, ReceiptResult, ReceiptStatus};
+use craik_kernel::{
+    CHECKPOINT_PAYLOAD_TYPE, Checkpoint, DecidedBy, DecidedByKind, Decision, Ed25519Signer,
+    Envelope, JournalWriter, KeyRing, Mode, ReceiptDraft, ReceiptPayload, Report, Signer,
+    VerifyOptions,
+};
+use serde::Serialize;
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+
+use crate::Error;
+use crate::journal::{Decoded, JOURNAL_NAME, decode_all};
+use crate::run::store::{Home, io_at as io, sync_dir};
+
+/// The ledger's file name in a home.
+pub const LEDGER_NAME: &str = "ledger.jsonl";
+/// The lock file appends hold (the ledger itself is never opened for anything but appends).
+const LOCK_NAME: &str = "ledger.lock";
+/// The ledger's journal id (its receipts' `run_id`).
+pub const LEDGER_ID: &str = "ledger";
+
+/// A run started: its journal's first receipt (`run.inputs`) is on disk.
+pub const RUN_STARTED: &str = "ledger.run_started";
+/// A run's journal closed: its final checkpoint (tree size and root).
+pub const RUN_CLOSED: &str = "ledger.run_closed";
+/// A review journal (an approval's or a memory proposal's decision) closed.
+pub const REVIEW_CLOSED: &str = "ledger.review_closed";
+/// A signing key signed its first ledger entry (a new home, or a new key file).
+pub const KEY_ADDED: &str = "ledger.key_added";
+
+/// One entry, before it is signed.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// One of [`RUN_STARTED`], [`RUN_CLOSED`], [`REVIEW_CLOSED`], [`KEY_ADDED`].
+    pub kind: &'static str,
+    /// The run id, review id or key id the entry is about.
+    pub target: String,
+    pub task_id: String,
+    pub actor: String,
+    pub profile: PolicyProfile,
+    pub policy_set: String,
+    pub request_hash: String,
+    pub reason: String,
+    pub metadata: Object,
+}
+
+/// `runs/<run id>/receipts.jsonl`, relative to the home.
+pub fn run_journal(run_id: &str) -> String {
+    format!("runs/{run_id}/{JOURNAL_NAME}")
+}
+
+/// `reviews/<review id>/receipts.jsonl`, relative to the home.
+pub fn review_journal(review_id: &str) -> String {
+    format!("reviews/{review_id}/{JOURNAL_NAME}")
+}
+
+fn meta(pairs: &[(&str, Value)]) -> Object {
+    let mut object = Object::new();
+    for (k, v) in pairs {
+        object.0.insert((*k).to_owned(), v.clone());
+    }
+    object
+}
+
+impl Entry {
+    /// A run's journal holds its first receipt, `run.inputs` (`inputs_sha256` is that
+    /// receipt's `request_hash`); `operator` is the task's `requested_by`.
+    pub fn run_started(first: &ReceiptPayload, operator: &str) -> Self {
+        Self {
+            kind: RUN_STARTED,
+            target: first.run_id.clone(),
+            task_id: first.task_id.clone(),
+            actor: first.actor.clone(),
+            profile: first.policy_profile,
+            policy_set: first.policy_set.clone(),
+            request_hash: first.request_hash.clone(),
+            reason: "a run started".into(),
+            metadata: meta(&[
+                ("journal", json!(run_journal(&first.run_id))),
+                ("run_id", json!(first.run_id)),
+                ("inputs_sha256", json!(first.request_hash)),
+                ("operator", json!(operator)),
+            ]),
+        }
+    }
+
+    /// A run's journal closed at `checkpoint`; `ending` is its signed closing receipt's
+    /// status and reason, when it has one.
+    pub fn run_closed(
+        first: &ReceiptPayload,
+        checkpoint: &Checkpoint,
+        ending: Option<(&str, &str)>,
+    ) -> Self {
+        let (status, reason) = ending.unwrap_or(("unsigned", ""));
+        Self {
+            kind: RUN_CLOSED,
+            target: first.run_id.clone(),
+            task_id: first.task_id.clone(),
+            actor: first.actor.clone(),
+            profile: first.policy_profile,
+            policy_set: first.policy_set.clone(),
+            request_hash: checkpoint.root_hash.clone(),
+            reason: "a run's journal closed".into(),
+            metadata: meta(&[
+                ("journal", json!(run_journal(&first.run_id))),
+                ("run_id", json!(first.run_id)),
+                ("tree_size", json!(checkpoint.tree_size)),
+                ("root_hash", json!(checkpoint.root_hash)),
+                ("last_receipt_hash", json!(checkpoint.last_receipt_hash)),
+                ("status", json!(status)),
+                ("status_reason", json!(reason)),
+            ]),
+        }
+    }
+
+    /// A review journal closed at `checkpoint` (`kind`: `approval` or `memory`).
+    pub fn review_closed(
+        review_id: &str,
+        receipt: &ReceiptPayload,
+        checkpoint: &Checkpoint,
+    ) -> Self {
+        let kind = if review_id.starts_with("approval_") {
+            "approval"
+        } else {
+            "memory"
+        };
+        Self {
+            kind: REVIEW_CLOSED,
+            target: review_id.to_owned(),
+            task_id: receipt.task_id.clone(),
+            actor: receipt.actor.clone(),
+            profile: receipt.policy_profile,
+            policy_set: receipt.policy_set.clone(),
+            request_hash: checkpoint.root_hash.clone(),
+            reason: format!("an {kind} review closed"),
+            metadata: meta(&[
+                ("journal", json!(review_journal(review_id))),
+                ("review_id", json!(review_id)),
+                ("review", json!(kind)),
+                ("tree_size", json!(checkpoint.tree_size)),
+                ("root_hash", json!(checkpoint.root_hash)),
+            ]),
+        }
+    }
+
+    /// A signing key's first ledger entry.
+    pub fn key_added(key_id: &str) -> Self {
+        Self {
+            kind: KEY_ADDED,
+            target: key_id.to_owned(),
+            task_id: String::new(),
+            actor: "craik".into(),
+            profile: PolicyProfile::Strict,
+            policy_set: String::new(),
+            request_hash: key_id.to_owned(),
+            reason: "a signing key was added to the home".into(),
+            metadata: meta(&[("key_id", json!(key_id))]),
+        }
+    }
+
+    /// Marks an entry as recorded by `craik ledger rebuild`, not when it happened.
+    fn rebuilt(mut self) -> Self {
+        self.metadata.0.insert("rebuilt".into(), json!(true));
+        self
+    }
+
+    fn draft(self) -> ReceiptDraft {
+        ReceiptDraft {
+            task_id: self.task_id,
+            actor: self.actor,
+            capability: self.kind.to_owned(),
+            target: self.target,
+            policy_profile: self.profile,
+            fail_open: false,
+            reason: self.reason,
+            result: ReceiptResult {
+                status: ReceiptStatus::Passed,
+                summary: "recorded in the home ledger".into(),
+                metadata: self.metadata,
+            },
+            redacted: true,
+            policy_set: self.policy_set,
+            request_hash: self.request_hash,
+            decision: Decision::Allow,
+            determining_policies: Vec::new(),
+            decided_by: DecidedBy {
+                kind: DecidedByKind::Kernel,
+                by: String::new(),
+            },
+            mode: Mode::Enforce,
+            action: None,
+        }
+    }
+}
+
+/// The exclusive ledger lock, held while this lives.
+struct LedgerLock {
+    _file: File,
+}
+
+fn lock(root: &Path) -> Result<LedgerLock, Error> {
+    let path = root.join(LOCK_NAME);
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(io(&path))?;
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
+        .map_err(|e| io(&path)(io::Error::from(e)))?;
+    Ok(LedgerLock { _file: file })
+}
+
+/// The ledger's bytes, a torn last line (an append a crash cut short, never acknowledged)
+/// moved to `ledger.jsonl.torn` first. Missing: empty.
+fn read_repaired(path: &Path) -> Result<Vec<u8>, Error> {
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io(path)(e)),
+    };
+    if bytes.is_empty() || bytes.ends_with(b"\n") {
+        return Ok(bytes);
+    }
+    let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let torn_path = path.with_extension("jsonl.torn");
+    let mut torn = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&torn_path)
+        .map_err(io(&torn_path))?;
+    torn.write_all(bytes.get(keep..).unwrap_or_default())
+        .and_then(|()| torn.sync_all())
+        .map_err(io(&torn_path))?;
+    let file = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(io(path))?;
+    file.set_len(u64::try_from(keep).unwrap_or(u64::MAX))
+        .and_then(|()| file.sync_all())
+        .map_err(io(path))?;
+    Ok(bytes.get(..keep).unwrap_or_default().to_vec())
+}
+
+/// The (kind, target) pairs a ledger records.
+type Recorded = BTreeSet<(String, String)>;
+
+/// The (kind, target) of every entry of a ledger's bytes (decoded; the caller verified).
+fn recorded(bytes: &[u8]) -> Recorded {
+    decode_all(bytes)
+        .into_iter()
+        .filter_map(|(_, d)| match d {
+            Decoded::Receipt(r) => Some((r.capability, r.target)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Appends `entries` to the home's ledger, each followed by its checkpoint, in one write and
+/// one fsync, skipping any already recorded (same kind and target: appends are idempotent,
+/// so recovery may repeat them). A key that has not signed the ledger before gets its
+/// `ledger.key_added` entry first. Returns how many entries were written.
+pub fn record(
+    root: &Path,
+    signer: &Ed25519Signer,
+    now: OffsetDateTime,
+    entries: Vec<Entry>,
+) -> Result<usize, Error> {
+    let mut ring = KeyRing::new();
+    ring.add(&signer.public_key())
+        .map_err(|e| Error::invalid(format!("signing key: {e}"), Vec::new()))?;
+    let path = root.join(LEDGER_NAME);
+    let _lock = lock(root)?;
+    let (mut writer, mut seen, empty) = match from_head(root, &path, &ring) {
+        Some(fast) => fast,
+        None => {
+            let bytes = read_repaired(&path)?;
+            let writer = if bytes.is_empty() {
+                JournalWriter::new(LEDGER_ID, 1)
+            } else {
+                JournalWriter::resume_at_checkpoint(LEDGER_ID, &bytes, &ring, 1).map_err(|why| {
+                    Error::invalid(
+                        format!(
+                            "{}: the home ledger cannot be continued: {why}; check it with `craik receipts verify {}`",
+                            path.display(),
+                            root.display()
+                        ),
+                        Vec::new(),
+                    )
+                })?
+            };
+            (writer, recorded(&bytes), bytes.is_empty())
+        }
+    };
+    let mut todo = Vec::new();
+    let key = (KEY_ADDED.to_owned(), signer.key_id().to_owned());
+    if !seen.contains(&key) {
+        todo.push(Entry::key_added(signer.key_id()));
+        seen.insert(key);
+    }
+    for entry in entries {
+        if seen.insert((entry.kind.to_owned(), entry.target.clone())) {
+            todo.push(entry);
+        }
+    }
+    if todo.is_empty() {
+        return Ok(0);
+    }
+    // Time in the ledger never runs backwards, whatever the runs' clocks did.
+    let at = writer.last_time().map_or(now, |last| last.max(now));
+    let mut lines = Vec::new();
+    let count = todo.len();
+    for entry in todo {
+        lines.extend(
+            writer
+                .append(entry.draft(), at, signer)
+                .map_err(|e| Error::internal(format!("{}: {e}", path.display())))?,
+        );
+    }
+    let created = empty && !path.exists();
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(io(&path))?;
+    file.write_all(&lines)
+        .and_then(|()| file.sync_data())
+        .map_err(io(&path))?;
+    if created {
+        sync_dir(root).map_err(io(root))?;
+    }
+    // The head cache: advisory, unsigned, never fsynced (a stale or broken one only sends
+    // the next append to the full read).
+    if let Ok(len) = file.metadata().map(|m| m.len()) {
+        save_head(root, len, &writer, &seen);
+    }
+    Ok(count)
+}
+
+/// `ledger.head`: the ledger's length, its Merkle subtree roots and the (kind, target) pairs
+/// recorded, so an append reads one line instead of the whole ledger. Nothing in it is
+/// trusted: the nodes must fold to the root the last checkpoint signs.
+const HEAD_NAME: &str = "ledger.head";
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Head {
+    len: u64,
+    nodes: Vec<String>,
+    recorded: Vec<(String, String)>,
+}
+
+fn save_head(root: &Path, len: u64, writer: &JournalWriter, seen: &BTreeSet<(String, String)>) {
+    let head = Head {
+        len,
+        nodes: writer
+            .tree_nodes()
+            .iter()
+            .map(|n| craik_kernel::to_hex(n))
+            .collect(),
+        recorded: seen.iter().cloned().collect(),
+    };
+    let tmp = root.join(format!(".{HEAD_NAME}.tmp-{}", std::process::id()));
+    if let Ok(bytes) = serde_json::to_vec(&head)
+        && fs::write(&tmp, bytes).is_ok()
+    {
+        let _ = fs::rename(&tmp, root.join(HEAD_NAME));
+    }
+}
+
+/// The writer and recorded pairs from the head cache and the ledger's last line, when the
+/// cache matches the ledger (same length, nodes folding to the signed root); else `None`.
+fn from_head(root: &Path, path: &Path, ring: &KeyRing) -> Option<(JournalWriter, Recorded, bool)> {
+    let head: Head = serde_json::from_slice(&fs::read(root.join(HEAD_NAME)).ok()?).ok()?;
+    let len = fs::metadata(path).ok()?.len();
+    if len != head.len {
+        return None;
+    }
+    let line = last_line(path)?;
+    let nodes: Vec<[u8; 32]> = head
+        .nodes
+        .iter()
+        .map(|h| {
+            let bytes: Vec<u8> = (0..h.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(h.get(i..i + 2)?, 16).ok())
+                .collect::<Option<_>>()?;
+            bytes.try_into().ok()
+        })
+        .collect::<Option<_>>()?;
+    let writer = JournalWriter::resume_from_head(LEDGER_ID, &line, &nodes, ring, 1).ok()?;
+    Some((writer, head.recorded.into_iter().collect(), false))
+}
+
+/// The last complete line of a file, from its tail (`None` if it does not end in a newline).
+fn last_line(path: &Path) -> Option<Vec<u8>> {
+    let mut file = File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(64 * 1024)))
+        .ok()?;
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail).ok()?;
+    let body = tail.strip_suffix(b"\n")?;
+    let start = body.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    body.get(start..).map(<[u8]>::to_vec)
+}
+
+/// The last line of a journal, decoded as a checkpoint (not verified: the caller verifies the
+/// journal itself); `None` when the file is missing or its last line is not a checkpoint.
+pub fn last_checkpoint(path: &Path) -> Option<Checkpoint> {
+    let line = last_line(path)?;
+    let envelope: Envelope = serde_json::from_slice(&line).ok()?;
+    if envelope.payload_type != CHECKPOINT_PAYLOAD_TYPE {
+        return None;
+    }
+    let payload = base64::engine::general_purpose::STANDARD
+        .decode(&envelope.payload)
+        .ok()?;
+    serde_json::from_slice(&payload).ok()
+}
+
+/// One thing wrong with a home, named by the journal it concerns (the ledger itself, or a
+/// journal the ledger names or should name) and, in `why`, the ledger line involved.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Problem {
+    pub journal: PathBuf,
+    /// `ledger` (the ledger or a mismatch with it), `missing` (a named journal is gone).
+    pub what: String,
+    pub why: String,
+}
+
+/// What checking a home against its ledger found.
+#[derive(Debug, Clone, Serialize)]
+pub struct HomeCheck {
+    pub ledger: PathBuf,
+    /// The ledger's own verification (`None`: there is no ledger).
+    pub report: Option<Report>,
+    /// Entries recorded by `craik ledger rebuild` rather than when they happened.
+    pub rebuilt: u64,
+    pub problems: Vec<Problem>,
+}
+
+impl HomeCheck {
+    /// True when nothing is wrong.
+    pub fn is_valid(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    /// The problem concerning `journal`, if any.
+    pub fn problem_for(&self, journal: &Path) -> Option<&Problem> {
+        self.problems.iter().find(|p| same(&p.journal, journal))
+    }
+}
+
+fn same(a: &Path, b: &Path) -> bool {
+    a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+}
+
+/// Every run and review journal on disk, relative to the home, sorted.
+pub fn journals_on_disk(home: &Home) -> Vec<String> {
+    let mut out = Vec::new();
+    for (dir, prefix) in [(home.runs(), "runs"), (home.reviews(), "reviews")] {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            if entry.path().join(JOURNAL_NAME).is_file() {
+                out.push(format!(
+                    "{prefix}/{}/{JOURNAL_NAME}",
+                    entry.file_name().to_string_lossy()
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// What the ledger names: a journal (relative path) → (line, seq, kind) of the entry that
+/// names it, and its recorded close (tree size, root, line).
+#[derive(Debug, Default)]
+struct Named {
+    named_at: Option<(usize, u64)>,
+    closed: Option<(u64, String, usize)>,
+}
+
+/// Verifies the home's ledger with `keys`, then checks it against the journals on disk:
+/// every journal it names exists and ends at its recorded close (a journal it records as not
+/// yet closed must not be closed), and every journal on disk is named.
+pub fn check_home(home: &Home, keys: &KeyRing, threads: usize) -> HomeCheck {
+    let ledger = home.root.join(LEDGER_NAME);
+    let on_disk = journals_on_disk(home);
+    let mut check = HomeCheck {
+        ledger: ledger.clone(),
+        report: None,
+        rebuilt: 0,
+        problems: Vec::new(),
+    };
+    let shown = ledger.display().to_string();
+    let bytes = match fs::read(&ledger) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if !on_disk.is_empty() {
+                check.problems.push(Problem {
+                    journal: ledger.clone(),
+                    what: "ledger".into(),
+                    why: format!(
+                        "missing: the home holds {} journal(s) and no ledger names them (deleted, or a home written before the ledger: `craik ledger rebuild --home {}`)",
+                        on_disk.len(),
+                        home.root.display()
+                    ),
+                });
+            }
+            return check;
+        }
+        Err(e) => {
+            check.problems.push(Problem {
+                journal: ledger.clone(),
+                what: "ledger".into(),
+                why: format!("cannot read: {e}"),
+            });
+            return check;
+        }
+    };
+    let report = craik_kernel::verify_journal_with(
+        &bytes,
+        keys,
+        VerifyOptions {
+            threads,
+            allow_open: true,
+            ..VerifyOptions::default()
+        },
+        &mut |_, _| {},
+    );
+    if let Some(f) = &report.failure {
+        check.problems.push(Problem {
+            journal: ledger.clone(),
+            what: "ledger".into(),
+            why: format!("line {}: {}: {}", f.line, f.what, f.why),
+        });
+    } else if report.run_id.as_deref() != Some(LEDGER_ID) || report.closed {
+        check.problems.push(Problem {
+            journal: ledger.clone(),
+            what: "ledger".into(),
+            why: format!(
+                "journal id `{}`{}: not a home ledger",
+                report.run_id.as_deref().unwrap_or("?"),
+                if report.closed { ", closed" } else { "" }
+            ),
+        });
+    }
+    check.report = Some(report);
+    if !check.problems.is_empty() {
+        return check;
+    }
+    let mut named: BTreeMap<String, Named> = BTreeMap::new();
+    for (line, decoded) in decode_all(&bytes) {
+        let Decoded::Receipt(r) = decoded else {
+            continue;
+        };
+        let m = &r.result.metadata.0;
+        if m.get("rebuilt") == Some(&Value::Bool(true)) {
+            check.rebuilt += 1;
+        }
+        let journal = match r.capability.as_str() {
+            RUN_STARTED | RUN_CLOSED => run_journal(&r.target),
+            REVIEW_CLOSED => review_journal(&r.target),
+            _ => continue,
+        };
+        let slot = named.entry(journal).or_default();
+        slot.named_at.get_or_insert((line, r.seq));
+        if r.capability != RUN_STARTED {
+            let size = m
+                .get("tree_size")
+                .and_then(Value::as_u64)
+                .unwrap_or(u64::MAX);
+            let root = m
+                .get("root_hash")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            slot.closed = Some((size, root, line));
+        }
+    }
+    for journal in &on_disk {
+        if !named.contains_key(journal) {
+            check.problems.push(Problem {
+                journal: home.root.join(journal),
+                what: "ledger".into(),
+                why: format!(
+                    "not named by the ledger {shown}: the ledger was replaced by an older copy or cut short, a crash came before its entry (`craik runs recover RUN` records it), or the home predates the ledger (`craik ledger rebuild`)"
+                ),
+            });
+        }
+    }
+    for (journal, n) in &named {
+        let path = home.root.join(journal);
+        let (line, seq) = n.named_at.unwrap_or_default();
+        if !path.is_file() {
+            check.problems.push(Problem {
+                journal: path,
+                what: "missing".into(),
+                why: format!("named by the ledger {shown}:{line} (seq {seq}) but missing: deleted"),
+            });
+            continue;
+        }
+        let found = last_checkpoint(&path).filter(|c| c.is_final);
+        match (&n.closed, found) {
+            (Some((size, root, at)), Some(cp)) if cp.tree_size == *size && cp.root_hash == *root => {
+                let _ = at;
+            }
+            (Some((size, root, at)), found) => check.problems.push(Problem {
+                journal: path,
+                what: "ledger".into(),
+                why: format!(
+                    "the ledger {shown}:{at} records it closed at {size} receipts, root {root}; it {}: shortened or replaced",
+                    found.map_or_else(
+                        || "has no closing checkpoint".to_owned(),
+                        |c| format!("closes at {} receipts, root {}", c.tree_size, c.root_hash)
+                    )
+                ),
+            }),
+            (None, Some(cp)) => check.problems.push(Problem {
+                journal: path,
+                what: "ledger".into(),
+                why: format!(
+                    "closed at {} receipts but the ledger {shown} records no close: the ledger was cut short or an older copy put back, or a crash came between the two writes (`craik runs recover RUN` records it)",
+                    cp.tree_size
+                ),
+            }),
+            (None, None) => {}
+        }
+    }
+    check
+}
+
+/// What `craik ledger rebuild` did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Rebuilt {
+    pub ledger: PathBuf,
+    /// Entries appended, one line each (`kind target`).
+    pub recorded: Vec<String>,
+    /// Journals it could not vouch for and left unrecorded, with why.
+    pub refused: Vec<String>,
+}
+
+/// Records in the home's ledger every journal on disk it does not name yet (a home written
+/// before the ledger, or an entry a crash lost), each entry marked `rebuilt: true`: the
+/// ledger vouches for them only from now on. Journals that do not verify under `keys` are
+/// left out and listed. An existing ledger must verify first.
+pub fn rebuild(
+    home: &Home,
+    signer: &Ed25519Signer,
+    keys: &KeyRing,
+    now: OffsetDateTime,
+) -> Result<Rebuilt, Error> {
+    let path = home.root.join(LEDGER_NAME);
+    if path.is_file() {
+        let bytes = fs::read(&path).map_err(io(&path))?;
+        let report = craik_kernel::verify_journal_with(
+            bytes
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .and_then(|end| bytes.get(..=end))
+                .unwrap_or_default(),
+            keys,
+            VerifyOptions {
+                allow_open: true,
+                ..VerifyOptions::default()
+            },
+            &mut |_, _| {},
+        );
+        if let Some(f) = report.failure {
+            return Err(Error::invalid(
+                format!(
+                    "{}:{}: the ledger does not verify ({}: {}); nothing was rebuilt: move it aside to rebuild from the journals alone",
+                    path.display(),
+                    f.line,
+                    f.what,
+                    f.why
+                ),
+                Vec::new(),
+            ));
+        }
+    }
+    let mut out = Rebuilt {
+        ledger: path,
+        ..Rebuilt::default()
+    };
+    let mut entries = Vec::new();
+    for journal in journals_on_disk(home) {
+        let file = home.root.join(&journal);
+        let bytes = fs::read(&file).map_err(io(&file))?;
+        let report = craik_kernel::verify_journal_with(
+            &bytes,
+            keys,
+            VerifyOptions {
+                allow_open: true,
+                ..VerifyOptions::default()
+            },
+            &mut |_, _| {},
+        );
+        if let Some(f) = report.failure {
+            out.refused.push(format!(
+                "{}:{}: does not verify ({}: {}); not recorded",
+                file.display(),
+                f.line,
+                f.what,
+                f.why
+            ));
+            continue;
+        }
+        let receipts: Vec<ReceiptPayload> = decode_all(&bytes)
+            .into_iter()
+            .filter_map(|(_, d)| match d {
+                Decoded::Receipt(r) => Some(*r),
+                _ => None,
+            })
+            .collect();
+        let Some(first) = receipts.first() else {
+            out.refused.push(format!(
+                "{}: holds no receipt; not recorded",
+                file.display()
+            ));
+            continue;
+        };
+        let checkpoint = last_checkpoint(&file).filter(|c| c.is_final);
+        if let Some(review) = journal
+            .strip_prefix("reviews/")
+            .and_then(|r| r.split('/').next())
+        {
+            match checkpoint {
+                Some(cp) => entries.push(Entry::review_closed(review, first, &cp).rebuilt()),
+                None => out.refused.push(format!(
+                    "{}: a review journal that is not closed; not recorded",
+                    file.display()
+                )),
+            }
+            continue;
+        }
+        let operator = first
+            .result
+            .metadata
+            .0
+            .get("operator")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown")
+            .to_owned();
+        entries.push(Entry::run_started(first, &operator).rebuilt());
+        if let Some(cp) = checkpoint {
+            let ending = receipts
+                .iter()
+                .rev()
+                .find(|r| r.capability == crate::run::signed::RUN_CLOSED)
+                .and_then(|r| {
+                    r.result
+                        .metadata
+                        .0
+                        .get("status")
+                        .and_then(Value::as_str)
+                        .map(|s| (s.to_owned(), r.reason.clone()))
+                });
+            entries.push(
+                Entry::run_closed(
+                    first,
+                    &cp,
+                    ending.as_ref().map(|(s, r)| (s.as_str(), r.as_str())),
+                )
+                .rebuilt(),
+            );
+        }
+    }
+    let before = fs::read(home.root.join(LEDGER_NAME)).unwrap_or_default();
+    let seen = recorded(&before);
+    let fresh: Vec<Entry> = entries
+        .into_iter()
+        .filter(|e| !seen.contains(&(e.kind.to_owned(), e.target.clone())))
+        .collect();
+    for e in &fresh {
+        out.recorded.push(format!("{} {}", e.kind, e.target));
+    }
+    if !seen.contains(&(KEY_ADDED.to_owned(), signer.key_id().to_owned())) {
+        out.recorded
+            .insert(0, format!("{KEY_ADDED} {}", signer.key_id()));
+    }
+    record(&home.root, signer, now, fresh)?;
+    Ok(out)
+}

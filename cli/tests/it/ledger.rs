@@ -219,7 +219,7 @@ fn issue_20_an_ended_run_keeps_its_signed_status() {
     // Resume and cancel refuse with one line (exit 1); nothing is written.
     for verb in ["resume", "cancel"] {
         let out = craik()
-            .args(["runs", verb, &id, "--home"])
+            .args(["runs", verb, &id, "--by", "user:op", "--home"])
             .arg(&home)
             .output()
             .unwrap();
@@ -235,7 +235,7 @@ fn issue_20_an_ended_run_keeps_its_signed_status() {
     }
     // Recover finds nothing and changes nothing.
     let out = craik()
-        .args(["runs", "recover", &id, "--home"])
+        .args(["runs", "recover", &id, "--by", "user:op", "--home"])
         .arg(&home)
         .output()
         .unwrap();
@@ -274,7 +274,7 @@ fn issue_20_an_ended_run_keeps_its_signed_status() {
     let out = resume(&home, &id);
     assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
     let out = craik()
-        .args(["runs", "recover", &id, "--home"])
+        .args(["runs", "recover", &id, "--by", "user:op", "--home"])
         .arg(&home)
         .output()
         .unwrap();
@@ -300,7 +300,7 @@ fn issue_20_a_park_signs_that_the_run_may_continue() {
     assert_eq!(shown["signed_status"]["may_continue"], true);
     // Cancelling a parked run ends it: its closing receipt says interrupted, cancelled.
     let out = craik()
-        .args(["runs", "cancel", &id, "--home"])
+        .args(["runs", "cancel", &id, "--by", "user:op", "--home"])
         .arg(&home)
         .output()
         .unwrap();
@@ -429,7 +429,7 @@ fn issue_20_a_crash_between_a_run_closing_and_its_ledger_entry_is_caught_then_re
             assert!(line.contains("records no close"), "{n}: {line}");
         }
         let out = craik()
-            .args(["runs", "recover", &id, "--home"])
+            .args(["runs", "recover", &id, "--by", "user:op", "--home"])
             .arg(&home)
             .output()
             .unwrap();

@@ -129,7 +129,11 @@ pub(crate) fn prove(
         run_id: tree.run_id.clone(),
         seq,
         leaf_index: index as u64,
-        receipt_hash: tree.receipt_hashes.get(index).cloned().unwrap_or_default(),
+        receipt_hash: tree
+            .receipt_hashes
+            .get(index)
+            .cloned()
+            .ok_or_else(|| Failure::internal("a receipt hash past the receipts"))?,
         checkpoint_index: cp.index,
         checkpoint_line: *line,
         tree_size: cp.tree_size,
@@ -217,8 +221,14 @@ pub(crate) fn consistency(
     let (proof, consistent) = if !same_run || old_size == 0 || old_size > new_size {
         (Vec::new(), same_run && old_size == 0)
     } else {
-        let leaves = new_tree.leaves.get(..new_size).unwrap_or_default();
-        let proof = craik_kernel::consistency_proof(leaves, old_size).unwrap_or_default();
+        let leaves = new_tree.leaves.get(..new_size).ok_or_else(|| {
+            Failure::internal(format!(
+                "{}: a checkpoint past the receipts",
+                new_path.display()
+            ))
+        })?;
+        let proof = craik_kernel::consistency_proof(leaves, old_size)
+            .ok_or_else(|| Failure::internal("no consistency proof for sizes in range"))?;
         let ok = craik_kernel::verify_consistency(
             old_cp.tree_size,
             new_cp.tree_size,

@@ -420,7 +420,8 @@ fn run_confined(
     let ((out_r, out_w), (err_r, err_w)) = (pipe()?, pipe()?);
     // The child's ends block as usual (each end is an open file of its own).
     for end in [&out_w, &err_w] {
-        let _ = rustix::fs::fcntl_setfl(end, OFlags::empty());
+        rustix::fs::fcntl_setfl(end, OFlags::empty())
+            .map_err(|e| format!("a pipe for the command's output: {e}"))?;
     }
     let started = env.sandbox.spawn(
         program,

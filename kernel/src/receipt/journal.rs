@@ -66,6 +66,34 @@ pub struct JournalWriter {
     closed: bool,
 }
 
+/// Checks a checkpoint envelope's one signature (`verify_strict`, over its DSSE
+/// pre-authentication encoding) against a trusted key.
+fn check_checkpoint_signature(
+    envelope: &Envelope,
+    payload: &[u8],
+    keys: &KeyRing,
+) -> Result<(), String> {
+    let [signature] = envelope.signatures.as_slice() else {
+        return Err("the last checkpoint has no single signature".into());
+    };
+    let key = keys.get(&signature.keyid).ok_or_else(|| {
+        format!(
+            "the last checkpoint is signed by an untrusted key `{}`",
+            signature.keyid
+        )
+    })?;
+    let sig: [u8; 64] = base64::engine::general_purpose::STANDARD
+        .decode(&signature.sig)
+        .ok()
+        .and_then(|s| s.try_into().ok())
+        .ok_or("the last checkpoint's signature is not 64 base64 bytes")?;
+    key.verify_strict(
+        &pae(CHECKPOINT_PAYLOAD_TYPE, payload),
+        &ed25519_dalek::Signature::from_bytes(&sig),
+    )
+    .map_err(|_| "the last checkpoint's signature does not verify".to_owned())
+}
+
 impl JournalWriter {
     /// A new, empty journal; a checkpoint follows every `checkpoint_every` receipts (0: only
     /// when closing).
@@ -203,25 +231,7 @@ impl JournalWriter {
         let Some((envelope, payload, checkpoint)) = last else {
             return Err("the last line is not a checkpoint".into());
         };
-        let [signature] = envelope.signatures.as_slice() else {
-            return Err("the last checkpoint has no single signature".into());
-        };
-        let key = keys.get(&signature.keyid).ok_or_else(|| {
-            format!(
-                "the last checkpoint is signed by an untrusted key `{}`",
-                signature.keyid
-            )
-        })?;
-        let sig: [u8; 64] = base64::engine::general_purpose::STANDARD
-            .decode(&signature.sig)
-            .ok()
-            .and_then(|s| s.try_into().ok())
-            .ok_or("the last checkpoint's signature is not 64 base64 bytes")?;
-        key.verify_strict(
-            &pae(CHECKPOINT_PAYLOAD_TYPE, &payload),
-            &ed25519_dalek::Signature::from_bytes(&sig),
-        )
-        .map_err(|_| "the last checkpoint's signature does not verify".to_owned())?;
+        check_checkpoint_signature(&envelope, &payload, keys)?;
         let root = format!("sha256:{}", crate::policy::hex(&writer.tree.root()));
         if checkpoint.is_final
             || checkpoint.tree_size != writer.tree.size()
@@ -255,22 +265,7 @@ impl JournalWriter {
         let payload = base64::engine::general_purpose::STANDARD
             .decode(&envelope.payload)
             .map_err(|e| e.to_string())?;
-        let [signature] = envelope.signatures.as_slice() else {
-            return Err("the last checkpoint has no single signature".into());
-        };
-        let key = keys
-            .get(&signature.keyid)
-            .ok_or("the last checkpoint is signed by an untrusted key")?;
-        let sig: [u8; 64] = base64::engine::general_purpose::STANDARD
-            .decode(&signature.sig)
-            .ok()
-            .and_then(|s| s.try_into().ok())
-            .ok_or("the last checkpoint's signature is not 64 base64 bytes")?;
-        key.verify_strict(
-            &pae(CHECKPOINT_PAYLOAD_TYPE, &payload),
-            &ed25519_dalek::Signature::from_bytes(&sig),
-        )
-        .map_err(|_| "the last checkpoint's signature does not verify".to_owned())?;
+        check_checkpoint_signature(&envelope, &payload, keys)?;
         let checkpoint: Checkpoint = serde_json::from_slice(&payload).map_err(|e| e.to_string())?;
         let tree = MerkleRange::from_nodes(checkpoint.tree_size, nodes)
             .ok_or("the cached tree does not fit the checkpoint's size")?;

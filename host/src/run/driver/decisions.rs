@@ -313,31 +313,16 @@ impl Host {
         metadata
             .0
             .insert("awaiting_approval".into(), json!(approval));
-        ReceiptDraft {
-            task_id: self.inputs.task.id.clone(),
-            actor: self.matrix.runner.id.clone(),
-            capability: RUN_PARKED.into(),
-            target: self.inputs.run_id.clone(),
-            policy_profile: self.inputs.profile,
-            fail_open: false,
-            reason: reason.to_owned(),
-            result: ReceiptResult {
+        self.ending_draft(
+            RUN_PARKED,
+            reason,
+            ReceiptResult {
                 status: ReceiptStatus::Blocked,
                 summary: format!("parked awaiting approval {approval}; the run may continue"),
                 metadata,
             },
-            redacted: true,
-            policy_set: self.bundle.hash().to_owned(),
-            request_hash: exec::digest(format!("blocked:{reason}").as_bytes()),
-            decision: Decision::Allow,
-            determining_policies: Vec::new(),
-            decided_by: DecidedBy {
-                kind: DecidedByKind::Kernel,
-                by: String::new(),
-            },
-            mode: self.mode(),
-            action: None,
-        }
+            exec::digest(format!("blocked:{reason}").as_bytes()),
+        )
     }
 
     /// Why a run the runner says is done may not end `completed`: an allowed side effect

@@ -818,15 +818,10 @@ impl Host {
             json!(reason.starts_with("cancelled by user:")),
         );
         metadata.0.insert("may_continue".into(), json!(false));
-        ReceiptDraft {
-            task_id: self.inputs.task.id.clone(),
-            actor: self.matrix.runner.id.clone(),
-            capability: RUN_CLOSED.into(),
-            target: self.inputs.run_id.clone(),
-            policy_profile: self.inputs.profile,
-            fail_open: false,
-            reason: reason.to_owned(),
-            result: ReceiptResult {
+        self.ending_draft(
+            RUN_CLOSED,
+            reason,
+            ReceiptResult {
                 status: match status {
                     TaskRunStatus::Completed => ReceiptStatus::Passed,
                     TaskRunStatus::Blocked => ReceiptStatus::Blocked,
@@ -835,9 +830,31 @@ impl Host {
                 summary: format!("the run ended {}", status.as_str()),
                 metadata,
             },
+            exec::digest(format!("{}:{}", status.as_str(), reason).as_bytes()),
+        )
+    }
+
+    /// A receipt the kernel signs about the run itself (its closing or parking receipt):
+    /// target the run id, decided by the kernel, allowed.
+    pub(super) fn ending_draft(
+        &self,
+        capability: &str,
+        reason: &str,
+        result: ReceiptResult,
+        request_hash: String,
+    ) -> ReceiptDraft {
+        ReceiptDraft {
+            task_id: self.inputs.task.id.clone(),
+            actor: self.matrix.runner.id.clone(),
+            capability: capability.into(),
+            target: self.inputs.run_id.clone(),
+            policy_profile: self.inputs.profile,
+            fail_open: false,
+            reason: reason.to_owned(),
+            result,
             redacted: true,
             policy_set: self.bundle.hash().to_owned(),
-            request_hash: exec::digest(format!("{}:{}", status.as_str(), reason).as_bytes()),
+            request_hash,
             decision: Decision::Allow,
             determining_policies: Vec::new(),
             decided_by: DecidedBy {

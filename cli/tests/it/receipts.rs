@@ -1061,3 +1061,46 @@ fn issue_20_the_hash_recipes_in_the_spec_recompute_a_real_runs_hashes() {
         transcript(&py)
     );
 }
+
+/// Issue 20 item 8: a run's journal must begin with its `run.inputs` receipt. A journal
+/// signed by the home's own key that starts with anything else (here a benchmark journal
+/// planted under `runs/`, its directory named after its signed run id) verifies as a chain but
+/// is refused as a run's journal, at line 1, naming what it starts with; the same file
+/// outside `runs/` is still a valid journal.
+#[test]
+fn issue_20_a_run_journal_must_begin_with_run_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, _) = crate::audit::approved_docs_review(dir.path());
+    let planted = home.join("runs/run_bench");
+    fs::create_dir_all(&planted).unwrap();
+    let out = crate::craik()
+        .args(["bench", "receipts", "--count", "3", "--key"])
+        .arg(home.join("keys/signing.key.pem"))
+        .arg("--out")
+        .arg(planted.join("receipts.jsonl"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", transcript(&out));
+    let verify = |path: &Path| {
+        crate::craik()
+            .args(["receipts", "verify", "--format", "json", "--key"])
+            .arg(home.join("keys/signing.pub.pem"))
+            .arg(path)
+            .output()
+            .unwrap()
+    };
+    let o = verify(&planted);
+    assert_eq!(o.status.code(), Some(1), "{}", transcript(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let failure = &report[0]["failure"];
+    assert_eq!(failure["line"], 1, "{failure}");
+    assert_eq!(failure["what"], "inputs", "{failure}");
+    assert!(
+        failure["why"].as_str().unwrap().contains("not `run.inputs`"),
+        "{failure}"
+    );
+    let outside = dir.path().join("bench.jsonl");
+    fs::copy(planted.join("receipts.jsonl"), &outside).unwrap();
+    let o = verify(&outside);
+    assert_eq!(o.status.code(), Some(0), "{}", transcript(&o));
+}

@@ -1096,7 +1096,10 @@ fn issue_20_a_run_journal_must_begin_with_run_inputs() {
     assert_eq!(failure["line"], 1, "{failure}");
     assert_eq!(failure["what"], "inputs", "{failure}");
     assert!(
-        failure["why"].as_str().unwrap().contains("not `run.inputs`"),
+        failure["why"]
+            .as_str()
+            .unwrap()
+            .contains("not `run.inputs`"),
         "{failure}"
     );
     let outside = dir.path().join("bench.jsonl");

@@ -7,6 +7,12 @@ requires the same verdict, so the spec is enough to verify what Craik writes.
 
 Usage: independent_verifier.py PUBLIC_KEY.pem JOURNAL...
 Prints one line per journal: `valid` or `invalid: <why>`.
+
+Or: independent_verifier.py --hashes PUBLIC_KEY.pem RUN_DIR
+Verifies the run's journal, then recomputes `request_hash` and `action_sha256` of every
+decision and outcome receipt on an action from the action records in the run's
+`events.jsonl` ("Recomputing the hashes"); prints the counts it matched as JSON, or exits
+non-zero naming the first receipt whose hash differs from the recipe's.
 """
 
 import base64
@@ -205,23 +211,169 @@ SMALL_ORDER = {bytes.fromhex(h) for h in (
 )}
 
 
+def digest(data):
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def normalised_path(workspace, raw):
+    # The spec's rule for a `repo` target: `.` and empty segments dropped, `..` pops a
+    # segment, an absolute path under the workspace made relative.
+    if raw.startswith("/"):
+        if raw != workspace and not raw.startswith(workspace.rstrip("/") + "/"):
+            raise Invalid(f"target `{raw}` lies outside the workspace")
+        raw = raw[len(workspace):]
+    parts = []
+    for segment in raw.split("/"):
+        if segment in ("", "."):
+            continue
+        if segment == "..":
+            if not parts:
+                raise Invalid(f"target `{raw}` climbs above the workspace")
+            parts.pop()
+        else:
+            parts.append(segment)
+    return "/".join(parts)
+
+
+def request_hash(receipt, proposed, workspace, run):
+    # docs/receipts.md, "Recomputing the hashes": a decision or outcome on an action.
+    family = proposed["capability"].split(".")[0]
+    target = proposed.get("target")
+    if family == "repo":
+        target = normalised_path(workspace, target)
+    elif family == "shell":
+        target = proposed["argv"]
+    elif family == "memory":
+        target = target if target is not None else "team"
+    elif family in ("git", "github"):
+        target = target if target is not None else "origin"
+    request = {
+        "capability": proposed["capability"],
+        "operation": proposed["operation"],
+        "profile": receipt["policy_profile"],
+        "runner": receipt["actor"],
+        "target": target,
+        "task_id": receipt["task_id"],
+    }
+    if proposed.get("content") is not None:
+        request["payload"] = digest(proposed["content"].encode("utf-8"))
+    elif proposed.get("edits"):
+        # Not RFC 8785: each edit's keys in the order `old`, `new`.
+        edits = [{"old": e["old"], "new": e["new"]} for e in proposed["edits"]]
+        request["payload"] = digest(
+            json.dumps(edits, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+    elif proposed.get("argv") is not None:
+        request["payload"] = digest(
+            canonical({"argv": proposed["argv"], "run": run}).encode("utf-8"))
+    return digest(canonical(request).encode("utf-8"))
+
+
+def recompute(key, key_id, run_dir):
+    """Recomputes `request_hash` and `action_sha256` of every receipt on an action of a run's
+    (verified) journal from the action records in its `events.jsonl`. Returns the counts."""
+    journal = open(f"{run_dir}/receipts.jsonl", "rb").read()
+    verify(key, key_id, journal)
+    actions = {}
+    for line in open(f"{run_dir}/events.jsonl", encoding="utf-8"):
+        event = json.loads(line)
+        if event.get("event") == "step_result":
+            for record in event.get("actions", []):
+                actions[record["id"]] = record
+    receipts = []
+    for raw in journal[:-1].split(b"\n"):
+        envelope = json.loads(raw)
+        if envelope["payloadType"] == RECEIPT:
+            receipts.append(json.loads(base64.b64decode(envelope["payload"])))
+    if receipts[0]["capability"] != "run.inputs":
+        raise Invalid("the first receipt is not run.inputs")
+    first = receipts[0]["result"]["metadata"]
+    workspace = first["workspace"]
+    counts = {"request_hash": 0, "action_sha256": 0, "run": 0}
+    # run.inputs: the inputs' bytes, their grants, envelope and intent (`null` when none).
+    raw_inputs = open(f"{run_dir}/inputs.json", "rb").read()
+    inputs = json.loads(raw_inputs)
+    grants = sorted(canonical(g).encode("utf-8") for g in inputs["grants"])
+    signed_inputs = {
+        "request_hash": receipts[0]["request_hash"],
+        "inputs_sha256": digest(raw_inputs),
+        "grants_sha256": digest(b"[" + b",".join(grants) + b"]"),
+        "envelope_sha256": digest(canonical(inputs.get("envelope")).encode("utf-8")),
+        "intent_sha256": digest(canonical(inputs.get("intent")).encode("utf-8")),
+    }
+    for name, want in signed_inputs.items():
+        if first.get(name, receipts[0]["request_hash"]) != want:
+            raise Invalid(f"seq 0: {name} differs from the recipe's")
+    counts["run"] += 1
+    runs = {}
+    for r in receipts:
+        cap, reason = r["capability"], r["reason"]
+        own = None
+        if cap == "run.parked":
+            own = digest(b"blocked:" + reason.encode("utf-8"))
+        elif cap == "run.closed":
+            own = digest(f"{r['result']['metadata']['status']}:{reason}".encode("utf-8"))
+        elif cap in ("run.cancel", "run.resume", "run.recover"):
+            own = digest(canonical({"act": cap[4:], "by": r["decided_by"]["by"],
+                                    "reason": reason, "run_id": r["run_id"]}).encode("utf-8"))
+        elif cap == "memory.propose" and r["request_hash"] != "":
+            own = request_hash(r, {"capability": cap, "operation": "propose",
+                                   "target": r["target"]}, workspace, None)
+        if own is not None:
+            if r["request_hash"] != own:
+                raise Invalid(f"seq {r['seq']}: {cap} request_hash differs from the recipe's")
+            counts["run"] += 1
+        record = actions.get(r.get("action"))
+        if record is None or r["decided_by"]["kind"] not in (
+                "policy", "default", "approval", "outcome", "kernel"):
+            continue
+        meta = r["result"]["metadata"]
+        if "action_sha256" in meta:
+            if meta["action_sha256"] != digest(canonical(record).encode("utf-8")):
+                raise Invalid(f"seq {r['seq']}: action_sha256 differs from the recipe's")
+            counts["action_sha256"] += 1
+        if r["request_hash"] == "":
+            continue
+        proposed = record["proposed"]
+        if proposed.get("argv") is not None and r["decided_by"]["kind"] != "outcome":
+            shown = json.dumps(proposed["argv"], separators=(",", ":"), ensure_ascii=False)
+            runs[record["id"]] = r["target"][len(shown) + 2:-1]
+        want = request_hash(r, proposed, workspace, runs.get(record["id"]))
+        if r["request_hash"] != want:
+            raise Invalid(f"seq {r['seq']}: request_hash {r['request_hash']}, recipe {want}")
+        counts["request_hash"] += 1
+    return counts
+
+
 def main():
-    pem = open(sys.argv[1], "rb").read()
-    key = serialization.load_pem_public_key(pem)
-    raw = bytearray(key.public_bytes(serialization.Encoding.Raw,
-                                     serialization.PublicFormat.Raw))
-    raw[31] &= 0x7F
-    if bytes(raw) in SMALL_ORDER:
-        sys.exit(f"{sys.argv[1]}: weak (small-order) ed25519 public key refused")
-    der = key.public_bytes(serialization.Encoding.DER,
-                           serialization.PublicFormat.SubjectPublicKeyInfo)
-    key_id = "sha256:" + hashlib.sha256(der).hexdigest()
+    if sys.argv[1] == "--hashes":
+        # independent_verifier.py --hashes PUBLIC_KEY.pem RUN_DIR: recompute, print the counts.
+        key, key_id = load_key(sys.argv[2])
+        try:
+            counts = recompute(key, key_id, sys.argv[3])
+        except Invalid as e:
+            sys.exit(f"invalid: {e}")
+        print(json.dumps(counts, sort_keys=True))
+        return
+    key, key_id = load_key(sys.argv[1])
     for path in sys.argv[2:]:
         try:
             verify(key, key_id, open(path, "rb").read())
             print("valid")
         except (Invalid, ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
             print(f"invalid: {e}")
+
+
+def load_key(path):
+    pem = open(path, "rb").read()
+    key = serialization.load_pem_public_key(pem)
+    raw = bytearray(key.public_bytes(serialization.Encoding.Raw,
+                                     serialization.PublicFormat.Raw))
+    raw[31] &= 0x7F
+    if bytes(raw) in SMALL_ORDER:
+        sys.exit(f"{path}: weak (small-order) ed25519 public key refused")
+    der = key.public_bytes(serialization.Encoding.DER,
+                           serialization.PublicFormat.SubjectPublicKeyInfo)
+    return key, "sha256:" + hashlib.sha256(der).hexdigest()
 
 
 if __name__ == "__main__":

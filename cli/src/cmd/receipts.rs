@@ -149,7 +149,18 @@ fn receipt_unbound(
     proposed: &std::collections::BTreeMap<String, Vec<String>>,
 ) -> Option<(&'static str, String)> {
     use craik_host::run::driver::{APPROVAL_REVIEW, RUN_INPUTS};
-    if r.seq == 0 && r.capability == RUN_INPUTS {
+    // Every run's journal begins with the receipt that binds its inputs: a run journal
+    // without it binds nothing (a bench or foreign journal planted under `runs/`).
+    if r.seq == 0 && r.capability != RUN_INPUTS {
+        return Some((
+            "inputs",
+            format!(
+                "the run's first receipt is `{}`, not `{RUN_INPUTS}`: nothing binds the run's inputs to its journal",
+                craik_contracts::one_line(&r.capability)
+            ),
+        ));
+    }
+    if r.seq == 0 {
         let inputs = run_dir.join(craik_host::run::store::INPUTS);
         return match std::fs::read(&inputs) {
             Ok(bytes) => {

@@ -1017,3 +1017,93 @@ fn issue_20_the_docs_vectors_hold_for_craik_and_an_independent_verifier() {
     assert!(!py.status.success());
     assert!(String::from_utf8_lossy(&py.stderr).contains("small-order"));
 }
+
+/// Issue 20 item 8: docs/receipts.md's "Recomputing the hashes" is exact. The independent
+/// verifier (`--hashes`) recomputes, from the recipes alone and the action records in
+/// `events.jsonl`, the `request_hash` of every decision and outcome on an action of a real
+/// run (reads, a patch, a write, a command with its resolved program), every
+/// `action_sha256`, the `run.inputs` hashes, the memory proposal's, the parking, resuming and
+/// closing receipts' — and each matches what Craik signed. An action record changed after
+/// the fact no longer hashes to what the journal signed.
+#[test]
+fn issue_20_the_hash_recipes_in_the_spec_recompute_a_real_runs_hashes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, id) = crate::audit::approved_docs_review(dir.path());
+    let public = home.join("keys/signing.pub.pem");
+    let run_dir = home.join("runs").join(&id);
+    let hashes = || {
+        Command::new("python3")
+            .arg(repo_root().join("cli/tests/independent_verifier.py"))
+            .arg("--hashes")
+            .arg(&public)
+            .arg(&run_dir)
+            .output()
+            .unwrap()
+    };
+    let py = hashes();
+    assert!(py.status.success(), "{}", transcript(&py));
+    // 6 reads (decision + outcome), then a patch, a write and a command: each decided twice
+    // (parked, then approved) and performed; `action_sha256` on the 9 decisions; the inputs,
+    // the proposal, 3 parks, 3 resumes and the close.
+    assert_eq!(
+        stdout(&py).trim(),
+        r#"{"action_sha256": 9, "request_hash": 15, "run": 9}"#
+    );
+    let events = run_dir.join("events.jsonl");
+    let text = fs::read_to_string(&events).unwrap();
+    assert!(text.contains("\"argv\":[\""), "the run ran no command");
+    fs::write(&events, text.replacen("\"argv\":[\"", "\"argv\":[\"./", 1)).unwrap();
+    let py = hashes();
+    assert!(!py.status.success(), "{}", transcript(&py));
+    assert!(
+        String::from_utf8_lossy(&py.stderr).contains("differs from the recipe's"),
+        "{}",
+        transcript(&py)
+    );
+}
+
+/// Issue 20 item 8: a run's journal must begin with its `run.inputs` receipt. A journal
+/// signed by the home's own key that starts with anything else (here a benchmark journal
+/// planted under `runs/`, its directory named after its signed run id) verifies as a chain but
+/// is refused as a run's journal, at line 1, naming what it starts with; the same file
+/// outside `runs/` is still a valid journal.
+#[test]
+fn issue_20_a_run_journal_must_begin_with_run_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, _) = crate::audit::approved_docs_review(dir.path());
+    let planted = home.join("runs/run_bench");
+    fs::create_dir_all(&planted).unwrap();
+    let out = crate::craik()
+        .args(["bench", "receipts", "--count", "3", "--key"])
+        .arg(home.join("keys/signing.key.pem"))
+        .arg("--out")
+        .arg(planted.join("receipts.jsonl"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", transcript(&out));
+    let verify = |path: &Path| {
+        crate::craik()
+            .args(["receipts", "verify", "--format", "json", "--key"])
+            .arg(home.join("keys/signing.pub.pem"))
+            .arg(path)
+            .output()
+            .unwrap()
+    };
+    let o = verify(&planted);
+    assert_eq!(o.status.code(), Some(1), "{}", transcript(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let failure = &report[0]["failure"];
+    assert_eq!(failure["line"], 1, "{failure}");
+    assert_eq!(failure["what"], "inputs", "{failure}");
+    assert!(
+        failure["why"]
+            .as_str()
+            .unwrap()
+            .contains("not `run.inputs`"),
+        "{failure}"
+    );
+    let outside = dir.path().join("bench.jsonl");
+    fs::copy(planted.join("receipts.jsonl"), &outside).unwrap();
+    let o = verify(&outside);
+    assert_eq!(o.status.code(), Some(0), "{}", transcript(&o));
+}

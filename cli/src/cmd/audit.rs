@@ -158,15 +158,7 @@ pub(crate) fn audit(out: &mut Out, format: Format, args: &AuditArgs<'_>) -> Resu
             journal: problem.journal.display().to_string(),
             run_id: None,
             valid: false,
-            verification: Report {
-                failure: Some(craik_kernel::Failure {
-                    line: 0,
-                    seq: None,
-                    what: problem.what.clone(),
-                    why: problem.why.clone(),
-                }),
-                ..Report::default()
-            },
+            verification: receipts::missing_report(problem),
             policy_sets: Vec::new(),
             inputs: None,
             timeline: Vec::new(),

@@ -563,15 +563,7 @@ pub(crate) fn verify(
     {
         let verified = Verified {
             path: problem.journal.display().to_string(),
-            report: Report {
-                failure: Some(craik_kernel::Failure {
-                    line: 0,
-                    seq: None,
-                    what: problem.what.clone(),
-                    why: problem.why.clone(),
-                }),
-                ..Report::default()
-            },
+            report: missing_report(problem),
         };
         exit = Exit::CheckFailed;
         if format == Format::Human {
@@ -882,4 +874,17 @@ pub(crate) fn show(
         }
     }
     Ok(Exit::Ok)
+}
+
+/// The report of a journal the ledger names but that is missing (no line to point at).
+pub(crate) fn missing_report(problem: &craik_host::ledger::Problem) -> Report {
+    Report {
+        failure: Some(craik_kernel::Failure {
+            line: 0,
+            seq: None,
+            what: problem.what.clone(),
+            why: problem.why.clone(),
+        }),
+        ..Report::default()
+    }
 }

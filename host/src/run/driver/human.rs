@@ -215,14 +215,7 @@ impl Host {
         } else {
             ("denied", Decision::Deny, ReceiptStatus::Denied)
         };
-        let mut metadata = Object::new();
-        metadata.0.insert("approval".into(), json!(record.id));
-        metadata
-            .0
-            .insert("run_id".into(), json!(self.inputs.run_id));
-        metadata
-            .0
-            .insert("action_id".into(), json!(record.action.id));
+        let mut metadata = self.approval_metadata(record);
         metadata.0.insert("decision".into(), json!(word));
         metadata
             .0
@@ -261,12 +254,8 @@ impl Host {
         }
     }
 
-    fn expired_draft(
-        &self,
-        record: &ApprovalRecord,
-        review: &crate::run::approvals::SignedReview,
-    ) -> ReceiptDraft {
-        let expires = review.expires_at.map(|t| t.to_string()).unwrap_or_default();
+    /// What every receipt about an approval names: the approval, the run, the action.
+    fn approval_metadata(&self, record: &ApprovalRecord) -> Object {
         let mut metadata = Object::new();
         metadata.0.insert("approval".into(), json!(record.id));
         metadata
@@ -275,6 +264,16 @@ impl Host {
         metadata
             .0
             .insert("action_id".into(), json!(record.action.id));
+        metadata
+    }
+
+    fn expired_draft(
+        &self,
+        record: &ApprovalRecord,
+        review: &crate::run::approvals::SignedReview,
+    ) -> ReceiptDraft {
+        let expires = review.expires_at.map(|t| t.to_string()).unwrap_or_default();
+        let mut metadata = self.approval_metadata(record);
         metadata.0.insert("expires_at".into(), json!(expires));
         ReceiptDraft {
             task_id: self.inputs.task.id.clone(),

@@ -309,7 +309,7 @@ impl Sandbox {
         };
         Ok(craik_spawn::Plan {
             parent: std::process::id(),
-            mounts: Some(mounts::plan(&self.mount_rw)?),
+            mounts: Some(mounts::namespace(&self.mount_rw, KEPT_AT_MOST)?),
             mounts_required: self.required,
             landlock,
             filters: seccomp::filters(self.net)?,
@@ -644,9 +644,11 @@ fn identity(st: &rustix::fs::Stat) -> (u64, u64) {
 /// opened is left out (less access, never more).
 ///
 /// Reused for the next sandbox equal to this one (the same paths, the same network) while
-/// every path it names still names the file its rule was opened on (`lstat`), for at most
-/// [`RECHECK_AFTER`] and [`RULESET_USES`] children: building one (some 70 rules) cost a
-/// quarter of a spawn (issue 18 item 9). Each child adds its own `/proc/<pid>` to the
+/// every path it names still names the file its rule was opened on (`lstat`, each time) and
+/// every system rule it holds is still the one [`read_rule`] keeps (checked at most every
+/// [`RECHECK_AFTER`]), for at most [`KEPT_AT_MOST`] and [`RULESET_USES`] children: building
+/// one (some 70 rules) cost a quarter of a spawn (issue 18 item 9), and a governed run's
+/// commands come seconds apart (a model step between them), so a second's reuse missed them. Each child adds its own `/proc/<pid>` to the
 /// ruleset it is given before restricting itself, so a reused ruleset also holds the
 /// `/proc/<pid>` of the children before it — each rule on that process's own `/proc` entry,
 /// which is gone with it (a later process with the same pid has a new entry the rule does
@@ -668,17 +670,17 @@ fn ruleset(sandbox: &Sandbox) -> Result<Option<craik_spawn::Landlock>, String> {
     let now = std::time::Instant::now();
     if let Ok(mut built) = BUILT.lock() {
         built.retain(|b| {
-            b.uses < RULESET_USES && now.saturating_duration_since(b.at) < RECHECK_AFTER
+            b.uses < RULESET_USES && now.saturating_duration_since(b.at) < KEPT_AT_MOST
         });
         if let Some(hit) = built.iter_mut().find(|b| b.sandbox == *sandbox)
-            && hit.unchanged()
+            && hit.unchanged(now)
         {
             hit.uses += 1;
             hit.used = now;
             return give(&hit.fd);
         }
     }
-    let Some((fd, named)) = build_ruleset(sandbox)? else {
+    let Some((fd, named, system)) = build_ruleset(sandbox)? else {
         return Ok(None);
     };
     let out = give(&fd);
@@ -694,6 +696,8 @@ fn ruleset(sandbox: &Sandbox) -> Result<Option<craik_spawn::Landlock>, String> {
             sandbox: sandbox.clone(),
             fd,
             named,
+            system,
+            checked: now,
             at: now,
             used: now,
             uses: 1,
@@ -705,6 +709,9 @@ fn ruleset(sandbox: &Sandbox) -> Result<Option<craik_spawn::Landlock>, String> {
 /// How many children one built ruleset is given to.
 const RULESET_USES: u32 = 64;
 
+/// How long a built ruleset or a private mount namespace is kept for the next equal sandbox.
+const KEPT_AT_MOST: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// A ruleset built for a sandbox, kept for the next equal one.
 struct Built {
     sandbox: Sandbox,
@@ -712,6 +719,11 @@ struct Built {
     /// Each path of the sandbox's own rules (not the system allow-lists: [`RuleCache`]) and
     /// the identity of the file its rule was opened on (`None`: it could not be opened).
     named: Vec<(PathBuf, Option<(u64, u64)>)>,
+    /// Each system rule and the kept descriptor ([`read_rule`]) it was added from (`None`:
+    /// left out).
+    system: Vec<(PathBuf, Option<Arc<rustix::fd::OwnedFd>>)>,
+    /// When `system` was last checked.
+    checked: std::time::Instant,
     /// Built at.
     at: std::time::Instant,
     /// Last given to a child at.
@@ -720,8 +732,24 @@ struct Built {
 }
 
 impl Built {
-    /// Whether every path still names the file (or the absence) its rule was made from.
-    fn unchanged(&self) -> bool {
+    /// Whether every path still names the file (or the absence) its rule was made from, and
+    /// (checked at most every [`RECHECK_AFTER`]) every system rule is still the kept one: a
+    /// system file replaced (`/etc/resolv.conf` by rename) means a new ruleset.
+    fn unchanged(&mut self, now: std::time::Instant) -> bool {
+        if now.saturating_duration_since(self.checked) >= RECHECK_AFTER {
+            let same = self
+                .system
+                .iter()
+                .all(|(path, kept)| match (read_rule(path), kept) {
+                    (Some((fd, _)), Some(kept)) => Arc::ptr_eq(&fd, kept),
+                    (None, None) => true,
+                    _ => false,
+                });
+            if !same {
+                return false;
+            }
+            self.checked = now;
+        }
         self.named.iter().all(|(path, id)| {
             rustix::fs::lstat(path.as_path())
                 .ok()
@@ -738,11 +766,18 @@ impl Built {
 /// rules' files.
 #[expect(
     clippy::type_complexity,
-    reason = "a private pair, named where it is used"
+    reason = "a private triple, named where it is used"
 )]
 fn build_ruleset(
     sandbox: &Sandbox,
-) -> Result<Option<(rustix::fd::OwnedFd, Vec<(PathBuf, Option<(u64, u64)>)>)>, String> {
+) -> Result<
+    Option<(
+        rustix::fd::OwnedFd,
+        Vec<(PathBuf, Option<(u64, u64)>)>,
+        Vec<(PathBuf, Option<Arc<rustix::fd::OwnedFd>>)>,
+    )>,
+    String,
+> {
     let abi = ASKED_ABI;
     let e = |e: landlock::RulesetError| format!("Landlock could not be applied: {e}");
     let mut ruleset = Ruleset::default()
@@ -777,13 +812,16 @@ fn build_ruleset(
             .map_err(|e| format!("Landlock could not be applied: {e}"))
     };
     let mut named = Vec::new();
+    let mut system = Vec::new();
     let id_of = |fd: &rustix::fd::OwnedFd| rustix::fs::fstat(fd).ok().map(|st| identity(&st));
     let proc_read = rules::PROC_READ.iter().map(PathBuf::from);
     for path in sandbox.read.iter().cloned().chain(proc_read) {
         if is_system_rule(&path) {
-            if let Some((rule, is_dir)) = read_rule(&path) {
-                add(&rule, is_dir, AccessFs::from_read(running))?;
+            let kept = read_rule(&path);
+            if let Some((rule, is_dir)) = &kept {
+                add(rule, *is_dir, AccessFs::from_read(running))?;
             }
+            system.push((path.clone(), kept.map(|(fd, _)| fd)));
         } else {
             let opened = open_rule(&path).ok();
             named.push((path.clone(), opened.as_ref().and_then(|(fd, _)| id_of(fd))));
@@ -800,15 +838,17 @@ fn build_ruleset(
     // Character devices that are harmless to write: only their file rights (no ioctl beyond
     // what a regular file has).
     for path in rules::DEVICES_RW {
-        if let Some((rule, _)) = read_rule(Path::new(path)) {
+        let kept = read_rule(Path::new(path));
+        if let Some((rule, _)) = &kept {
             add(
-                &rule,
+                rule,
                 false,
                 AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate,
             )?;
         }
+        system.push((PathBuf::from(path), kept.map(|(fd, _)| fd)));
     }
-    Ok(Some((fd, named)))
+    Ok(Some((fd, named, system)))
 }
 
 /// Whether `path` is one of the system allow-lists, or what carving a system tree grants (its
@@ -1219,6 +1259,127 @@ mod tests {
             .spawn(Path::new("true"), "true", &[], &ws, &[], io)
             .unwrap_err();
         assert!(e.contains("not an absolute path"), "{e}");
+    }
+
+    /// Issue 18 item 9: children of equal sandboxes enter one private namespace made for
+    /// them (never Craik's own), in which only the write root is writable; a replaced write
+    /// root gets a namespace of its own.
+    #[test]
+    fn children_of_an_equal_sandbox_enter_one_kept_namespace() {
+        if effective_abi().is_none() || mounts_probe().is_err() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let out_dir = root.join("out");
+        std::fs::create_dir(&out_dir).unwrap();
+        let outside = root.join("outside.txt");
+        std::fs::write(&outside, "x").unwrap();
+        let mode = std::fs::metadata(&outside).unwrap().mode();
+        let sandbox = Sandbox::new(
+            vec![root.clone()],
+            vec![out_dir.clone()],
+            vec![],
+            &Limits::default(),
+            Network::None,
+            true,
+        )
+        .unwrap();
+        let null = std::fs::File::open("/dev/null").unwrap();
+        let run = || {
+            use std::os::fd::AsFd;
+            let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
+            let script = format!(
+                "readlink /proc/self/ns/mnt; echo x > {0}/f && echo wrote; \
+                 chmod 600 {1} 2>/dev/null || echo refused",
+                out_dir.display(),
+                outside.display()
+            );
+            let started = sandbox
+                .spawn(
+                    Path::new("/bin/sh"),
+                    "sh",
+                    &["-c".into(), script],
+                    &out_dir,
+                    &[],
+                    [null.as_fd(), w.as_fd(), null.as_fd()],
+                )
+                .unwrap();
+            drop(w);
+            assert_eq!(wait_exit(&started).unwrap(), Some(0));
+            let mut out = String::new();
+            std::io::Read::read_to_string(&mut std::fs::File::from(r), &mut out).unwrap();
+            out
+        };
+        let own = std::fs::read_link("/proc/self/ns/mnt").unwrap();
+        let first = run();
+        let ns = first.lines().next().unwrap().to_owned();
+        assert!(ns.starts_with("mnt:["), "{first}");
+        assert_ne!(Path::new(&ns), own, "never Craik's own namespace");
+        assert_eq!(
+            first.lines().skip(1).collect::<Vec<_>>(),
+            ["wrote", "refused"]
+        );
+        assert_eq!(run(), first, "the next child enters the same namespace");
+        assert_eq!(
+            std::fs::metadata(&outside).unwrap().mode(),
+            mode,
+            "no chmod outside the write root"
+        );
+        std::fs::remove_dir_all(&out_dir).unwrap();
+        std::fs::create_dir(&out_dir).unwrap();
+        let again = run();
+        assert_ne!(again.lines().next(), Some(ns.as_str()), "{again}");
+        assert!(
+            again.contains("wrote"),
+            "a replaced write root is bound afresh"
+        );
+        assert!(out_dir.join("f").is_file());
+    }
+
+    /// A kept ruleset lives past a second (a run's commands come seconds apart) but not past
+    /// a change of a system rule it holds: checked once [`RECHECK_AFTER`] has passed.
+    #[test]
+    fn a_kept_ruleset_is_dropped_once_a_system_rule_it_holds_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let sandbox = Sandbox::new(
+            vec![],
+            vec![dir.path().canonicalize().unwrap()],
+            vec![],
+            &Limits::default(),
+            Network::None,
+            false,
+        )
+        .unwrap();
+        let device = Path::new(rules::DEVICES_RW.first().unwrap());
+        let kept = read_rule(device).map(|(fd, _)| fd);
+        assert!(kept.is_some(), "{device:?}");
+        let t0 = std::time::Instant::now();
+        let built = |held: Option<Arc<rustix::fd::OwnedFd>>| Built {
+            sandbox: sandbox.clone(),
+            fd: rustix::fs::open("/", rustix::fs::OFlags::PATH, rustix::fs::Mode::empty()).unwrap(),
+            named: vec![],
+            system: vec![(device.to_path_buf(), held)],
+            checked: t0,
+            at: t0,
+            used: t0,
+            uses: 1,
+        };
+        let later = t0 + RECHECK_AFTER;
+        assert!(built(kept.clone()).unchanged(later), "still the kept rule");
+        let other = Arc::new(
+            rustix::fs::open(device, rustix::fs::OFlags::PATH, rustix::fs::Mode::empty()).unwrap(),
+        );
+        let mut stale = built(Some(other));
+        assert!(stale.unchanged(t0), "not checked within a second");
+        assert!(
+            !stale.unchanged(later),
+            "a replaced system rule: built anew"
+        );
+        assert!(
+            !built(None).unchanged(later),
+            "a rule left out that now opens: built anew"
+        );
     }
 
     #[test]

@@ -25,7 +25,8 @@
 //!    recursive `mount_setattr` (on kernels before 5.12: remounted one by one), and the
 //!    writable directories are bound onto themselves and made writable again (`nosuid,nodev`);
 //!    the working directory is entered again by path (it still referred to the read-only
-//!    mount);
+//!    mount). Usually that namespace was made once by [`make_namespace`] for every child with
+//!    the same writable directories, and the child only enters it (`setns`, [`MountNs`]);
 //! 3. every capability dropped (bounding set and `noroot` secure bits as root or inside the
 //!    user namespace, ambient, inheritable, permitted, effective) and `no_new_privs` set —
 //!    then checked, or refused; then the resource limits: no core dump, and a largest file
@@ -61,7 +62,7 @@ pub struct Plan {
     /// set: a parent that already died would never send it).
     pub parent: u32,
     /// The private mount namespace, or `None` for none.
-    pub mounts: Option<Mounts>,
+    pub mounts: Option<MountNs>,
     /// Refuse to run when the mount namespace fails (otherwise warn on standard error).
     pub mounts_required: bool,
     /// The Landlock ruleset, or `None` where the kernel has none (the parent decided whether
@@ -98,6 +99,25 @@ pub struct Mounts {
     pub binds: Vec<CString>,
     /// How the rest turns read-only.
     pub how: ReadOnly,
+}
+
+/// Where a child's private mount namespace comes from.
+#[derive(Debug)]
+pub enum MountNs {
+    /// The child makes it (`unshare`, then the mounts).
+    Make(Mounts),
+    /// The child enters one made before by [`make_namespace`] (`setns`): no copy of the mount
+    /// table per child, and none torn down when it exits — together a quarter of a
+    /// millisecond and more per command on a small VM.
+    Enter(std::sync::Arc<Namespace>),
+}
+
+/// A private mount namespace made by [`make_namespace`], held open by its descriptors.
+#[derive(Debug)]
+pub struct Namespace {
+    /// The user namespace it belongs to, when one was made (not root).
+    user: Option<OwnedFd>,
+    mnt: OwnedFd,
 }
 
 /// How every mount but the writable binds becomes read-only.
@@ -636,7 +656,11 @@ pub fn apply(plan: &Plan) -> Result<(), Fail<'_>> {
     if u32::try_from(parent).ok() != Some(plan.parent) {
         return Err(Fail::new("the parent exited before the program started"));
     }
-    if let Some(Err(fail)) = plan.mounts.as_ref().map(private_mounts) {
+    let entered = plan.mounts.as_ref().map(|how| match how {
+        MountNs::Make(mounts) => private_mounts(mounts),
+        MountNs::Enter(namespace) => enter(namespace),
+    });
+    if let Some(Err(fail)) = entered {
         if plan.mounts_required {
             return Err(fail);
         }
@@ -758,17 +782,156 @@ pub fn private_mounts(mounts: &Mounts) -> Result<(), Fail<'_>> {
     }
     // The working directory still refers to the mount it was entered through (now
     // read-only); entering it again by path lands on the bind mount.
-    let mut cwd = [0u8; 4096];
-    // SAFETY: `getcwd` writes at most `cwd.len()` bytes, NUL included, into the buffer.
+    let mut buf = [0u8; 4096];
+    reenter(current_dir(&mut buf)?)
+}
+
+/// The working directory's path, in `buf` (no allocation).
+fn current_dir(buf: &mut [u8; 4096]) -> Result<&CStr, Fail<'static>> {
+    // SAFETY: `getcwd` writes at most `buf.len()` bytes, NUL included, into the buffer.
     #[allow(unsafe_code)]
-    let got = unsafe { libc::getcwd(cwd.as_mut_ptr().cast(), cwd.len()) };
+    let got = unsafe { libc::getcwd(buf.as_mut_ptr().cast(), buf.len()) };
     if got.is_null() {
         return Err(Fail::new("the working directory is unknown or too long"));
     }
-    let cwd = CStr::from_bytes_until_nul(&cwd)
-        .map_err(|_| Fail::new("the working directory is unknown or too long"))?;
-    rustix::process::chdir(cwd).map_err(|e| Fail::os("re-entering the working directory", e))?;
-    Ok(())
+    CStr::from_bytes_until_nul(buf)
+        .map_err(|_| Fail::new("the working directory is unknown or too long"))
+}
+
+fn reenter(cwd: &CStr) -> Result<(), Fail<'static>> {
+    rustix::process::chdir(cwd).map_err(|e| Fail::os("re-entering the working directory", e))
+}
+
+/// Enters `namespace` (its user namespace first, when it has one): the calling process then
+/// sees exactly the mounts [`private_mounts`] made there. `setns` puts the working directory
+/// at the namespace's root, so it is entered again by the path it had.
+fn enter(namespace: &Namespace) -> Result<(), Fail<'static>> {
+    let mut buf = [0u8; 4096];
+    let cwd = current_dir(&mut buf)?;
+    let join = |fd: &OwnedFd, kind: libc::c_int, what: &'static str| {
+        // SAFETY: `setns` on a namespace descriptor this process holds open.
+        #[allow(unsafe_code)]
+        let rc = unsafe { libc::setns(fd.as_raw_fd(), kind) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(Fail::os(
+                what,
+                rustix::io::Errno::from_raw_os_error(last_errno()),
+            ))
+        }
+    };
+    if let Some(user) = &namespace.user {
+        join(user, libc::CLONE_NEWUSER, "entering the user namespace")?;
+    }
+    join(
+        &namespace.mnt,
+        libc::CLONE_NEWNS,
+        "entering the private mount namespace",
+    )?;
+    reenter(cwd)
+}
+
+/// What the child of [`make_namespace`] hands back.
+struct Maker<'a> {
+    mounts: &'a Mounts,
+    user: std::sync::atomic::AtomicI32,
+    mnt: std::sync::atomic::AtomicI32,
+    errno: std::sync::atomic::AtomicI32,
+}
+
+/// Makes the private mount namespace `mounts` describes once, for any number of children to
+/// enter ([`MountNs::Enter`]). A child sharing this process's memory and descriptor table
+/// (`CLONE_VM | CLONE_VFORK | CLONE_FILES`, every signal blocked) runs [`private_mounts`],
+/// opens its own `/proc/self/ns/{user,mnt}` close-on-exec — descriptors that land in this
+/// process's table — and exits; the namespace lives on while they are open. `Err` when any
+/// step failed (the child's errno): a caller then lets each child make its own, which fails
+/// the same way and says why.
+pub fn make_namespace(mounts: &Mounts) -> std::io::Result<Namespace> {
+    use std::sync::atomic::{AtomicI32, Ordering};
+    let maker = Maker {
+        mounts,
+        user: AtomicI32::new(-1),
+        mnt: AtomicI32::new(-1),
+        errno: AtomicI32::new(0),
+    };
+    let stack = Stack::new()?;
+    let pid = {
+        let _blocked = SignalsBlocked::new();
+        // SAFETY: `make` runs on `stack` and only reads and writes `maker`, which outlives
+        // the call (`CLONE_VFORK`: this thread waits until the child has exited). What it
+        // runs allocates nothing and takes no lock; every signal stays blocked in it.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::clone(
+                make,
+                stack.top(),
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_FILES | libc::SIGCHLD,
+                std::ptr::from_ref(&maker).cast_mut().cast(),
+            )
+        }
+    };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // Reaped here; if another thread reaped it first (`ECHILD`) the answer is the same.
+    let _ = rustix::process::waitpid(
+        rustix::process::Pid::from_raw(pid),
+        rustix::process::WaitOptions::empty(),
+    );
+    let owned = |fd: i32| {
+        // SAFETY: a descriptor the child opened in this process's table and nobody else
+        // owns.
+        #[allow(unsafe_code)]
+        (fd >= 0).then(|| unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+    };
+    let user = owned(maker.user.load(Ordering::SeqCst));
+    let mnt = owned(maker.mnt.load(Ordering::SeqCst));
+    let errno = maker.errno.load(Ordering::SeqCst);
+    match mnt {
+        Some(mnt) if errno == 0 && user.is_some() == mounts.user.is_some() => {
+            Ok(Namespace { user, mnt })
+        }
+        _ => Err(std::io::Error::from_raw_os_error(errno.max(1))),
+    }
+}
+
+/// The child of [`make_namespace`].
+extern "C" fn make(arg: *mut libc::c_void) -> libc::c_int {
+    use std::os::fd::IntoRawFd;
+    use std::sync::atomic::Ordering;
+    // SAFETY: `arg` is the `Maker` of `make_namespace`, alive while this child runs.
+    #[allow(unsafe_code)]
+    let maker = unsafe { &*arg.cast::<Maker<'_>>() };
+    let open = |path: &CStr| {
+        rustix::fs::open(
+            path,
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .map(IntoRawFd::into_raw_fd)
+    };
+    let done = match private_mounts(maker.mounts) {
+        Err(fail) => Err(fail.errno.unwrap_or(libc::EPERM)),
+        Ok(()) => {
+            let user = if maker.mounts.user.is_some() {
+                open(c"/proc/self/ns/user").map(|fd| maker.user.store(fd, Ordering::SeqCst))
+            } else {
+                Ok(())
+            };
+            user.and_then(|()| open(c"/proc/self/ns/mnt"))
+                .map(|fd| maker.mnt.store(fd, Ordering::SeqCst))
+                .map_err(rustix::io::Errno::raw_os_error)
+        }
+    };
+    if let Err(errno) = done {
+        maker.errno.store(errno.max(1), Ordering::SeqCst);
+    }
+    // SAFETY: ends the child at once; nothing of the parent's runs.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::_exit(0)
+    }
 }
 
 // `linux/mount.h`.

@@ -298,8 +298,8 @@ struct Confinement {
     /// Of the confined time: building the plan in Craik's process (Landlock ruleset, mount
     /// list, filters) before the fork.
     planning_us_per_command: f64,
-    /// The same for a sandbox no command before had, whose Landlock ruleset is built rather
-    /// than reused.
+    /// The same for a sandbox no command before had, whose Landlock ruleset and mount
+    /// namespace are made rather than reused.
     built_overhead_us_per_command: f64,
     built_planning_us_per_command: f64,
     /// CPU time (user + system, Craik and its children) per command: steadier than wall
@@ -310,7 +310,7 @@ struct Confinement {
 
 /// Spawns `/bin/true` `n` times plainly, `n` times with the same confinement and sandbox a
 /// governed command gets (workspace write, HOME/TMPDIR), and `n` times under a sandbox no
-/// command had before (its Landlock ruleset built, not reused), alternately: the per-command
+/// command had before (its Landlock ruleset and mount namespace made, not reused), alternately: the per-command
 /// cost of confinement (medians), measured in the same run.
 fn confinement_overhead(
     root: &std::path::Path,
@@ -381,12 +381,12 @@ fn confinement_overhead(
         let (wall, cpu, _) = spawn(None)?;
         plain.push(wall);
         plain_cpu.push(cpu);
-        // The same sandbox as the command before: its Landlock ruleset is reused.
+        // The same sandbox as the command before: its ruleset and namespace are reused.
         let (wall, cpu, planned) = spawn(Some(&sandbox))?;
         confined.push(wall);
         confined_cpu.push(cpu);
         planning.push(planned);
-        // A sandbox no command had (a scratch directory of its own): its ruleset is built.
+        // A sandbox no command had (a scratch directory of its own): both are made.
         let fresh = root.join(format!("confined-fresh-{i}"));
         std::fs::create_dir_all(&fresh).map_err(io_at(&fresh))?;
         let other = craik_host::confine::Sandbox::new(
@@ -698,7 +698,7 @@ pub(crate) fn run(
             ))?;
             let c = &result.confinement;
             out.line(format_args!(
-                "  confinement  {:.0} µs per command confined vs {:.0} µs plain (medians of {} each, alternating): {:.2} ms overhead per spawned command ({:.0} µs of it planning in Craik's process, its Landlock ruleset reused); {:.2} ms when the ruleset is built ({:.0} µs planning); CPU {:.0} vs {:.0} µs per command [{}]",
+                "  confinement  {:.0} µs per command confined vs {:.0} µs plain (medians of {} each, alternating): {:.2} ms overhead per spawned command ({:.0} µs of it planning in Craik's process, its Landlock ruleset and mount namespace reused); {:.2} ms when the sandbox is new, both made ({:.0} µs planning); CPU {:.0} vs {:.0} µs per command [{}]",
                 c.confined_us_per_command,
                 c.plain_us_per_command,
                 c.commands,

@@ -17,6 +17,7 @@
 use std::ffi::CString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use rustix::mount::MountFlags;
 
@@ -49,6 +50,160 @@ pub(super) fn plan(writable: &[PathBuf]) -> Result<craik_spawn::Mounts, String> 
             .collect::<Result<_, _>>()?,
         how,
     })
+}
+
+/// The namespace a child with these writable directories enters: one made before for the
+/// same directories ([`craik_spawn::make_namespace`]) while each still `lstat`s to the
+/// directory it was bound from and Craik's own mount table has not changed since (a mount
+/// or unmount on the host means a new snapshot), for at most `max_age` (at most four kept,
+/// the one used longest ago dropped first); else a new one. Where one cannot be made,
+/// the child makes its own ([`craik_spawn::MountNs::Make`]) — and fails, or warns, saying why.
+///
+/// Why kept: `unshare(CLONE_NEWNS)` copies every mount of Craik's namespace, and the last
+/// process to leave a namespace tears it down in its `exit` — together 0.2–0.4 ms of each
+/// command on this project's 2-core VM (issue 18 item 9), against a few microseconds for
+/// `setns`. Confined processes cannot change it: they have no capability left
+/// when they run, and Landlock refuses mount changes to a restricted process.
+pub(super) fn namespace(
+    writable: &[PathBuf],
+    max_age: std::time::Duration,
+) -> Result<craik_spawn::MountNs, String> {
+    static MADE: Mutex<Vec<Made>> = Mutex::new(Vec::new());
+    let now = std::time::Instant::now();
+    let mut gone = Vec::new();
+    if let Ok(mut made) = MADE.lock() {
+        let (kept, old): (Vec<_>, Vec<_>) = std::mem::take(&mut *made)
+            .into_iter()
+            .partition(|m| now.saturating_duration_since(m.at) < max_age);
+        *made = kept;
+        gone.extend(old);
+        let generation = mount_generation();
+        if let Some(hit) = made.iter_mut().find(|m| m.writable == writable)
+            && generation.is_some()
+            && hit.generation == generation
+            && hit.unchanged()
+        {
+            hit.used = now;
+            let namespace = Arc::clone(&hit.namespace);
+            drop(made);
+            let _ = later(gone);
+            return Ok(craik_spawn::MountNs::Enter(namespace));
+        }
+    }
+    // Identities first, then the namespace: a directory replaced in between is bound new
+    // but recorded old, so the next check makes another (the other order would keep a
+    // namespace bound to a replaced directory).
+    let ids: Vec<_> = writable.iter().map(|p| identity(p)).collect();
+    let generation = mount_generation();
+    let plan = plan(writable)?;
+    let Ok(namespace) = craik_spawn::make_namespace(&plan) else {
+        let _ = later(gone);
+        return Ok(craik_spawn::MountNs::Make(plan));
+    };
+    let namespace = Arc::new(namespace);
+    if let Ok(mut made) = MADE.lock() {
+        let (kept, old): (Vec<_>, Vec<_>) = std::mem::take(&mut *made)
+            .into_iter()
+            .partition(|m| m.writable != writable);
+        *made = kept;
+        gone.extend(old);
+        if made.len() >= 4
+            && let Some(oldest) = (0..made.len()).min_by_key(|i| made.get(*i).map(|m| m.used))
+        {
+            gone.push(made.remove(oldest));
+        }
+        made.push(Made {
+            writable: writable.to_vec(),
+            ids,
+            generation,
+            namespace: Arc::clone(&namespace),
+            at: now,
+            used: now,
+        });
+    }
+    let _ = later(gone);
+    Ok(craik_spawn::MountNs::Enter(namespace))
+}
+
+/// Closes the namespaces no longer kept on a thread of their own: the last reference to a
+/// mount namespace tears it down, which waits for an RCU grace period (a tenth of a
+/// millisecond and more) — not on the path that starts a command. Closed here if that thread
+/// cannot be had.
+fn later(gone: Vec<Made>) -> Option<()> {
+    static CLOSER: Mutex<Option<std::sync::mpsc::Sender<Vec<Made>>>> = Mutex::new(None);
+    if gone.is_empty() {
+        return Some(());
+    }
+    let mut closer = CLOSER.lock().ok()?;
+    if closer.is_none() {
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<Made>>();
+        std::thread::Builder::new()
+            .name("craik-ns-close".into())
+            .spawn(move || rx.into_iter().for_each(drop))
+            .ok()?;
+        *closer = Some(tx);
+    }
+    closer.as_ref()?.send(gone).ok()
+}
+
+/// A namespace kept for the next child with the same writable directories.
+struct Made {
+    writable: Vec<PathBuf>,
+    /// The identity of each writable directory when it was bound (`None`: not there).
+    ids: Vec<Option<(u64, u64)>>,
+    /// [`mount_generation`] before it was made (`None`: unknown, never reused).
+    generation: Option<u64>,
+    namespace: Arc<craik_spawn::Namespace>,
+    at: std::time::Instant,
+    used: std::time::Instant,
+}
+
+/// How many times Craik's own mount table has been seen to change: `/proc/self/mountinfo`
+/// polls `POLLPRI` once after each mount or unmount in the namespace (the kernel's own change
+/// notice; each poll takes it). `None` when that file cannot be watched: then nothing is
+/// reused.
+fn mount_generation() -> Option<u64> {
+    static WATCH: Mutex<Option<(std::fs::File, u64)>> = Mutex::new(None);
+    let mut watch = WATCH.lock().ok()?;
+    if watch.is_none() {
+        // The first poll reports the table as changed (nothing read yet): taken here.
+        let file = std::fs::File::open("/proc/self/mountinfo").ok()?;
+        *watch = Some((file, 0));
+        changed(&watch.as_ref()?.0)?;
+    }
+    let (file, generation) = watch.as_mut()?;
+    if changed(file)? {
+        *generation += 1;
+    }
+    Some(*generation)
+}
+
+/// Whether `mountinfo` reports a change since the last poll (`None`: the poll failed).
+fn changed(file: &std::fs::File) -> Option<bool> {
+    use rustix::event::{PollFd, PollFlags};
+    let mut fds = [PollFd::new(file, PollFlags::PRI)];
+    let n = rustix::event::poll(&mut fds, Some(&rustix::event::Timespec::default())).ok()?;
+    let got = fds.first()?.revents();
+    Some(n > 0 && got.intersects(PollFlags::PRI | PollFlags::ERR))
+}
+
+impl Made {
+    fn unchanged(&self) -> bool {
+        self.writable
+            .iter()
+            .zip(&self.ids)
+            .all(|(p, id)| identity(p) == *id)
+    }
+}
+
+/// Device and inode of what `path` names, never through a link.
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    rustix::fs::lstat(path)
+        .ok()
+        .filter(|st| {
+            rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Symlink
+        })
+        .map(|st| (st.st_dev, st.st_ino))
 }
 
 fn c_path(p: &Path) -> Result<CString, String> {

@@ -257,7 +257,8 @@ impl Host {
         let pre = manifest::Preimages::take(&root, &before, &immutable);
         // The same two directories for every command of the run, emptied before and after
         // each (the directories themselves stay: the sandbox of the next command with the same
-        // grants is then the same, and its Landlock ruleset is reused; see `confine`).
+        // grants is then the same, and its Landlock ruleset and mount namespace are reused;
+        // see `confine`).
         let base = self.dir.root().join("sandbox");
         let (home, tmp) = (base.join("home"), base.join("tmp"));
         for dir in [&home, &tmp] {

@@ -450,6 +450,21 @@ pub(crate) enum KeysCommand {
         /// A private or public key PEM file.
         file: PathBuf,
     },
+    /// Rotate a home's signing key: a new pair replaces it, the home ledger records the
+    /// hand-over (signed by the old key, naming the new one), the old public key is kept in
+    /// `keys/retired/`. Refused while any run is not closed. Verifiers that trust either key
+    /// then verify the whole home (docs/receipts.md, "Key rotation").
+    Rotate {
+        /// Who rotates, `user:NAME` (asserted, not authenticated); default: craik.toml's
+        /// `operator`, else required.
+        #[arg(long, value_name = "user:NAME")]
+        by: Option<String>,
+        /// Why.
+        #[arg(long, value_name = "TEXT", default_value = "scheduled rotation")]
+        reason: String,
+        #[command(flatten)]
+        home: HomeArg,
+    },
 }
 
 #[derive(Debug, Subcommand)]

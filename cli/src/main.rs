@@ -213,6 +213,12 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             cmd::keys::generate(out, cli.format, dir)
         }
         Command::Keys(KeysCommand::Show { file }) => cmd::keys::show(out, cli.format, file),
+        Command::Keys(KeysCommand::Rotate { by, reason, home }) => cmd::keys::rotate(
+            out,
+            cli.format,
+            &existing_home(&home.home)?,
+            (&reviewer(by.as_deref())?, reason),
+        ),
         Command::Receipts(ReceiptsCommand::Verify {
             paths,
             keys,

@@ -73,6 +73,16 @@ pub fn create_pair(dir: &Path) -> Result<(PathBuf, PathBuf, [u8; 32]), Error> {
     Ok((private, public, key.verifying_key().to_bytes()))
 }
 
+/// Writes `public` as a new SPKI PEM file (a retired key kept for auditors).
+pub fn write_public(path: &Path, public: &[u8; 32]) -> Result<(), Error> {
+    let key = ed25519_dalek::VerifyingKey::from_bytes(public)
+        .map_err(|e| Error::invalid(format!("{}: {e}", path.display()), Vec::new()))?;
+    let pem = key
+        .to_public_key_pem(LineEnding::LF)
+        .map_err(|e| Error::internal(format!("cannot encode the public key: {e}")))?;
+    write_new(path, pem.as_bytes(), 0o644)
+}
+
 /// Writes a new key file all at once: the bytes go to a temporary file, are synced, then
 /// hard-linked to `path` (which fails if `path` exists: a key is never overwritten) and the
 /// directory is synced. A kill leaves either no file or the whole file, never a torn key.
@@ -195,6 +205,13 @@ pub fn default_public(home: &Path) -> PathBuf {
 /// did, for the front end to tell the operator.
 pub fn load_or_create(keys_dir: &Path) -> Result<(Ed25519Signer, KeyRing, Vec<String>), Error> {
     let mut notes = Vec::new();
+    let next = keys_dir.join(crate::ledger::NEXT_DIR);
+    if next.exists() {
+        return Err(Error::refused(format!(
+            "{}: a key rotation was interrupted; run `craik keys rotate` on this home again to finish it (nothing is signed until then)",
+            next.display()
+        )));
+    }
     let (private, public) = (keys_dir.join(PRIVATE_NAME), keys_dir.join(PUBLIC_NAME));
     if !private.exists() && !public.exists() {
         create_pair(keys_dir)?;

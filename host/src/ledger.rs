@@ -47,11 +47,14 @@ pub const RUN_CLOSED: &str = "ledger.run_closed";
 pub const REVIEW_CLOSED: &str = "ledger.review_closed";
 /// A signing key signed its first ledger entry (a new home, or a new key file).
 pub const KEY_ADDED: &str = "ledger.key_added";
+/// The home's signing key was rotated: signed by the key it retires, naming its successor.
+pub const KEY_ROTATED: &str = "ledger.key_rotated";
 
 /// One entry, before it is signed.
 #[derive(Debug, Clone)]
 pub struct Entry {
-    /// One of [`RUN_STARTED`], [`RUN_CLOSED`], [`REVIEW_CLOSED`], [`KEY_ADDED`].
+    /// One of [`RUN_STARTED`], [`RUN_CLOSED`], [`REVIEW_CLOSED`], [`KEY_ADDED`],
+    /// [`KEY_ROTATED`].
     pub kind: &'static str,
     /// The run id, review id or key id the entry is about.
     pub target: String,
@@ -178,6 +181,33 @@ impl Entry {
         }
     }
 
+    /// The home's key `retired` hands over to `successor` (signed by `retired`: the last
+    /// ledger line it signs). `by` is the operator who rotated it (asserted, not
+    /// authenticated).
+    pub fn key_rotated(retired: &[u8; 32], successor: &[u8; 32], by: &str, reason: &str) -> Self {
+        let (old, new) = (
+            craik_kernel::key_id_of(retired),
+            craik_kernel::key_id_of(successor),
+        );
+        Self {
+            kind: KEY_ROTATED,
+            target: new.clone(),
+            task_id: String::new(),
+            actor: by.to_owned(),
+            profile: PolicyProfile::Strict,
+            policy_set: String::new(),
+            request_hash: new.clone(),
+            reason: format!("the home's signing key was rotated: {reason}"),
+            metadata: meta(&[
+                ("retired_key_id", json!(old)),
+                ("retired_public_key", json!(craik_kernel::to_hex(retired))),
+                ("key_id", json!(new)),
+                ("public_key", json!(craik_kernel::to_hex(successor))),
+                ("by", json!(by)),
+            ]),
+        }
+    }
+
     /// Marks an entry as recorded by `craik ledger rebuild`, not when it happened.
     fn rebuilt(mut self) -> Self {
         self.metadata.0.insert("rebuilt".into(), json!(true));
@@ -287,15 +317,48 @@ pub fn record(
     now: OffsetDateTime,
     entries: Vec<Entry>,
 ) -> Result<usize, Error> {
+    let held = lock(root)?;
+    append(&held, root, signer, now, entries)
+}
+
+/// [`record`] under a lock the caller holds.
+fn append(
+    _held: &LedgerLock,
+    root: &Path,
+    signer: &Ed25519Signer,
+    now: OffsetDateTime,
+    entries: Vec<Entry>,
+) -> Result<usize, Error> {
     let mut ring = KeyRing::new();
     ring.add(&signer.public_key())
         .map_err(|e| Error::invalid(format!("signing key: {e}"), Vec::new()))?;
     let path = root.join(LEDGER_NAME);
-    let _lock = lock(root)?;
     let (mut writer, mut seen, empty) = match from_head(root, &path, &ring) {
         Some(fast) => fast,
         None => {
             let bytes = read_repaired(&path)?;
+            let cannot = |why: String| {
+                Error::invalid(
+                    format!(
+                        "{}: the home ledger cannot be continued: {why}; check it with `craik receipts verify {}`",
+                        path.display(),
+                        root.display()
+                    ),
+                    Vec::new(),
+                )
+            };
+            // Earlier keys (rotated out) verify their own lines; only the key the ledger
+            // expects next may append.
+            let history = key_history(&bytes, &ring).map_err(cannot)?;
+            if let Some(next) = &history.next
+                && next != signer.key_id()
+            {
+                return Err(cannot(format!(
+                    "its key is `{next}`, this home signs with `{}` (rotate keys with `craik keys rotate`, never by replacing the key file)",
+                    signer.key_id()
+                )));
+            }
+            let ring = history.ring;
             let writer = if bytes.is_empty() {
                 JournalWriter::new(LEDGER_ID, 1)
             } else {
@@ -439,6 +502,146 @@ pub fn last_checkpoint(path: &Path) -> Option<Checkpoint> {
     serde_json::from_slice(&payload).ok()
 }
 
+/// The keys that held a home's ledger, in order, and the ring to verify it with.
+#[derive(Debug, Clone, Default)]
+pub struct KeyHistory {
+    /// `trusted`, and every key a rotation entry names (its public key is in the entry).
+    pub ring: KeyRing,
+    /// Each key that signed at least one line: its id and the first and last line it signed.
+    pub periods: Vec<(String, usize, usize)>,
+    /// The key that signs the ledger's next line (after a rotation with no line of its
+    /// successor yet: the successor).
+    pub next: Option<String>,
+}
+
+impl KeyHistory {
+    /// The key that held the ledger at `line` (1-based).
+    pub fn key_at(&self, line: usize) -> Option<&str> {
+        self.periods
+            .iter()
+            .find(|(_, first, last)| (*first..=*last).contains(&line))
+            .map(|(id, _, _)| id.as_str())
+    }
+}
+
+/// Reads who held the ledger, line by line (signatures are not checked here: the caller
+/// verifies the ledger with the ring returned). The first line's key holds it until a
+/// `ledger.key_rotated` entry, signed by that key and naming it as retired, hands it over:
+/// the checkpoint right after the entry is still the retired key's, every line after that
+/// the successor's. A line signed by any other key, or a rotation entry whose key ids and
+/// public keys disagree, is an error naming the line.
+pub fn key_history(bytes: &[u8], trusted: &KeyRing) -> Result<KeyHistory, String> {
+    let mut history = KeyHistory {
+        ring: trusted.clone(),
+        ..KeyHistory::default()
+    };
+    let mut active: Option<String> = None;
+    let mut pending: Option<String> = None;
+    for (index, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        let n = index + 1;
+        if line.is_empty() {
+            continue;
+        }
+        // Unreadable lines are the verifier's to name.
+        let Ok(envelope) = serde_json::from_slice::<Envelope>(line) else {
+            break;
+        };
+        let Some(keyid) = envelope.signatures.first().map(|s| s.keyid.clone()) else {
+            break;
+        };
+        let is_receipt = envelope.payload_type == craik_kernel::RECEIPT_PAYLOAD_TYPE;
+        if is_receipt && let Some(next) = pending.take() {
+            active = Some(next);
+        }
+        match &active {
+            None => active = Some(keyid.clone()),
+            Some(holder) if *holder != keyid => {
+                return Err(format!(
+                    "line {n}: signed by key `{keyid}` while the ledger's key is `{holder}` (a key hands over only through a `{KEY_ROTATED}` entry)"
+                ));
+            }
+            Some(_) => {}
+        }
+        match history.periods.last_mut() {
+            Some((id, _, last)) if *id == keyid => *last = n,
+            _ => history.periods.push((keyid.clone(), n, n)),
+        }
+        if !is_receipt {
+            continue;
+        }
+        let Some(receipt) = base64::engine::general_purpose::STANDARD
+            .decode(&envelope.payload)
+            .ok()
+            .and_then(|p| serde_json::from_slice::<ReceiptPayload>(&p).ok())
+        else {
+            break;
+        };
+        if receipt.capability != KEY_ROTATED {
+            continue;
+        }
+        let m = &receipt.result.metadata.0;
+        let text = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or_default();
+        let public = |k: &str| -> Result<[u8; 32], String> {
+            let hex = text(k);
+            let bytes: Option<Vec<u8>> = (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+                .collect();
+            bytes
+                .and_then(|b| <[u8; 32]>::try_from(b).ok())
+                .ok_or_else(|| format!("line {n}: `{k}` is not a 32-byte hex public key"))
+        };
+        let (retired, successor) = (public("retired_public_key")?, public("public_key")?);
+        let retired_id = history
+            .ring
+            .add(&retired)
+            .map_err(|e| format!("line {n}: retired_public_key: {e}"))?;
+        let successor_id = history
+            .ring
+            .add(&successor)
+            .map_err(|e| format!("line {n}: public_key: {e}"))?;
+        if retired_id != keyid || text("retired_key_id") != retired_id {
+            return Err(format!(
+                "line {n}: a rotation signed by `{keyid}` retires `{}` (public key of `{retired_id}`): a key retires only itself",
+                craik_contracts::one_line(text("retired_key_id"))
+            ));
+        }
+        if text("key_id") != successor_id || receipt.target != successor_id {
+            return Err(format!(
+                "line {n}: the successor's key id `{}` is not its public key's (`{successor_id}`)",
+                craik_contracts::one_line(text("key_id"))
+            ));
+        }
+        pending = Some(successor_id);
+    }
+    history.next = pending.or(active);
+    Ok(history)
+}
+
+/// The ring a home's own commands verify its journals with: its current public key, and
+/// every earlier key its ledger's rotations vouch for (a run closed before a rotation stays
+/// readable by `runs show` and memory review after it).
+pub fn home_ring(root: &Path, current: &[u8; 32]) -> Result<KeyRing, Error> {
+    let mut ring = KeyRing::new();
+    ring.add(current)
+        .map_err(|e| Error::invalid(format!("signing key: {e}"), Vec::new()))?;
+    let path = root.join(LEDGER_NAME);
+    let bytes = match fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(ring),
+        Err(e) => return Err(io(&path)(e)),
+    };
+    let history = key_history(&bytes, &ring)
+        .map_err(|why| Error::invalid(format!("{}: {why}", path.display()), Vec::new()))?;
+    // Only a history the current key holds: it then vouches, by its own lines chaining to
+    // them, for the keys before it.
+    if history.next.as_deref() == Some(craik_kernel::key_id_of(current).as_str()) {
+        Ok(history.ring)
+    } else {
+        Ok(ring)
+    }
+}
+
 /// One thing wrong with a home, named by the journal it concerns (the ledger itself, or a
 /// journal the ledger names or should name) and, in `why`, the ledger line involved.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -458,6 +661,14 @@ pub struct HomeCheck {
     /// Entries recorded by `craik ledger rebuild` rather than when they happened.
     pub rebuilt: u64,
     pub problems: Vec<Problem>,
+    /// The keys to verify this home's journals with: the trusted ones and, when the ledger
+    /// verified and a trusted key holds part of it, every key its rotations name.
+    #[serde(skip)]
+    pub ring: KeyRing,
+    /// Each journal the ledger names → the key that held the ledger when it first named it
+    /// (the only key that may sign that journal), and that ledger line.
+    #[serde(skip)]
+    pub journal_keys: BTreeMap<PathBuf, (String, usize)>,
 }
 
 impl HomeCheck {
@@ -469,6 +680,38 @@ impl HomeCheck {
     /// The problem concerning `journal`, if any.
     pub fn problem_for(&self, journal: &Path) -> Option<&Problem> {
         self.problems.iter().find(|p| same(&p.journal, journal))
+    }
+
+    /// Whether `journal` belongs to this home (its `runs/` or `reviews/`).
+    pub fn holds(&self, journal: &Path) -> bool {
+        self.ledger.parent().is_some_and(|root| {
+            let real = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+            real(journal).starts_with(real(root))
+        })
+    }
+
+    /// What is wrong with the keys that signed `journal` (`key_ids`, as its verification
+    /// found them): each journal of a home is signed by one key, the one that held the ledger
+    /// when the ledger first named it.
+    pub fn key_problem(&self, journal: &Path, key_ids: &[String]) -> Option<String> {
+        let (expected, line) = self
+            .journal_keys
+            .iter()
+            .find(|(p, _)| same(p, journal))
+            .map(|(_, k)| k)?;
+        match key_ids {
+            [] => None,
+            [only] if only == expected => None,
+            _ => Some(format!(
+                "signed by {}; the ledger {}:{line} names it while its key was `{expected}` (a journal is signed by the key that held the ledger when it started)",
+                key_ids
+                    .iter()
+                    .map(|k| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                self.ledger.display()
+            )),
+        }
     }
 }
 
@@ -515,6 +758,8 @@ pub fn check_home(home: &Home, keys: &KeyRing, threads: usize) -> HomeCheck {
         report: None,
         rebuilt: 0,
         problems: Vec::new(),
+        ring: keys.clone(),
+        journal_keys: BTreeMap::new(),
     };
     let shown = ledger.display().to_string();
     let bytes = match fs::read(&ledger) {
@@ -542,9 +787,20 @@ pub fn check_home(home: &Home, keys: &KeyRing, threads: usize) -> HomeCheck {
             return check;
         }
     };
+    let history = match key_history(&bytes, keys) {
+        Ok(history) => history,
+        Err(why) => {
+            check.problems.push(Problem {
+                journal: ledger.clone(),
+                what: "ledger".into(),
+                why,
+            });
+            return check;
+        }
+    };
     let report = craik_kernel::verify_journal_with(
         &bytes,
-        keys,
+        &history.ring,
         VerifyOptions {
             threads,
             allow_open: true,
@@ -552,11 +808,31 @@ pub fn check_home(home: &Home, keys: &KeyRing, threads: usize) -> HomeCheck {
         },
         &mut |_, _| {},
     );
+    // The ring holds keys the ledger itself names: one the verifier was given must have
+    // signed part of it (its lines then vouch, by the chain, for the rest).
+    let trusted_holder = history
+        .periods
+        .iter()
+        .any(|(id, _, _)| keys.get(id).is_some());
     if let Some(f) = &report.failure {
         check.problems.push(Problem {
             journal: ledger.clone(),
             what: "ledger".into(),
             why: format!("line {}: {}: {}", f.line, f.what, f.why),
+        });
+    } else if !trusted_holder {
+        check.problems.push(Problem {
+            journal: ledger.clone(),
+            what: "ledger".into(),
+            why: format!(
+                "no line is signed by a key you trust (signed by {})",
+                history
+                    .periods
+                    .iter()
+                    .map(|(id, first, last)| format!("`{id}` at lines {first}-{last}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         });
     } else if report.run_id.as_deref() != Some(LEDGER_ID) || report.closed {
         check.problems.push(Problem {
@@ -573,6 +849,7 @@ pub fn check_home(home: &Home, keys: &KeyRing, threads: usize) -> HomeCheck {
     if !check.problems.is_empty() {
         return check;
     }
+    check.ring = history.ring.clone();
     let mut named: BTreeMap<String, Named> = BTreeMap::new();
     for (line, decoded) in decode_all(&bytes) {
         let Decoded::Receipt(r) = decoded else {
@@ -587,6 +864,12 @@ pub fn check_home(home: &Home, keys: &KeyRing, threads: usize) -> HomeCheck {
             REVIEW_CLOSED => review_journal(&r.target),
             _ => continue,
         };
+        if let Some(key) = history.key_at(line) {
+            check
+                .journal_keys
+                .entry(home.root.join(&journal))
+                .or_insert_with(|| (key.to_owned(), line));
+        }
         let slot = named.entry(journal).or_default();
         slot.named_at.get_or_insert((line, r.seq));
         if r.capability != RUN_STARTED {
@@ -654,6 +937,170 @@ pub fn check_home(home: &Home, keys: &KeyRing, threads: usize) -> HomeCheck {
     check
 }
 
+/// What `craik keys rotate` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Rotated {
+    /// The key retired, and where its public key is kept.
+    pub retired: String,
+    pub retired_public: PathBuf,
+    /// The key the home signs with from now on.
+    pub key: String,
+    /// An interrupted rotation was finished rather than a new one made.
+    pub resumed: bool,
+}
+
+/// Rotates the home's signing key, under the ledger lock throughout (no run can record its
+/// start meanwhile): refused while any run the ledger records as started is not closed (its
+/// journal would need two keys). A new pair is made in `keys/next/`; a `ledger.key_rotated`
+/// entry, signed by the old key, names the successor and both public keys; then the old
+/// public key is kept as `keys/retired/<hex>.pub.pem`, the new pair renamed over
+/// `keys/signing.{key,pub}.pem` (the old private key is unlinked), `keys/next/` removed, and
+/// the new key signs its `ledger.key_added` entry. A crash anywhere leaves `keys/next/`,
+/// which makes every command refuse the home until `craik keys rotate` is run again: it
+/// finishes a rotation the ledger records, and discards one it does not.
+pub fn rotate(home: &Home, by: &str, reason: &str, now: OffsetDateTime) -> Result<Rotated, Error> {
+    use crate::keys::{PRIVATE_NAME, PUBLIC_NAME};
+    let root = &home.root;
+    let keys_dir = root.join("keys");
+    let next = keys_dir.join(NEXT_DIR);
+    let held = lock(root)?;
+    let path = root.join(LEDGER_NAME);
+    let bytes = read_repaired(&path)?;
+    let mut resumed = false;
+    if next.exists() {
+        // The successor's public key: still in `next/`, or already renamed into place.
+        let pending = crate::keys::read_public(&next.join(PUBLIC_NAME))
+            .or_else(|_| crate::keys::read_public(&keys_dir.join(PUBLIC_NAME)))
+            .ok()
+            .map(|p| craik_kernel::key_id_of(&p));
+        if pending.is_some_and(|id| rotations(&bytes).iter().any(|(new, _, _)| *new == id)) {
+            resumed = true;
+        } else {
+            // Never recorded: it never took effect.
+            fs::remove_dir_all(&next).map_err(io(&next))?;
+        }
+    }
+    if !resumed {
+        let recorded = recorded(&bytes);
+        let open: Vec<&str> = recorded
+            .iter()
+            .filter(|(kind, run)| {
+                kind == RUN_STARTED && !recorded.contains(&(RUN_CLOSED.to_owned(), run.clone()))
+            })
+            .map(|(_, run)| run.as_str())
+            .collect();
+        if !open.is_empty() {
+            return Err(Error::refused(format!(
+                "{}: run(s) {} not closed: a key rotation waits until every run has ended (finish, cancel or `craik runs recover` them); a run's journal is signed by one key",
+                path.display(),
+                open.iter()
+                    .map(|r| format!("`{r}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        let old = crate::keys::read_signer(&keys_dir.join(PRIVATE_NAME))?;
+        let (_, _, successor) = crate::keys::create_pair(&next)?;
+        append(
+            &held,
+            root,
+            &old,
+            now,
+            vec![Entry::key_rotated(
+                &old.public_key(),
+                &successor,
+                by,
+                reason,
+            )],
+        )?;
+    }
+    // From here the ledger names the successor: finish the hand-over from what it records.
+    let new_public = crate::keys::read_public(&next.join(PUBLIC_NAME))
+        .or_else(|_| crate::keys::read_public(&keys_dir.join(PUBLIC_NAME)))?;
+    let new_id = craik_kernel::key_id_of(&new_public);
+    let now_bytes = fs::read(&path).map_err(io(&path))?;
+    let Some((_, retired_id, retired_hex)) = rotations(&now_bytes)
+        .into_iter()
+        .rfind(|(new, _, _)| *new == new_id)
+    else {
+        return Err(Error::internal(format!(
+            "{}: records no rotation to `{new_id}`",
+            path.display()
+        )));
+    };
+    let retired_dir = keys_dir.join(RETIRED_DIR);
+    fs::create_dir_all(&retired_dir).map_err(io(&retired_dir))?;
+    let retired_public = retired_dir.join(format!(
+        "{}.pub.pem",
+        retired_id.trim_start_matches("sha256:")
+    ));
+    if !retired_public.exists() {
+        let bytes: Vec<u8> = (0..retired_hex.len())
+            .step_by(2)
+            .filter_map(|i| u8::from_str_radix(retired_hex.get(i..i + 2)?, 16).ok())
+            .collect();
+        let public = <[u8; 32]>::try_from(bytes)
+            .map_err(|_| Error::internal(format!("{}: a malformed retired key", path.display())))?;
+        crate::keys::write_public(&retired_public, &public)?;
+    }
+    for name in [PRIVATE_NAME, PUBLIC_NAME] {
+        let from = next.join(name);
+        if from.exists() {
+            fs::rename(&from, keys_dir.join(name)).map_err(io(&from))?;
+        }
+    }
+    sync_dir(&keys_dir).map_err(io(&keys_dir))?;
+    if next.exists() {
+        fs::remove_dir(&next).map_err(io(&next))?;
+        sync_dir(&keys_dir).map_err(io(&keys_dir))?;
+    }
+    let signer = crate::keys::read_signer(&keys_dir.join(PRIVATE_NAME))?;
+    if signer.key_id() != new_id {
+        return Err(Error::internal(format!(
+            "{}: holds key `{}`, the ledger's successor is `{new_id}`",
+            keys_dir.display(),
+            signer.key_id()
+        )));
+    }
+    append(&held, root, &signer, now, Vec::new())?;
+    Ok(Rotated {
+        retired: retired_id,
+        retired_public,
+        key: new_id,
+        resumed,
+    })
+}
+
+/// Every rotation a ledger's bytes record: (successor, retired key id, retired public key
+/// hex), in order.
+fn rotations(bytes: &[u8]) -> Vec<(String, String, String)> {
+    decode_all(bytes)
+        .into_iter()
+        .filter_map(|(_, d)| match d {
+            Decoded::Receipt(r) if r.capability == KEY_ROTATED => {
+                let m = &r.result.metadata.0;
+                let text = |k: &str| {
+                    m.get(k)
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned()
+                };
+                Some((
+                    r.target.clone(),
+                    text("retired_key_id"),
+                    text("retired_public_key"),
+                ))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// `keys/next/`: a rotation's new pair until it is in place.
+pub const NEXT_DIR: &str = "next";
+/// `keys/retired/`: the public keys of rotated-out keys (`<hex>.pub.pem`).
+pub const RETIRED_DIR: &str = "retired";
+
 /// What `craik ledger rebuild` did.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Rebuilt {
@@ -675,15 +1122,26 @@ pub fn rebuild(
     now: OffsetDateTime,
 ) -> Result<Rebuilt, Error> {
     let path = home.root.join(LEDGER_NAME);
+    // Journals closed before a key rotation verify with the key the ledger vouches for.
+    let mut ring = keys.clone();
     if path.is_file() {
         let bytes = fs::read(&path).map_err(io(&path))?;
+        let whole = bytes
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .and_then(|end| bytes.get(..=end))
+            .unwrap_or_default();
+        ring = key_history(whole, keys)
+            .map_err(|why| {
+                Error::invalid(
+                    format!("{}: {why}; nothing was rebuilt", path.display()),
+                    Vec::new(),
+                )
+            })?
+            .ring;
         let report = craik_kernel::verify_journal_with(
-            bytes
-                .iter()
-                .rposition(|b| *b == b'\n')
-                .and_then(|end| bytes.get(..=end))
-                .unwrap_or_default(),
-            keys,
+            whole,
+            &ring,
             VerifyOptions {
                 allow_open: true,
                 ..VerifyOptions::default()
@@ -713,7 +1171,7 @@ pub fn rebuild(
         let bytes = fs::read(&file).map_err(io(&file))?;
         let report = craik_kernel::verify_journal_with(
             &bytes,
-            keys,
+            &ring,
             VerifyOptions {
                 allow_open: true,
                 ..VerifyOptions::default()

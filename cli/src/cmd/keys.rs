@@ -1,4 +1,4 @@
-//! `craik keys generate|show`: the receipt signing key on disk (`craik_host::keys`).
+//! `craik keys generate|show|rotate`: the receipt signing key on disk (`craik_host::keys`).
 
 use std::path::Path;
 
@@ -58,6 +58,36 @@ pub(crate) fn show(out: &mut Out, format: Format, file: &Path) -> Result<Exit, F
             out.line(format_args!("fingerprint {}", shown.fingerprint))?;
         }
         Format::Json | Format::Junit => out.json(&shown)?,
+    }
+    Ok(Exit::Ok)
+}
+
+/// `craik keys rotate`: a new signing key for the home, the hand-over recorded in its ledger.
+pub(crate) fn rotate(
+    out: &mut Out,
+    format: Format,
+    home: &Path,
+    (by, reason): (&str, &str),
+) -> Result<Exit, Failure> {
+    let home = craik_host::run::store::Home::new(home);
+    let done = craik_host::ledger::rotate(&home, by, reason, time::OffsetDateTime::now_utc())?;
+    match format {
+        Format::Human => {
+            if done.resumed {
+                out.line(format_args!("finished an interrupted rotation"))?;
+            }
+            out.line(format_args!(
+                "retired   {} (public key kept: {})",
+                done.retired,
+                done.retired_public.display()
+            ))?;
+            out.line(format_args!("now signs {}", done.key))?;
+            out.line(format_args!(
+                "recorded in {} (the hand-over signed by the retired key)",
+                home.root.join(craik_host::ledger::LEDGER_NAME).display()
+            ))?;
+        }
+        Format::Json | Format::Junit => out.json(&done)?,
     }
     Ok(Exit::Ok)
 }

@@ -19,10 +19,14 @@ fn verified(
 ) -> Result<JournalTree, Failure> {
     let bytes =
         std::fs::read(path).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
-    let (ring, _) = super::receipts::trusted_keys(out, keys, home, Some(path))?;
+    let (trusted, _) = super::receipts::trusted_keys(out, keys, home, Some(path))?;
+    // A home's journals (and its ledger) verify with the keys its ledger's rotations vouch
+    // for, when a trusted key holds part of that ledger.
+    let homes = super::receipts::home_checks(&[home.to_path_buf()], &trusted);
+    let ring = super::receipts::ring_for(&homes, path, &trusted);
     let report = craik_kernel::verify_journal_with(
         &bytes,
-        &ring,
+        ring,
         VerifyOptions {
             allow_open: true,
             ..VerifyOptions::default()

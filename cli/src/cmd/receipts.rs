@@ -512,7 +512,9 @@ pub(crate) fn verify(
             batch: true,
             allow_open,
         };
-        let mut verifier = Verifier::new(&ring, options);
+        // A home's journals verify with its ledger's keys (earlier keys its rotations vouch for).
+        let ring = ring_for(&homes, &path, &ring);
+        let mut verifier = Verifier::new(ring, options);
         let mut buf = vec![0u8; 8 * 1024 * 1024];
         let mut done = 0usize;
         loop {
@@ -538,7 +540,7 @@ pub(crate) fn verify(
         let report = against_ledger(
             &homes,
             &path,
-            checked(&path, verifier.finish(), &ring, &expect),
+            checked(&path, verifier.finish(), ring, &expect),
         );
         if show {
             out.end_progress()?;
@@ -597,22 +599,46 @@ pub(crate) fn home_checks(paths: &[PathBuf], ring: &KeyRing) -> Vec<craik_host::
         .collect()
 }
 
-/// A journal's report with the first ledger problem about it, if it had none of its own.
+/// The keys to verify `journal` with: its home's (the trusted keys and those its ledger's
+/// rotations vouch for), else `trusted`.
+pub(crate) fn ring_for<'a>(
+    homes: &'a [craik_host::ledger::HomeCheck],
+    journal: &Path,
+    trusted: &'a KeyRing,
+) -> &'a KeyRing {
+    homes
+        .iter()
+        .find(|c| c.holds(journal))
+        .map_or(trusted, |c| &c.ring)
+}
+
+/// A journal's report with the first ledger problem about it, if it had none of its own:
+/// what the ledger's check found, or a journal signed by another key than the one that held
+/// the ledger when it started.
 pub(crate) fn against_ledger(
     homes: &[craik_host::ledger::HomeCheck],
     path: &Path,
     mut report: Report,
 ) -> Report {
-    if report.failure.is_none()
-        && let Some(problem) = homes
-            .iter()
-            .find_map(|c| c.problem_for(path).filter(|p| p.what != "missing"))
-    {
+    if report.failure.is_some() {
+        return report;
+    }
+    let problem = homes
+        .iter()
+        .find_map(|c| c.problem_for(path).filter(|p| p.what != "missing"))
+        .map(|p| (p.what.clone(), p.why.clone()))
+        .or_else(|| {
+            homes
+                .iter()
+                .find_map(|c| c.key_problem(path, &report.key_ids))
+                .map(|why| ("key_id".to_owned(), why))
+        });
+    if let Some((what, why)) = problem {
         report.failure = Some(craik_kernel::Failure {
             line: 0,
             seq: None,
-            what: problem.what.clone(),
-            why: problem.why.clone(),
+            what,
+            why,
         });
     }
     report

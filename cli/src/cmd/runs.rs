@@ -1157,8 +1157,8 @@ struct SignedStatus {
 fn signed_status(home: &Home, dir: &RunDir) -> Result<Option<SignedStatus>, String> {
     let key = craik_host::keys::default_public(&home.root);
     let public = craik_host::keys::read_public(&key).map_err(|e| e.message)?;
-    let mut ring = KeyRing::new();
-    ring.add(&public)?;
+    // A run closed before a key rotation was signed by an earlier key the ledger vouches for.
+    let ring = craik_host::ledger::home_ring(&home.root, &public).map_err(|e| e.message)?;
     let receipts = craik_host::run::signed::verified_receipts(dir, &ring)?;
     if let Some((status, reason, receipt)) = craik_host::run::signed::signed_ending(&receipts) {
         return Ok(Some(SignedStatus {

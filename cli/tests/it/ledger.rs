@@ -496,3 +496,218 @@ fn issue_20_bench_run_shows_the_ledger_share_of_the_run() {
     assert_eq!(v["ledger_share_of_run"].as_f64().unwrap(), ledger / run);
     assert_eq!(v["ledger_prefilled_runs"], 1000);
 }
+
+/// The home ledger's entries (receipt payloads, checkpoints left out).
+fn ledger_entries(home: &Path) -> Vec<Value> {
+    use base64::Engine as _;
+    std::fs::read_to_string(home.join("ledger.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| {
+            e["payloadType"]
+                .as_str()
+                .unwrap()
+                .contains("capability-receipt")
+        })
+        .map(|e| {
+            let p = base64::engine::general_purpose::STANDARD
+                .decode(e["payload"].as_str().unwrap())
+                .unwrap();
+            serde_json::from_slice(&p).unwrap()
+        })
+        .collect()
+}
+
+fn run_raw(home: &Path) -> Output {
+    craik()
+        .arg("run")
+        .arg(example("docs-review"))
+        .arg("--home")
+        .arg(home)
+        .output()
+        .unwrap()
+}
+
+fn rotate(home: &Path) -> Output {
+    craik()
+        .args(["keys", "rotate", "--by", "user:alice", "--home"])
+        .arg(home)
+        .output()
+        .unwrap()
+}
+
+/// Issue 20 item 1 (key rotated/retired): a rotation is refused while a run is open, signed
+/// by the retired key into the ledger, and leaves every journal of the home verifiable by an
+/// auditor who trusts either key; a key replaced behind the ledger's back signs nothing, and
+/// a journal signed by a key other than its ledger period's is caught.
+#[test]
+fn issue_20_a_rotated_key_keeps_the_whole_home_verifiable() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, first, _) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0);
+    let (exit, parked, _) = run_example(&home, &example("approval"), &[]);
+    assert_eq!(exit, 6);
+    // An open (parked) run: refused, naming it; nothing changed.
+    let old_pub = std::fs::read(home.join("keys/signing.pub.pem")).unwrap();
+    let out = rotate(&home);
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&parked),
+        "{}",
+        transcript(&out)
+    );
+    assert_eq!(
+        std::fs::read(home.join("keys/signing.pub.pem")).unwrap(),
+        old_pub
+    );
+    let out = craik()
+        .args(["runs", "cancel", &parked, "--by", "user:op", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    let old_key = home.join("old.pub.pem");
+    std::fs::write(&old_key, &old_pub).unwrap();
+    let out = rotate(&home);
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    let new_pub = std::fs::read(home.join("keys/signing.pub.pem")).unwrap();
+    assert_ne!(new_pub, old_pub);
+    let retired: Vec<_> = std::fs::read_dir(home.join("keys/retired"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(retired.len(), 1);
+    assert_eq!(std::fs::read(&retired[0]).unwrap(), old_pub);
+    assert!(!home.join("keys/next").exists());
+    // The hand-over: signed by the old key, naming both; then the new key's first entry.
+    let entries = ledger_entries(&home);
+    let kinds: Vec<&str> = entries
+        .iter()
+        .map(|e| e["capability"].as_str().unwrap())
+        .collect();
+    let at = kinds
+        .iter()
+        .position(|k| *k == "ledger.key_rotated")
+        .unwrap();
+    assert_eq!(kinds[at + 1], "ledger.key_added");
+    assert_eq!(entries[at]["actor"], "user:alice");
+    assert_eq!(
+        entries[at]["key_id"],
+        entries[at]["result"]["metadata"]["retired_key_id"]
+    );
+    assert_eq!(entries[at + 1]["key_id"], entries[at]["target"]);
+    // A run under the new key; the whole home verifies trusting the new key or the old one.
+    let (exit, later, _) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0);
+    for key in [home.join("keys/signing.pub.pem"), old_key.clone()] {
+        let out = craik()
+            .args(["receipts", "verify"])
+            .arg(&home)
+            .arg("--key")
+            .arg(&key)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{key:?}: {}", transcript(&out));
+    }
+    // A run closed before the rotation keeps its signed status.
+    let shown = json_out(&home, &["runs", "show", &first]);
+    assert_eq!(shown["signed_status"]["status"], "completed", "{shown}");
+    // A journal signed by another key than its ledger period's: the old run's journal put in
+    // place of the new run's is caught (even though the old key is trusted).
+    let swapped = copy_home(&home, &dir.path().join("swapped"));
+    std::fs::copy(
+        swapped.join("runs").join(&first).join("receipts.jsonl"),
+        swapped.join("runs").join(&later).join("receipts.jsonl"),
+    )
+    .unwrap();
+    let out = verify_home(&swapped, &swapped);
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    // An unrelated key trusts nothing of it.
+    let other = dir.path().join("other");
+    let out = craik()
+        .args(["keys", "generate", "--out"])
+        .arg(&other)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let out = craik()
+        .args(["receipts", "verify"])
+        .arg(&home)
+        .arg("--key")
+        .arg(other.join("signing.pub.pem"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    // A key replaced behind the ledger's back signs nothing into it: the next run is refused.
+    std::fs::remove_file(home.join("keys/signing.key.pem")).unwrap();
+    std::fs::remove_file(home.join("keys/signing.pub.pem")).unwrap();
+    std::fs::copy(
+        other.join("signing.key.pem"),
+        home.join("keys/signing.key.pem"),
+    )
+    .unwrap();
+    std::fs::copy(
+        other.join("signing.pub.pem"),
+        home.join("keys/signing.pub.pem"),
+    )
+    .unwrap();
+    let out = run_raw(&home);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        transcript(&out).contains("craik keys rotate"),
+        "{}",
+        transcript(&out)
+    );
+}
+
+/// A rotation cut short after its ledger entry is finished by running it again; until then
+/// the home signs nothing.
+#[test]
+fn issue_20_an_interrupted_rotation_is_finished_not_repeated() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, _, _) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0);
+    let out = rotate(&home);
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    let new_pub = std::fs::read(home.join("keys/signing.pub.pem")).unwrap();
+    // Put the state back as a crash after the ledger entry would leave it: the new public
+    // key still in `next/`, the old one in place.
+    std::fs::create_dir(home.join("keys/next")).unwrap();
+    std::fs::rename(
+        home.join("keys/signing.pub.pem"),
+        home.join("keys/next/signing.pub.pem"),
+    )
+    .unwrap();
+    let retired = std::fs::read_dir(home.join("keys/retired"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::copy(&retired, home.join("keys/signing.pub.pem")).unwrap();
+    let out = run_raw(&home);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        transcript(&out).contains("interrupted"),
+        "{}",
+        transcript(&out)
+    );
+    let out = rotate(&home);
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("finished an interrupted rotation"));
+    assert_eq!(
+        std::fs::read(home.join("keys/signing.pub.pem")).unwrap(),
+        new_pub
+    );
+    let rotations = ledger_entries(&home)
+        .iter()
+        .filter(|e| e["capability"] == "ledger.key_rotated")
+        .count();
+    assert_eq!(rotations, 1, "not rotated twice");
+    let (exit, _, _) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0);
+    assert_eq!(verify_home(&home, &home).status.code(), Some(0));
+}

@@ -101,12 +101,10 @@ pub fn decide_memory(
             "{id}: names no run; only proposals a run made can be reviewed"
         ))
     })?;
+    // The run may have closed before a key rotation: its ledger vouches for the earlier key.
     let ring = {
         use craik_kernel::Signer as _;
-        let mut ring = craik_kernel::KeyRing::new();
-        ring.add(&signer.public_key())
-            .map_err(|e| Error::internal(format!("signing key: {e}")))?;
-        ring
+        crate::ledger::home_ring(&home.root, &signer.public_key())?
     };
     let first = crate::run::signed::verified_receipts(&home.run_dir(&run_id)?, &ring)
         .map_err(|why| Error::invalid(format!("{id}: {why}"), Vec::new()))?

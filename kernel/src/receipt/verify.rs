@@ -50,6 +50,10 @@ pub struct Report {
     /// The first failure; `None` means valid.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
+    /// The keys that signed the lines read, each once, in order of first use (a home's
+    /// journals are each signed by one key: the one its ledger names for it).
+    #[serde(skip)]
+    pub key_ids: Vec<String>,
 }
 
 impl Report {
@@ -482,6 +486,9 @@ impl State<'_> {
                 ));
             }
             Err(e) => return Err((None, "payload", format!("cannot canonicalise: {e}"))),
+        }
+        if !self.report.key_ids.contains(&item.keyid) {
+            self.report.key_ids.push(item.keyid.clone());
         }
         match item.payload_type.as_str() {
             RECEIPT_PAYLOAD_TYPE => self.receipt(json, &item.payload, &item.keyid),

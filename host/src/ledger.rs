@@ -669,6 +669,10 @@ pub struct HomeCheck {
     /// (the only key that may sign that journal), and that ledger line.
     #[serde(skip)]
     pub journal_keys: BTreeMap<PathBuf, (String, usize)>,
+    /// The run journals the ledger records as started and not closed (signed: the run has
+    /// not ended).
+    #[serde(skip)]
+    pub open: Vec<PathBuf>,
 }
 
 impl HomeCheck {
@@ -680,6 +684,14 @@ impl HomeCheck {
     /// The problem concerning `journal`, if any.
     pub fn problem_for(&self, journal: &Path) -> Option<&Problem> {
         self.problems.iter().find(|p| same(&p.journal, journal))
+    }
+
+    /// Whether the ledger, verified and held by a trusted key, records `journal` as started
+    /// and not closed.
+    pub fn records_open(&self, journal: &Path) -> bool {
+        self.report.as_ref().is_some_and(Report::is_valid)
+            && self.problem_for(&self.ledger).is_none()
+            && self.open.iter().any(|p| same(p, journal))
     }
 
     /// Whether `journal` belongs to this home (its `runs/` or `reviews/`).
@@ -760,6 +772,7 @@ pub fn check_home(home: &Home, keys: &KeyRing, threads: usize) -> HomeCheck {
         problems: Vec::new(),
         ring: keys.clone(),
         journal_keys: BTreeMap::new(),
+        open: Vec::new(),
     };
     let shown = ledger.display().to_string();
     let bytes = match fs::read(&ledger) {
@@ -931,7 +944,7 @@ pub fn check_home(home: &Home, keys: &KeyRing, threads: usize) -> HomeCheck {
                     cp.tree_size
                 ),
             }),
-            (None, None) => {}
+            (None, None) => check.open.push(path),
         }
     }
     check

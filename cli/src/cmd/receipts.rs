@@ -285,8 +285,44 @@ fn find_public(home: &Path, path: Option<&Path>) -> Result<PathBuf, Failure> {
     )))
 }
 
-/// Whether the run owning a journal says it is still going or parked (not ended): only such
-/// runs' journals may be open under `--allow-open`.
+/// Whether a signed fact says the journal's run has not ended, so it may be open under
+/// `--allow-open`: its last receipt is `run.parked` (the verification that called this checked
+/// every line's signature), or its home's ledger — verified here with `ring` and held by a
+/// trusted key — records it as started and not closed. Never the unsigned `run.json`.
+fn signed_open(journal: &Path, ring: &KeyRing) -> bool {
+    // The last receipt, from the file's tail (a checkpoint may follow it).
+    let parked = (|| {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut file = std::fs::File::open(journal).ok()?;
+        let len = file.metadata().ok()?.len();
+        file.seek(SeekFrom::Start(len.saturating_sub(256 * 1024)))
+            .ok()?;
+        let mut tail = Vec::new();
+        file.read_to_end(&mut tail).ok()?;
+        tail.split(|&b| b == b'\n')
+            .rev()
+            .filter(|l| !l.is_empty())
+            .find_map(decode_receipt)?
+            .ok()
+    })()
+    .is_some_and(|r| r.capability == "run.parked");
+    if parked {
+        return true;
+    }
+    let Some(root) = journal
+        .parent()
+        .and_then(Path::parent)
+        .and_then(Path::parent)
+        .filter(|r| r.join(craik_host::ledger::LEDGER_NAME).is_file())
+    else {
+        return false;
+    };
+    craik_host::ledger::check_home(&craik_host::run::store::Home::new(root), ring, threads())
+        .records_open(journal)
+}
+
+/// Whether the run owning a journal says it is still going or parked (its unsigned
+/// `run.json`): only for a hint, never a verdict.
 fn run_not_ended(journal: &Path) -> bool {
     let Some(state) = journal.parent().map(|d| d.join("run.json")) else {
         return false;
@@ -337,14 +373,14 @@ pub(crate) fn checked(
         what: what.into(),
         why,
     };
-    if report.failure.is_none() && !report.closed && !run_not_ended(path) {
+    if report.failure.is_none() && !report.closed && !signed_open(path, ring) {
         report.failure = Some(fail(
             "not closed",
             // After the last line: where the closing checkpoint should be.
             usize::try_from(report.receipts.saturating_add(report.checkpoints))
                 .unwrap_or(usize::MAX)
                 .saturating_add(1),
-            "journal not closed, and its run's state does not say it is parked or running (truncated?); --allow-open accepts only those".into(),
+            "journal not closed, and nothing signed says its run is parked or running (truncated?); --allow-open accepts only a journal ending in a `run.parked` receipt or one its home ledger records as started and not closed".into(),
         ));
     }
     // A run's journal lives in `runs/<run id>/`: the signed run_id must be that directory's,

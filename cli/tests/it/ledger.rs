@@ -711,3 +711,47 @@ fn issue_20_an_interrupted_rotation_is_finished_not_repeated() {
     assert_eq!(exit, 0);
     assert_eq!(verify_home(&home, &home).status.code(), Some(0));
 }
+
+/// Issue 20 item 8: `--allow-open` accepts an open journal only on a signed fact (a last
+/// `run.parked` receipt, or the home ledger recording the run started and not closed), never
+/// on the unsigned `run.json`.
+#[test]
+fn issue_20_allow_open_rests_on_signed_facts_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, parked, _) = run_example(&home, &example("approval"), &[]);
+    assert_eq!(exit, 6);
+    let (exit, done, _) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0);
+    let verify = |run: &str, open: bool| {
+        let mut cmd = craik();
+        cmd.args(["receipts", "verify"])
+            .arg(home.join("runs").join(run))
+            .arg("--key")
+            .arg(home.join("keys/signing.pub.pem"));
+        if open {
+            cmd.arg("--allow-open");
+        }
+        cmd.output().unwrap()
+    };
+    let out = verify(&parked, true);
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    // A closed run's journal cut before its final checkpoint, its run.json edited to say it
+    // is still going: refused, whatever run.json says.
+    let journal = home.join("runs").join(&done).join("receipts.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.pop();
+    std::fs::write(&journal, lines.join("\n") + "\n").unwrap();
+    let state = home.join("runs").join(&done).join("run.json");
+    let mut run: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+    run.as_object_mut().unwrap().remove("ended_at");
+    std::fs::write(&state, serde_json::to_vec(&run).unwrap()).unwrap();
+    let out = verify(&done, true);
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    assert!(
+        stdout(&out).contains("nothing signed says"),
+        "{}",
+        transcript(&out)
+    );
+}

@@ -121,6 +121,8 @@ fn unbound(journal: &Path, ring: &KeyRing) -> Option<Unbound> {
         }
     }
     let file = std::fs::File::open(journal).ok()?;
+    // Each approval unlocks one decision: approval id → the seq that used it.
+    let mut used: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
     for (index, line) in std::io::BufReader::new(file)
         .split(b'\n')
         .map_while(Result::ok)
@@ -131,6 +133,19 @@ fn unbound(journal: &Path, ring: &KeyRing) -> Option<Unbound> {
             let Decoded::Receipt(r) = decoded else {
                 continue;
             };
+            if r.decided_by.kind == craik_kernel::DecidedByKind::Approval
+                && let Some((_, id)) = r.decided_by.by.rsplit_once(" via ")
+                && let Some(first) = used.insert(id.to_owned(), r.seq)
+            {
+                return Some((
+                    line_no,
+                    "approval",
+                    format!(
+                        "seq {}: approval {id} already unlocked seq {first}: an approval is single-use",
+                        r.seq
+                    ),
+                ));
+            }
             if let Some((what, why)) =
                 receipt_unbound(&r, (&home, run_dir, &run_id), ring, &proposed)
             {
@@ -250,7 +265,21 @@ fn receipt_unbound(
     };
     match craik_host::run::approvals::signed_review(home, ring, id, run_id) {
         Some(review) if review.approved_by == approver && review.request_hash == r.request_hash => {
-            None
+            // Compared as instants: the decision must be signed before the approval expired.
+            let signed = craik_contracts::Timestamp::parse(&r.created_at).ok()?;
+            review
+                .expires_at
+                .filter(|expires| signed.get() >= expires.get())
+                .map(|expires| {
+                    (
+                        "approval",
+                        format!(
+                            "approval {id} expired at {}; this decision was signed at {} (the kernel honours an approval only before its expiry)",
+                            craik_contracts::one_line(&expires.to_string()),
+                            craik_contracts::one_line(&r.created_at)
+                        ),
+                    )
+                })
         }
         Some(_) => Some((
             "approval",
@@ -384,19 +413,33 @@ pub(crate) fn checked(
         ));
     }
     // A run's journal lives in `runs/<run id>/`: the signed run_id must be that directory's,
-    // or a journal was moved under another run's name.
+    // or a journal was moved under another run's name. A review journal lives in
+    // `reviews/<id>/` and its signed journal id is `run_<id>`.
     let dir_name = path
         .parent()
         .and_then(Path::file_name)
-        .and_then(|n| n.to_str())
-        .filter(|n| n.starts_with("run_"));
-    if let (None, Some(dir), Some(signed)) = (&report.failure, dir_name, &report.run_id)
-        && dir != signed
+        .and_then(|n| n.to_str());
+    let in_reviews = path
+        .parent()
+        .and_then(Path::parent)
+        .and_then(Path::file_name)
+        .is_some_and(|n| n == "reviews");
+    let want = dir_name.and_then(|dir| {
+        if in_reviews && (dir.starts_with("approval_") || dir.starts_with("review_")) {
+            Some((dir, format!("run_{dir}")))
+        } else {
+            dir.starts_with("run_").then(|| (dir, dir.to_owned()))
+        }
+    });
+    if let (None, Some((dir, want)), Some(signed)) = (&report.failure, want, &report.run_id)
+        && want != *signed
     {
         report.failure = Some(fail(
             "run_id",
             1,
-            format!("the receipts are signed for run `{signed}` but sit in `{dir}`"),
+            format!(
+                "the receipts are signed for journal `{signed}` but sit in `{dir}` (its journal id is `{want}`)"
+            ),
         ));
     }
     if report.failure.is_none()

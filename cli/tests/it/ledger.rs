@@ -755,3 +755,137 @@ fn issue_20_allow_open_rests_on_signed_facts_only() {
         transcript(&out)
     );
 }
+
+/// The approved docs-review-like run (approval example, approved, resumed) re-signed with
+/// the home's own key after `edit` changed its receipts: what only a key holder could forge.
+fn resigned(home: &Path, run: &str, edit: impl Fn(&mut Vec<craik_kernel::ReceiptPayload>)) {
+    use base64::Engine as _;
+    let journal = home.join("runs").join(run).join("receipts.jsonl");
+    let mut receipts: Vec<craik_kernel::ReceiptPayload> = std::fs::read_to_string(&journal)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| {
+            e["payloadType"]
+                .as_str()
+                .unwrap()
+                .contains("capability-receipt")
+        })
+        .map(|e| {
+            serde_json::from_slice(
+                &base64::engine::general_purpose::STANDARD
+                    .decode(e["payload"].as_str().unwrap())
+                    .unwrap(),
+            )
+            .unwrap()
+        })
+        .collect();
+    edit(&mut receipts);
+    let signer = craik_host::keys::read_signer(&home.join("keys/signing.key.pem")).unwrap();
+    let mut writer = craik_kernel::JournalWriter::new(run, 64);
+    let mut out = Vec::new();
+    let mut at = time::OffsetDateTime::UNIX_EPOCH;
+    for r in receipts {
+        let time = time::OffsetDateTime::parse(
+            &r.created_at,
+            &time::format_description::well_known::Rfc3339,
+        )
+        .unwrap();
+        at = at.max(time);
+        let draft = craik_kernel::ReceiptDraft {
+            task_id: r.task_id,
+            actor: r.actor,
+            capability: r.capability,
+            target: r.target,
+            policy_profile: r.policy_profile,
+            fail_open: r.fail_open,
+            reason: r.reason,
+            result: r.result,
+            redacted: r.redacted,
+            policy_set: r.policy_set,
+            request_hash: r.request_hash,
+            decision: r.decision,
+            determining_policies: r.determining_policies,
+            decided_by: r.decided_by,
+            mode: r.mode,
+            action: r.action,
+        };
+        out.extend(writer.append(draft, at, &signer).unwrap());
+    }
+    out.extend(writer.close(at, &signer).unwrap());
+    std::fs::write(&journal, out).unwrap();
+}
+
+/// Issue 20 item 8: verification re-checks offline what the kernel enforced when it decided:
+/// an approval unlocks one decision, before it expires; and a review journal sits in the
+/// directory its signed journal id names.
+#[test]
+fn issue_20_an_expired_or_reused_approval_and_a_moved_review_are_caught_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, _, approved, approval) = home_with_review(dir.path());
+    let verify_run = |home: &Path| {
+        craik()
+            .args(["receipts", "verify"])
+            .arg(home.join("runs").join(&approved))
+            .arg("--key")
+            .arg(home.join("keys/signing.pub.pem"))
+            .output()
+            .unwrap()
+    };
+    let via = |r: &craik_kernel::ReceiptPayload| r.decided_by.by.ends_with(&approval);
+    // Re-signed unchanged: still valid (the forgery below is the only difference).
+    let same = copy_home(&home, &dir.path().join("same"));
+    resigned(&same, &approved, |_| {});
+    let out = verify_run(&same);
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    // The decision signed after the approval's expiry (a day later).
+    let late = copy_home(&home, &dir.path().join("late"));
+    resigned(&late, &approved, |receipts| {
+        let at = receipts.iter().position(&via).unwrap();
+        for r in receipts.iter_mut().skip(at) {
+            let t = time::OffsetDateTime::parse(
+                &r.created_at,
+                &time::format_description::well_known::Rfc3339,
+            )
+            .unwrap()
+                + time::Duration::days(1);
+            r.created_at = t
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap();
+        }
+    });
+    let out = verify_run(&late);
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    assert!(stdout(&out).contains("expired at"), "{}", transcript(&out));
+    // The approval used twice.
+    let twice = copy_home(&home, &dir.path().join("twice"));
+    resigned(&twice, &approved, |receipts| {
+        let at = receipts.iter().position(&via).unwrap();
+        let again = receipts[at].clone();
+        receipts.insert(at + 1, again);
+    });
+    let out = verify_run(&twice);
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    assert!(stdout(&out).contains("single-use"), "{}", transcript(&out));
+    // A review journal moved under another review's name.
+    let moved = dir.path().join("moved/reviews/approval_other");
+    std::fs::create_dir_all(&moved).unwrap();
+    std::fs::copy(
+        home.join("reviews").join(&approval).join("receipts.jsonl"),
+        moved.join("receipts.jsonl"),
+    )
+    .unwrap();
+    let out = craik()
+        .args(["receipts", "verify"])
+        .arg(moved.join("receipts.jsonl"))
+        .arg("--key")
+        .arg(home.join("keys/signing.pub.pem"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    assert!(
+        stdout(&out).contains("run_approval_other"),
+        "{}",
+        transcript(&out)
+    );
+}

@@ -73,8 +73,17 @@ pub fn run_id_of(stdout: &[u8]) -> String {
 /// `craik`, with no project configuration (a `craik.toml` above the checkout must not change
 /// what the tests see; `tests/it/config.rs` sets its own).
 pub fn craik() -> Command {
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let mut cmd = Command::cargo_bin("craik").expect("craik binary is built");
     cmd.env("CRAIK_CONFIG", "none");
+    // A state directory of its own that does not exist (a test that needs one sets it): the
+    // operator's real `~/.local/state/craik`, if this machine has one, never leaks in as the
+    // default home or the default trusted key.
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    cmd.env(
+        "XDG_STATE_HOME",
+        std::env::temp_dir().join(format!("craik-it-state-{}-{n}", std::process::id())),
+    );
     cmd
 }
 

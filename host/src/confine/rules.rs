@@ -106,23 +106,33 @@ pub(crate) fn kept_path(path: &Path) -> Result<PathBuf, String> {
 
 /// The system read roots and allow-listed files that exist here, as real paths, deduplicated.
 pub(crate) fn system_read() -> Vec<PathBuf> {
-    let etc = ETC_READ.iter().map(|e| Path::new("/etc").join(e));
-    let mut out: Vec<PathBuf> = SYSTEM_READ
+    let etc: Vec<PathBuf> = ETC_READ.iter().map(|e| Path::new("/etc").join(e)).collect();
+    let trees: Vec<PathBuf> = SYSTEM_READ
         .iter()
         .chain(DEVICES_READ)
         .chain(SYS_READ)
         .map(PathBuf::from)
-        .chain(etc)
-        .filter_map(|p| real(&p))
-        // An allow-listed name that resolves somewhere unexpected (an `/etc` entry linking
-        // into `/root`) is not granted: only what stays in the system trees.
-        .filter(|p| {
-            [
-                "/usr", "/etc", "/opt", "/dev", "/sys", "/lib", "/bin", "/sbin", "/var/lib",
-            ]
-            .iter()
-            .any(|root| p.starts_with(root))
-        })
+        .collect();
+    resolved_allow_list(&trees, &etc)
+}
+
+/// `trees` and `files` resolved to real paths, keeping only what resolves **into the allow-list
+/// itself**: under a tree of `trees`, or under one of `files` that is not a link. An
+/// allow-listed name that links elsewhere — `/etc/gitconfig` → `/etc/shadow` (outside testing:
+/// the shadow file was read through it), → a block device, → `/root` — is not granted; one
+/// that links into the system trees (`/etc/localtime` → `/usr/share/zoneinfo/…`) is.
+fn resolved_allow_list(trees: &[PathBuf], files: &[PathBuf]) -> Vec<PathBuf> {
+    let is_link = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink());
+    let roots: Vec<PathBuf> = trees
+        .iter()
+        .chain(files.iter().filter(|p| !is_link(p)))
+        .filter_map(|p| real(p))
+        .collect();
+    let mut out: Vec<PathBuf> = trees
+        .iter()
+        .chain(files)
+        .filter_map(|p| real(p))
+        .filter(|p| roots.iter().any(|root| p.starts_with(root)))
         .collect();
     out.sort();
     out.dedup();
@@ -212,6 +222,50 @@ pub fn too_broad(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Outside testing (round 5): an allow-listed `/etc` name that links to a file the
+    /// allow-list does not name grants nothing; a link into a system tree still works.
+    #[test]
+    fn an_allow_listed_link_grants_only_what_the_allow_list_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let (usr, etc) = (root.join("usr"), root.join("etc"));
+        std::fs::create_dir_all(usr.join("share/zoneinfo")).unwrap();
+        std::fs::create_dir_all(etc.join("ssl/certs")).unwrap();
+        std::fs::write(usr.join("share/zoneinfo/UTC"), "tz").unwrap();
+        for f in ["passwd", "shadow"] {
+            std::fs::write(etc.join(f), f).unwrap();
+        }
+        let link = |to: &Path, name: &str| std::os::unix::fs::symlink(to, etc.join(name)).unwrap();
+        link(&etc.join("shadow"), "gitconfig");
+        link(&usr.join("share/zoneinfo/UTC"), "localtime");
+        link(&etc.join("ssl"), "pki");
+        link(Path::new("/dev/zero"), "hosts");
+        link(&root, "inputrc");
+        let files: Vec<PathBuf> = [
+            "passwd",
+            "gitconfig",
+            "localtime",
+            "ssl/certs",
+            "pki",
+            "hosts",
+            "inputrc",
+        ]
+        .iter()
+        .map(|n| etc.join(n))
+        .collect();
+        let got = resolved_allow_list(std::slice::from_ref(&usr), &files);
+        assert_eq!(
+            got,
+            vec![
+                etc.join("passwd"),
+                etc.join("ssl/certs"),
+                usr.clone(),
+                usr.join("share/zoneinfo/UTC")
+            ],
+            "not shadow (via gitconfig), not etc/ssl (via pki), no device, not the root"
+        );
+    }
 
     #[test]
     fn carving_never_grants_a_link_or_a_kept_out_path_and_never_loops() {

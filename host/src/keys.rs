@@ -73,6 +73,11 @@ pub fn create_pair(dir: &Path) -> Result<(PathBuf, PathBuf, [u8; 32]), Error> {
     Ok((private, public, key.verifying_key().to_bytes()))
 }
 
+/// `keys/next/`: a rotation's new pair until it is in place (`ledger::rotate`).
+pub const NEXT_DIR: &str = "next";
+/// `keys/retired/`: the public keys of rotated-out keys (`<hex>.pub.pem`).
+pub const RETIRED_DIR: &str = "retired";
+
 /// Writes `public` as a new SPKI PEM file (a retired key kept for auditors).
 pub fn write_public(path: &Path, public: &[u8; 32]) -> Result<(), Error> {
     let key = ed25519_dalek::VerifyingKey::from_bytes(public)
@@ -205,7 +210,7 @@ pub fn default_public(home: &Path) -> PathBuf {
 /// did, for the front end to tell the operator.
 pub fn load_or_create(keys_dir: &Path) -> Result<(Ed25519Signer, KeyRing, Vec<String>), Error> {
     let mut notes = Vec::new();
-    let next = keys_dir.join(crate::ledger::NEXT_DIR);
+    let next = keys_dir.join(NEXT_DIR);
     if next.exists() {
         return Err(Error::refused(format!(
             "{}: a key rotation was interrupted; run `craik keys rotate` on this home again to finish it (nothing is signed until then)",

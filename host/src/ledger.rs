@@ -975,7 +975,7 @@ pub fn rotate(home: &Home, by: &str, reason: &str, now: OffsetDateTime) -> Resul
     use crate::keys::{PRIVATE_NAME, PUBLIC_NAME};
     let root = &home.root;
     let keys_dir = root.join("keys");
-    let next = keys_dir.join(NEXT_DIR);
+    let next = keys_dir.join(crate::keys::NEXT_DIR);
     let held = lock(root)?;
     let path = root.join(LEDGER_NAME);
     let bytes = read_repaired(&path)?;
@@ -1041,7 +1041,7 @@ pub fn rotate(home: &Home, by: &str, reason: &str, now: OffsetDateTime) -> Resul
             path.display()
         )));
     };
-    let retired_dir = keys_dir.join(RETIRED_DIR);
+    let retired_dir = keys_dir.join(crate::keys::RETIRED_DIR);
     fs::create_dir_all(&retired_dir).map_err(io(&retired_dir))?;
     let retired_public = retired_dir.join(format!(
         "{}.pub.pem",
@@ -1108,11 +1108,6 @@ fn rotations(bytes: &[u8]) -> Vec<(String, String, String)> {
         })
         .collect()
 }
-
-/// `keys/next/`: a rotation's new pair until it is in place.
-pub const NEXT_DIR: &str = "next";
-/// `keys/retired/`: the public keys of rotated-out keys (`<hex>.pub.pem`).
-pub const RETIRED_DIR: &str = "retired";
 
 /// What `craik ledger rebuild` did.
 #[derive(Debug, Clone, Default, Serialize)]

@@ -153,13 +153,21 @@ impl TargetPath {
         if lower.split('/').any(|s| s == ".git") {
             return Some(Protected::Git);
         }
-        if whole.starts_with(".github/workflows/")
-            || whole == ".github/workflows"
-            || whole.starts_with(".github/actions/")
-            || whole == ".github/actions"
-            || lower.split('/').any(|s| EXEC_CONFIG_NAMES.contains(&s))
+        // CI workflows and actions at any depth (a nested repository's run in its own CI:
+        // outside testing round 5).
+        let segments: Vec<&str> = lower.split('/').collect();
+        let under_github = |names: &[&str]| {
+            segments
+                .windows(2)
+                .any(|w| matches!(w, [a, b] if *a == ".github" && names.contains(b)))
+        };
+        if under_github(&["workflows", "actions"])
+            || segments.iter().any(|s| EXEC_CONFIG_NAMES.contains(s))
         {
             return Some(Protected::ExecConfig);
+        }
+        if under_github(&["copilot-instructions.md"]) {
+            return Some(Protected::AgentConfig);
         }
         match () {
             // Agent configuration at any depth: a nested `.claude/settings.json` or `.mcp.json`
@@ -362,6 +370,21 @@ const EXEC_CONFIG_NAMES: &[&str] = &[
     ".pylintrc",
     "bunfig.toml",
     ".bazelrc",
+    ".pdbrc",
+    ".vimrc",
+    ".gvimrc",
+    ".zed",
+    // A devcontainer file's `initializeCommand` runs on the host; more CI definitions.
+    ".devcontainer.json",
+    ".forgejo",
+    ".gitea",
+    ".woodpecker",
+    ".woodpecker.yml",
+    ".woodpecker.yaml",
+    ".cirrus.yml",
+    "appveyor.yml",
+    ".appveyor.yml",
+    ".semaphore",
 ];
 
 /// Top-level directories of agent configuration (lowercase).
@@ -373,6 +396,7 @@ const AGENT_CONFIG_DIRS: &[&str] = &[
     ".aider",
     ".continue",
     ".windsurf",
+    ".roo",
 ];
 
 /// Top-level files of agent configuration (lowercase, workspace-relative).

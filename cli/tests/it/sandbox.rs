@@ -173,6 +173,15 @@ fn issue_18_an_archive_cannot_plant_protected_paths() {
         "out/.craik-grants/g.json",
         "out/.hg/hgrc",
         "out/.gdbinit",
+        // Outside testing round 5: nested CI and more tools that run what they find.
+        "out/.github/workflows/ci.yml",
+        "out/.github/copilot-instructions.md",
+        "out/.devcontainer.json",
+        "out/.forgejo/workflows/x.yml",
+        "out/.pdbrc",
+        "out/.vimrc",
+        "out/.roo/mcp.json",
+        "out/.zed/settings.json",
         "out/ok.txt",
     ];
     for profile in ["trusted-local", "automation"] {
@@ -244,6 +253,14 @@ fn issue_18_an_archive_cannot_plant_protected_paths() {
             "out/.craik-grants",
             "out/.hg",
             "out/.gdbinit",
+            "out/.github/workflows",
+            "out/.github/copilot-instructions.md",
+            "out/.devcontainer.json",
+            "out/.forgejo",
+            "out/.pdbrc",
+            "out/.vimrc",
+            "out/.roo",
+            "out/.zed",
         ] {
             assert!(!ws.join(p).exists(), "{profile}: {p} was planted: {text}");
         }
@@ -989,4 +1006,121 @@ fn issue_18_an_interrupt_still_checks_the_workspace() {
     assert!(!ws.join("out/.envrc").exists(), "{stderr}");
     assert!(!ws.join("out/sub/.git").exists(), "{stderr}");
     assert!(ws.join("out/fine.txt").exists(), "in scope: kept");
+}
+
+/// Outside testing round 5: directories protected by what they hold (a bare git repository
+/// under any name, a Craik task directory) are read-only to commands, not only checked after;
+/// the write roots Craik makes itself are not blamed on the command; an intent-lock glob is
+/// refused at load rather than protecting nothing.
+#[test]
+fn issue_18_round_5_content_protected_dirs_own_mkdirs_and_intent_globs() {
+    if !confinement_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = "#!/bin/sh\n\
+        echo evil > vault/config 2> out/bare.txt; echo \"bare $?\" >> out/bare.txt\n\
+        chmod 777 vault 2>> out/bare.txt; echo \"chmod $?\" >> out/bare.txt\n\
+        echo '{}' > tasks/b/task_request.json 2> out/task.txt; echo \"task $?\" >> out/task.txt\n\
+        exit 0\n";
+    let ex = probe_example(
+        dir.path(),
+        "trusted-local",
+        script,
+        &[
+            ("vault/HEAD", "ref: refs/heads/main\n"),
+            ("vault/config", "[core]\n\tbare = true\n"),
+            ("vault/objects/.keep", ""),
+            ("vault/refs/.keep", ""),
+            (
+                "tasks/b/task_request.json",
+                "{\"schema\":\"craik.task_request\"}\n",
+            ),
+        ],
+    );
+    let home = dir.path().join("home");
+    let (out, id) = run(&ex, &home, &[]);
+    let text = crate::transcript(&out);
+    let ws = home.join("runs").join(&id).join("workspace");
+    assert!(
+        !read(&ws, "bare.txt").contains("bare 0"),
+        "{}",
+        read(&ws, "bare.txt")
+    );
+    assert!(
+        !read(&ws, "bare.txt").contains("chmod 0"),
+        "{}",
+        read(&ws, "bare.txt")
+    );
+    assert!(
+        !read(&ws, "task.txt").contains("task 0"),
+        "{}",
+        read(&ws, "task.txt")
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("vault/config")).unwrap(),
+        "[core]\n\tbare = true\n",
+        "{text}"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    assert_ne!(
+        std::fs::metadata(ws.join("vault"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o777
+    );
+    // A write scope whose directory does not exist yet: Craik makes it, the command writes
+    // in it, nothing is forbidden and the step succeeds.
+    let dir2 = tempfile::tempdir().unwrap();
+    let script = "#!/bin/sh\necho built > target/debug/app\n";
+    let ex = probe_example(dir2.path(), "trusted-local", script, &[]);
+    grant_writes(&ex, 0, &["target/debug/**"]);
+    let home = dir2.path().join("home");
+    let (out, id) = run(&ex, &home, &[]);
+    let text = crate::transcript(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let ws = home.join("runs").join(&id).join("workspace");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("target/debug/app")).unwrap(),
+        "built\n",
+        "{text}"
+    );
+    let o = outcomes(&home, &id);
+    assert!(
+        !o[0]["result"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("FORBIDDEN"),
+        "{}",
+        o[0]
+    );
+    // A glob in an intent lock's scope: refused before anything runs, naming it.
+    std::fs::write(
+        ex.join("intent_lock.json"),
+        serde_json::to_string_pretty(&json!({
+            "schema": "craik.intent_lock", "version": "0.1.0", "id": "intent_scratch",
+            "task_id": "task_scratch", "original_request": "Fix the docs.",
+            "objective": "Docs only.", "accepted_interpretation": "Docs, not code.",
+            "in_scope": [], "out_of_scope": ["src/vendor/**"], "allowed_autonomy": [],
+            "stop_conditions": [], "scope_change_rules": [],
+            "created_at": "2026-11-20T09:01:00Z"
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let out = crate::craik()
+        .arg("run")
+        .arg(&ex)
+        .arg("--home")
+        .arg(dir2.path().join("home2"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", crate::transcript(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("out_of_scope") && err.contains("src/vendor/**") && err.contains("not a glob"),
+        "{err}"
+    );
 }

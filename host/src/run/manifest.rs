@@ -49,6 +49,9 @@ struct Entry {
     mtime: (i64, i64),
     ctime: (i64, i64),
     link: Option<PathBuf>,
+    /// Hard links to the file: more than one, and a write through a name in scope changes
+    /// every other name too.
+    nlink: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -211,6 +214,7 @@ impl Manifest {
                     link: (kind == Kind::Link)
                         .then(|| std::fs::read_link(&path).ok())
                         .flatten(),
+                    nlink: meta.nlink(),
                 };
                 if kind == Kind::Dir {
                     todo.push((path, child_rel.clone()));
@@ -252,7 +256,9 @@ pub struct Preimages {
 
 impl Preimages {
     /// Keeps the protected regular files of `manifest` (git objects excepted: they are
-    /// content-addressed and the sandbox never grants `.git/`), within the budget.
+    /// content-addressed and the sandbox never grants `.git/`), and every file with more
+    /// than one hard link (a write through a name in scope changes the names outside it:
+    /// outside testing), within the budget.
     pub fn take(
         root: &Path,
         manifest: &Manifest,
@@ -265,7 +271,9 @@ impl Preimages {
             let in_marked = marked
                 .iter()
                 .any(|(dir, _)| rel.starts_with(dir) && rel != dir);
-            if entry.kind != Kind::File || !(in_marked || is_protected(&shown(rel), immutable)) {
+            if entry.kind != Kind::File
+                || !(in_marked || entry.nlink > 1 || is_protected(&shown(rel), immutable))
+            {
                 continue;
             }
             let parts: Vec<&std::ffi::OsStr> = rel.iter().collect();
@@ -486,7 +494,7 @@ pub fn sweep_forbidden(
 /// Directories protected by what they hold in any of `manifests`: a bare git repository
 /// under any name (`HEAD`, `objects/`, `refs/`) and a Craik task directory
 /// (`task_request.json`), with why.
-fn marked_dirs(manifests: &[&Manifest]) -> Vec<(PathBuf, &'static str)> {
+pub fn marked_dirs(manifests: &[&Manifest]) -> Vec<(PathBuf, &'static str)> {
     let is = |rel: &Path, k: Kind| {
         manifests
             .iter()
@@ -594,18 +602,20 @@ pub fn settle(
         .filter(|c| c.forbidden.is_some() && c.change != Change::Created)
     {
         let was = before.entries.get(&c.rel);
-        let now = after.entries.get(&c.rel);
-        let mode_only = matches!((was, now), (Some(w), Some(n))
-            if w.kind == n.kind && w.kind != Kind::Link && w.size == n.size && w.mtime == n.mtime && w.ino == n.ino);
-        c.restored = Some(match was {
-            Some(w) if mode_only => set_mode(root, &c.rel, w.mode),
-            Some(w) if w.kind == Kind::Dir => {
+        // A file is put back from its pre-image whenever it changed, whatever its size and
+        // times say (outside testing: rewritten in place at the same size, its mtime set back,
+        // a "mode only" guess chmod-ed it and signed it restored), and read back to prove it.
+        // Without a pre-image, only the mode can be put back, and that is said.
+        c.restored = Some(match (was, pre.files.get(&c.rel)) {
+            (Some(w), _) if w.kind == Kind::Dir => {
                 ensure_dir(root, &c.rel).and_then(|()| set_mode(root, &c.rel, w.mode))
             }
-            _ => match pre.files.get(&c.rel) {
-                Some((bytes, mode)) => put_back(root, &c.rel, bytes, *mode),
-                None => Err("no pre-image (not a protected file, or too large to keep)".into()),
-            },
+            (_, Some((bytes, mode))) => put_back(root, &c.rel, bytes, *mode)
+                .and_then(|()| same_content(root, &c.rel, bytes)),
+            (Some(w), None) if w.kind == Kind::File => set_mode(root, &c.rel, w.mode).and_then(|()| {
+                Err("its mode was put back, but not its content: no pre-image (not a protected file, or too large to keep)".into())
+            }),
+            _ => Err("no pre-image (not a protected file, or too large to keep)".into()),
         });
     }
     // A set-id bit is never the command's to set, in scope or not: stripped and named.
@@ -720,6 +730,15 @@ fn ensure_dir(root: &Path, rel: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether `rel` now reads exactly `bytes` (after a put-back).
+fn same_content(root: &Path, rel: &Path, bytes: &[u8]) -> Result<(), String> {
+    match read_no_follow(&root.join(rel)) {
+        Ok(now) if now == bytes => Ok(()),
+        Ok(_) => Err(format!("`{}` was put back but reads otherwise", shown(rel))),
+        Err(e) => Err(e),
+    }
+}
+
 fn put_back(root: &Path, rel: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
     let name = rel
         .file_name()
@@ -761,6 +780,59 @@ mod tests {
             &none,
             pre,
         )
+    }
+
+    /// Outside testing (round 5): a protected file rewritten in place at the same size with
+    /// its mtime set back is put back from its pre-image and proven; a file outside the scope
+    /// changed through a hard link inside it is put back too (files with several links keep a
+    /// pre-image); without a pre-image, "restored" is never claimed for content.
+    #[test]
+    fn an_undo_is_proven_whatever_the_times_and_links_say() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::create_dir_all(root.join("src/a")).unwrap();
+        std::fs::create_dir_all(root.join("lib")).unwrap();
+        std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
+        std::fs::write(root.join("lib/f"), "good").unwrap();
+        std::fs::hard_link(root.join("lib/f"), root.join("src/a/h")).unwrap();
+        std::fs::write(root.join("lib/g"), "keep").unwrap();
+        let none = craik_kernel::ImmutablePaths::default();
+        let before = Manifest::scan(root).unwrap();
+        let pre = Preimages::take(root, &before, &none);
+        // Same size, mtime put back: only the change time moved.
+        let stealth = |path: &Path, bytes: &str| {
+            let mtime = std::fs::metadata(path).unwrap().modified().unwrap();
+            std::fs::write(path, bytes).unwrap();
+            let f = std::fs::File::options().write(true).open(path).unwrap();
+            f.set_times(std::fs::FileTimes::new().set_modified(mtime))
+                .unwrap();
+        };
+        stealth(&root.join(".git/config"), "[evil]\n");
+        stealth(&root.join("src/a/h"), "EVIL");
+        let changes = settle_under_src(root, &before, &pre);
+        assert_eq!(
+            std::fs::read_to_string(root.join(".git/config")).unwrap(),
+            "[core]\n"
+        );
+        assert_eq!(std::fs::read_to_string(root.join("lib/f")).unwrap(), "good");
+        for path in [".git/config", "lib/f"] {
+            let c = changes.iter().find(|c| c.path == path).unwrap();
+            assert_eq!(c.restored, Some(Ok(())), "{path}: {changes:?}");
+        }
+        // No pre-image (a single-link file outside the scope, same size, mtime set back): the
+        // mode goes back, the content is said not to.
+        let before = Manifest::scan(root).unwrap();
+        let empty = Preimages::default();
+        stealth(&root.join("lib/g"), "BAD!");
+        let changes = settle_under_src(root, &before, &empty);
+        let c = changes.iter().find(|c| c.path == "lib/g").unwrap();
+        assert!(
+            c.restored
+                .as_ref()
+                .is_some_and(|r| r.as_ref().is_err_and(|e| e.contains("not its content"))),
+            "{c:?}"
+        );
     }
 
     /// The paths of the forbidden changes.
@@ -1117,11 +1189,21 @@ mod tests {
             vec![".git", "src/a.rs", "target/out", "."],
             "{changes:?}"
         );
+        // The out-of-scope file has no pre-image: its mode is put back, and the record says
+        // its content could not be (a same-size rewrite with the mtime set back looks alike).
         assert!(
             changes
                 .iter()
+                .filter(|c| c.path != "src/a.rs")
                 .all(|c| c.restored.as_ref().is_none_or(Result::is_ok)),
             "{changes:?}"
+        );
+        let a = changes.iter().find(|c| c.path == "src/a.rs").unwrap();
+        assert!(
+            a.restored
+                .as_ref()
+                .is_some_and(|r| r.as_ref().is_err_and(|e| e.contains("not its content"))),
+            "{a:?}"
         );
         let m = |p: &Path| std::fs::symlink_metadata(p).unwrap().mode() & 0o7777;
         assert_eq!(m(&root.join("src/a.rs")), 0o644);

@@ -398,6 +398,28 @@ pub fn check_task_bindings(
     }
     bound_grants(task, grants)?;
     check_grant_scopes(grants)?;
+    // An intent-lock scope entry is a path prefix or prose (with spaces, ignored by the
+    // kernel); a glob would be taken as a literal name and protect nothing (outside testing:
+    // `out_of_scope: ["src/vendor/**"]` let commands write there).
+    if let Some(lock) = intent {
+        for (field, list) in [
+            ("in_scope", &lock.in_scope),
+            ("out_of_scope", &lock.out_of_scope),
+        ] {
+            if let Some(entry) = list.iter().find(|e| {
+                !e.chars().any(char::is_whitespace) && e.contains(['*', '?', '[', ']', '{', '}'])
+            }) {
+                return Err(crate::Error::invalid(
+                    format!(
+                        "intent lock `{}`: {field}: `{}`: a path prefix, not a glob (`docs/` covers everything under docs)",
+                        craik_contracts::one_line(&lock.id),
+                        craik_contracts::one_line(entry)
+                    ),
+                    Vec::new(),
+                ));
+            }
+        }
+    }
     // An envelope entry that names no capability would silently match nothing (a deny-list
     // entry `shell.*` denied nothing): refused, naming the field and the entry.
     if let Some(e) = envelope {

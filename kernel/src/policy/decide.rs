@@ -775,6 +775,11 @@ fn scope_entry(entry: &str, root: &str) -> Option<Option<TargetPath>> {
     if entry.chars().any(char::is_whitespace) {
         return None;
     }
+    // A glob is never a path prefix (the host refuses it at load): not normalisable, so an
+    // out-of-scope glob puts every path out of scope (fail closed).
+    if entry.contains(['*', '?', '[', ']', '{', '}']) {
+        return Some(None);
+    }
     Some(TargetPath::normalize(root, entry.trim_end_matches('/')).ok())
 }
 

@@ -253,6 +253,14 @@ impl Host {
         let root_text = self.workspace_root();
         let scopes = self.write_scopes(grants, &root_text)?;
         let immutable = self.command_immutable.clone();
+        // Write roots Craik makes itself exist before the manifest is taken: they are not the
+        // command's doing (outside testing: Craik's own `mkdir target/debug` was signed as
+        // the command's forbidden write, and undone with the command's output).
+        for scope in &scopes {
+            if let manifest::Scope::Under(dir) = scope {
+                exec::make_dirs(&root, dir)?;
+            }
+        }
         let before = manifest::Manifest::scan(&root)?;
         let pre = manifest::Preimages::take(&root, &before, &immutable);
         // The same two directories for every command of the run, emptied before and after
@@ -295,6 +303,14 @@ impl Host {
             .map(|p| root.join(p))
             .collect();
         read_only.extend(manifest::PROTECTED_NAMES.iter().map(|n| root.join(n)));
+        // Directories protected by what they hold (a bare git repository under any name, a
+        // Craik task directory) are read-only too, not only checked afterwards (outside
+        // testing: a pack over the pre-image limit and a `chmod 777` could not be undone).
+        read_only.extend(
+            manifest::marked_dirs(&[&before])
+                .into_iter()
+                .map(|(dir, _)| root.join(dir)),
+        );
         let keep_out = crate::confine::Limits { hidden, read_only };
         let mut read = vec![root.clone()];
         read.extend(toolchains.iter().flat_map(|t| t.read.iter().cloned()));
@@ -302,10 +318,7 @@ impl Host {
         for scope in &scopes {
             match scope {
                 manifest::Scope::All => write.push(root.clone()),
-                manifest::Scope::Under(dir) => {
-                    exec::make_dirs(&root, dir)?;
-                    write.push(root.join(dir));
-                }
+                manifest::Scope::Under(dir) => write.push(root.join(dir)),
                 manifest::Scope::File(file) => {
                     if root.join(file).exists() {
                         write.push(root.join(file));

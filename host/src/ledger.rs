@@ -362,16 +362,8 @@ fn append(
             let writer = if bytes.is_empty() {
                 JournalWriter::new(LEDGER_ID, 1)
             } else {
-                JournalWriter::resume_at_checkpoint(LEDGER_ID, &bytes, &ring, 1).map_err(|why| {
-                    Error::invalid(
-                        format!(
-                            "{}: the home ledger cannot be continued: {why}; check it with `craik receipts verify {}`",
-                            path.display(),
-                            root.display()
-                        ),
-                        Vec::new(),
-                    )
-                })?
+                JournalWriter::resume_at_checkpoint(LEDGER_ID, &bytes, &ring, 1)
+                    .map_err(|why| cannot(why.to_string()))?
             };
             (writer, recorded(&bytes), bytes.is_empty())
         }

@@ -266,7 +266,15 @@ fn receipt_unbound(
     match craik_host::run::approvals::signed_review(home, ring, id, run_id) {
         Some(review) if review.approved_by == approver && review.request_hash == r.request_hash => {
             // Compared as instants: the decision must be signed before the approval expired.
-            let signed = craik_contracts::Timestamp::parse(&r.created_at).ok()?;
+            let Ok(signed) = craik_contracts::Timestamp::parse(&r.created_at) else {
+                return Some((
+                    "approval",
+                    format!(
+                        "`created_at` `{}` is not an RFC 3339 instant: approval {id}'s expiry cannot be checked",
+                        craik_contracts::one_line(&r.created_at)
+                    ),
+                ));
+            };
             review
                 .expires_at
                 .filter(|expires| signed.get() >= expires.get())

@@ -254,7 +254,11 @@ impl Host {
         metadata
             .0
             .insert("files".into(), serde_json::Value::Array(files));
-        self.outcome_receipt_with(action, ok, &summary, output, metadata)
+        self.outcome_receipt_with(action, ok, &summary, output, metadata)?;
+        // A command's outcome cannot be read back from the workspace the way a file write's
+        // can (its bytes): lost to a power loss, the command would be uncertain and the run
+        // blocked. So it is made durable now, not at the next commit.
+        self.sync_journal()
     }
 
     /// A command's sandbox and the workspace manifest it is checked against: it reads the

@@ -472,7 +472,16 @@ impl State<'_> {
         // The signed bytes must be the one canonical form (RFC 8785) of what they say: no
         // other spelling, no duplicate key (a duplicate never survives re-canonicalisation),
         // so two readers can never disagree about a signed payload.
-        match serde_jcs::to_vec(&json) {
+        // Fast path: the canonical writer's bytes equal the payload. Otherwise `serde_jcs`
+        // has the last word (and the error to give), as before.
+        let mut canonical = Vec::with_capacity(item.payload.len());
+        let fast = crate::receipt::payload::write_canonical(&json, &mut canonical).is_ok()
+            && canonical == item.payload;
+        match if fast {
+            Ok(canonical)
+        } else {
+            serde_jcs::to_vec(&json)
+        } {
             Ok(canonical) if canonical == item.payload => {}
             Ok(_) => {
                 return Err((

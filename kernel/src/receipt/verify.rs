@@ -315,11 +315,46 @@ impl<'a> Verifier<'a> {
 /// A line whose envelope is well-formed and whose key is trusted, ready for its signature.
 struct Prepared {
     payload_type: String,
-    payload: Vec<u8>,
+    /// Where the payload starts in `message` (the PAE ends with it).
+    payload_at: usize,
     keyid: String,
     key: VerifyingKey,
     message: Vec<u8>,
     signature: DalekSignature,
+}
+
+impl Prepared {
+    /// The signed payload bytes.
+    fn payload(&self) -> &[u8] {
+        self.message.get(self.payload_at..).unwrap_or_default()
+    }
+}
+
+/// The DSSE pre-authentication encoding of `payload_type` and the payload that `payload_b64`
+/// (standard base64) encodes, and where the payload starts in it: what [`pae`] makes, with the
+/// payload decoded straight into place.
+fn pae_decoded(payload_type: &str, payload_b64: &str) -> Result<(Vec<u8>, usize), String> {
+    let b64 = payload_b64.as_bytes();
+    let padding = b64.iter().rev().take_while(|&&b| b == b'=').count();
+    let expected = (b64.len() / 4 * 3).saturating_sub(padding);
+    let mut message = pae(payload_type, &[]);
+    // `pae` of an empty payload ends in "0 "; this payload's length goes there instead.
+    message.truncate(message.len().saturating_sub(2));
+    message.extend_from_slice(expected.to_string().as_bytes());
+    message.push(b' ');
+    let at = message.len();
+    message.reserve(expected);
+    STANDARD
+        .decode_vec(b64, &mut message)
+        .map_err(|e| e.to_string())?;
+    if message.len() - at != expected {
+        // Not the length the text's size promised: build it the plain way.
+        let payload = message.split_off(at);
+        let message = pae(payload_type, &payload);
+        let at = message.len() - payload.len();
+        return Ok((message, at));
+    }
+    Ok((message, at))
 }
 
 /// Checks every prepared line's signature, in `threads` parallel chunks, batched when asked.
@@ -428,9 +463,12 @@ impl State<'_> {
                 ),
             )
         })?;
-        let payload = STANDARD
-            .decode(&envelope.payload)
+        // The PAE message is built around the payload, decoded straight into place: one buffer
+        // and no copy per line (issue 20: allocation and copies were a measurable share of
+        // verification).
+        let (message, payload_at) = pae_decoded(&envelope.payload_type, &envelope.payload)
             .map_err(|e| (None, "envelope", format!("payload is not base64: {e}")))?;
+        let payload = message.get(payload_at..).unwrap_or_default();
         let sig = STANDARD
             .decode(&signature.sig)
             .map_err(|e| (None, "signature", format!("signature is not base64: {e}")))?;
@@ -444,7 +482,7 @@ impl State<'_> {
         // The line is the envelope's one compact form (the writer's): no whitespace, fields in
         // order, canonical padded base64. Another spelling of the same envelope is refused, so
         // the bytes an auditor hashes or diffs are the bytes that were written.
-        if STANDARD.encode(&payload) != envelope.payload
+        if STANDARD.encode(payload) != envelope.payload
             || serde_json::to_vec(&envelope).ok().as_deref() != Some(line)
         {
             return Err((
@@ -453,10 +491,9 @@ impl State<'_> {
                 "the line is not the envelope's compact form (whitespace, field order, a CR, or non-canonical base64)".into(),
             ));
         }
-        let message = pae(&envelope.payload_type, &payload);
         Ok(Prepared {
             payload_type: envelope.payload_type,
-            payload,
+            payload_at,
             keyid: signature.keyid.clone(),
             key: *key,
             message,
@@ -466,7 +503,8 @@ impl State<'_> {
 
     /// A line whose signature verified: only now is its payload parsed.
     fn finish(&mut self, item: Prepared) -> Result<(), LineError> {
-        let json: serde_json::Value = serde_json::from_slice(&item.payload)
+        let payload = item.payload();
+        let json: serde_json::Value = serde_json::from_slice(payload)
             .map_err(|e| (None, "payload", format!("signed payload is not JSON: {e}")))?;
         check_json_numbers(&json, "$").map_err(|e| (None, "payload", e))?;
         // The signed bytes must be the one canonical form (RFC 8785) of what they say: no
@@ -474,15 +512,15 @@ impl State<'_> {
         // so two readers can never disagree about a signed payload.
         // Fast path: the canonical writer's bytes equal the payload. Otherwise `serde_jcs`
         // has the last word (and the error to give), as before.
-        let mut canonical = Vec::with_capacity(item.payload.len());
+        let mut canonical = Vec::with_capacity(payload.len());
         let fast = crate::receipt::payload::write_canonical(&json, &mut canonical).is_ok()
-            && canonical == item.payload;
+            && canonical == payload;
         match if fast {
             Ok(canonical)
         } else {
             serde_jcs::to_vec(&json)
         } {
-            Ok(canonical) if canonical == item.payload => {}
+            Ok(canonical) if canonical == payload => {}
             Ok(_) => {
                 return Err((
                     None,
@@ -493,7 +531,7 @@ impl State<'_> {
             Err(e) => return Err((None, "payload", format!("cannot canonicalise: {e}"))),
         }
         match item.payload_type.as_str() {
-            RECEIPT_PAYLOAD_TYPE => self.receipt(json, &item.payload, &item.keyid),
+            RECEIPT_PAYLOAD_TYPE => self.receipt(json, item.payload(), &item.keyid),
             CHECKPOINT_PAYLOAD_TYPE => self.checkpoint(json, &item.keyid),
             other => Err((
                 None,
@@ -624,8 +662,11 @@ impl State<'_> {
                 ),
             ));
         }
-        let hash = receipt_hash(payload);
-        self.tree.push(&raw_hash(payload));
+        // One SHA-256 for both: the leaf data is the receipt hash's 32 bytes.
+        let raw = raw_hash(payload);
+        let hash = format!("sha256:{}", crate::policy::hex(&raw));
+        debug_assert_eq!(hash, receipt_hash(payload));
+        self.tree.push(&raw);
         self.prev = Some(hash.clone());
         self.report.last_hash = Some(hash);
         self.report.receipts += 1;
@@ -700,5 +741,25 @@ impl State<'_> {
         self.report.checkpoints += 1;
         self.report.closed = cp.is_final;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 20: the message built around the decoded payload is the plain `pae` of it, for
+    /// every length (padding 0, 1 and 2) and an empty payload.
+    #[test]
+    fn pae_decoded_is_pae() {
+        for len in 0..70usize {
+            let payload: Vec<u8> = (0..len).map(|i| (i * 37 % 256) as u8).collect();
+            let b64 = STANDARD.encode(&payload);
+            let (message, at) = pae_decoded(RECEIPT_PAYLOAD_TYPE, &b64).unwrap();
+            assert_eq!(message, pae(RECEIPT_PAYLOAD_TYPE, &payload), "{len}");
+            assert_eq!(message.get(at..).unwrap(), payload.as_slice(), "{len}");
+        }
+        assert!(pae_decoded(RECEIPT_PAYLOAD_TYPE, "abc").is_err());
+        assert!(pae_decoded(RECEIPT_PAYLOAD_TYPE, "ab=c").is_err());
     }
 }

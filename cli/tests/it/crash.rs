@@ -270,14 +270,19 @@ fn issue_20_power_loss_at_every_durable_write_then_resume() {
                     .unwrap();
             }
         }
-        if files.contains(&"receipts.jsonl") && durable.get("receipts.jsonl").is_none() {
+        if files.contains(&"receipts.jsonl") && !durable.contains_key("receipts.jsonl") {
             // Not one receipt was durable: nothing was done, and resume says to start anew.
             let resumed = craik()
                 .args(["runs", "resume", &id, "--by", "user:op", "--home"])
                 .arg(&home)
                 .output()
                 .unwrap();
-            assert_eq!(resumed.status.code(), Some(3), "point {n}: {}", transcript(&resumed));
+            assert_eq!(
+                resumed.status.code(),
+                Some(3),
+                "point {n}: {}",
+                transcript(&resumed)
+            );
             assert!(
                 String::from_utf8_lossy(&resumed.stderr).contains("start a new run"),
                 "point {n}: {}",

@@ -515,8 +515,7 @@ impl State<'_> {
         // The line is the envelope's one compact form (the writer's): no whitespace, fields in
         // order, canonical padded base64. Another spelling of the same envelope is refused, so
         // the bytes an auditor hashes or diffs are the bytes that were written.
-        if STANDARD.encode(payload) != envelope.payload || !is_compact_form(&envelope, line)
-        {
+        if STANDARD.encode(payload) != envelope.payload || !is_compact_form(&envelope, line) {
             return Err((
                 None,
                 "envelope",
@@ -812,7 +811,9 @@ mod tests {
         for envelope in &envelopes {
             let line = serde_json::to_vec(envelope).unwrap();
             assert!(is_compact_form(envelope, &line), "{envelope:?}");
-            let spaced = String::from_utf8(line.clone()).unwrap().replacen(':', ": ", 1);
+            let spaced = String::from_utf8(line.clone())
+                .unwrap()
+                .replacen(':', ": ", 1);
             assert!(!is_compact_form(envelope, spaced.as_bytes()));
             let mut longer = line.clone();
             longer.push(b' ');

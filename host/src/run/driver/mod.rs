@@ -476,8 +476,8 @@ impl Host {
     /// was acted on: a step request or result is asked again, a read decided again, an
     /// outcome restored from its receipt (`docs/runs.md`, "Durability and recovery").
     fn event_lazy(&mut self, event: &Event) -> Result<(), Error> {
-        let mut line = serde_json::to_vec(event)
-            .map_err(|e| Error::internal(format!("event: {e}")))?;
+        let mut line =
+            serde_json::to_vec(event).map_err(|e| Error::internal(format!("event: {e}")))?;
         line.push(b'\n');
         self.held.extend_from_slice(&line);
         if !self.journal_file.is_dirty() {
@@ -510,8 +510,10 @@ impl Host {
             .map_err(io(self.journal_file.path()))?;
         if synced {
             self.crash.synced(1);
-            self.crash
-                .durable(crate::journal::JOURNAL_NAME, self.journal_file.durable_len());
+            self.crash.durable(
+                crate::journal::JOURNAL_NAME,
+                self.journal_file.durable_len(),
+            );
             self.crash.point();
         }
         self.flush_held()

@@ -1,6 +1,8 @@
-//! The host side of a journal: a run's `receipts.jsonl`, opened append-only, one `write` and
-//! one `fsync` per entry, never truncated or rewritten. The kernel decides what the bytes are;
-//! this only puts them on disk, durably, in order.
+//! The host side of a journal: a run's `receipts.jsonl`, opened append-only, never truncated or
+//! rewritten. The kernel decides what the bytes are; this only puts them on disk in order,
+//! durably either at once ([`JournalFile::append`]) or at the caller's next group commit
+//! ([`JournalFile::write`] then [`JournalFile::sync`]: one `fdatasync` for every entry
+//! written since the last).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -18,6 +20,10 @@ pub const JOURNAL_NAME: &str = "receipts.jsonl";
 pub struct JournalFile {
     file: File,
     path: PathBuf,
+    /// Bytes in the file (written, durable or not).
+    len: u64,
+    /// Bytes known durable: the length at the last `fdatasync`.
+    durable: u64,
 }
 
 impl JournalFile {
@@ -36,24 +42,69 @@ impl JournalFile {
             .create_new(true)
             .open(&path)?;
         File::open(dir)?.sync_all()?;
-        Ok(Self { file, path })
+        Ok(Self {
+            file,
+            path,
+            len: 0,
+            durable: 0,
+        })
     }
 
     /// Opens an existing `dir/receipts.jsonl` for appending (a resumed run).
     pub fn open(dir: &Path) -> io::Result<Self> {
         let path = dir.join(JOURNAL_NAME);
         let file = OpenOptions::new().append(true).open(&path)?;
-        Ok(Self { file, path })
+        let len = file.metadata()?.len();
+        Ok(Self {
+            file,
+            path,
+            len,
+            // What a crash left unsynced is on disk by now or lost; recovery decides which.
+            durable: len,
+        })
     }
 
     /// Appends one or more complete lines and waits until they are on disk (write-ahead: the
     /// caller acts only after this returns).
     pub fn append(&mut self, lines: &[u8]) -> io::Result<()> {
+        self.write(lines)?;
+        self.sync().map(|_| ())
+    }
+
+    /// Appends one or more complete lines without waiting for the disk: they are durable after
+    /// the next [`JournalFile::sync`]. The caller must not act on them before that (nor let
+    /// anything that names them reach the disk or the runner first).
+    pub fn write(&mut self, lines: &[u8]) -> io::Result<()> {
         if !lines.ends_with(b"\n") {
             return Err(io::Error::other("refusing to append a partial line"));
         }
         self.file.write_all(lines)?;
-        self.file.sync_data()
+        self.len = self
+            .len
+            .saturating_add(u64::try_from(lines.len()).unwrap_or(u64::MAX));
+        Ok(())
+    }
+
+    /// Makes every line written so far durable (one `fdatasync`: the file only grows, and
+    /// `fdatasync` flushes the size change with the data); nothing to do when nothing was
+    /// written since the last. Returns whether it synced.
+    pub fn sync(&mut self) -> io::Result<bool> {
+        if !self.is_dirty() {
+            return Ok(false);
+        }
+        self.file.sync_data()?;
+        self.durable = self.len;
+        Ok(true)
+    }
+
+    /// Whether lines were written since the last [`JournalFile::sync`].
+    pub fn is_dirty(&self) -> bool {
+        self.len != self.durable
+    }
+
+    /// Bytes known durable (the file's length at the last sync).
+    pub fn durable_len(&self) -> u64 {
+        self.durable
     }
 
     pub fn path(&self) -> &Path {

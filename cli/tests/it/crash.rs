@@ -37,6 +37,16 @@ fn scenario() -> Value {
 /// Runs until the N-th durable write, then SIGKILL. Returns false when the run finished
 /// before reaching it.
 pub(crate) fn run_and_kill(example: &Path, home: &Path, n: u64) -> bool {
+    run_and_kill_durable(example, home, n).is_some()
+}
+
+/// [`run_and_kill`], returning what the pause line says is durable (file name → bytes) when
+/// the process paused.
+fn run_and_kill_durable(
+    example: &Path,
+    home: &Path,
+    n: u64,
+) -> Option<std::collections::BTreeMap<String, u64>> {
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("craik"))
         .arg("run")
         .arg(example)
@@ -48,15 +58,26 @@ pub(crate) fn run_and_kill(example: &Path, home: &Path, n: u64) -> bool {
         .spawn()
         .unwrap();
     let stderr = child.stderr.take().unwrap();
-    let mut paused = false;
+    let mut paused = None;
     for line in BufReader::new(stderr).lines() {
         let line = line.unwrap();
         if line.starts_with("craik-test: paused at") {
-            paused = true;
+            // `craik-test: paused at N (durable: receipts.jsonl=A events.jsonl=B ...)`
+            let listed = line
+                .split_once("(durable:")
+                .map(|(_, rest)| rest.trim_end_matches(')'))
+                .unwrap_or_default();
+            paused = Some(
+                listed
+                    .split_whitespace()
+                    .filter_map(|kv| kv.split_once('='))
+                    .map(|(k, v)| (k.to_owned(), v.parse::<u64>().unwrap()))
+                    .collect(),
+            );
             break;
         }
     }
-    if paused {
+    if paused.is_some() {
         child.kill().unwrap(); // SIGKILL
     }
     child.wait().unwrap();
@@ -76,102 +97,14 @@ fn kill_9_at_every_durable_write_then_resume() {
     let mut terminal = std::collections::BTreeMap::<String, usize>::new();
     for n in 1..=400u64 {
         let dir = tempfile::tempdir().unwrap();
-        let ex = scratch_example(
-            dir.path(),
-            "trusted-local",
-            &[
-                ("repo.write.docs", &["docs/**"], &["write", "patch"]),
-                ("shell.test", &["mkdir"], &["execute"]),
-            ],
-            scenario(),
-            &[
-                ("docs/status.md", "Status: stale\n"),
-                ("README.md", "readme\n"),
-            ],
-        );
+        let ex = crash_example(dir.path());
         let home = dir.path().join("home");
         if !run_and_kill(&ex, &home, n) {
             break;
         }
         points += 1;
-        let ids: Vec<String> = std::fs::read_dir(home.join("runs"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(ids.len(), 1, "point {n}");
-        let id = &ids[0];
-        let resumed = craik()
-            .args(["runs", "resume", id, "--by", "user:op", "--home"])
-            .arg(&home)
-            .output()
-            .unwrap();
-        let code = resumed.status.code();
-        assert!(
-            code == Some(0) || code == Some(1),
-            "point {n}: {}",
-            transcript(&resumed)
-        );
-        let run = run_json(&home, id);
-        let status = run["status"].as_str().unwrap().to_owned();
-        assert!(
-            status == "completed" || status == "blocked",
-            "point {n}: {status} {}\n{}",
-            run["stop_reason"],
-            transcript(&resumed)
-        );
-        if status == "blocked" {
-            assert!(
-                run["stop_reason"].as_str().unwrap().contains("uncertain"),
-                "point {n}: {}",
-                run["stop_reason"]
-            );
-        }
-        *terminal.entry(status.clone()).or_default() += 1;
-        verify_run(&home, id, false);
-        assert!(home.join("runs").join(id).join("handoff.json").exists());
-
-        // At most once: one passing outcome per action; a command that ran twice would have
-        // failed the second time (mkdir of an existing directory).
-        let outcomes = outcome_receipts(&home, id);
-        let mut passed = std::collections::BTreeMap::<String, usize>::new();
-        for r in &outcomes {
-            let summary = r["result"]["summary"].as_str().unwrap();
-            assert!(
-                !summary.contains("exited 1"),
-                "point {n}: ran twice? {summary}"
-            );
-            if r["result"]["status"] == "passed" {
-                *passed
-                    .entry(r["action"].as_str().unwrap().to_owned())
-                    .or_default() += 1;
-            }
-        }
-        assert!(passed.values().all(|&c| c == 1), "point {n}: {passed:?}");
-        let ws = home.join("runs").join(id).join("workspace");
-        let ws = if ws.exists() {
-            ws
-        } else {
-            ex.join("workspace")
-        };
-        if status == "completed" {
-            assert_eq!(passed.len(), 6, "point {n}: {passed:?}");
-            assert_eq!(
-                std::fs::read_to_string(ws.join("docs/a.md")).unwrap(),
-                "alpha\n"
-            );
-            assert_eq!(
-                std::fs::read_to_string(ws.join("docs/status.md")).unwrap(),
-                "Status: current\n"
-            );
-            assert!(ws.join("docs/out1").is_dir() && ws.join("docs/out2").is_dir());
-        }
-        // No temporary file of an interrupted write is left looking like a real file.
-        let docs: Vec<String> = std::fs::read_dir(ws.join("docs"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| !n.starts_with('.') && !n.starts_with("out"))
-            .collect();
-        assert!(docs.len() <= 3, "point {n}: {docs:?}");
+        let id = only_run(&home, n);
+        resume_and_check(&home, &id, &ex, n, &mut terminal);
     }
     assert!(points >= 50, "only {points} kill points");
     assert!(
@@ -181,6 +114,195 @@ fn kill_9_at_every_durable_write_then_resume() {
     #[allow(clippy::print_stderr, reason = "the count is the test's report")]
     {
         eprintln!("kill -9 at {points} points: {terminal:?}");
+    }
+}
+
+/// The one run in `home`.
+fn only_run(home: &Path, n: u64) -> String {
+    let ids: Vec<String> = std::fs::read_dir(home.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(ids.len(), 1, "point {n}");
+    ids[0].clone()
+}
+
+/// Resumes the crash test's run `id` after a crash at point `n` and checks it: the run ends
+/// completed or blocked on an uncertain side effect, its receipts verify, it has a handoff,
+/// every side effect ran at most once, and a completed run did all of them.
+fn resume_and_check(
+    home: &Path,
+    id: &str,
+    ex: &Path,
+    n: u64,
+    terminal: &mut std::collections::BTreeMap<String, usize>,
+) {
+    let resumed = craik()
+        .args(["runs", "resume", id, "--by", "user:op", "--home"])
+        .arg(home)
+        .output()
+        .unwrap();
+    let code = resumed.status.code();
+    assert!(
+        code == Some(0) || code == Some(1),
+        "point {n}: {}",
+        transcript(&resumed)
+    );
+    let run = run_json(home, id);
+    let status = run["status"].as_str().unwrap().to_owned();
+    assert!(
+        status == "completed" || status == "blocked",
+        "point {n}: {status} {}\n{}",
+        run["stop_reason"],
+        transcript(&resumed)
+    );
+    if status == "blocked" {
+        assert!(
+            run["stop_reason"].as_str().unwrap().contains("uncertain"),
+            "point {n}: {}",
+            run["stop_reason"]
+        );
+    }
+    *terminal.entry(status.clone()).or_default() += 1;
+    verify_run(home, id, false);
+    assert!(home.join("runs").join(id).join("handoff.json").exists());
+
+    // At most once: one passing outcome per action; a command that ran twice would have
+    // failed the second time (mkdir of an existing directory).
+    let outcomes = outcome_receipts(home, id);
+    let mut passed = std::collections::BTreeMap::<String, usize>::new();
+    for r in &outcomes {
+        let summary = r["result"]["summary"].as_str().unwrap();
+        assert!(
+            !summary.contains("exited 1"),
+            "point {n}: ran twice? {summary}"
+        );
+        if r["result"]["status"] == "passed" {
+            *passed
+                .entry(r["action"].as_str().unwrap().to_owned())
+                .or_default() += 1;
+        }
+    }
+    assert!(passed.values().all(|&c| c == 1), "point {n}: {passed:?}");
+    let ws = home.join("runs").join(id).join("workspace");
+    let ws = if ws.exists() {
+        ws
+    } else {
+        ex.join("workspace")
+    };
+    if status == "completed" {
+        assert_eq!(passed.len(), 6, "point {n}: {passed:?}");
+        assert_eq!(
+            std::fs::read_to_string(ws.join("docs/a.md")).unwrap(),
+            "alpha\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(ws.join("docs/status.md")).unwrap(),
+            "Status: current\n"
+        );
+        assert!(ws.join("docs/out1").is_dir() && ws.join("docs/out2").is_dir());
+    }
+    // No temporary file of an interrupted write is left looking like a real file.
+    let docs: Vec<String> = std::fs::read_dir(ws.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.') && !n.starts_with("out"))
+        .collect();
+    assert!(docs.len() <= 3, "point {n}: {docs:?}");
+}
+
+/// The crash test's example in `dir`.
+fn crash_example(dir: &Path) -> std::path::PathBuf {
+    scratch_example(
+        dir,
+        "trusted-local",
+        &[
+            ("repo.write.docs", &["docs/**"], &["write", "patch"]),
+            ("shell.test", &["mkdir"], &["execute"]),
+        ],
+        scenario(),
+        &[
+            ("docs/status.md", "Status: stale\n"),
+            ("README.md", "readme\n"),
+        ],
+    )
+}
+
+/// Issue 20 (group commit): a power loss keeps only what was fsynced. At every durable write
+/// of the crash test's run the process is killed and the group-committed files are cut back
+/// to their durable length — all three (nothing unsynced survived), only the events and run
+/// outputs (the journal's unsynced receipts survived), or only the journal (the events'
+/// survived), by turns — then the run is resumed and checked as after a kill -9. A run cut
+/// back before its first receipt was durable cannot be resumed, and says so.
+#[test]
+fn issue_20_power_loss_at_every_durable_write_then_resume() {
+    let mut points = 0;
+    let mut terminal = std::collections::BTreeMap::<String, usize>::new();
+    let mut cut = 0;
+    for n in 1..=400u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let ex = crash_example(dir.path());
+        let home = dir.path().join("home");
+        let Some(durable) = run_and_kill_durable(&ex, &home, n) else {
+            break;
+        };
+        points += 1;
+        let id = only_run(&home, n);
+        let run_dir = home.join("runs").join(&id);
+        let files: &[&str] = match n % 3 {
+            0 => &["receipts.jsonl", "events.jsonl", "outputs.jsonl"],
+            1 => &["events.jsonl", "outputs.jsonl"],
+            _ => &["receipts.jsonl"],
+        };
+        for name in files {
+            let path = run_dir.join(name);
+            let Ok(meta) = std::fs::metadata(&path) else {
+                continue;
+            };
+            let keep = durable.get(*name).copied().unwrap_or(0);
+            if meta.len() > keep {
+                cut += 1;
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&path)
+                    .unwrap()
+                    .set_len(keep)
+                    .unwrap();
+            }
+        }
+        if files.contains(&"receipts.jsonl") && !durable.contains_key("receipts.jsonl") {
+            // Not one receipt was durable: nothing was done, and resume says to start anew.
+            let resumed = craik()
+                .args(["runs", "resume", &id, "--by", "user:op", "--home"])
+                .arg(&home)
+                .output()
+                .unwrap();
+            assert_eq!(
+                resumed.status.code(),
+                Some(3),
+                "point {n}: {}",
+                transcript(&resumed)
+            );
+            assert!(
+                String::from_utf8_lossy(&resumed.stderr).contains("start a new run"),
+                "point {n}: {}",
+                transcript(&resumed)
+            );
+            assert!(!ex.join("workspace/docs/a.md").exists(), "point {n}");
+            continue;
+        }
+        resume_and_check(&home, &id, &ex, n, &mut terminal);
+    }
+    assert!(points >= 50, "only {points} power-loss points");
+    // The cut-back is real: unsynced bytes were there to lose at many points.
+    assert!(cut >= 20, "only {cut} files cut back");
+    assert!(
+        terminal.get("completed").copied().unwrap_or(0) > 0,
+        "{terminal:?}"
+    );
+    #[allow(clippy::print_stderr, reason = "the count is the test's report")]
+    {
+        eprintln!("power loss at {points} points ({cut} files cut back): {terminal:?}");
     }
 }
 

@@ -19,9 +19,10 @@
 //!   reviews/<id>/receipts.jsonl   one small signed journal per human review decision
 //! ```
 //!
-//! Journals are append-only: one `write` and one `fsync` per entry. The one repair is a torn
-//! last line (a write cut short by a crash before its fsync returned, so nothing acted on it):
-//! recovery moves those bytes to `<name>.torn` and truncates them away, and says so.
+//! Journals are append-only, made durable by group commit (the driver decides when: see
+//! `docs/runs.md`, "Durability and recovery"). The one repair is a torn last line (a write cut
+//! short by a crash before its fsync returned, so nothing acted on it): recovery moves those
+//! bytes to `<name>.torn` and truncates them away, and says so.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -42,9 +43,10 @@ pub const LOCK: &str = "lock";
 pub const CANCEL: &str = "cancel";
 
 /// Counts durable writes and fsyncs. With the `crash-points` feature (test builds only), also
-/// the test hook: `CRAIK_TEST_PAUSE_AT=N` makes the process stop at its N-th durable write
-/// (after the write, before whatever follows it), print `craik-test: paused at N` on stderr
-/// and wait forever, so a test can `kill -9` it at a precise point. Pausing never changes an
+/// the test hook: `CRAIK_TEST_PAUSE_AT=N` makes the process stop at its N-th write to a run
+/// file or fsync (after it, before whatever follows it), print `craik-test: paused at N
+/// (durable: receipts.jsonl=A events.jsonl=B outputs.jsonl=C)` on stderr (the bytes of each
+/// group-committed file known durable, for power-loss tests) and wait forever, so a test can `kill -9` it at a precise point. Pausing never changes an
 /// outcome. Without the feature the variable is never read.
 #[derive(Debug, Default)]
 pub struct CrashPoints {
@@ -55,6 +57,10 @@ pub struct CrashPoints {
     at: Option<u64>,
     count: u64,
     fsyncs: u64,
+    /// The durable length of each append-only file the driver group-commits (receipts, events,
+    /// outputs): the pause line names them, so a test can cut each file back to what a power
+    /// loss would have left.
+    durable: Vec<(&'static str, u64)>,
 }
 
 impl CrashPoints {
@@ -69,6 +75,15 @@ impl CrashPoints {
             at,
             count: 0,
             fsyncs: 0,
+            durable: Vec::new(),
+        }
+    }
+
+    /// Notes that the first `len` bytes of the run's file `name` are durable.
+    pub fn durable(&mut self, name: &'static str, len: u64) {
+        match self.durable.iter_mut().find(|(n, _)| *n == name) {
+            Some(entry) => entry.1 = len,
+            None => self.durable.push((name, len)),
         }
     }
 
@@ -88,7 +103,17 @@ impl CrashPoints {
         #[cfg(feature = "crash-points")]
         if self.at == Some(self.count) {
             let mut err = io::stderr();
-            let _ = writeln!(err, "craik-test: paused at {}", self.count);
+            let durable: Vec<String> = self
+                .durable
+                .iter()
+                .map(|(name, len)| format!("{name}={len}"))
+                .collect();
+            let _ = writeln!(
+                err,
+                "craik-test: paused at {} (durable: {})",
+                self.count,
+                durable.join(" ")
+            );
             let _ = err.flush();
             loop {
                 std::thread::park();
@@ -383,9 +408,13 @@ impl RunDir {
 pub trait RunStore: std::fmt::Debug + Send {
     /// The run's directory on this machine.
     fn root(&self) -> &Path;
-    /// Appends complete lines (ending in `\n`) to `name`; with `sync`, durably (the append
-    /// that creates the file also makes its entry durable).
+    /// Appends complete lines (ending in `\n`) to `name`; with `sync`, durably. The append
+    /// that creates the file makes its directory entry durable either way, so a later
+    /// [`RunStore::sync_file`] needs no directory sync.
     fn append_bytes(&self, name: &str, lines: &[u8], sync: bool) -> io::Result<()>;
+    /// Makes every line appended to `name` so far durable (one `fdatasync`); a group commit
+    /// after unsynced appends.
+    fn sync_file(&self, name: &str) -> io::Result<()>;
     /// The bytes of `name`; `None` when it does not exist.
     fn read_bytes(&self, name: &str) -> io::Result<Option<Vec<u8>>>;
     /// Replaces `name` whole, atomically (never a partial file); with `sync`, durably.
@@ -514,11 +543,15 @@ impl RunStore for RunDir {
         file.write_all(lines)?;
         if sync {
             file.sync_data()?;
-            if created {
-                sync_dir(&self.path)?;
-            }
+        }
+        if created {
+            sync_dir(&self.path)?;
         }
         Ok(())
+    }
+
+    fn sync_file(&self, name: &str) -> io::Result<()> {
+        File::open(self.file(name))?.sync_data()
     }
 
     fn read_bytes(&self, name: &str) -> io::Result<Option<Vec<u8>>> {

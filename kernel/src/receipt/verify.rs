@@ -319,11 +319,79 @@ impl<'a> Verifier<'a> {
 /// A line whose envelope is well-formed and whose key is trusted, ready for its signature.
 struct Prepared {
     payload_type: String,
-    payload: Vec<u8>,
+    /// Where the payload starts in `message` (the PAE ends with it).
+    payload_at: usize,
     keyid: String,
     key: VerifyingKey,
     message: Vec<u8>,
     signature: DalekSignature,
+}
+
+/// Whether `line` is `envelope` as `serde_json::to_vec` writes it (fields in order, no
+/// whitespace), compared without serialising the payload: its text, canonical base64 (checked
+/// first), needs no escaping, so it is compared in place (issue 20: re-serialising every line
+/// was a measurable share of verification). `tests::the_compact_form_is_serde_json` holds the
+/// two equal.
+fn is_compact_form(envelope: &Envelope, line: &[u8]) -> bool {
+    let json = |text: &str| serde_json::to_vec(text).unwrap_or_default();
+    let mut head = b"{\"payloadType\":".to_vec();
+    head.extend_from_slice(&json(&envelope.payload_type));
+    head.extend_from_slice(b",\"payload\":\"");
+    let mut tail = b"\",\"signatures\":[".to_vec();
+    for (i, signature) in envelope.signatures.iter().enumerate() {
+        if i > 0 {
+            tail.push(b',');
+        }
+        tail.extend_from_slice(b"{\"keyid\":");
+        tail.extend_from_slice(&json(&signature.keyid));
+        tail.extend_from_slice(b",\"sig\":");
+        tail.extend_from_slice(&json(&signature.sig));
+        tail.push(b'}');
+    }
+    tail.extend_from_slice(b"]}");
+    let payload = envelope.payload.as_bytes();
+    envelope
+        .payload
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'=')
+        && line.len() == head.len() + payload.len() + tail.len()
+        && line.starts_with(&head)
+        && line.ends_with(&tail)
+        && line.get(head.len()..line.len() - tail.len()) == Some(payload)
+}
+
+impl Prepared {
+    /// The signed payload bytes.
+    fn payload(&self) -> &[u8] {
+        self.message.get(self.payload_at..).unwrap_or_default()
+    }
+}
+
+/// The DSSE pre-authentication encoding of `payload_type` and the payload that `payload_b64`
+/// (standard base64) encodes, and where the payload starts in it: what [`pae`] makes, with the
+/// payload decoded straight into place.
+fn pae_decoded(payload_type: &str, payload_b64: &str) -> Result<(Vec<u8>, usize), String> {
+    let b64 = payload_b64.as_bytes();
+    let padding = b64.iter().rev().take_while(|&&b| b == b'=').count();
+    let expected = (b64.len() / 4 * 3).saturating_sub(padding);
+    let mut message = pae(payload_type, &[]);
+    // `pae` of an empty payload ends in "0 "; this payload's length goes there instead.
+    message.truncate(message.len().saturating_sub(2));
+    message.extend_from_slice(expected.to_string().as_bytes());
+    message.push(b' ');
+    let at = message.len();
+    message.reserve(expected);
+    STANDARD
+        .decode_vec(b64, &mut message)
+        .map_err(|e| e.to_string())?;
+    if message.len() - at != expected {
+        // Not the length the text's size promised: build it the plain way.
+        let payload = message.split_off(at);
+        let message = pae(payload_type, &payload);
+        let at = message.len() - payload.len();
+        return Ok((message, at));
+    }
+    Ok((message, at))
 }
 
 /// Checks every prepared line's signature, in `threads` parallel chunks, batched when asked.
@@ -432,9 +500,12 @@ impl State<'_> {
                 ),
             )
         })?;
-        let payload = STANDARD
-            .decode(&envelope.payload)
+        // The PAE message is built around the payload, decoded straight into place: one buffer
+        // and no copy per line (issue 20: allocation and copies were a measurable share of
+        // verification).
+        let (message, payload_at) = pae_decoded(&envelope.payload_type, &envelope.payload)
             .map_err(|e| (None, "envelope", format!("payload is not base64: {e}")))?;
+        let payload = message.get(payload_at..).unwrap_or_default();
         let sig = STANDARD
             .decode(&signature.sig)
             .map_err(|e| (None, "signature", format!("signature is not base64: {e}")))?;
@@ -448,19 +519,16 @@ impl State<'_> {
         // The line is the envelope's one compact form (the writer's): no whitespace, fields in
         // order, canonical padded base64. Another spelling of the same envelope is refused, so
         // the bytes an auditor hashes or diffs are the bytes that were written.
-        if STANDARD.encode(&payload) != envelope.payload
-            || serde_json::to_vec(&envelope).ok().as_deref() != Some(line)
-        {
+        if STANDARD.encode(payload) != envelope.payload || !is_compact_form(&envelope, line) {
             return Err((
                 None,
                 "envelope",
                 "the line is not the envelope's compact form (whitespace, field order, a CR, or non-canonical base64)".into(),
             ));
         }
-        let message = pae(&envelope.payload_type, &payload);
         Ok(Prepared {
             payload_type: envelope.payload_type,
-            payload,
+            payload_at,
             keyid: signature.keyid.clone(),
             key: *key,
             message,
@@ -470,14 +538,24 @@ impl State<'_> {
 
     /// A line whose signature verified: only now is its payload parsed.
     fn finish(&mut self, item: Prepared) -> Result<(), LineError> {
-        let json: serde_json::Value = serde_json::from_slice(&item.payload)
+        let payload = item.payload();
+        let json: serde_json::Value = serde_json::from_slice(payload)
             .map_err(|e| (None, "payload", format!("signed payload is not JSON: {e}")))?;
         check_json_numbers(&json, "$").map_err(|e| (None, "payload", e))?;
         // The signed bytes must be the one canonical form (RFC 8785) of what they say: no
         // other spelling, no duplicate key (a duplicate never survives re-canonicalisation),
         // so two readers can never disagree about a signed payload.
-        match serde_jcs::to_vec(&json) {
-            Ok(canonical) if canonical == item.payload => {}
+        // Fast path: the canonical writer's bytes equal the payload. Otherwise `serde_jcs`
+        // has the last word (and the error to give), as before.
+        let mut canonical = Vec::with_capacity(payload.len());
+        let fast = crate::receipt::payload::write_canonical(&json, &mut canonical).is_ok()
+            && canonical == payload;
+        match if fast {
+            Ok(canonical)
+        } else {
+            serde_jcs::to_vec(&json)
+        } {
+            Ok(canonical) if canonical == payload => {}
             Ok(_) => {
                 return Err((
                     None,
@@ -491,7 +569,7 @@ impl State<'_> {
             self.report.key_ids.push(item.keyid.clone());
         }
         match item.payload_type.as_str() {
-            RECEIPT_PAYLOAD_TYPE => self.receipt(json, &item.payload, &item.keyid),
+            RECEIPT_PAYLOAD_TYPE => self.receipt(json, item.payload(), &item.keyid),
             CHECKPOINT_PAYLOAD_TYPE => self.checkpoint(json, &item.keyid),
             other => Err((
                 None,
@@ -622,8 +700,11 @@ impl State<'_> {
                 ),
             ));
         }
-        let hash = receipt_hash(payload);
-        self.tree.push(&raw_hash(payload));
+        // One SHA-256 for both: the leaf data is the receipt hash's 32 bytes.
+        let raw = raw_hash(payload);
+        let hash = format!("sha256:{}", crate::policy::hex(&raw));
+        debug_assert_eq!(hash, receipt_hash(payload));
+        self.tree.push(&raw);
         self.prev = Some(hash.clone());
         self.report.last_hash = Some(hash);
         self.report.receipts += 1;
@@ -698,5 +779,55 @@ impl State<'_> {
         self.report.checkpoints += 1;
         self.report.closed = cp.is_final;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 20: the message built around the decoded payload is the plain `pae` of it, for
+    /// every length (padding 0, 1 and 2) and an empty payload.
+    #[test]
+    fn pae_decoded_is_pae() {
+        for len in 0..70usize {
+            let payload: Vec<u8> = (0..len).map(|i| (i * 37 % 256) as u8).collect();
+            let b64 = STANDARD.encode(&payload);
+            let (message, at) = pae_decoded(RECEIPT_PAYLOAD_TYPE, &b64).unwrap();
+            assert_eq!(message, pae(RECEIPT_PAYLOAD_TYPE, &payload), "{len}");
+            assert_eq!(message.get(at..).unwrap(), payload.as_slice(), "{len}");
+        }
+        assert!(pae_decoded(RECEIPT_PAYLOAD_TYPE, "abc").is_err());
+        assert!(pae_decoded(RECEIPT_PAYLOAD_TYPE, "ab=c").is_err());
+    }
+
+    /// Issue 20: the in-place compact-form check agrees with `serde_json::to_vec`, and refuses
+    /// any other spelling.
+    #[test]
+    fn the_compact_form_is_serde_json() {
+        let mut envelopes = vec![
+            Envelope::new(RECEIPT_PAYLOAD_TYPE, b"{\"a\":1}", "sha256:ab", &[7u8; 64]),
+            Envelope::new("odd \"type\"\n\u{1}é", b"", "key\\id", &[0u8; 64]),
+        ];
+        let mut two = envelopes[0].clone();
+        two.signatures.push(two.signatures[0].clone());
+        envelopes.push(two);
+        let mut none = envelopes[0].clone();
+        none.signatures.clear();
+        envelopes.push(none);
+        for envelope in &envelopes {
+            let line = serde_json::to_vec(envelope).unwrap();
+            assert!(is_compact_form(envelope, &line), "{envelope:?}");
+            let spaced = String::from_utf8(line.clone())
+                .unwrap()
+                .replacen(':', ": ", 1);
+            assert!(!is_compact_form(envelope, spaced.as_bytes()));
+            let mut longer = line.clone();
+            longer.push(b' ');
+            assert!(!is_compact_form(envelope, &longer));
+            let mut shorter = line.clone();
+            shorter.pop();
+            assert!(!is_compact_form(envelope, &shorter));
+        }
     }
 }

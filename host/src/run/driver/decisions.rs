@@ -86,7 +86,9 @@ impl Host {
         let digest = action_digest(action).map_err(Error::internal)?;
         meta.insert("action_sha256".into(), json!(digest.as_str()));
         meta.insert("operation".into(), json!(action.proposed.operation));
-        let receipt = self.receipt(draft)?;
+        // Durable before the effect starts (its `executing` event commits it), before the
+        // runner hears of it (`Host::step`), before an approval is marked consumed.
+        let receipt = self.receipt_lazy(draft)?;
         if let Some(id) = &verdict.approval {
             self.used_approvals.insert(id.clone());
             self.set_approval_status(id, ApprovalStatus::Consumed)?;
@@ -250,6 +252,8 @@ impl Host {
         action: &ActionRecord,
         verdict: &Verdict,
     ) -> Result<(), Error> {
+        // The decision that asks for the approval is durable before the approval file names it.
+        self.sync_journal()?;
         let existing = self.approvals()?;
         let n = existing.iter().filter(|a| a.action.id == action.id).count();
         let id = format!(
@@ -398,6 +402,8 @@ impl Host {
         id: &str,
         status: ApprovalStatus,
     ) -> Result<(), Error> {
+        // The receipt that used or closed it is durable first.
+        self.sync_journal()?;
         if let Some(mut record) = self.approvals()?.into_iter().find(|a| a.id == id) {
             record.status = status;
             write_approval(self.dir.as_ref(), &record)?;

@@ -44,25 +44,34 @@ impl Host {
     }
 
     /// The write-ahead record that `action` starts now (with a file's hashes before and
-    /// after, so recovery can tell whether a write landed).
+    /// after, so recovery can tell whether a write landed). For a side effect (`durable`) it
+    /// is a group commit: the decision receipt, then this event, durable before the effect
+    /// starts. A read's is left to the next commit: lost, the read is decided again, and
+    /// nothing it returned has reached the runner (`Host::step` commits first).
     fn executing_event(
         &mut self,
         action: &ActionRecord,
         pre: Option<String>,
         post: Option<String>,
+        durable: bool,
     ) -> Result<(), Error> {
-        self.event(&Event::Executing {
+        let event = Event::Executing {
             at: ts(self.clock.now()),
             action: action.id.clone(),
             pre,
             post,
-        })
+        };
+        if durable {
+            self.event(&event)
+        } else {
+            self.event_lazy(&event)
+        }
     }
 
     /// Reads a workspace file; the receipt names its size, the run output holds its redacted
     /// text (at most 16 KiB).
     fn read_file(&mut self, action: &ActionRecord, rel: &str) -> Result<(), Error> {
-        self.executing_event(action, None, None)?;
+        self.executing_event(action, None, None, false)?;
         match self.workspace.read_text(rel) {
             Ok(text) => {
                 let shown = match redact_checked(&text) {
@@ -105,7 +114,12 @@ impl Host {
             }
         };
         let post = exec::digest(new_text.as_bytes());
-        self.executing_event(action, pre.hash().map(str::to_owned), Some(post.clone()))?;
+        self.executing_event(
+            action,
+            pre.hash().map(str::to_owned),
+            Some(post.clone()),
+            true,
+        )?;
         match self.workspace.write(rel, new_text.as_bytes(), &action.id) {
             Ok(()) => {
                 self.crash.synced(2);
@@ -150,7 +164,7 @@ impl Host {
         };
         let env = &plan.env;
         let confinement = env.sandbox.describe();
-        self.executing_event(action, None, None)?;
+        self.executing_event(action, None, None, true)?;
         let timeout = p
             .timeout_ms
             .map_or(exec::MAX_TIMEOUT, Duration::from_millis);
@@ -240,7 +254,11 @@ impl Host {
         metadata
             .0
             .insert("files".into(), serde_json::Value::Array(files));
-        self.outcome_receipt_with(action, ok, &summary, output, metadata)
+        self.outcome_receipt_with(action, ok, &summary, output, metadata)?;
+        // A command's outcome cannot be read back from the workspace the way a file write's
+        // can (its bytes): lost to a power loss, the command would be uncertain and the run
+        // blocked. So it is made durable now, not at the next commit.
+        self.sync_journal()
     }
 
     /// A command's sandbox and the workspace manifest it is checked against: it reads the
@@ -453,7 +471,8 @@ impl Host {
             mode: self.mode(),
             action: Some(action.id.clone()),
         };
-        let receipt = self.receipt(draft)?;
+        // Durable at the next commit: before the runner is asked anything (`Host::step`).
+        let receipt = self.receipt_lazy(draft)?;
         self.record_outcome(Outcome {
             action: action.id.clone(),
             label: action.proposed.id.clone(),
@@ -465,8 +484,10 @@ impl Host {
         })
     }
 
+    /// Records an outcome (its event durable at the next commit; lost, recovery restores it
+    /// from its receipt).
     pub(super) fn record_outcome(&mut self, outcome: Outcome) -> Result<(), Error> {
-        self.event(&Event::Outcome {
+        self.event_lazy(&Event::Outcome {
             at: ts(self.clock.now()),
             outcome: outcome.clone(),
         })?;

@@ -2,10 +2,17 @@
 //! performs allowed side effects with write-ahead receipts, parks for approvals, halts, writes
 //! the handoff; and recovery, which rebuilds all of that from the run's journals.
 //!
-//! Durability order for a side effect (each line fsynced before the next step):
-//! decision receipt → `executing` event (file pre/post hashes) → the effect → outcome receipt
+//! Durability order for a side effect, by group commit (`docs/runs.md`, "Durability and
+//! recovery"): decision receipt → `executing` event (file pre/post hashes), both durable before
+//! the effect starts → the effect → outcome receipt, durable before anything reaches the runner
 //! → `outcome` event. A crash anywhere leaves a state recovery can classify: undecided,
 //! decided but not started, *uncertain* (started, no outcome), or done.
+//!
+//! INVARIANT (group commit): an event reaches `events.jsonl` only when every receipt written
+//! before it is durable (events are held in memory while the journal has unsynced lines), so
+//! no crash or power loss leaves an event naming a receipt the journal lost; and an `act`
+//! step's result (its actions) is durable before the first of their receipts is written, so
+//! no receipt names an action the events lost.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
@@ -123,6 +130,12 @@ pub struct Host {
     signed_end: Option<(TaskRunStatus, String)>,
     /// Time spent appending to the home ledger (for `craik bench run`).
     ledger_time: Duration,
+    /// Event lines waiting for the journal's unsynced receipts to be durable (see the
+    /// module's group-commit invariant).
+    held: Vec<u8>,
+    /// `events.jsonl` / `outputs.jsonl` have lines written since their last sync.
+    events_dirty: bool,
+    outputs_dirty: bool,
 }
 
 impl std::fmt::Debug for Host {
@@ -130,6 +143,15 @@ impl std::fmt::Debug for Host {
         f.debug_struct("Host")
             .field("run", &self.inputs.run_id)
             .finish_non_exhaustive()
+    }
+}
+
+/// Whatever ends a host's life (an error returned mid-step included) commits what it wrote,
+/// best effort: the explicit commits (`drive`, `settle`, every durable event) are what the
+/// guarantees rest on.
+impl Drop for Host {
+    fn drop(&mut self) {
+        let _ = self.commit();
     }
 }
 
@@ -378,6 +400,9 @@ impl Host {
             first: None,
             signed_end: None,
             ledger_time: Duration::ZERO,
+            held: Vec::new(),
+            events_dirty: false,
+            outputs_dirty: false,
             inputs,
             _lock: lock,
         }
@@ -401,8 +426,14 @@ impl Host {
         self.workspace.root.display().to_string()
     }
 
-    /// Drives the run until it halts or parks.
+    /// Drives the run until it halts or parks; everything it wrote is durable when it returns.
     pub fn drive(&mut self, progress: &mut dyn FnMut(&str)) -> Result<(), Error> {
+        let driven = self.drive_steps(progress);
+        let committed = self.commit();
+        driven.and(committed)
+    }
+
+    fn drive_steps(&mut self, progress: &mut dyn FnMut(&str)) -> Result<(), Error> {
         loop {
             if self.is_final() {
                 return Ok(());
@@ -433,24 +464,91 @@ impl Host {
         }
     }
 
+    /// Records an event durably: a group commit of everything pending ([`Host::commit`]).
     fn event(&mut self, event: &Event) -> Result<(), Error> {
+        self.event_lazy(event)?;
+        self.commit()
+    }
+
+    /// Records an event that the next commit makes durable. It is written to `events.jsonl`
+    /// at once when the journal has no unsynced receipt, else held until the journal is
+    /// synced (the module's group-commit invariant). Losing it to a crash loses nothing that
+    /// was acted on: a step request or result is asked again, a read decided again, an
+    /// outcome restored from its receipt (`docs/runs.md`, "Durability and recovery").
+    fn event_lazy(&mut self, event: &Event) -> Result<(), Error> {
+        let mut line =
+            serde_json::to_vec(event).map_err(|e| Error::internal(format!("event: {e}")))?;
+        line.push(b'\n');
+        self.held.extend_from_slice(&line);
+        if !self.journal_file.is_dirty() {
+            self.flush_held()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the held events (unsynced): called only once the journal is durable.
+    fn flush_held(&mut self) -> Result<(), Error> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        let lines = std::mem::take(&mut self.held);
         self.dir
-            .append(EVENTS, event, true)
+            .append_bytes(EVENTS, &lines, false)
             .map_err(io(self.dir.root()))?;
-        self.crash.synced(1);
+        self.events_dirty = true;
         self.crash.point();
         Ok(())
     }
 
-    /// A step request is recorded for the audit trail only: a crash that loses it loses
-    /// nothing (the step is asked again), so it is not fsynced on its own; the next fsync of
-    /// the same file makes it durable.
-    fn event_unsynced(&mut self, event: &Event) -> Result<(), Error> {
-        self.dir
-            .append(EVENTS, event, false)
-            .map_err(io(self.dir.root()))?;
-        self.crash.point();
+    /// Makes every receipt written so far durable (one `fdatasync` of the journal, none when
+    /// nothing is pending), then writes the events held for them. Called before anything
+    /// reaches the runner: no outcome is told before its receipt is durable.
+    fn sync_journal(&mut self) -> Result<(), Error> {
+        let synced = self
+            .journal_file
+            .sync()
+            .map_err(io(self.journal_file.path()))?;
+        if synced {
+            self.crash.synced(1);
+            self.crash.durable(
+                crate::journal::JOURNAL_NAME,
+                self.journal_file.durable_len(),
+            );
+            self.crash.point();
+        }
+        self.flush_held()
+    }
+
+    /// A group commit: the journal, then `outputs.jsonl`, then `events.jsonl`, each with one
+    /// `fdatasync` for every line written to it since its last (a file with nothing pending
+    /// costs nothing). Outputs before events: an event's step never lacks its run output.
+    pub(super) fn commit(&mut self) -> Result<(), Error> {
+        self.sync_journal()?;
+        for (name, dirty) in [(OUTPUTS, self.outputs_dirty), (EVENTS, self.events_dirty)] {
+            if !dirty {
+                continue;
+            }
+            self.dir.sync_file(name).map_err(io(self.dir.root()))?;
+            if name == OUTPUTS {
+                self.outputs_dirty = false;
+            } else {
+                self.events_dirty = false;
+            }
+            self.crash.synced(1);
+            self.note_durable(name);
+            self.crash.point();
+        }
         Ok(())
+    }
+
+    /// For the crash-point hook only: the durable length of `name` after its sync.
+    fn note_durable(&mut self, name: &'static str) {
+        #[cfg(feature = "crash-points")]
+        if let Ok(meta) = std::fs::metadata(self.dir.file(name)) {
+            self.crash.durable(name, meta.len());
+        }
+        #[cfg(not(feature = "crash-points"))]
+        let _ = name;
     }
 
     /// `run.json` is derived from the events (recovery rewrites it), so it is replaced
@@ -467,24 +565,40 @@ impl Host {
         Ok(())
     }
 
-    /// Appends signed journal bytes, fsynced.
+    /// Appends signed journal bytes, durably.
     fn journal_line(&mut self, line: &[u8]) -> Result<(), Error> {
+        self.journal_line_lazy(line)?;
+        self.sync_journal()
+    }
+
+    /// Appends signed journal bytes that the next commit makes durable.
+    fn journal_line_lazy(&mut self, line: &[u8]) -> Result<(), Error> {
         self.journal_file
-            .append(line)
+            .write(line)
             .map_err(io(self.journal_file.path()))?;
-        self.crash.synced(1);
         self.crash.point();
         Ok(())
     }
 
+    /// Signs and appends a receipt, durably.
     fn receipt(&mut self, draft: ReceiptDraft) -> Result<String, Error> {
+        let id = self.receipt_lazy(draft)?;
+        self.sync_journal()?;
+        Ok(id)
+    }
+
+    /// Signs and appends a receipt that the next commit makes durable: the governed loop's
+    /// decision and outcome receipts. A side effect commits its decision before it starts
+    /// (`executors`), and [`Host::step`] commits every receipt before the runner is asked
+    /// anything.
+    fn receipt_lazy(&mut self, draft: ReceiptDraft) -> Result<String, Error> {
         let id = self.journal.next_id();
         let line = self
             .journal
             .append(draft, self.clock.now(), &self.signer)
             .map_err(|e| Error::internal(format!("receipt: {e}")))?;
         self.machine.note_receipt(id.clone());
-        self.journal_line(&line)?;
+        self.journal_line_lazy(&line)?;
         Ok(id)
     }
 
@@ -538,7 +652,10 @@ impl Host {
 
     fn step(&mut self, phase: Phase) -> Result<Flow, Error> {
         let request = self.request_for(phase);
-        self.event_unsynced(&Event::StepRequest {
+        // Nothing reaches the runner before the receipts of what it is told are durable (the
+        // outcomes an `observe` request carries; everything before).
+        self.sync_journal()?;
+        self.event_lazy(&Event::StepRequest {
             at: request.created_at,
             request: Box::new(request.clone()),
         })?;
@@ -567,12 +684,19 @@ impl Host {
         result.redacted = true;
         self.write_output(&result, &actions, receipt_ids)?;
         let at = self.clock.now();
-        self.event(&Event::StepResult {
+        let result_event = Event::StepResult {
             at: ts(at),
             result: Box::new(result.clone()),
             actions: actions.clone(),
             next: found.next,
-        })?;
+        };
+        if actions.is_empty() {
+            // Lost to a crash, the step is asked again: nothing was decided or done for it.
+            self.event_lazy(&result_event)?;
+        } else {
+            // Its actions are durable before any receipt names them (group-commit invariant).
+            self.event(&result_event)?;
+        }
         self.step_count += 1;
         self.step_result_ids.push(result.id.clone());
         self.memory_ids.extend(memory_ids);

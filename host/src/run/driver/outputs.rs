@@ -46,11 +46,12 @@ impl Host {
         if self.output_ids.contains(&output.id) {
             return Ok(());
         }
+        // Durable at the next commit, before the step's event (`Host::commit`).
         self.dir
-            .append(OUTPUTS, &output, true)
+            .append(OUTPUTS, &output, false)
             .map_err(io(self.dir.root()))?;
         self.output_ids.insert(output.id.clone());
-        self.crash.synced(1);
+        self.outputs_dirty = true;
         self.crash.point();
         Ok(())
     }

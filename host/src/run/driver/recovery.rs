@@ -177,6 +177,12 @@ impl Host {
     /// Resolves what a crash left behind: finishes an interrupted finalisation, and records
     /// every uncertain action (decided, started, no outcome). Returns what it found.
     pub fn settle(&mut self) -> Result<Vec<String>, Error> {
+        let settled = self.settle_pending();
+        let committed = self.commit();
+        settled.and_then(|found| committed.map(|()| found))
+    }
+
+    fn settle_pending(&mut self) -> Result<Vec<String>, Error> {
         let mut found = std::mem::take(&mut self.notes);
         if self.finish_ended(&mut found)? {
             return Ok(found);

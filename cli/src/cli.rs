@@ -896,6 +896,19 @@ pub(crate) enum BenchCommand {
         #[arg(long, value_name = "DIR")]
         run_dir: Option<PathBuf>,
     },
+    /// `craik audit` over N generated receipts against `craik receipts verify` of the same
+    /// journals, measured in the same run: times, the ratio, and each one's peak memory.
+    Audit {
+        /// Receipts to generate (spread over --journals journals).
+        #[arg(long, default_value_t = 100_000)]
+        count: u64,
+        /// Journals to spread them over.
+        #[arg(long, default_value_t = 100)]
+        journals: u64,
+        /// Keep the generated journals in DIR (a new directory) instead of removing them.
+        #[arg(long, value_name = "DIR")]
+        keep: Option<PathBuf>,
+    },
 }
 
 /// `--runner`, validated by clap (the raw string never reaches a command). The adapter

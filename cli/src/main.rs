@@ -210,9 +210,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         Command::Grants(GrantsCommand::Show { files, bundle }) => {
             cmd::policy::show_grants(out, format, files, bundle)
         }
-        Command::Keys(KeysCommand::Generate { out: dir }) => {
-            cmd::keys::generate(out, format, dir)
-        }
+        Command::Keys(KeysCommand::Generate { out: dir }) => cmd::keys::generate(out, format, dir),
         Command::Keys(KeysCommand::Show { file }) => cmd::keys::show(out, format, file),
         Command::Receipts(ReceiptsCommand::Verify {
             paths,
@@ -260,15 +258,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             checkpoint,
             keys,
             home,
-        }) => cmd::proofs::prove(
-            out,
-            format,
-            run,
-            *seq,
-            *checkpoint,
-            keys,
-            &home_root(home)?,
-        ),
+        }) => cmd::proofs::prove(out, format, run, *seq, *checkpoint, keys, &home_root(home)?),
         Command::Receipts(ReceiptsCommand::Consistency {
             old,
             current,
@@ -441,9 +431,20 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         Command::Bench(BenchCommand::Run { steps, adapter }) => {
             cmd::bench::run(out, format, *steps, *adapter)
         }
-        Command::Bench(BenchCommand::Channel { count }) => {
-            cmd::bench::channel(out, format, *count)
-        }
+        Command::Bench(BenchCommand::Channel { count }) => cmd::bench::channel(out, format, *count),
+        Command::Bench(BenchCommand::Audit {
+            count,
+            journals,
+            keep,
+        }) => cmd::audit::bench::audit(
+            out,
+            format,
+            &cmd::audit::bench::BenchArgs {
+                count: *count,
+                journals: *journals,
+                keep: keep.as_deref(),
+            },
+        ),
         Command::Completions { shell } => {
             let mut buf = Vec::new();
             clap_complete::generate(*shell, &mut Cli::command(), "craik", &mut buf);

@@ -14,6 +14,7 @@
 //! are kept; the HTML report writes its per-run sections to a temporary file so that its
 //! summary can come first.
 
+pub(crate) mod bench;
 mod html;
 pub(crate) mod summary;
 
@@ -103,8 +104,16 @@ fn utc_text(t: OffsetDateTime) -> String {
 
 impl Filters {
     pub(crate) fn parse(a: &crate::cli::AuditCmd) -> Result<Self, Failure> {
-        let since_at = a.since.as_deref().map(|v| parse_time("since", v)).transpose()?;
-        let until_at = a.until.as_deref().map(|v| parse_time("until", v)).transpose()?;
+        let since_at = a
+            .since
+            .as_deref()
+            .map(|v| parse_time("since", v))
+            .transpose()?;
+        let until_at = a
+            .until
+            .as_deref()
+            .map(|v| parse_time("until", v))
+            .transpose()?;
         if let (Some(s), Some(u)) = (since_at, until_at)
             && u <= s
         {
@@ -157,7 +166,9 @@ impl Filters {
             list.is_empty() || list.iter().any(|v| hit(v))
         };
         any(&self.actor, &|a| r.actor == a)
-            && any(&self.approver, &|a| approval.is_some_and(|x| x.approver == a))
+            && any(&self.approver, &|a| {
+                approval.is_some_and(|x| x.approver == a)
+            })
             && any(&self.capability, &|c| match c.strip_suffix('*') {
                 Some(prefix) => r.capability.starts_with(prefix),
                 None => r.capability == c,
@@ -361,8 +372,15 @@ impl Emitter<'_> {
                     event(self.out, "ledger", ledger)?;
                 }
             }
-            Shape::Human | Shape::Summary => {
+            Shape::Human => {
                 if let Some(check) = top.ledger {
+                    human_ledger(self.out, check)?;
+                }
+            }
+            Shape::Summary => {
+                if let Some(check) = top.ledger.filter(|c| !c.is_valid())
+                    && self.format == Format::Human
+                {
                     human_ledger(self.out, check)?;
                 }
             }
@@ -391,7 +409,7 @@ impl Emitter<'_> {
             )?,
             Shape::Human => human_head(self.out, &self.shown, head, report)?,
             Shape::Summary => {
-                if !report.is_valid() {
+                if !report.is_valid() && self.format == Format::Human {
                     human_head(self.out, &self.shown, head, report)?;
                 }
             }
@@ -453,7 +471,7 @@ impl Emitter<'_> {
                 }
             }
             Shape::Human | Shape::Summary => {
-                if let Some(why) = changed {
+                if let Some(why) = changed.filter(|_| self.format == Format::Human) {
                     self.out.line(format_args!(
                         "  journal     INVALID: changed during the audit: {why}"
                     ))?;
@@ -463,14 +481,24 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    fn finish(&mut self, summary: &summary::Summary<'_>, written: Option<&Path>) -> Result<(), Failure> {
+    fn finish(
+        &mut self,
+        summary: &summary::Summary<'_>,
+        written: Option<&Path>,
+    ) -> Result<(), Failure> {
         match self.shape {
             Shape::Json => {
                 self.out.text("],\"summary\":")?;
                 self.out.json_piece(summary)?;
                 self.out.text("}\n")?;
             }
-            Shape::Jsonl => event(self.out, "summary", summary)?,
+            Shape::Jsonl => {
+                #[derive(Serialize)]
+                struct Wrapped<'a> {
+                    summary: &'a summary::Summary<'a>,
+                }
+                event(self.out, "summary", &Wrapped { summary })?;
+            }
             Shape::Human => {}
             Shape::Summary => match self.format {
                 Format::Json | Format::Junit => {
@@ -585,13 +613,7 @@ pub(crate) fn audit(out: &mut Out, format: Format, args: &AuditArgs<'_>) -> Resu
         all_valid = false;
     }
     let head = ledger.and_then(summary::LedgerHead::of);
-    let summary = summary::Summary::new(
-        args.target,
-        &trusted_keys,
-        args.filters,
-        head,
-        &counts,
-    );
+    let summary = summary::Summary::new(args.target, &trusted_keys, args.filters, head, &counts);
     let written = match &signing {
         Some(s) => Some(s.sign(&summary)?),
         None => None,
@@ -605,7 +627,8 @@ pub(crate) fn audit(out: &mut Out, format: Format, args: &AuditArgs<'_>) -> Resu
     if let Some(w) = &written
         && shape != Shape::Summary
     {
-        emit.out.diag(format_args!("craik: signed summary {}", w.display()))?;
+        emit.out
+            .diag(format_args!("craik: signed summary {}", w.display()))?;
     }
     Ok(if all_valid {
         Exit::Ok
@@ -1246,23 +1269,36 @@ fn human_head(out: &mut Out, shown: &Shown, run: &RunHead, v: &Report) -> Result
 /// A signed file change of an outcome (`files` metadata): (change, path, sha256, forbidden
 /// why, restored).
 fn file_changes(r: &ReceiptPayload) -> impl Iterator<Item = FileChange<'_>> {
-    r.result
-        .metadata
-        .0
-        .get("files")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|f| {
-            let field = |k: &str| f.get(k).and_then(Value::as_str).unwrap_or_default();
-            FileChange {
-                change: field("change"),
-                path: field("path"),
-                sha256: field("sha256"),
-                forbidden: field("forbidden"),
-                restored: f.get("restored").and_then(Value::as_bool) == Some(true),
-            }
-        })
+    // A governed write's outcome: the file it names was written.
+    let written = (r.decided_by.kind == DecidedByKind::Outcome
+        && r.capability.starts_with("repo.write")
+        && r.result.status.as_str() == "passed")
+        .then(|| FileChange {
+            change: "written",
+            path: &r.target,
+            sha256: "",
+            forbidden: "",
+            restored: false,
+        });
+    written.into_iter().chain(
+        r.result
+            .metadata
+            .0
+            .get("files")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|f| {
+                let field = |k: &str| f.get(k).and_then(Value::as_str).unwrap_or_default();
+                FileChange {
+                    change: field("change"),
+                    path: field("path"),
+                    sha256: field("sha256"),
+                    forbidden: field("forbidden"),
+                    restored: f.get("restored").and_then(Value::as_bool) == Some(true),
+                }
+            }),
+    )
 }
 
 /// One file a command created, changed or removed, as its outcome receipt signs it.

@@ -61,7 +61,7 @@ th, td { border: 1px solid #ccc; padding: 4px 6px; vertical-align: top; text-ali
 th { background: #f3f3f3; }
 code, .mono { font-family: ui-monospace, monospace; font-size: 12px; word-break: break-all; }
 .time { white-space: nowrap; font-family: ui-monospace, monospace; font-size: 12px; }
-col.seq { width: 4em; } col.time { width: 17.5em; } col.step { width: 10%; } col.cap { width: 13%; }
+col.seq { width: 4em; } col.time { width: 19.5em; } col.step { width: 10%; } col.cap { width: 13%; }
 col.target { width: 19%; } col.by { width: 20%; } col.key { width: 14em; } col.n { width: 7em; }
 .invalid { color: #a00; font-weight: bold; } .valid { color: #060; font-weight: bold; }
 .unsigned { background: #fff4d6; } .badge { font-size: 11px; padding: 1px 4px; border: 1px solid #b80; color: #850; }
@@ -350,7 +350,8 @@ impl Page {
         }
         let time = esc(&r.created_at);
         if super::summary::is_denial(r) {
-            let (cap, target, why, by) = (esc(&r.capability), esc(&r.target), esc(&r.reason), esc(&by));
+            let (cap, target, why, by) =
+                (esc(&r.capability), esc(&r.target), esc(&r.reason), esc(&by));
             let seq = r.seq;
             self.denials.push(MAX_LISTED, || {
                 format!(
@@ -373,7 +374,9 @@ impl Page {
                 esc(&memory_line(m)),
             );
             self.memory.push(MAX_LISTED, || {
-                format!("<tr><td><code>{run}</code></td><td><code>{id}</code></td><td>{line}</td></tr>")
+                format!(
+                    "<tr><td><code>{run}</code></td><td><code>{id}</code></td><td>{line}</td></tr>"
+                )
             });
         }
         let row = format!(
@@ -470,7 +473,11 @@ impl Page {
             h,
             "<h2>Summary</h2><p>{} journal(s) audited, <span class=\"{}\">{} invalid</span>; {} receipt(s) explained{}.</p>",
             c.journals,
-            if c.invalid_journals == 0 { "valid" } else { "invalid" },
+            if c.invalid_journals == 0 {
+                "valid"
+            } else {
+                "invalid"
+            },
             c.invalid_journals,
             c.receipts,
             if filters == "{}" {
@@ -479,7 +486,10 @@ impl Page {
                 format!(" (filters <code>{}</code>)", esc(&filters))
             }
         );
-        let counts = |h: &mut String, title: &str, key: &str, m: &std::collections::BTreeMap<String, u64>| {
+        let counts = |h: &mut String,
+                      title: &str,
+                      key: &str,
+                      m: &std::collections::BTreeMap<String, u64>| {
             let _ = write!(
                 h,
                 "<h3>{title}</h3><table class=\"summary\"><colgroup><col><col class=\"n\"></colgroup><thead><tr><th>{key}</th><th>count</th></tr></thead><tbody>"
@@ -530,7 +540,12 @@ impl Page {
             "<col><col class=\"seq\"><col class=\"n\"><col>",
         );
         counts(&mut h, "Receipts by verdict", "verdict", &c.by_verdict);
-        counts(&mut h, "Receipts by capability", "capability", &c.by_capability);
+        counts(
+            &mut h,
+            "Receipts by capability",
+            "capability",
+            &c.by_capability,
+        );
         let _ = write!(
             h,
             "<h2>Runs</h2><p><label>Filter: <input id=\"filter\" type=\"search\"></label> <span id=\"shown\"></span></p>"

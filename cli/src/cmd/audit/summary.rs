@@ -397,7 +397,10 @@ pub(super) fn human(
     if filters != "{}" {
         out.line(format_args!("  filters         {filters}"))?;
     }
-    out.line(format_args!("  runs            {}", list(&c.runs_by_status)))?;
+    out.line(format_args!(
+        "  runs            {}",
+        list(&c.runs_by_status)
+    ))?;
     out.line(format_args!(
         "  receipts        {} ({})",
         c.receipts,
@@ -409,7 +412,10 @@ pub(super) fn human(
         "  denials {}, cancellations {}, files changed {} ({} forbidden)",
         c.denials, c.cancellations, c.files_changed, c.forbidden_changes
     ))?;
-    out.line(format_args!("  memory reviews  {}", list(&c.memory_reviews)))?;
+    out.line(format_args!(
+        "  memory reviews  {}",
+        list(&c.memory_reviews)
+    ))?;
     if let Some(path) = written {
         out.line(format_args!(
             "  signed          {} (check with `craik receipts verify {}`)",

@@ -18,7 +18,6 @@ pub(crate) mod bench;
 mod html;
 pub(crate) mod summary;
 
-use std::collections::VecDeque;
 use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 
@@ -752,11 +751,12 @@ impl Facts {
 }
 
 /// First pass: verify the journal as `receipts verify` does, streamed, and collect the
-/// header facts from each line once the verifier has passed it. Memory: one chunk, one
-/// verifier window, and the receipts decoded but not yet passed.
+/// header facts from each receipt the verifier passes (it hands them over parsed: no second
+/// decode). Memory: one chunk and one verifier window.
 fn verify_pass(journal: &Path, ctx: &Ctx<'_>) -> Result<(Report, Facts), Failure> {
     let mut file = std::fs::File::open(journal)
         .map_err(|e| Failure::usage(format!("{}: {e}", journal.display())))?;
+    let mut facts = Facts::default();
     let mut verifier = Verifier::new(
         ctx.ring,
         VerifyOptions {
@@ -765,11 +765,8 @@ fn verify_pass(journal: &Path, ctx: &Ctx<'_>) -> Result<(Report, Facts), Failure
             batch: true,
             allow_open: true,
         },
-    );
-    let mut facts = Facts::default();
-    let mut waiting: VecDeque<(usize, ReceiptPayload)> = VecDeque::new();
-    let mut pending: Vec<u8> = Vec::new();
-    let mut line_no = 0usize;
+    )
+    .visiting(|_, r| facts.add(r));
     let mut buf = vec![0u8; CHUNK];
     loop {
         let n = match file.read(&mut buf) {
@@ -778,39 +775,11 @@ fn verify_pass(journal: &Path, ctx: &Ctx<'_>) -> Result<(Report, Facts), Failure
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(Failure::usage(format!("{}: {e}", journal.display()))),
         };
-        let chunk = buf.get(..n).unwrap_or_default();
-        let going = verifier.feed(chunk);
-        pending.extend_from_slice(chunk);
-        let mut from = 0;
-        while let Some(end) = pending
-            .get(from..)
-            .and_then(|rest| rest.iter().position(|&b| b == b'\n'))
-        {
-            line_no += 1;
-            if let Some((_, r)) = pending.get(from..from + end).and_then(decode_line) {
-                waiting.push_back((line_no, r));
-            }
-            from += end + 1;
-        }
-        pending.drain(..from.min(pending.len()));
-        if !going {
+        if !verifier.feed(buf.get(..n).unwrap_or_default()) {
             break;
-        }
-        let passed = verifier.lines();
-        while waiting.front().is_some_and(|(l, _)| *l <= passed) {
-            if let Some((_, r)) = waiting.pop_front() {
-                facts.add(&r);
-            }
         }
     }
     let report = verifier.finish();
-    let limit = match &report.failure {
-        None => usize::MAX,
-        Some(f) => f.line.saturating_sub(1),
-    };
-    for (_, r) in waiting.iter().filter(|(l, _)| *l <= limit) {
-        facts.add(r);
-    }
     Ok((report, facts))
 }
 

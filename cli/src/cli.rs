@@ -908,6 +908,9 @@ pub(crate) enum BenchCommand {
         /// Keep the generated journals in DIR (a new directory) instead of removing them.
         #[arg(long, value_name = "DIR")]
         keep: Option<PathBuf>,
+        /// Also time `craik audit --html` over them.
+        #[arg(long)]
+        html: bool,
     },
 }
 

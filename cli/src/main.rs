@@ -436,6 +436,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             count,
             journals,
             keep,
+            html,
         }) => cmd::audit::bench::audit(
             out,
             format,
@@ -443,6 +444,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
                 count: *count,
                 journals: *journals,
                 keep: keep.as_deref(),
+                html: *html,
             },
         ),
         Command::Completions { shell } => {

@@ -47,6 +47,8 @@ impl FormatArg {
 pub(crate) struct Out {
     stdout: Pipe,
     stderr: io::Stderr,
+    /// Diagnostics are dropped (a command run in process by a benchmark).
+    quiet: bool,
 }
 
 /// Buffered stdout that treats a closed reader as the end of output, not an error: the
@@ -101,6 +103,7 @@ impl Out {
                 closed: false,
             },
             stderr: io::stderr(),
+            quiet: false,
         }
     }
 
@@ -122,6 +125,9 @@ impl Out {
 
     /// A diagnostic line (flushes stdout first so the two streams interleave in order).
     pub(crate) fn diag(&mut self, text: impl std::fmt::Display) -> io::Result<()> {
+        if self.quiet {
+            return Ok(());
+        }
         self.stdout.flush()?;
         writeln!(
             self.stderr,
@@ -193,10 +199,12 @@ impl Out {
         Ok(())
     }
 
-    /// An `Out` whose stdout is discarded (a benchmark running a command in process).
+    /// An `Out` whose stdout and diagnostics are discarded (a benchmark running a command in
+    /// process).
     pub(crate) fn discard() -> Self {
         let mut out = Self::new();
         out.stdout.closed = true;
+        out.quiet = true;
         out
     }
 

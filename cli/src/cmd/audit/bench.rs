@@ -25,6 +25,8 @@ pub(crate) struct BenchArgs<'a> {
     pub(crate) journals: u64,
     /// Keep the generated home here instead of a scratch directory.
     pub(crate) keep: Option<&'a Path>,
+    /// Also time the HTML report.
+    pub(crate) html: bool,
 }
 
 #[derive(Serialize)]
@@ -41,9 +43,12 @@ struct BenchResult {
     audit_jsonl_max_rss_kb: Option<u64>,
     /// Audit time over verify time (issue 20: at most 2).
     audit_vs_verify: f64,
-    audit_html_s: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    audit_html_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     audit_html_max_rss_kb: Option<u64>,
-    html_bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    html_bytes: Option<u64>,
     /// Whether each phase's peak was measured on its own (`/proc/self/clear_refs`).
     peaks_reset: bool,
 }
@@ -257,20 +262,26 @@ pub(crate) fn audit(out: &mut Out, format: Format, args: &BenchArgs<'_>) -> Resu
     let audit_jsonl_max_rss_kb = peak_kb();
 
     // And with the HTML report.
-    let page = root.join("audit.html");
-    reset_peak();
-    let started = Instant::now();
-    super::audit(
-        &mut Out::discard(),
-        Format::Json,
-        &super::AuditArgs {
-            html: Some(&page),
-            ..jsonl
-        },
-    )?;
-    let audit_html_s = started.elapsed().as_secs_f64();
-    let audit_html_max_rss_kb = peak_kb();
-    let html_bytes = std::fs::metadata(&page).map(|m| m.len()).unwrap_or(0);
+    let mut html = None;
+    if args.html {
+        let page = root.join("audit.html");
+        reset_peak();
+        let started = Instant::now();
+        super::audit(
+            &mut Out::discard(),
+            Format::Json,
+            &super::AuditArgs {
+                html: Some(&page),
+                ..jsonl
+            },
+        )?;
+        let seconds = started.elapsed().as_secs_f64();
+        html = Some((
+            seconds,
+            peak_kb(),
+            std::fs::metadata(&page).map(|m| m.len()).unwrap_or(0),
+        ));
+    }
     if verified != Exit::Ok || audited != Exit::Ok {
         return Err(Failure::internal(
             "the benchmark's own journals failed verification or audit",
@@ -288,9 +299,9 @@ pub(crate) fn audit(out: &mut Out, format: Format, args: &BenchArgs<'_>) -> Resu
         audit_jsonl_per_s: args.count as f64 / audit_jsonl_s,
         audit_jsonl_max_rss_kb,
         audit_vs_verify: audit_jsonl_s / verify_s,
-        audit_html_s,
-        audit_html_max_rss_kb,
-        html_bytes,
+        audit_html_s: html.map(|h| h.0),
+        audit_html_max_rss_kb: html.and_then(|h| h.1),
+        html_bytes: html.map(|h| h.2),
         peaks_reset,
     };
     let rss =
@@ -315,13 +326,15 @@ pub(crate) fn audit(out: &mut Out, format: Format, args: &BenchArgs<'_>) -> Resu
                 rss(audit_jsonl_max_rss_kb),
                 result.audit_vs_verify
             ))?;
-            out.line(format_args!(
-                "  audit --html        {:>8.2} s  {:>9} B   max RSS {}  ({:.2}x verify)",
-                audit_html_s,
-                html_bytes,
-                rss(audit_html_max_rss_kb),
-                audit_html_s / verify_s
-            ))?;
+            if let Some((seconds, kb, bytes)) = html {
+                out.line(format_args!(
+                    "  audit --html        {:>8.2} s  {:>9} B   max RSS {}  ({:.2}x verify)",
+                    seconds,
+                    bytes,
+                    rss(kb),
+                    seconds / verify_s
+                ))?;
+            }
             if !peaks_reset {
                 out.line("  (max RSS is the process's peak since it started: /proc/self/clear_refs refused)")?;
             }

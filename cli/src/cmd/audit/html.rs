@@ -73,6 +73,14 @@ tr.cancel td, tr.denied td { background: #fdecec; } tr.memory td { background: #
 /// HTML text: runner-influenced strings are made one line (controls and bidi overrides
 /// escaped), then HTML-escaped.
 fn esc(text: &str) -> String {
+    // Most text (hashes, ids, times, plain paths) needs nothing: printable ASCII without
+    // markup characters is its own escape.
+    if text
+        .bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && !matches!(b, b'&' | b'<' | b'>' | b'"' | b'\''))
+    {
+        return text.to_owned();
+    }
     let mut out = String::with_capacity(text.len());
     for c in craik_contracts::one_line(text).chars() {
         match c {

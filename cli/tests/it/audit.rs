@@ -779,6 +779,7 @@ fn issue_20_bench_audit_reports_the_ratio_and_peak_memory() {
             "400",
             "--journals",
             "4",
+            "--html",
             "--format",
             "json",
         ])
@@ -793,4 +794,5 @@ fn issue_20_bench_audit_reports_the_ratio_and_peak_memory() {
     assert!(r["verify_max_rss_kb"].as_u64().unwrap() > 0, "{r}");
     assert!(r["audit_jsonl_max_rss_kb"].as_u64().unwrap() > 0, "{r}");
     assert!(r["html_bytes"].as_u64().unwrap() > 400 * 200, "{r}");
+    assert_eq!(r["peaks_reset"], true, "each phase's peak is its own: {r}");
 }

@@ -374,18 +374,25 @@ fn issue_20_the_verifier_visits_only_verified_receipts() {
     let bytes = journal(12, 4, &signer);
     let visit = |bytes: &[u8]| {
         let mut seen: Vec<(usize, u64)> = Vec::new();
-        let mut verifier = craik_kernel::Verifier::new(&keys, craik_kernel::VerifyOptions::default())
-            .visiting(|line, r| seen.push((line, r.seq)));
+        let mut verifier =
+            craik_kernel::Verifier::new(&keys, craik_kernel::VerifyOptions::default())
+                .visiting(|line, r| seen.push((line, r.seq)));
         verifier.feed(bytes);
         let report = verifier.finish();
         (report, seen)
     };
     let (report, seen) = visit(&bytes);
     assert!(report.is_valid());
-    assert_eq!(seen.iter().map(|s| s.1).collect::<Vec<_>>(), (0..12).collect::<Vec<_>>());
+    assert_eq!(
+        seen.iter().map(|s| s.1).collect::<Vec<_>>(),
+        (0..12).collect::<Vec<_>>()
+    );
     let all = lines(&bytes);
     for (line, seq) in &seen {
-        assert!(all[line - 1].windows(9).any(|w| w == b"\"payload\""), "line {line} seq {seq}");
+        assert!(
+            all[line - 1].windows(9).any(|w| w == b"\"payload\""),
+            "line {line} seq {seq}"
+        );
     }
     // A receipt's payload changed on line 7: lines 1–6 are visited (receipts and one
     // checkpoint among them), nothing from line 7 on.
@@ -397,7 +404,10 @@ fn issue_20_the_verifier_visits_only_verified_receipts() {
     let bytes: Vec<u8> = tampered.concat();
     let (report, seen) = visit(&bytes);
     assert_eq!(report.failure.unwrap().line, 7);
-    assert!(!seen.is_empty() && seen.iter().all(|(line, _)| *line < 7), "{seen:?}");
+    assert!(
+        !seen.is_empty() && seen.iter().all(|(line, _)| *line < 7),
+        "{seen:?}"
+    );
     assert_eq!(seen.len() as u64, report.receipts);
 }
 

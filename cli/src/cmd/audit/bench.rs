@@ -56,7 +56,7 @@ struct BenchResult {
 /// A mix like a home's: allowed writes with their outcomes (a file changed), reads, denials.
 fn draft(n: u64) -> ReceiptDraft {
     let (capability, decision, kind, policies) = match n % 8 {
-        0 | 1 | 2 => (
+        0..=2 => (
             "repo.read",
             Decision::Allow,
             DecidedByKind::Policy,

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::files::DEFAULT_MAX_BYTES;
-use crate::output::FormatArg;
+use crate::output::{Format, FormatArg};
 
 /// The longest an approval may stay usable: 30 days.
 pub(crate) const MAX_APPROVAL_SECS: u64 = 30 * 24 * 3600;
@@ -18,8 +18,11 @@ pub(crate) const MAX_APPROVAL_SECS: u64 = 30 * 24 * 3600;
 #[command(name = "craik", version, about, long_about = None, propagate_version = true)]
 pub(crate) struct Cli {
     /// Output format.
-    #[arg(long, global = true, value_enum, default_value = "human")]
-    pub(crate) format: FormatArg,
+    #[arg(long = "format", global = true, value_enum, default_value = "human")]
+    pub(crate) format_arg: FormatArg,
+    /// The format commands see (`jsonl` is json but for `craik audit`), set from `format_arg`.
+    #[arg(skip)]
+    pub(crate) format: Format,
 
     #[command(subcommand)]
     pub(crate) command: Command,

@@ -57,7 +57,8 @@ fn main() -> ExitCode {
     craik_host::confine::become_subreaper();
     craik_host::confine::install_exit_handler();
 
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    cli.format = cli.format_arg.common();
     let mut out = Out::new();
     let result = run(&cli, &mut out).and_then(|exit| {
         out.flush()?;
@@ -66,7 +67,7 @@ fn main() -> ExitCode {
     match result {
         Ok(exit) => exit.into(),
         Err(failure) if failure.broken_pipe => Exit::Ok.into(),
-        Err(failure) if cli.format.common() == crate::output::Format::Json => {
+        Err(failure) if cli.format == crate::output::Format::Json => {
             let _ = out.flush();
             // One JSON object on stderr, same exit code: tools parse it instead of prose.
             let (file, field) = failure.located();
@@ -100,19 +101,18 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
-    let format = cli.format.common();
     match &cli.command {
         Command::Contracts(ContractsCommand::Validate(args)) => {
-            cmd::contracts::validate(out, format, args)
+            cmd::contracts::validate(out, cli.format, args)
         }
-        Command::Schema(SchemaCommand::List) => cmd::schema::list(out, format),
+        Command::Schema(SchemaCommand::List) => cmd::schema::list(out, cli.format),
         Command::Schema(SchemaCommand::Show { name }) => cmd::schema::show(out, name),
-        Command::Schema(SchemaCommand::Export { dir }) => cmd::schema::export(out, format, dir),
+        Command::Schema(SchemaCommand::Export { dir }) => cmd::schema::export(out, cli.format, dir),
         Command::Policy(PolicyCommand::Validate { bundle, now }) => {
-            cmd::policy::validate(out, format, bundle, now.as_deref())
+            cmd::policy::validate(out, cli.format, bundle, now.as_deref())
         }
         Command::Policy(PolicyCommand::Export { dir, force }) => {
-            cmd::policy::export(out, format, dir, *force)
+            cmd::policy::export(out, cli.format, dir, *force)
         }
         Command::Policy(PolicyCommand::Fmt {
             dir,
@@ -138,9 +138,9 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
                 trace: *trace,
                 bundle,
             };
-            cmd::policy::explain(out, format, &args)
+            cmd::policy::explain(out, cli.format, &args)
         }
-        Command::Policy(PolicyCommand::Test(args)) => cmd::policy::test(out, format, args),
+        Command::Policy(PolicyCommand::Test(args)) => cmd::policy::test(out, cli.format, args),
         Command::Policy(PolicyCommand::Diff {
             old,
             new,
@@ -150,7 +150,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             new_custom,
         }) => cmd::policy::diff(
             out,
-            format,
+            cli.format,
             &cmd::policy::DiffArgs {
                 old,
                 new,
@@ -162,7 +162,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         ),
         Command::Task(TaskCommand::New(t)) => cmd::scaffold::task_new(
             out,
-            format,
+            cli.format,
             &cmd::scaffold::TaskNewArgs {
                 id: t.id.as_deref(),
                 title: t.title.as_deref(),
@@ -186,7 +186,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         ),
         Command::Grants(GrantsCommand::New(g)) => cmd::scaffold::grants_new(
             out,
-            format,
+            cli.format,
             &cmd::scaffold::GrantNewArgs {
                 task: g.task.as_deref(),
                 project: g
@@ -208,10 +208,12 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             },
         ),
         Command::Grants(GrantsCommand::Show { files, bundle }) => {
-            cmd::policy::show_grants(out, format, files, bundle)
+            cmd::policy::show_grants(out, cli.format, files, bundle)
         }
-        Command::Keys(KeysCommand::Generate { out: dir }) => cmd::keys::generate(out, format, dir),
-        Command::Keys(KeysCommand::Show { file }) => cmd::keys::show(out, format, file),
+        Command::Keys(KeysCommand::Generate { out: dir }) => {
+            cmd::keys::generate(out, cli.format, dir)
+        }
+        Command::Keys(KeysCommand::Show { file }) => cmd::keys::show(out, cli.format, file),
         Command::Receipts(ReceiptsCommand::Verify {
             paths,
             keys,
@@ -222,7 +224,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             allow_open,
         }) => cmd::receipts::verify(
             out,
-            format,
+            cli.format,
             &cmd::receipts::VerifyArgs {
                 paths,
                 keys,
@@ -235,7 +237,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         ),
         Command::Audit(a) => cmd::audit::audit(
             out,
-            format,
+            cli.format,
             &cmd::audit::AuditArgs {
                 target: &a.target,
                 home: &home_root(&a.home)?,
@@ -246,11 +248,11 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
                 html: a.html.as_deref(),
                 filters: &cmd::audit::Filters::parse(a)?,
                 summary: a.summary.then_some(a.summary_out.as_deref()),
-                jsonl: cli.format == crate::output::FormatArg::Jsonl,
+                jsonl: cli.format_arg == crate::output::FormatArg::Jsonl,
             },
         ),
         Command::Receipts(ReceiptsCommand::List { run, home }) => {
-            cmd::receipts::list(out, format, run, &home_root(home)?)
+            cmd::receipts::list(out, cli.format, run, &home_root(home)?)
         }
         Command::Receipts(ReceiptsCommand::Prove {
             run,
@@ -258,13 +260,21 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             checkpoint,
             keys,
             home,
-        }) => cmd::proofs::prove(out, format, run, *seq, *checkpoint, keys, &home_root(home)?),
+        }) => cmd::proofs::prove(
+            out,
+            cli.format,
+            run,
+            *seq,
+            *checkpoint,
+            keys,
+            &home_root(home)?,
+        ),
         Command::Receipts(ReceiptsCommand::Consistency {
             old,
             current,
             keys,
             home,
-        }) => cmd::proofs::consistency(out, format, old, current, keys, &home_root(home)?),
+        }) => cmd::proofs::consistency(out, cli.format, old, current, keys, &home_root(home)?),
         Command::Receipts(ReceiptsCommand::Checkpoint {
             run,
             origin,
@@ -272,14 +282,14 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             home,
         }) => cmd::proofs::checkpoint_note(
             out,
-            format,
+            cli.format,
             run,
             origin.as_deref(),
             key_name.as_deref(),
             &home_root(home)?,
         ),
         Command::Receipts(ReceiptsCommand::Show { run, seq, home }) => {
-            cmd::receipts::show(out, format, run, *seq, &home_root(home)?)
+            cmd::receipts::show(out, cli.format, run, *seq, &home_root(home)?)
         }
         Command::Bench(BenchCommand::Receipts {
             count,
@@ -295,12 +305,12 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
                 checkpoint_every: *checkpoint_every,
                 run_dir: run_dir.as_deref(),
             };
-            cmd::bench::receipts(out, format, &args)
+            cmd::bench::receipts(out, cli.format, &args)
         }
-        Command::Run(args) => run_command(args, out, format),
+        Command::Run(args) => run_command(args, out, cli.format),
         Command::Init(args) => cmd::config::init(
             out,
-            format,
+            cli.format,
             &cmd::config::InitArgs {
                 dir: args.dir.as_deref(),
                 home: args.home.as_deref(),
@@ -315,14 +325,14 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             },
         ),
         Command::Config(ConfigCommand::Show(home)) => {
-            cmd::config::show(out, format, home.home.as_deref())
+            cmd::config::show(out, cli.format, home.home.as_deref())
         }
-        Command::Policy(PolicyCommand::Pin) => cmd::config::pin(out, format),
+        Command::Policy(PolicyCommand::Pin) => cmd::config::pin(out, cli.format),
         Command::Runs(RunsCommand::List(home)) => {
-            cmd::runs::list(out, format, &existing_home(&home.home)?)
+            cmd::runs::list(out, cli.format, &existing_home(&home.home)?)
         }
         Command::Runs(RunsCommand::Show { run, home }) => {
-            cmd::runs::show(out, format, &existing_home(&home.home)?, run)
+            cmd::runs::show(out, cli.format, &existing_home(&home.home)?, run)
         }
         Command::Runs(RunsCommand::Cancel {
             run,
@@ -331,36 +341,36 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             home,
         }) => cmd::runs::cancel(
             out,
-            format,
+            cli.format,
             &existing_home(&home.home)?,
             run,
             (&reviewer(by.as_deref())?, reason),
         ),
         Command::Runs(RunsCommand::Recover { run, by, home }) => cmd::runs::recover(
             out,
-            format,
+            cli.format,
             &existing_home(&home.home)?,
             run,
             &reviewer(by.as_deref())?,
         ),
         Command::Runs(RunsCommand::Resume { run, by, home }) => cmd::runs::resume(
             out,
-            format,
+            cli.format,
             &existing_home(&home.home)?,
             run,
             &reviewer(by.as_deref())?,
         ),
         Command::Ledger(LedgerCommand::Rebuild(home)) => {
-            cmd::runs::ledger_rebuild(out, format, &existing_home(&home.home)?)
+            cmd::runs::ledger_rebuild(out, cli.format, &existing_home(&home.home)?)
         }
         Command::Handoff(HandoffCommand::Show { run, home }) => {
-            cmd::runs::handoff(out, format, &existing_home(&home.home)?, run)
+            cmd::runs::handoff(out, cli.format, &existing_home(&home.home)?, run)
         }
         Command::Approvals(ApprovalsCommand::List { all, home }) => {
-            cmd::runs::approvals_list(out, format, &existing_home(&home.home)?, *all)
+            cmd::runs::approvals_list(out, cli.format, &existing_home(&home.home)?, *all)
         }
         Command::Approvals(ApprovalsCommand::Show { id, home }) => {
-            cmd::runs::approvals_show(out, format, &existing_home(&home.home)?, id)
+            cmd::runs::approvals_show(out, cli.format, &existing_home(&home.home)?, id)
         }
         Command::Approvals(ApprovalsCommand::Approve {
             review,
@@ -370,7 +380,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             resume,
         }) => cmd::runs::approvals_decide(
             out,
-            format,
+            cli.format,
             &existing_home(&review.home.home)?,
             &cmd::runs::DecideArgs {
                 id: &review.id,
@@ -386,7 +396,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         Command::Approvals(ApprovalsCommand::Deny { review, resume }) => {
             cmd::runs::approvals_decide(
                 out,
-                format,
+                cli.format,
                 &existing_home(&review.home.home)?,
                 &cmd::runs::DecideArgs {
                     id: &review.id,
@@ -401,10 +411,10 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             )
         }
         Command::Memory(MemoryCommand::List(home)) => {
-            cmd::runs::memory_list(out, format, &existing_home(&home.home)?)
+            cmd::runs::memory_list(out, cli.format, &existing_home(&home.home)?)
         }
         Command::Memory(MemoryCommand::Show { id, home }) => {
-            cmd::runs::memory_show(out, format, &existing_home(&home.home)?, id)
+            cmd::runs::memory_show(out, cli.format, &existing_home(&home.home)?, id)
         }
         Command::Memory(MemoryCommand::Approve(r)) => cmd::runs::memory_decide(
             out,
@@ -423,15 +433,17 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             false,
         ),
         Command::Runners(RunnersCommand::Matrix { runner }) => {
-            cmd::runners::matrix(out, format, runner.as_deref())
+            cmd::runners::matrix(out, cli.format, runner.as_deref())
         }
         Command::Runners(RunnersCommand::Conformance { command }) => {
-            cmd::runners::conformance(out, format, command)
+            cmd::runners::conformance(out, cli.format, command)
         }
         Command::Bench(BenchCommand::Run { steps, adapter }) => {
-            cmd::bench::run(out, format, *steps, *adapter)
+            cmd::bench::run(out, cli.format, *steps, *adapter)
         }
-        Command::Bench(BenchCommand::Channel { count }) => cmd::bench::channel(out, format, *count),
+        Command::Bench(BenchCommand::Channel { count }) => {
+            cmd::bench::channel(out, cli.format, *count)
+        }
         Command::Bench(BenchCommand::Audit {
             count,
             journals,
@@ -439,7 +451,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             html,
         }) => cmd::audit::bench::audit(
             out,
-            format,
+            cli.format,
             &cmd::audit::bench::BenchArgs {
                 count: *count,
                 journals: *journals,

@@ -8,9 +8,10 @@ use serde::Serialize;
 use crate::exit::Failure;
 
 /// `--format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Format {
     /// Lines for people.
+    #[default]
     Human,
     /// One JSON document on stdout.
     Json,

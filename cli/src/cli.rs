@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::files::DEFAULT_MAX_BYTES;
-use crate::output::Format;
+use crate::output::{Format, FormatArg};
 
 /// The longest an approval may stay usable: 30 days.
 pub(crate) const MAX_APPROVAL_SECS: u64 = 30 * 24 * 3600;
@@ -18,7 +18,10 @@ pub(crate) const MAX_APPROVAL_SECS: u64 = 30 * 24 * 3600;
 #[command(name = "craik", version, about, long_about = None, propagate_version = true)]
 pub(crate) struct Cli {
     /// Output format.
-    #[arg(long, global = true, value_enum, default_value = "human")]
+    #[arg(long = "format", global = true, value_enum, default_value = "human")]
+    pub(crate) format_arg: FormatArg,
+    /// The format commands see (`jsonl` is json but for `craik audit`), set from `format_arg`.
+    #[arg(skip)]
     pub(crate) format: Format,
 
     #[command(subcommand)]
@@ -584,9 +587,45 @@ pub(crate) struct AuditCmd {
     /// The grant files the run was started with: their hash must be the signed one.
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub(crate) grants: Vec<PathBuf>,
-    /// Also write a self-contained HTML report (one file, no external resources) here.
+    /// Also write a self-contained HTML report (one file, no external resources) here: the
+    /// summary first, then one section per run.
     #[arg(long, value_name = "FILE")]
     pub(crate) html: Option<PathBuf>,
+    /// Only receipts at or after this time (RFC 3339, or a date `YYYY-MM-DD`: its midnight UTC).
+    #[arg(long, value_name = "TIME")]
+    pub(crate) since: Option<String>,
+    /// Only receipts before this time (RFC 3339, or a date `YYYY-MM-DD`: its midnight UTC).
+    #[arg(long, value_name = "TIME")]
+    pub(crate) until: Option<String>,
+    /// Only these runs (run ids; repeatable). A home's ledger is still checked whole.
+    #[arg(long = "run", value_name = "RUN")]
+    pub(crate) runs: Vec<String>,
+    /// Only receipts whose signed `actor` is this (repeatable).
+    #[arg(long = "actor", value_name = "ACTOR")]
+    pub(crate) actors: Vec<String>,
+    /// Only receipts an approval by this approver decided (`user:NAME`; repeatable).
+    #[arg(long = "approver", value_name = "USER")]
+    pub(crate) approvers: Vec<String>,
+    /// Only receipts of this capability (`repo.write.docs`, or a prefix `repo.*`; repeatable).
+    #[arg(long = "capability", value_name = "CAP")]
+    pub(crate) capabilities: Vec<String>,
+    /// Only receipts with this verdict (repeatable); `outcome` selects outcome receipts.
+    #[arg(long = "verdict", value_name = "VERDICT",
+          value_parser = ["allow", "requires_approval", "deny", "outcome"])]
+    pub(crate) verdicts: Vec<String>,
+    /// Only runs whose signed status is this (`completed`, `blocked`, `failed`, `interrupted`,
+    /// `awaiting-approval`, ...; `unsigned` for a run with no signed status; repeatable).
+    #[arg(long = "status", value_name = "STATUS")]
+    pub(crate) statuses: Vec<String>,
+    /// Print only the counts (runs by status; receipts by verdict, capability and approver;
+    /// denials, cancellations, memory reviews, files changed) and sign them with the home's
+    /// key as a `craik.audit_summary` journal (`HOME/audits/<id>/receipts.jsonl`, or
+    /// `--summary-out`) that `craik receipts verify` checks.
+    #[arg(long)]
+    pub(crate) summary: bool,
+    /// Where `--summary` writes its signed journal (refuses to overwrite).
+    #[arg(long, value_name = "FILE", requires = "summary")]
+    pub(crate) summary_out: Option<PathBuf>,
 }
 
 /// Craik's state directory.
@@ -874,6 +913,22 @@ pub(crate) enum BenchCommand {
         /// and report the rate with fsync.
         #[arg(long, value_name = "DIR")]
         run_dir: Option<PathBuf>,
+    },
+    /// `craik audit` over N generated receipts against `craik receipts verify` of the same
+    /// journals, measured in the same run: times, the ratio, and each one's peak memory.
+    Audit {
+        /// Receipts to generate (spread over --journals journals).
+        #[arg(long, default_value_t = 100_000)]
+        count: u64,
+        /// Journals to spread them over.
+        #[arg(long, default_value_t = 100)]
+        journals: u64,
+        /// Keep the generated journals in DIR (a new directory) instead of removing them.
+        #[arg(long, value_name = "DIR")]
+        keep: Option<PathBuf>,
+        /// Also time `craik audit --html` over them.
+        #[arg(long)]
+        html: bool,
     },
 }
 

@@ -57,7 +57,8 @@ fn main() -> ExitCode {
     craik_host::confine::become_subreaper();
     craik_host::confine::install_exit_handler();
 
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    cli.format = cli.format_arg.common();
     let mut out = Out::new();
     let result = run(&cli, &mut out).and_then(|exit| {
         out.flush()?;
@@ -251,6 +252,9 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
                 custom: &a.custom,
                 grants: &a.grants,
                 html: a.html.as_deref(),
+                filters: &cmd::audit::Filters::parse(a)?,
+                summary: a.summary.then_some(a.summary_out.as_deref()),
+                jsonl: cli.format_arg == crate::output::FormatArg::Jsonl,
             },
         ),
         Command::Receipts(ReceiptsCommand::List { run, home }) => {
@@ -446,6 +450,21 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         Command::Bench(BenchCommand::Channel { count }) => {
             cmd::bench::channel(out, cli.format, *count)
         }
+        Command::Bench(BenchCommand::Audit {
+            count,
+            journals,
+            keep,
+            html,
+        }) => cmd::audit::bench::audit(
+            out,
+            cli.format,
+            &cmd::audit::bench::BenchArgs {
+                count: *count,
+                journals: *journals,
+                keep: keep.as_deref(),
+                html: *html,
+            },
+        ),
         Command::Completions { shell } => {
             let mut buf = Vec::new();
             clap_complete::generate(*shell, &mut Cli::command(), "craik", &mut buf);

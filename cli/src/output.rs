@@ -8,9 +8,10 @@ use serde::Serialize;
 use crate::exit::Failure;
 
 /// `--format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Format {
     /// Lines for people.
+    #[default]
     Human,
     /// One JSON document on stdout.
     Json,
@@ -18,10 +19,37 @@ pub(crate) enum Format {
     Junit,
 }
 
+/// `--format` as given: [`Format`], or `jsonl`, which only `craik audit` streams (one event per
+/// line); every other command treats it as json.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum FormatArg {
+    /// Lines for people.
+    Human,
+    /// One JSON document on stdout.
+    Json,
+    /// JUnit XML (`craik policy test` only; elsewhere the same as json).
+    Junit,
+    /// One JSON event per line (`craik audit` only; elsewhere the same as json).
+    Jsonl,
+}
+
+impl FormatArg {
+    /// The format commands see (`jsonl` is json but for `craik audit`).
+    pub(crate) fn common(self) -> Format {
+        match self {
+            Self::Human => Format::Human,
+            Self::Json | Self::Jsonl => Format::Json,
+            Self::Junit => Format::Junit,
+        }
+    }
+}
+
 /// Buffered stdout and stderr.
 pub(crate) struct Out {
     stdout: Pipe,
     stderr: io::Stderr,
+    /// Diagnostics are dropped (a command run in process by a benchmark).
+    quiet: bool,
 }
 
 /// Buffered stdout that treats a closed reader as the end of output, not an error: the
@@ -76,6 +104,7 @@ impl Out {
                 closed: false,
             },
             stderr: io::stderr(),
+            quiet: false,
         }
     }
 
@@ -97,6 +126,9 @@ impl Out {
 
     /// A diagnostic line (flushes stdout first so the two streams interleave in order).
     pub(crate) fn diag(&mut self, text: impl std::fmt::Display) -> io::Result<()> {
+        if self.quiet {
+            return Ok(());
+        }
         self.stdout.flush()?;
         writeln!(
             self.stderr,
@@ -140,6 +172,41 @@ impl Out {
             .map_err(|e| Failure::internal(format!("cannot encode output: {e}")))?;
         writeln!(self.stdout)?;
         Ok(())
+    }
+
+    /// One compact JSON value on stdout, no newline (a piece of a document written as it is
+    /// read), escaped as [`Out::json`] escapes.
+    pub(crate) fn json_piece<T: Serialize>(&mut self, value: &T) -> Result<(), Failure> {
+        serde_json::to_writer(Escaping(&mut self.stdout), value)
+            .map_err(|e| Failure::internal(format!("cannot encode output: {e}")))
+    }
+
+    /// One compact JSON value and a newline (a JSON Lines event).
+    pub(crate) fn json_line<T: Serialize>(&mut self, value: &T) -> Result<(), Failure> {
+        self.json_piece(value)?;
+        writeln!(self.stdout)?;
+        Ok(())
+    }
+
+    /// A JSON object written without its closing brace, so that more fields can follow as
+    /// they are read (`craik audit --format json` streams its timeline this way).
+    pub(crate) fn json_open<T: Serialize>(&mut self, value: &T) -> Result<(), Failure> {
+        let mut bytes = serde_json::to_vec(value)
+            .map_err(|e| Failure::internal(format!("cannot encode output: {e}")))?;
+        if bytes.last() == Some(&b'}') {
+            bytes.pop();
+        }
+        Escaping(&mut self.stdout).write_all(&bytes)?;
+        Ok(())
+    }
+
+    /// An `Out` whose stdout and diagnostics are discarded (a benchmark running a command in
+    /// process).
+    pub(crate) fn discard() -> Self {
+        let mut out = Self::new();
+        out.stdout.closed = true;
+        out.quiet = true;
+        out
     }
 
     pub(crate) fn flush(&mut self) -> io::Result<()> {

@@ -47,7 +47,16 @@ pub fn create_pair(dir: &Path) -> Result<(PathBuf, PathBuf, [u8; 32]), Error> {
             )));
         }
     }
+    let made = !dir.exists();
     std::fs::create_dir_all(dir)
+        .and_then(|()| {
+            // A key directory made here is 0700 whatever the umask (one given is left as is).
+            if made {
+                std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            } else {
+                Ok(())
+            }
+        })
         .map_err(|e| Error::usage(format!("{}: cannot create directory: {e}", dir.display())))?;
     let mut seed = [0u8; 32];
     getrandom::fill(&mut seed)

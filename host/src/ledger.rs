@@ -436,9 +436,22 @@ fn save_head(root: &Path, len: u64, writer: &JournalWriter, seen: &BTreeSet<(Str
         recorded: seen.iter().cloned().collect(),
     };
     let tmp = root.join(format!(".{HEAD_NAME}.tmp-{}", std::process::id()));
-    if let Ok(bytes) = serde_json::to_vec(&head)
-        && fs::write(&tmp, bytes).is_ok()
-    {
+    // Never through a link or onto a file someone placed there (outside testing round 6: a
+    // planted link made a root Craik overwrite any file): a stale one is removed, then the
+    // name is created exclusively.
+    let _ = fs::remove_file(&tmp);
+    let written = serde_json::to_vec(&head).ok().and_then(|bytes| {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)
+            .ok()?;
+        file.write_all(&bytes).ok()
+    });
+    if written.is_some() {
         let _ = fs::rename(&tmp, root.join(HEAD_NAME));
     }
 }

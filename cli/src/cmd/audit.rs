@@ -1,22 +1,42 @@
-//! `craik audit RUN|HOME`: who did what under which policy, read from verified journals only.
+//! `craik audit RUN|HOME`: who did what under which policy, read from verified journals only,
+//! streamed so that memory stays flat whatever the home's size.
 //!
 //! Every fact shown comes from a receipt whose signature, chain and checkpoints verified, or
 //! from a verified review journal; the few facts that do not (the run's state file, paths on
 //! this machine) are marked "not signed" in every format.
+//!
+//! Each journal is read twice and never held: the first pass verifies it (the same streaming
+//! verifier as `craik receipts verify`) and collects the run's header (policy sets, signed
+//! inputs, signed status) from the lines the verifier has passed; the second decodes those
+//! lines again, checks that they chain to the head the first pass verified (so what is
+//! explained is exactly what was verified, even if the file changed in between), and explains
+//! them one at a time. Only the current receipt, the run's header and the summary's counters
+//! are kept; the HTML report writes its per-run sections to a temporary file so that its
+//! summary can come first.
 
-use std::fmt::Write as _;
+pub(crate) mod bench;
+mod html;
+pub(crate) mod summary;
+
+use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
-use craik_kernel::{DecidedByKind, KeyRing, ReceiptPayload, Report, VerifyOptions};
+use craik_kernel::{
+    DecidedByKind, Envelope, KeyRing, RECEIPT_PAYLOAD_TYPE, ReceiptPayload, Report, Verifier,
+    VerifyOptions,
+};
 use serde::Serialize;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
 
-use crate::cmd::receipts::{self, Decoded, Expected, JOURNAL_NAME};
+use crate::cmd::receipts::{self, Expected, JOURNAL_NAME};
 use crate::exit::{Exit, Failure};
 use crate::output::{Format, Out};
 use craik_host::run::store::Home;
+
+use summary::Counts;
 
 /// What `craik audit` is asked.
 pub(crate) struct AuditArgs<'a> {
@@ -27,40 +47,155 @@ pub(crate) struct AuditArgs<'a> {
     pub(crate) custom: &'a [PathBuf],
     pub(crate) grants: &'a [PathBuf],
     pub(crate) html: Option<&'a Path>,
+    pub(crate) filters: &'a Filters,
+    /// `--summary` (with `--summary-out`, if given): print the counts only, and sign them.
+    pub(crate) summary: Option<Option<&'a Path>>,
+    /// `--format jsonl`: one event per line.
+    pub(crate) jsonl: bool,
 }
 
-/// The whole report (`--format json`).
-#[derive(Serialize)]
-struct Audit {
-    schema: &'static str,
-    version: &'static str,
-    /// Key ids the journals were verified with.
-    trusted_keys: Vec<String>,
-    /// The policy-set hash every receipt had to name (`--policies`/`--custom`), if asked.
-    expected_policy_set: Option<String>,
-    /// The grants hash the run's inputs had to sign (`--grants`), if asked.
-    expected_grants: Option<String>,
-    /// The home ledger, checked first when the target is a home.
+/// What the audit is narrowed to. Verification is never narrowed: every journal selected
+/// (all of them but for `--run`) is verified whole and a failure is always reported; the
+/// filters only choose which verified receipts are explained and counted.
+#[derive(Debug, Default, Clone, Serialize)]
+pub(crate) struct Filters {
     #[serde(skip_serializing_if = "Option::is_none")]
-    ledger: Option<craik_host::ledger::HomeCheck>,
-    runs: Vec<RunAudit>,
+    since: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    until: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    run: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    actor: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    approver: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    capability: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    verdict: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    status: Vec<String>,
+    #[serde(skip)]
+    since_at: Option<OffsetDateTime>,
+    #[serde(skip)]
+    until_at: Option<OffsetDateTime>,
 }
 
-#[derive(Serialize)]
-struct RunAudit {
+/// `--since`/`--until`: RFC 3339, or a date (its midnight UTC).
+fn parse_time(flag: &str, value: &str) -> Result<OffsetDateTime, Failure> {
+    if let Ok(t) = OffsetDateTime::parse(value, &Rfc3339) {
+        return Ok(t.to_offset(time::UtcOffset::UTC));
+    }
+    let date = time::macros::format_description!("[year]-[month]-[day]");
+    time::Date::parse(value, &date)
+        .map(|d| d.midnight().assume_utc())
+        .map_err(|_| {
+            Failure::usage(format!(
+                "--{flag} `{}`: not an RFC 3339 time (2026-11-22T02:25:02Z) or a date (2026-11-22)",
+                craik_contracts::Truncated(value)
+            ))
+        })
+}
+
+fn utc_text(t: OffsetDateTime) -> String {
+    t.format(&Rfc3339).unwrap_or_else(|_| t.to_string())
+}
+
+impl Filters {
+    pub(crate) fn parse(a: &crate::cli::AuditCmd) -> Result<Self, Failure> {
+        let since_at = a
+            .since
+            .as_deref()
+            .map(|v| parse_time("since", v))
+            .transpose()?;
+        let until_at = a
+            .until
+            .as_deref()
+            .map(|v| parse_time("until", v))
+            .transpose()?;
+        if let (Some(s), Some(u)) = (since_at, until_at)
+            && u <= s
+        {
+            return Err(Failure::usage(format!(
+                "--until `{}` is not after --since `{}`: no receipt could match",
+                utc_text(u),
+                utc_text(s)
+            )));
+        }
+        Ok(Self {
+            since: since_at.map(utc_text),
+            until: until_at.map(utc_text),
+            run: a.runs.clone(),
+            actor: a.actors.clone(),
+            approver: a.approvers.clone(),
+            capability: a.capabilities.clone(),
+            verdict: a.verdicts.clone(),
+            status: a.statuses.clone(),
+            since_at,
+            until_at,
+        })
+    }
+
+    /// A journal `--run` selects (by its run directory's name).
+    fn journal_ok(&self, journal: &Path) -> bool {
+        self.run.is_empty()
+            || journal
+                .parent()
+                .and_then(Path::file_name)
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| self.run.iter().any(|r| r == n))
+    }
+
+    /// A run `--status` selects (its signed status, or `unsigned`).
+    fn status_ok(&self, status: &str) -> bool {
+        self.status.is_empty() || self.status.iter().any(|s| s == status)
+    }
+
+    /// A receipt the receipt filters select.
+    fn receipt_ok(&self, r: &ReceiptPayload, approval: Option<&ApprovalAudit>) -> bool {
+        if self.since_at.is_some() || self.until_at.is_some() {
+            let Ok(at) = OffsetDateTime::parse(&r.created_at, &Rfc3339) else {
+                return false;
+            };
+            if self.since_at.is_some_and(|s| at < s) || self.until_at.is_some_and(|u| at >= u) {
+                return false;
+            }
+        }
+        let any = |list: &[String], hit: &dyn Fn(&str) -> bool| {
+            list.is_empty() || list.iter().any(|v| hit(v))
+        };
+        any(&self.actor, &|a| r.actor == a)
+            && any(&self.approver, &|a| {
+                approval.is_some_and(|x| x.approver == a)
+            })
+            && any(&self.capability, &|c| match c.strip_suffix('*') {
+                Some(prefix) => r.capability.starts_with(prefix),
+                None => r.capability == c,
+            })
+            && any(&self.verdict, &|v| verdict_key(r) == v)
+    }
+}
+
+/// `allow`, `requires_approval`, `deny`, or `outcome` (an outcome receipt).
+fn verdict_key(r: &ReceiptPayload) -> &'static str {
+    if r.decided_by.kind == DecidedByKind::Outcome {
+        "outcome"
+    } else {
+        craik_host::policytest::decision_name(r.decision)
+    }
+}
+
+/// A run's header: what its verified receipts say about it as a whole.
+#[derive(Serialize, Default)]
+struct RunHead {
     journal: String,
     /// Signed run id (from the receipts).
     run_id: Option<String>,
-    valid: bool,
-    /// What verification found (receipts, checkpoints, closed, first failure).
-    verification: Report,
     /// Distinct policy-set hashes the receipts name, in order of first use.
     policy_sets: Vec<String>,
     /// The signed `run.inputs` receipt's metadata: hashes of inputs, grants, envelope and
     /// intent lock, the runner and workspace.
     inputs: Option<Value>,
-    /// Every verified receipt, in order, with what explains it.
-    timeline: Vec<Entry>,
     /// The status the verified journal signs: its closing receipt's, or a park's when its
     /// last receipt is one.
     status: Option<SignedStatus>,
@@ -68,7 +203,7 @@ struct RunAudit {
     unsigned: Option<Unsigned>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Clone)]
 struct SignedStatus {
     status: String,
     reason: String,
@@ -77,6 +212,7 @@ struct SignedStatus {
     may_continue: bool,
 }
 
+/// One verified receipt and what explains it.
 #[derive(Serialize)]
 struct Entry {
     line: usize,
@@ -87,6 +223,9 @@ struct Entry {
     /// For a receipt decided by an approval: the approval's verified review.
     #[serde(skip_serializing_if = "Option::is_none")]
     approval: Option<ApprovalAudit>,
+    /// For a memory proposal the run made: its signed review, if it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    memory_review: Option<MemoryReviewAudit>,
 }
 
 #[derive(Serialize)]
@@ -108,6 +247,19 @@ struct ApprovalAudit {
     problem: Option<String>,
 }
 
+/// A memory proposal's review (`reviews/review_<id>/`), verified.
+#[derive(Serialize)]
+struct MemoryReviewAudit {
+    /// `approved`, `rejected`, `pending` (no review journal) or `invalid` (see `problem`).
+    decision: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    by: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reviewed_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    problem: Option<String>,
+}
+
 #[derive(Serialize)]
 struct Unsigned {
     note: &'static str,
@@ -118,6 +270,255 @@ struct Unsigned {
 
 const UNSIGNED_NOTE: &str = "from run.json, which is not signed: the host's own account";
 
+/// The top of the report (`--format json`), before its runs.
+#[derive(Serialize)]
+struct Top<'a> {
+    schema: &'static str,
+    version: &'static str,
+    /// Key ids the journals were verified with.
+    trusted_keys: &'a [String],
+    /// The policy-set hash every receipt had to name (`--policies`/`--custom`), if asked.
+    expected_policy_set: Option<&'a str>,
+    /// The grants hash the run's inputs had to sign (`--grants`), if asked.
+    expected_grants: Option<&'a str>,
+    filters: &'a Filters,
+    /// The home ledger, checked first when the target is a home.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ledger: Option<&'a craik_host::ledger::HomeCheck>,
+}
+
+/// One `--format jsonl` line: `event` is `ledger`, `run`, `receipt`, `journal_changed` or
+/// `summary` (docs/receipts.md#audit-events).
+#[derive(Serialize)]
+struct Event<'a, T: Serialize> {
+    schema: &'static str,
+    version: &'static str,
+    event: &'static str,
+    #[serde(flatten)]
+    body: &'a T,
+}
+
+/// How the report is written.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Human,
+    Json,
+    Jsonl,
+    /// `--summary`: the counts only (in the format asked).
+    Summary,
+}
+
+/// Where a run's parts go as they are read.
+struct Emitter<'o> {
+    out: &'o mut Out,
+    shape: Shape,
+    format: Format,
+    /// Runs written so far (JSON separators).
+    runs: usize,
+    /// Entries of the current run written so far.
+    entries: usize,
+    shown: Shown,
+}
+
+/// What every run's header repeats: the keys and whether bundles were compared.
+struct Shown {
+    trusted_keys: String,
+    expected_policy_set: bool,
+    expected_grants: bool,
+}
+
+fn event<T: Serialize>(out: &mut Out, event: &'static str, body: &T) -> Result<(), Failure> {
+    out.json_line(&Event {
+        schema: "craik.audit_event",
+        version: "0.1.0",
+        event,
+        body,
+    })
+}
+
+#[derive(Serialize)]
+struct RunEvent<'a> {
+    #[serde(flatten)]
+    head: &'a RunHead,
+    valid: bool,
+    verification: &'a Report,
+}
+
+#[derive(Serialize)]
+struct ReceiptEvent<'a> {
+    journal: &'a str,
+    run_id: Option<&'a str>,
+    #[serde(flatten)]
+    entry: &'a Entry,
+}
+
+#[derive(Serialize)]
+struct ChangedEvent<'a> {
+    journal: &'a str,
+    run_id: Option<&'a str>,
+    why: &'a str,
+}
+
+impl Emitter<'_> {
+    fn begin(&mut self, top: &Top<'_>) -> Result<(), Failure> {
+        match self.shape {
+            Shape::Json => {
+                self.out.json_open(top)?;
+                self.out.text(",\"runs\":[")?;
+            }
+            Shape::Jsonl => {
+                if let Some(ledger) = top.ledger {
+                    event(self.out, "ledger", ledger)?;
+                }
+            }
+            Shape::Human => {
+                if let Some(check) = top.ledger {
+                    human_ledger(self.out, check)?;
+                }
+            }
+            Shape::Summary => {
+                if let Some(check) = top.ledger.filter(|c| !c.is_valid())
+                    && self.format == Format::Human
+                {
+                    human_ledger(self.out, check)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn run_start(&mut self, head: &RunHead, report: &Report) -> Result<(), Failure> {
+        self.entries = 0;
+        match self.shape {
+            Shape::Json => {
+                if self.runs > 0 {
+                    self.out.text(",")?;
+                }
+                self.out.json_open(head)?;
+                self.out.text(",\"timeline\":[")?;
+            }
+            Shape::Jsonl => event(
+                self.out,
+                "run",
+                &RunEvent {
+                    head,
+                    valid: report.is_valid(),
+                    verification: report,
+                },
+            )?,
+            Shape::Human => human_head(self.out, &self.shown, head, report)?,
+            Shape::Summary => {
+                if !report.is_valid() && self.format == Format::Human {
+                    human_head(self.out, &self.shown, head, report)?;
+                }
+            }
+        }
+        self.runs += 1;
+        Ok(())
+    }
+
+    fn entry(&mut self, head: &RunHead, entry: &Entry) -> Result<(), Failure> {
+        match self.shape {
+            Shape::Json => {
+                if self.entries > 0 {
+                    self.out.text(",")?;
+                }
+                self.out.json_piece(entry)?;
+            }
+            Shape::Jsonl => event(
+                self.out,
+                "receipt",
+                &ReceiptEvent {
+                    journal: &head.journal,
+                    run_id: head.run_id.as_deref(),
+                    entry,
+                },
+            )?,
+            Shape::Human => human_entry(self.out, entry)?,
+            Shape::Summary => {}
+        }
+        self.entries += 1;
+        Ok(())
+    }
+
+    /// The run's verdict: the first pass's, or why the second pass found other bytes.
+    fn run_end(
+        &mut self,
+        head: &RunHead,
+        report: &Report,
+        changed: Option<&str>,
+    ) -> Result<(), Failure> {
+        match self.shape {
+            Shape::Json => {
+                self.out.text("],\"valid\":")?;
+                self.out.json_piece(&report.is_valid())?;
+                self.out.text(",\"verification\":")?;
+                self.out.json_piece(report)?;
+                self.out.text("}")?;
+            }
+            Shape::Jsonl => {
+                if let Some(why) = changed {
+                    event(
+                        self.out,
+                        "journal_changed",
+                        &ChangedEvent {
+                            journal: &head.journal,
+                            run_id: head.run_id.as_deref(),
+                            why,
+                        },
+                    )?;
+                }
+            }
+            Shape::Human | Shape::Summary => {
+                if let Some(why) = changed.filter(|_| self.format == Format::Human) {
+                    self.out.line(format_args!(
+                        "  journal     INVALID: changed during the audit: {why}"
+                    ))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(
+        &mut self,
+        summary: &summary::Summary<'_>,
+        written: Option<&Path>,
+    ) -> Result<(), Failure> {
+        match self.shape {
+            Shape::Json => {
+                self.out.text("],\"summary\":")?;
+                self.out.json_piece(summary)?;
+                self.out.text("}\n")?;
+            }
+            Shape::Jsonl => {
+                #[derive(Serialize)]
+                struct Wrapped<'a> {
+                    summary: &'a summary::Summary<'a>,
+                }
+                event(self.out, "summary", &Wrapped { summary })?;
+            }
+            Shape::Human => {}
+            Shape::Summary => match self.format {
+                Format::Json | Format::Junit => {
+                    #[derive(Serialize)]
+                    struct Shown<'a> {
+                        #[serde(flatten)]
+                        summary: &'a summary::Summary<'a>,
+                        signed: Option<String>,
+                    }
+                    self.out.json(&Shown {
+                        summary,
+                        signed: written.map(|p| p.display().to_string()),
+                    })?;
+                }
+                Format::Human => summary::human(self.out, summary, written)?,
+            },
+        }
+        Ok(())
+    }
+}
+
 pub(crate) fn audit(out: &mut Out, format: Format, args: &AuditArgs<'_>) -> Result<Exit, Failure> {
     let (journals, home_target) = targets(args.target, args.home)?;
     let (ring, trusted_keys) = receipts::trusted_keys(
@@ -126,26 +527,73 @@ pub(crate) fn audit(out: &mut Out, format: Format, args: &AuditArgs<'_>) -> Resu
         args.home,
         journals.first().map(PathBuf::as_path),
     )?;
+    let journals: Vec<PathBuf> = journals
+        .into_iter()
+        .filter(|j| args.filters.journal_ok(j))
+        .collect();
     let expected_policy_set = receipts::expected_policy_set(args.policies, args.custom)?;
     let expect = Expected::of(args.grants)?;
+    // The key the summary is signed with, and where it goes: refused before any work.
+    let signing = args
+        .summary
+        .map(|to| summary::Signing::prepare(home_target.as_deref().unwrap_or(args.home), to))
+        .transpose()?;
     // A home: its ledger first, then every journal against it.
     let homes = home_target
-        .map(|h| receipts::home_checks(&[h], &ring))
+        .as_ref()
+        .map(|h| receipts::home_checks(std::slice::from_ref(h), &ring))
         .unwrap_or_default();
-    let mut runs = Vec::new();
+    let shape = match (args.summary.is_some(), args.jsonl, format) {
+        (true, _, _) => Shape::Summary,
+        (false, true, _) => Shape::Jsonl,
+        (false, false, Format::Json | Format::Junit) => Shape::Json,
+        (false, false, Format::Human) => Shape::Human,
+    };
+    let mut emit = Emitter {
+        out,
+        shape,
+        format,
+        runs: 0,
+        entries: 0,
+        shown: Shown {
+            trusted_keys: trusted_keys.join(", "),
+            expected_policy_set: expected_policy_set.is_some(),
+            expected_grants: expect.grants.is_some(),
+        },
+    };
+    let ledger = homes.first();
+    emit.begin(&Top {
+        schema: "craik.audit",
+        version: "0.1.0",
+        trusted_keys: &trusted_keys,
+        expected_policy_set: expected_policy_set.as_deref(),
+        expected_grants: expect.grants.as_deref(),
+        filters: args.filters,
+        ledger,
+    })?;
+    let mut page = args.html.map(html::Page::create).transpose()?;
+    let mut counts = Counts::default();
+    let ctx = Ctx {
+        ring: &ring,
+        policy_set: expected_policy_set.as_deref(),
+        expect: &expect,
+        homes: &homes,
+        filters: args.filters,
+    };
+    let mut all_valid = ledger.is_none_or(craik_host::ledger::HomeCheck::is_valid);
     for journal in &journals {
-        runs.push(audit_run(
-            journal,
-            &ring,
-            expected_policy_set.as_deref(),
-            &expect,
-            &homes,
-        )?);
+        // A home's journals verify with its ledger's keys (earlier keys its rotations vouch
+        // for), as `receipts verify` does.
+        let ctx = Ctx {
+            ring: receipts::ring_for(&homes, journal, &ring),
+            ..ctx
+        };
+        let valid = audit_run(&ctx, journal, &mut emit, page.as_mut(), &mut counts)?;
+        all_valid &= valid;
     }
     // Run journals the ledger names that are gone (missing review journals are shown in
     // the ledger's section).
-    let runs_dir = homes
-        .first()
+    let runs_dir = ledger
         .and_then(|c| c.ledger.parent())
         .map(|h| h.join("runs"))
         .unwrap_or_default();
@@ -153,51 +601,55 @@ pub(crate) fn audit(out: &mut Out, format: Format, args: &AuditArgs<'_>) -> Resu
         .iter()
         .flat_map(|c| c.problems.iter())
         .filter(|p| p.what == "missing" && p.journal.starts_with(&runs_dir))
+        .filter(|p| args.filters.journal_ok(&p.journal))
     {
-        runs.push(RunAudit {
+        let head = RunHead {
             journal: problem.journal.display().to_string(),
-            run_id: None,
-            valid: false,
-            verification: receipts::missing_report(problem),
-            policy_sets: Vec::new(),
-            inputs: None,
-            timeline: Vec::new(),
-            status: None,
-            unsigned: None,
-        });
+            ..RunHead::default()
+        };
+        let report = receipts::missing_report(problem);
+        emit.run_start(&head, &report)?;
+        emit.run_end(&head, &report, None)?;
+        if let Some(page) = page.as_mut() {
+            page.run_start(&head, &report, &emit.shown)?;
+            page.run_end(&report, None)?;
+        }
+        counts.journal(false);
+        all_valid = false;
     }
-    let ledger = homes.into_iter().next();
-    let report = Audit {
-        schema: "craik.audit",
-        version: "0.1.0",
-        trusted_keys,
-        expected_policy_set,
-        expected_grants: expect.grants,
-        ledger,
-        runs,
+    let head = ledger.and_then(summary::LedgerHead::of);
+    let summary = summary::Summary::new(args.target, &trusted_keys, args.filters, head, &counts);
+    let written = match &signing {
+        Some(s) => Some(s.sign(&summary)?),
+        None => None,
     };
-    if let Some(file) = args.html {
-        let page = html(&report);
-        crate::files::write_atomic(file, page.as_bytes())
-            .map_err(|e| Failure::usage(format!("--html {}: cannot write: {e}", file.display())))?;
-        out.diag(format_args!("craik: wrote {}", file.display()))?;
+    if let Some(page) = page {
+        let file = page.finish(&summary, ledger, &emit.shown)?;
+        emit.out
+            .diag(format_args!("craik: wrote {}", file.display()))?;
     }
-    match format {
-        Format::Json | Format::Junit => out.json(&report)?,
-        Format::Human => human(out, &report)?,
+    emit.finish(&summary, written.as_deref())?;
+    if let Some(w) = &written
+        && shape != Shape::Summary
+    {
+        emit.out
+            .diag(format_args!("craik: signed summary {}", w.display()))?;
     }
-    Ok(
-        if report.runs.iter().all(|r| r.valid)
-            && report
-                .ledger
-                .as_ref()
-                .is_none_or(craik_host::ledger::HomeCheck::is_valid)
-        {
-            Exit::Ok
-        } else {
-            Exit::CheckFailed
-        },
-    )
+    Ok(if all_valid {
+        Exit::Ok
+    } else {
+        Exit::CheckFailed
+    })
+}
+
+/// What every run of one audit is checked against.
+#[derive(Clone, Copy)]
+struct Ctx<'a> {
+    ring: &'a KeyRing,
+    policy_set: Option<&'a str>,
+    expect: &'a Expected,
+    homes: &'a [craik_host::ledger::HomeCheck],
+    filters: &'a Filters,
 }
 
 /// Journals named by `target`: every run of a home (a directory holding `runs/`, or `runs/`
@@ -240,31 +692,172 @@ fn home_of(journal: &Path) -> Option<Home> {
 /// What [`receipts::checked`] reports about what signed receipts bind (not the chain).
 const BOUND_CHECKS: [&str; 4] = ["approval", "inputs", "memory", "not closed"];
 
-fn audit_run(
-    journal: &Path,
-    ring: &KeyRing,
-    policy_set: Option<&str>,
-    expect: &Expected,
-    homes: &[craik_host::ledger::HomeCheck],
-) -> Result<RunAudit, Failure> {
-    // Read once: what is verified is exactly what is explained.
-    let bytes = std::fs::read(journal)
+/// Bytes read at a time.
+const CHUNK: usize = 1 << 20;
+
+/// A journal line's receipt: its payload's hash (`sha256:`) and the payload decoded; `None`
+/// for another envelope (a checkpoint) or a line that is not one.
+fn decode_line(line: &[u8]) -> Option<(String, ReceiptPayload)> {
+    let envelope: Envelope = serde_json::from_slice(line).ok()?;
+    if envelope.payload_type != RECEIPT_PAYLOAD_TYPE {
+        return None;
+    }
+    let payload = base64::engine::general_purpose::STANDARD
+        .decode(&envelope.payload)
+        .ok()?;
+    let receipt = serde_json::from_slice(&payload).ok()?;
+    Some((craik_kernel::receipt_hash(&payload), receipt))
+}
+
+/// The run's header facts, from the receipts the verifier has passed.
+#[derive(Default)]
+struct Facts {
+    policy_sets: Vec<String>,
+    inputs: Option<Value>,
+    closing: Option<SignedStatus>,
+    park: Option<SignedStatus>,
+    /// The last receipt seen is a park.
+    last_is_park: bool,
+}
+
+/// Policy-set hashes kept per run (a run names one; more is shown as "and more").
+const MAX_POLICY_SETS: usize = 64;
+
+impl Facts {
+    fn add(&mut self, r: &ReceiptPayload) {
+        if !self.policy_sets.contains(&r.policy_set) && self.policy_sets.len() < MAX_POLICY_SETS {
+            self.policy_sets.push(r.policy_set.clone());
+        }
+        if r.seq == 0 && r.capability == craik_host::run::driver::RUN_INPUTS {
+            self.inputs = Some(Value::Object(
+                r.result.metadata.0.clone().into_iter().collect(),
+            ));
+        }
+        let status = || {
+            Some(SignedStatus {
+                status: meta(r, "status")?.to_owned(),
+                reason: r.reason.clone(),
+                receipt: r.id.clone(),
+                may_continue: r.capability == craik_host::run::driver::RUN_PARKED,
+            })
+        };
+        self.last_is_park = false;
+        if r.capability == craik_host::run::driver::RUN_CLOSED {
+            self.closing = status();
+        } else if r.capability == craik_host::run::driver::RUN_PARKED {
+            self.park = status();
+            self.last_is_park = true;
+        }
+    }
+
+    fn status(&self) -> Option<SignedStatus> {
+        self.closing
+            .clone()
+            .or_else(|| self.park.clone().filter(|_| self.last_is_park))
+    }
+}
+
+/// First pass: verify the journal as `receipts verify` does, streamed, and collect the
+/// header facts from each receipt the verifier passes (it hands them over parsed: no second
+/// decode). Memory: one chunk and one verifier window.
+fn verify_pass(journal: &Path, ctx: &Ctx<'_>) -> Result<(Report, Facts), Failure> {
+    let mut file = std::fs::File::open(journal)
         .map_err(|e| Failure::usage(format!("{}: {e}", journal.display())))?;
-    let report = craik_kernel::verify_journal_with(
-        &bytes,
-        ring,
+    let mut facts = Facts::default();
+    let mut verifier = Verifier::new(
+        ctx.ring,
         VerifyOptions {
-            policy_set,
+            policy_set: ctx.policy_set,
             threads: receipts::threads(),
             batch: true,
             allow_open: true,
         },
-        &mut |_, _| {},
-    );
-    let report = receipts::against_ledger(
-        homes,
+    )
+    .visiting(|_, r| facts.add(r));
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Failure::usage(format!("{}: {e}", journal.display()))),
+        };
+        if !verifier.feed(buf.get(..n).unwrap_or_default()) {
+            break;
+        }
+    }
+    let report = verifier.finish();
+    Ok((report, facts))
+}
+
+/// Second pass: decode the verified lines again (up to `last_good`), check they chain to the
+/// head the first pass verified, and hand each to `each`. Returns why the bytes differ from
+/// the verified ones, if they do.
+fn explain_pass(
+    journal: &Path,
+    last_good: usize,
+    report: &Report,
+    each: &mut dyn FnMut(usize, ReceiptPayload) -> Result<(), Failure>,
+) -> Result<Option<String>, Failure> {
+    if last_good == 0 {
+        return Ok(None);
+    }
+    let file = std::fs::File::open(journal)
+        .map_err(|e| Failure::usage(format!("{}: {e}", journal.display())))?;
+    let mut reader = std::io::BufReader::with_capacity(CHUNK, file);
+    let mut line = Vec::new();
+    let mut line_no = 0usize;
+    let mut prev: Option<String> = None;
+    let mut seq = 0u64;
+    loop {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| Failure::usage(format!("{}: {e}", journal.display())))?;
+        if n == 0 || line.last() != Some(&b'\n') {
+            break;
+        }
+        line_no += 1;
+        if line_no > last_good {
+            break;
+        }
+        let Some((hash, r)) = decode_line(line.strip_suffix(b"\n").unwrap_or(&line)) else {
+            continue;
+        };
+        if r.seq != seq || r.prev != prev {
+            return Ok(Some(format!(
+                "line {line_no}: seq {} does not chain to the receipts verified before it",
+                r.seq
+            )));
+        }
+        prev = Some(hash);
+        seq += 1;
+        each(line_no, r)?;
+    }
+    if seq != report.receipts || prev != report.last_hash {
+        return Ok(Some(format!(
+            "{seq} receipts read back ending at {}, but {} verified ending at {}",
+            prev.as_deref().unwrap_or("nothing"),
+            report.receipts,
+            report.last_hash.as_deref().unwrap_or("nothing")
+        )));
+    }
+    Ok(None)
+}
+
+/// Audits one journal; returns whether it is valid.
+fn audit_run(
+    ctx: &Ctx<'_>,
+    journal: &Path,
+    emit: &mut Emitter<'_>,
+    mut page: Option<&mut html::Page>,
+    counts: &mut Counts,
+) -> Result<bool, Failure> {
+    let (report, facts) = verify_pass(journal, ctx)?;
+    let mut report = receipts::against_ledger(
+        ctx.homes,
         journal,
-        receipts::checked(journal, report, ring, expect),
+        receipts::checked(journal, report, ctx.ring, ctx.expect),
     );
     // Lines before the first failing line verified. A failure of what the receipts bind (an
     // approval without its review, an edited inputs.json or memory file, an unclosed journal)
@@ -274,40 +867,16 @@ fn audit_run(
         Some(f) if f.line > 0 => f.line - 1,
         _ => usize::MAX,
     };
-    let home = home_of(journal);
-    let run_id = report.run_id.clone();
-    let mut timeline = Vec::new();
-    let mut policy_sets: Vec<String> = Vec::new();
-    let mut inputs = None;
-    for (line, decoded) in receipts::decode_all(&bytes) {
-        if line > last_good {
-            break;
-        }
-        let Decoded::Receipt(receipt) = decoded else {
-            continue;
-        };
-        if !policy_sets.contains(&receipt.policy_set) {
-            policy_sets.push(receipt.policy_set.clone());
-        }
-        if receipt.seq == 0 && receipt.capability == craik_host::run::driver::RUN_INPUTS {
-            inputs = Some(Value::Object(
-                receipt.result.metadata.0.clone().into_iter().collect(),
-            ));
-        }
-        let grant = receipt
-            .determining_policies
-            .iter()
-            .find_map(|p| p.strip_prefix("grant."))
-            .map(str::to_owned);
-        let approval = (receipt.decided_by.kind == DecidedByKind::Approval)
-            .then(|| approval_of(&receipt, home.as_ref(), ring, run_id.as_deref()));
-        timeline.push(Entry {
-            line,
-            receipt: *receipt,
-            grant,
-            approval,
-        });
-    }
+    // INVARIANT: a check after the chain fails either what receipts bind (all lines shown),
+    // the whole journal (line 0, all shown) or its first receipt (line 1, none shown): the
+    // facts of the first pass hold exactly for the lines shown, or are dropped.
+    let facts = if last_good == 0 {
+        Facts::default()
+    } else {
+        facts
+    };
+    let valid = report.is_valid();
+    let status = facts.status();
     let unsigned = std::fs::read(journal.with_file_name("run.json"))
         .ok()
         .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
@@ -320,34 +889,131 @@ fn audit_run(
                 ended_at: text("ended_at"),
             }
         });
-    let closing = timeline
-        .iter()
-        .rev()
-        .find(|e| e.receipt.capability == craik_host::run::driver::RUN_CLOSED)
-        .or_else(|| {
-            timeline
-                .last()
-                .filter(|e| e.receipt.capability == craik_host::run::driver::RUN_PARKED)
-        });
-    let status = closing.and_then(|e| {
-        Some(SignedStatus {
-            status: meta(&e.receipt, "status")?.to_owned(),
-            reason: e.receipt.reason.clone(),
-            receipt: e.receipt.id.clone(),
-            may_continue: e.receipt.capability == craik_host::run::driver::RUN_PARKED,
-        })
-    });
-    Ok(RunAudit {
+    let status_key = status
+        .as_ref()
+        .map_or_else(|| "unsigned".to_owned(), |s| s.status.clone());
+    // `--status` narrows valid runs; an invalid journal is always reported.
+    if valid && !ctx.filters.status_ok(&status_key) {
+        return Ok(true);
+    }
+    let head = RunHead {
         journal: journal.display().to_string(),
+        run_id: report.run_id.clone(),
+        policy_sets: facts.policy_sets,
+        inputs: facts.inputs,
         status,
-        run_id,
-        valid: report.is_valid(),
-        verification: report,
-        policy_sets,
-        inputs,
-        timeline,
         unsigned,
-    })
+    };
+    emit.run_start(&head, &report)?;
+    if let Some(p) = page.as_deref_mut() {
+        p.run_start(&head, &report, &emit.shown)?;
+    }
+    let home = home_of(journal);
+    let run_id = report.run_id.clone();
+    let explained = valid || ctx.filters.status_ok(&status_key);
+    let changed = if explained {
+        explain_pass(journal, last_good, &report, &mut |line, receipt| {
+            let entry = explain(line, receipt, home.as_ref(), ctx.ring, run_id.as_deref());
+            if !ctx
+                .filters
+                .receipt_ok(&entry.receipt, entry.approval.as_ref())
+            {
+                return Ok(());
+            }
+            counts.entry(&head, &entry);
+            emit.entry(&head, &entry)?;
+            if let Some(p) = page.as_deref_mut() {
+                p.entry(&head, &entry)?;
+            }
+            Ok(())
+        })?
+    } else {
+        None
+    };
+    if let Some(why) = &changed {
+        report.failure = Some(craik_kernel::Failure {
+            line: 0,
+            seq: None,
+            what: "changed".into(),
+            why: format!("the journal changed during the audit: {why}"),
+        });
+    }
+    emit.run_end(&head, &report, changed.as_deref())?;
+    if let Some(p) = page {
+        p.run_end(&report, changed.as_deref())?;
+    }
+    counts.run(&status_key, report.is_valid());
+    Ok(report.is_valid())
+}
+
+/// A verified receipt with what explains it.
+fn explain(
+    line: usize,
+    receipt: ReceiptPayload,
+    home: Option<&Home>,
+    ring: &KeyRing,
+    run_id: Option<&str>,
+) -> Entry {
+    let grant = receipt
+        .determining_policies
+        .iter()
+        .find_map(|p| p.strip_prefix("grant."))
+        .map(str::to_owned);
+    let approval = (receipt.decided_by.kind == DecidedByKind::Approval)
+        .then(|| approval_of(&receipt, home, ring, run_id));
+    let memory_review = memory_review_of(&receipt, home, ring);
+    Entry {
+        line,
+        receipt,
+        grant,
+        approval,
+        memory_review,
+    }
+}
+
+/// The signed review of a memory proposal the run made (allowed `memory.propose`).
+fn memory_review_of(
+    r: &ReceiptPayload,
+    home: Option<&Home>,
+    ring: &KeyRing,
+) -> Option<MemoryReviewAudit> {
+    if r.capability != "memory.propose"
+        || r.decision != craik_kernel::Decision::Allow
+        || r.decided_by.kind == DecidedByKind::Outcome
+    {
+        return None;
+    }
+    let id = r.action.as_deref().filter(|a| a.starts_with("memprop_"))?;
+    if craik_contracts::id_problem(id).is_some() {
+        return None;
+    }
+    let home = home?;
+    Some(
+        match craik_host::run::memory::signed_memory_review(home, ring, id) {
+            Ok(Some(review)) => MemoryReviewAudit {
+                decision: if review.approved {
+                    "approved"
+                } else {
+                    "rejected"
+                },
+                by: Some(review.by),
+                reviewed_at: Some(review.reviewed_at),
+                problem: None,
+            },
+            Ok(None) => MemoryReviewAudit {
+                decision: "pending",
+                by: None,
+                reviewed_at: None,
+                problem: None,
+            },
+            Err(why) => MemoryReviewAudit {
+                decision: "invalid",
+                by: None,
+                reviewed_at: None,
+                problem: Some(why),
+            },
+        },
+    )
 }
 
 /// The verified review behind an approval-decided receipt (`by` = `user:x via approval_id`).
@@ -478,392 +1144,225 @@ fn what(r: &ReceiptPayload) -> String {
     format!("{}{op} {}", r.capability, r.target)
 }
 
-fn human(out: &mut Out, report: &Audit) -> Result<(), Failure> {
-    if let Some(check) = &report.ledger {
-        out.line(format_args!(
-            "audit of the home ledger {}",
-            check.ledger.display()
-        ))?;
-        match &check.report {
-            Some(r) if check.is_valid() => out.line(format_args!(
-                "  ledger      valid: {} entries ({} recorded by `craik ledger rebuild`), every journal of the home named and ending at its recorded root",
-                r.receipts, check.rebuilt
-            ))?,
-            _ => {
-                for p in &check.problems {
-                    out.line(format_args!(
-                        "  ledger      INVALID: {}: {}: {}",
-                        p.journal.display(),
-                        p.what,
-                        p.why
-                    ))?;
-                }
-            }
-        }
-    }
-    for run in &report.runs {
-        out.line(format_args!("audit of {}", run.journal))?;
-        let v = &run.verification;
-        match &v.failure {
-            None => out.line(format_args!(
-                "  journal     valid, {}: {} receipts, {} checkpoints (keys {})",
-                if v.closed { "closed" } else { "open" },
-                v.receipts,
-                v.checkpoints,
-                report.trusted_keys.join(", ")
-            ))?,
-            Some(f) if BOUND_CHECKS.contains(&f.what.as_str()) => out.line(format_args!(
-                "  journal     INVALID at line {}: {}: {} — every signature verified; all {} receipt(s) are shown",
-                f.line, f.what, f.why, run.timeline.len()
-            ))?,
-            Some(f) => out.line(format_args!(
-                "  journal     INVALID at line {}: {}: {} — only the {} receipt(s) before it are shown",
-                f.line, f.what, f.why, run.timeline.len()
-            ))?,
-        }
-        out.line(format_args!(
-            "  run         {}",
-            run.run_id.as_deref().unwrap_or("?")
-        ))?;
-        out.line(format_args!(
-            "  policy set  {}{}",
-            run.policy_sets.join(", "),
-            match &report.expected_policy_set {
-                Some(_) if run.valid => " (matches the --policies/--custom bundle)",
-                Some(_) => "",
-                None => " (not compared: pass --policies/--custom)",
-            }
-        ))?;
-        if let Some(Value::Object(inputs)) = &run.inputs {
-            let h = |k: &str| inputs.get(k).and_then(Value::as_str).unwrap_or("?");
-            out.line(format_args!(
-                "  inputs      inputs {}, grants {}{}, envelope {}, intent {} (runner {})",
-                h("inputs_sha256"),
-                h("grants_sha256"),
-                match &report.expected_grants {
-                    Some(_) if run.valid => " (matches --grants)",
-                    _ => "",
-                },
-                h("envelope_sha256"),
-                h("intent_sha256"),
-                h("runner")
-            ))?;
-        }
-        match (&run.status, &run.unsigned) {
-            (Some(s), _) => out.line(format_args!(
-                "  status      {} — {} (signed: {}{})",
-                s.status,
-                s.reason,
-                s.receipt,
-                if s.may_continue {
-                    "; parked, may continue once its approval is decided"
-                } else {
-                    ", the run's closing receipt"
-                }
-            ))?,
-            (None, Some(u)) => out.line(format_args!(
-                "  status      {} — {} [NOT SIGNED: {}]",
-                u.status.as_deref().unwrap_or("?"),
-                u.stop_reason.as_deref().unwrap_or("-"),
-                u.note
-            ))?,
-            (None, None) => {}
-        }
-        for entry in &run.timeline {
-            let r = &entry.receipt;
-            let step = step_of(r.action.as_deref())
-                .map(|s| format!("step {s} "))
-                .unwrap_or_default();
-            let action = r
-                .action
-                .as_deref()
-                .map(|a| format!("{a} "))
-                .unwrap_or_default();
-            out.line(format_args!(
-                "  #{:<4} {}  {step}{action}{}",
-                r.seq,
-                r.created_at,
-                what(r)
-            ))?;
-            let grant = entry
-                .grant
-                .as_deref()
-                .map(|g| format!(" [grant {g}]"))
-                .unwrap_or_default();
-            let r = &entry.receipt;
-            let by = if r.decided_by.kind == DecidedByKind::Outcome {
-                String::new()
-            } else {
-                format!(" (by {})", decided_by(r))
-            };
-            out.line(format_args!("        {}{by}{grant}", verdict(r)))?;
-            // Which command changed which file: the signed list of an outcome's file changes.
-            for f in r
-                .result
-                .metadata
-                .0
-                .get("files")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let field = |k: &str| f.get(k).and_then(Value::as_str).unwrap_or_default();
-                let hash = match field("sha256") {
-                    "" => String::new(),
-                    h => format!(" {h}"),
-                };
-                let forbidden = match field("forbidden") {
-                    "" => String::new(),
-                    why => format!(
-                        " FORBIDDEN ({why}; {})",
-                        if f.get("restored").and_then(Value::as_bool) == Some(true) {
-                            "restored"
-                        } else {
-                            "NOT restored"
-                        }
-                    ),
-                };
+fn human_ledger(out: &mut Out, check: &craik_host::ledger::HomeCheck) -> Result<(), Failure> {
+    out.line(format_args!(
+        "audit of the home ledger {}",
+        check.ledger.display()
+    ))?;
+    match &check.report {
+        Some(r) if check.is_valid() => out.line(format_args!(
+            "  ledger      valid: {} entries ({} recorded by `craik ledger rebuild`), every journal of the home named and ending at its recorded root",
+            r.receipts, check.rebuilt
+        ))?,
+        _ => {
+            for p in &check.problems {
                 out.line(format_args!(
-                    "        file {} {}{hash}{forbidden}",
-                    field("change"),
-                    craik_contracts::one_line(field("path"))
+                    "  ledger      INVALID: {}: {}: {}",
+                    p.journal.display(),
+                    p.what,
+                    p.why
                 ))?;
-            }
-            if let Some(a) = &entry.approval {
-                out.line(format_args!("        {}", approval_line(a)))?;
             }
         }
     }
     Ok(())
 }
 
-/// The report's one script: a filter box, and a mark that it ran (`data-audit-ready`, the
-/// number of receipt rows) or why it failed (`data-script-error`). The page's
-/// Content-Security-Policy admits this script by its hash and nothing else.
-const SCRIPT: &str = r"
-window.addEventListener('error', function (e) {
-  document.documentElement.setAttribute('data-script-error', String(e.message));
-});
-(function () {
-  var rows = Array.prototype.slice.call(document.querySelectorAll('tr.receipt'));
-  var box = document.getElementById('filter');
-  var shown = document.getElementById('shown');
-  function apply() {
-    var q = box.value.toLowerCase();
-    var n = 0;
-    rows.forEach(function (r) {
-      var hit = r.textContent.toLowerCase().indexOf(q) >= 0;
-      r.hidden = !hit;
-      if (hit) { n += 1; }
-    });
-    shown.textContent = n + ' of ' + rows.length + ' receipts shown';
-  }
-  box.addEventListener('input', apply);
-  apply();
-  document.documentElement.setAttribute('data-audit-ready', String(rows.length));
-})();
-";
-
-const STYLE: &str = "
-body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #111; }
-h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 2em; }
-table { border-collapse: collapse; width: 100%; }
-th, td { border: 1px solid #ccc; padding: 4px 6px; vertical-align: top; text-align: left; }
-th { background: #f3f3f3; }
-code, .mono { font-family: ui-monospace, monospace; font-size: 12px; word-break: break-all; }
-.invalid { color: #a00; font-weight: bold; } .valid { color: #060; font-weight: bold; }
-.unsigned { background: #fff4d6; } .badge { font-size: 11px; padding: 1px 4px; border: 1px solid #b80; color: #850; }
-.deny { color: #a00; } .requires_approval { color: #a60; } .allow { color: #060; }
-";
-
-/// HTML text: runner-influenced strings are made one line (controls and bidi overrides
-/// escaped), then HTML-escaped.
-fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in craik_contracts::one_line(text).chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// A self-contained page (no external resource; CSP forbids any).
-fn html(report: &Audit) -> String {
-    let hash = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(SCRIPT.as_bytes()));
-    let mut h = String::new();
-    let _ = write!(
-        h,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{hash}'\">\
-         <title>Craik audit</title><style>{STYLE}</style></head><body>\
-         <h1>Craik audit</h1>\
-         <p>Every row below comes from a receipt whose ed25519 signature, hash chain and \
-         checkpoints verified with the trusted key(s) <code>{}</code>, or from a verified \
-         review journal. Cells marked <span class=\"badge\">not signed</span> are not covered \
-         by any signature. This page itself is not signed: re-run <code>craik audit</code> or \
-         <code>craik receipts verify</code> to check.</p>\
-         <p><label>Filter: <input id=\"filter\" type=\"search\"></label> <span id=\"shown\"></span></p>",
-        esc(&report.trusted_keys.join(", "))
-    );
-    if let Some(check) = &report.ledger {
-        let _ = write!(
-            h,
-            "<h2>Home ledger <code>{}</code></h2><ul>",
-            esc(&check.ledger.display().to_string())
-        );
-        match &check.report {
-            Some(r) if check.is_valid() => {
-                let _ = write!(
-                    h,
-                    "<li>valid: {} entries ({} recorded by <code>craik ledger rebuild</code>); every journal of the home named and ending at its recorded root</li>",
-                    r.receipts, check.rebuilt
-                );
-            }
-            _ => {
-                for p in &check.problems {
-                    let _ = write!(
-                        h,
-                        "<li><span class=\"invalid\">INVALID</span> <code>{}</code>: {}: {}</li>",
-                        esc(&p.journal.display().to_string()),
-                        esc(&p.what),
-                        esc(&p.why)
-                    );
-                }
-            }
-        }
-        let _ = write!(h, "</ul>");
-    }
-    for run in &report.runs {
-        run_html(&mut h, report, run);
-    }
-    let _ = writeln!(h, "<script>{SCRIPT}</script></body></html>");
-    h
-}
-
-fn run_html(h: &mut String, report: &Audit, run: &RunAudit) {
-    let v = &run.verification;
-    let _ = write!(
-        h,
-        "<h2>Run <code>{}</code></h2><table class=\"facts\">",
-        esc(run.run_id.as_deref().unwrap_or("?"))
-    );
-    let verdict = match &v.failure {
-        None => format!(
-            "<span class=\"valid\">valid</span>, {}: {} receipts, {} checkpoints",
+fn human_head(out: &mut Out, shown: &Shown, run: &RunHead, v: &Report) -> Result<(), Failure> {
+    out.line(format_args!("audit of {}", run.journal))?;
+    match &v.failure {
+        None => out.line(format_args!(
+            "  journal     valid, {}: {} receipts, {} checkpoints (keys {})",
             if v.closed { "closed" } else { "open" },
             v.receipts,
-            v.checkpoints
-        ),
-        Some(f) => format!(
-            "<span class=\"invalid\">INVALID</span> at line {}: {}: {} — {}",
+            v.checkpoints,
+            shown.trusted_keys
+        ))?,
+        Some(f) if BOUND_CHECKS.contains(&f.what.as_str()) => out.line(format_args!(
+            "  journal     INVALID at line {}: {}: {} — every signature verified; all {} receipt(s) are shown",
+            f.line, f.what, f.why, v.receipts
+        ))?,
+        Some(f) => out.line(format_args!(
+            "  journal     INVALID at line {}: {}: {} — only the {} receipt(s) before it are shown",
             f.line,
-            esc(&f.what),
-            esc(&f.why),
-            if BOUND_CHECKS.contains(&f.what.as_str()) {
-                "every signature verified; all receipts are listed"
-            } else {
-                "only the receipts before it are listed"
-            }
-        ),
-    };
-    let _ = write!(
-        h,
-        "<tr><th>journal</th><td>{verdict}<br><span class=\"unsigned\"><code>{}</code> <span class=\"badge\">not signed</span> (the path on this machine)</span></td></tr>",
-        esc(&run.journal)
-    );
-    let compared = match &report.expected_policy_set {
-        Some(_) if run.valid => " — matches the bundle given",
-        Some(_) => "",
-        None => " — not compared (pass --policies/--custom)",
-    };
-    let _ = write!(
-        h,
-        "<tr><th>policy set</th><td><code>{}</code>{compared}</td></tr>",
-        esc(&run.policy_sets.join(", "))
-    );
-    if let Some(Value::Object(inputs)) = &run.inputs {
-        let _ = write!(h, "<tr><th>inputs (receipt 0)</th><td>");
-        for (k, val) in inputs {
-            let text = val.as_str().map_or_else(|| val.to_string(), str::to_owned);
-            let _ = write!(h, "{}: <code>{}</code><br>", esc(k), esc(&text));
-        }
-        let _ = write!(h, "</td></tr>");
+            f.what,
+            f.why,
+            if f.line == 1 { 0 } else { v.receipts }
+        ))?,
     }
-    if let Some(s) = &run.status {
-        let _ = write!(
-            h,
-            "<tr><th>status</th><td>{} — {} (signed: <code>{}</code>{})</td></tr>",
-            esc(&s.status),
-            esc(&s.reason),
-            esc(&s.receipt),
+    out.line(format_args!(
+        "  run         {}",
+        run.run_id.as_deref().unwrap_or("?")
+    ))?;
+    out.line(format_args!(
+        "  policy set  {}{}",
+        run.policy_sets.join(", "),
+        match (shown.expected_policy_set, v.is_valid()) {
+            (true, true) => " (matches the --policies/--custom bundle)",
+            (true, false) => "",
+            (false, _) => " (not compared: pass --policies/--custom)",
+        }
+    ))?;
+    if let Some(Value::Object(inputs)) = &run.inputs {
+        let h = |k: &str| inputs.get(k).and_then(Value::as_str).unwrap_or("?");
+        out.line(format_args!(
+            "  inputs      inputs {}, grants {}{}, envelope {}, intent {} (runner {})",
+            h("inputs_sha256"),
+            h("grants_sha256"),
+            if shown.expected_grants && v.is_valid() {
+                " (matches --grants)"
+            } else {
+                ""
+            },
+            h("envelope_sha256"),
+            h("intent_sha256"),
+            h("runner")
+        ))?;
+    }
+    match (&run.status, &run.unsigned) {
+        (Some(s), _) => out.line(format_args!(
+            "  status      {} — {} (signed: {}{})",
+            s.status,
+            s.reason,
+            s.receipt,
             if s.may_continue {
                 "; parked, may continue once its approval is decided"
             } else {
-                ""
+                ", the run's closing receipt"
             }
-        );
-    } else if let Some(u) = &run.unsigned {
-        let _ = write!(
-            h,
-            "<tr class=\"unsigned\"><th>status</th><td>{} — {} <span class=\"badge\">not signed</span> ({})</td></tr>",
-            esc(u.status.as_deref().unwrap_or("?")),
-            esc(u.stop_reason.as_deref().unwrap_or("-")),
-            esc(u.note)
-        );
+        ))?,
+        (None, Some(u)) => out.line(format_args!(
+            "  status      {} — {} [NOT SIGNED: {}]",
+            u.status.as_deref().unwrap_or("?"),
+            u.stop_reason.as_deref().unwrap_or("-"),
+            u.note
+        ))?,
+        (None, None) => {}
     }
-    let _ = write!(
-        h,
-        "</table><table class=\"timeline\"><thead><tr><th>seq</th><th>time (UTC)</th><th>step</th>\
-         <th>action</th><th>capability / operation</th><th>target</th><th>verdict / outcome</th>\
-         <th>decided by</th><th>grant</th><th>approval</th></tr></thead><tbody>"
-    );
-    for entry in &run.timeline {
-        entry_html(h, entry);
-    }
-    let _ = write!(h, "</tbody></table>");
+    Ok(())
 }
 
-fn entry_html(h: &mut String, entry: &Entry) {
+/// A signed file change of an outcome (`files` metadata): (change, path, sha256, forbidden
+/// why, restored).
+fn file_changes(r: &ReceiptPayload) -> impl Iterator<Item = FileChange<'_>> {
+    // A governed write's outcome: the file it names was written.
+    let written = (r.decided_by.kind == DecidedByKind::Outcome
+        && r.capability.starts_with("repo.write")
+        && r.result.status.as_str() == "passed")
+        .then(|| FileChange {
+            change: "written",
+            path: &r.target,
+            sha256: "",
+            forbidden: "",
+            restored: false,
+        });
+    written.into_iter().chain(
+        r.result
+            .metadata
+            .0
+            .get("files")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|f| {
+                let field = |k: &str| f.get(k).and_then(Value::as_str).unwrap_or_default();
+                FileChange {
+                    change: field("change"),
+                    path: field("path"),
+                    sha256: field("sha256"),
+                    forbidden: field("forbidden"),
+                    restored: f.get("restored").and_then(Value::as_bool) == Some(true),
+                }
+            }),
+    )
+}
+
+/// One file a command created, changed or removed, as its outcome receipt signs it.
+struct FileChange<'a> {
+    change: &'a str,
+    path: &'a str,
+    sha256: &'a str,
+    forbidden: &'a str,
+    restored: bool,
+}
+
+impl FileChange<'_> {
+    /// ` FORBIDDEN (why; restored)`, or nothing.
+    fn forbidden_note(&self) -> String {
+        match self.forbidden {
+            "" => String::new(),
+            why => format!(
+                " FORBIDDEN ({why}; {})",
+                if self.restored {
+                    "restored"
+                } else {
+                    "NOT restored"
+                }
+            ),
+        }
+    }
+}
+
+fn human_entry(out: &mut Out, entry: &Entry) -> Result<(), Failure> {
     let r = &entry.receipt;
-    let class = if r.decided_by.kind == DecidedByKind::Outcome {
-        "outcome"
-    } else {
-        craik_host::policytest::decision_name(r.decision)
-    };
-    let (verdict, by) = (verdict(r), decided_by(r));
-    let approval = entry
-        .approval
-        .as_ref()
-        .map(approval_line)
+    let step = step_of(r.action.as_deref())
+        .map(|s| format!("step {s} "))
         .unwrap_or_default();
-    let _ = write!(
-        h,
-        "<tr class=\"receipt\" id=\"{}\"><td>{}</td><td class=\"mono\">{}</td><td>{}</td>\
-         <td class=\"mono\">{}</td><td>{}{}</td><td class=\"mono\">{}</td><td class=\"{class}\">{}</td>\
-         <td class=\"mono\">{}</td><td>{}</td><td>{}</td></tr>",
-        esc(&r.id),
+    let action = r
+        .action
+        .as_deref()
+        .map(|a| format!("{a} "))
+        .unwrap_or_default();
+    out.line(format_args!(
+        "  #{:<4} {}  {step}{action}{}",
         r.seq,
-        esc(&r.created_at),
-        step_of(r.action.as_deref())
-            .map(|s| s.to_string())
-            .unwrap_or_default(),
-        esc(r.action.as_deref().unwrap_or_default()),
-        esc(&r.capability),
-        meta(r, "operation")
-            .map(|o| format!(" / {}", esc(o)))
-            .unwrap_or_default(),
-        esc(&r.target),
-        esc(&verdict),
-        esc(&by),
-        esc(entry.grant.as_deref().unwrap_or_default()),
-        esc(&approval),
-    );
+        r.created_at,
+        what(r)
+    ))?;
+    let grant = entry
+        .grant
+        .as_deref()
+        .map(|g| format!(" [grant {g}]"))
+        .unwrap_or_default();
+    let by = if r.decided_by.kind == DecidedByKind::Outcome {
+        String::new()
+    } else {
+        format!(" (by {})", decided_by(r))
+    };
+    out.line(format_args!("        {}{by}{grant}", verdict(r)))?;
+    // Which command changed which file: the signed list of an outcome's file changes.
+    for f in file_changes(r) {
+        let hash = match f.sha256 {
+            "" => String::new(),
+            h => format!(" {h}"),
+        };
+        out.line(format_args!(
+            "        file {} {}{hash}{}",
+            f.change,
+            craik_contracts::one_line(f.path),
+            f.forbidden_note()
+        ))?;
+    }
+    if let Some(a) = &entry.approval {
+        out.line(format_args!("        {}", approval_line(a)))?;
+    }
+    if let Some(m) = &entry.memory_review {
+        out.line(format_args!("        {}", memory_line(m)))?;
+    }
+    Ok(())
+}
+
+/// A memory proposal's review, one line.
+fn memory_line(m: &MemoryReviewAudit) -> String {
+    match (m.decision, &m.by, &m.problem) {
+        (_, _, Some(why)) => format!("memory review INVALID: {why}"),
+        ("pending", _, _) => "memory review: pending (no signed review yet)".to_owned(),
+        (decision, by, _) => format!(
+            "memory review: {decision} by {} (signed review {})",
+            by.as_deref().unwrap_or("?"),
+            m.reviewed_at.as_deref().unwrap_or("?")
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -871,19 +1370,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn html_text_is_escaped_and_kept_on_one_line() {
-        let hostile = "<script>alert(1)</script>\"' &amp;\n\u{1b}[2J\u{202e}";
-        let got = esc(hostile);
-        assert!(!got.contains('<') && !got.contains('>') && !got.contains('"'));
-        assert!(!got.contains('\n') && !got.contains('\u{1b}') && !got.contains('\u{202e}'));
-        assert!(got.contains("&lt;script&gt;") && got.contains("&amp;amp;"));
-    }
-
-    #[test]
     fn the_step_comes_from_the_host_action_id() {
         assert_eq!(step_of(Some("action_5_0")), Some(5));
         assert_eq!(step_of(Some("memprop_x_2_0")), None);
         assert_eq!(step_of(Some("action_x")), None);
         assert_eq!(step_of(None), None);
+    }
+
+    #[test]
+    fn times_are_rfc3339_or_a_date_and_dates_mean_midnight_utc() {
+        let t = parse_time("since", "2026-11-22").unwrap();
+        assert_eq!(utc_text(t), "2026-11-22T00:00:00Z");
+        let t = parse_time("since", "2026-11-22T03:00:00+02:00").unwrap();
+        assert_eq!(utc_text(t), "2026-11-22T01:00:00Z");
+        let e = parse_time("until", "yesterday").unwrap_err();
+        assert!(e.message.contains("--until `yesterday`"), "{}", e.message);
     }
 }

@@ -41,17 +41,20 @@ fn journals(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
                 )));
             }
             out.extend(found);
-            // A home: its review journals too (each approval's own signed decision).
-            if runs != *path
-                && let Ok(entries) = std::fs::read_dir(path.join("reviews"))
-            {
-                let mut reviews: Vec<PathBuf> = entries
-                    .filter_map(Result::ok)
-                    .map(|e| e.path().join(JOURNAL_NAME))
-                    .filter(|p| p.is_file())
-                    .collect();
-                reviews.sort();
-                out.extend(reviews);
+            // A home: its review journals too (each approval's own signed decision), and its
+            // signed audit summaries.
+            for sub in ["reviews", "audits"] {
+                if runs != *path
+                    && let Ok(entries) = std::fs::read_dir(path.join(sub))
+                {
+                    let mut found: Vec<PathBuf> = entries
+                        .filter_map(Result::ok)
+                        .map(|e| e.path().join(JOURNAL_NAME))
+                        .filter(|p| p.is_file())
+                        .collect();
+                    found.sort();
+                    out.extend(found);
+                }
             }
         } else {
             return Err(Failure::usage(format!(
@@ -454,6 +457,14 @@ pub(crate) fn checked(
         && let Some((line, what, why)) = unbound(path, ring)
     {
         report.failure = Some(fail(what, line, why));
+    }
+    // A signed audit summary (`craik audit --summary`): its own contract and ledger head.
+    if report.failure.is_none()
+        && let Some(first) =
+            first_receipt(path).filter(|r| r.capability == crate::cmd::audit::summary::CAPABILITY)
+        && let Some(why) = crate::cmd::audit::summary::problem(path, &first, &report)
+    {
+        report.failure = Some(fail("audit summary", 1, why));
     }
     if report.failure.is_none()
         && let Some(want) = &expect.grants

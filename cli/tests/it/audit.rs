@@ -310,3 +310,489 @@ fn issue_13_audit_marks_shadow_verdicts() {
         assert!(view.contains("allow [shadow]"), "{view}");
     }
 }
+
+/// `craik audit ... --format jsonl` as parsed events.
+fn events(home: &Path, args: &[&str]) -> Vec<Value> {
+    let out = craik()
+        .arg("audit")
+        .args(args)
+        .args(["--format", "jsonl", "--home"])
+        .arg(home)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", crate::transcript(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    text.lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+            assert_eq!(v["schema"], "craik.audit_event", "{l}");
+            assert_eq!(v["version"], "0.1.0", "{l}");
+            v
+        })
+        .collect()
+}
+
+fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["event"] == kind).collect()
+}
+
+/// Issue 20 item 6: `--format jsonl` is one event per line (ledger, run, receipts, summary), and
+/// every filter narrows what is explained and counted, never what is verified.
+#[test]
+fn issue_20_audit_streams_jsonl_events_and_filters_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, id) = approved_docs_review(dir.path());
+    let h = home.to_str().unwrap();
+    let all = events(&home, &[h]);
+    let kinds: Vec<&str> = all.iter().map(|e| e["event"].as_str().unwrap()).collect();
+    assert_eq!(kinds.first(), Some(&"ledger"));
+    assert_eq!(kinds.get(1), Some(&"run"));
+    assert_eq!(kinds.last(), Some(&"summary"));
+    let receipts = crate::runs::receipts(&home, &id);
+    let explained = of_kind(&all, "receipt");
+    assert_eq!(explained.len(), receipts.len());
+    for (e, r) in explained.iter().zip(&receipts) {
+        assert_eq!(e["receipt"], *r, "each event carries the verified receipt");
+        assert_eq!(e["run_id"], id.as_str());
+    }
+    let run = of_kind(&all, "run")[0];
+    assert_eq!(run["valid"], true);
+    assert_eq!(run["status"]["status"], "completed");
+    let summary = &of_kind(&all, "summary")[0]["summary"];
+    assert_eq!(summary["schema"], "craik.audit_summary");
+    assert_eq!(summary["counts"]["receipts"], receipts.len() as u64);
+    assert_eq!(summary["counts"]["runs_by_status"]["completed"], 1);
+
+    // --approver: only what alice's approvals decided (and the reviews the run recorded).
+    let approved = receipts
+        .iter()
+        .filter(|r| r["decided_by"]["kind"] == "approval")
+        .count();
+    assert!(approved >= 3, "{approved}");
+    let by_alice = events(&home, &[h, "--approver", "user:alice"]);
+    let got = of_kind(&by_alice, "receipt");
+    assert_eq!(got.len(), approved);
+    assert!(
+        got.iter()
+            .all(|e| e["approval"]["approver"] == "user:alice")
+    );
+    let summary = &of_kind(&by_alice, "summary")[0]["summary"];
+    assert_eq!(
+        summary["counts"]["by_approver"]["user:alice"],
+        approved as u64
+    );
+    assert_eq!(summary["filters"]["approver"][0], "user:alice");
+    assert!(
+        of_kind(
+            &events(&home, &[h, "--approver", "user:mallory"]),
+            "receipt"
+        )
+        .is_empty()
+    );
+
+    // --capability with a prefix, --verdict, --actor.
+    let repo = events(&home, &[h, "--capability", "repo.*"]);
+    let repo = of_kind(&repo, "receipt");
+    let want = receipts
+        .iter()
+        .filter(|r| r["capability"].as_str().unwrap().starts_with("repo."))
+        .count();
+    assert!(want > 0);
+    assert_eq!(repo.len(), want);
+    let held = events(&home, &[h, "--verdict", "requires_approval"]);
+    let held = of_kind(&held, "receipt");
+    assert!(!held.is_empty());
+    assert!(
+        held.iter()
+            .all(|e| e["receipt"]["decision"] == "requires_approval"
+                && e["receipt"]["decided_by"]["kind"] != "outcome")
+    );
+    let outcomes = events(&home, &[h, "--verdict", "outcome"]);
+    assert!(
+        of_kind(&outcomes, "receipt")
+            .iter()
+            .all(|e| e["receipt"]["decided_by"]["kind"] == "outcome")
+    );
+    let actor = receipts[0]["actor"].as_str().unwrap();
+    let by_actor = events(&home, &[h, "--actor", actor]);
+    assert_eq!(
+        of_kind(&by_actor, "receipt").len(),
+        receipts.iter().filter(|r| r["actor"] == actor).count()
+    );
+
+    // Time: nothing after the future, everything before it; a date means its midnight UTC.
+    assert!(of_kind(&events(&home, &[h, "--since", "2999-01-01"]), "receipt").is_empty());
+    assert_eq!(
+        of_kind(
+            &events(&home, &[h, "--until", "2999-01-01T00:00:00Z"]),
+            "receipt"
+        )
+        .len(),
+        receipts.len()
+    );
+    let middle = receipts[receipts.len() / 2]["created_at"].as_str().unwrap();
+    let later = of_kind(&events(&home, &[h, "--since", middle]), "receipt").len();
+    assert!(later > 0 && later < receipts.len(), "{later}");
+
+    // Run-level: --status and --run select runs; the ledger is still checked.
+    let blocked = events(&home, &[h, "--status", "blocked"]);
+    assert!(of_kind(&blocked, "run").is_empty());
+    assert_eq!(of_kind(&blocked, "ledger").len(), 1);
+    assert_eq!(
+        of_kind(&events(&home, &[h, "--status", "completed"]), "run").len(),
+        1
+    );
+    assert!(of_kind(&events(&home, &[h, "--run", "run_other"]), "run").is_empty());
+    assert_eq!(of_kind(&events(&home, &[h, "--run", &id]), "run").len(), 1);
+
+    // A bad time is a usage error naming the flag and value.
+    let bad = audit(&home, &[h, "--since", "last tuesday"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", crate::transcript(&bad));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--since `last tuesday`"));
+
+    // An invalid journal is reported whatever the filters.
+    let journal = home.join("runs").join(&id).join("receipts.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    lines[3] = lines[3].replacen("\"payload\":\"ey", "\"payload\":\"EY", 1);
+    std::fs::write(&journal, lines.join("\n") + "\n").unwrap();
+    let out = craik()
+        .args([
+            "audit", h, "--status", "blocked", "--format", "jsonl", "--home", h,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", crate::transcript(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let run: Value = serde_json::from_str(
+        text.lines()
+            .find(|l| l.contains("\"event\":\"run\""))
+            .expect("the invalid run is reported"),
+    )
+    .unwrap();
+    assert_eq!(run["valid"], false);
+    assert_eq!(run["verification"]["failure"]["line"], 4);
+}
+
+/// Issue 20 item 6: `--summary` signs the counts with the home's key as a one-receipt
+/// `craik.audit_summary` journal; `receipts verify` checks it (alone and with the home), and
+/// catches an edit and a ledger rewritten under the head it covered.
+#[test]
+fn issue_20_signed_audit_summary_verifies_and_binds_the_ledger_head() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, _id) = approved_docs_review(dir.path());
+    let h = home.to_str().unwrap();
+    let out = craik()
+        .args(["audit", h, "--summary", "--format", "json", "--home", h])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", crate::transcript(&out));
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown["schema"], "craik.audit_summary");
+    assert!(shown.get("runs").is_none(), "counts only");
+    assert_eq!(shown["counts"]["runs_by_status"]["completed"], 1);
+    assert!(
+        shown["counts"]["by_approver"]["user:alice"]
+            .as_u64()
+            .unwrap()
+            >= 3
+    );
+    assert!(shown["counts"]["files_changed"].as_u64().unwrap() >= 1);
+    assert!(
+        shown["ledger"]["last_hash"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
+    let file = std::path::PathBuf::from(shown["signed"].as_str().unwrap());
+    assert!(file.starts_with(home.join("audits")), "{}", file.display());
+
+    // The signed receipt carries exactly what was shown.
+    let line = std::fs::read_to_string(&file).unwrap();
+    let envelope: Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+    use base64::Engine as _;
+    let payload: Value = serde_json::from_slice(
+        &base64::engine::general_purpose::STANDARD
+            .decode(envelope["payload"].as_str().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(payload["capability"], "audit.summary");
+    let mut signed = shown.clone();
+    signed.as_object_mut().unwrap().remove("signed");
+    assert_eq!(payload["result"]["metadata"], signed);
+
+    let verify = |args: &[&str]| {
+        craik()
+            .args(["receipts", "verify"])
+            .args(args)
+            .args(["--home", h])
+            .output()
+            .unwrap()
+    };
+    let ok = verify(&[file.to_str().unwrap()]);
+    assert!(ok.status.success(), "{}", crate::transcript(&ok));
+    let ok = verify(&[h]);
+    assert!(ok.status.success(), "{}", crate::transcript(&ok));
+    assert!(
+        String::from_utf8_lossy(&ok.stdout).contains("audits/"),
+        "the home's summaries are verified too"
+    );
+
+    // The ledger cut back under the head the summary covered: the summary says so.
+    let ledger = home.join("ledger.jsonl");
+    let kept = std::fs::read_to_string(&ledger).unwrap();
+    let lines: Vec<&str> = kept.lines().collect();
+    std::fs::write(&ledger, lines[..lines.len() - 4].join("\n") + "\n").unwrap();
+    let bad = verify(&[file.to_str().unwrap()]);
+    assert_eq!(bad.status.code(), Some(1), "{}", crate::transcript(&bad));
+    let text = String::from_utf8_lossy(&bad.stdout).into_owned();
+    assert!(
+        text.contains("audit summary") && text.contains("ledger head"),
+        "{text}"
+    );
+    std::fs::write(&ledger, &kept).unwrap();
+
+    // Any byte of the summary changed: its signature fails.
+    let forged = line.replacen("\"payload\":\"ey", "\"payload\":\"EY", 1);
+    std::fs::write(&file, forged).unwrap();
+    let bad = verify(&[file.to_str().unwrap()]);
+    assert_eq!(bad.status.code(), Some(1), "{}", crate::transcript(&bad));
+
+    // No private key in the home: refused before any work, naming the key file.
+    let out_file = dir.path().join("s.jsonl");
+    let moved = dir.path().join("key.pem");
+    std::fs::rename(home.join("keys/signing.key.pem"), &moved).unwrap();
+    let out = craik()
+        .args(["audit", h, "--summary", "--summary-out"])
+        .arg(&out_file)
+        .args(["--home", h])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", crate::transcript(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("signing.key.pem"));
+    assert!(!out_file.exists());
+}
+
+/// A run with hostile runner-influenced text: a denied action whose target is a long
+/// unbroken path with markup and bidi controls.
+fn hostile_denied_run(home: &Path, dir: &Path) -> String {
+    let long = "x".repeat(600);
+    let target = format!("docs/{long}/<script>alert(1)</script>\u{202e}\u{2066}gpj.md");
+    let ex = crate::runs::scratch_example(
+        dir,
+        "trusted-local",
+        &[],
+        crate::runs::act(serde_json::json!([
+            {"id": "action_push", "capability": "git.force_push", "operation": "push", "target": target}
+        ])),
+        &[("README.md", "hi\n")],
+    );
+    let (_, id, _) = run_example(home, &ex, &[]);
+    id
+}
+
+/// Issue 20 item 7: the HTML report opens with its summary (runs by status, approvals by
+/// approver, denials, cancellations, memory reviews, files changed), then one section per run;
+/// at 1280 px nothing overflows horizontally (asserted on `scrollWidth` in headless
+/// Chromium, with a screenshot taken), times stay on one line, hostile text is escaped.
+#[test]
+fn issue_20_html_report_summary_first_and_no_overflow_at_1280px() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, _approved) = approved_docs_review(dir.path());
+    // A denial with hostile text.
+    let denied = hostile_denied_run(&home, &dir.path().join("hostile"));
+    // A cancellation, with a hostile reason.
+    let (code, parked, _) = run_example(
+        &home,
+        &crate::repo_root().join("examples/docs-review"),
+        &["--profile", "strict"],
+    );
+    assert_eq!(code, 6);
+    let out = craik()
+        .args([
+            "runs",
+            "cancel",
+            &parked,
+            "--by",
+            "user:carol",
+            "--reason",
+            REASON,
+            "--home",
+        ])
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", crate::transcript(&out));
+    // A memory review.
+    let list = crate::runs::json_out(&home, &["memory", "list"]);
+    let memprop = list[0]["id"].as_str().unwrap().to_owned();
+    let out = craik()
+        .args([
+            "memory",
+            "reject",
+            &memprop,
+            "--by",
+            "user:dora",
+            "--reason",
+            REASON,
+            "--home",
+        ])
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", crate::transcript(&out));
+
+    let page = dir.path().join("audit.html");
+    let out = audit(
+        &home,
+        &[home.to_str().unwrap(), "--html", page.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", crate::transcript(&out));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        !dir.path().read_dir().unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with(".audit.html")),
+        "no temporary file left beside the page"
+    );
+    for external in ["src=", "href=", "http:", "https:", "@import", "url("] {
+        assert!(!html.contains(external), "self-contained: found {external}");
+    }
+    // Summary first, in the order an auditor reads it; then the runs.
+    let at = |needle: &str| {
+        html.find(needle)
+            .unwrap_or_else(|| panic!("missing {needle}"))
+    };
+    let order = [
+        "<h2>Summary</h2>",
+        "<h3>Runs by status</h3>",
+        "<h3>Approvals by approver</h3>",
+        "<h3>Denials: ",
+        "<h3>Cancellations: 1</h3>",
+        "<h3>Memory reviews: ",
+        "<h3>Files changed: ",
+        "<section class=\"run\">",
+    ];
+    for pair in order.windows(2) {
+        assert!(at(pair[0]) < at(pair[1]), "{} before {}", pair[0], pair[1]);
+    }
+    let summary = &html[..at("<section class=\"run\">")];
+    assert!(summary.contains("<td><code>user:alice</code></td>"));
+    assert!(
+        summary.contains(&format!("<code>{denied}</code>")),
+        "the denial is listed"
+    );
+    assert!(summary.contains("user:carol"), "the cancellation names who");
+    assert!(
+        summary.contains("rejected by user:dora"),
+        "the memory review names who"
+    );
+    assert!(summary.contains("<td><code>completed</code></td>"));
+    assert!(!html.contains("<script>alert") && !html.contains("<b>checked"));
+    assert!(!html.contains('\u{202e}') && !html.contains('\u{2066}') && !html.contains('\u{1b}'));
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    // A copy that reports its own widths in its title: the report's CSP admits only its own
+    // script, so the copy drops the CSP line and adds one script at the end of the body.
+    let csp_start = html
+        .find("<meta http-equiv=\"Content-Security-Policy\"")
+        .unwrap();
+    let csp_end = csp_start + html[csp_start..].find('>').unwrap() + 1;
+    let probe = format!(
+        "{}{}",
+        &html[..csp_start],
+        &html[csp_end..].replacen(
+            "</body>",
+            "<script>var d=document.documentElement;\
+             var t=Array.prototype.slice.call(document.querySelectorAll('.time'));\
+             var wrapped=t.filter(function(e){return e.getClientRects().length>1||e.scrollWidth>e.clientWidth+1;}).length;\
+             document.title='W'+d.scrollWidth+'x'+d.clientWidth+'t'+t.length+'w'+wrapped;</script></body>",
+            1
+        )
+    );
+    let probe_file = dir.path().join("probe.html");
+    std::fs::write(&probe_file, probe).unwrap();
+    let browse = |extra: &[&str], file: &Path| {
+        let profile = tempfile::tempdir().unwrap();
+        let out = std::process::Command::new(&chromium)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--hide-scrollbars",
+                "--window-size=1280,900",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .args(extra)
+            .arg(format!("file://{}", file.display()))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", crate::transcript(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let dom = browse(&["--dump-dom"], &probe_file);
+    let title = dom
+        .split("<title>")
+        .nth(1)
+        .and_then(|t| t.split("</title>").next())
+        .unwrap();
+    let (scroll, rest) = title.trim_start_matches('W').split_once('x').unwrap();
+    let (client, rest) = rest.split_once('t').unwrap();
+    let (times, wrapped) = rest.split_once('w').unwrap();
+    let (scroll, client): (u32, u32) = (scroll.parse().unwrap(), client.parse().unwrap());
+    assert!(client > 1200 && client <= 1280, "{title}");
+    assert!(scroll <= client, "horizontal overflow at 1280 px: {title}");
+    assert!(times.parse::<u32>().unwrap() > 20, "{title}");
+    assert_eq!(wrapped, "0", "every time on one line: {title}");
+    // And the real page renders with its own script, as a screenshot at 1280 px.
+    let shot = dir.path().join("audit.png");
+    browse(&[&format!("--screenshot={}", shot.display())], &page);
+    let png = std::fs::read(&shot).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    assert_eq!(
+        u32::from_be_bytes(png[16..20].try_into().unwrap()),
+        1280,
+        "screenshot width"
+    );
+}
+
+/// Issue 20: `craik bench audit` measures verify and audit over the same generated journals
+/// and prints the ratio and each one's peak memory.
+#[test]
+fn issue_20_bench_audit_reports_the_ratio_and_peak_memory() {
+    let out = craik()
+        .args([
+            "bench",
+            "audit",
+            "--count",
+            "400",
+            "--journals",
+            "4",
+            "--html",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", crate::transcript(&out));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["receipts"], 400);
+    assert_eq!(r["journals"], 4);
+    let ratio = r["audit_vs_verify"].as_f64().unwrap();
+    assert!(ratio > 0.0, "{r}");
+    assert!(r["verify_max_rss_kb"].as_u64().unwrap() > 0, "{r}");
+    assert!(r["audit_jsonl_max_rss_kb"].as_u64().unwrap() > 0, "{r}");
+    assert!(r["html_bytes"].as_u64().unwrap() > 400 * 200, "{r}");
+    assert_eq!(r["peaks_reset"], true, "each phase's peak is its own: {r}");
+}

@@ -168,6 +168,9 @@ pub fn create_home(root: &Path) -> io::Result<bool> {
     let created = !root.is_dir();
     if created {
         fs::create_dir_all(root)?;
+        // Whatever the umask: the home holds keys and journals (outside testing round 6:
+        // under umask 000 it was 0777, and others could plant files in it).
+        fs::set_permissions(root, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
         if let Some(parent) = root.parent().filter(|p| !p.as_os_str().is_empty()) {
             sync_dir(parent)?;
         }

@@ -144,12 +144,17 @@ const CHUNK: usize = 8 * 1024 * 1024;
 /// Memory stays at one window of lines plus one chunk, whatever the journal's size; the
 /// verdict is the same as verifying the whole byte string at once.
 pub struct Verifier<'a> {
+    /// Called with each receipt once it (and every line before it) verified.
+    visit: Option<Visitor<'a>>,
     state: Option<State<'a>>,
     failed: Option<Report>,
     options: VerifyOptions<'a>,
     pending: Vec<u8>,
     line_no: usize,
 }
+
+/// What [`Verifier::visiting`] calls: the line number and the verified receipt.
+type Visitor<'a> = Box<dyn FnMut(usize, &ReceiptPayload) + 'a>;
 
 impl std::fmt::Debug for Verifier<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -172,6 +177,7 @@ impl<'a> Verifier<'a> {
             run_id: None,
         };
         let mut verifier = Self {
+            visit: None,
             state: Some(state),
             failed: None,
             options,
@@ -182,6 +188,16 @@ impl<'a> Verifier<'a> {
             verifier.fail(0, None, "keys", "no trusted public key given".into());
         }
         verifier
+    }
+
+    /// Calls `visit` with each receipt (its 1-based line and payload) as soon as it and every
+    /// line before it verified, in order: a reader that explains a journal gets exactly the
+    /// verified receipts without parsing them again. Nothing is called for a line that fails
+    /// or for any line after it.
+    #[must_use]
+    pub fn visiting(mut self, visit: impl FnMut(usize, &ReceiptPayload) + 'a) -> Self {
+        self.visit = Some(Box::new(visit));
+        self
     }
 
     /// Lines framed so far.
@@ -273,9 +289,17 @@ impl<'a> Verifier<'a> {
                     );
                     return false;
                 }
-                if let Err((seq, what, why)) = state.finish(item) {
-                    self.fail(n, seq, what, why);
-                    return false;
+                match state.finish(item) {
+                    Ok(Some(receipt)) => {
+                        if let Some(visit) = self.visit.as_mut() {
+                            visit(n, &receipt);
+                        }
+                    }
+                    Ok(None) => {}
+                    Err((seq, what, why)) => {
+                        self.fail(n, seq, what, why);
+                        return false;
+                    }
                 }
             }
             self.pending.drain(..from.min(self.pending.len()));
@@ -537,7 +561,7 @@ impl State<'_> {
     }
 
     /// A line whose signature verified: only now is its payload parsed.
-    fn finish(&mut self, item: Prepared) -> Result<(), LineError> {
+    fn finish(&mut self, item: Prepared) -> Result<Option<ReceiptPayload>, LineError> {
         let payload = item.payload();
         let json: serde_json::Value = serde_json::from_slice(payload)
             .map_err(|e| (None, "payload", format!("signed payload is not JSON: {e}")))?;
@@ -569,8 +593,8 @@ impl State<'_> {
             self.report.key_ids.push(item.keyid.clone());
         }
         match item.payload_type.as_str() {
-            RECEIPT_PAYLOAD_TYPE => self.receipt(json, item.payload(), &item.keyid),
-            CHECKPOINT_PAYLOAD_TYPE => self.checkpoint(json, &item.keyid),
+            RECEIPT_PAYLOAD_TYPE => self.receipt(json, item.payload(), &item.keyid).map(Some),
+            CHECKPOINT_PAYLOAD_TYPE => self.checkpoint(json, &item.keyid).map(|()| None),
             other => Err((
                 None,
                 "payload",
@@ -627,7 +651,7 @@ impl State<'_> {
         json: serde_json::Value,
         payload: &[u8],
         keyid: &str,
-    ) -> Result<(), LineError> {
+    ) -> Result<ReceiptPayload, LineError> {
         let receipt: ReceiptPayload = serde_json::from_value(json)
             .map_err(|e| (None, "payload", format!("not a receipt: {e}")))?;
         let seq = Some(receipt.seq);
@@ -708,7 +732,7 @@ impl State<'_> {
         self.prev = Some(hash.clone());
         self.report.last_hash = Some(hash);
         self.report.receipts += 1;
-        Ok(())
+        Ok(receipt)
     }
 
     fn checkpoint(&mut self, json: serde_json::Value, keyid: &str) -> Result<(), LineError> {

@@ -365,6 +365,52 @@ proptest! {
     }
 }
 
+/// Issue 20: a visiting verifier hands over exactly the receipts that verified, in order, with
+/// their lines — every one of a clean journal, none from the failing line on.
+#[test]
+fn issue_20_the_verifier_visits_only_verified_receipts() {
+    let signer = test_signer();
+    let keys = ring(&signer);
+    let bytes = journal(12, 4, &signer);
+    let visit = |bytes: &[u8]| {
+        let mut seen: Vec<(usize, u64)> = Vec::new();
+        let mut verifier =
+            craik_kernel::Verifier::new(&keys, craik_kernel::VerifyOptions::default())
+                .visiting(|line, r| seen.push((line, r.seq)));
+        verifier.feed(bytes);
+        let report = verifier.finish();
+        (report, seen)
+    };
+    let (report, seen) = visit(&bytes);
+    assert!(report.is_valid());
+    assert_eq!(
+        seen.iter().map(|s| s.1).collect::<Vec<_>>(),
+        (0..12).collect::<Vec<_>>()
+    );
+    let all = lines(&bytes);
+    for (line, seq) in &seen {
+        assert!(
+            all[line - 1].windows(9).any(|w| w == b"\"payload\""),
+            "line {line} seq {seq}"
+        );
+    }
+    // A receipt's payload changed on line 7: lines 1–6 are visited (receipts and one
+    // checkpoint among them), nothing from line 7 on.
+    let mut tampered = all.clone();
+    tampered[6] = String::from_utf8(tampered[6].clone())
+        .unwrap()
+        .replacen("\"payload\":\"ey", "\"payload\":\"EY", 1)
+        .into_bytes();
+    let bytes: Vec<u8> = tampered.concat();
+    let (report, seen) = visit(&bytes);
+    assert_eq!(report.failure.unwrap().line, 7);
+    assert!(
+        !seen.is_empty() && seen.iter().all(|(line, _)| *line < 7),
+        "{seen:?}"
+    );
+    assert_eq!(seen.len() as u64, report.receipts);
+}
+
 /// The committed payload schemas are what the types generate.
 #[test]
 fn committed_payload_schemas_match_the_types() {

@@ -35,8 +35,9 @@ pub fn read_bounded(path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
     Ok(bytes)
 }
 
-/// Writes `bytes` to `path` via a temporary file in the same directory and a rename.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+/// A temporary name beside `path` (same directory, so a rename onto `path` is atomic):
+/// `.<name>.<what>-<pid>`.
+pub fn tmp_beside(path: &Path, what: &str) -> io::Result<std::path::PathBuf> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -45,7 +46,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .file_name()
         .ok_or_else(|| io::Error::other("no file name"))?
         .to_string_lossy();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    Ok(dir.join(format!(".{name}.{what}-{}", std::process::id())))
+}
+
+/// Writes `bytes` to `path` via a temporary file in the same directory and a rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let tmp = tmp_beside(path, "tmp")?;
     let result = (|| {
         let mut file = fs::File::create(&tmp)?;
         file.write_all(bytes)?;

@@ -151,15 +151,8 @@ pub(super) struct Page {
 }
 
 fn tmp_beside(path: &Path, what: &str) -> Result<PathBuf, Failure> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .ok_or_else(|| Failure::usage(format!("--html {}: not a file name", path.display())))?
-        .to_string_lossy();
-    Ok(dir.join(format!(".{name}.{what}-{}", std::process::id())))
+    craik_host::fsio::tmp_beside(path, what)
+        .map_err(|_| Failure::usage(format!("--html {}: not a file name", path.display())))
 }
 
 fn write_err(path: &Path) -> impl Fn(std::io::Error) -> Failure + '_ {

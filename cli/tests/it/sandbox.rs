@@ -1124,3 +1124,130 @@ fn issue_18_round_5_content_protected_dirs_own_mkdirs_and_intent_globs() {
         "{err}"
     );
 }
+
+/// A real project (the workspace is the repository) run with `task new`'s grant for
+/// `sh ./a.sh`, trusted-local: `files` are written, `links` are hard links `(name in the
+/// repo, file outside it)`. Returns (home, run id, transcript).
+fn project_run(
+    dir: &Path,
+    script: &str,
+    files: &[(&str, &str)],
+    links: &[(&str, &Path)],
+) -> (PathBuf, String, String) {
+    let repo = dir.join("repo");
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .current_dir(&repo)
+            .args(["-c", "user.email=a@b", "-c", "user.name=a"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", crate::transcript(&out));
+    };
+    std::fs::create_dir_all(repo.join("out")).unwrap();
+    git(&["init", "-q", "."]);
+    std::fs::write(repo.join("a.sh"), script).unwrap();
+    std::fs::write(repo.join("out/.keep"), "").unwrap();
+    for (name, text) in files {
+        let path = repo.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    for (name, target) in links {
+        let path = repo.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::hard_link(target, path).unwrap();
+    }
+    let new = crate::craik()
+        .current_dir(&repo)
+        .args([
+            "task",
+            "new",
+            "--title",
+            "t",
+            "--project",
+            "project_p",
+            "--goal",
+            "g",
+        ])
+        .args(["--requested-by", "user:op", "--verify", "sh ./a.sh"])
+        .args(["--profile", "trusted-local", "--id", "task_a"])
+        .output()
+        .unwrap();
+    assert_eq!(new.status.code(), Some(0), "{}", crate::transcript(&new));
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "init"]);
+    let scenario = dir.join("scenario.json");
+    std::fs::write(
+        &scenario,
+        serde_json::to_vec(&json!({
+            "schema": "craik.fixture_scenario", "version": "0.1.0", "id": "scenario_x",
+            "description": "x", "runner_trust": "medium",
+            "steps": [
+                {"phase": "plan", "summary": "p"},
+                {"phase": "act", "summary": "a", "proposed_actions": [
+                    {"id": "action_a0", "capability": "shell.test", "operation": "execute",
+                     "argv": ["sh", "./a.sh"], "timeout_ms": 30000}]},
+                {"phase": "observe", "summary": "o"},
+                {"phase": "evaluate", "summary": "e", "next": "stop"}
+            ]
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let home = dir.join("home");
+    let out = crate::craik()
+        .current_dir(&repo)
+        .arg("run")
+        .arg(".craik-tasks/task_a")
+        .arg("--home")
+        .arg(&home)
+        .arg("--runner")
+        .arg(format!("fixture:{}", scenario.display()))
+        .output()
+        .unwrap();
+    let id = crate::run_id_of(&out.stdout);
+    (home, id, crate::transcript(&out))
+}
+
+/// Round 6, R6-H: a file of the write scope hard-linked to a file outside the workspace (a
+/// pnpm store) is read-only to commands; nothing outside changes, and the run says why.
+#[test]
+fn issue_18_round_6_hard_links_out_of_the_workspace_are_read_only() {
+    if !confinement_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    std::fs::create_dir_all(&store).unwrap();
+    let outside = store.join("index.js");
+    std::fs::write(&outside, "module.exports = 1\n").unwrap();
+    let script = "echo pwned >> node_modules/lodash/index.js 2> out/w.txt; echo \"append $?\" >> out/w.txt\n\
+        printf x | dd of=node_modules/lodash/index.js conv=notrunc 2>> out/w.txt; echo \"dd $?\" >> out/w.txt\n\
+        chmod 777 node_modules/lodash/index.js 2>> out/w.txt; echo \"chmod $?\" >> out/w.txt\n\
+        ln node_modules/lodash/index.js out/again 2>> out/w.txt; echo \"link $?\" >> out/w.txt\n\
+        echo fine > out/ok.txt\n";
+    let (home, id, text) = project_run(
+        dir.path(),
+        script,
+        &[(".gitignore", "node_modules\nout/*.txt\nout/again\n")],
+        &[("node_modules/lodash/index.js", &outside)],
+    );
+    assert_eq!(
+        std::fs::read_to_string(&outside).unwrap(),
+        "module.exports = 1\n",
+        "{text}"
+    );
+    let w = std::fs::read_to_string(dir.path().join("repo/out/w.txt")).unwrap();
+    for what in ["append", "dd", "chmod", "link"] {
+        assert!(!w.contains(&format!("{what} 0")), "{what}: {w}\n{text}");
+    }
+    // The rest of the write scope stays writable.
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("repo/out/ok.txt")).unwrap(),
+        "fine\n",
+        "{text}"
+    );
+    assert!(!id.is_empty(), "{text}");
+    assert!(home.join("runs").join(&id).exists());
+}

@@ -34,6 +34,9 @@ pub const MAX_DEPTH: usize = 64;
 /// ([`craik_kernel::MAX_PATH_BYTES`]), so nothing a runner's write makes lies beyond the walk
 /// (outside testing: a runner-made 3.3 KB path hid what a later command planted under it).
 pub const MAX_PATH_BYTES: usize = craik_kernel::MAX_PATH_BYTES;
+/// Most files hard-linked outside the workspace a command's write scope may hold: each is
+/// carved out of its write rules (kept read-only); more is refused, naming the first.
+pub const MAX_LINKED_OUTSIDE: usize = 256;
 /// Most bytes of protected files kept as pre-images for one command.
 pub const MAX_PREIMAGE_BYTES: u64 = 64 * 1024 * 1024;
 /// Most bytes of one protected file kept as a pre-image.
@@ -52,6 +55,8 @@ struct Entry {
     /// Hard links to the file: more than one, and a write through a name in scope changes
     /// every other name too.
     nlink: u64,
+    /// The device, with `ino` the file's identity (names of one file are counted by it).
+    dev: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,7 +122,8 @@ impl Scope {
         })
     }
 
-    fn holds(&self, rel: &str) -> bool {
+    /// Whether `rel` (as [`shown`]) lies in this scope.
+    pub fn holds(&self, rel: &str) -> bool {
         match self {
             Self::All => true,
             Self::Under(dir) => {
@@ -215,6 +221,7 @@ impl Manifest {
                         .then(|| std::fs::read_link(&path).ok())
                         .flatten(),
                     nlink: meta.nlink(),
+                    dev: meta.dev(),
                 };
                 if kind == Kind::Dir {
                     todo.push((path, child_rel.clone()));
@@ -229,6 +236,24 @@ impl Manifest {
             }
         }
         Ok(Self { entries, root_mode })
+    }
+
+    /// Regular files with a hard link outside the workspace: more links than names here (a
+    /// pnpm store, a `cp -al` tree). A command writing one in place writes outside the
+    /// workspace (outside testing: a granted script appended to the store's copy through
+    /// `node_modules/`), so they are kept read-only like protected paths.
+    pub fn linked_outside(&self) -> Vec<PathBuf> {
+        let mut names: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+        for e in self.entries.values().filter(|e| e.kind == Kind::File) {
+            *names.entry((e.dev, e.ino)).or_default() += 1;
+        }
+        self.entries
+            .iter()
+            .filter(|(_, e)| {
+                e.kind == Kind::File && e.nlink > names.get(&(e.dev, e.ino)).copied().unwrap_or(0)
+            })
+            .map(|(rel, _)| rel.clone())
+            .collect()
     }
 
     /// The protected entries present (top-most only: `.git`, not `.git/config`).
@@ -266,7 +291,7 @@ impl Preimages {
     ) -> Self {
         let mut out = Self::default();
         let mut budget = MAX_PREIMAGE_BYTES;
-        let marked = marked_dirs(&[manifest]);
+        let marked = marked_dirs(root, &[manifest]);
         for (rel, entry) in &manifest.entries {
             let in_marked = marked
                 .iter()
@@ -370,28 +395,49 @@ pub struct FileChange {
     pub restored: Option<Result<(), String>>,
 }
 
+/// The names whose company makes a directory a git directory: git takes one holding `HEAD`
+/// and `objects` and `refs` of any kind (a directory, an executable file, a link: it only
+/// `access(X_OK)`s them), or `HEAD` with a `commondir` file naming where they are.
+const GIT_DIR_NAMES: [&str; 3] = ["objects", "refs", "commondir"];
+
+/// Whether a directory holding `names` may be taken for a git directory: `HEAD` and any one
+/// of [`GIT_DIR_NAMES`] (broader than git's own test on purpose: outside testing split one
+/// with `commondir`, and made `refs` an executable file and `objects` a link).
+fn git_like<'a>(mut names: impl Iterator<Item = &'a std::ffi::OsStr>) -> bool {
+    let (mut head, mut other) = (false, false);
+    for n in names.by_ref() {
+        head |= n == "HEAD";
+        other |= GIT_DIR_NAMES.iter().any(|g| n == *g);
+    }
+    head && other
+}
+
 /// Why a runner's write of `rel` must be refused for the layout it would make, not its name:
-/// it would complete a bare git repository (`HEAD`, `objects/`, `refs/` in one directory,
-/// under any name: git then runs that `config`'s hooks) or write into a Craik task directory
-/// (one holding `task_request.json`). Outside testing planted a bare repository with
-/// `repo.write.docs` alone.
+/// it would make a git directory (`HEAD` with `objects`, `refs` or `commondir`, of any kind,
+/// under any name: git then runs that `config`'s hooks and pager) or write into a Craik task
+/// directory (one holding `task_request.json`). Outside testing planted a bare repository
+/// with `repo.write.docs` alone.
 pub fn layout_refusal(root: &Path, rel: &str) -> Option<&'static str> {
     let rel = Path::new(rel);
-    let exists = |p: &Path, dir: bool| {
-        std::fs::symlink_metadata(root.join(p))
-            .is_ok_and(|m| if dir { m.is_dir() } else { m.is_file() })
-    };
+    let exists = |p: &Path| std::fs::symlink_metadata(root.join(p)).is_ok();
     let mut ancestor = rel.parent();
     while let Some(a) = ancestor {
-        let head = a.join("HEAD");
-        let (objects, refs) = (a.join("objects"), a.join("refs"));
-        if (rel == head || exists(&head, false))
-            && (rel.starts_with(&objects) || exists(&objects, true))
-            && (rel.starts_with(&refs) || exists(&refs, true))
-        {
-            return Some("it would make a git repository (HEAD, objects/, refs/ in one directory)");
+        let made = rel
+            .strip_prefix(a)
+            .ok()
+            .and_then(|r| r.iter().next())
+            .map(std::ffi::OsStr::to_os_string);
+        let names: Vec<std::ffi::OsString> = std::iter::once("HEAD")
+            .chain(GIT_DIR_NAMES)
+            .map(std::ffi::OsString::from)
+            .filter(|n| made.as_ref() == Some(n) || exists(&a.join(n)))
+            .collect();
+        if git_like(names.iter().map(std::ffi::OsString::as_os_str)) {
+            return Some(
+                "it would make a git directory (HEAD with objects, refs or commondir in one directory)",
+            );
         }
-        if rel == a.join("task_request.json") || exists(&a.join("task_request.json"), false) {
+        if rel == a.join("task_request.json") || exists(&a.join("task_request.json")) {
             return Some(
                 "it lies in a Craik task directory (a directory holding task_request.json)",
             );
@@ -491,33 +537,62 @@ pub fn sweep_forbidden(
     (undone, failed)
 }
 
-/// Directories protected by what they hold in any of `manifests`: a bare git repository
-/// under any name (`HEAD`, `objects/`, `refs/`) and a Craik task directory
-/// (`task_request.json`), with why.
-pub fn marked_dirs(manifests: &[&Manifest]) -> Vec<(PathBuf, &'static str)> {
-    let is = |rel: &Path, k: Kind| {
-        manifests
-            .iter()
-            .any(|m| m.entries.get(rel).is_some_and(|e| e.kind == k))
-    };
-    let mut marked: Vec<(PathBuf, &'static str)> = manifests
-        .iter()
-        .flat_map(|m| m.entries.keys())
-        .filter_map(|rel| {
-            let name = rel.file_name()?;
-            let dir = rel.parent()?.to_path_buf();
-            if name == "task_request.json" {
-                return Some((dir, "a Craik task directory"));
+/// Directories protected by what they hold in any of `manifests`: a git directory under any
+/// name (`HEAD` with `objects`, `refs` or `commondir`, of any kind) and the directory its
+/// `commondir` file names when that lies in `root` (the `config` git reads is there), and a
+/// Craik task directory (`task_request.json`), with why.
+pub fn marked_dirs(root: &Path, manifests: &[&Manifest]) -> Vec<(PathBuf, &'static str)> {
+    let mut children: BTreeMap<&Path, Vec<&std::ffi::OsStr>> = BTreeMap::new();
+    for rel in manifests.iter().flat_map(|m| m.entries.keys()) {
+        if let (Some(dir), Some(name)) = (rel.parent(), rel.file_name()) {
+            children.entry(dir).or_default().push(name);
+        }
+    }
+    let mut marked: Vec<(PathBuf, &'static str)> = Vec::new();
+    for (dir, names) in &children {
+        if names.iter().any(|n| *n == "task_request.json") {
+            marked.push((dir.to_path_buf(), "a Craik task directory"));
+        }
+        if git_like(names.iter().copied()) {
+            marked.push((dir.to_path_buf(), "a git directory"));
+            if let Some(common) = common_dir(root, dir) {
+                marked.push((common, "the common directory a git directory names"));
             }
-            (name == "HEAD"
-                && is(&dir.join("objects"), Kind::Dir)
-                && is(&dir.join("refs"), Kind::Dir))
-            .then_some((dir, "a git repository (bare layout)"))
-        })
-        .collect();
+        }
+    }
     marked.sort();
     marked.dedup();
     marked
+}
+
+/// The directory `dir/commondir` names, relative to `root`, when it is a small regular file
+/// naming a path inside `root` (lexically: `..` resolved, links not followed).
+fn common_dir(root: &Path, dir: &Path) -> Option<PathBuf> {
+    let file = root.join(dir).join("commondir");
+    if !std::fs::symlink_metadata(&file).is_ok_and(|m| m.is_file() && m.len() <= 4096) {
+        return None;
+    }
+    let text = String::from_utf8(read_no_follow(&file).ok()?).ok()?;
+    let named = Path::new(text.trim_end_matches(['\n', '\r']));
+    let joined = if named.is_absolute() {
+        named.strip_prefix(root).ok()?.to_path_buf()
+    } else {
+        dir.join(named)
+    };
+    let mut out = PathBuf::new();
+    for part in joined.components() {
+        match part {
+            std::path::Component::Normal(p) => out.push(p),
+            std::path::Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            std::path::Component::CurDir => {}
+            _ => return None,
+        }
+    }
+    (!out.as_os_str().is_empty()).then_some(out)
 }
 
 /// The changes between two manifests of `root`, forbidden ones restored from `pre`.
@@ -534,19 +609,38 @@ pub fn settle(
     // git repository under any name (`HEAD`, `objects/`, `refs/`: git runs its `config`'s
     // `core.fsmonitor` there) and a Craik task directory (`task_request.json`: the next run
     // of that task reads its grants and envelope).
-    let marked = marked_dirs(&[before, after]);
-    let change_of = |rel: &Path, change: Change, sha256: Option<String>| FileChange {
+    let marked = marked_dirs(root, &[before, after]);
+    // A file hard-linked outside the workspace, changed in place (the same file after): the
+    // write reached outside, whatever the scope said (the sandbox keeps them read-only; this
+    // holds where it could not).
+    let outside: Vec<PathBuf> = before
+        .linked_outside()
+        .into_iter()
+        .filter(|rel| {
+            let same = |m: &Manifest| m.entries.get(rel).map(|e| (e.dev, e.ino));
+            same(before) == same(after)
+        })
+        .collect();
+    let change_of = |rel: &Path, change: Change, sha256: Option<String>| {
+        FileChange {
         path: shown(rel),
         rel: rel.to_path_buf(),
         change,
         sha256,
-        forbidden: forbidden(&shown(rel), scopes, immutable).or_else(|| {
-            marked
-                .iter()
-                .find(|(dir, _)| rel.starts_with(dir) && rel != dir.as_path())
-                .map(|(_, why)| format!("protected ({why})"))
-        }),
+        forbidden: forbidden(&shown(rel), scopes, immutable)
+            .or_else(|| {
+                marked
+                    .iter()
+                    .find(|(dir, _)| rel.starts_with(dir) && rel != dir.as_path())
+                    .map(|(_, why)| format!("protected ({why})"))
+            })
+            .or_else(|| {
+                (change == Change::Changed && outside.iter().any(|o| o == rel)).then(|| {
+                    "a hard link to a file outside the workspace (a write through it writes outside)".to_owned()
+                })
+            }),
         restored: None,
+    }
     };
     let too_deep = |rel: &Path, change: Change| FileChange {
         forbidden: Some(format!(
@@ -609,6 +703,10 @@ pub fn settle(
         c.restored = Some(match (was, pre.files.get(&c.rel)) {
             (Some(w), _) if w.kind == Kind::Dir => {
                 ensure_dir(root, &c.rel).and_then(|()| set_mode(root, &c.rel, w.mode))
+            }
+            (_, Some((bytes, mode))) if outside.contains(&c.rel) => {
+                rewrite_in_place(root, &c.rel, bytes, *mode)
+                    .and_then(|()| same_content(root, &c.rel, bytes))
             }
             (_, Some((bytes, mode))) => put_back(root, &c.rel, bytes, *mode)
                 .and_then(|()| same_content(root, &c.rel, bytes)),
@@ -739,6 +837,25 @@ fn same_content(root: &Path, rel: &Path, bytes: &[u8]) -> Result<(), String> {
     }
 }
 
+/// Puts `bytes` back into the file at `rel` itself, not a new one: its other names (outside
+/// the workspace) read them again. Never through a link.
+fn rewrite_in_place(root: &Path, rel: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt;
+    real_ancestors(root, rel)?;
+    let shown = shown(rel);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(root.join(rel))
+        .map_err(|e| format!("`{shown}`: {e}"))?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .and_then(|()| file.set_permissions(std::fs::Permissions::from_mode(mode)))
+        .map_err(|e| format!("`{shown}`: {e}"))
+}
+
 fn put_back(root: &Path, rel: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
     let name = rel
         .file_name()
@@ -780,6 +897,56 @@ mod tests {
             &none,
             pre,
         )
+    }
+
+    /// Outside testing (round 6): a file in the write scope hard-linked to a file outside the
+    /// workspace, written in place, is a forbidden change put back in place, so the outside
+    /// name reads its old bytes again; a file replaced by a new one (its link broken) is the
+    /// command's change and nothing outside moved.
+    #[test]
+    fn issue_18_a_write_through_a_link_out_of_the_workspace_is_undone_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, store) = (dir.path().join("ws"), dir.path().join("store"));
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::create_dir_all(&store).unwrap();
+        std::fs::write(store.join("a.js"), "a\n").unwrap();
+        std::fs::write(store.join("b.js"), "b\n").unwrap();
+        std::fs::hard_link(store.join("a.js"), root.join("src/a.js")).unwrap();
+        std::fs::hard_link(store.join("b.js"), root.join("src/b.js")).unwrap();
+        // Two names inside, none outside: not linked outside.
+        std::fs::write(root.join("src/c.js"), "c\n").unwrap();
+        std::fs::hard_link(root.join("src/c.js"), root.join("src/d.js")).unwrap();
+        let before = Manifest::scan(&root).unwrap();
+        assert_eq!(
+            before.linked_outside(),
+            vec![PathBuf::from("src/a.js"), PathBuf::from("src/b.js")]
+        );
+        let pre = Preimages::take(&root, &before, &craik_kernel::ImmutablePaths::default());
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(root.join("src/a.js"))
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"pwned\n"))
+            .unwrap();
+        std::fs::remove_file(root.join("src/b.js")).unwrap();
+        std::fs::write(root.join("src/b.js"), "mine\n").unwrap();
+        let changes = settle_under_src(&root, &before, &pre);
+        let a = changes.iter().find(|c| c.path == "src/a.js").unwrap();
+        assert!(
+            a.forbidden
+                .as_deref()
+                .unwrap()
+                .contains("outside the workspace"),
+            "{a:?}"
+        );
+        assert_eq!(a.restored, Some(Ok(())));
+        assert_eq!(std::fs::read_to_string(store.join("a.js")).unwrap(), "a\n");
+        let b = changes.iter().find(|c| c.path == "src/b.js").unwrap();
+        assert_eq!(b.forbidden, None, "{b:?}");
+        assert_eq!(std::fs::read_to_string(store.join("b.js")).unwrap(), "b\n");
+        assert_eq!(
+            std::fs::read_to_string(root.join("src/b.js")).unwrap(),
+            "mine\n"
+        );
     }
 
     /// Outside testing (round 5): a protected file rewritten in place at the same size with
@@ -1087,6 +1254,118 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(root.join("src/tasks/t1/task_request.json")).unwrap(),
             "{}"
+        );
+    }
+
+    /// How a command may make `dir` a git directory: `HEAD` (a file or a link) with one of
+    /// `objects`, `refs` (a directory, an executable file, a link) or a `commondir` file.
+    fn plant_git_dir(root: &Path, dir: &str, head_link: bool, other: &str, kind: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        let d = root.join(dir);
+        std::fs::create_dir_all(&d).unwrap();
+        if head_link {
+            std::os::unix::fs::symlink("refs/heads/main", d.join("HEAD")).unwrap();
+        } else {
+            std::fs::write(d.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        }
+        let at = d.join(other);
+        match kind {
+            "dir" => std::fs::create_dir_all(&at).unwrap(),
+            "file" => {
+                std::fs::write(&at, "../common\n").unwrap();
+                std::fs::set_permissions(&at, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+            _ => std::os::unix::fs::symlink("/tmp", &at).unwrap(),
+        }
+        std::fs::write(d.join("config"), "[core]\n\tpager = touch /tmp/pwned\n").unwrap();
+    }
+
+    /// Round 6 (R6-A), generated: every way a command may make a git directory under any name
+    /// in its write scope — HEAD a file or a link, with objects, refs or commondir as a
+    /// directory, an executable file or a link — is forbidden and removed whole; a runner's
+    /// write completing one is refused; a `commondir`'s target in the workspace is protected.
+    #[test]
+    fn issue_18_every_git_directory_layout_is_protected() {
+        let mut n = 0;
+        for head_link in [false, true] {
+            for other in GIT_DIR_NAMES {
+                for kind in ["dir", "file", "link"] {
+                    n += 1;
+                    let dir = tempfile::tempdir().unwrap();
+                    let root = dir.path();
+                    std::fs::create_dir_all(root.join("src/lib")).unwrap();
+                    let before = Manifest::scan(root).unwrap();
+                    let pre =
+                        Preimages::take(root, &before, &craik_kernel::ImmutablePaths::default());
+                    plant_git_dir(root, "src/lib/v", head_link, other, kind);
+                    let changes = settle_under_src(root, &before, &pre);
+                    let what = format!("HEAD link {head_link}, {other} as {kind}");
+                    for name in ["HEAD", other, "config"] {
+                        let rel = format!("src/lib/v/{name}");
+                        let c = changes.iter().find(|c| c.path == rel).unwrap();
+                        assert!(c.forbidden.is_some(), "{what}: {c:?}");
+                        assert_eq!(c.restored, Some(Ok(())), "{what}: {c:?}");
+                        assert!(
+                            std::fs::symlink_metadata(root.join(&rel)).is_err(),
+                            "{what}: {rel}"
+                        );
+                    }
+                    // A runner's write never completes one either.
+                    let dir = tempfile::tempdir().unwrap();
+                    let root = dir.path();
+                    plant_git_dir(root, "docs/v", head_link, other, kind);
+                    std::fs::remove_file(root.join("docs/v/HEAD")).unwrap();
+                    assert!(layout_refusal(root, "docs/v/HEAD").is_some(), "{what}");
+                    assert!(layout_refusal(root, "docs/v/x.md").is_none(), "{what}");
+                    std::fs::write(root.join("docs/v/HEAD"), "x").unwrap();
+                    assert!(layout_refusal(root, "docs/v/config").is_some(), "{what}");
+                }
+            }
+        }
+        assert_eq!(n, 18);
+        // A split present before the command: both halves are marked (read-only, checked).
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        plant_git_dir(root, "src/vendor/lib", false, "commondir", "file");
+        std::fs::write(root.join("src/vendor/lib/commondir"), "../.meta\n").unwrap();
+        std::fs::create_dir_all(root.join("src/vendor/.meta/objects")).unwrap();
+        std::fs::write(root.join("src/vendor/.meta/config"), "[core]\n").unwrap();
+        let before = Manifest::scan(root).unwrap();
+        let marked: Vec<PathBuf> = marked_dirs(root, &[&before])
+            .into_iter()
+            .map(|(d, _)| d)
+            .collect();
+        assert!(
+            marked.contains(&PathBuf::from("src/vendor/lib")),
+            "{marked:?}"
+        );
+        assert!(
+            marked.contains(&PathBuf::from("src/vendor/.meta")),
+            "{marked:?}"
+        );
+        let pre = Preimages::take(root, &before, &craik_kernel::ImmutablePaths::default());
+        std::fs::write(
+            root.join("src/vendor/.meta/config"),
+            "[core]\n\tpager = x\n",
+        )
+        .unwrap();
+        let changes = settle_under_src(root, &before, &pre);
+        let c = changes
+            .iter()
+            .find(|c| c.path == "src/vendor/.meta/config")
+            .unwrap();
+        assert!(c.forbidden.is_some(), "{c:?}");
+        assert_eq!(
+            std::fs::read_to_string(root.join("src/vendor/.meta/config")).unwrap(),
+            "[core]\n"
+        );
+        // A commondir naming something outside the workspace marks nothing outside.
+        std::fs::write(root.join("src/vendor/lib/commondir"), "../../../../etc\n").unwrap();
+        let again = Manifest::scan(root).unwrap();
+        assert!(
+            marked_dirs(root, &[&again])
+                .iter()
+                .all(|(d, _)| !d.starts_with(".."))
         );
     }
 

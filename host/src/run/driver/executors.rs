@@ -325,10 +325,30 @@ impl Host {
         // Craik task directory) are read-only too, not only checked afterwards (outside
         // testing: a pack over the pre-image limit and a `chmod 777` could not be undone).
         read_only.extend(
-            manifest::marked_dirs(&[&before])
+            manifest::marked_dirs(&root, &[&before])
                 .into_iter()
                 .map(|(dir, _)| root.join(dir)),
         );
+        // Files hard-linked outside the workspace (a pnpm store) in the write scope are
+        // read-only too: written in place they would write outside (outside testing).
+        let linked: Vec<PathBuf> = before
+            .linked_outside()
+            .into_iter()
+            .filter(|rel| {
+                let shown = manifest::shown(rel);
+                scopes.iter().any(|s| s.holds(&shown))
+                    && !read_only.iter().any(|p| root.join(rel).starts_with(p))
+            })
+            .collect();
+        if let Some(first) = linked.get(manifest::MAX_LINKED_OUTSIDE) {
+            return Err(format!(
+                "the write scope holds {} files hard-linked to files outside the workspace (e.g. `{}`), more than the {} a sandbox keeps read-only; a command could write outside through them: copy them (pnpm: `package-import-method=copy`) or narrow the write grant",
+                linked.len(),
+                manifest::shown(first),
+                manifest::MAX_LINKED_OUTSIDE
+            ));
+        }
+        read_only.extend(linked.iter().map(|rel| root.join(rel)));
         let keep_out = crate::confine::Limits { hidden, read_only };
         let mut read = vec![root.clone()];
         read.extend(toolchains.iter().flat_map(|t| t.read.iter().cloned()));

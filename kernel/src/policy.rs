@@ -21,7 +21,8 @@ pub use command::{
 };
 pub use decide::{
     DecideOptions, ENVELOPE_APPROVAL, ENVELOPE_DENIED, ENVELOPE_NOT_ALLOWED, NaivePolicies,
-    RUNNER_PROMPT_HANDOFF, RUNNER_UNSUPPORTED, RunnerSupport, glob_matches, request_hash,
+    RUNNER_PROMPT_HANDOFF, RUNNER_UNSUPPORTED, RunnerSupport, glob_matches, intent_entry_problem,
+    request_hash,
 };
 pub use effect::{Effect, OPERATIONS, envelope_entry_problem, operations_of};
 pub use grant::{

@@ -94,20 +94,13 @@ fn scope_path(flag: &str, entry: &str) -> Result<String, Failure> {
             craik_contracts::one_line(entry)
         ))
     };
-    if entry.is_empty() || entry.chars().any(|c| c.is_whitespace() || c.is_control()) {
+    if entry.chars().any(char::is_whitespace) {
         return Err(bad("a workspace-relative path without spaces"));
     }
-    if entry.contains(['*', '?', '[', '{']) {
-        return Err(bad(
-            "a path prefix, not a glob (`docs/` covers everything under docs)",
-        ));
+    match craik_kernel::intent_entry_problem(entry) {
+        Some(why) => Err(bad(why)),
+        None => Ok(entry.to_owned()),
     }
-    craik_kernel::TargetPath::normalize("/workspace", entry.trim_end_matches('/'))
-        .map_err(|e| bad(&e.to_string()))?;
-    if entry.starts_with('/') {
-        return Err(bad("relative to the workspace root"));
-    }
-    Ok(entry.to_owned())
 }
 
 /// A capability entry of an envelope list (`repo.write.docs` or a family `shell`).

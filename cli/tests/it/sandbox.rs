@@ -1251,3 +1251,69 @@ fn issue_18_round_6_hard_links_out_of_the_workspace_are_read_only() {
     assert!(!id.is_empty(), "{text}");
     assert!(home.join("runs").join(&id).exists());
 }
+
+/// Round 6, R6-C, generated: an intent-lock entry that looks like a path but would protect
+/// nothing (absolute, `..`, a backslash, edge whitespace, a control character; also as a
+/// `path:` stop condition) is refused before anything runs, naming field and entry; prose
+/// (inner spaces) is kept and the run goes on.
+#[test]
+fn issue_18_round_6_intent_lock_entries_are_paths_or_prose() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = probe_example(dir.path(), "trusted-local", "#!/bin/sh\nexit 0\n", &[]);
+    let lock = |out_of_scope: &str, stop: &str| {
+        std::fs::write(
+            ex.join("intent_lock.json"),
+            serde_json::to_string_pretty(&json!({
+                "schema": "craik.intent_lock", "version": "0.1.0", "id": "intent_scratch",
+                "task_id": "task_scratch", "original_request": "Fix the docs.",
+                "objective": "Docs only.", "accepted_interpretation": "Docs, not code.",
+                "in_scope": [], "out_of_scope": [out_of_scope], "allowed_autonomy": [],
+                "stop_conditions": [stop], "scope_change_rules": [],
+                "created_at": "2026-11-20T09:01:00Z"
+            }))
+            .unwrap(),
+        )
+        .unwrap();
+    };
+    let run_code = |n: usize| {
+        let out = crate::craik()
+            .arg("run")
+            .arg(&ex)
+            .arg("--home")
+            .arg(dir.path().join(format!("home{n}")))
+            .output()
+            .unwrap();
+        (out.status.code(), crate::transcript(&out))
+    };
+    let bad = [
+        ("/src/vendor/", "absolute"),
+        ("/work/src/vendor/", "absolute"),
+        (" src/vendor/", "whitespace"),
+        ("src/vendor/ ", "whitespace"),
+        ("src/vendor/\t", "control"),
+        ("../src/vendor/", "`..`"),
+        ("src/../../vendor", "`..`"),
+        ("src\\vendor/", "backslash"),
+        ("src/vendor/\u{7}", "control"),
+    ];
+    for (n, (entry, why)) in bad.iter().enumerate() {
+        lock(entry, "capability:shell.network");
+        let (code, text) = run_code(n);
+        assert_eq!(code, Some(3), "{entry:?}: {text}");
+        assert!(
+            text.contains("out_of_scope") && text.contains(why),
+            "{entry:?}: {text}"
+        );
+        lock("src/vendor/", &format!("path:{entry}"));
+        let (code, text) = run_code(100 + n);
+        assert_eq!(code, Some(3), "path:{entry:?}: {text}");
+        assert!(
+            text.contains("stop_conditions") && text.contains(why),
+            "path:{entry:?}: {text}"
+        );
+    }
+    // Prose is kept for the record and the run proceeds.
+    lock("Policy enforcement", "path:docs/adr/");
+    let (code, text) = run_code(999);
+    assert_eq!(code, Some(0), "{text}");
+}

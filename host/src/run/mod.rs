@@ -398,20 +398,29 @@ pub fn check_task_bindings(
     }
     bound_grants(task, grants)?;
     check_grant_scopes(grants)?;
-    // An intent-lock scope entry is a path prefix or prose (with spaces, ignored by the
-    // kernel); a glob would be taken as a literal name and protect nothing (outside testing:
-    // `out_of_scope: ["src/vendor/**"]` let commands write there).
+    // An intent-lock scope entry is a workspace path prefix or prose (inner spaces: kept for
+    // the record); anything that looks like a path and would protect nothing (a glob, an
+    // absolute path, `..`, a backslash, edge whitespace) is refused, naming it (outside
+    // testing: `out_of_scope: ["src/vendor/**"]`, `/src/vendor/`, ` src/vendor/` let commands
+    // write there). The same rule for a `path:` stop condition.
     if let Some(lock) = intent {
+        let stops: Vec<String> = lock
+            .stop_conditions
+            .iter()
+            .filter_map(|c| c.strip_prefix("path:").map(str::to_owned))
+            .collect();
         for (field, list) in [
             ("in_scope", &lock.in_scope),
             ("out_of_scope", &lock.out_of_scope),
+            ("stop_conditions path:", &stops),
         ] {
-            if let Some(entry) = list.iter().find(|e| {
-                !e.chars().any(char::is_whitespace) && e.contains(['*', '?', '[', ']', '{', '}'])
-            }) {
+            if let Some((entry, why)) = list
+                .iter()
+                .find_map(|e| craik_kernel::intent_entry_problem(e).map(|why| (e, why)))
+            {
                 return Err(crate::Error::invalid(
                     format!(
-                        "intent lock `{}`: {field}: `{}`: a path prefix, not a glob (`docs/` covers everything under docs)",
+                        "intent lock `{}`: {field}: `{}`: {why}",
                         craik_contracts::one_line(&lock.id),
                         craik_contracts::one_line(entry)
                     ),

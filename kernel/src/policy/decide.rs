@@ -768,17 +768,52 @@ fn build_resource(
     }
 }
 
-/// A scope entry that names a path (any entry without whitespace: `src`, `Makefile`,
-/// `docs/adr/`), normalised; `Some(None)` when it names one that cannot be normalised.
-/// Entries with whitespace are prose, kept for the record.
-fn scope_entry(entry: &str, root: &str) -> Option<Option<TargetPath>> {
+/// What is wrong with an intent-lock scope entry (or a `path:` stop condition's path), if
+/// anything. An entry is a workspace-relative path prefix (`src`, `Makefile`, `docs/adr/`) or
+/// prose (words separated by spaces, kept for the record, checked by nothing). Refused: what
+/// would look like a path and protect nothing — leading or trailing whitespace, a
+/// backslash, a control character, an absolute path, `..`, a glob (outside testing: each of
+/// `/src/vendor/`, ` src/vendor/`, `../src/vendor/`, `src\vendor/` let commands write there).
+pub fn intent_entry_problem(entry: &str) -> Option<&'static str> {
+    if entry.is_empty() {
+        return Some("empty");
+    }
+    if entry.chars().any(char::is_control) {
+        return Some("a control character");
+    }
+    if entry.trim() != entry {
+        return Some("leading or trailing whitespace (a path has none)");
+    }
+    if entry.contains('\\') {
+        return Some("a backslash (paths are `/`-separated, relative to the workspace root)");
+    }
     if entry.chars().any(char::is_whitespace) {
         return None;
     }
-    // A glob is never a path prefix (the host refuses it at load): not normalisable, so an
-    // out-of-scope glob puts every path out of scope (fail closed).
     if entry.contains(['*', '?', '[', ']', '{', '}']) {
+        return Some("a path prefix, not a glob (`docs/` covers everything under docs)");
+    }
+    if entry.starts_with('/') {
+        return Some("a path relative to the workspace root, not an absolute one");
+    }
+    if entry.split('/').any(|part| part == "..") {
+        return Some("a path inside the workspace (no `..`)");
+    }
+    if TargetPath::normalize("/workspace", entry.trim_end_matches('/')).is_err() {
+        return Some("not a workspace path");
+    }
+    None
+}
+
+/// A scope entry that names a path, normalised; `Some(None)` when it is not a valid entry
+/// ([`intent_entry_problem`]: refused at load; should one still arrive, an out-of-scope one
+/// puts every path out of scope). Prose entries (with inner whitespace) give `None`.
+fn scope_entry(entry: &str, root: &str) -> Option<Option<TargetPath>> {
+    if intent_entry_problem(entry).is_some() {
         return Some(None);
+    }
+    if entry.chars().any(char::is_whitespace) {
+        return None;
     }
     Some(TargetPath::normalize(root, entry.trim_end_matches('/')).ok())
 }

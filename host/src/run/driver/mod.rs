@@ -356,16 +356,28 @@ impl Host {
         // completed the run; found by outside testing): what decisions stop the run for (a
         // write capability on such a path interrupts it), the manifest check refuses a
         // command, and the sandbox keeps it read-only.
+        // Prose entries protect nothing; an entry that is neither prose nor a valid path
+        // (refused at load) makes everything immutable: fail closed.
         let mut globs = inputs.immutable_paths.clone();
+        let mut invalid = false;
         for entry in inputs.intent.iter().flat_map(|i| i.out_of_scope.iter()) {
-            if let Ok(path) = craik_kernel::TargetPath::normalize("/w", entry.trim_end_matches('/'))
+            if craik_kernel::intent_entry_problem(entry).is_some() {
+                invalid = true;
+            } else if entry.chars().any(char::is_whitespace) {
+                continue;
+            } else if let Ok(path) =
+                craik_kernel::TargetPath::normalize("/w", entry.trim_end_matches('/'))
             {
                 globs.push(craik_kernel::ImmutablePaths::glob_for(path.as_str(), false));
                 globs.push(craik_kernel::ImmutablePaths::glob_for(path.as_str(), true));
+            } else {
+                invalid = true;
             }
         }
-        let command_immutable = craik_kernel::ImmutablePaths::new(&globs)
-            .unwrap_or_else(|_| craik_kernel::ImmutablePaths::everything());
+        let command_immutable = match craik_kernel::ImmutablePaths::new(&globs) {
+            Ok(paths) if !invalid => paths,
+            _ => craik_kernel::ImmutablePaths::everything(),
+        };
         Self {
             immutable,
             command_immutable,

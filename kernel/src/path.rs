@@ -166,7 +166,12 @@ impl TargetPath {
         {
             return Some(Protected::ExecConfig);
         }
-        if under_github(&["copilot-instructions.md"]) {
+        if under_github(&[
+            "copilot-instructions.md",
+            "instructions",
+            "prompts",
+            "chatmodes",
+        ]) {
             return Some(Protected::AgentConfig);
         }
         match () {
@@ -385,6 +390,37 @@ const EXEC_CONFIG_NAMES: &[&str] = &[
     "appveyor.yml",
     ".appveyor.yml",
     ".semaphore",
+    ".gitpod.yml",
+    // Build tools that load their configuration (JVM options, extensions, distributions,
+    // MSBuild targets, SDK pins) from the project: each can name a program to run.
+    ".mvn",
+    "gradle.properties",
+    "gradle-wrapper.properties",
+    ".sbtopts",
+    ".jvmopts",
+    "directory.build.props",
+    "directory.build.targets",
+    "directory.build.rsp",
+    "directory.packages.props",
+    "global.json",
+    "nuget.config",
+    // Interpreter and REPL start-up files read from the working directory.
+    ".rprofile",
+    ".renviron",
+    ".ghci",
+    ".irbrc",
+    ".pryrc",
+    ".iex.exs",
+    ".erlang",
+    ".ocamlinit",
+    ".octaverc",
+    ".ycm_extra_conf.py",
+    ".dir-locals.el",
+    ".dir-locals-2.el",
+    ".lvimrc",
+    // direnv's other inputs.
+    ".envrc.local",
+    ".direnv",
 ];
 
 /// Top-level directories of agent configuration (lowercase).
@@ -397,6 +433,15 @@ const AGENT_CONFIG_DIRS: &[&str] = &[
     ".continue",
     ".windsurf",
     ".roo",
+    ".amazonq",
+    ".kiro",
+    ".opencode",
+    ".qwen",
+    ".junie",
+    ".agents",
+    ".clinerules",
+    ".goosehints",
+    ".crush",
 ];
 
 /// Top-level files of agent configuration (lowercase, workspace-relative).
@@ -406,6 +451,11 @@ const AGENT_CONFIG_FILES: &[&str] = &[
     ".windsurfrules",
     ".aider.conf.yml",
     ".mcp.json",
+    "opencode.json",
+    "opencode.jsonc",
+    ".crush.json",
+    "crush.json",
+    ".rules",
 ];
 
 /// Instruction files at any depth (lowercase).

@@ -66,6 +66,86 @@ fn refusals() {
     ));
 }
 
+/// Outside testing round 6 (R6-B): configuration that build tools, interpreters, direnv and
+/// agents load from the working directory, generated at the root, nested, and in mixed case.
+#[test]
+fn round_6_more_exec_and_agent_configuration_is_protected() {
+    let exec = [
+        ".mvn/extensions.xml",
+        ".mvn/jvm.config",
+        "gradle.properties",
+        "gradle/wrapper/gradle-wrapper.properties",
+        ".sbtopts",
+        ".jvmopts",
+        "Directory.Build.props",
+        "Directory.Build.targets",
+        "Directory.Packages.props",
+        "global.json",
+        "NuGet.Config",
+        ".Rprofile",
+        ".Renviron",
+        ".ghci",
+        ".irbrc",
+        ".pryrc",
+        ".iex.exs",
+        ".erlang",
+        ".ocamlinit",
+        ".octaverc",
+        ".envrc.local",
+        ".direnv/x",
+        ".ycm_extra_conf.py",
+        ".dir-locals.el",
+        ".lvimrc",
+        ".gitpod.yml",
+    ];
+    let agent = [
+        ".amazonq/mcp.json",
+        ".kiro/settings/mcp.json",
+        "opencode.json",
+        ".opencode/agent.md",
+        ".qwen/settings.json",
+        ".crush.json",
+        ".clinerules",
+        ".clinerules/a.md",
+        ".junie/guidelines.md",
+        ".goosehints",
+        ".agents/a.md",
+        ".rules",
+        ".github/instructions/a.instructions.md",
+        ".github/prompts/p.prompt.md",
+        ".github/chatmodes/c.chatmode.md",
+    ];
+    for (names, want) in [
+        (&exec[..], Protected::ExecConfig),
+        (&agent[..], Protected::AgentConfig),
+    ] {
+        for name in names {
+            for path in [
+                (*name).to_owned(),
+                format!("pkg/sub/{name}"),
+                name.to_ascii_uppercase(),
+                format!("a/{}", name.to_ascii_lowercase()),
+            ] {
+                let got = TargetPath::normalize(ROOT, &path).unwrap().protected();
+                assert_eq!(got, Some(want), "{path}");
+            }
+        }
+    }
+    // Ordinary sources next to them stay writable.
+    for path in [
+        "gradle/build.gradle.kts",
+        "src/Directory.cs",
+        "docs/rules.md",
+        "prompts/a.md",
+    ] {
+        assert_eq!(
+            TargetPath::normalize(ROOT, path).unwrap().protected(),
+            None,
+            "{path}"
+        );
+    }
+}
+
 #[test]
 fn under_is_segment_wise() {
     let p = |s| TargetPath::normalize(ROOT, s).unwrap();

@@ -86,6 +86,62 @@ pub fn create_pair(dir: &Path) -> Result<(PathBuf, PathBuf, [u8; 32]), Error> {
 pub const NEXT_DIR: &str = "next";
 /// `keys/retired/`: the public keys of rotated-out keys (`<hex>.pub.pem`).
 pub const RETIRED_DIR: &str = "retired";
+/// `keys/use.lock`: every process that signs with the home's key holds a shared `flock` on
+/// it from before it reads the key until it exits; a rotation takes it exclusively, so it
+/// never retires a key a live process still signs with (outside testing round 6: a run that
+/// read the key just before a rotation left a journal of the retired key no ledger entry
+/// named).
+pub const USE_LOCK_NAME: &str = "use.lock";
+
+/// The key-use locks this process holds (one per home), kept until it exits.
+static KEY_USE: std::sync::Mutex<Vec<(PathBuf, std::fs::File)>> = std::sync::Mutex::new(Vec::new());
+
+fn open_use_lock(keys_dir: &Path) -> Result<std::fs::File, Error> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = keys_dir.join(USE_LOCK_NAME);
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .map_err(|e| Error::io(format!("{}: {e}", path.display())))
+}
+
+/// Takes (once per home and process) the shared key-use lock, waiting while a rotation holds
+/// it: the key read afterwards is the one the ledger expects.
+pub fn hold_key_use(keys_dir: &Path) -> Result<(), Error> {
+    let mut held = KEY_USE
+        .lock()
+        .map_err(|_| Error::internal("the key-use lock table is poisoned"))?;
+    if held.iter().any(|(dir, _)| dir == keys_dir) {
+        return Ok(());
+    }
+    let file = open_use_lock(keys_dir)?;
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockShared)
+        .map_err(|e| Error::io(format!("{}: {e}", keys_dir.join(USE_LOCK_NAME).display())))?;
+    held.push((keys_dir.to_path_buf(), file));
+    Ok(())
+}
+
+/// The exclusive key-use lock, for a rotation: refused (not waited for) while any process
+/// signs with the home's key.
+pub fn exclusive_key_use(keys_dir: &Path) -> Result<std::fs::File, Error> {
+    let file = open_use_lock(keys_dir)?;
+    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(file),
+        Err(rustix::io::Errno::WOULDBLOCK) => Err(Error::refused(format!(
+            "{}: a Craik process is signing with this home's key (a run, resume, approval or review in progress); rotate once it has ended",
+            keys_dir.join(USE_LOCK_NAME).display()
+        ))),
+        Err(e) => Err(Error::io(format!(
+            "{}: {e}",
+            keys_dir.join(USE_LOCK_NAME).display()
+        ))),
+    }
+}
 
 /// Writes `public` as a new SPKI PEM file (a retired key kept for auditors).
 pub fn write_public(path: &Path, public: &[u8; 32]) -> Result<(), Error> {
@@ -220,11 +276,14 @@ pub fn default_public(home: &Path) -> PathBuf {
 pub fn load_or_create(keys_dir: &Path) -> Result<(Ed25519Signer, KeyRing, Vec<String>), Error> {
     let mut notes = Vec::new();
     let next = keys_dir.join(NEXT_DIR);
-    if next.exists() {
-        return Err(Error::refused(format!(
+    let interrupted = || {
+        Error::refused(format!(
             "{}: a key rotation was interrupted; run `craik keys rotate` on this home again to finish it (nothing is signed until then)",
             next.display()
-        )));
+        ))
+    };
+    if next.exists() {
+        return Err(interrupted());
     }
     let (private, public) = (keys_dir.join(PRIVATE_NAME), keys_dir.join(PUBLIC_NAME));
     if !private.exists() && !public.exists() {
@@ -233,6 +292,11 @@ pub fn load_or_create(keys_dir: &Path) -> Result<(Ed25519Signer, KeyRing, Vec<St
             "generated a receipt signing key: {} (mode 0600)",
             private.display()
         ));
+    }
+    // The key is read only under the shared key-use lock: a rotation finishes first.
+    hold_key_use(keys_dir)?;
+    if next.exists() {
+        return Err(interrupted());
     }
     if private.exists() && !public.exists() {
         restore_public(&private, &public)?;

@@ -330,6 +330,7 @@ pub(crate) fn checkpoint_note(
     use craik_kernel::Signer as _;
     let path = super::receipts::resolve(run, home)?;
     let private = home.join("keys").join(craik_host::keys::PRIVATE_NAME);
+    craik_host::keys::hold_key_use(&home.join("keys"))?;
     let signer = craik_host::keys::read_signer(&private)?;
     // The journal must verify under this very key: a note vouches for what it signed.
     let public_pem = craik_host::keys::default_public(home);

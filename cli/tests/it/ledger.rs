@@ -890,3 +890,80 @@ fn issue_20_an_expired_or_reused_approval_and_a_moved_review_are_caught_offline(
         transcript(&out)
     );
 }
+
+/// Outside testing round 6 (R6-E): a rotation never retires a key a live process still signs
+/// with (the process holds `keys/use.lock` shared; the rotation is refused, naming it, and
+/// changes nothing), and `ledger rebuild` never vouches for a journal of a retired key the
+/// ledger does not name (it would have recorded a stranded or planted one under the new key).
+#[test]
+fn issue_18_round_6_rotation_waits_for_signers_and_rebuild_refuses_retired_key_journals() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, _, _) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0);
+    // A second home with the same key writes a run this home's ledger never names.
+    let twin = copy_home(&home, &dir.path().join("twin"));
+    let (exit, stranded, _) = run_example(&twin, &example("docs-review"), &[]);
+    assert_eq!(exit, 0);
+    // A process signing with the key (shared lock held, as a run holds it): refused.
+    let lock = home.join("keys").join("use.lock");
+    assert!(lock.is_file(), "a run takes the key-use lock");
+    let mut holder = std::process::Command::new("flock")
+        .args(["-s", "-o"])
+        .arg(&lock)
+        .args(["sleep", "30"])
+        .spawn()
+        .unwrap();
+    // Until `flock` holds it (an exclusive try then fails).
+    while std::process::Command::new("flock")
+        .args(["-n", "-x"])
+        .arg(&lock)
+        .arg("true")
+        .status()
+        .unwrap()
+        .success()
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let old_pub = std::fs::read(home.join("keys/signing.pub.pem")).unwrap();
+    let mut out = rotate(&home);
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("signing with this home's key"),
+        "{}",
+        transcript(&out)
+    );
+    assert_eq!(
+        std::fs::read(home.join("keys/signing.pub.pem")).unwrap(),
+        old_pub
+    );
+    assert!(!home.join("keys/next").exists());
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    out = rotate(&home);
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    // The twin's run (retired key, never named here) dropped into this home: caught by
+    // verification, and rebuild refuses to record it.
+    copy_dir(
+        &twin.join("runs").join(&stranded),
+        &home.join("runs").join(&stranded),
+    );
+    let out = verify_home(&home, &home);
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    let out = craik()
+        .args(["ledger", "rebuild", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let text = transcript(&out);
+    assert!(
+        text.contains(&stranded) && text.contains("signed by a retired key"),
+        "{text}"
+    );
+    assert!(
+        !ledger_entries(&home)
+            .iter()
+            .any(|e| e["target"] == Value::String(stranded.clone())),
+        "rebuild recorded a retired key's journal"
+    );
+}

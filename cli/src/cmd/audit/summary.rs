@@ -198,6 +198,7 @@ impl Signing {
                 key.display()
             )));
         }
+        craik_host::keys::hold_key_use(&home.join("keys"))?;
         let signer = crate::cmd::keys::read_signer(&key)?;
         let now = time::OffsetDateTime::now_utc();
         let run_like = craik_host::run::store::new_run_id(now)?;

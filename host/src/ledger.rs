@@ -1160,15 +1160,7 @@ pub fn rebuild(
             })?
             .ring;
         named = recorded(whole);
-        let report = craik_kernel::verify_journal_with(
-            whole,
-            &ring,
-            VerifyOptions {
-                allow_open: true,
-                ..VerifyOptions::default()
-            },
-            &mut |_, _| {},
-        );
+        let report = craik_kernel::verify_open_journal(whole, &ring);
         if let Some(f) = report.failure {
             return Err(Error::invalid(
                 format!(
@@ -1195,17 +1187,7 @@ pub fn rebuild(
                 .iter()
                 .any(|kind| named.contains(&((*kind).to_owned(), id.to_owned())))
         });
-        let verify = |ring: &KeyRing| {
-            craik_kernel::verify_journal_with(
-                &bytes,
-                ring,
-                VerifyOptions {
-                    allow_open: true,
-                    ..VerifyOptions::default()
-                },
-                &mut |_, _| {},
-            )
-        };
+        let verify = |ring: &KeyRing| craik_kernel::verify_open_journal(&bytes, ring);
         let report = verify(if is_named { &ring } else { keys });
         if report.failure.is_some() && !is_named && verify(&ring).failure.is_none() {
             out.refused.push(format!(

@@ -35,4 +35,7 @@ pub use proof::{
     verify_inclusion,
 };
 pub use signer::{Ed25519Signer, KeyRing, Signer, key_id_of, spki_der};
-pub use verify::{Failure, Report, Verifier, VerifyOptions, verify_journal, verify_journal_with};
+pub use verify::{
+    Failure, Report, Verifier, VerifyOptions, verify_journal, verify_journal_with,
+    verify_open_journal,
+};

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use craik_kernel::{JournalTree, VerifyOptions};
+use craik_kernel::JournalTree;
 use serde::Serialize;
 
 use crate::exit::{Exit, Failure};
@@ -24,15 +24,7 @@ fn verified(
     // for, when a trusted key holds part of that ledger.
     let homes = super::receipts::home_checks(&[home.to_path_buf()], &trusted);
     let ring = super::receipts::ring_for(&homes, path, &trusted);
-    let report = craik_kernel::verify_journal_with(
-        &bytes,
-        ring,
-        VerifyOptions {
-            allow_open: true,
-            ..VerifyOptions::default()
-        },
-        &mut |_, _| {},
-    );
+    let report = craik_kernel::verify_open_journal(&bytes, ring);
     if let Some(failure) = &report.failure {
         return Err(Failure::invalid(
             format!(

@@ -56,15 +56,7 @@ pub fn verified_receipts(
         .rposition(|b| *b == b'\n')
         .and_then(|end| bytes.get(..=end))
         .unwrap_or_default();
-    let report = craik_kernel::verify_journal_with(
-        whole,
-        keys,
-        craik_kernel::VerifyOptions {
-            allow_open: true,
-            ..craik_kernel::VerifyOptions::default()
-        },
-        &mut |_, _| {},
-    );
+    let report = craik_kernel::verify_open_journal(whole, keys);
     if let Some(f) = report.failure {
         return Err(format!(
             "{}:{}: the run's journal does not verify ({}: {})",

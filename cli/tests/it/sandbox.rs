@@ -1133,6 +1133,7 @@ fn project_run(
     script: &str,
     files: &[(&str, &str)],
     links: &[(&str, &Path)],
+    git_config: &[(&str, &str)],
 ) -> (PathBuf, String, String) {
     let repo = dir.join("repo");
     let git = |args: &[&str]| {
@@ -1157,6 +1158,9 @@ fn project_run(
         let path = repo.join(name);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::hard_link(target, path).unwrap();
+    }
+    for (key, value) in git_config {
+        git(&["config", key, value]);
     }
     let new = crate::craik()
         .current_dir(&repo)
@@ -1232,6 +1236,7 @@ fn issue_18_round_6_hard_links_out_of_the_workspace_are_read_only() {
         script,
         &[(".gitignore", "node_modules\nout/*.txt\nout/again\n")],
         &[("node_modules/lodash/index.js", &outside)],
+        &[],
     );
     assert_eq!(
         std::fs::read_to_string(&outside).unwrap(),
@@ -1316,4 +1321,63 @@ fn issue_18_round_6_intent_lock_entries_are_paths_or_prose() {
     lock("Policy enforcement", "path:docs/adr/");
     let (code, text) = run_code(999);
     assert_eq!(code, Some(0), "{text}");
+}
+
+/// Round 7: what the repository's git configuration names — a hooks directory (existing or
+/// not), an included file, an alias's and a filter's script — is read-only to commands: each
+/// write fails or is undone, and the record names it.
+#[test]
+fn issue_18_round_7_what_git_configuration_names_is_protected() {
+    if !confinement_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = "for f in out/hooks/pre-commit out/s/lint.sh out/s/clean.sh out/s/git.inc; do\n\
+          mkdir -p $(dirname $f) 2>/dev/null; echo 'touch /tmp/pwned' >> $f 2>/dev/null; echo \"$f $?\" >> out/r/w.txt\n\
+        done\n\
+        echo fine > out/r/ok.txt\n";
+    let (home, id, text) = project_run(
+        dir.path(),
+        script,
+        &[
+            (".gitignore", "out/r/\n"),
+            ("out/r/.keep", ""),
+            ("out/s/lint.sh", "echo lint\n"),
+            ("out/s/clean.sh", "cat\n"),
+            ("out/s/git.inc", "[core]\n"),
+        ],
+        &[],
+        &[
+            ("core.hooksPath", "out/hooks"),
+            ("alias.lint", "!sh out/s/lint.sh"),
+            ("filter.x.clean", "./out/s/clean.sh"),
+            ("include.path", "../out/s/git.inc"),
+        ],
+    );
+    let repo = dir.path().join("repo");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("out/s/lint.sh")).unwrap(),
+        "echo lint\n",
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("out/s/clean.sh")).unwrap(),
+        "cat\n",
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("out/s/git.inc")).unwrap(),
+        "[core]\n",
+        "{text}"
+    );
+    assert!(!repo.join("out/hooks/pre-commit").exists(), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("out/r/ok.txt")).unwrap(),
+        "fine\n",
+        "{text}"
+    );
+    let w = std::fs::read_to_string(repo.join("out/r/w.txt")).unwrap();
+    assert_eq!(w.lines().count(), 4, "{w}");
+    assert!(w.lines().all(|l| !l.ends_with(" 0")), "{w}\n{text}");
+    assert!(!id.is_empty() && home.join("runs").join(&id).is_dir());
 }

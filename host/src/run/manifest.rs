@@ -256,6 +256,27 @@ impl Manifest {
             .collect()
     }
 
+    /// The configuration files of every git directory present: `config` and
+    /// `config.worktree` in a `.git/` at any depth or in a directory of `marked`
+    /// ([`marked_dirs`]: a git directory under any name, a common directory).
+    pub fn git_config_files(&self, root: &Path, marked: &[(PathBuf, &str)]) -> Vec<PathBuf> {
+        self.entries
+            .iter()
+            .filter(|(rel, e)| {
+                e.kind == Kind::File
+                    && rel
+                        .file_name()
+                        .is_some_and(|n| n == "config" || n == "config.worktree")
+                    && rel.parent().is_some_and(|dir| {
+                        dir.file_name()
+                            .is_some_and(|n| n.eq_ignore_ascii_case(".git"))
+                            || marked.iter().any(|(m, _)| m == dir)
+                    })
+            })
+            .map(|(rel, _)| root.join(rel))
+            .collect()
+    }
+
     /// The protected entries present (top-most only: `.git`, not `.git/config`).
     pub fn protected(&self, immutable: &craik_kernel::ImmutablePaths) -> Vec<PathBuf> {
         let mut out: Vec<PathBuf> = Vec::new();

@@ -4,6 +4,7 @@
 pub mod approvals;
 pub mod driver;
 pub mod exec;
+pub mod gitconfig;
 pub mod locked;
 pub mod manifest;
 pub mod memory;

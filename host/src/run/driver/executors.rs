@@ -94,6 +94,14 @@ impl Host {
             let why = format!("refused: `{}`: {why}", craik_contracts::Truncated(rel));
             return self.outcome_receipt(action, false, &why, None);
         }
+        if let Some(named) = self.git_named(rel) {
+            let why = format!(
+                "refused: `{}`: a git configuration names `{}` (git runs or reads it)",
+                craik_contracts::Truncated(rel),
+                craik_contracts::Truncated(&named)
+            );
+            return self.outcome_receipt(action, false, &why, None);
+        }
         let pre = match self.workspace.state(rel) {
             Ok(s) => s,
             Err(e) => {
@@ -270,7 +278,6 @@ impl Host {
         let root = self.workspace.root.clone();
         let root_text = self.workspace_root();
         let scopes = self.write_scopes(grants, &root_text)?;
-        let immutable = self.command_immutable.clone();
         // Write roots Craik makes itself exist before the manifest is taken: they are not the
         // command's doing (outside testing: Craik's own `mkdir target/debug` was signed as
         // the command's forbidden write, and undone with the command's output).
@@ -280,6 +287,8 @@ impl Host {
             }
         }
         let before = manifest::Manifest::scan(&root)?;
+        let marked = manifest::marked_dirs(&root, &[&before]);
+        let immutable = self.with_git_named(&root, &before, &marked);
         let pre = manifest::Preimages::take(&root, &before, &immutable);
         // The same two directories for every command of the run, emptied before and after
         // each (the directories themselves stay: the sandbox of the next command with the same
@@ -324,11 +333,7 @@ impl Host {
         // Directories protected by what they hold (a bare git repository under any name, a
         // Craik task directory) are read-only too, not only checked afterwards (outside
         // testing: a pack over the pre-image limit and a `chmod 777` could not be undone).
-        read_only.extend(
-            manifest::marked_dirs(&root, &[&before])
-                .into_iter()
-                .map(|(dir, _)| root.join(dir)),
-        );
+        read_only.extend(marked.iter().map(|(dir, _)| root.join(dir)));
         // Files hard-linked outside the workspace (a pnpm store) in the write scope are
         // read-only too: written in place they would write outside (outside testing).
         let linked: Vec<PathBuf> = before
@@ -390,6 +395,50 @@ impl Host {
                     .collect(),
             },
         })
+    }
+
+    /// The path a git configuration of the repository or the operator names that `rel` is or
+    /// lies under, if any (a runner's file write there is refused).
+    fn git_named(&self, rel: &str) -> Option<String> {
+        let root = &self.workspace.root;
+        let mut files = crate::run::gitconfig::repository_files(root);
+        files.extend(crate::run::gitconfig::operator_files());
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        crate::run::gitconfig::named_paths(root, files, home.as_deref())
+            .into_iter()
+            .map(|p| manifest::shown(&p))
+            .find(|named| {
+                let (rel, named) = (rel.to_ascii_lowercase(), named.to_ascii_lowercase());
+                rel == named || rel.starts_with(&format!("{named}/"))
+            })
+    }
+
+    /// The run's immutable paths for commands plus every workspace path a git configuration
+    /// names as something git runs or reads ([`gitconfig`](crate::run::gitconfig): a hooks
+    /// directory, an include, an alias's or a filter's script): a command that rewrote one
+    /// would run unconfined at the operator's next `git commit` (outside testing round 7).
+    fn with_git_named(
+        &self,
+        root: &Path,
+        before: &manifest::Manifest,
+        marked: &[(PathBuf, &str)],
+    ) -> craik_kernel::ImmutablePaths {
+        let mut files = crate::run::gitconfig::repository_files(root);
+        files.extend(crate::run::gitconfig::operator_files());
+        files.extend(before.git_config_files(root, marked));
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let named = crate::run::gitconfig::named_paths(root, files, home.as_deref());
+        if named.is_empty() {
+            return self.command_immutable.clone();
+        }
+        let mut globs = self.command_immutable.globs().to_vec();
+        for rel in &named {
+            let rel = manifest::shown(rel);
+            globs.push(craik_kernel::ImmutablePaths::glob_for(&rel, false));
+            globs.push(craik_kernel::ImmutablePaths::glob_for(&rel, true));
+        }
+        craik_kernel::ImmutablePaths::new(&globs)
+            .unwrap_or_else(|_| craik_kernel::ImmutablePaths::everything())
     }
 
     /// The write scope of a command allowed by `grants`: what those grants name, else the

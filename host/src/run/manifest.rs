@@ -576,8 +576,16 @@ pub fn marked_dirs(root: &Path, manifests: &[&Manifest]) -> Vec<(PathBuf, &'stat
         }
         if git_like(names.iter().copied()) {
             marked.push((dir.to_path_buf(), "a git directory"));
-            if let Some(common) = common_dir(root, dir) {
-                marked.push((common, "the common directory a git directory names"));
+            match common_dir(root, dir) {
+                Some(Common::Inside(common)) => {
+                    marked.push((common, "the common directory a git directory names"));
+                }
+                // Fail closed: the whole workspace is protected while it is there.
+                Some(Common::Unknown) => marked.push((
+                    PathBuf::new(),
+                    "the workspace holds a git directory whose commondir Craik cannot resolve",
+                )),
+                Some(Common::Outside) | None => {}
             }
         }
     }
@@ -586,34 +594,76 @@ pub fn marked_dirs(root: &Path, manifests: &[&Manifest]) -> Vec<(PathBuf, &'stat
     marked
 }
 
-/// The directory `dir/commondir` names, relative to `root`, when it is a small regular file
-/// naming a path inside `root` (lexically: `..` resolved, links not followed).
-fn common_dir(root: &Path, dir: &Path) -> Option<PathBuf> {
+/// Where a git directory's `commondir` leads.
+enum Common {
+    /// A directory of the workspace (relative to its root).
+    Inside(PathBuf),
+    /// Outside the workspace: nothing of it to protect here.
+    Outside,
+    /// Not resolvable as git would (through `/proc`, unreadable, a FIFO, the workspace root
+    /// itself): the caller fails closed.
+    Unknown,
+}
+
+/// Resolves `dir/commondir` as git does: the file read through links, its path taken
+/// relative to the git directory's real path, links followed (outside testing round 7: a
+/// `commondir` that was a link, named `/proc/self/cwd/..`, or went out of the workspace and
+/// back in through a link hid the common directory). `None`: no `commondir`.
+fn common_dir(root: &Path, dir: &Path) -> Option<Common> {
+    use std::os::unix::fs::OpenOptionsExt;
     let file = root.join(dir).join("commondir");
-    if !std::fs::symlink_metadata(&file).is_ok_and(|m| m.is_file() && m.len() <= 4096) {
-        return None;
-    }
-    let text = String::from_utf8(read_no_follow(&file).ok()?).ok()?;
-    let named = Path::new(text.trim_end_matches(['\n', '\r']));
-    let joined = if named.is_absolute() {
-        named.strip_prefix(root).ok()?.to_path_buf()
-    } else {
-        dir.join(named)
+    std::fs::symlink_metadata(&file).ok()?;
+    let read = || -> Option<String> {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&file)
+            .ok()?;
+        if !f.metadata().ok()?.is_file() {
+            return None;
+        }
+        let mut bytes = Vec::new();
+        f.take(4097).read_to_end(&mut bytes).ok()?;
+        (bytes.len() <= 4096).then_some(())?;
+        String::from_utf8(bytes).ok()
     };
-    let mut out = PathBuf::new();
-    for part in joined.components() {
-        match part {
-            std::path::Component::Normal(p) => out.push(p),
-            std::path::Component::ParentDir => {
-                if !out.pop() {
-                    return None;
+    let Some(text) = read() else {
+        return Some(Common::Unknown);
+    };
+    let named = Path::new(text.trim_end_matches(['\n', '\r']));
+    if named.as_os_str().is_empty() || named.starts_with("/proc") {
+        return Some(Common::Unknown);
+    }
+    let (Ok(real_root), Ok(real_dir)) = (root.canonicalize(), root.join(dir).canonicalize())
+    else {
+        return Some(Common::Unknown);
+    };
+    let target = real_dir.join(named);
+    let resolved = match target.canonicalize() {
+        Ok(real) => real,
+        // Not there (yet): where it would be, lexically from the real directory.
+        Err(_) => {
+            let mut out = PathBuf::new();
+            for part in target.components() {
+                match part {
+                    std::path::Component::ParentDir => {
+                        out.pop();
+                    }
+                    std::path::Component::CurDir => {}
+                    other => out.push(other),
                 }
             }
-            std::path::Component::CurDir => {}
-            _ => return None,
+            out
         }
+    };
+    if resolved.components().any(|c| c.as_os_str() == "proc") && resolved.starts_with("/proc") {
+        return Some(Common::Unknown);
     }
-    (!out.as_os_str().is_empty()).then_some(out)
+    match resolved.strip_prefix(&real_root) {
+        Ok(rel) if rel.as_os_str().is_empty() => Some(Common::Unknown),
+        Ok(rel) => Some(Common::Inside(rel.to_path_buf())),
+        Err(_) => Some(Common::Outside),
+    }
 }
 
 /// The changes between two manifests of `root`, forbidden ones restored from `pre`.
@@ -1388,6 +1438,69 @@ mod tests {
                 .iter()
                 .all(|(d, _)| !d.starts_with(".."))
         );
+    }
+
+    /// Round 7 (R7-2), generated: however `commondir` leads to the common directory — a
+    /// link to a file naming it, an absolute path through a link outside the workspace that
+    /// points back in, `..` through a link — it is found and protected; what cannot be
+    /// resolved as git would (`/proc/self/cwd/..`) protects the whole workspace.
+    #[test]
+    fn issue_18_a_common_directory_is_found_however_commondir_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let root = base.join("ws");
+        std::fs::create_dir_all(root.join("src/common/objects")).unwrap();
+        std::fs::create_dir_all(base.join("elsewhere")).unwrap();
+        std::os::unix::fs::symlink(&root, base.join("elsewhere/back")).unwrap();
+        std::fs::write(base.join("elsewhere/cd.txt"), "../common\n").unwrap();
+        let abs_via_link = format!("{}/back/src/common\n", base.join("elsewhere").display());
+        let cases: Vec<(&str, Box<dyn Fn(&Path)>, Option<&str>)> = vec![
+            ("plain", Box::new(|d: &Path| std::fs::write(d.join("commondir"), "../common\n").unwrap()), Some("src/common")),
+            (
+                "a link to a file",
+                Box::new(|d: &Path| {
+                    std::os::unix::fs::symlink(base.join("elsewhere/cd.txt"), d.join("commondir")).unwrap()
+                }),
+                Some("src/common"),
+            ),
+            (
+                "absolute through a link back in",
+                Box::new(move |d: &Path| std::fs::write(d.join("commondir"), &abs_via_link).unwrap()),
+                Some("src/common"),
+            ),
+            (
+                "through /proc",
+                Box::new(|d: &Path| std::fs::write(d.join("commondir"), "/proc/self/cwd/../common\n").unwrap()),
+                Some(""),
+            ),
+            (
+                "a FIFO",
+                Box::new(|d: &Path| {
+                    rustix::fs::mknodat(
+                        rustix::fs::CWD,
+                        d.join("commondir"),
+                        rustix::fs::FileType::Fifo,
+                        rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+                        0,
+                    )
+                    .unwrap()
+                }),
+                Some(""),
+            ),
+        ];
+        for (what, make, want) in cases {
+            let wt = root.join("src/wt");
+            let _ = std::fs::remove_dir_all(&wt);
+            std::fs::create_dir_all(&wt).unwrap();
+            std::fs::write(wt.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+            make(&wt);
+            let m = Manifest::scan(&root).unwrap();
+            let marked: Vec<PathBuf> = marked_dirs(&root, &[&m]).into_iter().map(|(d, _)| d).collect();
+            assert!(marked.contains(&PathBuf::from("src/wt")), "{what}: {marked:?}");
+            if let Some(want) = want {
+                assert!(marked.contains(&PathBuf::from(want)), "{what}: {marked:?}");
+            }
+        }
     }
 
     #[test]

@@ -1381,3 +1381,49 @@ fn issue_18_round_7_what_git_configuration_names_is_protected() {
     assert!(w.lines().all(|l| !l.ends_with(" 0")), "{w}\n{text}");
     assert!(!id.is_empty() && home.join("runs").join(&id).is_dir());
 }
+
+/// Round 7 (R7-6): a protected file (CI workflow, `.envrc`, an ADR) hard-linked into the write
+/// scope under another name is read-only under that name too: nothing writes through it.
+#[test]
+fn issue_18_round_7_protected_files_linked_into_the_scope_are_read_only() {
+    if !confinement_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    let protected = [".github/workflows/ci.yml", ".envrc", "docs/adr/0001.md"];
+    for p in protected {
+        let f = repo.join(p);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(&f, format!("{p}\n")).unwrap();
+    }
+    let links: Vec<(String, PathBuf)> = protected
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (format!("out/l/{i}"), repo.join(p)))
+        .collect();
+    let links: Vec<(&str, &Path)> = links
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.as_path()))
+        .collect();
+    let script = "for f in out/l/0 out/l/1 out/l/2; do echo pwned >> $f 2>/dev/null; echo \"$f $?\" >> out/r/w.txt; done\n";
+    let (_, _, text) = project_run(
+        dir.path(),
+        script,
+        &[(".gitignore", "out/r/\n"), ("out/r/.keep", "")],
+        &links,
+        &[],
+    );
+    for p in protected {
+        assert_eq!(
+            std::fs::read_to_string(repo.join(p)).unwrap(),
+            format!("{p}\n"),
+            "{text}"
+        );
+    }
+    let w = std::fs::read_to_string(repo.join("out/r/w.txt")).unwrap();
+    assert!(
+        w.lines().count() == 3 && w.lines().all(|l| !l.ends_with(" 0")),
+        "{w}\n{text}"
+    );
+}

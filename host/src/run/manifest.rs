@@ -277,6 +277,28 @@ impl Manifest {
             .collect()
     }
 
+    /// Regular files sharing their inode with a file `protected` says is protected, under
+    /// another name (outside testing round 7: `.github/workflows/ci.yml`, `.envrc`, an ADR and
+    /// a git object hard-linked into the write scope were written through those names).
+    pub fn linked_to_protected(&self, protected: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
+        let shared: std::collections::BTreeSet<(u64, u64)> = self
+            .entries
+            .iter()
+            .filter(|(rel, e)| e.kind == Kind::File && e.nlink > 1 && protected(rel))
+            .map(|(_, e)| (e.dev, e.ino))
+            .collect();
+        if shared.is_empty() {
+            return Vec::new();
+        }
+        self.entries
+            .iter()
+            .filter(|(rel, e)| {
+                e.kind == Kind::File && shared.contains(&(e.dev, e.ino)) && !protected(rel)
+            })
+            .map(|(rel, _)| rel.clone())
+            .collect()
+    }
+
     /// The protected entries present (top-most only: `.git`, not `.git/config`).
     pub fn protected(&self, immutable: &craik_kernel::ImmutablePaths) -> Vec<PathBuf> {
         let mut out: Vec<PathBuf> = Vec::new();
@@ -634,8 +656,7 @@ fn common_dir(root: &Path, dir: &Path) -> Option<Common> {
     if named.as_os_str().is_empty() || named.starts_with("/proc") {
         return Some(Common::Unknown);
     }
-    let (Ok(real_root), Ok(real_dir)) = (root.canonicalize(), root.join(dir).canonicalize())
-    else {
+    let (Ok(real_root), Ok(real_dir)) = (root.canonicalize(), root.join(dir).canonicalize()) else {
         return Some(Common::Unknown);
     };
     let target = real_dir.join(named);
@@ -1455,22 +1476,31 @@ mod tests {
         std::fs::write(base.join("elsewhere/cd.txt"), "../common\n").unwrap();
         let abs_via_link = format!("{}/back/src/common\n", base.join("elsewhere").display());
         let cases: Vec<(&str, Box<dyn Fn(&Path)>, Option<&str>)> = vec![
-            ("plain", Box::new(|d: &Path| std::fs::write(d.join("commondir"), "../common\n").unwrap()), Some("src/common")),
+            (
+                "plain",
+                Box::new(|d: &Path| std::fs::write(d.join("commondir"), "../common\n").unwrap()),
+                Some("src/common"),
+            ),
             (
                 "a link to a file",
                 Box::new(|d: &Path| {
-                    std::os::unix::fs::symlink(base.join("elsewhere/cd.txt"), d.join("commondir")).unwrap()
+                    std::os::unix::fs::symlink(base.join("elsewhere/cd.txt"), d.join("commondir"))
+                        .unwrap()
                 }),
                 Some("src/common"),
             ),
             (
                 "absolute through a link back in",
-                Box::new(move |d: &Path| std::fs::write(d.join("commondir"), &abs_via_link).unwrap()),
+                Box::new(move |d: &Path| {
+                    std::fs::write(d.join("commondir"), &abs_via_link).unwrap()
+                }),
                 Some("src/common"),
             ),
             (
                 "through /proc",
-                Box::new(|d: &Path| std::fs::write(d.join("commondir"), "/proc/self/cwd/../common\n").unwrap()),
+                Box::new(|d: &Path| {
+                    std::fs::write(d.join("commondir"), "/proc/self/cwd/../common\n").unwrap()
+                }),
                 Some(""),
             ),
             (
@@ -1495,8 +1525,14 @@ mod tests {
             std::fs::write(wt.join("HEAD"), "ref: refs/heads/main\n").unwrap();
             make(&wt);
             let m = Manifest::scan(&root).unwrap();
-            let marked: Vec<PathBuf> = marked_dirs(&root, &[&m]).into_iter().map(|(d, _)| d).collect();
-            assert!(marked.contains(&PathBuf::from("src/wt")), "{what}: {marked:?}");
+            let marked: Vec<PathBuf> = marked_dirs(&root, &[&m])
+                .into_iter()
+                .map(|(d, _)| d)
+                .collect();
+            assert!(
+                marked.contains(&PathBuf::from("src/wt")),
+                "{what}: {marked:?}"
+            );
             if let Some(want) = want {
                 assert!(marked.contains(&PathBuf::from(want)), "{what}: {marked:?}");
             }

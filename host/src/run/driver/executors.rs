@@ -336,8 +336,17 @@ impl Host {
         read_only.extend(marked.iter().map(|(dir, _)| root.join(dir)));
         // Files hard-linked outside the workspace (a pnpm store) in the write scope are
         // read-only too: written in place they would write outside (outside testing).
-        let linked: Vec<PathBuf> = before
-            .linked_outside()
+        let protected = |rel: &Path| {
+            manifest::is_protected(&manifest::shown(rel), &immutable)
+                || marked
+                    .iter()
+                    .any(|(dir, _)| rel.starts_with(dir) && rel != dir)
+        };
+        let mut linked_files = before.linked_outside();
+        linked_files.extend(before.linked_to_protected(protected));
+        linked_files.sort();
+        linked_files.dedup();
+        let linked: Vec<PathBuf> = linked_files
             .into_iter()
             .filter(|rel| {
                 let shown = manifest::shown(rel);
@@ -347,7 +356,7 @@ impl Host {
             .collect();
         if let Some(first) = linked.get(manifest::MAX_LINKED_OUTSIDE) {
             return Err(format!(
-                "the write scope holds {} files hard-linked to files outside the workspace (e.g. `{}`), more than the {} a sandbox keeps read-only; a command could write outside through them: copy them (pnpm: `package-import-method=copy`) or narrow the write grant",
+                "the write scope holds {} files hard-linked to files outside the workspace or to protected files (e.g. `{}`), more than the {} a sandbox keeps read-only; a command could write through them: copy them (pnpm: `package-import-method=copy`) or narrow the write grant",
                 linked.len(),
                 manifest::shown(first),
                 manifest::MAX_LINKED_OUTSIDE

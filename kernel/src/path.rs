@@ -171,6 +171,7 @@ impl TargetPath {
             "instructions",
             "prompts",
             "chatmodes",
+            "agents",
         ]) {
             return Some(Protected::AgentConfig);
         }
@@ -361,6 +362,67 @@ const EXEC_CONFIG_NAMES: &[&str] = &[
     ".pnpmfile.cjs",
     "lefthook.yml",
     ".lefthook.yml",
+    "lefthook.yaml",
+    ".lefthook.yaml",
+    "lefthook.json",
+    ".lefthook.json",
+    "lefthook.toml",
+    ".lefthook.toml",
+    "lefthook-local.yml",
+    "lefthook-local.yaml",
+    ".lefthook-local.yml",
+    ".lefthook-local.yaml",
+    ".lefthook",
+    ".lefthook-local",
+    // Other git-hook managers and what they run at commit time.
+    ".overcommit.yml",
+    ".simple-git-hooks.json",
+    ".simple-git-hooks.js",
+    "simple-git-hooks.json",
+    ".lintstagedrc",
+    ".lintstagedrc.json",
+    ".lintstagedrc.yaml",
+    ".lintstagedrc.yml",
+    ".lintstagedrc.js",
+    ".lintstagedrc.mjs",
+    ".lintstagedrc.cjs",
+    "lint-staged.config.js",
+    "lint-staged.config.mjs",
+    "lint-staged.config.cjs",
+    "commitlint.config.js",
+    "commitlint.config.cjs",
+    "commitlint.config.mjs",
+    "commitlint.config.ts",
+    ".commitlintrc",
+    ".commitlintrc.json",
+    ".commitlintrc.js",
+    ".commitlintrc.yml",
+    ".commitlintrc.yaml",
+    // What direnv's `use flake` / `use nix` and devenv/devbox evaluate (direnv re-checks
+    // only `.envrc` itself).
+    "flake.nix",
+    "flake.lock",
+    "shell.nix",
+    "default.nix",
+    "devenv.nix",
+    "devenv.yaml",
+    "devenv.lock",
+    "devbox.json",
+    ".idx",
+    ".replit",
+    "replit.nix",
+    // mise's other spellings.
+    "mise",
+    ".mise",
+    "mise.local.toml",
+    ".mise.local.toml",
+    // More CI definitions and review gates.
+    "cloudbuild.yaml",
+    "cloudbuild.yml",
+    "buildspec.yml",
+    "buildspec.yaml",
+    ".tekton",
+    "codeowners",
     // Other version control systems' repositories (hooks, config that runs programs).
     ".hg",
     ".jj",
@@ -442,6 +504,17 @@ const AGENT_CONFIG_DIRS: &[&str] = &[
     ".clinerules",
     ".goosehints",
     ".crush",
+    ".kilocode",
+    ".amp",
+    ".augment",
+    ".trae",
+    ".factory",
+    ".qoder",
+    ".zencoder",
+    ".void",
+    ".codebuddy",
+    ".tabnine",
+    ".cody",
 ];
 
 /// Top-level files of agent configuration (lowercase, workspace-relative).
@@ -456,11 +529,31 @@ const AGENT_CONFIG_FILES: &[&str] = &[
     ".crush.json",
     "crush.json",
     ".rules",
+    ".roomodes",
+    ".kilocodemodes",
+    ".augment-guidelines",
+    ".continuerc.json",
+    ".opencode.json",
+    "mcp.json",
+    ".aider.conf.yaml",
+    ".aider.model.settings.yml",
+    ".aider.model.metadata.json",
+    ".clineignore",
 ];
 
 /// Instruction files at any depth (lowercase).
-const AGENT_INSTRUCTION_NAMES: &[&str] =
-    &["agents.md", "claude.md", "gemini.md", "agents.override.md"];
+const AGENT_INSTRUCTION_NAMES: &[&str] = &[
+    "agents.md",
+    "claude.md",
+    "gemini.md",
+    "agents.override.md",
+    "agents.local.md",
+    "agent.md",
+    "claude.local.md",
+    "qwen.md",
+    "crush.md",
+    "warp.md",
+];
 
 pub(crate) fn check_segment(s: &str) -> Result<(), PathError> {
     if s.len() > MAX_SEGMENT_BYTES {

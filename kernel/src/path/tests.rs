@@ -97,6 +97,13 @@ fn round_6_more_exec_and_agent_configuration_is_protected() {
         ".dir-locals.el",
         ".lvimrc",
         ".gitpod.yml",
+        // Round 7.
+        "lefthook.yaml", ".lefthook.yaml", "lefthook.json", "lefthook.toml", "lefthook-local.yml",
+        ".lefthook-local.yaml", ".lefthook/pre-commit/a.sh", ".lefthook-local/x", "mise/config.toml",
+        ".mise.local.toml", "mise.local.toml", ".overcommit.yml", ".simple-git-hooks.json",
+        ".lintstagedrc", "lint-staged.config.js", "commitlint.config.js", "flake.nix", "shell.nix",
+        "devenv.nix", "devenv.yaml", "devbox.json", ".idx/dev.nix", ".replit", "cloudbuild.yaml",
+        "buildspec.yml", ".tekton/p.yaml", "CODEOWNERS", ".github/CODEOWNERS",
     ];
     let agent = [
         ".amazonq/mcp.json",
@@ -114,6 +121,13 @@ fn round_6_more_exec_and_agent_configuration_is_protected() {
         ".github/instructions/a.instructions.md",
         ".github/prompts/p.prompt.md",
         ".github/chatmodes/c.chatmode.md",
+        // Round 7.
+        "CLAUDE.local.md", "AGENT.md", "AGENTS.local.md", "QWEN.md", "CRUSH.md", "WARP.md",
+        ".github/agents/a.md", ".roomodes", ".kilocode/rules/a.md", ".kilocodemodes", ".amp/settings.json",
+        ".augment/x", ".augment-guidelines", ".trae/project_rules.md", ".factory/droids/a.md",
+        ".qoder/rules/a.md", ".zencoder/rules/a.md", ".void/rules/a.md", ".continuerc.json",
+        ".opencode.json", "mcp.json", ".codebuddy/a.md", ".tabnine/guidelines/a.md", ".cody/a.json",
+        ".aider.conf.yaml", ".clineignore",
     ];
     for (names, want) in [
         (&exec[..], Protected::ExecConfig),

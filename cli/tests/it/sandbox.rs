@@ -1300,6 +1300,12 @@ fn issue_18_round_6_intent_lock_entries_are_paths_or_prose() {
         ("src/../../vendor", "`..`"),
         ("src\\vendor/", "backslash"),
         ("src/vendor/\u{7}", "control"),
+        // Round 7: look-alikes and encodings.
+        ("\u{ff53}rc/vendor/", "ASCII"),
+        ("src\u{2215}vendor/", "ASCII"),
+        ("src/vendo\u{301}r/", "ASCII"),
+        ("src%2Fvendor/", "percent"),
+        ("src/vendor%2F", "percent"),
     ];
     for (n, (entry, why)) in bad.iter().enumerate() {
         lock(entry, "capability:shell.network");
@@ -1309,6 +1315,10 @@ fn issue_18_round_6_intent_lock_entries_are_paths_or_prose() {
             text.contains("out_of_scope") && text.contains(why),
             "{entry:?}: {text}"
         );
+        if entry.starts_with(' ') {
+            // `path: X` is `path:X`: a space after the colon is allowed.
+            continue;
+        }
         lock("src/vendor/", &format!("path:{entry}"));
         let (code, text) = run_code(100 + n);
         assert_eq!(code, Some(3), "path:{entry:?}: {text}");
@@ -1317,8 +1327,8 @@ fn issue_18_round_6_intent_lock_entries_are_paths_or_prose() {
             "path:{entry:?}: {text}"
         );
     }
-    // Prose is kept for the record and the run proceeds.
-    lock("Policy enforcement", "path:docs/adr/");
+    // Prose is kept for the record and the run proceeds; `path: X` is `path:X`.
+    lock("Policy enforcement", "path: docs/adr/");
     let (code, text) = run_code(999);
     assert_eq!(code, Some(0), "{text}");
 }

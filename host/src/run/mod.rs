@@ -408,7 +408,7 @@ pub fn check_task_bindings(
         let stops: Vec<String> = lock
             .stop_conditions
             .iter()
-            .filter_map(|c| c.strip_prefix("path:").map(str::to_owned))
+            .filter_map(|c| c.strip_prefix("path:").map(|p| p.trim_start().to_owned()))
             .collect();
         for (field, list) in [
             ("in_scope", &lock.in_scope),

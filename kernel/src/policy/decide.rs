@@ -793,6 +793,14 @@ pub fn intent_entry_problem(entry: &str) -> Option<&'static str> {
     if entry.contains(['*', '?', '[', ']', '{', '}']) {
         return Some("a path prefix, not a glob (`docs/` covers everything under docs)");
     }
+    if !entry.is_ascii() {
+        return Some(
+            "a path in ASCII characters (a look-alike of `/` or of a letter names another path, which protects nothing)",
+        );
+    }
+    if entry.contains('%') {
+        return Some("percent-encoding (a path is written as it is)");
+    }
     if entry.starts_with('/') {
         return Some("a path relative to the workspace root, not an absolute one");
     }
@@ -865,7 +873,7 @@ fn intent_facts(
     let stop = stop_conditions.iter().any(|condition| {
         if let Some(cap) = condition.strip_prefix("capability:") {
             cap == request.capability || families.iter().any(|f| f == cap)
-        } else if let Some(prefix) = condition.strip_prefix("path:") {
+        } else if let Some(prefix) = condition.strip_prefix("path:").map(str::trim_start) {
             match (
                 path,
                 scope_path(prefix, root).or_else(|| TargetPath::normalize(root, prefix).ok()),

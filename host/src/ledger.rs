@@ -1206,6 +1206,24 @@ pub fn rebuild(
             ));
             continue;
         }
+        // The journal must be where its signed id says: `runs/<run id>/`, or
+        // `reviews/<id>/` for the journal id `run_<id>` (outside testing round 7: a review
+        // journal copied under another approval id was recorded under that name).
+        let expected = journal.split('/').nth(1).map(|dir| {
+            if journal.starts_with("reviews/") {
+                format!("run_{dir}")
+            } else {
+                dir.to_owned()
+            }
+        });
+        if report.run_id.is_none() || report.run_id != expected {
+            out.refused.push(format!(
+                "{}: its signed journal id `{}` does not name this directory; not recorded",
+                file.display(),
+                report.run_id.as_deref().unwrap_or("none")
+            ));
+            continue;
+        }
         let receipts: Vec<ReceiptPayload> = decode_all(&bytes)
             .into_iter()
             .filter_map(|(_, d)| match d {

@@ -967,3 +967,41 @@ fn issue_18_round_6_rotation_waits_for_signers_and_rebuild_refuses_retired_key_j
         "rebuild recorded a retired key's journal"
     );
 }
+
+/// Round 7 (R7-7): `ledger rebuild` records a journal only where its signed id says it lives:
+/// a review journal copied under another approval id (or a run's under another run id) is
+/// refused, naming it, and never recorded.
+#[test]
+fn issue_18_round_7_rebuild_refuses_a_journal_under_another_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, first, _, approval) = home_with_review(dir.path());
+    let fake_review = format!("{approval}x");
+    copy_dir(
+        &home.join("reviews").join(&approval),
+        &home.join("reviews").join(&fake_review),
+    );
+    let fake_run = format!("{first}x");
+    copy_dir(
+        &home.join("runs").join(&first),
+        &home.join("runs").join(&fake_run),
+    );
+    let out = craik()
+        .args(["ledger", "rebuild", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let text = transcript(&out);
+    for fake in [&fake_review, &fake_run] {
+        assert!(
+            text.lines()
+                .any(|l| l.contains(fake.as_str()) && l.contains("does not name this directory")),
+            "{fake}: {text}"
+        );
+        assert!(
+            !ledger_entries(&home)
+                .iter()
+                .any(|e| e["target"] == Value::String(fake.clone())),
+            "{fake} recorded: {text}"
+        );
+    }
+}

@@ -140,13 +140,42 @@ fn resolved_allow_list(trees: &[PathBuf], files: &[PathBuf]) -> Vec<PathBuf> {
     out
 }
 
-/// Whether `real` is an allow-listed single file (`files`, not a tree) with more than one
-/// hard link: another name of it may be anything (outside testing round 6: `/etc/gitconfig`
-/// made a hard link to `/etc/shadow` by root let commands read the shadow file). Not granted.
+/// Names container runtimes bind-mount over `/etc` as a matter of course: a mount point there
+/// is granted.
+const RUNTIME_BOUND: &[&str] = &["/etc/hosts", "/etc/hostname", "/etc/resolv.conf"];
+
+/// Whether `real` is an allow-listed single file (`files`, not a tree) that may be another
+/// file under an allow-listed name: one with more than one hard link (outside testing round 6:
+/// `/etc/gitconfig` made a hard link to `/etc/shadow` by root let commands read the shadow
+/// file) or a mount point (round 7: `/etc/shadow` bind-mounted there), but the names container
+/// runtimes bind. Not granted.
 fn linked_file(real: &Path, files: &[PathBuf]) -> bool {
     use std::os::unix::fs::MetadataExt;
-    files.iter().any(|f| f == real)
-        && std::fs::symlink_metadata(real).is_ok_and(|m| m.is_file() && m.nlink() > 1)
+    if !files.iter().any(|f| f == real) {
+        return false;
+    }
+    let linked = std::fs::symlink_metadata(real).is_ok_and(|m| m.is_file() && m.nlink() > 1);
+    linked || (!RUNTIME_BOUND.iter().any(|n| real == Path::new(n)) && mount_point(real))
+}
+
+/// Whether `path` is on another mount than its directory (a bind mount of a file or a
+/// directory onto it); unknown counts as one.
+fn mount_point(path: &Path) -> bool {
+    let id = |p: &Path| {
+        rustix::fs::statx(
+            rustix::fs::CWD,
+            p,
+            rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+            rustix::fs::StatxFlags::MNT_ID,
+        )
+        .ok()
+        .filter(|x| x.stx_mask & rustix::fs::StatxFlags::MNT_ID.bits() != 0)
+        .map(|x| x.stx_mnt_id)
+    };
+    match (id(path), path.parent().and_then(id)) {
+        (Some(a), Some(b)) => a != b,
+        _ => true,
+    }
 }
 
 /// The entries of `dir` to grant so that nothing in `keep_out` is reachable: every entry
@@ -235,6 +264,29 @@ mod tests {
 
     /// Outside testing (round 5): an allow-listed `/etc` name that links to a file the
     /// allow-list does not name grants nothing; a link into a system tree still works.
+    /// Round 7 (R7-5, root only): an allow-listed file with another file bind-mounted on it is
+    /// not granted. Where mounting is not permitted, nothing to check.
+    #[test]
+    fn a_bind_mounted_allow_listed_file_is_not_granted() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let (secret, listed) = (root.join("secret"), root.join("listed"));
+        std::fs::write(&secret, "secret").unwrap();
+        std::fs::write(&listed, "listed").unwrap();
+        let files = vec![listed.clone()];
+        assert_eq!(
+            resolved_allow_list(&[], &files),
+            files,
+            "not a mount point yet"
+        );
+        if rustix::mount::mount_bind(&secret, &listed).is_err() {
+            return;
+        }
+        let got = resolved_allow_list(&[], &files);
+        let _ = rustix::mount::unmount(&listed, rustix::mount::UnmountFlags::DETACH);
+        assert!(got.is_empty(), "{got:?}");
+    }
+
     #[test]
     fn an_allow_listed_link_grants_only_what_the_allow_list_names() {
         let dir = tempfile::tempdir().unwrap();

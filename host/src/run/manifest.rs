@@ -1475,7 +1475,8 @@ mod tests {
         std::os::unix::fs::symlink(&root, base.join("elsewhere/back")).unwrap();
         std::fs::write(base.join("elsewhere/cd.txt"), "../common\n").unwrap();
         let abs_via_link = format!("{}/back/src/common\n", base.join("elsewhere").display());
-        let cases: Vec<(&str, Box<dyn Fn(&Path)>, Option<&str>)> = vec![
+        type Make = Box<dyn Fn(&Path)>;
+        let cases: Vec<(&str, Make, Option<&str>)> = vec![
             (
                 "plain",
                 Box::new(|d: &Path| std::fs::write(d.join("commondir"), "../common\n").unwrap()),

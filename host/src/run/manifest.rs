@@ -1475,8 +1475,8 @@ mod tests {
         std::os::unix::fs::symlink(&root, base.join("elsewhere/back")).unwrap();
         std::fs::write(base.join("elsewhere/cd.txt"), "../common\n").unwrap();
         let abs_via_link = format!("{}/back/src/common\n", base.join("elsewhere").display());
-        type Make = Box<dyn Fn(&Path)>;
-        let cases: Vec<(&str, Make, Option<&str>)> = vec![
+        type Make<'a> = Box<dyn Fn(&Path) + 'a>;
+        let cases: Vec<(&str, Make<'_>, Option<&str>)> = vec![
             (
                 "plain",
                 Box::new(|d: &Path| std::fs::write(d.join("commondir"), "../common\n").unwrap()),

@@ -949,8 +949,8 @@ pub(crate) struct RunnersAddArgs {
     /// npx/uvx: the package with its exact version (`@scope/pkg@1.2.3`, `pkg==1.2.3`).
     #[arg(long, value_name = "SPEC")]
     pub(crate) package: Option<String>,
-    /// The version recorded (npx/uvx: must equal the package's).
-    #[arg(long)]
+    /// The version recorded, `version` in the file (npx/uvx: must equal the package's).
+    #[arg(id = "runner_version", long = "runner-version", value_name = "VERSION")]
     pub(crate) version: Option<String>,
     /// A local package file (npx/uvx) or the bundle directory (install = prebundled).
     #[arg(long, value_name = "PATH")]

@@ -492,6 +492,10 @@ fn located(file: &Path, text: &str, span: std::ops::Range<usize>, key: &str, why
 
 fn shown_value(raw: &str) -> String {
     let raw = raw.trim();
+    let raw = raw
+        .strip_prefix('"')
+        .and_then(|r| r.strip_suffix('"'))
+        .unwrap_or(raw);
     let first = raw.lines().next().unwrap_or_default();
     let cut = if first.len() < raw.len() {
         format!("{first} …")
@@ -595,7 +599,15 @@ fn load_file(
     for (id, spanned) in &raw.runner {
         let key = |k: &str| format!("runner.{id}.{k}");
         if let Some(why) = id_problem(id) {
-            return Err(at(spanned.span(), &format!("runner.{id}"), why));
+            return Err(Error::invalid(
+                format!(
+                    "{}:{}: runner {}: {why}",
+                    file.display(),
+                    line_of(&text, spanned.span().start),
+                    shown_value(id)
+                ),
+                Vec::new(),
+            ));
         }
         let r = spanned.get_ref();
         let backend = *r.backend.get_ref();

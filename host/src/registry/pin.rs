@@ -76,6 +76,10 @@ pub struct Launch {
     pub record: RunnerRecord,
 }
 
+fn absolute_home(home: &Path) -> Result<PathBuf, Error> {
+    std::path::absolute(home).map_err(|e| Error::usage(format!("{}: {e}", home.display())))
+}
+
 /// `HOME/runners/<id>/`.
 pub fn entry_dir(home: &Path, id: &str) -> PathBuf {
     home.join("runners").join(id)
@@ -242,6 +246,7 @@ fn copy_into(from: &Path, to: &Path, mode: u32) -> Result<(), Error> {
 /// `craik runners install ID`: resolves what the entry names, caches it under
 /// `HOME/runners/<id>/` when its strategy says so, and pins its digest.
 pub fn install(entry: &Entry, home: &Path, now: &str) -> Result<Pin, Error> {
+    let home = &absolute_home(home)?;
     let fail = |why: String| Error::usage(format!("runner `{}`: {why}", entry.id));
     let target = artefact(entry, home).map_err(fail)?;
     let dir = entry_dir(home, &entry.id);
@@ -356,6 +361,7 @@ fn changed(entry: &Entry, path: &Path, expected: &str, found: &str) -> Error {
 /// the built-ins must be installed; a built-in without a pin is hashed and recorded
 /// (unpinned), with one it is checked like any other.
 pub fn verify(entry: &Entry, home: &Path) -> Result<Launch, Error> {
+    let home = &absolute_home(home)?;
     let fail = |why: String| Error::usage(format!("runner `{}`: {why}", entry.id));
     let pin = read_pin(home, &entry.id)?;
     if pin.is_none() && entry.origin != Origin::Builtin {

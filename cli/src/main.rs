@@ -448,7 +448,8 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             cmd::runners::show(out, cli.format, &home_root(&home.home)?, id)
         }
         Command::Runners(RunnersCommand::Add(a)) => {
-            let absolute = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_owned());
+            let absolute =
+                |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_owned());
             let entry = craik_host::registry::NewEntry {
                 id: a.id.clone(),
                 backend: a.backend.clone(),
@@ -481,7 +482,14 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
                 env: a.env.clone(),
                 read: a.read.iter().map(|p| absolute(p)).collect(),
             };
-            cmd::runners::add(out, cli.format, &home_root(&a.home.home)?, &entry, a.project, a.force)
+            cmd::runners::add(
+                out,
+                cli.format,
+                &home_root(&a.home.home)?,
+                &entry,
+                a.project,
+                a.force,
+            )
         }
         Command::Runners(RunnersCommand::Remove { id, project, home }) => {
             cmd::runners::remove(out, cli.format, &home_root(&home.home)?, id, *project)

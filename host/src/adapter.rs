@@ -148,7 +148,7 @@ fn home_around(home: &Path, allowed: &[PathBuf]) -> Result<Vec<PathBuf>, String>
         let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         for entry in entries {
             let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
-            if allowed.iter().any(|a| *a == path) {
+            if allowed.contains(&path) {
                 continue;
             }
             let leads = allowed.iter().any(|a| a.starts_with(&path));
@@ -946,6 +946,59 @@ pub fn shipped(name: &str) -> Result<PathBuf, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn issue_22_an_adapter_starts_only_from_the_bytes_it_was_pinned_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let program = Path::new("/bin/cat").canonicalize().unwrap();
+        let digest = crate::registry::digest_file(&program).unwrap();
+        let mut spec = AdapterSpec::new(program.clone(), Vec::new(), dir.path().join("cwd"));
+        spec.confinement_required = false;
+        let wrong = format!("sha256:{}", "0".repeat(64));
+        spec.exec_sha256 = Some(wrong.clone());
+        let err = Adapter::spawn(spec.clone()).unwrap_err();
+        assert!(
+            err.contains(&format!("(expected {wrong}, found {digest})"))
+                && err.starts_with(crate::run::SETUP_FAILED),
+            "{err}"
+        );
+        // The right digest: started through the descriptor it hashed (an ELF program), and
+        // it runs (cat echoes the line back).
+        spec.exec_sha256 = Some(digest);
+        let mut adapter = Adapter::spawn(spec).unwrap();
+        let echoed = adapter
+            .raw_exchange(b"{\"x\":1}\n", Duration::from_secs(5))
+            .unwrap();
+        assert_eq!(echoed, Some(b"{\"x\":1}".to_vec()));
+        let (_, script) =
+            open_pinned(&program, &crate::registry::digest_file(&program).unwrap()).unwrap();
+        assert!(!script);
+    }
+
+    #[test]
+    fn issue_22_the_home_is_hidden_around_an_install_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        for d in [
+            "keys",
+            "runs/run_1",
+            "runners/mine/bin",
+            "runners/other/bin",
+        ] {
+            std::fs::create_dir_all(home.join(d)).unwrap();
+        }
+        std::fs::write(home.join("runners.toml"), "").unwrap();
+        let cache = home.join("runners/mine/bin");
+        let mut hidden = home_around(&home, std::slice::from_ref(&cache)).unwrap();
+        hidden.sort();
+        let real = home.canonicalize().unwrap();
+        let mut expected: Vec<PathBuf> = ["keys", "runners.toml", "runners/other", "runs"]
+            .iter()
+            .map(|p| real.join(p))
+            .collect();
+        expected.sort();
+        assert_eq!(hidden, expected);
+    }
 
     #[test]
     fn issue_18_a_prefix_directly_in_home_is_not_an_installation() {

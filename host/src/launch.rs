@@ -39,7 +39,11 @@ pub fn build_runner(
         .map(Path::to_path_buf)
         .ok_or_else(|| Error::internal(format!("{}: not under a home", run_dir.display())))?;
     // An adapter process: its env is what the registry names, its cwd its own.
-    let adapter = |launch: Launch, env: Vec<String>, read: &[PathBuf], matrix| -> Result<Built, Error> {
+    let adapter = |launch: Launch,
+                   env: Vec<String>,
+                   read: &[PathBuf],
+                   matrix|
+     -> Result<Built, Error> {
         let mut spec =
             crate::adapter::AdapterSpec::new(launch.program, launch.args, run_dir.join("adapter"));
         if let Some(secs) = options.step_timeout_secs {

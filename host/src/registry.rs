@@ -28,8 +28,8 @@ mod edit;
 mod pin;
 pub use edit::{NewEntry, add_to_text, remove_from_text};
 pub use pin::{
-    Launch, PIN_FILE, Pin, RunnerRecord, digest_file, digest_reader, entry_dir, install,
-    read_pin, resolve_command, uninstall, verify,
+    Launch, PIN_FILE, Pin, RunnerRecord, digest_file, digest_reader, entry_dir, install, read_pin,
+    resolve_command, uninstall, verify,
 };
 
 /// The registry file's name, in the home and beside a project's `craik.toml`.
@@ -42,8 +42,12 @@ pub const CLI_ADAPTERS: &[&str] = &["codex", "claude", "gemini"];
 pub const PROVIDER_APIS: &[&str] = &["openai-responses", "anthropic-messages", "chat-completions"];
 /// Capabilities a `low` trust runner may mark `supported` (everything else at most
 /// `prompt-handoff`): nothing that writes, runs or reaches out.
-pub const LOW_TRUST_SUPPORTED: &[&str] =
-    &["repo.read", "memory.read", "memory.propose", "git.diff_check"];
+pub const LOW_TRUST_SUPPORTED: &[&str] = &[
+    "repo.read",
+    "memory.read",
+    "memory.propose",
+    "git.diff_check",
+];
 /// Capabilities (and families) only a `high` trust runner may mark `supported`.
 pub const HIGH_TRUST_ONLY: &[&str] = &["git.push", "git.force_push", "github", "net"];
 /// Variables Craik sets itself for an adapter: never passed from the operator's environment.
@@ -281,8 +285,7 @@ impl Registry {
             env: Vec::new(),
         };
         if home_file.is_file() || text_of(&home_file).is_some() {
-            let (entries, allowed) =
-                load_file(&home_file, text_of(&home_file), None, &registry)?;
+            let (entries, allowed) = load_file(&home_file, text_of(&home_file), None, &registry)?;
             allowance = allowed;
             registry.files.push(home_file.clone());
             registry.entries.extend(entries);
@@ -294,8 +297,7 @@ impl Registry {
                 _ => false,
             };
             if (file.is_file() || text_of(&file).is_some()) && !same {
-                let (entries, _) =
-                    load_file(&file, text_of(&file), Some(&allowance), &registry)?;
+                let (entries, _) = load_file(&file, text_of(&file), Some(&allowance), &registry)?;
                 registry.files.push(file);
                 registry.entries.extend(entries);
             }
@@ -406,7 +408,9 @@ pub fn env_problem(name: &str) -> Option<&'static str> {
             .bytes()
             .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
     if !valid {
-        Some("a variable name is uppercase ASCII letters, digits and `_` (names only, never values)")
+        Some(
+            "a variable name is uppercase ASCII letters, digits and `_` (names only, never values)",
+        )
     } else if name.starts_with("CRAIK_") {
         Some("Craik's own variables (`CRAIK_*`) never reach an adapter")
     } else if SET_BY_CRAIK.contains(&name) {
@@ -453,7 +457,8 @@ pub fn pypi_version(spec: &str) -> Result<String, String> {
 /// suffix such as `rc1`, `.post1`), never a range, wildcard or tag.
 fn exact_version(v: &str) -> Result<(), String> {
     let mut parts = v.splitn(3, '.');
-    let numeric = |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    let numeric =
+        |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
     let (major, minor, rest) = (parts.next(), parts.next(), parts.next());
     let patch_ok = rest.is_some_and(|r| {
         let digits = r.bytes().take_while(u8::is_ascii_digit).count();
@@ -502,7 +507,10 @@ fn shown_value(raw: &str) -> String {
     } else {
         first.to_owned()
     };
-    format!("`{}`", craik_contracts::one_line(&Truncated(&cut).to_string()))
+    format!(
+        "`{}`",
+        craik_contracts::one_line(&Truncated(&cut).to_string())
+    )
 }
 
 /// The key a parse error's span sits at: the `key =` on its line under the nearest
@@ -544,9 +552,8 @@ fn load_file(
         None => {
             let bytes = crate::fsio::read_bounded(file, MAX_FILE_BYTES)
                 .map_err(|e| Error::usage(format!("{}: {e}", file.display())))?;
-            String::from_utf8(bytes).map_err(|_| {
-                Error::invalid(format!("{}: not UTF-8", file.display()), Vec::new())
-            })?
+            String::from_utf8(bytes)
+                .map_err(|_| Error::invalid(format!("{}: not UTF-8", file.display()), Vec::new()))?
         }
     };
     let raw: RawFile = toml::from_str(&text).map_err(|e| {
@@ -563,7 +570,8 @@ fn load_file(
         .ok()
         .and_then(|p| p.parent().map(Path::to_path_buf))
         .unwrap_or_else(|| PathBuf::from("."));
-    let at = |span: std::ops::Range<usize>, key: &str, why: &str| located(file, &text, span, key, why);
+    let at =
+        |span: std::ops::Range<usize>, key: &str, why: &str| located(file, &text, span, key, why);
     let home_max = allowance.map_or(RunnerTrustLevel::High, |a| a.max_trust);
     let max_trust = match &raw.max_trust {
         Some(m) if trust_rank(*m.get_ref()) > trust_rank(home_max) => {
@@ -612,9 +620,13 @@ fn load_file(
         let r = spanned.get_ref();
         let backend = *r.backend.get_ref();
         let need = |v: &Option<Spanned<String>>, k: &str, why: &str| -> Result<String, Error> {
-            v.as_ref()
-                .map(|s| s.get_ref().clone())
-                .ok_or_else(|| at(r.backend.span(), &key("backend"), &format!("needs `{k}`: {why}")))
+            v.as_ref().map(|s| s.get_ref().clone()).ok_or_else(|| {
+                at(
+                    r.backend.span(),
+                    &key("backend"),
+                    &format!("needs `{k}`: {why}"),
+                )
+            })
         };
         let refuse_key = |v: &Option<Spanned<String>>, k: &str| -> Result<(), Error> {
             match v {
@@ -626,10 +638,17 @@ fn load_file(
                 None => Ok(()),
             }
         };
-        let install = r.install.as_ref().map_or(Install::Installed, |i| *i.get_ref());
+        let install = r
+            .install
+            .as_ref()
+            .map_or(Install::Installed, |i| *i.get_ref());
         let resolve = |p: &str| {
             let path = PathBuf::from(p);
-            if path.is_absolute() { path } else { dir.join(path) }
+            if path.is_absolute() {
+                path
+            } else {
+                dir.join(path)
+            }
         };
         let mut package = None;
         let mut version = r.version.as_ref().map(|v| v.get_ref().clone());
@@ -643,11 +662,22 @@ fn load_file(
                 refuse_key(&r.package, "package")?;
             }
             Backend::Cli => {
-                let name = need(&r.adapter, "adapter", &format!("the handoff adapter wrapping the CLI ({})", CLI_ADAPTERS.join(", ")))?;
+                let name = need(
+                    &r.adapter,
+                    "adapter",
+                    &format!(
+                        "the handoff adapter wrapping the CLI ({})",
+                        CLI_ADAPTERS.join(", ")
+                    ),
+                )?;
                 if !CLI_ADAPTERS.contains(&name.as_str())
                     && let Some(s) = &r.adapter
                 {
-                    return Err(at(s.span(), &key("adapter"), &format!("one of {}", CLI_ADAPTERS.join(", "))));
+                    return Err(at(
+                        s.span(),
+                        &key("adapter"),
+                        &format!("one of {}", CLI_ADAPTERS.join(", ")),
+                    ));
                 }
                 adapter = Some(name);
                 refuse_key(&r.api, "api")?;
@@ -658,12 +688,25 @@ fn load_file(
                 if !PROVIDER_APIS.contains(&a.as_str())
                     && let Some(s) = &r.api
                 {
-                    return Err(at(s.span(), &key("api"), &format!("one of {}", PROVIDER_APIS.join(", "))));
+                    return Err(at(
+                        s.span(),
+                        &key("api"),
+                        &format!("one of {}", PROVIDER_APIS.join(", ")),
+                    ));
                 }
                 api = Some(a);
-                model = Some(r.model.clone().filter(|m| !m.trim().is_empty()).ok_or_else(|| {
-                    at(r.backend.span(), &key("backend"), "needs `model`: the provider's model name")
-                })?);
+                model = Some(
+                    r.model
+                        .clone()
+                        .filter(|m| !m.trim().is_empty())
+                        .ok_or_else(|| {
+                            at(
+                                r.backend.span(),
+                                &key("backend"),
+                                "needs `model`: the provider's model name",
+                            )
+                        })?,
+                );
                 refuse_key(&r.command, "command")?;
                 refuse_key(&r.package, "package")?;
             }
@@ -685,12 +728,20 @@ fn load_file(
                     pypi_version(spec.get_ref())
                 };
                 let v = parsed.map_err(|why| {
-                    at(spec.span(), &key("package"), &format!("a version pin is required: {why}"))
+                    at(
+                        spec.span(),
+                        &key("package"),
+                        &format!("a version pin is required: {why}"),
+                    )
                 })?;
                 if let Some(given) = &r.version
                     && *given.get_ref() != v
                 {
-                    return Err(at(given.span(), &key("version"), &format!("differs from the package's pinned `{v}`")));
+                    return Err(at(
+                        given.span(),
+                        &key("version"),
+                        &format!("differs from the package's pinned `{v}`"),
+                    ));
                 }
                 version = Some(v);
                 package = Some(spec.get_ref().clone());
@@ -699,34 +750,59 @@ fn load_file(
                 if install == Install::Prebundled
                     && let Some(i) = &r.install
                 {
-                    return Err(at(i.span(), &key("install"), "an `npx`/`uvx` package is `cache`d (or `installed` on the launcher's own cache)"));
+                    return Err(at(
+                        i.span(),
+                        &key("install"),
+                        "an `npx`/`uvx` package is `cache`d (or `installed` on the launcher's own cache)",
+                    ));
                 }
             }
             Backend::InProcess => {}
         }
-        if install == Install::Prebundled && r.source.is_none()
+        if install == Install::Prebundled
+            && r.source.is_none()
             && let Some(i) = &r.install
         {
-            return Err(at(i.span(), &key("install"), "`prebundled` needs `source`, the bundle's directory"));
+            return Err(at(
+                i.span(),
+                &key("install"),
+                "`prebundled` needs `source`, the bundle's directory",
+            ));
         }
         if let Some(v) = &r.version
             && (v.get_ref().trim().is_empty() || v.get_ref().chars().any(char::is_control))
         {
-            return Err(at(v.span(), &key("version"), "a version without control characters"));
+            return Err(at(
+                v.span(),
+                &key("version"),
+                "a version without control characters",
+            ));
         }
         // The matrix: a shipped one by name, a file, or inline; exactly one.
         let (matrix_source, mut matrix) = match (&r.matrix, &r.capabilities) {
             (Some(m), Some(_)) => {
-                return Err(at(m.span(), &key("matrix"), "give `matrix` or a `capabilities` table, not both"));
+                return Err(at(
+                    m.span(),
+                    &key("matrix"),
+                    "give `matrix` or a `capabilities` table, not both",
+                ));
             }
-            (Some(m), None) => matrix_named(m.get_ref(), &dir).map_err(|why| at(m.span(), &key("matrix"), &why))?,
-            (None, Some(inline)) => ("inline".to_owned(), inline_matrix(id, inline.get_ref(), r.name.as_deref())),
+            (Some(m), None) => {
+                matrix_named(m.get_ref(), &dir).map_err(|why| at(m.span(), &key("matrix"), &why))?
+            }
+            (None, Some(inline)) => (
+                "inline".to_owned(),
+                inline_matrix(id, inline.get_ref(), r.name.as_deref()),
+            ),
             (None, None) => match backend {
                 Backend::Cli => {
                     let name = adapter.clone().unwrap_or_default();
                     (format!("shipped:{name}"), crate::runners::matrix(&name)?)
                 }
-                Backend::Provider => ("shipped:provider".to_owned(), crate::runners::matrix("provider")?),
+                Backend::Provider => (
+                    "shipped:provider".to_owned(),
+                    crate::runners::matrix("provider")?,
+                ),
                 _ => {
                     return Err(at(
                         spanned.span(),
@@ -739,8 +815,15 @@ fn load_file(
         let mut checker = Checker::new();
         matrix.check(&mut checker);
         if let Some(problem) = checker.into_problems().first() {
-            let span = r.matrix.as_ref().map_or_else(|| spanned.span(), Spanned::span);
-            return Err(at(span, &key("matrix"), &format!("invalid matrix: {problem}")));
+            let span = r
+                .matrix
+                .as_ref()
+                .map_or_else(|| spanned.span(), Spanned::span);
+            return Err(at(
+                span,
+                &key("matrix"),
+                &format!("invalid matrix: {problem}"),
+            ));
         }
         let trust_span = || {
             r.capabilities
@@ -752,7 +835,11 @@ fn load_file(
         if trust_rank(matrix.trust.level) > trust_rank(max_trust) {
             return Err(at(
                 trust_span(),
-                &key(if r.capabilities.is_some() { "capabilities.trust" } else { "matrix" }),
+                &key(if r.capabilities.is_some() {
+                    "capabilities.trust"
+                } else {
+                    "matrix"
+                }),
                 &format!(
                     "trust `{}` is more than this registry allows (max_trust `{}`)",
                     matrix.trust.level.as_str(),
@@ -761,7 +848,11 @@ fn load_file(
             ));
         }
         if let Some((cap, why)) = trust_problem(&matrix) {
-            let (span, k) = match r.capabilities.as_ref().and_then(|c| c.get_ref().support.get(&cap)) {
+            let (span, k) = match r
+                .capabilities
+                .as_ref()
+                .and_then(|c| c.get_ref().support.get(&cap))
+            {
                 Some(s) => (s.span(), key(&format!("capabilities.support.\"{cap}\""))),
                 None => (trust_span(), key("matrix")),
             };
@@ -817,9 +908,14 @@ fn load_file(
         // What the matrix declares it passes, now the registry's list.
         matrix.runner.metadata.0.remove("env");
         if let Some(command) = &r.command
-            && (command.get_ref().trim().is_empty() || command.get_ref().chars().any(char::is_control))
+            && (command.get_ref().trim().is_empty()
+                || command.get_ref().chars().any(char::is_control))
         {
-            return Err(at(command.span(), &key("command"), "a program path or name without control characters"));
+            return Err(at(
+                command.span(),
+                &key("command"),
+                "a program path or name without control characters",
+            ));
         }
         let source = r.source.as_ref().map(|s| resolve(s.get_ref()));
         let origin = if allowance.is_some() {
@@ -880,7 +976,8 @@ fn matrix_named(name: &str, dir: &Path) -> Result<(String, RunnerCapabilityMatri
     } else {
         dir.join(name)
     };
-    let bytes = crate::fsio::read_bounded(&path, MAX_FILE_BYTES).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bytes = crate::fsio::read_bounded(&path, MAX_FILE_BYTES)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     craik_contracts::decode_single::<RunnerCapabilityMatrix>(&bytes)
         .map(|m| (path.display().to_string(), m))
         .map_err(|problems| format!("{}: {}", path.display(), problems.join("; ")))
@@ -946,7 +1043,12 @@ pub fn provider_entry(api: &str, model: &str) -> Result<Entry, Error> {
         .0
         .get("env")
         .and_then(serde_json::Value::as_array)
-        .map(|names| names.iter().filter_map(|n| n.as_str().map(str::to_owned)).collect())
+        .map(|names| {
+            names
+                .iter()
+                .filter_map(|n| n.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default();
     Ok(Entry {
         id: "provider".into(),
@@ -980,7 +1082,12 @@ fn builtin_entries() -> Result<Vec<Entry>, Error> {
             .0
             .get("env")
             .and_then(serde_json::Value::as_array)
-            .map(|names| names.iter().filter_map(|n| n.as_str().map(str::to_owned)).collect())
+            .map(|names| {
+                names
+                    .iter()
+                    .filter_map(|n| n.as_str().map(str::to_owned))
+                    .collect()
+            })
             .unwrap_or_default();
         Ok(Entry {
             id: id.to_owned(),
@@ -1051,7 +1158,16 @@ mod tests {
         assert_eq!(npm_version("@scope/pkg@1.2.3").unwrap(), "1.2.3");
         assert_eq!(npm_version("pkg@0.10.0-rc.1").unwrap(), "0.10.0-rc.1");
         assert_eq!(pypi_version("pkg==1.2.3").unwrap(), "1.2.3");
-        for bad in ["pkg", "@scope/pkg", "pkg@^1.2.3", "pkg@latest", "pkg@1.x", "pkg@1.2", "@pkg@1.2.3", "pkg@~1.2.3"] {
+        for bad in [
+            "pkg",
+            "@scope/pkg",
+            "pkg@^1.2.3",
+            "pkg@latest",
+            "pkg@1.x",
+            "pkg@1.2",
+            "@pkg@1.2.3",
+            "pkg@~1.2.3",
+        ] {
             assert!(npm_version(bad).is_err(), "{bad}");
         }
         for bad in ["pkg", "pkg>=1.2.3", "pkg==1.*", "pkg==", "==1.2.3"] {
@@ -1062,7 +1178,17 @@ mod tests {
     #[test]
     fn issue_22_env_names_exclude_craiks_own() {
         assert_eq!(env_problem("OPENAI_API_KEY"), None);
-        for bad in ["CRAIK_HOME", "CRAIK_CONFIG", "PATH", "HOME", "LD_PRELOAD", "lower", "A-B", "", "X=1"] {
+        for bad in [
+            "CRAIK_HOME",
+            "CRAIK_CONFIG",
+            "PATH",
+            "HOME",
+            "LD_PRELOAD",
+            "lower",
+            "A-B",
+            "",
+            "X=1",
+        ] {
             assert!(env_problem(bad).is_some(), "{bad}");
         }
     }

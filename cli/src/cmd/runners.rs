@@ -217,7 +217,10 @@ pub(crate) fn show(out: &mut Out, format: Format, home: &Path, id: &str) -> Resu
         Format::Human => {
             let opt = |v: &Option<String>| one_line(v.as_deref().unwrap_or("-"));
             out.line(format_args!("{} — {}", one_line(&e.id), one_line(&e.name)))?;
-            out.line(format_args!("  origin     {}", one_line(&e.origin.to_string())))?;
+            out.line(format_args!(
+                "  origin     {}",
+                one_line(&e.origin.to_string())
+            ))?;
             out.line(format_args!("  backend    {}", e.backend.as_str()))?;
             out.line(format_args!("  command    {}", opt(&e.command)))?;
             if !e.args.is_empty() {
@@ -230,20 +233,34 @@ pub(crate) fn show(out: &mut Out, format: Format, home: &Path, id: &str) -> Resu
                 out.line(format_args!("  adapter    {}", one_line(a)))?;
             }
             if e.api.is_some() {
-                out.line(format_args!("  api        {} (model {})", opt(&e.api), opt(&e.model)))?;
+                out.line(format_args!(
+                    "  api        {} (model {})",
+                    opt(&e.api),
+                    opt(&e.model)
+                ))?;
             }
             out.line(format_args!("  package    {}", opt(&e.package)))?;
             out.line(format_args!("  version    {}", opt(&e.version)))?;
             out.line(format_args!("  install    {}", e.install.as_str()))?;
             if let Some(s) = &e.source {
-                out.line(format_args!("  source     {}", one_line(&s.display().to_string())))?;
+                out.line(format_args!(
+                    "  source     {}",
+                    one_line(&s.display().to_string())
+                ))?;
             }
             out.line(format_args!(
                 "  env        {}",
-                if e.env.is_empty() { "(none)".to_owned() } else { one_line(&e.env.join(", ")) }
+                if e.env.is_empty() {
+                    "(none)".to_owned()
+                } else {
+                    one_line(&e.env.join(", "))
+                }
             ))?;
             for r in &e.read {
-                out.line(format_args!("  read       {}", one_line(&r.display().to_string())))?;
+                out.line(format_args!(
+                    "  read       {}",
+                    one_line(&r.display().to_string())
+                ))?;
             }
             out.line(format_args!(
                 "  matrix     {} — {} ({}), trust {}, {}",
@@ -254,7 +271,11 @@ pub(crate) fn show(out: &mut Out, format: Format, home: &Path, id: &str) -> Resu
                 e.matrix.trust.default_grant_posture.as_str()
             ))?;
             for c in &e.matrix.capabilities {
-                out.line(format_args!("    {:<24} {}", one_line(&c.name), c.support.as_str()))?;
+                out.line(format_args!(
+                    "    {:<24} {}",
+                    one_line(&c.name),
+                    c.support.as_str()
+                ))?;
             }
             match &pin {
                 Some(p) => out.line(format_args!(
@@ -356,9 +377,9 @@ pub(crate) fn remove(
     write(&file, &new_text)?;
     let uninstalled = !project && craik_host::registry::uninstall(home, id)?;
     match format {
-        Format::Json | Format::Junit => out.json(
-            &serde_json::json!({"removed": id, "file": file, "uninstalled": uninstalled}),
-        )?,
+        Format::Json | Format::Junit => {
+            out.json(&serde_json::json!({"removed": id, "file": file, "uninstalled": uninstalled}))?
+        }
         Format::Human => out.line(format_args!(
             "removed runner `{id}` from {}{}",
             file.display(),
@@ -373,7 +394,12 @@ pub(crate) fn remove(
 }
 
 /// `craik runners install ID`.
-pub(crate) fn install(out: &mut Out, format: Format, home: &Path, id: &str) -> Result<Exit, Failure> {
+pub(crate) fn install(
+    out: &mut Out,
+    format: Format,
+    home: &Path,
+    id: &str,
+) -> Result<Exit, Failure> {
     let registry = registry(home)?;
     let entry = registry.get(id)?;
     craik_host::run::store::create_home(home)
@@ -411,7 +437,12 @@ struct Checked {
 
 /// `craik runners check [ID]`: the registry loads (a refusal is exit 3 naming file, line,
 /// key and value), and every entry (or ID) resolves and matches its pin.
-pub(crate) fn check(out: &mut Out, format: Format, home: &Path, id: Option<&str>) -> Result<Exit, Failure> {
+pub(crate) fn check(
+    out: &mut Out,
+    format: Format,
+    home: &Path,
+    id: Option<&str>,
+) -> Result<Exit, Failure> {
     let registry = registry(home)?;
     let entries: Vec<&Entry> = match id {
         Some(id) => vec![registry.get(id)?],
@@ -420,7 +451,11 @@ pub(crate) fn check(out: &mut Out, format: Format, home: &Path, id: Option<&str>
     let mut results = Vec::new();
     for e in entries {
         let result = if e.backend == Backend::InProcess {
-            Checked { id: e.id.clone(), passed: true, detail: "in process; nothing to launch".into() }
+            Checked {
+                id: e.id.clone(),
+                passed: true,
+                detail: "in process; nothing to launch".into(),
+            }
         } else {
             match craik_host::registry::verify(e, home) {
                 Ok(l) => Checked {
@@ -430,10 +465,18 @@ pub(crate) fn check(out: &mut Out, format: Format, home: &Path, id: Option<&str>
                         "{} {}{}",
                         l.record.path.display(),
                         l.record.sha256,
-                        if l.record.pinned { " (matches its pin)" } else { " (shipped, not pinned)" }
+                        if l.record.pinned {
+                            " (matches its pin)"
+                        } else {
+                            " (shipped, not pinned)"
+                        }
                     ),
                 },
-                Err(err) => Checked { id: e.id.clone(), passed: false, detail: err.message },
+                Err(err) => Checked {
+                    id: e.id.clone(),
+                    passed: false,
+                    detail: err.message,
+                },
             }
         };
         results.push(result);
@@ -457,10 +500,19 @@ pub(crate) fn check(out: &mut Out, format: Format, home: &Path, id: Option<&str>
                 if registry.files.is_empty() {
                     "none (built-ins only)".to_owned()
                 } else {
-                    registry.files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ")
+                    registry
+                        .files
+                        .iter()
+                        .map(|f| f.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 }
             ))?;
         }
     }
-    Ok(if failed == 0 { Exit::Ok } else { Exit::CheckFailed })
+    Ok(if failed == 0 {
+        Exit::Ok
+    } else {
+        Exit::CheckFailed
+    })
 }

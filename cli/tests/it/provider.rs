@@ -29,7 +29,8 @@ impl Recorded {
     }
 }
 
-pub(crate) type Responder = dyn Fn(&Recorded, usize) -> (u16, Vec<(String, String)>, String) + Send + Sync;
+pub(crate) type Responder =
+    dyn Fn(&Recorded, usize) -> (u16, Vec<(String, String)>, String) + Send + Sync;
 
 /// Serves until the test ends; returns the port and the requests it saw.
 pub(crate) fn serve(respond: Arc<Responder>) -> (u16, Arc<Mutex<Vec<Recorded>>>) {

@@ -227,7 +227,14 @@ fn issue_22_program_runner_added_installed_checked_run_and_verified() {
     assert!(text.contains("craik runners install my-fixture"), "{text}");
     // Install: copied into the home's cache, pinned (0600).
     let pin_out = ok(&craik()
-        .args(["runners", "install", "my-fixture", "--format", "json", "--home"])
+        .args([
+            "runners",
+            "install",
+            "my-fixture",
+            "--format",
+            "json",
+            "--home",
+        ])
         .arg(&home)
         .output()
         .unwrap());
@@ -246,7 +253,7 @@ fn issue_22_program_runner_added_installed_checked_run_and_verified() {
     }
     let checked = ok(&runners(&home, &["check"]));
     assert!(
-        checked.contains(&format!("pass  my-fixture")) && checked.contains("matches its pin"),
+        checked.contains("pass  my-fixture") && checked.contains("matches its pin"),
         "{checked}"
     );
     // list and show name it.
@@ -289,7 +296,13 @@ fn issue_22_program_runner_added_installed_checked_run_and_verified() {
     )
     .unwrap();
     assert_eq!(&inputs["runner_adapter"], meta);
-    let audit = craik().arg("audit").arg(home.join("runs").join(&id)).arg("--home").arg(&home).output().unwrap();
+    let audit = craik()
+        .arg("audit")
+        .arg(home.join("runs").join(&id))
+        .arg("--home")
+        .arg(&home)
+        .output()
+        .unwrap();
     let audit_text = ok(&audit);
     assert!(
         audit_text.contains(&format!(
@@ -316,13 +329,22 @@ fn issue_22_a_changed_adapter_is_refused_before_launch_naming_both_digests() {
         ok(&runners(
             &home,
             &[
-                "add", "pinned", "--backend", "program", "--command",
-                adapter.to_str().unwrap(), "--install", install,
-                "--scenario-arg=--fixture", "--matrix", "fixture",
+                "add",
+                "pinned",
+                "--backend",
+                "program",
+                "--command",
+                adapter.to_str().unwrap(),
+                "--install",
+                install,
+                "--scenario-arg=--fixture",
+                "--matrix",
+                "fixture",
             ],
         ));
         ok(&runners(&home, &["install", "pinned"]));
-        let (exit, first, text) = run_example(&home, &example("docs-review"), &["--runner", "pinned"]);
+        let (exit, first, text) =
+            run_example(&home, &example("docs-review"), &["--runner", "pinned"]);
         assert_eq!(exit, 0, "{install}: {text}");
         let runnable = if install == "cache" {
             home.join("runners/pinned/bin/my-adapter")
@@ -335,7 +357,10 @@ fn issue_22_a_changed_adapter_is_refused_before_launch_naming_both_digests() {
         assert_ne!(before, after);
         let (exit, text) = refused_run(&home, &example("docs-review"), &["--runner", "pinned"]);
         assert_eq!(exit, 1, "{install}: {text}");
-        let line = text.lines().find(|l| l.starts_with("craik: runner `pinned`")).unwrap_or(&text);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("craik: runner `pinned`"))
+            .unwrap_or(&text);
         assert!(
             line.contains(&format!("(expected {before}, found {after})"))
                 && line.contains("refusing to launch it"),
@@ -363,18 +388,37 @@ fn issue_22_cli_runner_wraps_a_stand_in_cli_from_the_cache() {
     ok(&runners(
         &home,
         &[
-            "add", "my-codex", "--backend", "cli", "--adapter", "codex", "--command",
-            fake.to_str().unwrap(), "--install", "cache",
+            "add",
+            "my-codex",
+            "--backend",
+            "cli",
+            "--adapter",
+            "codex",
+            "--command",
+            fake.to_str().unwrap(),
+            "--install",
+            "cache",
         ],
     ));
     ok(&runners(&home, &["install", "my-codex"]));
-    let ex = scratch_example(dir.path(), "trusted-local", &[], simple_steps(), &[("README.md", "hello\n")]);
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[],
+        simple_steps(),
+        &[("README.md", "hello\n")],
+    );
     let task = ex.join("task_request.json");
     let ws = ex.join("workspace");
     // No scenario: the adapter runs live, wrapping the cached CLI.
-    let (exit, id, text) = run_example(&home, &task, &["--runner", "my-codex", "--workspace", ws.to_str().unwrap()]);
+    let (exit, id, text) = run_example(
+        &home,
+        &task,
+        &["--runner", "my-codex", "--workspace", ws.to_str().unwrap()],
+    );
     assert_eq!(exit, 0, "{text}");
-    let outputs = std::fs::read_to_string(home.join("runs").join(&id).join("outputs.jsonl")).unwrap();
+    let outputs =
+        std::fs::read_to_string(home.join("runs").join(&id).join("outputs.jsonl")).unwrap();
     assert!(outputs.contains("\"mode\":\"live\""), "{outputs}");
     assert!(outputs.contains("the README is short"), "{outputs}");
     verify_run(&home, &id, false);
@@ -382,11 +426,18 @@ fn issue_22_cli_runner_wraps_a_stand_in_cli_from_the_cache() {
     let meta = &rs[0]["result"]["metadata"]["runner_adapter"];
     assert_eq!(meta["backend"], "cli");
     assert_eq!(meta["sha256"], json!(sha256_file(&fake)));
-    assert_eq!(meta["exec"], json!(adapter_bin("codex").canonicalize().unwrap()));
+    assert_eq!(
+        meta["exec"],
+        json!(adapter_bin("codex").canonicalize().unwrap())
+    );
     // The cached CLI changed: refused before launch.
     let cached = home.join("runners/my-codex/bin/fake-codex");
     flip_byte(&cached, 12);
-    let (exit, text) = refused_run(&home, &task, &["--runner", "my-codex", "--workspace", ws.to_str().unwrap()]);
+    let (exit, text) = refused_run(
+        &home,
+        &task,
+        &["--runner", "my-codex", "--workspace", ws.to_str().unwrap()],
+    );
     assert_eq!(exit, 1, "{text}");
     assert!(text.contains("changed since it was installed"), "{text}");
 }
@@ -403,15 +454,29 @@ fn issue_22_provider_runner_receives_only_the_variables_it_names() {
         }));
         let base = format!("--arg=http://127.0.0.1:{port}");
         let mut args = vec![
-            "add", "my-llm", "--backend", "provider", "--api", "chat-completions", "--model",
-            "m", "--arg=--base-url", &base,
+            "add",
+            "my-llm",
+            "--backend",
+            "provider",
+            "--api",
+            "chat-completions",
+            "--model",
+            "m",
+            "--arg=--base-url",
+            &base,
         ];
         if let Some(e) = env {
             args.extend(["--env", e]);
         }
         ok(&runners(&home, &args));
         ok(&runners(&home, &["install", "my-llm"]));
-        let ex = scratch_example(dir.path(), "trusted-local", &[], simple_steps(), &[("README.md", "hello\n")]);
+        let ex = scratch_example(
+            dir.path(),
+            "trusted-local",
+            &[],
+            simple_steps(),
+            &[("README.md", "hello\n")],
+        );
         let out = craik()
             .arg("run")
             .arg(ex.join("task_request.json"))
@@ -441,7 +506,10 @@ fn issue_22_provider_runner_receives_only_the_variables_it_names() {
             assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
             assert!(seen.is_empty());
             assert!(
-                run_json(&home, &id)["stop_reason"].as_str().unwrap().contains("no API key"),
+                run_json(&home, &id)["stop_reason"]
+                    .as_str()
+                    .unwrap()
+                    .contains("no API key"),
                 "{}",
                 transcript(&out)
             );
@@ -472,12 +540,42 @@ fn issue_22_a_project_registry_may_only_narrow() {
         )
     };
     let refused: &[(&str, String, &str)] = &[
-        ("raise max_trust", format!("max_trust = \"high\"\n{}", entry("matrix = \"fixture\"\n")), "may only narrow: the home allows at most `medium`"),
-        ("trust above the home's", entry("\n[runner.p.capabilities]\ntrust = \"high\"\nsupport = { \"repo.read\" = \"supported\" }\n"), "more than this registry allows (max_trust `medium`)"),
-        ("an env the home did not allow", entry("matrix = \"fixture\"\nenv = [\"AWS_SECRET_ACCESS_KEY\"]\n"), "does not allow this variable"),
-        ("a read path outside the project", entry("matrix = \"fixture\"\nread = [\"/root/.ssh\"]\n"), "only name read paths inside the project"),
-        ("allow_project_env in a project", format!("allow_project_env = [\"X\"]\n{}", entry("matrix = \"fixture\"\n")), "only the home's runners.toml"),
-        ("raise a built-in's trust", "[runner.gemini]\nbackend = \"cli\"\nadapter = \"gemini\"\nmatrix = \"fixture\"\n".to_owned(), "`gemini` has trust `low` in the built-in"),
+        (
+            "raise max_trust",
+            format!("max_trust = \"high\"\n{}", entry("matrix = \"fixture\"\n")),
+            "may only narrow: the home allows at most `medium`",
+        ),
+        (
+            "trust above the home's",
+            entry(
+                "\n[runner.p.capabilities]\ntrust = \"high\"\nsupport = { \"repo.read\" = \"supported\" }\n",
+            ),
+            "more than this registry allows (max_trust `medium`)",
+        ),
+        (
+            "an env the home did not allow",
+            entry("matrix = \"fixture\"\nenv = [\"AWS_SECRET_ACCESS_KEY\"]\n"),
+            "does not allow this variable",
+        ),
+        (
+            "a read path outside the project",
+            entry("matrix = \"fixture\"\nread = [\"/root/.ssh\"]\n"),
+            "only name read paths inside the project",
+        ),
+        (
+            "allow_project_env in a project",
+            format!(
+                "allow_project_env = [\"X\"]\n{}",
+                entry("matrix = \"fixture\"\n")
+            ),
+            "only the home's runners.toml",
+        ),
+        (
+            "raise a built-in's trust",
+            "[runner.gemini]\nbackend = \"cli\"\nadapter = \"gemini\"\nmatrix = \"fixture\"\n"
+                .to_owned(),
+            "`gemini` has trust `low` in the built-in",
+        ),
     ];
     let file = project.join("runners.toml");
     for (what, text, why) in refused {
@@ -485,15 +583,34 @@ fn issue_22_a_project_registry_may_only_narrow() {
         let out = craik_in(&project, &["runners", "check"]);
         assert_eq!(out.status.code(), Some(3), "{what}: {}", transcript(&out));
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(&file.display().to_string()) && err.contains(why), "{what}: {err}");
+        assert!(
+            err.contains(&file.display().to_string()) && err.contains(why),
+            "{what}: {err}"
+        );
     }
     // What the home allows: loaded, overriding by id, installed by the operator, run.
-    std::fs::write(&file, entry("matrix = \"fixture\"\nenv = [\"OPENAI_API_KEY\"]\n")).unwrap();
+    std::fs::write(
+        &file,
+        entry("matrix = \"fixture\"\nenv = [\"OPENAI_API_KEY\"]\n"),
+    )
+    .unwrap();
     let list = ok(&craik_in(&project, &["runners", "list"]));
-    assert!(list.lines().any(|l| l.starts_with("p ") && l.contains("project")), "{list}");
+    assert!(
+        list.lines()
+            .any(|l| l.starts_with("p ") && l.contains("project")),
+        "{list}"
+    );
     ok(&craik_in(&project, &["runners", "install", "p"]));
     assert!(home.join("runners/p/pin.json").is_file());
-    let out = craik_in(&project, &["run", example("docs-review").to_str().unwrap(), "--runner", "p"]);
+    let out = craik_in(
+        &project,
+        &[
+            "run",
+            example("docs-review").to_str().unwrap(),
+            "--runner",
+            "p",
+        ],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
     let id = run_id_of(&out);
     let inputs: Value = serde_json::from_str(
@@ -512,14 +629,29 @@ fn issue_22_npx_and_uvx_packages_install_offline_from_a_local_file() {
     ok(&runners(
         &home,
         &[
-            "add", "reviewer", "--backend", "npx", "--package", "@acme/reviewer@1.2.3",
-            "--source", tarball.to_str().unwrap(), "--install", "cache", "--trust", "low",
-            "--support", "repo.read=supported", "--support", "repo.write.docs=prompt-handoff",
+            "add",
+            "reviewer",
+            "--backend",
+            "npx",
+            "--package",
+            "@acme/reviewer@1.2.3",
+            "--source",
+            tarball.to_str().unwrap(),
+            "--install",
+            "cache",
+            "--trust",
+            "low",
+            "--support",
+            "repo.read=supported",
+            "--support",
+            "repo.write.docs=prompt-handoff",
         ],
     ));
     let pin: Value = serde_json::from_slice(
         &craik()
-            .args(["runners", "install", "reviewer", "--format", "json", "--home"])
+            .args([
+                "runners", "install", "reviewer", "--format", "json", "--home",
+            ])
             .arg(&home)
             .output()
             .unwrap()
@@ -529,15 +661,47 @@ fn issue_22_npx_and_uvx_packages_install_offline_from_a_local_file() {
     assert_eq!(pin["version"], "1.2.3");
     assert_eq!(pin["package"], "@acme/reviewer@1.2.3");
     assert_eq!(pin["sha256"], json!(sha256_file(&tarball)));
-    assert!(home.join("runners/reviewer/pkg/acme-reviewer-1.2.3.tgz").is_file());
+    assert!(
+        home.join("runners/reviewer/pkg/acme-reviewer-1.2.3.tgz")
+            .is_file()
+    );
     // A version that is not exact is refused by `add` before anything is written.
     let text_before = std::fs::read_to_string(home.join("runners.toml")).unwrap();
-    let out = runners(&home, &["add", "loose", "--backend", "uvx", "--package", "pkg>=1.0", "--trust", "low"]);
+    let out = runners(
+        &home,
+        &[
+            "add",
+            "loose",
+            "--backend",
+            "uvx",
+            "--package",
+            "pkg>=1.0",
+            "--trust",
+            "low",
+        ],
+    );
     assert_eq!(out.status.code(), Some(3), "{}", transcript(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("a version pin is required"));
-    assert_eq!(std::fs::read_to_string(home.join("runners.toml")).unwrap(), text_before);
+    assert_eq!(
+        std::fs::read_to_string(home.join("runners.toml")).unwrap(),
+        text_before
+    );
     // A low-trust inline matrix claiming shell is refused by `add` too.
-    let out = runners(&home, &["add", "bold", "--backend", "uvx", "--package", "pkg==1.0.0", "--trust", "low", "--support", "shell.test=supported"]);
+    let out = runners(
+        &home,
+        &[
+            "add",
+            "bold",
+            "--backend",
+            "uvx",
+            "--package",
+            "pkg==1.0.0",
+            "--trust",
+            "low",
+            "--support",
+            "shell.test=supported",
+        ],
+    );
     assert_eq!(out.status.code(), Some(3), "{}", transcript(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("claims more than its trust allows"));
 }
@@ -546,18 +710,35 @@ fn issue_22_npx_and_uvx_packages_install_offline_from_a_local_file() {
 fn issue_22_a_runner_added_from_docs_runners_md_alone() {
     crate::ensure_adapters();
     let doc = std::fs::read_to_string(repo_root().join("docs/runners.md")).unwrap();
-    let section = doc.split("## Adding a runner, step by step").nth(1).unwrap();
-    let block = section.split("```sh\n").nth(1).unwrap().split("```").next().unwrap();
-    assert!(block.contains("craik runners add") && block.contains("craik run examples/docs-review"));
+    let section = doc
+        .split("## Adding a runner, step by step")
+        .nth(1)
+        .unwrap();
+    let block = section
+        .split("```sh\n")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    assert!(
+        block.contains("craik runners add") && block.contains("craik run examples/docs-review")
+    );
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().join("project");
-    copy_dir(&repo_root().join("examples/docs-review"), &cwd.join("examples/docs-review"));
+    copy_dir(
+        &repo_root().join("examples/docs-review"),
+        &cwd.join("examples/docs-review"),
+    );
     let bin = assert_cmd::cargo::cargo_bin("craik");
     let out = std::process::Command::new("sh")
         .args(["-e", "-c", block])
         .current_dir(&cwd)
         .env_clear()
-        .env("PATH", format!("{}:/usr/bin:/bin", bin.parent().unwrap().display()))
+        .env(
+            "PATH",
+            format!("{}:/usr/bin:/bin", bin.parent().unwrap().display()),
+        )
         .env("HOME", dir.path())
         .env("XDG_STATE_HOME", dir.path().join("no-state"))
         .env("CRAIK_CONFIG", "none")
@@ -565,12 +746,18 @@ fn issue_22_a_runner_added_from_docs_runners_md_alone() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("1 passed, 0 failed") || stdout.contains("passed, 0 failed"), "{stdout}");
+    assert!(
+        stdout.contains("1 passed, 0 failed") || stdout.contains("passed, 0 failed"),
+        "{stdout}"
+    );
     assert!(stdout.contains(": completed"), "{stdout}");
     assert!(stdout.contains("1 journal: 1 valid"), "{stdout}");
     // Then the refusal the doc shows, for one changed byte.
     let home = cwd.join(".craik");
-    flip_byte(&home.join("runners/my-fixture/bin/craik-adapter-fixture"), 100);
+    flip_byte(
+        &home.join("runners/my-fixture/bin/craik-adapter-fixture"),
+        100,
+    );
     let out = std::process::Command::new(&bin)
         .args(["run", "examples/docs-review", "--runner", "my-fixture"])
         .current_dir(&cwd)
@@ -582,7 +769,10 @@ fn issue_22_a_runner_added_from_docs_runners_md_alone() {
     assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     let pinned = sha256_field(&err, "(expected ");
-    assert!(err.contains(&format!("(expected {pinned}, found sha256:")), "{err}");
+    assert!(
+        err.contains(&format!("(expected {pinned}, found sha256:")),
+        "{err}"
+    );
     let _ = sha256_field;
 }
 
@@ -619,4 +809,73 @@ fn issue_22_unknown_runner_names_list_the_registered_ones() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("built-in runners cannot be removed"));
     let out = runners(&home, &["add", "Bad Id", "--backend", "program"]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn issue_22_a_run_resumes_only_with_the_adapter_bytes_it_started_with() {
+    crate::ensure_adapters();
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let adapter = adapter_copy(dir.path());
+    ok(&runners(
+        &home,
+        &[
+            "add",
+            "parked",
+            "--backend",
+            "program",
+            "--command",
+            adapter.to_str().unwrap(),
+            "--scenario-arg=--fixture",
+            "--matrix",
+            "fixture",
+        ],
+    ));
+    ok(&runners(&home, &["install", "parked"]));
+    let (exit, id, text) = run_example(&home, &example("approval"), &["--runner", "parked"]);
+    assert_eq!(exit, 6, "{text}");
+    let approval = crate::runs::pending_approval(&home);
+    let out = crate::runs::approve(&home, &approval, "user:alice");
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    // The adapter changed (and even re-pinned by the operator): the parked run does not
+    // continue under other bytes than it started with.
+    flip_byte(&adapter, 2048);
+    let out = crate::runs::resume(&home, &id);
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("changed since it was installed"));
+    ok(&runners(&home, &["install", "parked"]));
+    let out = crate::runs::resume(&home, &id);
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the adapter changed since the run started")
+            && err.contains(&sha256_file(&adapter)),
+        "{err}"
+    );
+    // Back to the bytes it started with: it continues and completes.
+    flip_byte(&adapter, 2048);
+    ok(&runners(&home, &["install", "parked"]));
+    let out = crate::runs::resume(&home, &id);
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    assert_eq!(run_json(&home, &id)["status"], "completed");
+    verify_run(&home, &id, false);
+    // An edited digest in inputs.json is named by verification.
+    let path = home.join("runs").join(&id).join("inputs.json");
+    let mut inputs: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    inputs["runner_adapter"]["sha256"] = json!(format!("sha256:{}", "0".repeat(64)));
+    std::fs::write(&path, serde_json::to_vec_pretty(&inputs).unwrap()).unwrap();
+    let out = craik()
+        .args(["receipts", "verify"])
+        .arg(home.join("runs").join(&id))
+        .arg("--home")
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("field `runner_adapter.sha256` is not what the run signed"),
+        "{}",
+        transcript(&out)
+    );
 }

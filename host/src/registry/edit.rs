@@ -60,9 +60,9 @@ pub fn add_to_text(text: &str, entry: &NewEntry, force: bool) -> Result<String, 
     };
     let mut t = toml_edit::Table::new();
     if let Some(v) = &entry.name {
-        t["name"] = toml_edit::value(v);
+        t.insert("name", toml_edit::value(v));
     }
-    t["backend"] = toml_edit::value(&entry.backend);
+    t.insert("backend", toml_edit::value(&entry.backend));
     for (k, v) in [
         ("command", &entry.command),
         ("scenario_arg", &entry.scenario_arg),
@@ -75,26 +75,26 @@ pub fn add_to_text(text: &str, entry: &NewEntry, force: bool) -> Result<String, 
         ("matrix", &entry.matrix),
     ] {
         if let Some(v) = v {
-            t[k] = toml_edit::value(v);
+            t.insert(k, toml_edit::value(v));
         }
     }
     if let Some(src) = &entry.source {
-        t["source"] = toml_edit::value(src.display().to_string());
+        t.insert("source", toml_edit::value(src.display().to_string()));
     }
     if !entry.args.is_empty() {
-        t["args"] = list(&entry.args);
+        t.insert("args", list(&entry.args));
     }
     if !entry.env.is_empty() {
-        t["env"] = list(&entry.env);
+        t.insert("env", list(&entry.env));
     }
     if !entry.read.is_empty() {
         let read: Vec<String> = entry.read.iter().map(|p| p.display().to_string()).collect();
-        t["read"] = list(&read);
+        t.insert("read", list(&read));
     }
     match &entry.trust {
         Some(trust) => {
             let mut caps = toml_edit::Table::new();
-            caps["trust"] = toml_edit::value(trust);
+            caps.insert("trust", toml_edit::value(trust));
             let mut support = toml_edit::InlineTable::new();
             for pair in &entry.support {
                 let (cap, level) = pair.split_once('=').ok_or_else(|| {
@@ -105,8 +105,8 @@ pub fn add_to_text(text: &str, entry: &NewEntry, force: bool) -> Result<String, 
                 })?;
                 support.insert(cap, level.into());
             }
-            caps["support"] = toml_edit::value(support);
-            t["capabilities"] = toml_edit::Item::Table(caps);
+            caps.insert("support", toml_edit::value(support));
+            t.insert("capabilities", toml_edit::Item::Table(caps));
         }
         None if !entry.support.is_empty() => {
             return Err("--support needs --trust (an inline matrix)".into());

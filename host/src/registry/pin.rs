@@ -97,13 +97,18 @@ pub fn digest_reader(mut file: impl Read) -> std::io::Result<String> {
         }
         hasher.update(buf.get(..n).unwrap_or_default());
     }
-    Ok(format!("sha256:{}", craik_kernel::to_hex(&hasher.finalize())))
+    Ok(format!(
+        "sha256:{}",
+        craik_kernel::to_hex(&hasher.finalize())
+    ))
 }
 
 /// `sha256:` of the regular file at `path` (a link is resolved first by the caller).
 pub fn digest_file(path: &Path) -> Result<String, String> {
     let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let meta = file.metadata().map_err(|e| format!("{}: {e}", path.display()))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     if !meta.is_file() {
         return Err(format!("{}: not a regular file", path.display()));
     }
@@ -187,7 +192,8 @@ fn artefact(entry: &Entry, home: &Path) -> Result<Artefact, String> {
         // A shipped handoff adapter finds its CLI itself (live mode), or needs none (fixture
         // mode): the pin is of the adapter.
         Backend::Cli if entry.origin == Origin::Builtin => {
-            crate::adapter::shipped(entry.adapter.as_deref().unwrap_or_default()).map(Artefact::File)
+            crate::adapter::shipped(entry.adapter.as_deref().unwrap_or_default())
+                .map(Artefact::File)
         }
         Backend::Provider => crate::adapter::shipped("provider").map(Artefact::File),
         Backend::Program | Backend::Cli => match entry.install {
@@ -198,7 +204,9 @@ fn artefact(entry: &Entry, home: &Path) -> Result<Artefact, String> {
                 };
                 resolve_command(&name).map(Artefact::File)
             }
-            Install::Cache => Ok(Artefact::File(dir.join("bin").join(file_name(&command()?)?))),
+            Install::Cache => Ok(Artefact::File(
+                dir.join("bin").join(file_name(&command()?)?),
+            )),
             Install::Prebundled => {
                 let source = entry.source.clone().ok_or("`prebundled` needs `source`")?;
                 let real = source
@@ -233,7 +241,8 @@ fn create_private_dir(dir: &Path) -> Result<(), Error> {
 /// Copies `from` into `to` (atomically) with `mode`.
 fn copy_into(from: &Path, to: &Path, mode: u32) -> Result<(), Error> {
     use std::os::unix::fs::PermissionsExt;
-    let bytes = std::fs::read(from).map_err(|e| Error::usage(format!("{}: {e}", from.display())))?;
+    let bytes =
+        std::fs::read(from).map_err(|e| Error::usage(format!("{}: {e}", from.display())))?;
     if let Some(parent) = to.parent() {
         create_private_dir(parent)?;
     }
@@ -260,10 +269,7 @@ pub fn install(entry: &Entry, home: &Path, now: &str) -> Result<Pin, Error> {
         (Backend::Npx | Backend::Uvx, _) => {
             let source = entry.source.as_deref().unwrap_or(Path::new(""));
             if !source.is_file() {
-                return Err(fail(format!(
-                    "source `{}`: not a file",
-                    source.display()
-                )));
+                return Err(fail(format!("source `{}`: not a file", source.display())));
             }
             copy_into(source, target.path(), 0o400)?;
         }

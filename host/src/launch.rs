@@ -65,9 +65,11 @@ pub fn build_runner(
     };
     if let Some(rest) = name.strip_prefix("provider:") {
         let (api, model) = rest.split_once(':').unwrap_or((rest, ""));
-        let mut entry = registry::provider_entry(api, model)?;
-        entry.id = format!("provider:{api}:{model}");
+        // The shipped provider adapter (pinned, if `provider` was ever installed, under that id);
+        // the record names the ad-hoc form.
+        let entry = registry::provider_entry(api, model)?;
         let mut launch = registry::verify(&entry, &home)?;
+        launch.record.id = format!("provider:{api}:{model}");
         launch.record.origin = "ad-hoc".into();
         let (env, matrix) = (entry.env.clone(), entry.matrix.clone());
         return adapter(launch, env, &[], matrix);

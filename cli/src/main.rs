@@ -455,7 +455,8 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
                 backend: a.backend.clone(),
                 name: a.name.clone(),
                 command: a.command.as_deref().map(|c| {
-                    if c.contains('/') {
+                    // Relative to the bundle for `prebundled`, else to the current directory.
+                    if c.contains('/') && a.install.as_deref() != Some("prebundled") {
                         absolute(std::path::Path::new(c)).display().to_string()
                     } else {
                         c.to_owned()

@@ -930,10 +930,11 @@ fn load_file(
                 name: r.name.clone().unwrap_or_else(|| matrix.runner.name.clone()),
                 backend,
                 origin,
-                // A path with a `/` is relative to the file; a bare name is looked up at install.
+                // A path with a `/` is relative to the file (to the bundle for `prebundled`); a
+                // bare name is looked up at install.
                 command: r.command.as_ref().map(|c| {
                     let c = c.get_ref();
-                    if c.contains('/') {
+                    if c.contains('/') && install != Install::Prebundled {
                         resolve(c).display().to_string()
                     } else {
                         c.clone()

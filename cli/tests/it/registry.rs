@@ -879,3 +879,71 @@ fn issue_22_a_run_resumes_only_with_the_adapter_bytes_it_started_with() {
         transcript(&out)
     );
 }
+
+#[test]
+fn issue_22_a_prebundled_runner_pins_its_whole_tree() {
+    crate::ensure_adapters();
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let bundle = dir.path().join("bundle");
+    std::fs::create_dir_all(bundle.join("bin")).unwrap();
+    std::fs::copy(adapter_bin("fixture"), bundle.join("bin/adapter")).unwrap();
+    std::fs::write(bundle.join("lib.dat"), "dependency v1\n").unwrap();
+    ok(&runners(
+        &home,
+        &[
+            "add",
+            "bundled",
+            "--backend",
+            "program",
+            "--command",
+            "bin/adapter",
+            "--install",
+            "prebundled",
+            "--source",
+            bundle.to_str().unwrap(),
+            "--scenario-arg=--fixture",
+            "--matrix",
+            "fixture",
+        ],
+    ));
+    ok(&runners(&home, &["install", "bundled"]));
+    let (exit, id, text) = run_example(&home, &example("docs-review"), &["--runner", "bundled"]);
+    assert_eq!(exit, 0, "{text}");
+    let meta = &receipts(&home, &id)[0]["result"]["metadata"]["runner_adapter"];
+    assert_eq!(meta["path"], json!(bundle.canonicalize().unwrap()));
+    assert_eq!(
+        meta["exec"],
+        json!(bundle.join("bin/adapter").canonicalize().unwrap())
+    );
+    // Any file of the bundle changing (not only the program) refuses the launch.
+    std::fs::write(bundle.join("lib.dat"), "dependency v2\n").unwrap();
+    let (exit, text) = refused_run(&home, &example("docs-review"), &["--runner", "bundled"]);
+    assert_eq!(exit, 1, "{text}");
+    assert!(
+        text.contains("changed since it was installed (expected sha256:"),
+        "{text}"
+    );
+    // A command outside the bundle is refused.
+    std::fs::write(bundle.join("lib.dat"), "dependency v1\n").unwrap();
+    ok(&runners(
+        &home,
+        &[
+            "add",
+            "escaping",
+            "--backend",
+            "program",
+            "--command",
+            "../../bin/sh",
+            "--install",
+            "prebundled",
+            "--source",
+            bundle.to_str().unwrap(),
+            "--matrix",
+            "fixture",
+        ],
+    ));
+    ok(&runners(&home, &["install", "escaping"]));
+    let out = runners(&home, &["check", "escaping"]);
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+}

@@ -405,7 +405,8 @@ pub fn verify(entry: &Entry, home: &Path) -> Result<Launch, Error> {
         }
         (Backend::Program, Artefact::Tree(dir)) => {
             let command = entry.command.as_deref().unwrap_or_default();
-            let inside = dir.join(command.trim_start_matches('/'));
+            // Relative to the bundle (an absolute path must lie inside it).
+            let inside = dir.join(command);
             let real = inside
                 .canonicalize()
                 .map_err(|e| fail(format!("{}: {e}", inside.display())))?;

@@ -187,6 +187,22 @@ fn issue_22_registry_refusals_name_file_line_key_and_value() {
         assert!(!home.join("runs").exists(), "{what}");
     }
     insta::assert_snapshot!(shown);
+    // `--format json` carries the file and the key beside the message.
+    std::fs::write(
+        &file,
+        "[runner.x]\nbackend = \"program\"\ncommand = \"/bin/true\"\nmatrix = \"fixture\"\nenv = [\"CRAIK_KEY\"]\n",
+    )
+    .unwrap();
+    let out = craik()
+        .args(["runners", "check", "--format", "json", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let err: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(err["error"]["kind"], "invalid_input");
+    assert_eq!(err["error"]["file"], json!(file));
+    assert_eq!(err["error"]["field"], "runner.x.env[0]");
 }
 
 #[test]

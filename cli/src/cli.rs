@@ -903,6 +903,10 @@ pub(crate) enum RunnersCommand {
     Check {
         /// One runner; default: all.
         id: Option<String>,
+        /// Also start each adapter (as a run would) and run the `initialize` handshake: it
+        /// must announce the runner id of the registry's matrix.
+        #[arg(long)]
+        handshake: bool,
         #[command(flatten)]
         home: HomeArg,
     },

@@ -498,9 +498,17 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         Command::Runners(RunnersCommand::Install { id, home }) => {
             cmd::runners::install(out, cli.format, &home_root(&home.home)?, id)
         }
-        Command::Runners(RunnersCommand::Check { id, home }) => {
-            cmd::runners::check(out, cli.format, &home_root(&home.home)?, id.as_deref())
-        }
+        Command::Runners(RunnersCommand::Check {
+            id,
+            handshake,
+            home,
+        }) => cmd::runners::check(
+            out,
+            cli.format,
+            &home_root(&home.home)?,
+            id.as_deref(),
+            *handshake,
+        ),
         Command::Runners(RunnersCommand::Conformance { command }) => {
             cmd::runners::conformance(out, cli.format, command)
         }

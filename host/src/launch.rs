@@ -149,3 +149,53 @@ fn passed_env(matrix: &RunnerCapabilityMatrix) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// `craik runners check --handshake`: starts `entry`'s adapter as a run would (pin checked,
+/// executed through the descriptor it hashed, its environment and read paths, confined where
+/// the kernel can), runs the `initialize` handshake against the registry's matrix (the adapter
+/// must announce the matrix's runner id) and shuts it down. An entry that takes a scenario
+/// gets a one-step one in its scratch directory. Returns what the adapter announced.
+pub fn handshake(entry: &registry::Entry, home: &Path) -> Result<String, String> {
+    let mut launch = registry::verify(entry, home).map_err(|e| e.message)?;
+    let scratch = registry::entry_dir(home, &entry.id).join(".handshake");
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+    let result = (|| {
+        if let Some(flag) = &entry.scenario_arg {
+            let scenario = scratch.join("scenario.json");
+            let text = serde_json::json!({
+                "schema": "craik.fixture_scenario", "id": "scenario_handshake",
+                "description": "craik runners check --handshake",
+                "steps": [{"phase": "plan", "summary": "handshake only"}]
+            });
+            std::fs::write(&scenario, text.to_string())
+                .map_err(|e| format!("{}: {e}", scenario.display()))?;
+            launch.args.push(flag.clone());
+            launch.args.push(scenario.display().to_string());
+        }
+        let mut spec =
+            crate::adapter::AdapterSpec::new(launch.program, launch.args, scratch.clone());
+        spec.env.clone_from(&entry.env);
+        spec.extra_read.clone_from(&entry.read);
+        spec.home = Some(std::path::absolute(home).map_err(|e| e.to_string())?);
+        spec.home_read = launch.home_read;
+        spec.exec_sha256 = Some(launch.program_sha256);
+        // Confined where the kernel can; a check on a kernel without Landlock still runs.
+        spec.confinement_required = false;
+        let mut adapter = crate::adapter::Adapter::spawn(spec)?;
+        adapter
+            .initialize(Some(&entry.matrix.runner))
+            .map_err(|e| e.to_string())?;
+        let announced = adapter
+            .claimed
+            .as_ref()
+            .map(|c| format!("{} {}", c.result.runner.id, c.result.runner.adapter_version))
+            .unwrap_or_default();
+        let _ = adapter.shutdown(std::time::Duration::from_secs(2));
+        Ok(announced)
+    })();
+    let _ = std::fs::remove_dir_all(&scratch);
+    // An entry that was never installed leaves no directory behind (only an empty one goes).
+    let _ = std::fs::remove_dir(registry::entry_dir(home, &entry.id));
+    result
+}

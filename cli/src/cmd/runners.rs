@@ -442,6 +442,7 @@ pub(crate) fn check(
     format: Format,
     home: &Path,
     id: Option<&str>,
+    handshake: bool,
 ) -> Result<Exit, Failure> {
     let registry = registry(home)?;
     let entries: Vec<&Entry> = match id {
@@ -458,6 +459,27 @@ pub(crate) fn check(
             }
         } else {
             match craik_host::registry::verify(e, home) {
+                Ok(l) if handshake => match craik_host::launch::handshake(e, home) {
+                    Ok(announced) => Checked {
+                        id: e.id.clone(),
+                        passed: true,
+                        detail: format!(
+                            "{} {}{}; handshake: {announced}",
+                            l.record.path.display(),
+                            l.record.sha256,
+                            if l.record.pinned {
+                                " (matches its pin)"
+                            } else {
+                                " (shipped, not pinned)"
+                            }
+                        ),
+                    },
+                    Err(why) => Checked {
+                        id: e.id.clone(),
+                        passed: false,
+                        detail: format!("handshake failed: {why}"),
+                    },
+                },
                 Ok(l) => Checked {
                     id: e.id.clone(),
                     passed: true,

@@ -963,3 +963,49 @@ fn issue_22_a_prebundled_runner_pins_its_whole_tree() {
     let out = runners(&home, &["check", "escaping"]);
     assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
 }
+
+#[test]
+fn issue_22_check_handshake_starts_each_adapter_under_its_registry_identity() {
+    crate::ensure_adapters();
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let adapter = adapter_copy(dir.path());
+    for (id, matrix) in [("honest", "fixture"), ("liar", "codex")] {
+        ok(&runners(
+            &home,
+            &[
+                "add",
+                id,
+                "--backend",
+                "program",
+                "--command",
+                adapter.to_str().unwrap(),
+                "--install",
+                "cache",
+                "--scenario-arg=--fixture",
+                "--matrix",
+                matrix,
+            ],
+        ));
+        ok(&runners(&home, &["install", id]));
+    }
+    let out = runners(&home, &["check", "honest", "--handshake"]);
+    let text = ok(&out);
+    assert!(text.contains("handshake: runner_fixture 0.1.0"), "{text}");
+    // The adapter announces another runner than the registry's matrix names: refused.
+    let out = runners(&home, &["check", "liar", "--handshake"]);
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("claims to be `runner_fixture` (matrix: `runner_fixture`), but was started as `runner_codex`"),
+        "{}",
+        transcript(&out)
+    );
+    // Without --handshake the pins alone pass; nothing of the checks is left in the home.
+    ok(&runners(&home, &["check"]));
+    assert!(!home.join("runners/honest/.handshake").exists());
+    assert!(!home.join("runners/codex").exists());
+    let out = runners(&home, &["check", "--handshake"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!home.join("runners/codex").exists());
+}

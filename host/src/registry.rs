@@ -778,6 +778,35 @@ fn load_file(
                 "a version without control characters",
             ));
         }
+        // A project file names files only inside the project (its matrix, its package or
+        // bundle): nothing of the operator's machine is read on a repository's say-so.
+        if allowance.is_some() {
+            let outside = |v: &str| {
+                let p = resolve(v);
+                let real = p.canonicalize().unwrap_or(p);
+                let root = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+                !real.starts_with(root)
+            };
+            if let Some(m) = &r.matrix
+                && (m.get_ref().contains('/') || m.get_ref().ends_with(".json"))
+                && outside(m.get_ref())
+            {
+                return Err(at(
+                    m.span(),
+                    &key("matrix"),
+                    "a project registry may only name files inside the project",
+                ));
+            }
+            if let Some(src) = &r.source
+                && outside(src.get_ref())
+            {
+                return Err(at(
+                    src.span(),
+                    &key("source"),
+                    "a project registry may only name files inside the project",
+                ));
+            }
+        }
         // The matrix: a shipped one by name, a file, or inline; exactly one.
         let (matrix_source, mut matrix) = match (&r.matrix, &r.capabilities) {
             (Some(m), Some(_)) => {

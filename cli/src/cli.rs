@@ -641,8 +641,9 @@ pub(crate) struct RunCmd {
     /// A craik.task_request file, or an example directory.
     #[arg(value_name = "TASK")]
     pub(crate) task: PathBuf,
-    /// The runner: `fixture[:SCENARIO.json]` (in process), `fixture-adapter`, `codex`,
-    /// `claude`, `gemini` (adapter processes; with a scenario, in fixture mode),
+    /// The runner: a registered id (`craik runners list`): `fixture[:SCENARIO.json]` (in
+    /// process), `fixture-adapter`, `codex`, `claude`, `gemini` (adapter processes; with a
+    /// scenario, in fixture mode), any id of runners.toml;
     /// `provider:API:MODEL` (API: openai-responses, anthropic-messages, chat-completions), or
     /// `adapter:PROGRAM` (any adapter speaking docs/protocol.md, under --runner-matrix).
     #[arg(long, value_name = "RUNNER", value_parser = RunnerArg::parse)]
@@ -866,6 +867,49 @@ pub(crate) enum RunnersCommand {
         #[arg(long, value_name = "ID")]
         runner: Option<String>,
     },
+    /// The registered runners (built-in, the home's runners.toml, the project's): id,
+    /// backend, version, origin, trust, pin.
+    List(HomeArg),
+    /// One registered runner: how it starts, what it receives, its matrix and pin.
+    Show {
+        /// The runner id.
+        id: String,
+        #[command(flatten)]
+        home: HomeArg,
+    },
+    /// Add a runner to the home's runners.toml (or the project's, --project); checked as a run
+    /// loads it before anything is written (docs/runners.md).
+    Add(Box<RunnersAddArgs>),
+    /// Remove a runner from the home's runners.toml (or --project), with its pin and cache.
+    Remove {
+        /// The runner id.
+        id: String,
+        /// Edit the project's runners.toml (beside craik.toml).
+        #[arg(long)]
+        project: bool,
+        #[command(flatten)]
+        home: HomeArg,
+    },
+    /// Resolve (and, for `install = "cache"`, copy into HOME/runners/ID/) what the entry
+    /// names, and pin its sha256 in HOME/runners/ID/pin.json; every launch re-checks it.
+    Install {
+        /// The runner id.
+        id: String,
+        #[command(flatten)]
+        home: HomeArg,
+    },
+    /// Load the registry (refusals name file, line, key and value) and check every runner (or
+    /// ID) resolves and matches its pin. Exit 0 all pass, 1 any fails, 3 a refused file.
+    Check {
+        /// One runner; default: all.
+        id: Option<String>,
+        /// Also start each adapter (as a run would) and run the `initialize` handshake: it
+        /// must announce the runner id of the registry's matrix.
+        #[arg(long)]
+        handshake: bool,
+        #[command(flatten)]
+        home: HomeArg,
+    },
     /// Check an adapter against docs/protocol.md: handshake, a normal step, structured
     /// errors, malformed and oversize lines, cancellation, timeouts, clean shutdown.
     Conformance {
@@ -873,6 +917,74 @@ pub(crate) enum RunnersCommand {
         #[arg(last = true, required = true, value_name = "CMD")]
         command: Vec<String>,
     },
+}
+
+/// `craik runners add`.
+#[derive(Debug, Args)]
+pub(crate) struct RunnersAddArgs {
+    /// The runner id (`--runner ID`): lowercase letters, digits, `-`, `_`, `.`.
+    pub(crate) id: String,
+    /// cli (a wrapped agent CLI), provider (the provider adapter), npx, uvx (an adapter
+    /// package), program (any executable speaking docs/protocol.md).
+    #[arg(long, value_name = "BACKEND")]
+    pub(crate) backend: String,
+    /// Display name.
+    #[arg(long)]
+    pub(crate) name: Option<String>,
+    /// The program (program), the wrapped CLI (cli), the package's binary (npx/uvx): a path
+    /// or a bare name (looked up beside craik, then on /usr/local/bin:/usr/bin:/bin).
+    #[arg(long, value_name = "CMD")]
+    pub(crate) command: Option<String>,
+    /// An argument for the adapter (repeatable).
+    #[arg(long = "arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub(crate) args: Vec<String>,
+    /// The flag a run's fixture scenario is passed with (e.g. `--fixture`).
+    #[arg(long, value_name = "FLAG", allow_hyphen_values = true)]
+    pub(crate) scenario_arg: Option<String>,
+    /// cli: the handoff adapter wrapping the CLI (codex, claude, gemini).
+    #[arg(long)]
+    pub(crate) adapter: Option<String>,
+    /// provider: openai-responses, anthropic-messages or chat-completions.
+    #[arg(long)]
+    pub(crate) api: Option<String>,
+    /// provider: the model.
+    #[arg(long)]
+    pub(crate) model: Option<String>,
+    /// npx/uvx: the package with its exact version (`@scope/pkg@1.2.3`, `pkg==1.2.3`).
+    #[arg(long, value_name = "SPEC")]
+    pub(crate) package: Option<String>,
+    /// The version recorded, `version` in the file (npx/uvx: must equal the package's).
+    #[arg(id = "runner_version", long = "runner-version", value_name = "VERSION")]
+    pub(crate) version: Option<String>,
+    /// A local package file (npx/uvx) or the bundle directory (install = prebundled).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) source: Option<PathBuf>,
+    /// installed (pin it where it is), cache (copy into HOME/runners/ID/), prebundled.
+    #[arg(long, value_name = "STRATEGY")]
+    pub(crate) install: Option<String>,
+    /// A shipped matrix by name, or a craik.runner_capability_matrix file.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub(crate) matrix: Option<String>,
+    /// An inline matrix's trust (low, medium, high).
+    #[arg(long)]
+    pub(crate) trust: Option<String>,
+    /// An inline matrix's `CAPABILITY=SUPPORT` (repeatable).
+    #[arg(long, value_name = "CAP=SUPPORT")]
+    pub(crate) support: Vec<String>,
+    /// A variable passed from your environment, by name (repeatable; never CRAIK_*).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) env: Vec<String>,
+    /// A path the adapter may also read (repeatable).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) read: Vec<PathBuf>,
+    /// Write the project's runners.toml (beside craik.toml) instead of the home's.
+    #[arg(long)]
+    pub(crate) project: bool,
+    /// Replace an entry of the same id.
+    #[arg(long)]
+    pub(crate) force: bool,
+    #[command(flatten)]
+    pub(crate) home: HomeArg,
 }
 
 #[derive(Debug, Subcommand)]
@@ -932,14 +1044,16 @@ pub(crate) enum BenchCommand {
     },
 }
 
-/// `--runner`, validated by clap (the raw string never reaches a command). The adapter
-/// program itself is resolved when the run starts (it depends on the directory and PATH).
+/// `--runner`, validated by clap (the raw string never reaches a command). A registry id is
+/// looked up when the run starts (the registry lives in the home and the project); the
+/// adapter program of `adapter:` is resolved then too (it depends on the directory and PATH).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum RunnerArg {
-    /// A shipped runner: `fixture` (in process), `fixture-adapter`, `codex`, `claude` or
-    /// `gemini` (adapter processes), with an optional scenario file (fixture mode).
-    Shipped {
-        name: &'static str,
+    /// A registered runner: a built-in (`fixture` in process, `fixture-adapter`, `codex`,
+    /// `claude`, `gemini`) or one of `runners.toml`, with an optional scenario file (fixture
+    /// mode).
+    Registered {
+        id: String,
         scenario: Option<PathBuf>,
     },
     /// `provider:API:MODEL`.
@@ -948,13 +1062,8 @@ pub(crate) enum RunnerArg {
     Adapter { command: String },
 }
 
-/// Runners `craik run` can drive by name.
-pub(crate) const SHIPPED_RUNNERS: [&str; 5] =
-    ["fixture", "fixture-adapter", "codex", "claude", "gemini"];
-
 /// The model-provider APIs the provider adapter speaks.
-pub(crate) const PROVIDER_APIS: [&str; 3] =
-    ["openai-responses", "anthropic-messages", "chat-completions"];
+pub(crate) const PROVIDER_APIS: &[&str] = craik_host::registry::PROVIDER_APIS;
 
 impl RunnerArg {
     pub(crate) fn parse(spec: &str) -> Result<Self, String> {
@@ -976,21 +1085,15 @@ impl RunnerArg {
                 command: rest.to_owned(),
             }),
             "adapter" => Err("expected `adapter:PROGRAM [ARG]...`".into()),
-            _ => {
-                let name = SHIPPED_RUNNERS
-                    .iter()
-                    .find(|n| **n == name)
-                    .ok_or_else(|| {
-                        format!(
-                            "expected one of {} (optionally `:SCENARIO.json`), `provider:API:MODEL` or `adapter:PROGRAM`",
-                            SHIPPED_RUNNERS.join(", ")
-                        )
-                    })?;
-                Ok(Self::Shipped {
-                    name,
+            _ => match craik_host::registry::id_problem(name) {
+                None => Ok(Self::Registered {
+                    id: name.to_owned(),
                     scenario: (!rest.is_empty()).then(|| PathBuf::from(rest)),
-                })
-            }
+                }),
+                Some(why) => Err(format!(
+                    "expected a registered runner id (`craik runners list`; {why}), optionally `:SCENARIO.json`, `provider:API:MODEL` or `adapter:PROGRAM`"
+                )),
+            },
         }
     }
 }
@@ -1003,15 +1106,15 @@ mod tests {
     fn runner_specs_parse_or_name_what_was_expected() {
         assert_eq!(
             RunnerArg::parse("fixture:s.json"),
-            Ok(RunnerArg::Shipped {
-                name: "fixture",
+            Ok(RunnerArg::Registered {
+                id: "fixture".into(),
                 scenario: Some(PathBuf::from("s.json"))
             })
         );
         assert_eq!(
             RunnerArg::parse("codex"),
-            Ok(RunnerArg::Shipped {
-                name: "codex",
+            Ok(RunnerArg::Registered {
+                id: "codex".into(),
                 scenario: None
             })
         );
@@ -1023,7 +1126,8 @@ mod tests {
             })
         );
         for bad in [
-            "hal9000",
+            "HAL9000",
+            "-x",
             "provider:x",
             "provider:smtp:m",
             "provider:chat-completions:",

@@ -441,6 +441,74 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         Command::Runners(RunnersCommand::Matrix { runner }) => {
             cmd::runners::matrix(out, cli.format, runner.as_deref())
         }
+        Command::Runners(RunnersCommand::List(h)) => {
+            cmd::runners::list(out, cli.format, &home_root(&h.home)?)
+        }
+        Command::Runners(RunnersCommand::Show { id, home }) => {
+            cmd::runners::show(out, cli.format, &home_root(&home.home)?, id)
+        }
+        Command::Runners(RunnersCommand::Add(a)) => {
+            let absolute =
+                |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_owned());
+            let entry = craik_host::registry::NewEntry {
+                id: a.id.clone(),
+                backend: a.backend.clone(),
+                name: a.name.clone(),
+                command: a.command.as_deref().map(|c| {
+                    // Relative to the bundle for `prebundled`, else to the current directory.
+                    if c.contains('/') && a.install.as_deref() != Some("prebundled") {
+                        absolute(std::path::Path::new(c)).display().to_string()
+                    } else {
+                        c.to_owned()
+                    }
+                }),
+                args: a.args.clone(),
+                scenario_arg: a.scenario_arg.clone(),
+                adapter: a.adapter.clone(),
+                api: a.api.clone(),
+                model: a.model.clone(),
+                package: a.package.clone(),
+                version: a.version.clone(),
+                source: a.source.as_deref().map(absolute),
+                install: a.install.clone(),
+                matrix: a.matrix.as_deref().map(|m| {
+                    if m.contains('/') || m.ends_with(".json") {
+                        absolute(std::path::Path::new(m)).display().to_string()
+                    } else {
+                        m.to_owned()
+                    }
+                }),
+                trust: a.trust.clone(),
+                support: a.support.clone(),
+                env: a.env.clone(),
+                read: a.read.iter().map(|p| absolute(p)).collect(),
+            };
+            cmd::runners::add(
+                out,
+                cli.format,
+                &home_root(&a.home.home)?,
+                &entry,
+                a.project,
+                a.force,
+            )
+        }
+        Command::Runners(RunnersCommand::Remove { id, project, home }) => {
+            cmd::runners::remove(out, cli.format, &home_root(&home.home)?, id, *project)
+        }
+        Command::Runners(RunnersCommand::Install { id, home }) => {
+            cmd::runners::install(out, cli.format, &home_root(&home.home)?, id)
+        }
+        Command::Runners(RunnersCommand::Check {
+            id,
+            handshake,
+            home,
+        }) => cmd::runners::check(
+            out,
+            cli.format,
+            &home_root(&home.home)?,
+            id.as_deref(),
+            *handshake,
+        ),
         Command::Runners(RunnersCommand::Conformance { command }) => {
             cmd::runners::conformance(out, cli.format, command)
         }

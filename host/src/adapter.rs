@@ -49,6 +49,13 @@ pub struct AdapterSpec {
     pub confinement_required: bool,
     /// Paths the operator lets it read besides the defaults (`--adapter-read`).
     pub extra_read: Vec<PathBuf>,
+    /// The `sha256:` the program must have (its pin, or what the launch hashed): the file is
+    /// opened once, hashed through that descriptor, and executed through it
+    /// (`/proc/self/fd/N`), so the bytes checked are the bytes run. A mismatch refuses.
+    pub exec_sha256: Option<String>,
+    /// Paths inside Craik's home the adapter may read (its own install cache under
+    /// `HOME/runners/<id>/`); the rest of the home stays out of reach.
+    pub home_read: Vec<PathBuf>,
 }
 
 impl AdapterSpec {
@@ -64,6 +71,8 @@ impl AdapterSpec {
             home: None,
             confinement_required: true,
             extra_read: Vec::new(),
+            exec_sha256: None,
+            home_read: Vec::new(),
         }
     }
 
@@ -90,6 +99,7 @@ impl AdapterSpec {
             read.push(dir);
         }
         read.extend(self.extra_read.iter().cloned());
+        read.extend(self.home_read.iter().cloned());
         read.extend(
             self.args
                 .iter()
@@ -100,7 +110,11 @@ impl AdapterSpec {
         // carved around it.
         // Nor a credential file inside an installation it reads (`~/.cargo` for an adapter
         // in `~/.cargo/bin` holds `credentials.toml`; found by outside testing).
-        let mut hidden: Vec<PathBuf> = self.home.iter().cloned().collect();
+        let mut hidden: Vec<PathBuf> = match &self.home {
+            Some(home) if !self.home_read.is_empty() => home_around(home, &self.home_read)?,
+            Some(home) => vec![home.clone()],
+            None => Vec::new(),
+        };
         for dir in read.iter().filter(|p| p.is_dir()) {
             if !crate::confine::rules_is_system_root(dir) {
                 hidden.extend(crate::confine::toolchains::find_credentials(dir));
@@ -116,6 +130,60 @@ impl AdapterSpec {
             !self.confinement_required,
         )
     }
+}
+
+/// Everything in `home` but `allowed` (and the directories leading to them), as paths to
+/// hide: the home minus an adapter's own install cache. Links are never followed.
+fn home_around(home: &Path, allowed: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let home = home
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", home.display()))?;
+    let allowed: Vec<PathBuf> = allowed
+        .iter()
+        .map(|a| a.canonicalize().unwrap_or_else(|_| a.clone()))
+        .collect();
+    let mut hidden = Vec::new();
+    let mut todo = vec![home];
+    while let Some(dir) = todo.pop() {
+        let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for entry in entries {
+            let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+            if allowed.contains(&path) {
+                continue;
+            }
+            let leads = allowed.iter().any(|a| a.starts_with(&path));
+            let is_dir = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
+            if leads && is_dir {
+                todo.push(path);
+            } else {
+                hidden.push(path);
+            }
+        }
+    }
+    Ok(hidden)
+}
+
+/// The program file opened once and checked against `expected`: what is executed is this
+/// descriptor (`/proc/self/fd/N`) unless the file is a script, whose interpreter must open it
+/// by path (the window between this check and that open is in SECURITY.md).
+fn open_pinned(program: &Path, expected: &str) -> Result<(std::fs::File, bool), String> {
+    use std::io::Seek;
+    let mut file = std::fs::File::open(program)
+        .map_err(|e| format!("`{}`: cannot open: {e}", program.display()))?;
+    let found = crate::registry::digest_reader(&mut file)
+        .map_err(|e| format!("`{}`: cannot read: {e}", program.display()))?;
+    if found != expected {
+        return Err(format!(
+            "{}`{}` changed before launch (expected {expected}, found {found}); refusing to start it",
+            crate::run::SETUP_FAILED,
+            program.display()
+        ));
+    }
+    let mut head = [0u8; 2];
+    file.seek(std::io::SeekFrom::Start(0))
+        .and_then(|_| std::io::Read::read_exact(&mut file, &mut head))
+        .map_err(|e| format!("`{}`: cannot read: {e}", program.display()))?;
+    Ok((file, head == *b"#!"))
 }
 
 /// The installation a program runs from: `<prefix>` for `<prefix>/bin/<name>` when that
@@ -291,8 +359,21 @@ impl Adapter {
             .build()
             .map_err(|e| format!("cannot start the runtime: {e}"))?;
         let sandbox = spec.sandbox()?;
-        let mut command =
-            tokio::process::Command::from(sandbox.command(&spec.program, &spec.args)?);
+        // Held open until the child has executed it.
+        let pinned = match &spec.exec_sha256 {
+            Some(expected) => Some(open_pinned(&spec.program, expected)?),
+            None => None,
+        };
+        let std_command = match &pinned {
+            Some((file, false)) => {
+                use std::os::fd::AsRawFd;
+                let by_fd = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+                let arg0 = spec.program.display().to_string();
+                sandbox.command_named(&by_fd, Some(&arg0), &spec.args)?
+            }
+            _ => sandbox.command(&spec.program, &spec.args)?,
+        };
+        let mut command = tokio::process::Command::from(std_command);
         command
             .current_dir(&spec.cwd)
             .env_clear()
@@ -312,6 +393,7 @@ impl Adapter {
         let mut child = command
             .spawn()
             .map_err(|e| format!("`{}`: cannot start: {e}", spec.program.display()))?;
+        drop(pinned);
         let pgid = child.id();
         crate::confine::manage(pgid);
         let stdin = child.stdin.take();
@@ -864,6 +946,59 @@ pub fn shipped(name: &str) -> Result<PathBuf, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn issue_22_an_adapter_starts_only_from_the_bytes_it_was_pinned_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let program = Path::new("/bin/cat").canonicalize().unwrap();
+        let digest = crate::registry::digest_file(&program).unwrap();
+        let mut spec = AdapterSpec::new(program.clone(), Vec::new(), dir.path().join("cwd"));
+        spec.confinement_required = false;
+        let wrong = format!("sha256:{}", "0".repeat(64));
+        spec.exec_sha256 = Some(wrong.clone());
+        let err = Adapter::spawn(spec.clone()).unwrap_err();
+        assert!(
+            err.contains(&format!("(expected {wrong}, found {digest})"))
+                && err.starts_with(crate::run::SETUP_FAILED),
+            "{err}"
+        );
+        // The right digest: started through the descriptor it hashed (an ELF program), and
+        // it runs (cat echoes the line back).
+        spec.exec_sha256 = Some(digest);
+        let mut adapter = Adapter::spawn(spec).unwrap();
+        let echoed = adapter
+            .raw_exchange(b"{\"x\":1}\n", Duration::from_secs(5))
+            .unwrap();
+        assert_eq!(echoed, Some(b"{\"x\":1}".to_vec()));
+        let (_, script) =
+            open_pinned(&program, &crate::registry::digest_file(&program).unwrap()).unwrap();
+        assert!(!script);
+    }
+
+    #[test]
+    fn issue_22_the_home_is_hidden_around_an_install_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        for d in [
+            "keys",
+            "runs/run_1",
+            "runners/mine/bin",
+            "runners/other/bin",
+        ] {
+            std::fs::create_dir_all(home.join(d)).unwrap();
+        }
+        std::fs::write(home.join("runners.toml"), "").unwrap();
+        let cache = home.join("runners/mine/bin");
+        let mut hidden = home_around(&home, std::slice::from_ref(&cache)).unwrap();
+        hidden.sort();
+        let real = home.canonicalize().unwrap();
+        let mut expected: Vec<PathBuf> = ["keys", "runners.toml", "runners/other", "runs"]
+            .iter()
+            .map(|p| real.join(p))
+            .collect();
+        expected.sort();
+        assert_eq!(hidden, expected);
+    }
 
     #[test]
     fn issue_18_a_prefix_directly_in_home_is_not_an_installation() {

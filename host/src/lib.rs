@@ -7,6 +7,7 @@
 //! - [`conformance`]: the canonical scenarios an adapter must pass;
 //! - [`launch`]: the runner a run names, built (in process, or an adapter process);
 //! - [`runners`]: the shipped runners' capability matrices (trusted data);
+//! - [`registry`]: the runner registry (`runners.toml`), installs and the pins every launch checks;
 //! - [`journal`]: a run's receipt journal on disk;
 //! - [`keys`]: the receipt signing key on disk;
 //! - [`ledger`]: the home ledger naming every journal of a home, and the check against it;
@@ -35,6 +36,7 @@ pub mod launch;
 pub mod ledger;
 pub mod policies;
 pub mod policytest;
+pub mod registry;
 pub mod run;
 pub mod runners;
 

@@ -1218,6 +1218,28 @@ fn human_head(out: &mut Out, shown: &Shown, run: &RunHead, v: &Report) -> Result
             h("intent_sha256"),
             h("runner")
         ))?;
+        // Issue 22: the adapter as launched (signed in run.inputs): backend, version, digest.
+        if let Some(Value::Object(a)) = inputs.get("runner_adapter") {
+            let f = |k: &str| a.get(k).and_then(Value::as_str).unwrap_or("-");
+            out.line(format_args!(
+                "  adapter     {} ({} {}, {}{}) {} {}{}",
+                craik_contracts::one_line(f("id")),
+                craik_contracts::one_line(f("backend")),
+                craik_contracts::one_line(f("version")),
+                craik_contracts::one_line(f("origin")),
+                a.get("package")
+                    .and_then(Value::as_str)
+                    .map(|p| format!(", package {}", craik_contracts::one_line(p)))
+                    .unwrap_or_default(),
+                craik_contracts::one_line(f("path")),
+                craik_contracts::one_line(f("sha256")),
+                if a.get("pinned").and_then(Value::as_bool) == Some(true) {
+                    " (checked against its pin)"
+                } else {
+                    " (not pinned)"
+                }
+            ))?;
+        }
     }
     match (&run.status, &run.unsigned) {
         (Some(s), _) => out.line(format_args!(

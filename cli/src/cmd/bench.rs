@@ -841,6 +841,7 @@ fn governed_run(
         grants: vec![grant],
         runner: "fixture".into(),
         runner_options: craik_host::run::RunnerOptions::default(),
+        runner_adapter: None,
         scenario_path: Some(scenario_path.to_owned()),
         scenario_digest: Some(craik_host::run::exec::digest(scenario_bytes)),
         profile: PolicyProfile::TrustedLocal,

@@ -122,3 +122,419 @@ pub(crate) fn conformance(
         Exit::CheckFailed
     })
 }
+
+// ---- the runner registry (issue 22) ----
+
+use std::path::{Path, PathBuf};
+
+use craik_contracts::one_line;
+use craik_host::registry::{Backend, Entry, Origin, Registry};
+
+/// The registry a command in this directory sees: built-ins, `HOME/runners.toml`, and the
+/// project's `runners.toml` beside its `craik.toml`.
+pub(crate) fn registry(home: &Path) -> Result<Registry, Failure> {
+    let project = crate::cmd::config::project()?.map(|c| c.dir.clone());
+    Ok(Registry::load(home, project.as_deref())?)
+}
+
+/// The file `add`/`remove` edit: the home's, or with `--project` the project's.
+fn target_file(home: &Path, project: bool) -> Result<PathBuf, Failure> {
+    if !project {
+        return Ok(home.join(craik_host::registry::FILE_NAME));
+    }
+    match crate::cmd::config::project()? {
+        Some(c) => Ok(c.dir.join(craik_host::registry::FILE_NAME)),
+        None => Err(Failure::usage(
+            "--project: no craik.toml here or above (the project registry lives beside it; `craik init` writes one)",
+        )),
+    }
+}
+
+fn origin_word(o: &Origin) -> &'static str {
+    match o {
+        Origin::Builtin => "built-in",
+        Origin::Home(_) => "home",
+        Origin::Project(_) => "project",
+    }
+}
+
+#[derive(serde::Serialize)]
+struct Listed<'a> {
+    #[serde(flatten)]
+    entry: &'a Entry,
+    pin: Option<craik_host::registry::Pin>,
+}
+
+/// `craik runners list`.
+pub(crate) fn list(out: &mut Out, format: Format, home: &Path) -> Result<Exit, Failure> {
+    let registry = registry(home)?;
+    let mut rows = Vec::new();
+    for e in registry.entries() {
+        rows.push(Listed {
+            entry: e,
+            pin: craik_host::registry::read_pin(home, &e.id)?,
+        });
+    }
+    match format {
+        Format::Json | Format::Junit => out.json(&rows)?,
+        Format::Human => {
+            out.line(format_args!(
+                "{:<20} {:<10} {:<12} {:<9} {:<7} pin",
+                "id", "backend", "version", "origin", "trust"
+            ))?;
+            for r in &rows {
+                let e = r.entry;
+                out.line(format_args!(
+                    "{:<20} {:<10} {:<12} {:<9} {:<7} {}",
+                    one_line(&e.id),
+                    e.backend.as_str(),
+                    one_line(e.version.as_deref().unwrap_or("-")),
+                    origin_word(&e.origin),
+                    e.matrix.trust.level.as_str(),
+                    match (&r.pin, e.backend) {
+                        (_, Backend::InProcess) => "-".to_owned(),
+                        (Some(p), _) => p.sha256.clone(),
+                        (None, _) if e.origin == Origin::Builtin => "(shipped with craik)".into(),
+                        (None, _) => "NOT INSTALLED (craik runners install ID)".into(),
+                    }
+                ))?;
+            }
+            for f in &registry.files {
+                out.line(format_args!("registry file: {}", f.display()))?;
+            }
+        }
+    }
+    Ok(Exit::Ok)
+}
+
+/// `craik runners show ID`.
+pub(crate) fn show(out: &mut Out, format: Format, home: &Path, id: &str) -> Result<Exit, Failure> {
+    let registry = registry(home)?;
+    let e = registry.get(id)?;
+    let pin = craik_host::registry::read_pin(home, &e.id)?;
+    match format {
+        Format::Json | Format::Junit => out.json(&Listed { entry: e, pin })?,
+        Format::Human => {
+            let opt = |v: &Option<String>| one_line(v.as_deref().unwrap_or("-"));
+            out.line(format_args!("{} — {}", one_line(&e.id), one_line(&e.name)))?;
+            out.line(format_args!(
+                "  origin     {}",
+                one_line(&e.origin.to_string())
+            ))?;
+            out.line(format_args!("  backend    {}", e.backend.as_str()))?;
+            out.line(format_args!("  command    {}", opt(&e.command)))?;
+            if !e.args.is_empty() {
+                out.line(format_args!(
+                    "  args       {}",
+                    one_line(&serde_json::to_string(&e.args).unwrap_or_default())
+                ))?;
+            }
+            if let Some(a) = &e.adapter {
+                out.line(format_args!("  adapter    {}", one_line(a)))?;
+            }
+            if e.api.is_some() {
+                out.line(format_args!(
+                    "  api        {} (model {})",
+                    opt(&e.api),
+                    opt(&e.model)
+                ))?;
+            }
+            out.line(format_args!("  package    {}", opt(&e.package)))?;
+            out.line(format_args!("  version    {}", opt(&e.version)))?;
+            out.line(format_args!("  install    {}", e.install.as_str()))?;
+            if let Some(s) = &e.source {
+                out.line(format_args!(
+                    "  source     {}",
+                    one_line(&s.display().to_string())
+                ))?;
+            }
+            out.line(format_args!(
+                "  env        {}",
+                if e.env.is_empty() {
+                    "(none)".to_owned()
+                } else {
+                    one_line(&e.env.join(", "))
+                }
+            ))?;
+            for r in &e.read {
+                out.line(format_args!(
+                    "  read       {}",
+                    one_line(&r.display().to_string())
+                ))?;
+            }
+            out.line(format_args!(
+                "  matrix     {} — {} ({}), trust {}, {}",
+                one_line(&e.matrix_source),
+                one_line(&e.matrix.runner.id),
+                e.matrix.runner.mode.as_str(),
+                e.matrix.trust.level.as_str(),
+                e.matrix.trust.default_grant_posture.as_str()
+            ))?;
+            for c in &e.matrix.capabilities {
+                out.line(format_args!(
+                    "    {:<24} {}",
+                    one_line(&c.name),
+                    c.support.as_str()
+                ))?;
+            }
+            match &pin {
+                Some(p) => out.line(format_args!(
+                    "  pin        {} of {} (installed {})",
+                    p.sha256,
+                    one_line(&p.path.display().to_string()),
+                    one_line(&p.installed_at)
+                ))?,
+                None => out.line(format_args!(
+                    "  pin        {}",
+                    if e.origin == Origin::Builtin {
+                        "none (shipped with craik; `craik runners install` pins it too)"
+                    } else {
+                        "none: `craik runners install ID` before a run can use it"
+                    }
+                ))?,
+            }
+        }
+    }
+    Ok(Exit::Ok)
+}
+
+/// `craik runners add ID --backend B ...`: one `[runner.ID]` table, checked with the whole
+/// registry as a run would load it before the file is (atomically) written.
+pub(crate) fn add(
+    out: &mut Out,
+    format: Format,
+    home: &Path,
+    entry: &craik_host::registry::NewEntry,
+    project: bool,
+    force: bool,
+) -> Result<Exit, Failure> {
+    if let Some(why) = craik_host::registry::id_problem(&entry.id) {
+        return Err(Failure::usage(format!(
+            "runner id `{}`: {why}",
+            one_line(&entry.id)
+        )));
+    }
+    let file = target_file(home, project)?;
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(Failure::usage(format!("{}: {e}", file.display()))),
+    };
+    let new_text = craik_host::registry::add_to_text(&text, entry, force)
+        .map_err(|why| Failure::usage(format!("{}: {why}", file.display())))?;
+    let project_dir = crate::cmd::config::project()?.map(|c| c.dir.clone());
+    Registry::load_with(home, project_dir.as_deref(), Some((&file, &new_text)))?;
+    if !project {
+        craik_host::run::store::create_home(home)
+            .map_err(|e| Failure::usage(format!("{}: {e}", home.display())))?;
+    }
+    write(&file, &new_text)?;
+    match format {
+        Format::Json | Format::Junit => {
+            out.json(&serde_json::json!({"added": entry.id, "file": file}))?;
+        }
+        Format::Human => {
+            out.line(format_args!(
+                "added runner `{}` to {}",
+                entry.id,
+                file.display()
+            ))?;
+            out.line(format_args!("next: craik runners install {}", entry.id))?;
+        }
+    }
+    Ok(Exit::Ok)
+}
+
+fn write(file: &Path, text: &str) -> Result<(), Failure> {
+    craik_host::fsio::write_atomic(file, text.as_bytes()).map_err(|e| {
+        Failure::from(craik_host::Error::io(format!(
+            "{}: cannot write: {e}",
+            file.display()
+        )))
+    })
+}
+
+/// `craik runners remove ID [--project]`: the entry, and (home entries) its pin and cache.
+pub(crate) fn remove(
+    out: &mut Out,
+    format: Format,
+    home: &Path,
+    id: &str,
+    project: bool,
+) -> Result<Exit, Failure> {
+    let file = target_file(home, project)?;
+    let text = std::fs::read_to_string(&file)
+        .map_err(|e| Failure::usage(format!("{}: {e}", file.display())))?;
+    let new_text = craik_host::registry::remove_from_text(&text, id)
+        .map_err(|why| Failure::invalid(format!("{}: {why}", file.display()), Vec::new()))?
+        .ok_or_else(|| {
+            Failure::usage(format!(
+                "{}: no runner `{}` (built-in runners cannot be removed)",
+                file.display(),
+                one_line(id)
+            ))
+        })?;
+    write(&file, &new_text)?;
+    let uninstalled = !project && craik_host::registry::uninstall(home, id)?;
+    match format {
+        Format::Json | Format::Junit => {
+            out.json(&serde_json::json!({"removed": id, "file": file, "uninstalled": uninstalled}))?
+        }
+        Format::Human => out.line(format_args!(
+            "removed runner `{id}` from {}{}",
+            file.display(),
+            if uninstalled {
+                " (and its pin and cache)"
+            } else {
+                ""
+            }
+        ))?,
+    }
+    Ok(Exit::Ok)
+}
+
+/// `craik runners install ID`.
+pub(crate) fn install(
+    out: &mut Out,
+    format: Format,
+    home: &Path,
+    id: &str,
+) -> Result<Exit, Failure> {
+    let registry = registry(home)?;
+    let entry = registry.get(id)?;
+    craik_host::run::store::create_home(home)
+        .map_err(|e| Failure::usage(format!("{}: {e}", home.display())))?;
+    let now = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .map_err(|e| Failure::internal(e.to_string()))?;
+    let pin = craik_host::registry::install(entry, home, &now)?;
+    match format {
+        Format::Json | Format::Junit => out.json(&pin)?,
+        Format::Human => out.line(format_args!(
+            "installed runner `{}`: {} {} pinned ({})",
+            pin.id,
+            pin.path.display(),
+            pin.sha256,
+            entry_dir_note(home, id)
+        ))?,
+    }
+    Ok(Exit::Ok)
+}
+
+fn entry_dir_note(home: &Path, id: &str) -> String {
+    craik_host::registry::entry_dir(home, id)
+        .join(craik_host::registry::PIN_FILE)
+        .display()
+        .to_string()
+}
+
+#[derive(serde::Serialize)]
+struct Checked {
+    id: String,
+    passed: bool,
+    detail: String,
+}
+
+/// `craik runners check [ID]`: the registry loads (a refusal is exit 3 naming file, line,
+/// key and value), and every entry (or ID) resolves and matches its pin.
+pub(crate) fn check(
+    out: &mut Out,
+    format: Format,
+    home: &Path,
+    id: Option<&str>,
+    handshake: bool,
+) -> Result<Exit, Failure> {
+    let registry = registry(home)?;
+    let entries: Vec<&Entry> = match id {
+        Some(id) => vec![registry.get(id)?],
+        None => registry.entries().collect(),
+    };
+    let mut results = Vec::new();
+    for e in entries {
+        let result = if e.backend == Backend::InProcess {
+            Checked {
+                id: e.id.clone(),
+                passed: true,
+                detail: "in process; nothing to launch".into(),
+            }
+        } else {
+            match craik_host::registry::verify(e, home) {
+                Ok(l) if handshake => match craik_host::launch::handshake(e, home) {
+                    Ok(announced) => Checked {
+                        id: e.id.clone(),
+                        passed: true,
+                        detail: format!(
+                            "{} {}{}; handshake: {announced}",
+                            l.record.path.display(),
+                            l.record.sha256,
+                            if l.record.pinned {
+                                " (matches its pin)"
+                            } else {
+                                " (shipped, not pinned)"
+                            }
+                        ),
+                    },
+                    Err(why) => Checked {
+                        id: e.id.clone(),
+                        passed: false,
+                        detail: format!("handshake failed: {why}"),
+                    },
+                },
+                Ok(l) => Checked {
+                    id: e.id.clone(),
+                    passed: true,
+                    detail: format!(
+                        "{} {}{}",
+                        l.record.path.display(),
+                        l.record.sha256,
+                        if l.record.pinned {
+                            " (matches its pin)"
+                        } else {
+                            " (shipped, not pinned)"
+                        }
+                    ),
+                },
+                Err(err) => Checked {
+                    id: e.id.clone(),
+                    passed: false,
+                    detail: err.message,
+                },
+            }
+        };
+        results.push(result);
+    }
+    let failed = results.iter().filter(|r| !r.passed).count();
+    match format {
+        Format::Json | Format::Junit => out.json(&results)?,
+        Format::Human => {
+            for r in &results {
+                out.line(format_args!(
+                    "{}  {:<20} {}",
+                    if r.passed { "pass" } else { "FAIL" },
+                    one_line(&r.id),
+                    one_line(&r.detail)
+                ))?;
+            }
+            out.line(format_args!(
+                "{} runner(s): {} passed, {failed} failed; registry files: {}",
+                results.len(),
+                results.len() - failed,
+                if registry.files.is_empty() {
+                    "none (built-ins only)".to_owned()
+                } else {
+                    registry
+                        .files
+                        .iter()
+                        .map(|f| f.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            ))?;
+        }
+    }
+    Ok(if failed == 0 {
+        Exit::Ok
+    } else {
+        Exit::CheckFailed
+    })
+}

@@ -200,7 +200,7 @@ fn resolve(args: &RunArgs<'_>) -> Result<Resolved, Failure> {
     let (runner, scenario_flag) = match args.runner {
         Some(RunnerArg::Provider { api, model }) => (format!("provider:{api}:{model}"), None),
         Some(RunnerArg::Adapter { command }) => (adapter_runner(command)?, None),
-        Some(RunnerArg::Shipped { name, scenario }) => ((*name).to_owned(), scenario.clone()),
+        Some(RunnerArg::Registered { id, scenario }) => (id.clone(), scenario.clone()),
         None => ("fixture".to_owned(), None),
     };
     if args.task.is_dir() {
@@ -431,18 +431,20 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         Some(path) => Some((path, read_scenario(path)?.0)),
         None => None,
     };
-    let runner = build_runner(
+    let registry = crate::cmd::runners::registry(&home.root)?;
+    let (runner, matrix, runner_adapter) = build_runner(
         &resolved.runner,
         scenario,
         &home.runs().join(&run_id),
         &runner_options,
         profile,
+        &registry,
     )?;
     let setup = setup(
         args.policies,
         args.custom,
         (&task, &grants),
-        runner,
+        (runner, matrix),
         &home,
         out,
         true,
@@ -473,7 +475,8 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
             .chain(args.project_grants.iter().map(PathBuf::as_path))
             .chain(args.intent)
             .chain(args.envelope)
-            .chain(args.config_inputs.iter().map(PathBuf::as_path)),
+            .chain(args.config_inputs.iter().map(PathBuf::as_path))
+            .chain(registry.files.iter().map(PathBuf::as_path)),
     ));
     let inputs = Inputs {
         run_id: run_id.clone(),
@@ -483,6 +486,7 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         grants,
         runner: resolved.runner.clone(),
         runner_options,
+        runner_adapter,
         scenario_path,
         scenario_digest,
         profile,
@@ -823,18 +827,33 @@ fn open_locked(home: &Path, run_id: &str, out: &mut Out) -> Result<(Host, KeyRin
             ));
         }
     }
-    let runner = build_runner(
+    let registry = crate::cmd::runners::registry(&home.root)?;
+    let (runner, matrix, adapter_now) = build_runner(
         &inputs.runner,
         scenario,
         &run_path,
         &inputs.runner_options,
         inputs.profile,
+        &registry,
     )?;
+    // A run continues only with the adapter it started with (the bytes, not the name).
+    if let (Some(then), Some(now)) = (&inputs.runner_adapter, &adapter_now)
+        && (then.sha256 != now.sha256 || then.path != now.path)
+    {
+        return Err(Failure::from(craik_host::Error::refused(format!(
+            "runner `{}`: the adapter changed since the run started (`{}` {} then, `{}` {} now); a run continues only with the runner it started with",
+            then.id,
+            then.path.display(),
+            then.sha256,
+            now.path.display(),
+            now.sha256
+        ))));
+    }
     let setup = setup(
         inputs.policies.as_deref(),
         &inputs.custom,
         (&inputs.task, &inputs.grants),
-        runner,
+        (runner, matrix),
         &home,
         out,
         false,

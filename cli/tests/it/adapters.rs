@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::runs::{json_out, receipts, run_example, run_json, scratch_example, verify_run};
 use crate::{craik, repo_root, transcript};
 
-fn adapter_bin(name: &str) -> PathBuf {
+pub(crate) fn adapter_bin(name: &str) -> PathBuf {
     crate::ensure_adapters();
     let path =
         assert_cmd::cargo::cargo_bin("craik").with_file_name(format!("craik-adapter-{name}"));
@@ -249,7 +249,7 @@ fn the_matrix_denies_unsupported_capabilities_before_policy() {
     assert_eq!(receipts[0]["actor"], "runner_gemini");
 }
 
-fn make_executable(path: &Path) {
+pub(crate) fn make_executable(path: &Path) {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -350,7 +350,7 @@ elif MODE == "hang":
     script
 }
 
-fn simple_steps() -> Value {
+pub(crate) fn simple_steps() -> Value {
     json!([
         {"phase":"plan","summary":"p"},
         {"phase":"act","summary":"a"},
@@ -502,7 +502,7 @@ fn bench_channel_and_adapter_run_smoke() {
 
 /// A stand-in for a live CLI: answers each phase of the compiled prompt in the CLI's own
 /// output format.
-fn fake_cli(dir: &Path, cli: &str) -> PathBuf {
+pub(crate) fn fake_cli(dir: &Path, cli: &str) -> PathBuf {
     let wrap = match cli {
         "codex" => {
             r##"printf '{"type":"thread.started"}\n'; printf '{"type":"item.completed","item":{"type":"agent_message","text":"%s"}}\n' "$(printf '%s' "$msg" | sed 's/"/\\"/g')""##

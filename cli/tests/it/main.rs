@@ -21,6 +21,7 @@ mod ledger;
 mod policy;
 mod provider;
 mod receipts;
+mod registry;
 mod runs;
 mod sandbox;
 mod scaffold;

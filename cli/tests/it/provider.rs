@@ -14,14 +14,14 @@ use crate::runs::{receipts, run_json, scratch_example, verify_run};
 use crate::{craik, transcript};
 
 #[derive(Debug, Clone)]
-struct Recorded {
-    path: String,
-    headers: Vec<(String, String)>,
-    body: Value,
+pub(crate) struct Recorded {
+    pub(crate) path: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Value,
 }
 
 impl Recorded {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k == name)
@@ -29,10 +29,11 @@ impl Recorded {
     }
 }
 
-type Responder = dyn Fn(&Recorded, usize) -> (u16, Vec<(String, String)>, String) + Send + Sync;
+pub(crate) type Responder =
+    dyn Fn(&Recorded, usize) -> (u16, Vec<(String, String)>, String) + Send + Sync;
 
 /// Serves until the test ends; returns the port and the requests it saw.
-fn serve(respond: Arc<Responder>) -> (u16, Arc<Mutex<Vec<Recorded>>>) {
+pub(crate) fn serve(respond: Arc<Responder>) -> (u16, Arc<Mutex<Vec<Recorded>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -95,7 +96,7 @@ fn serve(respond: Arc<Responder>) -> (u16, Arc<Mutex<Vec<Recorded>>>) {
     (port, seen)
 }
 
-fn phase_of(body: &Value) -> &'static str {
+pub(crate) fn phase_of(body: &Value) -> &'static str {
     let text = body.to_string();
     for phase in ["plan", "act", "observe", "evaluate"] {
         if text.contains(&format!("Phase: {phase}.")) {
@@ -133,7 +134,7 @@ fn sse(events: &[(&str, Value)]) -> String {
 }
 
 /// One successful answer in `api`'s wire format.
-fn wire(api: &str, stream: bool, phase: &str) -> (Vec<(String, String)>, String) {
+pub(crate) fn wire(api: &str, stream: bool, phase: &str) -> (Vec<(String, String)>, String) {
     let (text, tool) = answer(phase);
     let args = tool.as_ref().map(Value::to_string);
     let ct = |t: &str| vec![("content-type".to_owned(), t.to_owned())];

@@ -35,6 +35,13 @@ pub struct Inputs {
     pub runner: String,
     #[serde(default)]
     pub runner_options: RunnerOptions,
+    // -- issue 22 (runner registry) --
+    /// The runner as launched: registry id, backend, version, package and the `sha256:` of
+    /// the adapter checked against its pin (signed with the inputs; `run.inputs` names it).
+    /// `None` for the in-process fixture.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner_adapter: Option<crate::registry::RunnerRecord>,
+    // -- end issue 22 --
     /// The scenario file (absolute) and the `sha256:` of its bytes, for fixture runners.
     /// The scenario itself is not copied (it is the operator's input and may hold anything);
     /// a resume re-reads it and refuses one that changed.

@@ -119,7 +119,7 @@ pub fn bound_inputs(dir: &dyn RunStore, keys: &KeyRing) -> Result<Inputs, Error>
 /// Why `inputs.json` (its bytes) is not what a run's signed `run.inputs` receipt binds,
 /// naming the file and, where the receipt signs it separately, the field that differs
 /// (`grants`, `envelope`, `intent`, `runner`, `workspace`, `policy_set`, `profile`,
-/// `task.id`, `run_id`); `None` when its bytes hash to the receipt's `request_hash`.
+/// `task.id`, `run_id`, `runner_adapter.sha256`); `None` when its bytes hash to the receipt's `request_hash`.
 pub fn inputs_mismatch(bytes: &[u8], receipt: &ReceiptPayload) -> Option<String> {
     use serde_json::Value;
     let digest = exec::digest(bytes);
@@ -142,7 +142,7 @@ pub fn inputs_mismatch(bytes: &[u8], receipt: &ReceiptPayload) -> Option<String>
         ));
     }
     Some(format!(
-        "{whole}; the separately signed fields (grants, envelope, intent, runner, workspace, policy_set, profile, task.id, run_id) agree, so another field changed"
+        "{whole}; the separately signed fields (grants, envelope, intent, runner, workspace, policy_set, profile, task.id, run_id, runner_adapter.sha256) agree, so another field changed"
     ))
 }
 
@@ -175,7 +175,14 @@ fn mismatched_field(
             .to_owned()
     };
     let workspace = text("workspace");
-    let checks: [(&'static str, String, String); 9] = [
+    // Issue 22: the adapter's digest (signed in the receipt's `runner_adapter`).
+    let adapter_sha = |v: Option<&Value>| {
+        v.and_then(|a| a.get("sha256"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let checks: [(&'static str, String, String); 10] = [
         ("grants", grants, signed("grants_sha256").to_owned()),
         (
             "envelope",
@@ -204,6 +211,11 @@ fn mismatched_field(
             receipt.task_id.clone(),
         ),
         ("run_id", text("run_id"), receipt.run_id.clone()),
+        (
+            "runner_adapter.sha256",
+            adapter_sha(doc.get("runner_adapter")),
+            adapter_sha(meta.get("runner_adapter")),
+        ),
     ];
     checks.into_iter().find(|(_, now, was)| now != was)
 }

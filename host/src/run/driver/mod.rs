@@ -1193,6 +1193,9 @@ fn inputs_draft(inputs: &Inputs, bytes: &[u8], actor: &str) -> Result<ReceiptDra
         json!(inputs.workspace.display().to_string()),
     );
     metadata.0.insert("runner".into(), json!(inputs.runner));
+    if let Some(adapter) = &inputs.runner_adapter {
+        metadata.0.insert("runner_adapter".into(), json!(adapter));
+    }
     if let Some(by) = &inputs.started_by {
         metadata.0.insert("started_by".into(), json!(by));
     }

@@ -515,22 +515,20 @@ fn check_signatures(
     let items: Vec<Option<&Prepared>> = window.iter().map(|(_, p)| p.as_ref().ok()).collect();
     let threads = options.threads.max(1);
     let chunk = items.len().div_ceil(threads).max(1);
-    let mut results = vec![false; items.len()];
+    let mut parts = items.chunks(chunk);
+    // The first part is checked on this thread (with one thread, no thread is started: a new
+    // thread's allocator pages were faulted in afresh for every window — issue 20).
+    let first = parts.next().unwrap_or_default();
+    let mut results = Vec::with_capacity(items.len());
     std::thread::scope(|scope| {
-        let handles: Vec<_> = items
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || check_chunk(part, options.batch)))
+        let handles: Vec<_> = parts
+            .map(|part| (part.len(), scope.spawn(move || check_chunk(part, options.batch))))
             .collect();
-        let mut at = 0;
-        for handle in handles {
+        results.extend(check_chunk(first, options.batch));
+        for (len, handle) in handles {
             // A panicking verifier thread verifies nothing: its lines stay `false` (invalid).
-            let part = handle.join().unwrap_or_default();
-            for ok in part {
-                if let Some(slot) = results.get_mut(at) {
-                    *slot = ok;
-                }
-                at += 1;
-            }
+            let part = handle.join().unwrap_or_else(|_| vec![false; len]);
+            results.extend(part.into_iter().chain(std::iter::repeat(false)).take(len));
         }
     });
     results

@@ -93,6 +93,10 @@ pub struct ProjectSection {
     /// `craik grants new --project`.
     #[serde(default)]
     pub id: Option<String>,
+    /// The repository the profile describes (default: this file's directory); case files
+    /// and `craik project show` read it.
+    #[serde(default)]
+    pub repository: Option<PathBuf>,
     /// Project grant files, or directories of `*.json` project grants, every run of a task of
     /// this project loads (signed into its inputs like task grants). A missing directory
     /// holds no grants.

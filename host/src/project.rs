@@ -32,6 +32,9 @@ pub enum Source {
     Toml,
     /// A `craik.project_profile` document.
     File,
+    /// None declared: a run's workspace with its README and docs (never validated, never
+    /// signed as a profile).
+    Implicit,
 }
 
 /// A project profile, resolved.
@@ -174,6 +177,48 @@ impl Profile {
         })
     }
 
+    /// The profile of a run with none declared: its workspace `root` as the repository,
+    /// `README.md` and `docs/` as docs paths where they exist, the run's immutable paths.
+    pub fn implicit(root: &Path, project_id: &str, immutable: &[String]) -> Self {
+        let mut paths = Vec::new();
+        if std::fs::symlink_metadata(root.join("README.md")).is_ok_and(|m| m.is_file()) {
+            paths.push("README.md".to_owned());
+        }
+        if std::fs::symlink_metadata(root.join("docs")).is_ok_and(|m| m.is_dir()) {
+            paths.push("docs/".to_owned());
+        }
+        Self {
+            profile: ProjectProfile {
+                schema: Default::default(),
+                version: Default::default(),
+                id: project_id.to_owned(),
+                name: project_id.to_owned(),
+                repo: RepoProfile {
+                    repo_type: RepoType::Git,
+                    local_path: ".".into(),
+                    remote: None,
+                    default_branch: "main".into(),
+                },
+                docs: DocsProfile {
+                    paths,
+                    immutable_paths: immutable.to_vec(),
+                },
+                memory: MemoryProfile {
+                    backend: MemoryBackend::Local,
+                    scope: MemoryScope::Team,
+                },
+                policies: Vec::new(),
+            },
+            discovery: Discovery {
+                include: Vec::new(),
+                exclude: Vec::new(),
+            },
+            root: lexical(&std::path::absolute(root).unwrap_or_else(|_| root.to_owned())),
+            file: PathBuf::from("(no project profile)"),
+            source: Source::Implicit,
+        }
+    }
+
     /// `sha256:` of the profile's canonical JSON (the contract and the discovery globs): what
     /// `run.inputs` signs as `project_profile_sha256`.
     pub fn digest(&self) -> Result<crate::digest::Digest, String> {
@@ -185,6 +230,7 @@ impl Profile {
         let name = match (self.source, what) {
             (Source::Toml, Field::Repo) => return "project.repository".into(),
             (Source::File, Field::Repo) => return "repo.local_path".into(),
+            (Source::Implicit, Field::Repo) => return "workspace".into(),
             (Source::Toml, Field::Docs) => "project.docs_paths",
             (Source::Toml, Field::Immutable) => "project.immutable_paths",
             (Source::Toml, Field::Include) => "project.discovery_include",
@@ -192,6 +238,7 @@ impl Profile {
             (Source::File, Field::Docs) => "docs.paths",
             (Source::File, Field::Immutable) => "docs.immutable_paths",
             (Source::File, Field::Include | Field::Exclude) => "discovery",
+            (Source::Implicit, _) => "implicit profile",
         };
         format!("{name}[{i}]")
     }

@@ -96,8 +96,6 @@ struct Doc {
     immutable: bool,
     protected: Option<&'static str>,
     unreadable: Option<String>,
-    /// The first bytes as text, for the rules (not kept in the case file).
-    text: Option<String>,
 }
 
 impl Doc {
@@ -138,7 +136,15 @@ impl Doc {
     }
 }
 
-fn read_doc(root: &std::path::Path, path: &str, size: u64, immutable: bool) -> Doc {
+/// Reads one doc (once, bounded) and applies the doc rules to its first bytes, which are
+/// dropped before the next doc is read: memory stays flat whatever the docs hold.
+fn read_doc(
+    root: &std::path::Path,
+    path: &str,
+    (size, immutable): (u64, bool),
+    tree: &scan::Tree,
+    risks: &mut Vec<String>,
+) -> Doc {
     let protected = craik_kernel::TargetPath::normalize("/r", path)
         .ok()
         .and_then(|t| t.protected())
@@ -152,7 +158,6 @@ fn read_doc(root: &std::path::Path, path: &str, size: u64, immutable: bool) -> D
         immutable,
         protected,
         unreadable: None,
-        text: None,
     };
     if protected.is_some() {
         return doc;
@@ -179,7 +184,13 @@ fn read_doc(root: &std::path::Path, path: &str, size: u64, immutable: bool) -> D
                         .find(|l| l.starts_with('#'))
                         .map(|l| excerpt(l.trim_start_matches('#')))
                         .filter(|h| !h.is_empty());
-                    doc.text = Some(t.to_owned());
+                    risks.extend(stale::doc_rules(
+                        &[stale::DocText {
+                            path,
+                            text: Some(t),
+                        }],
+                        tree,
+                    ));
                 }
             }
         }
@@ -410,7 +421,7 @@ pub fn build(req: &Request<'_>) -> Result<Built, Error> {
             adrs.push(rel.clone());
         }
         if docs_specs.matching(rel).is_some() {
-            docs.push(read_doc(root, rel, meta.size, is_immutable));
+            docs.push(read_doc(root, rel, (meta.size, is_immutable), &tree, &mut risks));
         }
     }
     let walk_notes = [
@@ -446,15 +457,7 @@ pub fn build(req: &Request<'_>) -> Result<Built, Error> {
         omitted.push(omission("docs", unhashed, "larger than 256 MiB (or changed while read): not hashed", 0));
     }
 
-    // Stale risks.
-    let texts: Vec<stale::DocText<'_>> = docs
-        .iter()
-        .map(|d| stale::DocText {
-            path: &d.path,
-            text: d.text.as_deref(),
-        })
-        .collect();
-    risks.extend(stale::doc_rules(&texts, &tree));
+    // Stale risks (the doc rules ran as each doc was read).
     risks.extend(stale::immutable_rules(&dirty, &immutable));
     risks.sort();
     risks.dedup();
@@ -530,25 +533,10 @@ const CUT_ORDER: &[&str] = &[
 /// lowest-priority material first, each section from its end; records every cut and the
 /// estimate in `context_budget`.
 fn fit(case: &mut CaseFile, mut dirty: Vec<String>, max: u64, omitted: &mut Vec<Value>) {
-    let costs = |case: &CaseFile, dirty: &[String], section: &str| -> Vec<u64> {
-        match section {
-            "repo_state.dirty" => dirty.iter().map(tokens).collect(),
-            "recent_handoffs" => case.recent_handoffs.iter().map(tokens).collect(),
-            "docs" => case
-                .docs
-                .iter()
-                .zip(&case.evidence)
-                .map(|(d, e)| tokens(d) + tokens(e))
-                .collect(),
-            "facts" => case.facts.iter().map(tokens).collect(),
-            "contradictions" => case.contradictions.iter().map(tokens).collect(),
-            "stale_risks" => case.stale_risks.iter().map(tokens).collect(),
-            _ => case.adrs.iter().map(tokens).collect(),
-        }
-    };
     let mut cuts: Vec<(usize, u64)> = vec![(0, 0); CUT_ORDER.len()];
-    // Each pass estimates additively, then checks the whole; a second pass trims what the
-    // per-item estimate missed.
+    // Each pass measures the whole, then cuts at least the excess, item by item (each
+    // item's cost measured as it is cut); the omission entries the cuts add cost tokens too,
+    // so a later pass trims what is still over.
     for _ in 0..4 {
         place(case, &dirty, &cuts, omitted, max, 0);
         let whole = tokens_of(serde_json::to_vec(case).map_or(0, |b| b.len()));
@@ -557,36 +545,19 @@ fn fit(case: &mut CaseFile, mut dirty: Vec<String>, max: u64, omitted: &mut Vec<
         }
         let mut over = whole - max;
         for (k, section) in CUT_ORDER.iter().enumerate() {
-            if over == 0 {
-                break;
-            }
-            let mut each = costs(case, &dirty, section);
             while over > 0 {
-                let Some(cost) = each.pop() else { break };
-                match *section {
-                    "repo_state.dirty" => {
-                        dirty.pop();
-                    }
-                    "recent_handoffs" => {
-                        case.recent_handoffs.pop();
-                    }
-                    "docs" => {
-                        case.docs.pop();
-                        case.evidence.pop();
-                    }
-                    "facts" => {
-                        case.facts.pop();
-                    }
-                    "contradictions" => {
-                        case.contradictions.pop();
-                    }
-                    "stale_risks" => {
-                        case.stale_risks.pop();
-                    }
-                    _ => {
-                        case.adrs.pop();
-                    }
-                }
+                let cost = match *section {
+                    "repo_state.dirty" => dirty.pop().map(|d| tokens(&d)),
+                    "recent_handoffs" => case.recent_handoffs.pop().map(|h| tokens(&h)),
+                    "docs" => case.docs.pop().map(|d| {
+                        tokens(&d) + case.evidence.pop().map_or(0, |e| tokens(&e))
+                    }),
+                    "facts" => case.facts.pop().map(|f| tokens(&f)),
+                    "contradictions" => case.contradictions.pop().map(|c| tokens(&c)),
+                    "stale_risks" => case.stale_risks.pop().map(|r| tokens(&r)),
+                    _ => case.adrs.pop().map(|a| tokens(&a)),
+                };
+                let Some(cost) = cost else { break };
                 if let Some(c) = cuts.get_mut(k) {
                     c.0 += 1;
                     c.1 += cost;
@@ -594,7 +565,6 @@ fn fit(case: &mut CaseFile, mut dirty: Vec<String>, max: u64, omitted: &mut Vec<
                 over = over.saturating_sub(cost);
             }
         }
-        // The omission entries the cuts add cost tokens too: one more pass accounts them.
     }
     let whole = tokens_of(serde_json::to_vec(case).map_or(0, |b| b.len()));
     place(case, &dirty, &cuts, omitted, max, whole);

@@ -1082,10 +1082,12 @@ pub(crate) fn case(
         if i % 100 == 0 {
             std::fs::create_dir_all(&dir).map_err(io_at(&dir))?;
         }
+        // Each names the doc before it; one in a hundred also names a path that does not exist.
+        let next = (i + files - 1) % files;
         let mut text = format!(
-            "# Document {i}\n\nSee `docs/part{:03}/doc{:05}.md` and `src/missing{i}.rs`.\n\n",
-            i / 100,
-            (i + 1) % files
+            "# Document {i}\n\nSee `docs/part{:03}/doc{next:05}.md`{}.\n\n",
+            next / 100,
+            if i % 100 == 0 { format!(" and `src/missing{i}.rs`") } else { String::new() }
         );
         while text.len() < each {
             text.push_str(filler);
@@ -1112,6 +1114,11 @@ pub(crate) fn case(
     git(&["init", "-q"])?;
     git(&["add", "-A"])?;
     git(&["commit", "-q", "-m", "bench"])?;
+    // Files written in the same second as the index are "racily clean": git re-reads every
+    // one of them on each status until the index is rewritten later. A checkout is not in
+    // that state for long; refresh the index a second later, as any git command would.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    git(&["update-index", "-q", "--refresh"])?;
     let profile_file = scratch.0.join("project_profile.json");
     let profile = serde_json::json!({
         "schema": "craik.project_profile", "version": "0.1.0", "id": "project_bench",

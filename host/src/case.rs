@@ -492,7 +492,8 @@ pub fn build(req: &Request<'_>) -> Result<Built, Error> {
     let mut case = CaseFile {
         schema: Default::default(),
         version: Default::default(),
-        id: "case_".into(),
+        // As long as the final id, so the estimate measures the final size.
+        id: format!("case_{}", "0".repeat(16)),
         task_id: req.task.id.clone(),
         objective: req.task.objective.clone(),
         policy_envelope_id: req
@@ -631,3 +632,6 @@ fn finish(case: &mut CaseFile) -> Result<Vec<u8>, Error> {
     bytes.push(b'\n');
     Ok(bytes)
 }
+
+#[cfg(test)]
+mod tests;

@@ -147,3 +147,119 @@ pub fn immutable_rules(dirty: &[(String, String)], immutable: &Specs) -> Vec<Str
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::case::scan::FileMeta;
+
+    fn tree(files: &[(&str, i64)], dirs: &[&str]) -> Tree {
+        let mut t = Tree::default();
+        for (p, mtime) in files {
+            t.files.insert(
+                (*p).to_owned(),
+                FileMeta {
+                    size: 1,
+                    mtime: (*mtime, 0),
+                },
+            );
+        }
+        for d in dirs {
+            t.dirs.insert((*d).to_owned());
+        }
+        t
+    }
+
+    #[test]
+    fn mentions_take_backticked_paths_and_relative_links_only() {
+        let text = "See `src/lib.rs`, `README.md`, `cargo test`, `/etc/passwd`, `a b/c.md`,\n\
+                    [x](../README.md), [y](https://example.com/a.md), [z](adr/0001.md#top), \
+                    [w](mailto:a@b), `$HOME/x.md`, `../../../etc/x.md`";
+        let got: Vec<String> = mentions(text, "docs/guide.md")
+            .into_iter()
+            .map(|(_, r)| r)
+            .collect();
+        assert_eq!(
+            got,
+            vec!["src/lib.rs", "README.md", "docs/adr/0001.md"],
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn issue_21_missing_path_rule() {
+        let t = tree(&[("docs/a.md", 10), ("src/lib.rs", 5)], &["docs", "src"]);
+        let text = "Uses `src/lib.rs` and `src/gone.rs`; see [old](old.md).";
+        let got = doc_rules(
+            &[DocText {
+                path: "docs/a.md",
+                text: Some(text),
+            }],
+            &t,
+        );
+        assert_eq!(
+            got,
+            vec![
+                "missing-path: docs/a.md names `src/gone.rs`, which does not exist",
+                "missing-path: docs/a.md names `old.md`, which does not exist",
+            ]
+        );
+        // A truncated walk runs no path rule: what it did not see is not missing.
+        let mut cut = t.clone();
+        cut.skipped.truncated = true;
+        assert!(
+            doc_rules(
+                &[DocText {
+                    path: "docs/a.md",
+                    text: Some(text)
+                }],
+                &cut
+            )
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn issue_21_older_than_named_rule() {
+        let doc = |t: &Tree| {
+            doc_rules(
+                &[DocText {
+                    path: "docs/a.md",
+                    text: Some("See `src/a.rs` and `src/b.rs`."),
+                }],
+                t,
+            )
+        };
+        // Older than both: a risk.
+        let old = tree(&[("docs/a.md", 1), ("src/a.rs", 5), ("src/b.rs", 7)], &[]);
+        assert_eq!(
+            doc(&old),
+            vec![
+                "older-than-named: docs/a.md was last modified before every file it names (src/a.rs, src/b.rs)"
+            ]
+        );
+        // Newer than one of them: none.
+        let fresh = tree(&[("docs/a.md", 6), ("src/a.rs", 5), ("src/b.rs", 7)], &[]);
+        assert!(doc(&fresh).is_empty());
+        // A doc naming only directories or nothing that exists: no age comparison.
+        let none = tree(&[("docs/a.md", 1)], &["src"]);
+        let got = doc(&none);
+        assert!(got.iter().all(|r| r.starts_with("missing-path")), "{got:?}");
+    }
+
+    #[test]
+    fn issue_21_immutable_dirty_rule() {
+        let specs = Specs::new(&["docs/adr/".to_owned()]).unwrap();
+        let dirty = vec![
+            ("docs/adr/0001.md".to_owned(), "M".to_owned()),
+            ("docs/status.md".to_owned(), "M".to_owned()),
+            ("docs/adr-notes.md".to_owned(), "??".to_owned()),
+        ];
+        assert_eq!(
+            immutable_rules(&dirty, &specs),
+            vec![
+                "immutable-dirty: docs/adr/0001.md is an immutable path with uncommitted changes (`M`)"
+            ]
+        );
+    }
+}

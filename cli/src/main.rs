@@ -16,9 +16,10 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser};
 
 use crate::cli::{
-    ApprovalsCommand, BenchCommand, Cli, Command, ConfigCommand, ContractsCommand, GrantsCommand,
-    HandoffCommand, KeysCommand, LedgerCommand, MemoryCommand, PolicyCommand, ProfileArg,
-    ReceiptsCommand, RunnersCommand, ProjectCommand, CaseCommand, RunsCommand, SchemaCommand, TaskCommand,
+    ApprovalsCommand, BenchCommand, CaseCommand, Cli, Command, ConfigCommand, ContractsCommand,
+    GrantsCommand, HandoffCommand, KeysCommand, LedgerCommand, MemoryCommand, PolicyCommand,
+    ProfileArg, ProjectCommand, ReceiptsCommand, RunnersCommand, RunsCommand, SchemaCommand,
+    TaskCommand,
 };
 use crate::exit::{Exit, Failure};
 use crate::output::Out;
@@ -331,9 +332,11 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
                 home: args.home.home.as_deref(),
             },
         ),
-        Command::Bench(BenchCommand::Case { files, megabytes, runs }) => {
-            cmd::bench::case(out, cli.format, *files, *megabytes, *runs)
-        }
+        Command::Bench(BenchCommand::Case {
+            files,
+            megabytes,
+            runs,
+        }) => cmd::bench::case(out, cli.format, *files, *megabytes, *runs),
         Command::Init(args) => cmd::config::init(
             out,
             cli.format,

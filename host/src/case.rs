@@ -125,7 +125,10 @@ impl Doc {
         EvidenceReference {
             schema: Default::default(),
             version: Default::default(),
-            id: format!("evidence_doc_{}", sha_hex(self.path.as_bytes()).get(..16).unwrap_or_default()),
+            id: format!(
+                "evidence_doc_{}",
+                sha_hex(self.path.as_bytes()).get(..16).unwrap_or_default()
+            ),
             source: self.path.clone(),
             kind: EvidenceKind::File,
             locator: self.path.clone(),
@@ -170,9 +173,10 @@ fn read_doc(
             let text = match std::str::from_utf8(&read.head) {
                 Ok(t) => Some(t),
                 // Cut inside a character at the end of the head: the valid part.
-                Err(e) if e.error_len().is_none() => {
-                    read.head.get(..e.valid_up_to()).and_then(|h| std::str::from_utf8(h).ok())
-                }
+                Err(e) if e.error_len().is_none() => read
+                    .head
+                    .get(..e.valid_up_to())
+                    .and_then(|h| std::str::from_utf8(h).ok()),
                 Err(_) => None,
             };
             match text.filter(|t| !t.contains('\0')) {
@@ -205,7 +209,11 @@ fn omission(section: &str, count: usize, reason: &str, tokens: u64) -> Value {
 
 /// The project's handoffs in the home, newest first (as written: read the run's verified
 /// journal for what is signed), and the project id of every run that left one.
-fn handoffs(home: &Home, project: &str, omitted: &mut Vec<Value>) -> (Vec<String>, Vec<(String, String)>) {
+fn handoffs(
+    home: &Home,
+    project: &str,
+    omitted: &mut Vec<Value>,
+) -> (Vec<String>, Vec<(String, String)>) {
     let mut listed = Vec::new();
     let mut projects = Vec::new();
     let mut unreadable = 0usize;
@@ -303,7 +311,12 @@ fn facts(
         ));
     }
     out.sort_by(|a, b| {
-        (&a.1.entity, &a.1.relation, &a.1.value, &a.0).cmp(&(&b.1.entity, &b.1.relation, &b.1.value, &b.0))
+        (&a.1.entity, &a.1.relation, &a.1.value, &a.0).cmp(&(
+            &b.1.entity,
+            &b.1.relation,
+            &b.1.value,
+            &b.0,
+        ))
     });
     out
 }
@@ -332,7 +345,10 @@ fn contradictions(task: &str, facts: &[(String, Fact)]) -> Vec<ContradictionRepo
         out.push(ContradictionReport {
             schema: Default::default(),
             version: Default::default(),
-            id: format!("contradiction_{}", sha_hex(key.as_bytes()).get(..16).unwrap_or_default()),
+            id: format!(
+                "contradiction_{}",
+                sha_hex(key.as_bytes()).get(..16).unwrap_or_default()
+            ),
             task_id: Some(task.to_owned()),
             facts: ids,
             summary: excerpt(&format!(
@@ -359,13 +375,17 @@ pub fn build(req: &Request<'_>) -> Result<Built, Error> {
     profile.check_structure()?;
     let (docs_specs, immutable, include, exclude) = profile.specs()?;
     let root = &profile.root;
-    let tree = scan::walk(root, scan::MAX_ENTRIES).map_err(|why| Error::invalid(why, Vec::new()))?;
+    let tree =
+        scan::walk(root, scan::MAX_ENTRIES).map_err(|why| Error::invalid(why, Vec::new()))?;
     let top = git::toplevel(root);
     let findings = profile.findings(&tree, top.as_deref().map_err(String::as_str));
     if req.strict
         && let Some(first) = findings.first()
     {
-        return Err(Error::invalid(first.clone(), findings.iter().skip(1).cloned().collect()));
+        return Err(Error::invalid(
+            first.clone(),
+            findings.iter().skip(1).cloned().collect(),
+        ));
     }
     let mut omitted: Vec<Value> = Vec::new();
     let mut risks: Vec<String> = findings.iter().map(|f| format!("profile: {f}")).collect();
@@ -377,7 +397,9 @@ pub fn build(req: &Request<'_>) -> Result<Built, Error> {
         Ok(_) => match git::state(root) {
             Ok(s) => {
                 repo_state.0.insert("branch".into(), json!(s.branch));
-                repo_state.0.insert("dirty_count".into(), json!(s.dirty.len()));
+                repo_state
+                    .0
+                    .insert("dirty_count".into(), json!(s.dirty.len()));
                 repo_state.0.insert("git".into(), json!(true));
                 repo_state.0.insert("head".into(), json!(s.head));
                 if s.unlisted > 0 {
@@ -421,16 +443,37 @@ pub fn build(req: &Request<'_>) -> Result<Built, Error> {
             adrs.push(rel.clone());
         }
         if docs_specs.matching(rel).is_some() {
-            docs.push(read_doc(root, rel, (meta.size, is_immutable), &tree, &mut risks));
+            docs.push(read_doc(
+                root,
+                rel,
+                (meta.size, is_immutable),
+                &tree,
+                &mut risks,
+            ));
         }
     }
     let walk_notes = [
-        (tree.skipped.symlinks, "symbolic links: listed by name only, never followed"),
-        (tree.skipped.bad_names, "names that are not valid target names (control characters, not UTF-8, `$`, `~`, ...): not listed"),
-        (tree.skipped.special, "entries that are neither files nor directories"),
-        (tree.skipped.state_dirs, "`.git` and `.craik` entries: never entered"),
+        (
+            tree.skipped.symlinks,
+            "symbolic links: listed by name only, never followed",
+        ),
+        (
+            tree.skipped.bad_names,
+            "names that are not valid target names (control characters, not UTF-8, `$`, `~`, ...): not listed",
+        ),
+        (
+            tree.skipped.special,
+            "entries that are neither files nor directories",
+        ),
+        (
+            tree.skipped.state_dirs,
+            "`.git` and `.craik` entries: never entered",
+        ),
         (tree.skipped.too_deep, "directories deeper than 64 levels"),
-        (tree.skipped.unreadable_dirs, "directories that could not be listed"),
+        (
+            tree.skipped.unreadable_dirs,
+            "directories that could not be listed",
+        ),
     ];
     for (count, why) in walk_notes {
         if count > 0 {
@@ -447,14 +490,24 @@ pub fn build(req: &Request<'_>) -> Result<Built, Error> {
     }
     let protected = docs.iter().filter(|d| d.protected.is_some()).count();
     if protected > 0 {
-        omitted.push(omission("docs", protected, "protected paths: listed, contents not read", 0));
+        omitted.push(omission(
+            "docs",
+            protected,
+            "protected paths: listed, contents not read",
+            0,
+        ));
     }
     let unhashed = docs
         .iter()
         .filter(|d| d.protected.is_none() && d.unreadable.is_none() && d.sha256.is_none())
         .count();
     if unhashed > 0 {
-        omitted.push(omission("docs", unhashed, "larger than 256 MiB (or changed while read): not hashed", 0));
+        omitted.push(omission(
+            "docs",
+            unhashed,
+            "larger than 256 MiB (or changed while read): not hashed",
+            0,
+        ));
     }
 
     // Stale risks (the doc rules ran as each doc was read).
@@ -501,9 +554,9 @@ pub fn build(req: &Request<'_>) -> Result<Built, Error> {
             .map_or_else(|| "policy_none".to_owned(), |e| e.id.clone()),
         intent_lock_id: req.intent.map(|i| i.id.clone()),
         facts: facts.into_iter().map(|(_, f)| f).collect(),
-        evidence: docs.iter().map(Doc::evidence).collect(),
+        evidence: Vec::new(),
         assumptions: Vec::new(),
-        docs: docs.iter().map(|d| d.path.clone()).collect(),
+        docs: Vec::new(),
         adrs,
         repo_state,
         github_state: Object::new(),
@@ -514,10 +567,40 @@ pub fn build(req: &Request<'_>) -> Result<Built, Error> {
         context_budget: Object::new(),
     };
     let dirty_lines: Vec<String> = dirty.iter().map(|(p, c)| format!("{c} {p}")).collect();
-    fit(&mut case, dirty_lines, req.max_tokens, &mut omitted);
+    // Docs are placed into what the higher-priority sections leave (never all built first:
+    // 100 000 evidence entries would hold hundreds of MB); dirty paths and handoffs, lower
+    // than docs, are placed after them and cut first.
+    let handoffs = std::mem::take(&mut case.recent_handoffs);
+    place(&mut case, &[], &[], &omitted, req.max_tokens, 0);
+    let base = tokens_of(serde_json::to_vec(&case).map_or(0, |b| b.len()));
+    let mut room = req.max_tokens.saturating_sub(base + OMISSION_RESERVE);
+    let mut docs_cut = (0usize, 0u64);
+    for d in docs {
+        let evidence = d.evidence();
+        let cost = tokens(&d.path) + tokens(&evidence);
+        if docs_cut.0 == 0 && cost <= room {
+            room -= cost;
+            case.docs.push(d.path);
+            case.evidence.push(evidence);
+        } else {
+            docs_cut.0 += 1;
+            docs_cut.1 += cost;
+        }
+    }
+    case.recent_handoffs = handoffs;
+    fit(
+        &mut case,
+        dirty_lines,
+        req.max_tokens,
+        &mut omitted,
+        docs_cut,
+    );
     let bytes = finish(&mut case)?;
     Ok(Built { case, bytes })
 }
+
+/// Tokens kept free for the omission entries the cuts add.
+const OMISSION_RESERVE: u64 = 256;
 
 /// The sections the budget cuts, lowest priority first.
 const CUT_ORDER: &[&str] = &[
@@ -533,12 +616,34 @@ const CUT_ORDER: &[&str] = &[
 /// Fits `case` (with the dirty paths still to place) into `max` tokens, cutting the
 /// lowest-priority material first, each section from its end; records every cut and the
 /// estimate in `context_budget`.
-fn fit(case: &mut CaseFile, mut dirty: Vec<String>, max: u64, omitted: &mut Vec<Value>) {
+fn fit(
+    case: &mut CaseFile,
+    mut dirty: Vec<String>,
+    max: u64,
+    omitted: &mut Vec<Value>,
+    docs_cut: (usize, u64),
+) {
     let mut cuts: Vec<(usize, u64)> = vec![(0, 0); CUT_ORDER.len()];
+    if let Some(c) = cuts.get_mut(2) {
+        *c = docs_cut;
+    }
+    if docs_cut.0 > 0 {
+        // A doc was cut: nothing of lower priority stays.
+        let dropped: u64 = dirty.iter().map(tokens).sum();
+        if let Some(c) = cuts.first_mut() {
+            *c = (dirty.len(), dropped);
+        }
+        dirty.clear();
+        let dropped: u64 = case.recent_handoffs.iter().map(tokens).sum();
+        if let Some(c) = cuts.get_mut(1) {
+            *c = (case.recent_handoffs.len(), dropped);
+        }
+        case.recent_handoffs.clear();
+    }
     // Each pass measures the whole, then cuts at least the excess, item by item (each
     // item's cost measured as it is cut); the omission entries the cuts add cost tokens too,
     // so a later pass trims what is still over.
-    for _ in 0..4 {
+    for _ in 0..8 {
         place(case, &dirty, &cuts, omitted, max, 0);
         let whole = tokens_of(serde_json::to_vec(case).map_or(0, |b| b.len()));
         if whole <= max {
@@ -550,9 +655,10 @@ fn fit(case: &mut CaseFile, mut dirty: Vec<String>, max: u64, omitted: &mut Vec<
                 let cost = match *section {
                     "repo_state.dirty" => dirty.pop().map(|d| tokens(&d)),
                     "recent_handoffs" => case.recent_handoffs.pop().map(|h| tokens(&h)),
-                    "docs" => case.docs.pop().map(|d| {
-                        tokens(&d) + case.evidence.pop().map_or(0, |e| tokens(&e))
-                    }),
+                    "docs" => case
+                        .docs
+                        .pop()
+                        .map(|d| tokens(&d) + case.evidence.pop().map_or(0, |e| tokens(&e))),
                     "facts" => case.facts.pop().map(|f| tokens(&f)),
                     "contradictions" => case.contradictions.pop().map(|c| tokens(&c)),
                     "stale_risks" => case.stale_risks.pop().map(|r| tokens(&r)),
@@ -567,6 +673,8 @@ fn fit(case: &mut CaseFile, mut dirty: Vec<String>, max: u64, omitted: &mut Vec<
             }
         }
     }
+    // Measured as it will be: the dirty paths left and the omissions placed.
+    place(case, &dirty, &cuts, omitted, max, 0);
     let whole = tokens_of(serde_json::to_vec(case).map_or(0, |b| b.len()));
     place(case, &dirty, &cuts, omitted, max, whole);
 }
@@ -602,20 +710,33 @@ fn place(
         .iter()
         .zip(cuts)
         .filter(|(_, (n, _))| *n > 0)
-        .map(|(s, (n, t))| omission(s, *n, "token budget: lowest priority first, from the end", *t))
+        .map(|(s, (n, t))| {
+            omission(
+                s,
+                *n,
+                "token budget: lowest priority first, from the end",
+                *t,
+            )
+        })
         .collect();
     all.extend(omitted.iter().cloned());
     let mut budget = Object::new();
-    budget.0.insert("context_omissions".into(), Value::Array(all));
+    budget
+        .0
+        .insert("context_omissions".into(), Value::Array(all));
     budget.0.insert(
         "estimate".into(),
         json!("ceil(bytes of the compact JSON / 4)"),
     );
-    budget.0.insert("estimated_tokens".into(), json!(estimate.max(max)));
+    budget
+        .0
+        .insert("estimated_tokens".into(), json!(estimate.max(max)));
     budget.0.insert("max_tokens".into(), json!(max));
     if estimate > 0 {
         budget.0.insert("estimated_tokens".into(), json!(estimate));
-        budget.0.insert("within_budget".into(), json!(estimate <= max));
+        budget
+            .0
+            .insert("within_budget".into(), json!(estimate <= max));
     } else {
         budget.0.insert("within_budget".into(), json!(true));
     }
@@ -627,8 +748,7 @@ fn finish(case: &mut CaseFile) -> Result<Vec<u8>, Error> {
     case.id = "case_".into();
     let compact = serde_json::to_vec(case).map_err(|e| Error::internal(e.to_string()))?;
     case.id = format!("case_{}", sha_hex(&compact).get(..16).unwrap_or_default());
-    let mut bytes =
-        serde_json::to_vec_pretty(case).map_err(|e| Error::internal(e.to_string()))?;
+    let mut bytes = serde_json::to_vec_pretty(case).map_err(|e| Error::internal(e.to_string()))?;
     bytes.push(b'\n');
     Ok(bytes)
 }

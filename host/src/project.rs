@@ -79,7 +79,10 @@ impl Specs {
             out.entries.push(m);
             let plain = !raw.ends_with('/') && !raw.contains(['*', '?', '[', ']', '{', '}']);
             out.under.push(if plain {
-                Some(crate::config::workspace_glob(&format!("{trimmed}/**")).map_err(|why| (i, why))?)
+                Some(
+                    crate::config::workspace_glob(&format!("{trimmed}/**"))
+                        .map_err(|why| (i, why))?,
+                )
             } else {
                 None
             });
@@ -89,9 +92,10 @@ impl Specs {
 
     /// The first entry matching the relative path `rel`.
     pub fn matching(&self, rel: &str) -> Option<usize> {
-        self.entries.iter().zip(&self.under).position(|(m, u)| {
-            m.is_match(rel) || u.as_ref().is_some_and(|u| u.is_match(rel))
-        })
+        self.entries
+            .iter()
+            .zip(&self.under)
+            .position(|(m, u)| m.is_match(rel) || u.as_ref().is_some_and(|u| u.is_match(rel)))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -105,15 +109,11 @@ impl Profile {
     /// discovery globs.
     pub fn from_config(loaded: &Loaded) -> Self {
         let p = &loaded.config.project;
-        let written = p
-            .repository
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("."));
+        let written = p.repository.clone().unwrap_or_else(|| PathBuf::from("."));
         let root = lexical(&loaded.resolve(&written));
-        let id = p
-            .id
-            .clone()
-            .unwrap_or_else(|| crate::config::project_id_for(&loaded.dir));
+        let id =
+            p.id.clone()
+                .unwrap_or_else(|| crate::config::project_id_for(&loaded.dir));
         let name = root
             .file_name()
             .map_or_else(|| id.clone(), |n| n.to_string_lossy().into_owned());
@@ -370,8 +370,14 @@ impl Profile {
     /// `craik case build`).
     pub fn validate(&self) -> Result<Tree, Error> {
         self.check_structure()?;
-        let tree = crate::case::scan::walk(&self.root, crate::case::scan::MAX_ENTRIES)
-            .map_err(|why| self.bad(&self.field(Field::Repo, 0), &self.profile.repo.local_path, &why))?;
+        let tree =
+            crate::case::scan::walk(&self.root, crate::case::scan::MAX_ENTRIES).map_err(|why| {
+                self.bad(
+                    &self.field(Field::Repo, 0),
+                    &self.profile.repo.local_path,
+                    &why,
+                )
+            })?;
         let git = crate::case::git::toplevel(&self.root);
         let findings = self.findings(&tree, git.as_deref().map_err(String::as_str));
         let mut lines = findings.into_iter();
@@ -395,15 +401,8 @@ pub enum Field {
 /// The profile that applies to a task: a task directory's `project_profile.json`, else
 /// `craik.toml`'s `[project]`; `None` when there is neither.
 pub fn for_task(task: &Path, config: Option<&Loaded>) -> Result<Option<Profile>, Error> {
-    let dir = if task.is_dir() {
-        Some(task)
-    } else {
-        None
-    };
-    if let Some(file) = dir
-        .map(|d| d.join(PROFILE_FILE))
-        .filter(|f| f.is_file())
-    {
+    let dir = if task.is_dir() { Some(task) } else { None };
+    if let Some(file) = dir.map(|d| d.join(PROFILE_FILE)).filter(|f| f.is_file()) {
         return Profile::from_file(&file).map(Some);
     }
     Ok(config.map(Profile::from_config))

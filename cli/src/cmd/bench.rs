@@ -1074,8 +1074,12 @@ pub(crate) fn case(
     )));
     let repo = scratch.0.join("repo");
     let total = megabytes.saturating_mul(1_000_000);
-    let each = usize::try_from(total / files as u64).unwrap_or(usize::MAX).max(64);
-    out.progress(format_args!("generating {files} docs files, {megabytes} MB"))?;
+    let each = usize::try_from(total / files as u64)
+        .unwrap_or(usize::MAX)
+        .max(64);
+    out.progress(format_args!(
+        "generating {files} docs files, {megabytes} MB"
+    ))?;
     let filler = "Craik keeps the boundary; the runner proposes and the kernel decides. ";
     for i in 0..files {
         let dir = repo.join(format!("docs/part{:03}", i / 100));
@@ -1087,7 +1091,11 @@ pub(crate) fn case(
         let mut text = format!(
             "# Document {i}\n\nSee `docs/part{:03}/doc{next:05}.md`{}.\n\n",
             next / 100,
-            if i % 100 == 0 { format!(" and `src/missing{i}.rs`") } else { String::new() }
+            if i % 100 == 0 {
+                format!(" and `src/missing{i}.rs`")
+            } else {
+                String::new()
+            }
         );
         while text.len() < each {
             text.push_str(filler);
@@ -1099,7 +1107,12 @@ pub(crate) fn case(
     let git = |args: &[&str]| -> std::result::Result<(), Failure> {
         let status = std::process::Command::new("git")
             .current_dir(&repo)
-            .args(["-c", "user.name=bench", "-c", "user.email=bench@example.invalid"])
+            .args([
+                "-c",
+                "user.name=bench",
+                "-c",
+                "user.email=bench@example.invalid",
+            ])
             .args(args)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -1181,7 +1194,11 @@ pub(crate) fn case(
         runs,
         case_build_ms,
         baseline_ms,
-        ratio: if baseline_ms > 0.0 { case_build_ms / baseline_ms } else { 0.0 },
+        ratio: if baseline_ms > 0.0 {
+            case_build_ms / baseline_ms
+        } else {
+            0.0
+        },
         goal_ratio: 1.5,
         max_rss_kb,
         rss_own_phase: own_phase,
@@ -1201,8 +1218,12 @@ pub(crate) fn case(
     out.line(format_args!(
         "case build over {files} docs files ({megabytes} MB, git repository), median of {runs}:"
     ))?;
-    out.line(format_args!("  case build                         {case_build_ms:>10.1} ms"))?;
-    out.line(format_args!("  git ls-files | xargs sha256sum     {baseline_ms:>10.1} ms"))?;
+    out.line(format_args!(
+        "  case build                         {case_build_ms:>10.1} ms"
+    ))?;
+    out.line(format_args!(
+        "  git ls-files | xargs sha256sum     {baseline_ms:>10.1} ms"
+    ))?;
     out.line(format_args!(
         "  ratio                              {:>10.2}x (goal <= 1.5x)",
         result.ratio
@@ -1211,7 +1232,11 @@ pub(crate) fn case(
         Some(kb) => out.line(format_args!(
             "  max RSS                            {:>10.1} MB{}",
             kb as f64 / 1024.0,
-            if own_phase { "" } else { " (the process's peak: clear_refs refused)" }
+            if own_phase {
+                ""
+            } else {
+                " (the process's peak: clear_refs refused)"
+            }
         ))?,
         None => out.line("  max RSS                            unknown (no /proc/self/status)")?,
     }

@@ -59,15 +59,25 @@ pub(crate) fn project_show(
             one_line(&v.join(", "))
         }
     };
-    out.line(format_args!("project {} ({})", one_line(&p.id), one_line(&p.name)))?;
-    out.line(format_args!("  from        {}", one_line(&profile.file.display().to_string())))?;
+    out.line(format_args!(
+        "project {} ({})",
+        one_line(&p.id),
+        one_line(&p.name)
+    ))?;
+    out.line(format_args!(
+        "  from        {}",
+        one_line(&profile.file.display().to_string())
+    ))?;
     out.line(format_args!(
         "  repository  {} (git work tree {})",
         one_line(&profile.root.display().to_string()),
         one_line(&top.display().to_string())
     ))?;
     out.line(format_args!("  docs paths  {}", list(&p.docs.paths)))?;
-    out.line(format_args!("  immutable   {}", list(&p.docs.immutable_paths)))?;
+    out.line(format_args!(
+        "  immutable   {}",
+        list(&p.docs.immutable_paths)
+    ))?;
     out.line(format_args!(
         "  discovery   include {}; exclude {}",
         list(&profile.discovery.include),
@@ -84,7 +94,10 @@ pub(crate) fn task_parts(
     if task.is_dir() {
         let file = task.join("task_request.json");
         if !file.is_file() {
-            return Err(Failure::usage(format!("{}: no task_request.json", task.display())));
+            return Err(Failure::usage(format!(
+                "{}: no task_request.json",
+                task.display()
+            )));
         }
         let opt = |name: &str| Some(task.join(name)).filter(|p| p.is_file());
         let intent = opt("intent_lock.json")
@@ -104,7 +117,13 @@ pub(crate) fn task_parts(
 /// The home's history for a case file: the home, if it exists, and its keys, if it has any.
 pub(crate) fn history(
     given: Option<&Path>,
-) -> Result<(Option<craik_host::run::store::Home>, Option<craik_kernel::KeyRing>), Failure> {
+) -> Result<
+    (
+        Option<craik_host::run::store::Home>,
+        Option<craik_kernel::KeyRing>,
+    ),
+    Failure,
+> {
     let (root, _) = crate::cmd::config::home(given)?;
     if !root.is_dir() {
         return Ok((None, None));
@@ -153,7 +172,10 @@ pub(crate) fn build(out: &mut Out, format: Format, args: &BuildArgs<'_>) -> Resu
     }
     summary(out, &built.case)?;
     if let Some(file) = args.out {
-        out.line(format_args!("  written     {}", one_line(&file.display().to_string())))?;
+        out.line(format_args!(
+            "  written     {}",
+            one_line(&file.display().to_string())
+        ))?;
     }
     Ok(Exit::Ok)
 }
@@ -162,7 +184,11 @@ pub(crate) fn build(out: &mut Out, format: Format, args: &BuildArgs<'_>) -> Resu
 pub(crate) fn summary(out: &mut Out, case: &craik_contracts::CaseFile) -> Result<(), Failure> {
     let get = |k: &str| case.repo_state.0.get(k).cloned().unwrap_or_default();
     let text = |v: serde_json::Value| v.as_str().map_or_else(|| "-".to_owned(), one_line);
-    out.line(format_args!("case {} for task {}", case.id, one_line(&case.task_id)))?;
+    out.line(format_args!(
+        "case {} for task {}",
+        case.id,
+        one_line(&case.task_id)
+    ))?;
     if get("git").as_bool() == Some(true) {
         out.line(format_args!(
             "  repository  branch {}, head {}, {} dirty path(s)",
@@ -176,7 +202,13 @@ pub(crate) fn summary(out: &mut Out, case: &craik_contracts::CaseFile) -> Result
     let immutable = case
         .evidence
         .iter()
-        .filter(|e| e.metadata.0.get("immutable").and_then(serde_json::Value::as_bool) == Some(true))
+        .filter(|e| {
+            e.metadata
+                .0
+                .get("immutable")
+                .and_then(serde_json::Value::as_bool)
+                == Some(true)
+        })
         .count();
     out.line(format_args!(
         "  docs        {} ({} immutable); {} immutable path(s)",
@@ -194,7 +226,10 @@ pub(crate) fn summary(out: &mut Out, case: &craik_contracts::CaseFile) -> Result
     for risk in &case.stale_risks {
         out.line(format_args!("    {}", one_line(risk)))?;
     }
-    out.line(format_args!("  verify      {}", case.verification_plan.len()))?;
+    out.line(format_args!(
+        "  verify      {}",
+        case.verification_plan.len()
+    ))?;
     for step in &case.verification_plan {
         out.line(format_args!("    {}", one_line(step)))?;
     }
@@ -215,7 +250,9 @@ pub(crate) fn summary(out: &mut Out, case: &craik_contracts::CaseFile) -> Result
         out.line(format_args!(
             "    {}: {} — {}",
             text(o.get("section").cloned().unwrap_or_default()),
-            o.get("count").and_then(serde_json::Value::as_u64).unwrap_or(0),
+            o.get("count")
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(0),
             text(o.get("reason").cloned().unwrap_or_default())
         ))?;
     }

@@ -16,7 +16,12 @@ fn git(dir: &Path, args: &[&str]) {
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
         .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
-        .args(["-c", "user.name=Craik Test", "-c", "user.email=test@example.invalid"])
+        .args([
+            "-c",
+            "user.name=Craik Test",
+            "-c",
+            "user.email=test@example.invalid",
+        ])
         .args(args)
         .output()
         .unwrap();
@@ -91,7 +96,10 @@ fn issue_21_case_build_on_a_fresh_clone_of_docs_review_is_byte_identical() {
         String::from_utf8(first.stdout).unwrap()
     );
     // And the human summary.
-    let human = in_dir(&clone, &["case", "build", "examples/docs-review", "--home", home]);
+    let human = in_dir(
+        &clone,
+        &["case", "build", "examples/docs-review", "--home", home],
+    );
     insta::assert_snapshot!("docs_review_case_summary", transcript(&human));
 }
 
@@ -109,7 +117,13 @@ fn issue_21_a_run_signs_the_profile_hash_and_binds_its_case_file() {
     assert_eq!(case["task_id"], "task_docs_review");
     let shown = in_dir(
         &repo_root(),
-        &["project", "show", "examples/docs-review", "--format", "json"],
+        &[
+            "project",
+            "show",
+            "examples/docs-review",
+            "--format",
+            "json",
+        ],
     );
     assert_eq!(shown.status.code(), Some(0), "{}", transcript(&shown));
     let profile_sha = json(&shown)["sha256"].as_str().unwrap().to_owned();
@@ -174,7 +188,8 @@ fn issue_21_resume_and_verify_refuse_an_edited_case_file() {
     );
     assert_eq!(verify.status.code(), Some(1), "{}", transcript(&verify));
     assert!(
-        String::from_utf8_lossy(&verify.stdout).contains("case_file: seq 0: case_file.json: changed"),
+        String::from_utf8_lossy(&verify.stdout)
+            .contains("case_file: seq 0: case_file.json: changed"),
         "{}",
         transcript(&verify)
     );
@@ -182,7 +197,14 @@ fn issue_21_resume_and_verify_refuse_an_edited_case_file() {
     std::fs::remove_file(&case).unwrap();
     let verify = in_dir(
         dir.path(),
-        &["receipts", "verify", home.join("runs").join(&id).to_str().unwrap(), "--allow-open", "--home", h],
+        &[
+            "receipts",
+            "verify",
+            home.join("runs").join(&id).to_str().unwrap(),
+            "--allow-open",
+            "--home",
+            h,
+        ],
     );
     assert_eq!(verify.status.code(), Some(1), "{}", transcript(&verify));
 }
@@ -193,7 +215,11 @@ fn initialised(dir: &Path) -> std::path::PathBuf {
     repo(&root);
     std::fs::create_dir_all(root.join("docs")).unwrap();
     std::fs::write(root.join("README.md"), "# Readme\n").unwrap();
-    std::fs::write(root.join("docs/guide.md"), "# Guide\n\nSee `src/main.rs`.\n").unwrap();
+    std::fs::write(
+        root.join("docs/guide.md"),
+        "# Guide\n\nSee `src/main.rs`.\n",
+    )
+    .unwrap();
     let state = dir.join("state");
     let out = craik()
         .env_remove("CRAIK_CONFIG")
@@ -227,14 +253,26 @@ fn issue_21_project_show_reads_craik_toml_and_refuses_a_bad_profile_in_one_line(
     let ok = with_config(&root, &["project", "show", "--format", "json"]);
     assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
     let shown = json(&ok);
-    assert_eq!(shown["profile"]["docs"]["paths"], serde_json::json!(["docs/**", "README.md"]));
-    assert_eq!(shown["profile"]["docs"]["immutable_paths"], serde_json::json!(["docs/adr/**"]));
-    assert_eq!(shown["discovery"]["exclude"], serde_json::json!(["target/**", "node_modules/**"]));
+    assert_eq!(
+        shown["profile"]["docs"]["paths"],
+        serde_json::json!(["docs/**", "README.md"])
+    );
+    assert_eq!(
+        shown["profile"]["docs"]["immutable_paths"],
+        serde_json::json!(["docs/adr/**"])
+    );
+    assert_eq!(
+        shown["discovery"]["exclude"],
+        serde_json::json!(["target/**", "node_modules/**"])
+    );
     let sha = shown["sha256"].as_str().unwrap().to_owned();
     assert!(sha.starts_with("sha256:") && sha.len() == 71, "{sha}");
     // The hash follows the profile: another docs path, another hash.
     set_docs_paths(&root, "docs_paths = [\"docs/**\"]");
-    let changed = json(&with_config(&root, &["project", "show", "--format", "json"]));
+    let changed = json(&with_config(
+        &root,
+        &["project", "show", "--format", "json"],
+    ));
     assert_ne!(changed["sha256"].as_str().unwrap(), sha);
 
     let refused = |line: &str| {
@@ -246,19 +284,33 @@ fn issue_21_project_show_reads_craik_toml_and_refuses_a_bad_profile_in_one_line(
         err
     };
     let err = refused("docs_paths = [\"docs/**\", \"nope/**\"]");
-    assert!(err.contains("craik.toml: project.docs_paths[1] `nope/**`: matches no file in the repository"), "{err}");
+    assert!(
+        err.contains(
+            "craik.toml: project.docs_paths[1] `nope/**`: matches no file in the repository"
+        ),
+        "{err}"
+    );
     std::os::unix::fs::symlink("/etc", root.join("linked")).unwrap();
     let err = refused("docs_paths = [\"linked/**\"]");
-    assert!(err.contains("project.docs_paths[0] `linked/**`: leads through a symbolic link"), "{err}");
+    assert!(
+        err.contains("project.docs_paths[0] `linked/**`: leads through a symbolic link"),
+        "{err}"
+    );
     let err = refused("docs_paths = [\"../outside/**\"]");
-    assert!(err.contains("project.docs_paths[0] `../outside/**`"), "{err}");
+    assert!(
+        err.contains("project.docs_paths[0] `../outside/**`"),
+        "{err}"
+    );
     // No git repository.
     set_docs_paths(&root, "docs_paths = [\"docs/**\"]");
     std::fs::remove_dir_all(root.join(".git")).unwrap();
     let out = with_config(&root, &["project", "show"]);
     assert_eq!(out.status.code(), Some(3), "{}", transcript(&out));
     let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.contains("project.repository `.`: no git repository"), "{err}");
+    assert!(
+        err.contains("project.repository `.`: no git repository"),
+        "{err}"
+    );
     // case build refuses the same way; a run goes on and records it as a stale risk.
     let out = with_config(&root, &["case", "build", "--help"]);
     assert_eq!(out.status.code(), Some(0));
@@ -282,7 +334,10 @@ fn issue_21_a_hostile_git_configuration_runs_nothing() {
         ("filter.evil.clean", format!("touch {m}.clean; cat")),
         ("filter.evil.process", format!("touch {m}.process")),
         ("diff.evil.textconv", format!("touch {m}.textconv; cat")),
-        ("core.hooksPath", dir.path().join("hooks").display().to_string()),
+        (
+            "core.hooksPath",
+            dir.path().join("hooks").display().to_string(),
+        ),
     ] {
         git(&root, &["config", key, &value]);
     }
@@ -312,14 +367,21 @@ fn issue_21_a_hostile_git_configuration_runs_nothing() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
     let case = json(&out);
-    assert_eq!(case["repo_state"]["dirty"], serde_json::json!(["M docs/a.md"]), "{case}");
+    assert_eq!(
+        case["repo_state"]["dirty"],
+        serde_json::json!([".M docs/a.md"]),
+        "{case}"
+    );
     let planted: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .filter_map(Result::ok)
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with("MARKER"))
         .collect();
-    assert!(planted.is_empty(), "git ran the repository's commands: {planted:?}");
+    assert!(
+        planted.is_empty(),
+        "git ran the repository's commands: {planted:?}"
+    );
     // The same git, called carelessly, does run them: the test would catch a regression.
     std::process::Command::new("git")
         .current_dir(&root)
@@ -382,7 +444,15 @@ fn issue_21_a_hostile_repository_is_listed_safely() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
     let text = String::from_utf8(out.stdout.clone()).unwrap();
-    for absent in [secret, "AGENTS-MARKER", "CRAIK-STATE-MARKER", "root:", "forged", "\\u001b", "evil"] {
+    for absent in [
+        secret,
+        "AGENTS-MARKER",
+        "CRAIK-STATE-MARKER",
+        "root:",
+        "forged",
+        "\\u001b",
+        "evil",
+    ] {
         assert!(!text.contains(absent), "`{absent}` leaked: {text}");
     }
     let case = json(&out);
@@ -397,18 +467,39 @@ fn issue_21_a_hostile_repository_is_listed_safely() {
     };
     assert_eq!(entry("docs/deploy.md")["summary"], "Deploy with [REDACTED]");
     assert_eq!(entry("docs/logo.png")["metadata"]["binary"], true);
-    assert!(entry("docs/logo.png")["summary"].as_str().unwrap().starts_with("binary file"));
+    assert!(
+        entry("docs/logo.png")["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("binary file")
+    );
     let huge = entry("docs/huge.bin");
     assert_eq!(huge["metadata"]["size"], 1u64 << 30);
     assert_eq!(huge["metadata"]["sha256"], Value::Null);
-    assert_eq!(entry("docs/AGENTS.md")["metadata"]["protected"], "agent-config");
+    assert_eq!(
+        entry("docs/AGENTS.md")["metadata"]["protected"],
+        "agent-config"
+    );
     assert_eq!(entry("docs/AGENTS.md")["metadata"]["sha256"], Value::Null);
-    let listed: Vec<&str> = case["docs"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect();
+    let listed: Vec<&str> = case["docs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_str().unwrap())
+        .collect();
     assert_eq!(
         listed,
-        vec!["docs/AGENTS.md", "docs/deploy.md", "docs/huge.bin", "docs/logo.png", "docs/ok.md"]
+        vec![
+            "docs/AGENTS.md",
+            "docs/deploy.md",
+            "docs/huge.bin",
+            "docs/logo.png",
+            "docs/ok.md"
+        ]
     );
-    let omissions = case["context_budget"]["context_omissions"].as_array().unwrap();
+    let omissions = case["context_budget"]["context_omissions"]
+        .as_array()
+        .unwrap();
     let count = |reason: &str| {
         omissions
             .iter()
@@ -417,7 +508,8 @@ fn issue_21_a_hostile_repository_is_listed_safely() {
     };
     assert_eq!(count("symbolic links"), Some(4), "{omissions:?}");
     assert_eq!(count("names that are not valid"), Some(2), "{omissions:?}");
-    assert_eq!(count("`.git` and `.craik`"), Some(1), "{omissions:?}");
+    // The repository's `.git` and `docs/.craik`.
+    assert_eq!(count("`.git` and `.craik`"), Some(2), "{omissions:?}");
     assert_eq!(count("protected paths"), Some(1), "{omissions:?}");
     assert_eq!(count("larger than 256 MiB"), Some(1), "{omissions:?}");
 }
@@ -455,7 +547,17 @@ fn issue_21_a_repository_of_100_000_files_stays_within_budget_and_memory() {
         .env("CRAIK_CONFIG", "none")
         .args(["-f", "maxrss %M"])
         .arg(assert_cmd::cargo::cargo_bin("craik"))
-        .args(["case", "build", ".", "--format", "json", "--max-tokens", "8000", "--home", "nohome"])
+        .args([
+            "case",
+            "build",
+            ".",
+            "--format",
+            "json",
+            "--max-tokens",
+            "8000",
+            "--home",
+            "nohome",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
@@ -469,14 +571,19 @@ fn issue_21_a_repository_of_100_000_files_stays_within_budget_and_memory() {
     assert!(kb < 200 * 1024, "max RSS {kb} KiB");
     let case = json(&out);
     let budget = &case["context_budget"];
-    assert!(budget["estimated_tokens"].as_u64().unwrap() <= 8000, "{budget}");
+    assert!(
+        budget["estimated_tokens"].as_u64().unwrap() <= 8000,
+        "{budget}"
+    );
     assert_eq!(budget["within_budget"], true);
     let kept = case["docs"].as_array().unwrap().len() as u64;
     let cut = budget["context_omissions"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|o| o["section"] == "docs" && o["reason"].as_str().unwrap().starts_with("token budget"))
+        .find(|o| {
+            o["section"] == "docs" && o["reason"].as_str().unwrap().starts_with("token budget")
+        })
         .map(|o| o["count"].as_u64().unwrap())
         .unwrap_or_else(|| panic!("{budget}"));
     assert_eq!(kept + cut, 100_000, "{budget}");

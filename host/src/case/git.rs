@@ -29,7 +29,8 @@ pub struct RepoState {
     /// The checked-out branch (`None`: detached or unborn without a name).
     pub branch: Option<String>,
     /// Paths (relative to the profile's root) with uncommitted changes or untracked, with
-    /// their two-letter porcelain status, sorted.
+    /// their two-letter porcelain status (`.M`: changed in the work tree; `??`: untracked),
+    /// sorted.
     pub dirty: Vec<(String, String)>,
     /// Paths under the root git reported that are not valid names (control characters,
     /// not UTF-8): counted, never listed.
@@ -138,11 +139,15 @@ pub fn state(root: &Path) -> Result<RepoState, String> {
         .map_err(|_| "git printed a prefix that is not UTF-8")?
         .trim_end_matches('\n')
         .to_owned();
-    let head = git(root, &[], &["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
-        .ok()
-        .and_then(|o| String::from_utf8(o).ok())
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit()));
+    let head = git(
+        root,
+        &[],
+        &["rev-parse", "--verify", "--quiet", "HEAD^{commit}"],
+    )
+    .ok()
+    .and_then(|o| String::from_utf8(o).ok())
+    .map(|s| s.trim().to_owned())
+    .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit()));
     let branch = git(root, &[], &["symbolic-ref", "--quiet", "--short", "HEAD"])
         .ok()
         .and_then(|o| String::from_utf8(o).ok())
@@ -170,7 +175,8 @@ pub fn state(root: &Path) -> Result<RepoState, String> {
     };
     for entry in out.split(|b| *b == 0).filter(|e| e.len() > 3) {
         let (code, path) = entry.split_at(3);
-        let code = String::from_utf8_lossy(code).trim_end().to_owned();
+        // Porcelain v1's `XY` with an unchanged side as `.` (as porcelain v2 writes it).
+        let code = String::from_utf8_lossy(code).trim_end().replace(' ', ".");
         match std::str::from_utf8(path) {
             Ok(p) if !p.chars().any(char::is_control) => {
                 // Porcelain paths are relative to the top of the work tree.

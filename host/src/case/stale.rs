@@ -40,7 +40,11 @@ fn path_like(word: &str) -> bool {
     {
         return false;
     }
-    let last = word.trim_end_matches('/').rsplit('/').next().unwrap_or_default();
+    let last = word
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or_default();
     let ext = last.rsplit_once('.').map(|(_, e)| e);
     word.contains('/') && last.contains('.')
         || ext.is_some_and(|e| EXTENSIONS.contains(&e))
@@ -76,7 +80,9 @@ pub fn mentions(text: &str, doc: &str) -> Vec<(String, String)> {
         let Some(end) = after.find(')') else { break };
         let target = after.get(..end).unwrap_or_default();
         let target = target.split(['#', '?']).next().unwrap_or_default();
-        if !target.contains(':') && path_like(target.trim_start_matches("./")) || target.starts_with("../") {
+        if !target.contains(':') && path_like(target.trim_start_matches("./"))
+            || target.starts_with("../")
+        {
             let clean = target.trim_start_matches("./").trim_end_matches('/');
             let resolved = if dir.is_empty() {
                 clean.to_owned()

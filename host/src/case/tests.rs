@@ -10,7 +10,10 @@ use super::*;
 
 const FILES: &[(&str, &str)] = &[
     ("README.md", "# Readme\n\nSee `docs/a.md`.\n"),
-    ("docs/a.md", "# A\n\nThe code is in `src/named.rs`; `src/gone.rs` was removed.\n"),
+    (
+        "docs/a.md",
+        "# A\n\nThe code is in `src/named.rs`; `src/gone.rs` was removed.\n",
+    ),
     ("docs/b.md", "# B\n\nNothing named here.\n"),
     ("docs/adr/0001.md", "# ADR 1\n"),
     ("src/named.rs", "// named\n"),
@@ -146,20 +149,33 @@ fn issue_21_the_budget_cuts_lowest_priority_first_and_lists_every_cut() {
     assert_eq!(budget["within_budget"], serde_json::json!(true));
     // The compact form is what the estimate measures (the estimate's own digits aside).
     let actual = tokens_of(serde_json::to_vec(case).unwrap().len());
-    assert!(actual <= estimated && estimated - actual <= 1, "{actual} {budget:?}");
+    assert!(
+        actual <= estimated && estimated - actual <= 1,
+        "{actual} {budget:?}"
+    );
     // Docs (lower priority) are all cut before stale risks (higher) are.
     let omissions = budget["context_omissions"].as_array().unwrap();
     let cut = |section: &str| {
         omissions
             .iter()
-            .find(|o| o["section"] == section && o["reason"].as_str().unwrap().starts_with("token budget"))
+            .find(|o| {
+                o["section"] == section && o["reason"].as_str().unwrap().starts_with("token budget")
+            })
             .map(|o| o["count"].as_u64().unwrap())
     };
     assert_eq!(cut("docs"), Some(200), "{omissions:?}");
     assert!(case.docs.is_empty() && case.evidence.is_empty());
     let risks_cut = cut("stale_risks").unwrap_or(0);
-    assert_eq!(case.stale_risks.len() as u64 + risks_cut, 201, "{omissions:?}");
+    assert_eq!(
+        case.stale_risks.len() as u64 + risks_cut,
+        201,
+        "{omissions:?}"
+    );
     assert!(!case.stale_risks.is_empty());
     // Kept risks are the first ones, in order.
-    assert!(case.stale_risks[0].starts_with("missing-path: docs/d000.md"), "{:?}", case.stale_risks);
+    assert!(
+        case.stale_risks[0].starts_with("missing-path: docs/d000.md"),
+        "{:?}",
+        case.stale_risks
+    );
 }

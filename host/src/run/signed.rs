@@ -122,7 +122,10 @@ pub fn bound_inputs(dir: &dyn RunStore, keys: &KeyRing) -> Result<Inputs, Error>
     }
     let inputs: Inputs = serde_json::from_slice(&bytes)
         .map_err(|e| Error::invalid(format!("{}: {e}", path.display()), Vec::new()))?;
-    if let Some(why) = case_file_mismatch(&dir.file(crate::case::CASE_FILE), inputs.case_file_sha256.as_deref()) {
+    if let Some(why) = case_file_mismatch(
+        &dir.file(crate::case::CASE_FILE),
+        inputs.case_file_sha256.as_deref(),
+    ) {
         return Err(Error::invalid(
             format!("{why}; a run continues only with the inputs it started with"),
             Vec::new(),
@@ -143,7 +146,9 @@ pub fn case_file_mismatch(path: &std::path::Path, signed: Option<&str>) -> Optio
                 format!("{name}: changed since the run started ({digest}; the run.inputs receipt signs {signed})")
             })
         }
-        (Err(e), Some(signed)) => Some(format!("{name}: {e}; the run.inputs receipt signs {signed}")),
+        (Err(e), Some(signed)) => Some(format!(
+            "{name}: {e}; the run.inputs receipt signs {signed}"
+        )),
         (Ok(_), None) => Some(format!(
             "{name}: present, but the run's signed inputs name no case file"
         )),

@@ -592,7 +592,7 @@ pub fn build(req: &Request<'_>) -> Result<Built, Error> {
         &mut case,
         dirty_lines,
         req.max_tokens,
-        &mut omitted,
+        &omitted,
         docs_cut,
     );
     let bytes = finish(&mut case)?;
@@ -620,7 +620,7 @@ fn fit(
     case: &mut CaseFile,
     mut dirty: Vec<String>,
     max: u64,
-    omitted: &mut Vec<Value>,
+    omitted: &[Value],
     docs_cut: (usize, u64),
 ) {
     let mut cuts: Vec<(usize, u64)> = vec![(0, 0); CUT_ORDER.len()];

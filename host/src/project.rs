@@ -345,10 +345,10 @@ impl Profile {
             let mut hit = vec![false; list.len()];
             for rel in tree.files.keys() {
                 for (i, (m, u)) in specs.entries.iter().zip(&specs.under).enumerate() {
-                    if m.is_match(rel) || u.as_ref().is_some_and(|u| u.is_match(rel)) {
-                        if let Some(h) = hit.get_mut(i) {
-                            *h = true;
-                        }
+                    if (m.is_match(rel) || u.as_ref().is_some_and(|u| u.is_match(rel)))
+                        && let Some(h) = hit.get_mut(i)
+                    {
+                        *h = true;
                     }
                 }
             }

@@ -588,13 +588,7 @@ pub fn build(req: &Request<'_>) -> Result<Built, Error> {
         }
     }
     case.recent_handoffs = handoffs;
-    fit(
-        &mut case,
-        dirty_lines,
-        req.max_tokens,
-        &omitted,
-        docs_cut,
-    );
+    fit(&mut case, dirty_lines, req.max_tokens, &omitted, docs_cut);
     let bytes = finish(&mut case)?;
     Ok(Built { case, bytes })
 }

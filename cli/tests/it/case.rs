@@ -589,3 +589,109 @@ fn issue_21_a_repository_of_100_000_files_stays_within_budget_and_memory() {
     assert_eq!(kept + cut, 100_000, "{budget}");
     assert!(kept > 0);
 }
+
+/// Two runs of the project whose approved facts disagree: both facts, with their trust class,
+/// one open contradiction, both handoffs; a fact whose file was edited after its review is
+/// left out and counted.
+#[test]
+fn issue_21_handoffs_approved_facts_and_contradictions_come_from_the_home() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let example = repo_root().join("examples/docs-review");
+    let (exit, _, text) = crate::runs::run_example(&home, &example, &[]);
+    assert_eq!(exit, 0, "{text}");
+    // The same task, its runner observing another value for the same fact.
+    let other = dir.path().join("docs-review-2");
+    crate::policy::copy_dir(&example, &other);
+    let scenario = other.join("scenario.json");
+    let edited = std::fs::read_to_string(&scenario).unwrap().replace(
+        "parse() returns the input length in bytes",
+        "parse() returns the input length in characters",
+    );
+    std::fs::write(&scenario, edited).unwrap();
+    let (exit, _, text) = crate::runs::run_example(&home, &other, &[]);
+    assert_eq!(exit, 0, "{text}");
+    let list = crate::runs::json_out(&home, &["memory", "list"]);
+    let ids: Vec<String> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 2, "{list}");
+    for id in &ids {
+        let out = craik()
+            .args([
+                "memory",
+                "approve",
+                id,
+                "--by",
+                "user:alice",
+                "--reason",
+                "checked",
+                "--home",
+            ])
+            .arg(&home)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    }
+    let build = || {
+        let out = in_dir(
+            &repo_root(),
+            &[
+                "case",
+                "build",
+                "examples/docs-review",
+                "--format",
+                "json",
+                "--home",
+                home.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+        json(&out)
+    };
+    let case = build();
+    let facts = case["facts"].as_array().unwrap();
+    assert_eq!(facts.len(), 2, "{case}");
+    assert!(facts.iter().all(|f| f["trust_class"] == "observed"));
+    let contradictions = case["contradictions"].as_array().unwrap();
+    assert_eq!(contradictions.len(), 1, "{case}");
+    assert_eq!(contradictions[0]["status"], "open");
+    let mut named: Vec<String> = contradictions[0]["facts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap().to_owned())
+        .collect();
+    named.sort();
+    let mut expected = ids.clone();
+    expected.sort();
+    assert_eq!(named, expected);
+    let handoffs = case["recent_handoffs"].as_array().unwrap();
+    assert_eq!(handoffs.len(), 2, "{case}");
+    assert!(
+        handoffs
+            .iter()
+            .all(|h| h.as_str().unwrap().contains("completed"))
+    );
+    // An approved fact edited after its review is not taken.
+    let path = home.join("memory").join(format!("{}.json", ids[0]));
+    let mut forged: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    forged["fact"]["value"] = Value::from("forged after review");
+    std::fs::write(&path, serde_json::to_vec_pretty(&forged).unwrap()).unwrap();
+    let case = build();
+    assert_eq!(case["facts"].as_array().unwrap().len(), 1, "{case}");
+    assert!(case["contradictions"].as_array().unwrap().is_empty());
+    assert!(!case.to_string().contains("forged after review"));
+    let omissions = case["context_budget"]["context_omissions"]
+        .as_array()
+        .unwrap();
+    assert!(
+        omissions.iter().any(|o| o["section"] == "facts"
+            && o["count"] == 1
+            && o["reason"].as_str().unwrap().contains("signed review")),
+        "{omissions:?}"
+    );
+}

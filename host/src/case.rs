@@ -202,6 +202,49 @@ fn read_doc(
     doc
 }
 
+/// Reads `wanted` docs (path, size, immutable) on up to 4 threads, each a contiguous run of
+/// the list; results (and the doc rules' findings) are joined in the list's order, so the
+/// outcome does not depend on which thread finished first.
+fn read_docs(
+    root: &std::path::Path,
+    wanted: &[(&str, u64, bool)],
+    tree: &scan::Tree,
+    risks: &mut Vec<String>,
+) -> Result<Vec<Doc>, Error> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .clamp(1, 4);
+    let chunk = wanted.len().div_ceil(threads).max(1);
+    let read = |part: &[(&str, u64, bool)]| {
+        let mut found = Vec::new();
+        let docs: Vec<Doc> = part
+            .iter()
+            .map(|(rel, size, imm)| read_doc(root, rel, (*size, *imm), tree, &mut found))
+            .collect();
+        (docs, found)
+    };
+    // A reader that panicked fails the case file: never a case file short of its docs.
+    let parts: Result<Vec<(Vec<Doc>, Vec<String>)>, Error> = std::thread::scope(|scope| {
+        let handles: Vec<_> = wanted
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || read(part)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .map_err(|_| Error::internal("a docs reader thread panicked"))
+            })
+            .collect()
+    });
+    let mut docs = Vec::with_capacity(wanted.len());
+    for (d, r) in parts? {
+        docs.extend(d);
+        risks.extend(r);
+    }
+    Ok(docs)
+}
+
 /// An omission entry of `context_budget.context_omissions`.
 fn omission(section: &str, count: usize, reason: &str, tokens: u64) -> Value {
     json!({"count": count, "reason": reason, "section": section, "tokens": tokens})
@@ -432,8 +475,8 @@ pub fn build(req: &Request<'_>) -> Result<Built, Error> {
     let included = |rel: &str| {
         (include.is_empty() || include.matching(rel).is_some()) && exclude.matching(rel).is_none()
     };
-    let mut docs: Vec<Doc> = Vec::new();
     let mut adrs: Vec<String> = Vec::new();
+    let mut wanted: Vec<(&str, u64, bool)> = Vec::new();
     for (rel, meta) in &tree.files {
         if !included(rel) {
             continue;
@@ -443,15 +486,10 @@ pub fn build(req: &Request<'_>) -> Result<Built, Error> {
             adrs.push(rel.clone());
         }
         if docs_specs.matching(rel).is_some() {
-            docs.push(read_doc(
-                root,
-                rel,
-                (meta.size, is_immutable),
-                &tree,
-                &mut risks,
-            ));
+            wanted.push((rel.as_str(), meta.size, is_immutable));
         }
     }
+    let docs = read_docs(root, &wanted, &tree, &mut risks)?;
     let walk_notes = [
         (
             tree.skipped.symlinks,

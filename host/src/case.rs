@@ -224,7 +224,8 @@ fn read_docs(
         (docs, found)
     };
     // A reader that panicked fails the case file: never a case file short of its docs.
-    let parts: Result<Vec<(Vec<Doc>, Vec<String>)>, Error> = std::thread::scope(|scope| {
+    type Part = (Vec<Doc>, Vec<String>);
+    let parts: Result<Vec<Part>, Error> = std::thread::scope(|scope| {
         let handles: Vec<_> = wanted
             .chunks(chunk)
             .map(|part| scope.spawn(move || read(part)))

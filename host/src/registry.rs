@@ -305,6 +305,28 @@ impl Registry {
         Ok(registry)
     }
 
+    /// Every path the registry reads or names as something run or trusted: its files, and
+    /// each entry's matrix file, command, package source and read paths. A run keeps the ones
+    /// in its workspace immutable (outside testing round 8: a project entry's matrix file and
+    /// a `cli` entry's pinned CLI in the workspace were rewritten by a command mid-run).
+    pub fn input_paths(&self) -> Vec<PathBuf> {
+        let mut paths = self.files.clone();
+        for e in self.entries.values() {
+            let matrix = Path::new(&e.matrix_source);
+            if matrix.is_absolute() {
+                paths.push(matrix.to_path_buf());
+            }
+            if let Some(command) = e.command.as_deref().map(Path::new)
+                && command.is_absolute()
+            {
+                paths.push(command.to_path_buf());
+            }
+            paths.extend(e.source.iter().cloned());
+            paths.extend(e.read.iter().filter(|p| p.is_absolute()).cloned());
+        }
+        paths
+    }
+
     /// Every entry, by id.
     pub fn entries(&self) -> impl Iterator<Item = &Entry> {
         self.entries.values()

@@ -163,6 +163,9 @@ impl TargetPath {
         };
         if under_github(&["workflows", "actions"])
             || segments.iter().any(|s| EXEC_CONFIG_NAMES.contains(s))
+            || segments
+                .iter()
+                .any(|s| EXEC_CONFIG_SUFFIXES.iter().any(|x| s.ends_with(x)))
         {
             return Some(Protected::ExecConfig);
         }
@@ -323,7 +326,15 @@ impl Protected {
 }
 
 /// Names (at any depth, lowercase) of Craik's own inputs kept in a repository.
-const CRAIK_INPUT_NAMES: &[&str] = &["craik.toml", ".craik-tasks", ".craik-grants"];
+const CRAIK_INPUT_NAMES: &[&str] = &[
+    "craik.toml",
+    ".craik-tasks",
+    ".craik-grants",
+    "runners.toml",
+];
+
+/// Name endings (lowercase) of editor project files that define tasks run on open.
+const EXEC_CONFIG_SUFFIXES: &[&str] = &[".code-workspace", ".sublime-project"];
 
 /// Names (at any depth, lowercase) of configuration that executes code when a person or a
 /// tool enters the directory, opens it, commits, builds or runs CI in it: direnv, editor and
@@ -423,6 +434,35 @@ const EXEC_CONFIG_NAMES: &[&str] = &[
     "buildspec.yaml",
     ".tekton",
     "codeowners",
+    // Round 8: agents' auto-run files, dev environments that run commands, deploy and CI
+    // definitions, IDE tasks, hook and git configuration, dotenv files shells load.
+    ".openhands",
+    ".openhands_instructions",
+    ".bazeliskrc",
+    ".flox",
+    "pixi.toml",
+    "hermit.hcl",
+    "activate-hermit",
+    ".ddev",
+    ".lando.yml",
+    ".lando.yaml",
+    ".rtx.toml",
+    "mise.lock",
+    "netlify.toml",
+    "vercel.json",
+    "codemagic.yaml",
+    ".gitpod.dockerfile",
+    ".gitpod",
+    "action.yml",
+    "action.yaml",
+    ".fleet",
+    ".theia",
+    ".huskyrc",
+    ".huskyrc.json",
+    ".huskyrc.js",
+    ".lfsconfig",
+    ".env",
+    ".env.local",
     // Other version control systems' repositories (hooks, config that runs programs).
     ".hg",
     ".jj",

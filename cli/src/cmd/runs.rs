@@ -512,7 +512,7 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
             .chain(args.intent)
             .chain(args.envelope)
             .chain(args.config_inputs.iter().map(PathBuf::as_path))
-            .chain(registry.files.iter().map(PathBuf::as_path)),
+            .chain(registry.input_paths().iter().map(PathBuf::as_path)),
     ));
     let case_path = dir.path.join(craik_host::case::CASE_FILE);
     if let Err(e) = craik_host::fsio::write_atomic(&case_path, &case.bytes) {

@@ -150,18 +150,78 @@ fn inside(root: &Path, path: &Path) -> Option<PathBuf> {
     (!rel.as_os_str().is_empty()).then(|| rel.to_path_buf())
 }
 
-/// The words of a value that may name a file: split at whitespace and shell punctuation,
-/// `!` and quotes stripped, `~/` expanded.
-fn words(value: &str, home: Option<&Path>) -> Vec<PathBuf> {
-    value
-        .split(|c: char| c.is_whitespace() || ";|&()<>'\"`=,".contains(c))
-        .map(|w| w.trim_start_matches('!'))
-        .filter(|w| !w.is_empty() && !w.contains('$'))
-        .filter_map(|w| match w.strip_prefix("~/") {
-            Some(rest) => home.map(|h| h.join(rest)),
-            None => Some(PathBuf::from(w)),
-        })
-        .collect()
+/// The shell words of a command value, quotes removed the way `sh` removes them (`s''/x.sh`
+/// is `s/x.sh`), split at unquoted blanks and operators; `!` of an alias dropped.
+fn shell_words(value: &str) -> Vec<String> {
+    let value = value.trim_start().trim_start_matches('!');
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quote: Option<char> = None;
+    let mut chars = value.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some('"') | None, '\\') => word.extend(chars.next()),
+            (Some(_), c) => word.push(c),
+            (None, '\'' | '"') => quote = Some(c),
+            (None, c) if c.is_whitespace() || ";|&()<>`=,".contains(c) => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            (None, c) => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
+/// What a command value may run or read in the workspace, as paths relative to where git runs
+/// it (the working tree's top) and to every directory it `cd`s into; a leading `$VAR/` (`$PWD`,
+/// `${GIT_PREFIX}`, `$(pwd)`) read as that top. Words with another `$` cannot be known and are
+/// skipped (said in SECURITY.md).
+fn command_words(value: &str, home: Option<&Path>) -> Vec<PathBuf> {
+    let words = shell_words(value);
+    let mut bases = vec![PathBuf::new()];
+    for pair in words.windows(2) {
+        if let [cd, dir] = pair
+            && (cd == "cd" || cd == "pushd")
+        {
+            bases.push(PathBuf::from(strip_variable(dir)));
+        }
+    }
+    let mut out = Vec::new();
+    for w in &words {
+        let w = strip_variable(w);
+        if w.is_empty() || w.starts_with('-') || w.contains('$') {
+            continue;
+        }
+        let path = match w.strip_prefix("~/") {
+            Some(rest) => match home {
+                Some(h) => h.join(rest),
+                None => continue,
+            },
+            None => PathBuf::from(w),
+        };
+        if path.is_absolute() {
+            out.push(path);
+        } else {
+            out.extend(bases.iter().map(|b| b.join(&path)));
+        }
+    }
+    out
+}
+
+/// `$VAR/rest`, `${VAR}/rest`, `$(cmd)/rest` as `rest` (relative to the top), else the word.
+fn strip_variable(word: &str) -> &str {
+    if word.starts_with('$')
+        && let Some(slash) = word.find('/')
+    {
+        return word.get(slash + 1..).unwrap_or_default();
+    }
+    word
 }
 
 /// A path-valued setting's one path, `~/` expanded.
@@ -196,7 +256,7 @@ pub fn named_paths(root: &Path, files: Vec<PathBuf>, home: Option<&Path>) -> BTr
             let words = if path_key {
                 words_of_path(&s.value, home)
             } else {
-                words(&s.value, home)
+                command_words(&s.value, home)
             };
             for word in words {
                 // Includes are relative to the including file's directory; everything else
@@ -214,8 +274,26 @@ pub fn named_paths(root: &Path, files: Vec<PathBuf>, home: Option<&Path>) -> BTr
                 let Some(rel) = inside(root, &place) else {
                     continue;
                 };
-                if path_key || std::fs::symlink_metadata(root.join(&rel)).is_ok_and(|m| m.is_file())
-                {
+                // A path-valued setting's path, and of a command's words: a file (or a link)
+                // there, or one that may be created there — a word with a `/` or a `.`
+                // (outside testing round 8: a filter script named before it existed).
+                let meta = std::fs::symlink_metadata(root.join(&rel));
+                let text = rel.to_string_lossy().into_owned();
+                let may_be_file = match &meta {
+                    Ok(m) => !m.is_dir(),
+                    Err(_) => text.contains('/') || text.contains('.'),
+                };
+                if path_key || may_be_file {
+                    // What a link there leads to, when it is in the workspace, too.
+                    if meta.as_ref().is_ok_and(|m| m.file_type().is_symlink())
+                        && let Some(target) = root
+                            .join(&rel)
+                            .canonicalize()
+                            .ok()
+                            .and_then(|real| inside_real(root, &real))
+                    {
+                        named.insert(target);
+                    }
                     named.insert(rel);
                 }
             }
@@ -224,10 +302,24 @@ pub fn named_paths(root: &Path, files: Vec<PathBuf>, home: Option<&Path>) -> BTr
     named
 }
 
-/// The operator's configuration files (git reads them for every repository).
+/// `real` (a resolved path) relative to `root`'s real path, when it lies in it.
+fn inside_real(root: &Path, real: &Path) -> Option<PathBuf> {
+    let root = root.canonicalize().ok()?;
+    let rel = real.strip_prefix(root).ok()?;
+    (!rel.as_os_str().is_empty()).then(|| rel.to_path_buf())
+}
+
+/// The operator's configuration files (git reads them for every repository): the system and
+/// global files, and the ones `GIT_CONFIG_GLOBAL` / `GIT_CONFIG_SYSTEM` name instead.
 pub fn operator_files() -> Vec<PathBuf> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut files = vec![PathBuf::from("/etc/gitconfig")];
+    for var in ["GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM"] {
+        if let Some(v) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+            files.push(PathBuf::from(v));
+        }
+    }
+
     if let Some(h) = &home {
         files.push(h.join(".gitconfig"));
     }
@@ -285,6 +377,46 @@ mod tests {
                 ("include.path".into(), "../.gitconfig".into()),
                 ("diff.external".into(), "bin/d".into()),
             ]
+        );
+    }
+
+    /// Outside testing round 8, generated: a script named through quotes, after a `cd`,
+    /// behind `$PWD`, before it exists, through a link, by a glob, or in a file
+    /// `GIT_CONFIG_GLOBAL`-style names; never an option or a directory a command merely
+    /// names (over-naming is safe: a path that does not exist is only kept from being made).
+    #[test]
+    fn indirect_spellings_of_a_script_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        std::fs::create_dir_all(root.join("s")).unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::write(root.join("s/real.sh"), "x").unwrap();
+        std::os::unix::fs::symlink("real.sh", root.join("s/lnk.sh")).unwrap();
+        std::fs::write(
+            root.join(".git/config"),
+            "[alias]\n\tx1 = !sh s/new1.sh\n\tx2 = !sh s''/x2.sh\n\tx3 = !cd s && sh x3.sh\n\
+             \tx4 = !sh \"$PWD\"/s/x4.sh\n\tx5 = !sh s/x[5].sh\n\tk1 = !sh s/lnk.sh\n\
+             \tno = !sh $HOME$X/y.sh --flag\n[filter \"f\"]\n\tclean = s/new2.sh\n[core]\n\tfsmonitor = s/fsm.sh\n",
+        )
+        .unwrap();
+        let named = named_paths(&root, repository_files(&root), None);
+        for want in [
+            "s/new1.sh",
+            "s/x2.sh",
+            "s/x3.sh",
+            "s/x4.sh",
+            "s/x[5].sh",
+            "s/lnk.sh",
+            "s/real.sh",
+            "s/new2.sh",
+            "s/fsm.sh",
+        ] {
+            assert!(named.contains(Path::new(want)), "{want}: {named:?}");
+        }
+        assert!(!named.contains(Path::new("s")), "{named:?}");
+        assert!(
+            !named.iter().any(|p| p.to_string_lossy().contains("flag")),
+            "{named:?}"
         );
     }
 

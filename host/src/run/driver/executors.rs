@@ -445,6 +445,12 @@ impl Host {
             let rel = manifest::shown(rel);
             globs.push(craik_kernel::ImmutablePaths::glob_for(&rel, false));
             globs.push(craik_kernel::ImmutablePaths::glob_for(&rel, true));
+            // A word the shell expands (`s/x[5].sh`): what it may match, too.
+            if rel.contains(['*', '?', '['])
+                && craik_kernel::ImmutablePaths::new(std::slice::from_ref(&rel)).is_ok()
+            {
+                globs.push(rel);
+            }
         }
         craik_kernel::ImmutablePaths::new(&globs)
             .unwrap_or_else(|_| craik_kernel::ImmutablePaths::everything())

@@ -171,13 +171,14 @@ fn bound_from_its_own_name(path: &Path) -> bool {
     };
     // The last mount on `path` is the one seen; its fourth field is the bound root.
     info.lines()
+        .rev()
         .filter_map(|l| {
             let mut f = l.split(' ');
             let root = f.nth(3)?;
             let point = f.next()?;
             (point == want).then_some(root)
         })
-        .last()
+        .next()
         .is_some_and(|root| {
             let root = Path::new(root);
             root.file_name() == path.file_name() && !root.starts_with("/etc")

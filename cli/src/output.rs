@@ -50,6 +50,12 @@ pub(crate) struct Out {
     stderr: io::Stderr,
     /// Diagnostics are dropped (a command run in process by a benchmark).
     quiet: bool,
+    /// How a run's progress is shown (`craik run`, `craik runs resume`).
+    pub(crate) live: crate::live::Live,
+    /// `--format jsonl`: a run's summary is the last line of its JSON-lines stream.
+    pub(crate) jsonl: bool,
+    /// The numbering of a run's JSON-lines stream.
+    pub(crate) seq: crate::live::Seq,
 }
 
 /// Buffered stdout that treats a closed reader as the end of output, not an error: the
@@ -105,6 +111,9 @@ impl Out {
             },
             stderr: io::stderr(),
             quiet: false,
+            live: crate::live::Live::Off,
+            jsonl: false,
+            seq: crate::live::Seq::default(),
         }
     }
 
@@ -212,6 +221,13 @@ impl Out {
     pub(crate) fn flush(&mut self) -> io::Result<()> {
         self.stdout.flush()
     }
+}
+
+/// One compact JSON value and a newline on `w`, escaped as [`Out::json`] escapes (a run's
+/// live JSON-lines stream, written as the driver records each event).
+pub(crate) fn json_line_to<W: Write, T: Serialize>(w: &mut W, value: &T) -> io::Result<()> {
+    serde_json::to_writer(Escaping(&mut *w), value).map_err(io::Error::other)?;
+    writeln!(w)
 }
 
 /// Writes JSON text with DEL, C1 and bidirectional controls escaped as `\uXXXX`. serde_json

@@ -40,6 +40,8 @@ mod human;
 pub use human::{
     APPROVAL_EXPIRED, APPROVAL_REVIEW, OperatorAct, is_human_decision, operator_request_hash,
 };
+mod observe;
+pub use observe::{DecisionNote, Observed, Observer};
 mod outputs;
 mod recovery;
 
@@ -133,6 +135,11 @@ pub struct Host {
     /// Event lines waiting for the journal's unsynced receipts to be durable (see the
     /// module's group-commit invariant).
     held: Vec<u8>,
+    /// The held events themselves, kept only while an observer is installed (it is told
+    /// each once it is written).
+    held_events: Vec<Event>,
+    /// Told what is recorded as it is recorded ([`Host::observe`]).
+    observer: Option<observe::Shared>,
     /// `events.jsonl` / `outputs.jsonl` have lines written since their last sync.
     events_dirty: bool,
     outputs_dirty: bool,
@@ -413,6 +420,8 @@ impl Host {
             signed_end: None,
             ledger_time: Duration::ZERO,
             held: Vec::new(),
+            held_events: Vec::new(),
+            observer: None,
             events_dirty: false,
             outputs_dirty: false,
             inputs,
@@ -492,6 +501,9 @@ impl Host {
             serde_json::to_vec(event).map_err(|e| Error::internal(format!("event: {e}")))?;
         line.push(b'\n');
         self.held.extend_from_slice(&line);
+        if self.observer.is_some() {
+            self.held_events.push(event.clone());
+        }
         if !self.journal_file.is_dirty() {
             self.flush_held()?;
         }
@@ -509,6 +521,8 @@ impl Host {
             .map_err(io(self.dir.root()))?;
         self.events_dirty = true;
         self.crash.point();
+        let written = std::mem::take(&mut self.held_events);
+        self.observe_events(written);
         Ok(())
     }
 

@@ -240,15 +240,12 @@ fn outcome_body(o: &Outcome) -> Value {
     })
 }
 
-/// Most characters of streamed text kept for the status line.
-const TEXT_TAIL: usize = 240;
-
 /// The terminal display: finished lines scroll up, one status line stays at the bottom.
 #[derive(Debug)]
 pub(crate) struct Screen {
     /// `iteration N · phase`.
     phase: String,
-    /// The tail of the runner's streamed text in this step (its last line).
+    /// The runner's streamed text in this step, as the host lets it be shown.
     text: String,
     width: usize,
 }
@@ -267,19 +264,9 @@ impl Screen {
 
     fn show(&mut self, what: Observed<'_>) {
         match what {
-            Observed::Text(delta) => {
-                self.text.push_str(delta);
-                if let Some(last) = self.text.rfind('\n') {
-                    self.text = self
-                        .text
-                        .get(last.saturating_add(1)..)
-                        .unwrap_or_default()
-                        .to_owned();
-                }
-                let extra = self.text.chars().count().saturating_sub(TEXT_TAIL);
-                if extra > 0 {
-                    self.text = self.text.chars().skip(extra).collect();
-                }
+            Observed::Text(text) => {
+                // Already its last line, whole words, redacted and bounded by the host.
+                text.clone_into(&mut self.text);
                 self.redraw();
             }
             Observed::Decision(note) => {

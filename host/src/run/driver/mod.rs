@@ -41,7 +41,7 @@ pub use human::{
     APPROVAL_EXPIRED, APPROVAL_REVIEW, OperatorAct, is_human_decision, operator_request_hash,
 };
 mod observe;
-pub use observe::{DecisionNote, Observed, Observer};
+pub use observe::{DecisionNote, Observed, Observer, STREAMED_SHOWN};
 mod outputs;
 mod recovery;
 
@@ -140,6 +140,8 @@ pub struct Host {
     held_events: Vec<Event>,
     /// Told what is recorded as it is recorded ([`Host::observe`]).
     observer: Option<observe::Shared>,
+    /// The runner's streamed text in the step in flight, while observed.
+    streamed: Option<observe::Streamed>,
     /// `events.jsonl` / `outputs.jsonl` have lines written since their last sync.
     events_dirty: bool,
     outputs_dirty: bool,
@@ -422,6 +424,7 @@ impl Host {
             held: Vec::new(),
             held_events: Vec::new(),
             observer: None,
+            streamed: None,
             events_dirty: false,
             outputs_dirty: false,
             inputs,
@@ -685,6 +688,7 @@ impl Host {
             at: request.created_at,
             request: Box::new(request.clone()),
         })?;
+        self.new_stream();
         let mut result = match self.ask_runner(&request) {
             Ok(r) => r,
             Err(why) => return self.violation(&request, &why),

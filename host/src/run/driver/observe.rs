@@ -21,8 +21,10 @@ pub enum Observed<'a> {
     Event(&'a Event),
     /// A decision receipt, just appended to the receipt journal.
     Decision(&'a DecisionNote),
-    /// Text the runner streams during a step (an adapter's `text_delta` events): untrusted,
-    /// not recorded anywhere, for a status line only.
+    /// What the runner is streaming during a step (an adapter's `text_delta` events), as it
+    /// may be shown: the last line so far, up to its last whitespace (a secret still
+    /// arriving is never shown in part), redacted, at most [`STREAMED_SHOWN`] characters.
+    /// Not recorded anywhere: for a status line.
     Text(&'a str),
 }
 
@@ -80,6 +82,41 @@ pub type Observer = Box<dyn FnMut(Observed<'_>)>;
 /// The observer, shared by the host and (for streamed text) its runner.
 pub(super) type Shared = Rc<RefCell<Observer>>;
 
+/// Most characters of streamed text [`Observed::Text`] carries.
+pub const STREAMED_SHOWN: usize = 240;
+/// Most characters of the streamed line kept for redaction (a longer line loses its start).
+const STREAMED_KEPT: usize = 4096;
+
+/// The runner's streamed text in the step in flight (the host empties it before each step).
+pub(super) type Streamed = Rc<RefCell<String>>;
+
+/// Appends `delta` to the streamed line, keeping only its last line and at most
+/// [`STREAMED_KEPT`] characters; returns what may be shown of it now.
+fn stream(line: &mut String, delta: &str) -> Option<String> {
+    line.push_str(delta);
+    if let Some(end) = line.rfind('\n') {
+        *line = line
+            .get(end.saturating_add(1)..)
+            .unwrap_or_default()
+            .to_owned();
+    }
+    let extra = line.chars().count().saturating_sub(STREAMED_KEPT);
+    if extra > 0 {
+        *line = line.chars().skip(extra).collect();
+    }
+    // Up to the last whitespace: a word still arriving (a token, a key) waits for its end.
+    let complete = line.get(..line.rfind(char::is_whitespace)?)?.trim();
+    if complete.is_empty() {
+        return None;
+    }
+    let redacted = match craik_kernel::redact_checked(complete) {
+        Ok(r) => r.text,
+        Err(_) => "[streamed text withheld: it looks like a secret]".to_owned(),
+    };
+    let skip = redacted.chars().count().saturating_sub(STREAMED_SHOWN);
+    Some(redacted.chars().skip(skip).collect())
+}
+
 /// Calls the observer; a call made while it is already running (it cannot be, the driver is
 /// single-threaded) is dropped rather than panicking.
 pub(super) fn tell(observer: &Shared, what: Observed<'_>) {
@@ -95,10 +132,32 @@ impl Host {
     pub fn observe(&mut self, observer: Observer) {
         let shared: Shared = Rc::new(RefCell::new(observer));
         let for_runner = Rc::clone(&shared);
-        self.runner.stream_text(Box::new(move |text| {
-            tell(&for_runner, Observed::Text(text))
+        let streamed: Streamed = Rc::default();
+        let line = Rc::clone(&streamed);
+        let mut last = String::new();
+        self.runner.stream_text(Box::new(move |delta| {
+            let shown = match line.try_borrow_mut() {
+                Ok(mut line) => stream(&mut line, delta),
+                Err(_) => None,
+            };
+            if let Some(shown) = shown
+                && shown != last
+            {
+                tell(&for_runner, Observed::Text(&shown));
+                last = shown;
+            }
         }));
+        self.streamed = Some(streamed);
         self.observer = Some(shared);
+    }
+
+    /// A new step: the runner's streamed text starts afresh.
+    pub(super) fn new_stream(&self) {
+        if let Some(streamed) = &self.streamed
+            && let Ok(mut line) = streamed.try_borrow_mut()
+        {
+            line.clear();
+        }
     }
 
     /// Tells the observer about a decision receipt just appended.
@@ -115,5 +174,31 @@ impl Host {
                 tell(observer, Observed::Event(event));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue_22_streamed_text_is_shown_by_whole_words_from_its_last_line_and_redacted() {
+        let mut line = String::new();
+        assert_eq!(stream(&mut line, "thinking"), None, "a word still arriving");
+        assert_eq!(
+            stream(&mut line, " about it"),
+            Some("thinking about".into())
+        );
+        assert_eq!(stream(&mut line, "\nnext "), Some("next".into()));
+        // A key arriving in pieces is never shown in part, and redacted once whole.
+        let mut line = String::new();
+        for piece in ["use sk-proj-", "abcdefghij", "klmnopqrstuvwxyz0123456789"] {
+            let shown = stream(&mut line, piece).unwrap_or_default();
+            assert!(!shown.contains("sk-proj"), "{shown}");
+        }
+        let shown = stream(&mut line, " now").unwrap();
+        assert!(!shown.contains("abcdefghij"), "{shown}");
+        let long = "word ".repeat(2000);
+        assert!(stream(&mut String::new(), &long).unwrap().chars().count() <= STREAMED_SHOWN);
     }
 }

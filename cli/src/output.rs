@@ -19,8 +19,8 @@ pub(crate) enum Format {
     Junit,
 }
 
-/// `--format` as given: [`Format`], or `jsonl`, which only `craik audit` streams (one event per
-/// line); every other command treats it as json.
+/// `--format` as given: [`Format`], or `jsonl`, which `craik audit`, `craik run` and `craik
+/// runs resume` stream (one event per line); every other command treats it as json.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum FormatArg {
     /// Lines for people.
@@ -29,7 +29,8 @@ pub(crate) enum FormatArg {
     Json,
     /// JUnit XML (`craik policy test` only; elsewhere the same as json).
     Junit,
-    /// One JSON event per line (`craik audit` only; elsewhere the same as json).
+    /// One JSON event per line (`craik audit`, `craik run`, `craik runs resume`; elsewhere the
+    /// same as json).
     Jsonl,
 }
 

@@ -121,6 +121,26 @@ fn issue_22_a_run_on_a_terminal_shows_phases_verdicts_and_outcomes() {
         done < write && write < halted && halted < summary,
         "{lines:#?}"
     );
+    // The progress lines that do not depend on the machine (outcomes name confinement
+    // details, the summary run ids and times), as an operator sees them.
+    let shown: Vec<&str> = lines
+        .iter()
+        .map(String::as_str)
+        .filter(|l| {
+            [
+                "▸ ",
+                "■ ",
+                "  step ",
+                "  proposed ",
+                "  allow ",
+                "  deny ",
+                "  requires_approval ",
+            ]
+            .iter()
+            .any(|p| l.starts_with(p))
+        })
+        .collect();
+    insta::assert_snapshot!(shown.join("\n"));
     // The summary stays what a piped run prints, line for line.
     assert!(
         lines[summary..]
@@ -235,8 +255,31 @@ fn issue_22_jsonl_stream_of_the_approval_example_validates_and_ends_with_the_sum
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
-    let lines = stream(&out.stdout);
-    assert_documented(&lines);
+    let resumed = stream(&out.stdout);
+    assert_documented(&resumed);
+    // The two streams show exactly the events the run recorded, in order.
+    let recorded: Vec<String> =
+        std::fs::read_to_string(home.join("runs").join(&id).join("events.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let e: Value = serde_json::from_str(l).unwrap();
+                match e["event"].as_str().unwrap() {
+                    "step_request" => "phase".to_owned(),
+                    "step_result" => "step".to_owned(),
+                    "parked" => "awaiting_approval".to_owned(),
+                    other => other.to_owned(),
+                }
+            })
+            .collect();
+    let shown: Vec<String> = lines
+        .iter()
+        .chain(&resumed)
+        .map(|l| l["event"].as_str().unwrap().to_owned())
+        .filter(|k| !["action", "verdict", "text", "summary"].contains(&k.as_str()))
+        .collect();
+    assert_eq!(shown, recorded);
+    let lines = resumed;
     let verdict = events(&lines, "verdict")[0];
     assert_eq!(
         (&verdict["action"], &verdict["decision"]),

@@ -74,6 +74,12 @@ pub(crate) enum Command {
     /// List, show, cancel, recover and resume runs.
     #[command(subcommand)]
     Runs(RunsCommand),
+    /// The project profile (craik.toml's `[project]`, or a task's project_profile.json).
+    #[command(subcommand)]
+    Project(ProjectCommand),
+    /// Case files: the task context the host assembles before a run (docs/context.md).
+    #[command(subcommand)]
+    Case(CaseCommand),
     /// Show a run's handoff.
     #[command(subcommand)]
     Handoff(HandoffCommand),
@@ -640,6 +646,51 @@ pub(crate) struct HomeArg {
     pub(crate) home: Option<PathBuf>,
 }
 
+#[derive(Debug, Subcommand)]
+pub(crate) enum ProjectCommand {
+    /// Validate and print the project profile: repository, docs paths, immutable paths,
+    /// discovery globs and its sha256 (what `run.inputs` signs). No git repository, a docs
+    /// path through a link or a glob matching no file is exit 3, naming the field and value.
+    Show(ProjectArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ProjectArgs {
+    /// A task directory whose project_profile.json to use (default: craik.toml's [project]).
+    #[arg(value_name = "TASK")]
+    pub(crate) task: Option<PathBuf>,
+    /// A craik.project_profile file to use instead.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) project_profile: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum CaseCommand {
+    /// Assemble TASK's case file as `craik run` does at its start: repository state, docs
+    /// inventory, immutable paths, recent handoffs, approved facts, contradictions, stale
+    /// risks, verification plan, within a token budget. The same inputs give the same bytes.
+    Build(CaseBuildCmd),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CaseBuildCmd {
+    /// A craik.task_request file, or a task or example directory.
+    #[arg(value_name = "TASK")]
+    pub(crate) task: PathBuf,
+    /// The token budget (estimate: compact JSON bytes / 4, rounded up).
+    #[arg(long, value_name = "N", default_value_t = craik_host::case::DEFAULT_MAX_TOKENS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) max_tokens: u64,
+    /// A craik.project_profile file to use (default: the task's project_profile.json, else
+    /// craik.toml's [project]).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) project_profile: Option<PathBuf>,
+    /// Also write the case file here (atomically).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) out: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) home: HomeArg,
+}
+
 #[derive(Debug, Args)]
 pub(crate) struct RunCmd {
     /// A craik.task_request file, or an example directory.
@@ -1002,6 +1053,19 @@ pub(crate) enum BenchCommand {
         /// Also run it with the fixture runner as an adapter process (needs the adapters built).
         #[arg(long)]
         adapter: bool,
+    },
+    /// Generate a repository of N docs files (MB megabytes in all), then time `case build`
+    /// against `git ls-files -z | xargs -0 sha256sum` over it, in the same run; max RSS.
+    Case {
+        /// Docs files.
+        #[arg(long, default_value_t = 10_000)]
+        files: usize,
+        /// Their total size, in MB.
+        #[arg(long, default_value_t = 100)]
+        megabytes: u64,
+        /// Runs of each side (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
     },
     /// Round trips of a step with a 4 KB context over the channel to the fixture adapter
     /// process, against the same step answered in process, measured in the same run.

@@ -2,6 +2,7 @@
 
 pub(crate) mod audit;
 pub(crate) mod bench;
+pub(crate) mod case;
 pub(crate) mod config;
 pub(crate) mod contracts;
 pub(crate) mod keys;

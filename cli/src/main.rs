@@ -17,9 +17,10 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser};
 
 use crate::cli::{
-    ApprovalsCommand, BenchCommand, Cli, Command, ConfigCommand, ContractsCommand, GrantsCommand,
-    HandoffCommand, KeysCommand, LedgerCommand, MemoryCommand, PolicyCommand, ProfileArg,
-    ReceiptsCommand, RunnersCommand, RunsCommand, SchemaCommand, TaskCommand,
+    ApprovalsCommand, BenchCommand, CaseCommand, Cli, Command, ConfigCommand, ContractsCommand,
+    GrantsCommand, HandoffCommand, KeysCommand, LedgerCommand, MemoryCommand, PolicyCommand,
+    ProfileArg, ProjectCommand, ReceiptsCommand, RunnersCommand, RunsCommand, SchemaCommand,
+    TaskCommand,
 };
 use crate::exit::{Exit, Failure};
 use crate::output::Out;
@@ -325,6 +326,28 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             cmd::bench::receipts(out, cli.format, &args)
         }
         Command::Run(args) => run_command(args, out, cli.format),
+        Command::Project(ProjectCommand::Show(args)) => cmd::case::project_show(
+            out,
+            cli.format,
+            args.task.as_deref(),
+            args.project_profile.as_deref(),
+        ),
+        Command::Case(CaseCommand::Build(args)) => cmd::case::build(
+            out,
+            cli.format,
+            &cmd::case::BuildArgs {
+                task: &args.task,
+                max_tokens: args.max_tokens,
+                project_profile: args.project_profile.as_deref(),
+                out: args.out.as_ref(),
+                home: args.home.home.as_deref(),
+            },
+        ),
+        Command::Bench(BenchCommand::Case {
+            files,
+            megabytes,
+            runs,
+        }) => cmd::bench::case(out, cli.format, *files, *megabytes, *runs),
         Command::Init(args) => cmd::config::init(
             out,
             cli.format,
@@ -658,7 +681,9 @@ fn run_command(
         Some(by) => Some(by.clone()),
         None => reviewer(None).ok(),
     };
+    let project = craik_host::project::for_task(&args.task, config)?;
     let run = cmd::runs::RunArgs {
+        project: project.as_ref(),
         approver: approver.as_deref(),
         task: &args.task,
         runner: args.runner.as_ref().or(config_runner.as_ref()),

@@ -93,6 +93,10 @@ pub struct ProjectSection {
     /// `craik grants new --project`.
     #[serde(default)]
     pub id: Option<String>,
+    /// The repository the profile describes (default: this file's directory); case files
+    /// and `craik project show` read it.
+    #[serde(default)]
+    pub repository: Option<PathBuf>,
     /// Project grant files, or directories of `*.json` project grants, every run of a task of
     /// this project loads (signed into its inputs like task grants). A missing directory
     /// holds no grants.
@@ -519,6 +523,45 @@ pub fn template(
     project_id: &str,
     operator: Option<&str>,
 ) -> String {
+    template_with_docs(
+        home,
+        profile,
+        project_id,
+        operator,
+        &["docs/**".to_owned(), "README.md".to_owned()],
+    )
+}
+
+/// The docs paths `craik init` writes for the repository at `dir`: `docs/**` and
+/// `README.md` where they exist (a docs path matching no file is refused by
+/// `craik project show` and `craik case build`).
+pub fn default_docs_paths(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    if std::fs::symlink_metadata(dir.join("docs")).is_ok_and(|m| m.is_dir()) {
+        out.push("docs/**".to_owned());
+    }
+    if std::fs::symlink_metadata(dir.join("README.md")).is_ok_and(|m| m.is_file()) {
+        out.push("README.md".to_owned());
+    }
+    out
+}
+
+/// [`template`] with the docs paths given.
+pub fn template_with_docs(
+    home: Option<&Path>,
+    profile: &str,
+    project_id: &str,
+    operator: Option<&str>,
+    docs_paths: &[String],
+) -> String {
+    let docs_line = format!(
+        "docs_paths = [{}]",
+        docs_paths
+            .iter()
+            .map(|d| toml_edit::value(d.as_str()).to_string().trim().to_owned())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     let home_line = match home {
         Some(h) => format!("home = {}", toml_edit::value(h.display().to_string())),
         None => "# home = \"/path/to/craik-home\"".to_owned(),
@@ -565,10 +608,13 @@ id = "{project_id}"
 # Project grants (files, or directories of *.json) every run of a task of this project loads,
 # signed into its inputs; `craik grants new --project` writes into the first directory here.
 grants = [".craik-grants"]
-# Where the project's documentation lives (globs relative to the workspace root).
-docs_paths = ["docs/**", "README.md"]
+# Where the project's documentation lives (globs relative to the repository root; each
+# must match a file). `craik project show` checks them; `craik case build` lists them.
+{docs_line}
 # Paths no write capability and no command may change, whatever the label.
 immutable_paths = ["{DEFAULT_IMMUTABLE}"]
+# The repository the profile describes (default: this file's directory).
+# repository = "."
 # What case files look at, and never look at.
 discovery_include = ["**"]
 discovery_exclude = ["target/**", "node_modules/**"]

@@ -135,19 +135,7 @@ fn fixture_needs_scenario(name: &str) -> Error {
 /// The environment variables a matrix names (`runner.metadata.env`): what an `adapter:`
 /// form passes (a registry entry names its own).
 fn passed_env(matrix: &RunnerCapabilityMatrix) -> Vec<String> {
-    matrix
-        .runner
-        .metadata
-        .0
-        .get("env")
-        .and_then(serde_json::Value::as_array)
-        .map(|names| {
-            names
-                .iter()
-                .filter_map(|n| n.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
+    crate::registry::matrix_env(matrix)
 }
 
 /// `craik runners check --handshake`: starts `entry`'s adapter as a run would (pin checked,

@@ -12,6 +12,7 @@
 //! - [`keys`]: the receipt signing key on disk;
 //! - [`ledger`]: the home ledger naming every journal of a home, and the check against it;
 //! - [`policies`], [`embedded`]: policy bundles and grants from files, and the default bundle;
+//! - [`project`], [`case`]: the project profile and the case file assembled before a run;
 //! - [`policytest`]: policy test suites (Craik's format and Cedar's `run-tests`), coverage, JUnit.
 //!
 //! Front ends (the `craik` CLI today) sit on top: they parse arguments, print, and map
@@ -22,6 +23,7 @@
 //! kernel confines re-executes the running binary (see [`confine`]).
 
 pub mod adapter;
+pub mod case;
 pub mod clock;
 pub mod config;
 pub mod confine;
@@ -36,6 +38,7 @@ pub mod launch;
 pub mod ledger;
 pub mod policies;
 pub mod policytest;
+pub mod project;
 pub mod registry;
 pub mod run;
 pub mod runners;

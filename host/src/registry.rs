@@ -1058,16 +1058,9 @@ fn inline_matrix(id: &str, raw: &RawInline, name: Option<&str>) -> RunnerCapabil
     }
 }
 
-/// The shipped provider adapter for `provider:API:MODEL` (an ad-hoc entry).
-pub fn provider_entry(api: &str, model: &str) -> Result<Entry, Error> {
-    if !PROVIDER_APIS.contains(&api) || model.trim().is_empty() {
-        return Err(Error::usage(format!(
-            "expected `provider:API:MODEL` (API: {})",
-            PROVIDER_APIS.join(", ")
-        )));
-    }
-    let matrix = crate::runners::matrix("provider")?;
-    let env = matrix
+/// The environment variables a matrix names (`runner.metadata.env`).
+pub(crate) fn matrix_env(matrix: &craik_contracts::RunnerCapabilityMatrix) -> Vec<String> {
+    matrix
         .runner
         .metadata
         .0
@@ -1079,7 +1072,19 @@ pub fn provider_entry(api: &str, model: &str) -> Result<Entry, Error> {
                 .filter_map(|n| n.as_str().map(str::to_owned))
                 .collect()
         })
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// The shipped provider adapter for `provider:API:MODEL` (an ad-hoc entry).
+pub fn provider_entry(api: &str, model: &str) -> Result<Entry, Error> {
+    if !PROVIDER_APIS.contains(&api) || model.trim().is_empty() {
+        return Err(Error::usage(format!(
+            "expected `provider:API:MODEL` (API: {})",
+            PROVIDER_APIS.join(", ")
+        )));
+    }
+    let matrix = crate::runners::matrix("provider")?;
+    let env = matrix_env(&matrix);
     Ok(Entry {
         id: "provider".into(),
         name: matrix.runner.name.clone(),
@@ -1106,19 +1111,7 @@ pub fn provider_entry(api: &str, model: &str) -> Result<Entry, Error> {
 fn builtin_entries() -> Result<Vec<Entry>, Error> {
     let base = |id: &str, backend: Backend, matrix_name: &str| -> Result<Entry, Error> {
         let matrix = crate::runners::matrix(matrix_name)?;
-        let env = matrix
-            .runner
-            .metadata
-            .0
-            .get("env")
-            .and_then(serde_json::Value::as_array)
-            .map(|names| {
-                names
-                    .iter()
-                    .filter_map(|n| n.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let env = matrix_env(&matrix);
         Ok(Entry {
             id: id.to_owned(),
             name: matrix.runner.name.clone(),

@@ -120,7 +120,9 @@ const LAYERS: &[&[&str]] = &[
         "policies",
         "policytest",
     ],
-    &["run", "ledger"],
+    // `case` (the case file) and `project` (the profile) read a home's runs and memory, and a
+    // run binds its case file: one layer with `run`.
+    &["run", "ledger", "case", "project"],
     &["adapter"],
     &["launch", "conformance"],
 ];

@@ -856,6 +856,8 @@ fn governed_run(
         shadow: false,
         started_at: craik_contracts::Timestamp::new(started),
         started_by: None,
+        project_profile_sha256: None,
+        case_file_sha256: None,
     };
     let dir = RunDir::create(&home, "run_bench").map_err(io_at(&home.runs()))?;
     let setup = Setup {
@@ -1027,5 +1029,223 @@ pub(crate) fn channel(
         }
         Format::Json | Format::Junit => out.json(&result)?,
     }
+    Ok(Exit::Ok)
+}
+
+/// What `craik bench case` measured.
+#[derive(Debug, Serialize)]
+struct CaseBench {
+    files: usize,
+    bytes: u64,
+    runs: usize,
+    case_build_ms: f64,
+    baseline_ms: f64,
+    ratio: f64,
+    goal_ratio: f64,
+    max_rss_kb: Option<u64>,
+    rss_own_phase: bool,
+    case_tokens: u64,
+    docs_listed: usize,
+}
+
+fn median_ms(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// `craik bench case`: a generated git repository of `files` docs files (`megabytes` in
+/// all); `case build` (in process, as `craik case build` runs it) against `git ls-files -z |
+/// xargs -0 sha256sum` over the same repository, alternating, medians; the peak RSS of the
+/// case builds.
+pub(crate) fn case(
+    out: &mut Out,
+    format: Format,
+    files: usize,
+    megabytes: u64,
+    runs: usize,
+) -> std::result::Result<Exit, Failure> {
+    if files == 0 || runs == 0 {
+        return Err(Failure::usage("--files and --runs must be at least 1"));
+    }
+    let mut random = [0u8; 4];
+    getrandom::fill(&mut random).map_err(|e| Failure::internal(format!("no randomness: {e}")))?;
+    let scratch = Scratch(std::env::temp_dir().join(format!(
+        "craik-bench-case-{}",
+        craik_kernel::to_hex(&random)
+    )));
+    let repo = scratch.0.join("repo");
+    let total = megabytes.saturating_mul(1_000_000);
+    let each = usize::try_from(total / files as u64)
+        .unwrap_or(usize::MAX)
+        .max(64);
+    out.progress(format_args!(
+        "generating {files} docs files, {megabytes} MB"
+    ))?;
+    let filler = "Craik keeps the boundary; the runner proposes and the kernel decides. ";
+    for i in 0..files {
+        let dir = repo.join(format!("docs/part{:03}", i / 100));
+        if i % 100 == 0 {
+            std::fs::create_dir_all(&dir).map_err(io_at(&dir))?;
+        }
+        // Each names the doc before it; one in a hundred also names a path that does not exist.
+        let next = (i + files - 1) % files;
+        let mut text = format!(
+            "# Document {i}\n\nSee `docs/part{:03}/doc{next:05}.md`{}.\n\n",
+            next / 100,
+            if i % 100 == 0 {
+                format!(" and `src/missing{i}.rs`")
+            } else {
+                String::new()
+            }
+        );
+        while text.len() < each {
+            text.push_str(filler);
+        }
+        text.truncate(each);
+        let path = dir.join(format!("doc{i:05}.md"));
+        std::fs::write(&path, text.as_bytes()).map_err(io_at(&path))?;
+    }
+    let git = |args: &[&str]| -> std::result::Result<(), Failure> {
+        let status = std::process::Command::new("git")
+            .current_dir(&repo)
+            .args([
+                "-c",
+                "user.name=bench",
+                "-c",
+                "user.email=bench@example.invalid",
+            ])
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .map_err(|e| Failure::usage(format!("git: {e}")))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(Failure::usage(format!("git {}: {status}", args.join(" "))))
+        }
+    };
+    git(&["init", "-q"])?;
+    git(&["add", "-A"])?;
+    git(&["commit", "-q", "-m", "bench"])?;
+    // Files written in the same second as the index are "racily clean": git re-reads every
+    // one of them on each status until the index is rewritten later. A checkout is not in
+    // that state for long; refresh the index a second later, as any git command would.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    git(&["update-index", "-q", "--refresh"])?;
+    let profile_file = scratch.0.join("project_profile.json");
+    let profile = serde_json::json!({
+        "schema": "craik.project_profile", "version": "0.1.0", "id": "project_bench",
+        "name": "bench", "repo": {"type": "git", "local_path": "repo"},
+        "docs": {"paths": ["docs/"], "immutable_paths": []},
+        "memory": {"backend": "local", "scope": "team"}
+    });
+    let bytes = serde_json::to_vec(&profile).map_err(|e| Failure::internal(e.to_string()))?;
+    write_atomic(&profile_file, &bytes).map_err(io_at(&profile_file))?;
+    let profile = craik_host::project::Profile::from_file(&profile_file)?;
+    let task: craik_contracts::TaskRequest = serde_json::from_value(serde_json::json!({
+        "id": "task_bench", "title": "bench", "objective": "bench the case file",
+        "project_id": "project_bench", "requested_by": "user:bench", "mode": "review",
+        "created_at": "2026-11-26T00:00:00Z"
+    }))
+    .map_err(|e| Failure::internal(e.to_string()))?;
+    let request = craik_host::case::Request {
+        profile: &profile,
+        task: &task,
+        intent: None,
+        envelope: None,
+        home: None,
+        keys: None,
+        max_tokens: craik_host::case::DEFAULT_MAX_TOKENS,
+        strict: false,
+    };
+    let baseline = || -> std::result::Result<f64, Failure> {
+        let started = Instant::now();
+        let status = std::process::Command::new("sh")
+            .current_dir(&repo)
+            .args(["-c", "git ls-files -z | xargs -0 sha256sum > /dev/null"])
+            .status()
+            .map_err(|e| Failure::usage(format!("sh: {e}")))?;
+        if !status.success() {
+            return Err(Failure::usage(format!("the baseline failed: {status}")));
+        }
+        Ok(started.elapsed().as_secs_f64() * 1e3)
+    };
+    // Warm the page cache for both sides.
+    baseline()?;
+    let own_phase = crate::cmd::audit::bench::reset_peak();
+    let mut case_ms = Vec::with_capacity(runs);
+    let mut base_ms = Vec::with_capacity(runs);
+    let mut last = None;
+    for k in 0..runs {
+        out.progress(format_args!("run {} of {runs}", k + 1))?;
+        let started = Instant::now();
+        let built = craik_host::case::build(&request)?;
+        case_ms.push(started.elapsed().as_secs_f64() * 1e3);
+        last = Some(built);
+        base_ms.push(baseline()?);
+    }
+    out.end_progress()?;
+    let max_rss_kb = crate::cmd::audit::bench::peak_kb();
+    let built = last.ok_or_else(|| Failure::internal("no run"))?;
+    let (case_build_ms, baseline_ms) = (median_ms(case_ms), median_ms(base_ms));
+    let result = CaseBench {
+        files,
+        bytes: total,
+        runs,
+        case_build_ms,
+        baseline_ms,
+        ratio: if baseline_ms > 0.0 {
+            case_build_ms / baseline_ms
+        } else {
+            0.0
+        },
+        goal_ratio: 1.5,
+        max_rss_kb,
+        rss_own_phase: own_phase,
+        case_tokens: built
+            .case
+            .context_budget
+            .0
+            .get("estimated_tokens")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0),
+        docs_listed: built.case.docs.len(),
+    };
+    if format == Format::Json {
+        out.json(&result)?;
+        return Ok(Exit::Ok);
+    }
+    out.line(format_args!(
+        "case build over {files} docs files ({megabytes} MB, git repository), median of {runs}:"
+    ))?;
+    out.line(format_args!(
+        "  case build                         {case_build_ms:>10.1} ms"
+    ))?;
+    out.line(format_args!(
+        "  git ls-files | xargs sha256sum     {baseline_ms:>10.1} ms"
+    ))?;
+    out.line(format_args!(
+        "  ratio                              {:>10.2}x (goal <= 1.5x)",
+        result.ratio
+    ))?;
+    match max_rss_kb {
+        Some(kb) => out.line(format_args!(
+            "  max RSS                            {:>10.1} MB{}",
+            kb as f64 / 1024.0,
+            if own_phase {
+                ""
+            } else {
+                " (the process's peak: clear_refs refused)"
+            }
+        ))?,
+        None => out.line("  max RSS                            unknown (no /proc/self/status)")?,
+    }
+    out.line(format_args!(
+        "  case file                          {:>10} tokens, {} docs listed (budget {})",
+        result.case_tokens,
+        result.docs_listed,
+        craik_host::case::DEFAULT_MAX_TOKENS
+    ))?;
     Ok(Exit::Ok)
 }

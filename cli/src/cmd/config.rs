@@ -170,8 +170,13 @@ pub(crate) fn init(out: &mut Out, format: Format, args: &InitArgs<'_>) -> Result
         })
         .transpose()?;
     let project_id = craik_host::config::project_id_for(&dir);
-    let text =
-        craik_host::config::template(args.home, args.profile, &project_id, operator.as_deref());
+    let text = craik_host::config::template_with_docs(
+        args.home,
+        args.profile,
+        &project_id,
+        operator.as_deref(),
+        &craik_host::config::default_docs_paths(&dir),
+    );
     craik_host::fsio::write_atomic(&file, text.as_bytes())
         .map_err(|e| Failure::usage(format!("{}: {e}", file.display())))?;
     // The file just written must load (it is what every command will read).

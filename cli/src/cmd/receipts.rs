@@ -181,9 +181,12 @@ fn receipt_unbound(
     if r.seq == 0 {
         let inputs = run_dir.join(craik_host::run::store::INPUTS);
         return match std::fs::read(&inputs) {
-            Ok(bytes) => {
-                craik_host::run::signed::inputs_mismatch(&bytes, r).map(|why| ("inputs", why))
-            }
+            Ok(bytes) => craik_host::run::signed::inputs_mismatch(&bytes, r)
+                .map(|why| ("inputs", why))
+                .or_else(|| {
+                    craik_host::run::signed::case_file_unbound(run_dir, r)
+                        .map(|why| ("case_file", why))
+                }),
             Err(e) => Some((
                 "inputs",
                 format!(

@@ -463,16 +463,7 @@ pub(crate) fn check(
                     Ok(announced) => Checked {
                         id: e.id.clone(),
                         passed: true,
-                        detail: format!(
-                            "{} {}{}; handshake: {announced}",
-                            l.record.path.display(),
-                            l.record.sha256,
-                            if l.record.pinned {
-                                " (matches its pin)"
-                            } else {
-                                " (shipped, not pinned)"
-                            }
-                        ),
+                        detail: format!("{}; handshake: {announced}", pinned_detail(&l.record)),
                     },
                     Err(why) => Checked {
                         id: e.id.clone(),
@@ -483,16 +474,7 @@ pub(crate) fn check(
                 Ok(l) => Checked {
                     id: e.id.clone(),
                     passed: true,
-                    detail: format!(
-                        "{} {}{}",
-                        l.record.path.display(),
-                        l.record.sha256,
-                        if l.record.pinned {
-                            " (matches its pin)"
-                        } else {
-                            " (shipped, not pinned)"
-                        }
-                    ),
+                    detail: pinned_detail(&l.record),
                 },
                 Err(err) => Checked {
                     id: e.id.clone(),
@@ -537,4 +519,19 @@ pub(crate) fn check(
     } else {
         Exit::CheckFailed
     })
+}
+
+/// What `runners check` says of a verified adapter: its path, digest and whether a pin
+/// vouched for it.
+fn pinned_detail(record: &craik_host::registry::RunnerRecord) -> String {
+    format!(
+        "{} {}{}",
+        record.path.display(),
+        record.sha256,
+        if record.pinned {
+            " (matches its pin)"
+        } else {
+            " (shipped, not pinned)"
+        }
+    )
 }

@@ -61,6 +61,9 @@ pub(crate) struct RunArgs<'a> {
     /// What craik.toml names as run inputs (itself, project grant dirs, custom policy dirs),
     /// existing or not: immutable to a run whose workspace holds them.
     pub(crate) config_inputs: &'a [PathBuf],
+    /// The project profile (the task's project_profile.json, else craik.toml's); `None`:
+    /// the run's workspace with its README and docs stands in (not signed as a profile).
+    pub(crate) project: Option<&'a craik_host::project::Profile>,
     /// Who approves inline when the run parks on a terminal (`--by`, else craik.toml's
     /// operator); `None`: nobody is asked, the run parks (exit 6).
     pub(crate) approver: Option<&'a str>,
@@ -112,7 +115,7 @@ fn lexical(path: &Path) -> PathBuf {
 }
 
 /// A file holding exactly one contract of type `T`.
-fn read_one<T: Contract>(path: &Path) -> Result<T, Failure> {
+pub(crate) fn read_one<T: Contract>(path: &Path) -> Result<T, Failure> {
     decode_one(path, &read_file(path)?)
 }
 
@@ -448,6 +451,39 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         out,
         true,
     )?;
+    // The case file, assembled before anything of the run is written: from the declared
+    // profile's repository, else from the workspace the run will have (an example's seed).
+    let implicit;
+    let project_profile = match args.project {
+        Some(p) => p,
+        None => {
+            let root = args
+                .workspace
+                .or(resolved.workspace_seed.as_deref())
+                .or(planned_ws)
+                .unwrap_or(Path::new("."));
+            implicit = craik_host::project::Profile::implicit(
+                root,
+                &task.project_id,
+                args.immutable_paths,
+            );
+            &implicit
+        }
+    };
+    let case = craik_host::case::build(&craik_host::case::Request {
+        profile: project_profile,
+        task: &task,
+        intent: intent.as_ref(),
+        envelope: envelope.as_ref(),
+        home: Some(&home),
+        keys: Some(&setup.keys),
+        max_tokens: craik_host::case::DEFAULT_MAX_TOKENS,
+        strict: false,
+    })?;
+    let project_profile_sha256 = match args.project {
+        Some(p) => Some(p.digest().map_err(Failure::internal)?.as_str().to_owned()),
+        None => None,
+    };
     let (dir, workspace) = craik_host::run::store::create_run(
         &home,
         &run_id,
@@ -477,6 +513,11 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
             .chain(args.config_inputs.iter().map(PathBuf::as_path))
             .chain(registry.files.iter().map(PathBuf::as_path)),
     ));
+    let case_path = dir.path.join(craik_host::case::CASE_FILE);
+    if let Err(e) = craik_host::fsio::write_atomic(&case_path, &case.bytes) {
+        let _ = std::fs::remove_dir_all(&dir.path);
+        return Err(Failure::usage(format!("{}: {e}", case_path.display())));
+    }
     let inputs = Inputs {
         run_id: run_id.clone(),
         task,
@@ -500,6 +541,8 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         shadow: args.shadow,
         started_at: Timestamp::new(started),
         started_by: args.approver.map(str::to_owned),
+        project_profile_sha256,
+        case_file_sha256: Some(digest(&case.bytes)),
     };
     let keys = setup.keys.clone();
     let mut host = Host::start(LockedRun::create(home, dir, inputs)?, setup)?;

@@ -12,6 +12,7 @@
 mod adapters;
 mod audit;
 mod boundary;
+mod case;
 mod config;
 mod contracts;
 mod crash;

@@ -70,6 +70,16 @@ pub struct Inputs {
     /// asserted, not authenticated. Signed with the inputs (`run.inputs` names it too).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_by: Option<String>,
+    // Issue 21 (project profile, case file): kept together at the end for merges.
+    /// `sha256:` of the project profile's canonical JSON (`craik project show`), when the run
+    /// has a declared profile; `run.inputs` signs it as `project_profile_sha256`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_profile_sha256: Option<String>,
+    /// `sha256:` of the bytes of the run's `case_file.json`, assembled when it started;
+    /// `run.inputs` signs it as `case_file_sha256`, so a resume and `receipts verify`
+    /// refuse an edited case file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case_file_sha256: Option<String>,
 }
 
 /// How an adapter runner is configured beyond its name.

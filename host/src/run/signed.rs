@@ -112,14 +112,59 @@ pub fn bound_inputs(dir: &dyn RunStore, keys: &KeyRing) -> Result<Inputs, Error>
             ));
         }
     }
-    serde_json::from_slice(&bytes)
-        .map_err(|e| Error::invalid(format!("{}: {e}", path.display()), Vec::new()))
+    let inputs: Inputs = serde_json::from_slice(&bytes)
+        .map_err(|e| Error::invalid(format!("{}: {e}", path.display()), Vec::new()))?;
+    if let Some(why) = case_file_mismatch(
+        &dir.file(crate::case::CASE_FILE),
+        inputs.case_file_sha256.as_deref(),
+    ) {
+        return Err(Error::invalid(
+            format!("{why}; a run continues only with the inputs it started with"),
+            Vec::new(),
+        ));
+    }
+    Ok(inputs)
+}
+
+/// Why the run's `case_file.json` (at `path`) is not the one its signed inputs name
+/// (`signed`: the `case_file_sha256` the run started with; `None`: a run without one, and
+/// then no case file may have appeared); `None` when it is.
+pub fn case_file_mismatch(path: &std::path::Path, signed: Option<&str>) -> Option<String> {
+    let name = crate::case::CASE_FILE;
+    match (std::fs::read(path), signed) {
+        (Ok(bytes), Some(signed)) => {
+            let digest = exec::digest(&bytes);
+            (digest != signed).then(|| {
+                format!("{name}: changed since the run started ({digest}; the run.inputs receipt signs {signed})")
+            })
+        }
+        (Err(e), Some(signed)) => Some(format!(
+            "{name}: {e}; the run.inputs receipt signs {signed}"
+        )),
+        (Ok(_), None) => Some(format!(
+            "{name}: present, but the run's signed inputs name no case file"
+        )),
+        (Err(_), None) => None,
+    }
+}
+
+/// [`case_file_mismatch`] for a run directory, against the `case_file_sha256` its verified
+/// `run.inputs` receipt signs.
+pub fn case_file_unbound(run_dir: &std::path::Path, receipt: &ReceiptPayload) -> Option<String> {
+    let signed = receipt
+        .result
+        .metadata
+        .0
+        .get("case_file_sha256")
+        .and_then(serde_json::Value::as_str);
+    case_file_mismatch(&run_dir.join(crate::case::CASE_FILE), signed)
 }
 
 /// Why `inputs.json` (its bytes) is not what a run's signed `run.inputs` receipt binds,
 /// naming the file and, where the receipt signs it separately, the field that differs
 /// (`grants`, `envelope`, `intent`, `runner`, `workspace`, `policy_set`, `profile`,
-/// `task.id`, `run_id`, `runner_adapter.sha256`); `None` when its bytes hash to the receipt's `request_hash`.
+/// `task.id`, `run_id`, `runner_adapter.sha256`, `case_file_sha256`, `project_profile_sha256`);
+/// `None` when its bytes hash to the receipt's `request_hash`.
 pub fn inputs_mismatch(bytes: &[u8], receipt: &ReceiptPayload) -> Option<String> {
     use serde_json::Value;
     let digest = exec::digest(bytes);
@@ -182,7 +227,7 @@ fn mismatched_field(
             .unwrap_or_default()
             .to_owned()
     };
-    let checks: [(&'static str, String, String); 10] = [
+    let checks: [(&'static str, String, String); 12] = [
         ("grants", grants, signed("grants_sha256").to_owned()),
         (
             "envelope",
@@ -215,6 +260,16 @@ fn mismatched_field(
             "runner_adapter.sha256",
             adapter_sha(doc.get("runner_adapter")),
             adapter_sha(meta.get("runner_adapter")),
+        ),
+        (
+            "case_file_sha256",
+            text("case_file_sha256"),
+            signed("case_file_sha256").to_owned(),
+        ),
+        (
+            "project_profile_sha256",
+            text("project_profile_sha256"),
+            signed("project_profile_sha256").to_owned(),
         ),
     ];
     checks.into_iter().find(|(_, now, was)| now != was)

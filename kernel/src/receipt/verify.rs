@@ -127,7 +127,18 @@ pub fn verify_journal_with(
 ) -> Report {
     let mut verifier = Verifier::new(keys, options);
     let mut done = 0;
-    for chunk in bytes.chunks(CHUNK) {
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        // Cut at a line's end: every line is then read where it lies, never copied.
+        let cut = if rest.len() <= CHUNK {
+            rest.len()
+        } else {
+            rest.get(..CHUNK)
+                .and_then(|c| memchr::memrchr(b'\n', c))
+                .map_or(CHUNK, |i| i + 1)
+        };
+        let (chunk, tail) = rest.split_at(cut);
+        rest = tail;
         done += chunk.len();
         if !verifier.feed(chunk) {
             break;
@@ -233,18 +244,38 @@ impl<'a> Verifier<'a> {
         if self.state.is_none() {
             return false;
         }
+        if self.pending.is_empty() {
+            // Lines straight from the chunk; only an unfinished last line is kept.
+            let (used, ok) = self.frame(chunk, false);
+            if ok {
+                self.pending
+                    .extend_from_slice(chunk.get(used..).unwrap_or_default());
+            }
+            return ok;
+        }
         self.pending.extend_from_slice(chunk);
         self.drain(false)
     }
 
-    /// Checks every full window of complete lines (every complete line, `at_end`).
+    /// Checks every full window of complete lines kept (every complete line, `at_end`).
     fn drain(&mut self, at_end: bool) -> bool {
+        let data = std::mem::take(&mut self.pending);
+        let (used, ok) = self.frame(&data, at_end);
+        self.pending = data;
+        self.pending.drain(..used.min(self.pending.len()));
+        ok
+    }
+
+    /// Checks every full window of complete lines of `data` (every complete line, `at_end`);
+    /// returns how many bytes it consumed and `false` once a failure is found.
+    fn frame(&mut self, data: &[u8], at_end: bool) -> (usize, bool) {
+        let mut base = 0;
         loop {
+            let pending = data.get(base..).unwrap_or_default();
             let mut ends = Vec::with_capacity(WINDOW);
             let mut start = 0;
             while ends.len() < WINDOW {
-                match self
-                    .pending
+                match pending
                     .get(start..)
                     .and_then(|rest| memchr::memchr(b'\n', rest))
                 {
@@ -256,10 +287,10 @@ impl<'a> Verifier<'a> {
                 }
             }
             if ends.is_empty() || (ends.len() < WINDOW && !at_end) {
-                return true;
+                return (base, true);
             }
             let Some(state) = self.state.as_mut() else {
-                return false;
+                return (base, false);
             };
             // Frame the window: stop at the first line that cannot even be prepared.
             let mut window: Vec<(usize, Result<Prepared, LineError>)> =
@@ -267,7 +298,7 @@ impl<'a> Verifier<'a> {
             let mut from = 0;
             for &end in &ends {
                 self.line_no += 1;
-                let line = self.pending.get(from..end).unwrap_or_default();
+                let line = pending.get(from..end).unwrap_or_default();
                 from = end + 1;
                 // Message buffers are kept from window to window: freed and allocated
                 // again, the allocator handed their pages back to the OS between windows and
@@ -283,7 +314,7 @@ impl<'a> Verifier<'a> {
             let checked = check_signatures(&window, self.options);
             for ((n, prepared), signature_ok) in window.into_iter().zip(checked) {
                 let Some(state) = self.state.as_mut() else {
-                    return false;
+                    return (base, false);
                 };
                 if state.report.closed {
                     self.fail(
@@ -292,13 +323,13 @@ impl<'a> Verifier<'a> {
                         "after close",
                         "an entry follows the final checkpoint".into(),
                     );
-                    return false;
+                    return (base, false);
                 }
                 let item = match prepared {
                     Ok(item) => item,
                     Err((seq, what, why)) => {
                         self.fail(n, seq, what, why);
-                        return false;
+                        return (base, false);
                     }
                 };
                 if !signature_ok {
@@ -308,7 +339,7 @@ impl<'a> Verifier<'a> {
                         "signature",
                         "signature does not verify over the payload".into(),
                     );
-                    return false;
+                    return (base, false);
                 }
                 let finished = state.finish(&item);
                 self.spare.push(item.message);
@@ -321,11 +352,11 @@ impl<'a> Verifier<'a> {
                     Ok(None) => {}
                     Err((seq, what, why)) => {
                         self.fail(n, seq, what, why);
-                        return false;
+                        return (base, false);
                     }
                 }
             }
-            self.pending.drain(..from.min(self.pending.len()));
+            base += from;
         }
     }
 
@@ -484,22 +515,20 @@ fn check_signatures(
     let items: Vec<Option<&Prepared>> = window.iter().map(|(_, p)| p.as_ref().ok()).collect();
     let threads = options.threads.max(1);
     let chunk = items.len().div_ceil(threads).max(1);
-    let mut results = vec![false; items.len()];
+    let mut parts = items.chunks(chunk);
+    // The first part is checked on this thread (with one thread, no thread is started: a new
+    // thread's allocator pages were faulted in afresh for every window — issue 20).
+    let first = parts.next().unwrap_or_default();
+    let mut results = Vec::with_capacity(items.len());
     std::thread::scope(|scope| {
-        let handles: Vec<_> = items
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || check_chunk(part, options.batch)))
+        let handles: Vec<_> = parts
+            .map(|part| (part.len(), scope.spawn(move || check_chunk(part, options.batch))))
             .collect();
-        let mut at = 0;
-        for handle in handles {
+        results.extend(check_chunk(first, options.batch));
+        for (len, handle) in handles {
             // A panicking verifier thread verifies nothing: its lines stay `false` (invalid).
-            let part = handle.join().unwrap_or_default();
-            for ok in part {
-                if let Some(slot) = results.get_mut(at) {
-                    *slot = ok;
-                }
-                at += 1;
-            }
+            let part = handle.join().unwrap_or_else(|_| vec![false; len]);
+            results.extend(part.into_iter().chain(std::iter::repeat(false)).take(len));
         }
     });
     results

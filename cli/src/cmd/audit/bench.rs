@@ -135,12 +135,12 @@ fn draft(n: u64) -> ReceiptDraft {
 }
 
 /// Resets this process's peak RSS (`VmHWM`); false where Linux does not allow it.
-fn reset_peak() -> bool {
+pub(crate) fn reset_peak() -> bool {
     std::fs::write("/proc/self/clear_refs", b"5").is_ok()
 }
 
 /// This process's peak RSS in KiB since the last reset.
-fn peak_kb() -> Option<u64> {
+pub(crate) fn peak_kb() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()

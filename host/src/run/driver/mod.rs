@@ -1217,6 +1217,14 @@ fn inputs_draft(inputs: &Inputs, bytes: &[u8], actor: &str) -> Result<ReceiptDra
     if let Some(by) = &inputs.started_by {
         metadata.0.insert("started_by".into(), json!(by));
     }
+    for (key, value) in [
+        ("project_profile_sha256", &inputs.project_profile_sha256),
+        ("case_file_sha256", &inputs.case_file_sha256),
+    ] {
+        if let Some(v) = value {
+            metadata.0.insert(key.into(), json!(v));
+        }
+    }
     Ok(ReceiptDraft {
         task_id: inputs.task.id.clone(),
         actor: actor.to_owned(),

@@ -522,7 +522,12 @@ fn check_signatures(
     let mut results = Vec::with_capacity(items.len());
     std::thread::scope(|scope| {
         let handles: Vec<_> = parts
-            .map(|part| (part.len(), scope.spawn(move || check_chunk(part, options.batch))))
+            .map(|part| {
+                (
+                    part.len(),
+                    scope.spawn(move || check_chunk(part, options.batch)),
+                )
+            })
             .collect();
         results.extend(check_chunk(first, options.batch));
         for (len, handle) in handles {

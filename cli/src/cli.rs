@@ -20,6 +20,10 @@ pub(crate) struct Cli {
     /// Output format.
     #[arg(long = "format", global = true, value_enum, default_value = "human")]
     pub(crate) format_arg: FormatArg,
+    /// No live progress of a run on stderr (`craik run`, `craik runs resume`); with
+    /// `--format jsonl`, only the summary line.
+    #[arg(long, global = true)]
+    pub(crate) quiet: bool,
     /// The format commands see (`jsonl` is json but for `craik audit`), set from `format_arg`.
     #[arg(skip)]
     pub(crate) format: Format,

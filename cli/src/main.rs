@@ -7,10 +7,11 @@ mod cli;
 mod cmd;
 mod exit;
 mod files;
+mod live;
 mod output;
 mod prompt;
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
@@ -61,6 +62,16 @@ fn main() -> ExitCode {
     let mut cli = Cli::parse();
     cli.format = cli.format_arg.common();
     let mut out = Out::new();
+    // A run's live progress (crate::live): on a terminal unless --quiet; as JSON lines with
+    // --format jsonl (--quiet: the summary line only); else none.
+    out.jsonl = cli.format_arg == crate::output::FormatArg::Jsonl;
+    out.live = match cli.format_arg {
+        crate::output::FormatArg::Jsonl if !cli.quiet => crate::live::Live::Jsonl,
+        crate::output::FormatArg::Human if !cli.quiet && io::stderr().is_terminal() => {
+            crate::live::Live::Human
+        }
+        _ => crate::live::Live::Off,
+    };
     let result = run(&cli, &mut out).and_then(|exit| {
         out.flush()?;
         Ok(exit)

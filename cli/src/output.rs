@@ -19,8 +19,8 @@ pub(crate) enum Format {
     Junit,
 }
 
-/// `--format` as given: [`Format`], or `jsonl`, which only `craik audit` streams (one event per
-/// line); every other command treats it as json.
+/// `--format` as given: [`Format`], or `jsonl`, which `craik audit`, `craik run` and `craik
+/// runs resume` stream (one event per line); every other command treats it as json.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum FormatArg {
     /// Lines for people.
@@ -29,7 +29,8 @@ pub(crate) enum FormatArg {
     Json,
     /// JUnit XML (`craik policy test` only; elsewhere the same as json).
     Junit,
-    /// One JSON event per line (`craik audit` only; elsewhere the same as json).
+    /// One JSON event per line (`craik audit`, `craik run`, `craik runs resume`; elsewhere the
+    /// same as json).
     Jsonl,
 }
 
@@ -50,6 +51,12 @@ pub(crate) struct Out {
     stderr: io::Stderr,
     /// Diagnostics are dropped (a command run in process by a benchmark).
     quiet: bool,
+    /// How a run's progress is shown (`craik run`, `craik runs resume`).
+    pub(crate) live: crate::live::Live,
+    /// `--format jsonl`: a run's summary is the last line of its JSON-lines stream.
+    pub(crate) jsonl: bool,
+    /// The numbering of a run's JSON-lines stream.
+    pub(crate) seq: crate::live::Seq,
 }
 
 /// Buffered stdout that treats a closed reader as the end of output, not an error: the
@@ -105,6 +112,9 @@ impl Out {
             },
             stderr: io::stderr(),
             quiet: false,
+            live: crate::live::Live::Off,
+            jsonl: false,
+            seq: crate::live::Seq::default(),
         }
     }
 
@@ -212,6 +222,13 @@ impl Out {
     pub(crate) fn flush(&mut self) -> io::Result<()> {
         self.stdout.flush()
     }
+}
+
+/// One compact JSON value and a newline on `w`, escaped as [`Out::json`] escapes (a run's
+/// live JSON-lines stream, written as the driver records each event).
+pub(crate) fn json_line_to<W: Write, T: Serialize>(w: &mut W, value: &T) -> io::Result<()> {
+    serde_json::to_writer(Escaping(&mut *w), value).map_err(io::Error::other)?;
+    writeln!(w)
 }
 
 /// Writes JSON text with DEL, C1 and bidirectional controls escaped as `\uXXXX`. serde_json

@@ -313,6 +313,8 @@ pub struct Adapter {
     /// Events and event bytes received in the step in flight.
     events_seen: usize,
     event_bytes: usize,
+    /// Told each `text_delta` as it arrives ([`crate::run::StepRunner::stream_text`]).
+    text_sink: Option<crate::run::TextSink>,
 }
 
 impl std::fmt::Debug for Adapter {
@@ -420,6 +422,7 @@ impl Adapter {
             pending_diagnostics: Vec::new(),
             events_seen: 0,
             event_bytes: 0,
+            text_sink: None,
         })
     }
 
@@ -612,6 +615,11 @@ impl Adapter {
                 )));
             }
             self.events_seen += 1;
+            if event.params.kind == EventKind::TextDelta
+                && let (Some(text), Some(sink)) = (&event.params.text, self.text_sink.as_mut())
+            {
+                sink(text);
+            }
             if event.params.kind == EventKind::Log
                 && let Some(message) = &event.params.message
             {
@@ -861,10 +869,20 @@ async fn read_lines(stdout: tokio::process::ChildStdout, tx: mpsc::Sender<Incomi
 }
 
 /// A runner behind an adapter process.
-#[derive(Debug)]
 pub struct AdapterRunner {
     spec: AdapterSpec,
     adapter: Option<Adapter>,
+    /// Handed to the adapter once it is started.
+    text_sink: Option<crate::run::TextSink>,
+}
+
+impl std::fmt::Debug for AdapterRunner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdapterRunner")
+            .field("spec", &self.spec)
+            .field("adapter", &self.adapter)
+            .finish_non_exhaustive()
+    }
 }
 
 impl AdapterRunner {
@@ -872,6 +890,7 @@ impl AdapterRunner {
         Self {
             spec,
             adapter: None,
+            text_sink: None,
         }
     }
 }
@@ -880,6 +899,7 @@ impl StepRunner for AdapterRunner {
     fn start(&mut self, expected: &RunnerMetadata) -> Result<(), String> {
         let mut adapter = Adapter::spawn(self.spec.clone())
             .map_err(|e| format!("{}{e}", crate::run::SETUP_FAILED))?;
+        adapter.text_sink = self.text_sink.take();
         let result = adapter.initialize(Some(expected)).map_err(|e| classify(&e));
         self.adapter = Some(adapter);
         result
@@ -888,6 +908,13 @@ impl StepRunner for AdapterRunner {
     fn step(&mut self, request: &RunnerStepRequest) -> Result<RunnerStepResult, String> {
         let adapter = self.adapter.as_mut().ok_or("the adapter was not started")?;
         adapter.step_call(request).map_err(|e| classify(&e))
+    }
+
+    fn stream_text(&mut self, sink: crate::run::TextSink) {
+        match self.adapter.as_mut() {
+            Some(a) => a.text_sink = Some(sink),
+            None => self.text_sink = Some(sink),
+        }
     }
 
     fn take_diagnostics(&mut self) -> Vec<String> {

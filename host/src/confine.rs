@@ -1084,6 +1084,11 @@ pub fn install_exit_handler() {
     };
     std::thread::spawn(move || {
         if let Some(signal) = signals.forever().next() {
+            // A run's live status line (the cli's `live` display) is cleared first, so what
+            // follows starts a line of its own.
+            if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+                let _ = write!(std::io::stderr(), "\r\x1b[2K");
+            }
             reap_strays(true);
             // The command in flight is dead: check the workspace and undo what it may not
             // have done before exiting (its outcome receipt is not written; `craik runs

@@ -1,6 +1,5 @@
 //! `craik run`, `craik runs …`, `craik handoff show`, `craik approvals …`, `craik memory …`.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use craik_contracts::{
@@ -547,7 +546,8 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
     };
     let keys = setup.keys.clone();
     let mut host = Host::start(LockedRun::create(home, dir, inputs)?, setup)?;
-    drive(out, &mut host)?;
+    let watching = watch(out, &mut host)?;
+    drive(&mut host, watching)?;
     let ask = Prompter::for_terminal(format);
     if ask.interactive() && !host.is_final() && awaiting_approval(host.machine().run()).is_some() {
         match args.approver {
@@ -689,19 +689,23 @@ fn wait_for_lock(out: &mut Out, home: &Path, run_id: &str) -> Result<(), Failure
     Ok(())
 }
 
-fn drive(out: &mut Out, host: &mut Host) -> Result<(), Failure> {
-    let show = std::io::stderr().is_terminal();
-    let mut err = std::io::stderr();
-    let mut tick = |line: &str| {
-        if show {
-            use std::io::Write;
-            let _ = write!(err, "\x1b[2K\r{}", craik_contracts::one_line(line));
-            let _ = err.flush();
-        }
-    };
-    let result = host.drive(&mut tick);
-    if show {
-        out.end_progress()?;
+/// Shows the run's progress live from now on (`crate::live`), if the output asks for it.
+fn watch(out: &mut Out, host: &mut Host) -> Result<Option<crate::live::Done>, Failure> {
+    // What is on stdout so far goes before the stream.
+    out.flush()?;
+    Ok(
+        crate::live::observer(out.live, &out.seq).map(|(observer, done)| {
+            host.observe(observer);
+            done
+        }),
+    )
+}
+
+/// Drives the run until it halts or parks, shown live as `watching` (see [`watch`]) says.
+fn drive(host: &mut Host, watching: Option<crate::live::Done>) -> Result<(), Failure> {
+    let result = host.drive(&mut |_| {});
+    if let Some(done) = watching {
+        done.finish();
     }
     Ok(result?)
 }
@@ -823,6 +827,10 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
                     run.id
                 ))?;
             }
+        }
+        Format::Json | Format::Junit if out.jsonl => {
+            let line = crate::live::summary_record(&out.seq, &s);
+            out.json_line(&line)?;
         }
         Format::Json | Format::Junit => out.json(&s)?,
     }
@@ -960,13 +968,16 @@ fn continue_run(
     let (mut host, keys) = open_locked(home, run_id, out)?;
     operator(&host, by)?;
     let ended = host.is_final();
+    let watching = if ended { None } else { watch(out, &mut host)? };
     let found = host.settle()?;
     if ended {
         return Err(ended_refusal(&host, run_id, "resumed").into());
     } else if !host.is_final() {
         host.operator_receipt(OperatorAct::Resume, by, "resumed by the operator")?;
         host.reopen()?;
-        drive(out, &mut host)?;
+        drive(&mut host, watching)?;
+    } else if let Some(done) = watching {
+        done.finish();
     }
     host.set_notes(found);
     Ok((host, keys))

@@ -20,6 +20,7 @@ mod decisions;
 mod interop;
 mod ledger;
 mod policy;
+mod progress;
 mod provider;
 mod receipts;
 mod registry;

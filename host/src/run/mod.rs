@@ -257,7 +257,15 @@ pub trait StepRunner {
     fn take_diagnostics(&mut self) -> Vec<String> {
         Vec::new()
     }
+    /// Where to send the text the runner streams during a step, as it arrives (adapters:
+    /// `text_delta` events); untrusted, shown only. Runners that stream nothing ignore it.
+    fn stream_text(&mut self, sink: TextSink) {
+        let _ = sink;
+    }
 }
+
+/// Receives a runner's streamed text ([`StepRunner::stream_text`]).
+pub type TextSink = Box<dyn FnMut(&str)>;
 
 /// The deterministic scripted runner, in process: answers the request of step *n* (its
 /// `context.step`) with the scenario's step *n*, so it needs no state across a crash.

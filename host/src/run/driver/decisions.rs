@@ -88,7 +88,9 @@ impl Host {
         meta.insert("operation".into(), json!(action.proposed.operation));
         // Durable before the effect starts (its `executing` event commits it), before the
         // runner hears of it (`Host::step`), before an approval is marked consumed.
+        let at = ts(self.clock.now());
         let receipt = self.receipt_lazy(draft)?;
+        self.observe_decision(|| observe::DecisionNote::of(at, action, &verdict, &receipt));
         if let Some(id) = &verdict.approval {
             self.used_approvals.insert(id.clone());
             self.set_approval_status(id, ApprovalStatus::Consumed)?;

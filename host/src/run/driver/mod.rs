@@ -40,6 +40,8 @@ mod human;
 pub use human::{
     APPROVAL_EXPIRED, APPROVAL_REVIEW, OperatorAct, is_human_decision, operator_request_hash,
 };
+mod observe;
+pub use observe::{DecisionNote, Observed, Observer, STREAMED_SHOWN};
 mod outputs;
 mod recovery;
 
@@ -133,6 +135,13 @@ pub struct Host {
     /// Event lines waiting for the journal's unsynced receipts to be durable (see the
     /// module's group-commit invariant).
     held: Vec<u8>,
+    /// The held events themselves, kept only while an observer is installed (it is told
+    /// each once it is written).
+    held_events: Vec<Event>,
+    /// Told what is recorded as it is recorded ([`Host::observe`]).
+    observer: Option<observe::Shared>,
+    /// The runner's streamed text in the step in flight, while observed.
+    streamed: Option<observe::Streamed>,
     /// `events.jsonl` / `outputs.jsonl` have lines written since their last sync.
     events_dirty: bool,
     outputs_dirty: bool,
@@ -413,6 +422,9 @@ impl Host {
             signed_end: None,
             ledger_time: Duration::ZERO,
             held: Vec::new(),
+            held_events: Vec::new(),
+            observer: None,
+            streamed: None,
             events_dirty: false,
             outputs_dirty: false,
             inputs,
@@ -492,6 +504,9 @@ impl Host {
             serde_json::to_vec(event).map_err(|e| Error::internal(format!("event: {e}")))?;
         line.push(b'\n');
         self.held.extend_from_slice(&line);
+        if self.observer.is_some() {
+            self.held_events.push(event.clone());
+        }
         if !self.journal_file.is_dirty() {
             self.flush_held()?;
         }
@@ -509,6 +524,8 @@ impl Host {
             .map_err(io(self.dir.root()))?;
         self.events_dirty = true;
         self.crash.point();
+        let written = std::mem::take(&mut self.held_events);
+        self.observe_events(written);
         Ok(())
     }
 
@@ -671,6 +688,7 @@ impl Host {
             at: request.created_at,
             request: Box::new(request.clone()),
         })?;
+        self.new_stream();
         let mut result = match self.ask_runner(&request) {
             Ok(r) => r,
             Err(why) => return self.violation(&request, &why),

@@ -389,6 +389,11 @@ fn overlaps(name: &str, family: &str) -> bool {
 pub fn trust_problem(matrix: &RunnerCapabilityMatrix) -> Option<(String, String)> {
     let level = matrix.trust.level;
     for c in &matrix.capabilities {
+        // A capability or family exactly as the kernel spells it: `Git.Push` or `git.push `
+        // would pass a check of `git.push` and mean nothing (outside testing round 8).
+        if let Some(why) = craik_kernel::envelope_entry_problem(&c.name) {
+            return Some((c.name.clone(), why));
+        }
         if c.support != RunnerCapabilitySupport::Supported {
             continue;
         }

@@ -1306,6 +1306,9 @@ fn issue_18_round_6_intent_lock_entries_are_paths_or_prose() {
         ("src/vendo\u{301}r/", "ASCII"),
         ("src%2Fvendor/", "percent"),
         ("src/vendor%2F", "percent"),
+        // Round 8: a stop condition's form, prose naming a path.
+        ("path:src/vendor/", "stop condition"),
+        ("src/vendor/ (third party)", "prose naming a path"),
     ];
     for (n, (entry, why)) in bad.iter().enumerate() {
         lock(entry, "capability:shell.network");

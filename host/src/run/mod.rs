@@ -40,7 +40,7 @@ pub struct Inputs {
     /// the adapter checked against its pin (signed with the inputs; `run.inputs` names it).
     /// `None` for the in-process fixture.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub runner_adapter: Option<crate::registry::RunnerRecord>,
+    pub runner_adapter: Option<RunnerRecord>,
     // -- end issue 22 --
     /// The scenario file (absolute) and the `sha256:` of its bytes, for fixture runners.
     /// The scenario itself is not copied (it is the operator's input and may hold anything);
@@ -476,4 +476,31 @@ pub fn check_task_bindings(
         }
     }
     Ok(())
+}
+
+/// What a run records about its runner (signed in `run.inputs`, shown by `craik audit`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunnerRecord {
+    /// The registry id (`fixture-adapter`, `my-runner`), or the ad-hoc form's kind.
+    pub id: String,
+    pub backend: String,
+    /// `built-in`, `home`, `project`, or `ad-hoc` (`adapter:`/`provider:` forms).
+    pub origin: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<String>,
+    /// The file (or bundle) hashed.
+    pub path: PathBuf,
+    /// Its `sha256:` when the run started.
+    pub sha256: String,
+    /// Whether it was checked against a pin (`craik runners install`).
+    pub pinned: bool,
+    /// The adapter program actually executed and its `sha256:`, when it is not `path`
+    /// (a `cli` entry's shipped handoff adapter, an `npx`/`uvx` launcher).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec_sha256: Option<String>,
 }

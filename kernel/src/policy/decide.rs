@@ -772,8 +772,12 @@ fn build_resource(
 /// anything. An entry is a workspace-relative path prefix (`src`, `Makefile`, `docs/adr/`) or
 /// prose (words separated by spaces, kept for the record, checked by nothing). Refused: what
 /// would look like a path and protect nothing — leading or trailing whitespace, a
-/// backslash, a control character, an absolute path, `..`, a glob (outside testing: each of
-/// `/src/vendor/`, ` src/vendor/`, `../src/vendor/`, `src\vendor/` let commands write there).
+/// backslash, a control character, an absolute path, `..`, a glob, a character outside ASCII,
+/// percent-encoding, a stop condition's `path:`/`capability:` form, prose naming a path
+/// (outside testing rounds 6–8: each of `/src/vendor/`, ` src/vendor/`, `../src/vendor/`,
+/// `src\vendor/`, `ｓrc/vendor/`, `src%2Fvendor/`, `path:src/vendor/`,
+/// `src/vendor/ (third party)` let commands write there). Paths with other characters cannot
+/// be named in an intent lock.
 pub fn intent_entry_problem(entry: &str) -> Option<&'static str> {
     if entry.is_empty() {
         return Some("empty");
@@ -787,8 +791,17 @@ pub fn intent_entry_problem(entry: &str) -> Option<&'static str> {
     if entry.contains('\\') {
         return Some("a backslash (paths are `/`-separated, relative to the workspace root)");
     }
+    if ["path:", "capability:"]
+        .iter()
+        .any(|p| entry.starts_with(p))
+    {
+        return Some("a stop condition's form; a scope entry is a path (`src/vendor/`) or prose");
+    }
     if entry.chars().any(char::is_whitespace) {
-        return None;
+        // Prose protects nothing: one that names a path would look like protection.
+        return entry
+            .contains('/')
+            .then_some("prose naming a path protects nothing; write the path alone");
     }
     if entry.contains(['*', '?', '[', ']', '{', '}']) {
         return Some("a path prefix, not a glob (`docs/` covers everything under docs)");

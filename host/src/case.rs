@@ -261,7 +261,19 @@ fn handoffs(
     let mut listed = Vec::new();
     let mut projects = Vec::new();
     let mut unreadable = 0usize;
-    let ids = home.run_ids().unwrap_or_default();
+    // Runs that cannot be listed are said, never read as "no handoffs".
+    let ids = match home.run_ids() {
+        Ok(ids) => ids,
+        Err(_) => {
+            omitted.push(omission(
+                "recent_handoffs",
+                0,
+                "the home's runs cannot be listed",
+                0,
+            ));
+            Vec::new()
+        }
+    };
     for run in ids.iter().rev() {
         let path = home.runs().join(run).join(crate::run::store::HANDOFF);
         let Ok(bytes) = crate::fsio::read_bounded(&path, 1 << 20) else {

@@ -2,7 +2,7 @@
 
 use std::fs;
 use std::io::{self, Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Why a file could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -146,6 +146,22 @@ fn clear(dir: &Path, depth: usize) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `path` with `.` and `..` components resolved by name, no link followed (for a path that
+/// need not exist, so `canonicalize` cannot); `..` at the top stays at the top.
+pub fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -110,7 +110,7 @@ impl Profile {
     pub fn from_config(loaded: &Loaded) -> Self {
         let p = &loaded.config.project;
         let written = p.repository.clone().unwrap_or_else(|| PathBuf::from("."));
-        let root = lexical(&loaded.resolve(&written));
+        let root = crate::fsio::lexical(&loaded.resolve(&written));
         let id =
             p.id.clone()
                 .unwrap_or_else(|| crate::config::project_id_for(&loaded.dir));
@@ -164,7 +164,7 @@ impl Profile {
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_else(|| PathBuf::from("/"));
-        let root = lexical(&dir.join(&profile.repo.local_path));
+        let root = crate::fsio::lexical(&dir.join(&profile.repo.local_path));
         Ok(Self {
             profile,
             discovery: Discovery {
@@ -213,7 +213,9 @@ impl Profile {
                 include: Vec::new(),
                 exclude: Vec::new(),
             },
-            root: lexical(&std::path::absolute(root).unwrap_or_else(|_| root.to_owned())),
+            root: crate::fsio::lexical(
+                &std::path::absolute(root).unwrap_or_else(|_| root.to_owned()),
+            ),
             file: PathBuf::from("(no project profile)"),
             source: Source::Implicit,
         }
@@ -410,18 +412,3 @@ pub fn for_task(task: &Path, config: Option<&Loaded>) -> Result<Option<Profile>,
 
 /// The file name of a profile beside a task (as in `examples/`).
 pub const PROFILE_FILE: &str = "project_profile.json";
-
-/// `path` with `.` and `..` resolved by name (no link is followed to do it).
-fn lexical(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            std::path::Component::CurDir => {}
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}

@@ -82,7 +82,7 @@ fn inputs_in_workspace<'p>(workspace: &Path, paths: impl Iterator<Item = &'p Pat
         // as a directory, so what is created there later is covered too.
         let Ok(real) = path
             .canonicalize()
-            .or_else(|_| std::path::absolute(path).map(|p| lexical(&p)))
+            .or_else(|_| std::path::absolute(path).map(|p| craik_host::fsio::lexical(&p)))
         else {
             continue;
         };
@@ -96,22 +96,6 @@ fn inputs_in_workspace<'p>(workspace: &Path, paths: impl Iterator<Item = &'p Pat
     globs.sort();
     globs.dedup();
     globs
-}
-
-/// `path` with `.` and `..` components resolved by name (for a path that does not exist yet,
-/// so `canonicalize` cannot).
-fn lexical(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            std::path::Component::CurDir => {}
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 /// A file holding exactly one contract of type `T`.

@@ -13,7 +13,7 @@
 
 use std::collections::BTreeSet;
 use std::io::Read as _;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 /// Keys whose value is a path (a directory may be named): the rest are commands, and only the
 /// regular files they name are taken.
@@ -135,17 +135,7 @@ fn read_config(path: &Path) -> Option<String> {
 /// `path` made lexically absolute-normal (`..` resolved), relative to `root` when it lies in
 /// it (never the root itself).
 fn inside(root: &Path, path: &Path) -> Option<PathBuf> {
-    let mut out = PathBuf::new();
-    for part in path.components() {
-        match part {
-            Component::RootDir => out.push("/"),
-            Component::Normal(p) => out.push(p),
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir | Component::Prefix(_) => {}
-        }
-    }
+    let out = crate::fsio::lexical(path);
     let rel = out.strip_prefix(root).ok()?;
     (!rel.as_os_str().is_empty()).then(|| rel.to_path_buf())
 }
@@ -300,6 +290,33 @@ pub fn named_paths(root: &Path, files: Vec<PathBuf>, home: Option<&Path>) -> BTr
         }
     }
     named
+}
+
+/// Immutable-path globs covering `named` ([`named_paths`]): each path exactly and everything
+/// under it, and a word the shell would expand (`s/x[5].sh`) as the glob it is.
+pub fn globs(named: &BTreeSet<PathBuf>) -> Vec<String> {
+    let mut out = Vec::new();
+    for rel in named {
+        let rel = crate::run::manifest::shown(rel);
+        out.push(craik_kernel::ImmutablePaths::glob_for(&rel, false));
+        out.push(craik_kernel::ImmutablePaths::glob_for(&rel, true));
+        if rel.contains(['*', '?', '['])
+            && craik_kernel::ImmutablePaths::new(std::slice::from_ref(&rel)).is_ok()
+        {
+            out.push(rel);
+        }
+    }
+    out
+}
+
+/// What the repository's and the operator's configurations (and `more` files: the git
+/// directories a manifest shows) name inside `root`, `~/` taken from Craik's `HOME`.
+pub fn named_in(root: &Path, more: Vec<PathBuf>) -> BTreeSet<PathBuf> {
+    let mut files = repository_files(root);
+    files.extend(operator_files());
+    files.extend(more);
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    named_paths(root, files, home.as_deref())
 }
 
 /// `real` (a resolved path) relative to `root`'s real path, when it lies in it.

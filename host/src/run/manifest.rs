@@ -663,19 +663,7 @@ fn common_dir(root: &Path, dir: &Path) -> Option<Common> {
     let resolved = match target.canonicalize() {
         Ok(real) => real,
         // Not there (yet): where it would be, lexically from the real directory.
-        Err(_) => {
-            let mut out = PathBuf::new();
-            for part in target.components() {
-                match part {
-                    std::path::Component::ParentDir => {
-                        out.pop();
-                    }
-                    std::path::Component::CurDir => {}
-                    other => out.push(other),
-                }
-            }
-            out
-        }
+        Err(_) => crate::fsio::lexical(&target),
     };
     if resolved.components().any(|c| c.as_os_str() == "proc") && resolved.starts_with("/proc") {
         return Some(Common::Unknown);

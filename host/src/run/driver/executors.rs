@@ -94,11 +94,10 @@ impl Host {
             let why = format!("refused: `{}`: {why}", craik_contracts::Truncated(rel));
             return self.outcome_receipt(action, false, &why, None);
         }
-        if let Some(named) = self.git_named(rel) {
+        if self.git_named(rel) {
             let why = format!(
-                "refused: `{}`: a git configuration names `{}` (git runs or reads it)",
-                craik_contracts::Truncated(rel),
-                craik_contracts::Truncated(&named)
+                "refused: `{}`: a git configuration of the repository or the operator names it (git runs or reads it)",
+                craik_contracts::Truncated(rel)
             );
             return self.outcome_receipt(action, false, &why, None);
         }
@@ -406,20 +405,14 @@ impl Host {
         })
     }
 
-    /// The path a git configuration of the repository or the operator names that `rel` is or
-    /// lies under, if any (a runner's file write there is refused).
-    fn git_named(&self, rel: &str) -> Option<String> {
-        let root = &self.workspace.root;
-        let mut files = crate::run::gitconfig::repository_files(root);
-        files.extend(crate::run::gitconfig::operator_files());
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        crate::run::gitconfig::named_paths(root, files, home.as_deref())
-            .into_iter()
-            .map(|p| manifest::shown(&p))
-            .find(|named| {
-                let (rel, named) = (rel.to_ascii_lowercase(), named.to_ascii_lowercase());
-                rel == named || rel.starts_with(&format!("{named}/"))
-            })
+    /// Whether a git configuration of the repository or the operator names `rel` (or a
+    /// directory holding it), by the same globs commands are checked against: a runner's file
+    /// write there is refused.
+    fn git_named(&self, rel: &str) -> bool {
+        let named = crate::run::gitconfig::named_in(&self.workspace.root, Vec::new());
+        !named.is_empty()
+            && craik_kernel::ImmutablePaths::new(&crate::run::gitconfig::globs(&named))
+                .map_or(true, |paths| paths.covers(rel))
     }
 
     /// The run's immutable paths for commands plus every workspace path a git configuration
@@ -432,26 +425,12 @@ impl Host {
         before: &manifest::Manifest,
         marked: &[(PathBuf, &str)],
     ) -> craik_kernel::ImmutablePaths {
-        let mut files = crate::run::gitconfig::repository_files(root);
-        files.extend(crate::run::gitconfig::operator_files());
-        files.extend(before.git_config_files(root, marked));
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        let named = crate::run::gitconfig::named_paths(root, files, home.as_deref());
+        let named = crate::run::gitconfig::named_in(root, before.git_config_files(root, marked));
         if named.is_empty() {
             return self.command_immutable.clone();
         }
         let mut globs = self.command_immutable.globs().to_vec();
-        for rel in &named {
-            let rel = manifest::shown(rel);
-            globs.push(craik_kernel::ImmutablePaths::glob_for(&rel, false));
-            globs.push(craik_kernel::ImmutablePaths::glob_for(&rel, true));
-            // A word the shell expands (`s/x[5].sh`): what it may match, too.
-            if rel.contains(['*', '?', '['])
-                && craik_kernel::ImmutablePaths::new(std::slice::from_ref(&rel)).is_ok()
-            {
-                globs.push(rel);
-            }
-        }
+        globs.extend(crate::run::gitconfig::globs(&named));
         craik_kernel::ImmutablePaths::new(&globs)
             .unwrap_or_else(|_| craik_kernel::ImmutablePaths::everything())
     }

@@ -1,23 +1,22 @@
 //! Prompt-handoff adapters (codex, claude, gemini), shared through `#[path]`.
 //!
-//! Each step compiles the governed prompt — the task, the phase and what it expects, the policy
-//! envelope and grants, the runner's capability notes from its matrix, the outcomes to observe,
-//! the exact output shape — into a `craik.compiled_prompt`, and hands it off:
+//! Each step hands off the prompt the host compiled (the request's `input_prompt`: the task,
+//! the runner's capability notes, the policy, the case file as fenced data, the output contract
+//! and the host's `Step` section; docs/context.md) verbatim — the adapter adds nothing:
 //! - **fixture mode** (`--fixture SCENARIO.json`): to the scenario, deterministically;
 //! - **live mode**: to the real CLI (`--cli PATH` or found on `PATH`), whose streamed output is
 //!   mapped into events and a step result. The model's answer is read from the last JSON object
 //!   in its final message; anything else becomes a `partial` step with no actions.
 //!
-//! Either way the result names the compiled prompt (`observed_output.handoff`), so what was
-//! handed off is on record.
+//! The host persists the compiled prompt and signs its sha256 in the run's inputs; the result's
+//! `observed_output.handoff` says which request was handed off, and how.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 use craik_contracts::channel::{ChannelError, InitializeResult, codes};
 use craik_contracts::{
-    CompiledPrompt, FixtureScenario, Object, PromptSection, RunnerCapabilityMatrix,
-    RunnerCapabilitySupport, RunnerStepRequest, RunnerStepResult,
+    FixtureScenario, Object, RunnerCapabilityMatrix, RunnerStepRequest, RunnerStepResult,
 };
 use serde_json::{Value, json};
 
@@ -115,94 +114,9 @@ impl Handoff {
         })
     }
 
-    /// The governed prompt for one step.
-    pub(crate) fn compile(&self, request: &RunnerStepRequest) -> CompiledPrompt {
-        let phase = request.phase.as_str();
-        let expects = match phase {
-            "plan" => "Decide the next bounded action under the intent lock. Propose nothing yet.",
-            "act" => {
-                "Propose the side effects you need as `proposed_actions`. You do not perform them: Craik decides each one and performs what policy allows."
-            }
-            "observe" => {
-                "Read the outcomes of your proposed actions (below) and record what you learned; you may propose memory facts as `memory_proposals`."
-            }
-            "evaluate" => "Say whether the task is done: `next` is `stop` or `continue`.",
-            _ => "Answer for this phase.",
-        };
-        let mut capabilities = String::new();
-        for c in &self.matrix.capabilities {
-            let how = match c.support {
-                RunnerCapabilitySupport::Supported => "may be proposed; policy and grants decide",
-                RunnerCapabilitySupport::PromptHandoff => {
-                    "may be proposed; a human reviews it before it runs"
-                }
-                RunnerCapabilitySupport::Unsupported => "do not propose: it will be denied",
-            };
-            capabilities.push_str(&format!("- {}: {how}\n", c.name));
-        }
-        let context = serde_json::to_string(&request.context).unwrap_or_default();
-        let sections = vec![
-            PromptSection {
-                title: "Task".into(),
-                body: request.input_prompt.clone(),
-            },
-            PromptSection {
-                title: format!("Phase: {phase}"),
-                body: expects.into(),
-            },
-            PromptSection {
-                title: "Policy boundary".into(),
-                body: format!(
-                    "Policy envelope {}; intent lock {}; capability grants: {}. Anything outside them is denied and recorded.",
-                    request.policy_envelope_id,
-                    request.intent_lock_id.as_deref().unwrap_or("none"),
-                    if request.capability_grant_ids.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        request.capability_grant_ids.join(", ")
-                    }
-                ),
-            },
-            PromptSection {
-                title: "Your capabilities".into(),
-                body: capabilities,
-            },
-            PromptSection {
-                title: "Context".into(),
-                body: context,
-            },
-            PromptSection {
-                title: "Answer format".into(),
-                body: "End your answer with one JSON object: {\"status\": \"completed|partial|blocked|failed\", \"summary\": \"...\", \"proposed_actions\": [{\"id\": \"action_...\", \"capability\": \"...\", \"operation\": \"read|write|patch|execute\", \"target\": \"path\", \"content\": \"...\", \"edits\": [{\"old\": \"...\", \"new\": \"...\"}], \"argv\": [\"...\"]}], \"memory_proposals\": [], \"next\": \"continue|stop\"}. Include only the keys your phase uses.".into(),
-            },
-        ];
-        let prompt = sections
-            .iter()
-            .map(|s| format!("## {}\n{}\n", s.title, s.body))
-            .collect::<Vec<_>>()
-            .join("\n");
-        CompiledPrompt {
-            schema: Default::default(),
-            version: Default::default(),
-            id: request.id.replacen("runner_step_request_", "prompt_", 1),
-            task_id: request.task_id.clone(),
-            case_file_id: format!("case_{}", request.task_id.trim_start_matches("task_")),
-            policy_envelope_id: request.policy_envelope_id.clone(),
-            runner_id: self.matrix.runner.id.clone(),
-            runner_mode: self.matrix.runner.mode,
-            capability_grant_ids: request.capability_grant_ids.clone(),
-            expected_output_schemas: request.expected_output_schemas.clone(),
-            context_omissions: Vec::new(),
-            stop_conditions: Vec::new(),
-            sections,
-            prompt,
-        }
-    }
-
     fn live(
         &self,
         request: &RunnerStepRequest,
-        prompt: &CompiledPrompt,
         events: &mut Events<'_>,
     ) -> Result<RunnerStepResult, ChannelError> {
         let program = self
@@ -219,7 +133,7 @@ impl Handoff {
                 )
             })?;
         let mut child = Command::new(&program)
-            .args(self.cli.args(&prompt.prompt))
+            .args(self.cli.args(&request.input_prompt))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -351,7 +265,6 @@ impl Runner for Handoff {
         request: RunnerStepRequest,
         events: &mut Events<'_>,
     ) -> Result<RunnerStepResult, ChannelError> {
-        let prompt = self.compile(&request);
         let mut result = match &self.scenario {
             Some(scenario) => {
                 let r = scenario
@@ -360,27 +273,15 @@ impl Runner for Handoff {
                 events.text(&r.summary);
                 r
             }
-            None => self.live(&request, &prompt, events)?,
-        };
-        let sha = {
-            // A stable, dependency-free fingerprint (FNV-1a 64) of the handed-off prompt; the
-            // host records the prompt id and this digest.
-            let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-            for b in prompt.prompt.bytes() {
-                h ^= u64::from(b);
-                h = h.wrapping_mul(0x0100_0000_01b3);
-            }
-            format!("fnv1a64:{h:016x}")
+            None => self.live(&request, events)?,
         };
         result.observed_output.0.insert(
             "handoff".into(),
             json!({
                 "mode": if self.scenario.is_some() { "fixture" } else { "live" },
                 "cli": self.cli.program(),
-                "prompt_id": prompt.id,
-                "prompt_bytes": prompt.prompt.len(),
-                "prompt_digest": sha,
-                "sections": prompt.sections.iter().map(|s| s.title.clone()).collect::<Vec<_>>(),
+                "request_id": request.id,
+                "prompt_bytes": request.input_prompt.len(),
             }),
         );
         Ok(result)

@@ -80,6 +80,9 @@ pub(crate) enum Command {
     /// Case files: the task context the host assembles before a run (docs/context.md).
     #[command(subcommand)]
     Case(CaseCommand),
+    /// The prompt the host compiles for a run's runner (docs/context.md).
+    #[command(subcommand)]
+    Prompt(PromptCommand),
     /// Show a run's handoff.
     #[command(subcommand)]
     Handoff(HandoffCommand),
@@ -689,6 +692,23 @@ pub(crate) struct CaseBuildCmd {
     pub(crate) out: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) home: HomeArg,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PromptCommand {
+    /// Compile what `craik run` with the same arguments would tell its runner: sections Task,
+    /// Runner, Policy, Context (the case file, fenced as untrusted data) and Output contract.
+    /// Deterministic: the same inputs give the same bytes. Writes nothing but `--out`.
+    Compile(PromptCompileCmd),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PromptCompileCmd {
+    /// Also write the `craik.compiled_prompt` file here (atomically).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) out: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) run: RunCmd,
 }
 
 #[derive(Debug, Args)]

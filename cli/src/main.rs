@@ -19,8 +19,8 @@ use clap::{CommandFactory, Parser};
 use crate::cli::{
     ApprovalsCommand, BenchCommand, CaseCommand, Cli, Command, ConfigCommand, ContractsCommand,
     GrantsCommand, HandoffCommand, KeysCommand, LedgerCommand, MemoryCommand, PolicyCommand,
-    ProfileArg, ProjectCommand, ReceiptsCommand, RunnersCommand, RunsCommand, SchemaCommand,
-    TaskCommand,
+    ProfileArg, ProjectCommand, PromptCommand, ReceiptsCommand, RunnersCommand, RunsCommand,
+    SchemaCommand, TaskCommand,
 };
 use crate::exit::{Exit, Failure};
 use crate::output::Out;
@@ -325,7 +325,10 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             };
             cmd::bench::receipts(out, cli.format, &args)
         }
-        Command::Run(args) => run_command(args, out, cli.format),
+        Command::Run(args) => run_command(args, |run| cmd::runs::run(out, cli.format, run)),
+        Command::Prompt(PromptCommand::Compile(args)) => run_command(&args.run, |run| {
+            cmd::runs::prompt_compile(out, cli.format, run, args.out.as_deref())
+        }),
         Command::Project(ProjectCommand::Show(args)) => cmd::case::project_show(
             out,
             cli.format,
@@ -613,10 +616,11 @@ fn profile_of(p: ProfileArg) -> craik_contracts::PolicyProfile {
 
 /// `craik run` with craik.toml's defaults under its flags: a flag (or `CRAIK_HOME`) always
 /// wins; custom policy directories from the file are checked against their pins.
+/// `craik run`'s arguments with craik.toml's defaults applied, handed to `then` (`craik run`
+/// itself, or `craik prompt compile`, which must see exactly what the run would).
 fn run_command(
     args: &crate::cli::RunCmd,
-    out: &mut Out,
-    format: crate::output::Format,
+    then: impl FnOnce(&cmd::runs::RunArgs<'_>) -> Result<Exit, Failure>,
 ) -> Result<Exit, Failure> {
     let config = cmd::config::project()?;
     let file_value = |key: &str, value: &str, why: String| {
@@ -709,5 +713,5 @@ fn run_command(
         max_line_bytes: args.max_line_bytes.and_then(|b| usize::try_from(b).ok()),
         adapter_read: &args.adapter_read,
     };
-    cmd::runs::run(out, format, &run)
+    then(&run)
 }

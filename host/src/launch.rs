@@ -126,6 +126,23 @@ pub fn build_runner(
     }
 }
 
+/// The capability matrix a run of runner `name` runs under (what [`build_runner`] would use),
+/// without resolving, pinning or starting anything: for `craik prompt compile`.
+pub fn matrix_for(
+    name: &str,
+    options: &RunnerOptions,
+    registry: &Registry,
+) -> Result<RunnerCapabilityMatrix, Error> {
+    if let Some(rest) = name.strip_prefix("provider:") {
+        let (api, model) = rest.split_once(':').unwrap_or((rest, ""));
+        return Ok(registry::provider_entry(api, model)?.matrix);
+    }
+    if name.starts_with("adapter:") {
+        return crate::runners::matrix(options.matrix.as_deref().unwrap_or("fixture"));
+    }
+    Ok(registry.get(name)?.matrix.clone())
+}
+
 fn fixture_needs_scenario(name: &str) -> Error {
     Error::usage(format!(
         "--runner {name}: a fixture runner needs a scenario (`{name}:SCENARIO.json`, or scenario.json in the example directory)"

@@ -12,7 +12,8 @@
 //! - [`keys`]: the receipt signing key on disk;
 //! - [`ledger`]: the home ledger naming every journal of a home, and the check against it;
 //! - [`policies`], [`embedded`]: policy bundles and grants from files, and the default bundle;
-//! - [`project`], [`case`]: the project profile and the case file assembled before a run;
+//! - [`project`], [`case`], [`prompt`]: the project profile, the case file and the compiled
+//!   prompt assembled before a run;
 //! - [`policytest`]: policy test suites (Craik's format and Cedar's `run-tests`), coverage, JUnit.
 //!
 //! Front ends (the `craik` CLI today) sit on top: they parse arguments, print, and map
@@ -39,6 +40,7 @@ pub mod ledger;
 pub mod policies;
 pub mod policytest;
 pub mod project;
+pub mod prompt;
 pub mod registry;
 pub mod run;
 pub mod runners;

@@ -2,7 +2,7 @@
 //! --model MODEL [--base-url URL] [--key-env NAME] [--stream] [--max-retries N]
 //! [--retry-base-ms MS]`: a model API as a runner over craik.channel/1.
 //!
-//! Each step sends the governed prompt with one tool, `propose_action` (its parameters are a
+//! Each step sends the host's compiled prompt (the request's `input_prompt`, verbatim) with one tool, `propose_action` (its parameters are a
 //! Craik proposed action), and asks for a final JSON answer (`status`, `summary`, `next`,
 //! `memory_proposals`). The response — plain or streamed (SSE) — is normalised into text,
 //! tool calls, structured output and usage: text deltas and tool calls are streamed to Craik as
@@ -160,20 +160,19 @@ fn answer_schema() -> Value {
     })
 }
 
+/// The API's system / instructions slot: only how this interface works (the tool, the final
+/// JSON object). Everything the model is told about the task, policy and context is the host's
+/// compiled prompt, handed off verbatim as the user message.
 fn system_prompt(request: &RunnerStepRequest) -> String {
     format!(
-        "You are a runner governed by Craik. Phase: {}. Use the propose_action tool for side effects (act phase only). Finish with one JSON object matching: {}",
+        "You are a runner governed by Craik. Phase: {}. The user message is Craik's compiled prompt for this step; follow it. Use the propose_action tool for side effects (act phase only). Finish with one JSON object matching: {}",
         request.phase.as_str(),
         answer_schema()
     )
 }
 
 fn user_prompt(request: &RunnerStepRequest) -> String {
-    format!(
-        "{}\n\nContext: {}",
-        request.input_prompt,
-        serde_json::to_string(&request.context).unwrap_or_default()
-    )
+    request.input_prompt.clone()
 }
 
 fn payload(config: &Config, request: &RunnerStepRequest) -> Value {

@@ -858,6 +858,7 @@ fn governed_run(
         started_by: None,
         project_profile_sha256: None,
         case_file_sha256: None,
+        compiled_prompt_sha256: None,
     };
     let dir = RunDir::create(&home, "run_bench").map_err(io_at(&home.runs()))?;
     let setup = Setup {

@@ -120,6 +120,7 @@ pub(crate) fn decode_one<T: Contract>(path: &Path, bytes: &[u8]) -> Result<T, Fa
 }
 
 /// An example directory's files, with the command line's flags taking precedence.
+#[derive(Clone)]
 struct Resolved {
     task: PathBuf,
     /// `NAME` of the runner (`fixture`, `fixture-adapter`, `codex`, ...), or
@@ -309,8 +310,22 @@ fn resolve_toolchains(
     Ok(out)
 }
 
-/// `craik run`.
-pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<Exit, Failure> {
+/// What a run is made of, read and checked before anything is written: the same for
+/// `craik run` and `craik prompt compile`.
+#[derive(Clone)]
+struct Prepared {
+    resolved: Resolved,
+    task: TaskRequest,
+    scenario_path: Option<PathBuf>,
+    scenario_digest: Option<String>,
+    intent: Option<IntentLock>,
+    envelope: Option<PolicyEnvelope>,
+    grants: Vec<CapabilityGrant>,
+    profile: PolicyProfile,
+    max_iterations: u32,
+}
+
+fn prepare(out: &mut Out, args: &RunArgs<'_>) -> Result<Prepared, Failure> {
     let resolved = resolve(args)?;
     let task: TaskRequest = read_one(&resolved.task)?;
     let (scenario_path, scenario_digest) = match &resolved.scenario {
@@ -381,6 +396,155 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
     if max_iterations == 0 {
         return Err(Failure::usage("--max-iterations: must be at least 1"));
     }
+    Ok(Prepared {
+        resolved,
+        task,
+        scenario_path,
+        scenario_digest,
+        intent,
+        envelope,
+        grants,
+        profile,
+        max_iterations,
+    })
+}
+
+/// The case file (from the declared profile's repository, else from the workspace the run will
+/// have: an example's seed, `--workspace`, the current directory) and the prompt compiled
+/// from it and the run's inputs. `home`: the run's home and its keys (approved memory is
+/// taken only when its signed review verifies).
+fn assemble_context(
+    args: &RunArgs<'_>,
+    p: &Prepared,
+    (home, keys): (&Home, Option<&craik_kernel::KeyRing>),
+    matrix: &RunnerCapabilityMatrix,
+    planned_ws: Option<&Path>,
+) -> Result<(craik_host::case::Built, craik_host::prompt::Compiled), Failure> {
+    let implicit;
+    let project_profile = match args.project {
+        Some(profile) => profile,
+        None => {
+            let root = args
+                .workspace
+                .or(p.resolved.workspace_seed.as_deref())
+                .or(planned_ws)
+                .unwrap_or(Path::new("."));
+            implicit = craik_host::project::Profile::implicit(
+                root,
+                &p.task.project_id,
+                args.immutable_paths,
+            );
+            &implicit
+        }
+    };
+    let case = craik_host::case::build(&craik_host::case::Request {
+        profile: project_profile,
+        task: &p.task,
+        intent: p.intent.as_ref(),
+        envelope: p.envelope.as_ref(),
+        home: home.root.is_dir().then_some(home),
+        keys,
+        max_tokens: craik_host::case::DEFAULT_MAX_TOKENS,
+        strict: false,
+    })?;
+    let compiled = craik_host::prompt::compile(&craik_host::prompt::Request {
+        task: &p.task,
+        matrix,
+        profile: p.profile,
+        envelope: p.envelope.as_ref(),
+        intent: p.intent.as_ref(),
+        grants: &p.grants,
+        max_iterations: p.max_iterations,
+        case: &case.case,
+        case_bytes: &case.bytes,
+    })?;
+    Ok((case, compiled))
+}
+
+/// `craik prompt compile`: what a `craik run` with the same arguments would tell its runner,
+/// compiled exactly as the run would, printed (the prompt text; `--format json`: the
+/// `craik.compiled_prompt` file's bytes) and, with `--out`, written. Nothing else is written:
+/// no home, key or run is created.
+pub(crate) fn prompt_compile(
+    out: &mut Out,
+    format: Format,
+    args: &RunArgs<'_>,
+    file: Option<&Path>,
+) -> Result<Exit, Failure> {
+    let prepared = prepare(out, args)?;
+    let cwd;
+    let planned_ws = match (args.workspace, prepared.resolved.workspace_seed.as_deref()) {
+        (Some(ws), _) => Some(ws),
+        (None, Some(_)) => None,
+        (None, None) => {
+            cwd = std::env::current_dir()
+                .map_err(|e| Failure::usage(format!("current directory: {e}")))?;
+            Some(cwd.as_path())
+        }
+    };
+    let home = Home::for_run(args.home, planned_ws)?;
+    let keys = if home.keys().join(craik_host::keys::PRIVATE_NAME).is_file() {
+        Some(craik_host::keys::load_or_create(&home.keys())?.1)
+    } else {
+        None
+    };
+    let registry = crate::cmd::runners::registry(&home.root)?;
+    let options = RunnerOptions {
+        matrix: args.runner_matrix.map(str::to_owned),
+        ..RunnerOptions::default()
+    };
+    let matrix = craik_host::launch::matrix_for(&prepared.resolved.runner, &options, &registry)?;
+    let (_, compiled) =
+        assemble_context(args, &prepared, (&home, keys.as_ref()), &matrix, planned_ws)?;
+    if let Some(file) = file {
+        craik_host::fsio::write_atomic(file, &compiled.bytes)
+            .map_err(|e| Failure::usage(format!("{}: {e}", file.display())))?;
+    }
+    if format == Format::Json {
+        out.text(&String::from_utf8_lossy(&compiled.bytes))?;
+    } else {
+        out.text(&compiled.prompt.prompt)?;
+    }
+    Ok(Exit::Ok)
+}
+
+/// Room a step request needs beside its prompt (ids, context, observed outcomes).
+const REQUEST_ROOM: usize = 64 * 1024;
+
+/// A step request carries the compiled prompt on one channel line: refuses a line limit
+/// (`--max-line-bytes`) it cannot fit in, before anything is written.
+fn prompt_fits(
+    compiled: &craik_host::prompt::Compiled,
+    max_line_bytes: Option<usize>,
+) -> Result<(), Failure> {
+    let limit = max_line_bytes.unwrap_or(craik_contracts::channel::DEFAULT_MAX_LINE_BYTES);
+    // As a JSON string (escapes can double a character).
+    let encoded = serde_json::to_string(&compiled.prompt.prompt)
+        .map_or(usize::MAX, |s| s.len())
+        .saturating_add(REQUEST_ROOM);
+    if encoded > limit {
+        return Err(Failure::usage(format!(
+            "--max-line-bytes {limit}: a step request carries the compiled prompt ({} bytes) on one line; give at least {encoded}",
+            compiled.prompt.prompt.len()
+        )));
+    }
+    Ok(())
+}
+
+/// `craik run`.
+pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<Exit, Failure> {
+    let prepared = prepare(out, args)?;
+    let Prepared {
+        resolved,
+        task,
+        scenario_path,
+        scenario_digest,
+        intent,
+        envelope,
+        grants,
+        profile,
+        max_iterations,
+    } = prepared.clone();
     // The workspace the run will have (an example's is a fresh copy inside the run
     // directory); the home is chosen, or refused, against it before anything is written.
     let cwd;
@@ -435,39 +599,19 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         out,
         true,
     )?;
-    // The case file, assembled before anything of the run is written: from the declared
-    // profile's repository, else from the workspace the run will have (an example's seed).
-    let implicit;
-    let project_profile = match args.project {
-        Some(p) => p,
-        None => {
-            let root = args
-                .workspace
-                .or(resolved.workspace_seed.as_deref())
-                .or(planned_ws)
-                .unwrap_or(Path::new("."));
-            implicit = craik_host::project::Profile::implicit(
-                root,
-                &task.project_id,
-                args.immutable_paths,
-            );
-            &implicit
-        }
-    };
-    let case = craik_host::case::build(&craik_host::case::Request {
-        profile: project_profile,
-        task: &task,
-        intent: intent.as_ref(),
-        envelope: envelope.as_ref(),
-        home: Some(&home),
-        keys: Some(&setup.keys),
-        max_tokens: craik_host::case::DEFAULT_MAX_TOKENS,
-        strict: false,
-    })?;
+    // The case file and the prompt, assembled before anything of the run is written.
+    let (case, compiled) = assemble_context(
+        args,
+        &prepared,
+        (&home, Some(&setup.keys)),
+        &setup.matrix,
+        planned_ws,
+    )?;
     let project_profile_sha256 = match args.project {
         Some(p) => Some(p.digest().map_err(Failure::internal)?.as_str().to_owned()),
         None => None,
     };
+    prompt_fits(&compiled, runner_options.max_line_bytes)?;
     let (dir, workspace) = craik_host::run::store::create_run(
         &home,
         &run_id,
@@ -497,10 +641,15 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
             .chain(args.config_inputs.iter().map(PathBuf::as_path))
             .chain(registry.input_paths().iter().map(PathBuf::as_path)),
     ));
-    let case_path = dir.path.join(craik_host::case::CASE_FILE);
-    if let Err(e) = craik_host::fsio::write_atomic(&case_path, &case.bytes) {
-        let _ = std::fs::remove_dir_all(&dir.path);
-        return Err(Failure::usage(format!("{}: {e}", case_path.display())));
+    for (name, bytes) in [
+        (craik_host::case::CASE_FILE, &case.bytes),
+        (craik_host::prompt::PROMPT_FILE, &compiled.bytes),
+    ] {
+        let path = dir.path.join(name);
+        if let Err(e) = craik_host::fsio::write_atomic(&path, bytes) {
+            let _ = std::fs::remove_dir_all(&dir.path);
+            return Err(Failure::usage(format!("{}: {e}", path.display())));
+        }
     }
     let inputs = Inputs {
         run_id: run_id.clone(),
@@ -527,6 +676,7 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         started_by: args.approver.map(str::to_owned),
         project_profile_sha256,
         case_file_sha256: Some(digest(&case.bytes)),
+        compiled_prompt_sha256: Some(digest(&compiled.bytes)),
     };
     let keys = setup.keys.clone();
     let mut host = Host::start(LockedRun::create(home, dir, inputs)?, setup)?;

@@ -614,10 +614,19 @@ fn live_mode_maps_each_cli_into_step_results() {
 fn the_line_limit_is_configurable() {
     crate::ensure_adapters();
     let home = tempfile::tempdir().unwrap();
+    // The plan step's answer is made longer than the limit; the requests (the compiled prompt
+    // and a step section) fit in it.
+    let scratch = tempfile::tempdir().unwrap();
+    let ex = scratch.path().join("docs-review");
+    crate::policy::copy_dir(&example("docs-review"), &ex);
+    let mut scenario: Value =
+        serde_json::from_str(&std::fs::read_to_string(ex.join("scenario.json")).unwrap()).unwrap();
+    scenario["steps"][0]["summary"] = Value::from("x".repeat(200_000));
+    std::fs::write(ex.join("scenario.json"), scenario.to_string()).unwrap();
     let (exit, id, text) = run_example(
         home.path(),
-        &example("docs-review"),
-        &["--runner", "fixture-adapter", "--max-line-bytes", "1024"],
+        &ex,
+        &["--runner", "fixture-adapter", "--max-line-bytes", "131072"],
     );
     assert_eq!(exit, 1, "{text}");
     let run = run_json(home.path(), &id);
@@ -626,7 +635,7 @@ fn the_line_limit_is_configurable() {
         run["stop_reason"]
             .as_str()
             .unwrap()
-            .contains("longer than 1024 bytes"),
+            .contains("longer than 131072 bytes"),
         "{}",
         run["stop_reason"]
     );

@@ -21,6 +21,7 @@ mod interop;
 mod ledger;
 mod policy;
 mod progress;
+mod prompt;
 mod provider;
 mod receipts;
 mod registry;

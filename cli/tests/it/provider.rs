@@ -376,6 +376,21 @@ fn every_api_family_plain_and_streamed_through_rate_limits() {
             for r in &seen {
                 let body = r.body.to_string();
                 assert!(body.contains("propose_action"), "{what}: {body}");
+                // Issue 21: the model is told what the host compiled (the run's prompt, then
+                // the host's Step section), the case file fenced as data.
+                let prompt: Value = serde_json::from_slice(
+                    &std::fs::read(home.join("runs").join(&id).join("compiled_prompt.json"))
+                        .unwrap(),
+                )
+                .unwrap();
+                let compiled = prompt["prompt"].as_str().unwrap();
+                let user = match api {
+                    "openai-responses" => r.body["input"].as_str().unwrap(),
+                    "anthropic-messages" => r.body["messages"][0]["content"].as_str().unwrap(),
+                    _ => r.body["messages"][1]["content"].as_str().unwrap(),
+                };
+                assert!(user.starts_with(compiled), "{what}: {user}");
+                assert!(user[compiled.len()..].starts_with("\n## Step\n"), "{what}");
                 assert_eq!(r.body["model"], "m");
                 assert_eq!(r.body["stream"], stream);
                 match api {

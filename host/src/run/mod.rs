@@ -80,6 +80,10 @@ pub struct Inputs {
     /// refuse an edited case file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub case_file_sha256: Option<String>,
+    /// `sha256:` of the bytes of the run's `compiled_prompt.json` (the prompt the host compiled
+    /// when it started); `run.inputs` signs it as `compiled_prompt_sha256`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compiled_prompt_sha256: Option<String>,
 }
 
 /// How an adapter runner is configured beyond its name.

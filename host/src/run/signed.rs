@@ -117,7 +117,13 @@ pub fn bound_inputs(dir: &dyn RunStore, keys: &KeyRing) -> Result<Inputs, Error>
     if let Some(why) = case_file_mismatch(
         &dir.file(crate::case::CASE_FILE),
         inputs.case_file_sha256.as_deref(),
-    ) {
+    )
+    .or_else(|| {
+        crate::prompt::mismatch(
+            &dir.file(crate::prompt::PROMPT_FILE),
+            inputs.compiled_prompt_sha256.as_deref(),
+        )
+    }) {
         return Err(Error::invalid(
             format!("{why}; a run continues only with the inputs it started with"),
             Vec::new(),
@@ -130,7 +136,17 @@ pub fn bound_inputs(dir: &dyn RunStore, keys: &KeyRing) -> Result<Inputs, Error>
 /// (`signed`: the `case_file_sha256` the run started with; `None`: a run without one, and
 /// then no case file may have appeared); `None` when it is.
 pub fn case_file_mismatch(path: &std::path::Path, signed: Option<&str>) -> Option<String> {
-    let name = crate::case::CASE_FILE;
+    bound_file_mismatch(crate::case::CASE_FILE, path, signed)
+}
+
+/// Why the file `name` of a run (at `path`) is not the one the run signed (`signed`: its
+/// sha256 in the run's inputs; `None`: the run has none, and then none may have appeared);
+/// `None` when it is.
+pub fn bound_file_mismatch(
+    name: &str,
+    path: &std::path::Path,
+    signed: Option<&str>,
+) -> Option<String> {
     match (std::fs::read(path), signed) {
         (Ok(bytes), Some(signed)) => {
             let digest = exec::digest(&bytes);
@@ -142,28 +158,40 @@ pub fn case_file_mismatch(path: &std::path::Path, signed: Option<&str>) -> Optio
             "{name}: {e}; the run.inputs receipt signs {signed}"
         )),
         (Ok(_), None) => Some(format!(
-            "{name}: present, but the run's signed inputs name no case file"
+            "{name}: present, but the run's signed inputs name none"
         )),
         (Err(_), None) => None,
     }
 }
 
-/// [`case_file_mismatch`] for a run directory, against the `case_file_sha256` its verified
-/// `run.inputs` receipt signs.
+/// The first of the run's bound files (the case file, the compiled prompt) that is not what
+/// its verified `run.inputs` receipt signs (`case_file_sha256`, `compiled_prompt_sha256`).
 pub fn case_file_unbound(run_dir: &std::path::Path, receipt: &ReceiptPayload) -> Option<String> {
-    let signed = receipt
-        .result
-        .metadata
-        .0
-        .get("case_file_sha256")
-        .and_then(serde_json::Value::as_str);
-    case_file_mismatch(&run_dir.join(crate::case::CASE_FILE), signed)
+    let signed = |k: &str| {
+        receipt
+            .result
+            .metadata
+            .0
+            .get(k)
+            .and_then(serde_json::Value::as_str)
+    };
+    case_file_mismatch(
+        &run_dir.join(crate::case::CASE_FILE),
+        signed("case_file_sha256"),
+    )
+    .or_else(|| {
+        crate::prompt::mismatch(
+            &run_dir.join(crate::prompt::PROMPT_FILE),
+            signed("compiled_prompt_sha256"),
+        )
+    })
 }
 
 /// Why `inputs.json` (its bytes) is not what a run's signed `run.inputs` receipt binds,
 /// naming the file and, where the receipt signs it separately, the field that differs
 /// (`grants`, `envelope`, `intent`, `runner`, `workspace`, `policy_set`, `profile`,
-/// `task.id`, `run_id`, `runner_adapter.sha256`, `case_file_sha256`, `project_profile_sha256`);
+/// `task.id`, `run_id`, `runner_adapter.sha256`, `case_file_sha256`, `project_profile_sha256`,
+/// `compiled_prompt_sha256`);
 /// `None` when its bytes hash to the receipt's `request_hash`.
 pub fn inputs_mismatch(bytes: &[u8], receipt: &ReceiptPayload) -> Option<String> {
     use serde_json::Value;
@@ -227,7 +255,7 @@ fn mismatched_field(
             .unwrap_or_default()
             .to_owned()
     };
-    let checks: [(&'static str, String, String); 12] = [
+    let checks: [(&'static str, String, String); 13] = [
         ("grants", grants, signed("grants_sha256").to_owned()),
         (
             "envelope",
@@ -270,6 +298,11 @@ fn mismatched_field(
             "project_profile_sha256",
             text("project_profile_sha256"),
             signed("project_profile_sha256").to_owned(),
+        ),
+        (
+            "compiled_prompt_sha256",
+            text("compiled_prompt_sha256"),
+            signed("compiled_prompt_sha256").to_owned(),
         ),
     ];
     checks.into_iter().find(|(_, now, was)| now != was)

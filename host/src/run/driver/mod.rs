@@ -128,6 +128,9 @@ pub struct Host {
     notes: Vec<String>,
     /// The run's first receipt (`run.inputs`), for its ledger entries.
     first: Option<ReceiptPayload>,
+    /// The compiled prompt's text (`compiled_prompt.json`, checked against its signed
+    /// sha256); every step request carries it with the host's `Step` section.
+    prompt: Option<String>,
     /// The ending the journal's signed closing receipt names, once there is one.
     signed_end: Option<(TaskRunStatus, String)>,
     /// Time spent appending to the home ledger (for `craik bench run`).
@@ -219,6 +222,7 @@ impl Host {
             RunLoop::new(run, budget),
             workspace,
         );
+        host.load_prompt()?;
         let at = host.clock.now();
         host.machine
             .start(at)
@@ -302,6 +306,42 @@ impl Host {
                 ending.as_ref().map(|(s, r)| (s.as_str(), r.as_str())),
             ),
         ])
+    }
+
+    /// Reads the run's compiled prompt (`compiled_prompt.json`), checked against the sha256
+    /// its inputs sign; a run started without one keeps the one-line task prompt.
+    fn load_prompt(&mut self) -> Result<(), Error> {
+        let Some(signed) = self.inputs.compiled_prompt_sha256.clone() else {
+            return Ok(());
+        };
+        let path = self.dir.file(crate::prompt::PROMPT_FILE);
+        let bytes = self
+            .dir
+            .read_bytes(crate::prompt::PROMPT_FILE)
+            .map_err(io(&path))?
+            .ok_or_else(|| {
+                Error::invalid(
+                    format!(
+                        "{}: missing; the run.inputs receipt signs {signed}",
+                        path.display()
+                    ),
+                    Vec::new(),
+                )
+            })?;
+        let digest = crate::run::exec::digest(&bytes);
+        if digest != signed {
+            return Err(Error::invalid(
+                format!(
+                    "{}: changed since the run started ({digest}; the run.inputs receipt signs {signed})",
+                    path.display()
+                ),
+                Vec::new(),
+            ));
+        }
+        let text = crate::prompt::text_of(&bytes)
+            .map_err(|e| Error::invalid(format!("{}: {e}", path.display()), Vec::new()))?;
+        self.prompt = Some(text);
+        Ok(())
     }
 
     /// Time this process spent appending to the home ledger.
@@ -424,6 +464,7 @@ impl Host {
             held: Vec::new(),
             held_events: Vec::new(),
             observer: None,
+            prompt: None,
             streamed: None,
             events_dirty: false,
             outputs_dirty: false,
@@ -667,12 +708,15 @@ impl Host {
             intent_lock_id: run.intent_lock_id.clone(),
             capability_grant_ids: self.inputs.grants.iter().map(|g| g.id.clone()).collect(),
             expected_output_schemas: vec!["craik.runner_step_result".into()],
-            input_prompt: format!(
-                "{} — phase {}: {}",
-                self.inputs.task.title,
-                phase.as_str(),
-                self.inputs.task.objective
-            ),
+            input_prompt: match &self.prompt {
+                Some(compiled) => crate::prompt::step_text(compiled, phase, &context),
+                None => format!(
+                    "{} — phase {}: {}",
+                    self.inputs.task.title,
+                    phase.as_str(),
+                    self.inputs.task.objective
+                ),
+            },
             context,
             redaction_required: true,
             created_at: ts(self.clock.now()),
@@ -1220,6 +1264,7 @@ fn inputs_draft(inputs: &Inputs, bytes: &[u8], actor: &str) -> Result<ReceiptDra
     for (key, value) in [
         ("project_profile_sha256", &inputs.project_profile_sha256),
         ("case_file_sha256", &inputs.case_file_sha256),
+        ("compiled_prompt_sha256", &inputs.compiled_prompt_sha256),
     ] {
         if let Some(v) = value {
             metadata.0.insert(key.into(), json!(v));

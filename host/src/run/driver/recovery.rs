@@ -78,6 +78,7 @@ impl Host {
             RunLoop::new(run, budget),
             workspace,
         );
+        host.load_prompt()?;
         host.receipts_by_action = receipts.by_action;
         host.used_approvals = receipts.approvals_used;
         host.output_ids = output_ids;

@@ -127,20 +127,28 @@ pub fn build_runner(
 }
 
 /// The capability matrix a run of runner `name` runs under (what [`build_runner`] would use),
-/// without resolving, pinning or starting anything: for `craik prompt compile`.
+/// without resolving, pinning or starting anything: for `craik prompt compile`. The flag says
+/// whether the matrix comes from the project's own `runners.toml` (repository content).
 pub fn matrix_for(
     name: &str,
     options: &RunnerOptions,
     registry: &Registry,
-) -> Result<RunnerCapabilityMatrix, Error> {
+) -> Result<(RunnerCapabilityMatrix, bool), Error> {
     if let Some(rest) = name.strip_prefix("provider:") {
         let (api, model) = rest.split_once(':').unwrap_or((rest, ""));
-        return Ok(registry::provider_entry(api, model)?.matrix);
+        return Ok((registry::provider_entry(api, model)?.matrix, false));
     }
     if name.starts_with("adapter:") {
-        return crate::runners::matrix(options.matrix.as_deref().unwrap_or("fixture"));
+        return Ok((
+            crate::runners::matrix(options.matrix.as_deref().unwrap_or("fixture"))?,
+            false,
+        ));
     }
-    Ok(registry.get(name)?.matrix.clone())
+    let entry = registry.get(name)?;
+    Ok((
+        entry.matrix.clone(),
+        matches!(entry.origin, Origin::Project(_)),
+    ))
 }
 
 fn fixture_needs_scenario(name: &str) -> Error {

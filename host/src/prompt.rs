@@ -34,6 +34,9 @@ pub struct Request<'a> {
     pub task: &'a TaskRequest,
     /// Craik's copy of the runner's matrix (identity, trust, per-capability support).
     pub matrix: &'a RunnerCapabilityMatrix,
+    /// The matrix comes from the project's own `runners.toml`: repository content, so its free
+    /// text (name, boundary, notes) is not placed among the instructions.
+    pub matrix_from_project: bool,
     pub profile: PolicyProfile,
     pub envelope: Option<&'a PolicyEnvelope>,
     pub intent: Option<&'a IntentLock>,
@@ -55,7 +58,7 @@ pub struct Compiled {
 pub fn compile(req: &Request<'_>) -> Result<Compiled, Error> {
     let sections = vec![
         section("Task", task(req)),
-        section("Runner", runner(req.matrix)),
+        section("Runner", runner(req.matrix, req.matrix_from_project)),
         section("Policy", policy(req)),
         section("Context", context(req)),
         section("Output contract", OUTPUT_CONTRACT.to_owned()),
@@ -149,17 +152,26 @@ fn task(req: &Request<'_>) -> String {
     )
 }
 
-fn runner(m: &RunnerCapabilityMatrix) -> String {
+fn runner(m: &RunnerCapabilityMatrix, from_project: bool) -> String {
+    // A project's runners.toml is repository content: its words are not instructions. Only
+    // identifiers and the vocabulary (trust, posture, support) are shown.
+    let free = |text: &str| {
+        if from_project {
+            "(from the project's runners.toml: not shown)".to_owned()
+        } else {
+            one_line(text)
+        }
+    };
     let mut out = format!(
         "- You are `{}` ({}), adapter `{}` {}, mode {}.\n- Trust: {}; grant posture: {}.\n- Boundary: {}\n",
         one_line(&m.runner.id),
-        one_line(&m.runner.name),
+        free(&m.runner.name),
         one_line(&m.runner.adapter),
         one_line(&m.runner.adapter_version),
         m.runner.mode.as_str(),
         m.trust.level.as_str(),
         m.trust.default_grant_posture.as_str(),
-        one_line(&m.trust.boundary),
+        free(&m.trust.boundary),
     );
     let mut caps: Vec<&craik_contracts::RunnerCapability> = m.capabilities.iter().collect();
     caps.sort_by(|a, b| a.name.cmp(&b.name));
@@ -169,7 +181,7 @@ fn runner(m: &RunnerCapabilityMatrix) -> String {
         for c in caps.iter().filter(|c| pick(c)) {
             any = true;
             s.push_str(&format!("  - {}", one_line(&c.name)));
-            if let Some(n) = &c.notes {
+            if let Some(n) = c.notes.as_ref().filter(|_| !from_project) {
                 s.push_str(&format!(" ({})", one_line(n)));
             }
             s.push('\n');
@@ -196,7 +208,7 @@ fn runner(m: &RunnerCapabilityMatrix) -> String {
         &|c| c.support == RunnerCapabilitySupport::Unsupported,
     ));
     out.push_str("- Any capability not listed here is unsupported.\n");
-    if !m.trust.notes.is_empty() || !m.policy_notes.is_empty() {
+    if !from_project && (!m.trust.notes.is_empty() || !m.policy_notes.is_empty()) {
         out.push_str("- Notes:\n");
         out.push_str(&bullets(
             &m.trust
@@ -386,9 +398,31 @@ pub fn step_text(compiled: &str, phase: Phase, context: &craik_contracts::Object
         phase_ask(phase),
     ));
     if let Some(outcomes) = context.0.get("outcomes") {
-        let json = serde_json::to_string_pretty(outcomes).unwrap_or_default();
+        let json = serde_json::to_string_pretty(&capped(outcomes)).unwrap_or_default();
         out.push_str("- The outcomes of your proposed actions, as Craik recorded them. ");
         out.push_str(&fenced("outcomes", &json));
+    }
+    out
+}
+
+/// Most characters of one outcome's `output` the Step section shows (a read may return a
+/// file of megabytes; the rest is cut, and the cut is said).
+pub const MAX_OUTCOME_CHARS: usize = 16 * 1024;
+
+/// `outcomes` with each `output` cut to [`MAX_OUTCOME_CHARS`].
+fn capped(outcomes: &Value) -> Value {
+    let mut out = outcomes.clone();
+    for o in out.as_array_mut().into_iter().flatten() {
+        if let Some(Value::String(text)) = o.get_mut("output") {
+            let total = text.chars().count();
+            if total > MAX_OUTCOME_CHARS {
+                let kept: String = text.chars().take(MAX_OUTCOME_CHARS).collect();
+                *text = format!(
+                    "{kept}\n[craik: {} more characters of {total} not shown]",
+                    total - MAX_OUTCOME_CHARS
+                );
+            }
+        }
     }
     out
 }
@@ -456,6 +490,17 @@ mod tests {
         ));
         assert_eq!(text.lines().filter(|l| l.starts_with("## ")).count(), 1);
         assert!(text.contains("BEGIN UNTRUSTED DATA (outcomes)"));
+        let mut big = craik_contracts::Object::new();
+        big.0.insert(
+            "outcomes".into(),
+            serde_json::json!([{"output": "y".repeat(MAX_OUTCOME_CHARS + 10)}]),
+        );
+        let cut = step_text("P\n", Phase::Observe, &big);
+        assert!(
+            cut.contains("[craik: 10 more characters of 16394 not shown]"),
+            "{cut}"
+        );
+        assert!(!cut.contains(&"y".repeat(MAX_OUTCOME_CHARS + 1)));
         let plan = step_text("PROMPT\n", Phase::Plan, &craik_contracts::Object::new());
         assert!(!plan.contains("UNTRUSTED"));
         assert!(plan.contains("- Phase: plan (step ?; ? of at most ? iterations done)."));

@@ -201,6 +201,57 @@ struct RunHead {
     status: Option<SignedStatus>,
     /// From the run's state file: NOT covered by a signature.
     unsigned: Option<Unsigned>,
+    /// Issue 21: the case file and compiled prompt `run.inputs` signs, checked against the
+    /// run directory's files.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    context: Vec<BoundFile>,
+}
+
+/// A file of the run directory whose sha256 the run's `run.inputs` receipt signs.
+#[derive(Serialize, Clone)]
+struct BoundFile {
+    file: &'static str,
+    /// The signed digest.
+    sha256: String,
+    /// `matches`, `changed` (the file's digest differs) or `missing`.
+    state: &'static str,
+    /// The compiled prompt's text, only when the file matches its signed digest (the HTML
+    /// page lets it be opened).
+    #[serde(skip)]
+    prompt: Option<String>,
+}
+
+/// The bound files of the run whose journal is `journal`, from the signed `inputs`.
+fn bound_files(journal: &Path, inputs: Option<&Value>) -> Vec<BoundFile> {
+    let mut out = Vec::new();
+    let Some(inputs) = inputs else {
+        return out;
+    };
+    for (file, key) in [
+        (craik_host::case::CASE_FILE, "case_file_sha256"),
+        (craik_host::prompt::PROMPT_FILE, "compiled_prompt_sha256"),
+    ] {
+        let Some(signed) = inputs.get(key).and_then(Value::as_str) else {
+            continue;
+        };
+        let bytes = std::fs::read(journal.with_file_name(file)).ok();
+        let state = match &bytes {
+            None => "missing",
+            Some(b) if craik_host::run::exec::digest(b) == signed => "matches",
+            Some(_) => "changed",
+        };
+        let prompt = match (&bytes, state, key) {
+            (Some(b), "matches", "compiled_prompt_sha256") => craik_host::prompt::text_of(b).ok(),
+            _ => None,
+        };
+        out.push(BoundFile {
+            file,
+            sha256: signed.to_owned(),
+            state,
+            prompt,
+        });
+    }
+    out
 }
 
 #[derive(Serialize, Clone)]
@@ -896,6 +947,7 @@ fn audit_run(
     if valid && !ctx.filters.status_ok(&status_key) {
         return Ok(true);
     }
+    let context = bound_files(journal, facts.inputs.as_ref());
     let head = RunHead {
         journal: journal.display().to_string(),
         run_id: report.run_id.clone(),
@@ -903,6 +955,7 @@ fn audit_run(
         inputs: facts.inputs,
         status,
         unsigned,
+        context,
     };
     emit.run_start(&head, &report)?;
     if let Some(p) = page.as_deref_mut() {
@@ -1240,6 +1293,24 @@ fn human_head(out: &mut Out, shown: &Shown, run: &RunHead, v: &Report) -> Result
                 }
             ))?;
         }
+    }
+    // Issue 21: what the runner was told, and the case file it was built from.
+    for f in &run.context {
+        out.line(format_args!(
+            "  {:<11} {} {} ({})",
+            if f.file == craik_host::prompt::PROMPT_FILE {
+                "prompt"
+            } else {
+                "case file"
+            },
+            f.file,
+            f.sha256,
+            match f.state {
+                "matches" => "the file matches the signed digest",
+                "changed" => "CHANGED since the run signed it",
+                _ => "MISSING from the run directory",
+            }
+        ))?;
     }
     match (&run.status, &run.unsigned) {
         (Some(s), _) => out.line(format_args!(

@@ -1047,7 +1047,14 @@ struct CaseBench {
     rss_own_phase: bool,
     case_tokens: u64,
     docs_listed: usize,
+    /// Compiling the prompt from the case file built (median of [`PROMPT_RUNS`]).
+    prompt_compile_ms: f64,
+    prompt_bytes: usize,
+    goal_prompt_ms: f64,
 }
+
+/// Prompt compiles timed.
+const PROMPT_RUNS: usize = 21;
 
 fn median_ms(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -1189,6 +1196,28 @@ pub(crate) fn case(
     out.end_progress()?;
     let max_rss_kb = crate::cmd::audit::bench::peak_kb();
     let built = last.ok_or_else(|| Failure::internal("no run"))?;
+    // Issue 21: compiling the prompt from this (full-budget) case file, as a run does.
+    let matrix = craik_host::runners::matrix("fixture")?;
+    let mut compile_ms = Vec::with_capacity(PROMPT_RUNS);
+    let mut prompt_bytes = 0;
+    for _ in 0..PROMPT_RUNS {
+        let started = Instant::now();
+        let compiled = craik_host::prompt::compile(&craik_host::prompt::Request {
+            task: &task,
+            matrix: &matrix,
+            matrix_from_project: false,
+            profile: craik_contracts::PolicyProfile::Strict,
+            envelope: None,
+            intent: None,
+            grants: &[],
+            max_iterations: 5,
+            case: &built.case,
+            case_bytes: &built.bytes,
+        })?;
+        compile_ms.push(started.elapsed().as_secs_f64() * 1e3);
+        prompt_bytes = compiled.bytes.len();
+    }
+    let prompt_compile_ms = median_ms(compile_ms);
     let (case_build_ms, baseline_ms) = (median_ms(case_ms), median_ms(base_ms));
     let result = CaseBench {
         files,
@@ -1212,6 +1241,9 @@ pub(crate) fn case(
             .and_then(serde_json::Value::as_u64)
             .unwrap_or(0),
         docs_listed: built.case.docs.len(),
+        prompt_compile_ms,
+        prompt_bytes,
+        goal_prompt_ms: 5.0,
     };
     if format == Format::Json {
         out.json(&result)?;
@@ -1247,6 +1279,9 @@ pub(crate) fn case(
         result.case_tokens,
         result.docs_listed,
         craik_host::case::DEFAULT_MAX_TOKENS
+    ))?;
+    out.line(format_args!(
+        "  prompt compile (this case file)    {prompt_compile_ms:>10.2} ms, {prompt_bytes} bytes, median of {PROMPT_RUNS} (goal <= 5 ms)"
     ))?;
     Ok(Exit::Ok)
 }

@@ -287,6 +287,28 @@ pub(crate) fn show(
         "none: `craik task new` needs --project",
     ));
     settings.push(pick(
+        "project.repository",
+        config
+            .filter(|c| c.config.project.repository.is_some())
+            .and_then(|c| {
+                c.config
+                    .project
+                    .repository
+                    .as_ref()
+                    .map(|r| serde_json::Value::from(c.resolve(r).display().to_string()))
+            }),
+        config.map_or(serde_json::Value::Null, |c| {
+            serde_json::Value::from(
+                c.path
+                    .parent()
+                    .unwrap_or(std::path::Path::new("."))
+                    .display()
+                    .to_string(),
+            )
+        }),
+        "craik.toml's directory",
+    ));
+    settings.push(pick(
         "project.grants",
         config
             .filter(|c| !c.config.project.grants.is_empty())

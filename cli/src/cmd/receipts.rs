@@ -185,7 +185,7 @@ fn receipt_unbound(
                 .map(|why| ("inputs", why))
                 .or_else(|| {
                     craik_host::run::signed::case_file_unbound(run_dir, r)
-                        .map(|why| ("case_file", why))
+                        .map(|why| ("inputs", why))
                 }),
             Err(e) => Some((
                 "inputs",

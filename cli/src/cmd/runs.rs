@@ -417,7 +417,7 @@ fn assemble_context(
     args: &RunArgs<'_>,
     p: &Prepared,
     (home, keys): (&Home, Option<&craik_kernel::KeyRing>),
-    matrix: &RunnerCapabilityMatrix,
+    (matrix, matrix_from_project): (&RunnerCapabilityMatrix, bool),
     planned_ws: Option<&Path>,
 ) -> Result<(craik_host::case::Built, craik_host::prompt::Compiled), Failure> {
     let implicit;
@@ -450,6 +450,7 @@ fn assemble_context(
     let compiled = craik_host::prompt::compile(&craik_host::prompt::Request {
         task: &p.task,
         matrix,
+        matrix_from_project,
         profile: p.profile,
         envelope: p.envelope.as_ref(),
         intent: p.intent.as_ref(),
@@ -493,9 +494,15 @@ pub(crate) fn prompt_compile(
         matrix: args.runner_matrix.map(str::to_owned),
         ..RunnerOptions::default()
     };
-    let matrix = craik_host::launch::matrix_for(&prepared.resolved.runner, &options, &registry)?;
-    let (_, compiled) =
-        assemble_context(args, &prepared, (&home, keys.as_ref()), &matrix, planned_ws)?;
+    let (matrix, from_project) =
+        craik_host::launch::matrix_for(&prepared.resolved.runner, &options, &registry)?;
+    let (_, compiled) = assemble_context(
+        args,
+        &prepared,
+        (&home, keys.as_ref()),
+        (&matrix, from_project),
+        planned_ws,
+    )?;
     if let Some(file) = file {
         craik_host::fsio::write_atomic(file, &compiled.bytes)
             .map_err(|e| Failure::usage(format!("{}: {e}", file.display())))?;
@@ -506,6 +513,42 @@ pub(crate) fn prompt_compile(
         out.text(&compiled.prompt.prompt)?;
     }
     Ok(Exit::Ok)
+}
+
+/// The immutable paths of the declared `profile`, as globs of the run's workspace, when the
+/// run's workspace (`source`: `--workspace`, or the example's seed it is copied from) is the
+/// profile's repository; none otherwise (they name paths of another tree).
+fn profile_immutable(
+    profile: Option<&craik_host::project::Profile>,
+    source: Option<&Path>,
+) -> Result<Vec<String>, Failure> {
+    let (Some(profile), Some(source)) = (profile, source) else {
+        return Ok(Vec::new());
+    };
+    let same = match (profile.root.canonicalize(), source.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if !same {
+        return Ok(Vec::new());
+    }
+    let mut globs = Vec::new();
+    for entry in &profile.profile.docs.immutable_paths {
+        let trimmed = entry.trim_end_matches('/');
+        if trimmed.contains(['*', '?', '[', '{']) {
+            globs.push(trimmed.to_owned());
+        } else {
+            globs.push(craik_kernel::ImmutablePaths::glob_for(trimmed, false));
+            globs.push(craik_kernel::ImmutablePaths::glob_for(trimmed, true));
+        }
+    }
+    craik_kernel::ImmutablePaths::new(&globs).map_err(|e| {
+        Failure::invalid(
+            format!("{}: docs.immutable_paths: {e}", profile.file.display()),
+            Vec::new(),
+        )
+    })?;
+    Ok(globs)
 }
 
 /// Room a step request needs beside its prompt (ids, context, observed outcomes).
@@ -600,11 +643,14 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         true,
     )?;
     // The case file and the prompt, assembled before anything of the run is written.
+    let from_project = runner_adapter
+        .as_ref()
+        .is_some_and(|r| r.origin == "project");
     let (case, compiled) = assemble_context(
         args,
         &prepared,
         (&home, Some(&setup.keys)),
-        &setup.matrix,
+        (&setup.matrix, from_project),
         planned_ws,
     )?;
     let project_profile_sha256 = match args.project {
@@ -629,6 +675,12 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
     // intent lock and envelope) are immutable to the run: no command or write capability may
     // change what the next run reads.
     let mut immutable_paths = args.immutable_paths.to_vec();
+    // The declared profile's immutable paths (ADRs) are immutable to the run too, when the
+    // run works on the profile's repository (or an example's copy of it).
+    immutable_paths.extend(profile_immutable(
+        args.project,
+        args.workspace.or(resolved.workspace_seed.as_deref()),
+    )?);
     immutable_paths.extend(inputs_in_workspace(
         &workspace,
         args.policies

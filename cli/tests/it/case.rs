@@ -188,8 +188,7 @@ fn issue_21_resume_and_verify_refuse_an_edited_case_file() {
     );
     assert_eq!(verify.status.code(), Some(1), "{}", transcript(&verify));
     assert!(
-        String::from_utf8_lossy(&verify.stdout)
-            .contains("case_file: seq 0: case_file.json: changed"),
+        String::from_utf8_lossy(&verify.stdout).contains("inputs: seq 0: case_file.json: changed"),
         "{}",
         transcript(&verify)
     );

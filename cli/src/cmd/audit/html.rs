@@ -68,6 +68,7 @@ col.target { width: 19%; } col.by { width: 20%; } col.key { width: 14em; } col.n
 .deny { color: #a00; } .requires_approval { color: #a60; } .allow { color: #060; }
 tr.cancel td, tr.denied td { background: #fdecec; } tr.memory td { background: #eef4fd; }
 .files { margin: 2px 0 0 1.2em; padding: 0; }
+pre.prompt { white-space: pre-wrap; max-height: 40em; overflow: auto; font-size: 12px; background: #fafafa; padding: 6px; }
 ";
 
 /// HTML text: runner-influenced strings are made one line (controls and bidi overrides
@@ -238,6 +239,31 @@ impl Page {
             for (k, val) in inputs {
                 let text = val.as_str().map_or_else(|| val.to_string(), str::to_owned);
                 let _ = write!(h, "{}: <code>{}</code><br>", esc(k), esc(&text));
+            }
+            let _ = write!(h, "</td></tr>");
+        }
+        // Issue 21: the case file and prompt the run signed; the prompt opens in place (only
+        // when the file matches the signed digest).
+        for f in &run.context {
+            let state = match f.state {
+                "matches" => "<span class=\"valid\">matches the signed digest</span>",
+                "changed" => "<span class=\"invalid\">CHANGED since the run signed it</span>",
+                _ => "<span class=\"invalid\">MISSING</span>",
+            };
+            let _ = write!(
+                h,
+                "<tr><th>{}</th><td><code>{}</code> <code>{}</code> — {state}",
+                esc(f.file),
+                esc(f.file),
+                esc(&f.sha256)
+            );
+            if let Some(text) = &f.prompt {
+                let _ = write!(
+                    h,
+                    "<details><summary>open the prompt the runner was told ({} bytes)</summary><pre class=\"prompt\">{}</pre></details>",
+                    text.len(),
+                    text.lines().map(esc).collect::<Vec<_>>().join("\n")
+                );
             }
             let _ = write!(h, "</td></tr>");
         }

@@ -520,16 +520,35 @@ impl Adapter {
             .block_on(async { tokio::time::Instant::now() + timeout });
         let mut exited: Option<String> = None;
         loop {
+            // A signal asking the run to stop ends the wait (seen within a slice).
+            if exited.is_none()
+                && let Some(signal) = crate::confine::interrupted()
+            {
+                let _ = self.send(&CancelNotification {
+                    method: CancelMethod::Name,
+                    params: CancelParams { id },
+                });
+                return Err(self.violation(format!(
+                    "`{method}` abandoned: the run was interrupted by {}",
+                    crate::confine::signal_name(signal)
+                )));
+            }
             let incoming = &mut self.incoming;
             let child = &mut self.child;
             let watch_exit = exited.is_none();
             let next = self.runtime.block_on(async {
+                let slice = (tokio::time::Instant::now() + Duration::from_millis(200)).min(deadline);
                 tokio::select! {
                     biased;
-                    line = tokio::time::timeout_at(deadline, incoming.recv()) => Ok(line),
+                    line = tokio::time::timeout_at(slice, incoming.recv()) => Ok((line, slice < deadline)),
                     status = child.wait(), if watch_exit => Err(status),
                 }
             });
+            let next = match next {
+                Ok((Err(_), true)) => continue,
+                Ok((line, _)) => Ok(line),
+                Err(status) => Err(status),
+            };
             let next = match next {
                 Ok(next) => next,
                 Err(status) => {

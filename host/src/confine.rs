@@ -1075,15 +1075,67 @@ pub fn while_exit_check_held<T>(f: impl FnOnce() -> T) -> T {
     out
 }
 
-/// On SIGINT, SIGTERM or SIGHUP: kill every child and what it left behind, run the check of
-/// the command in flight (if any), then exit 128 + the signal. Runs on its own thread.
+/// While a run is driven: a first signal asks it to stop (see [`interrupted`]) instead of
+/// killing everything.
+static GRACEFUL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// The first signal received while [`GRACEFUL`] (0: none).
+static INTERRUPTED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// Says whether a driven run stops cleanly on a first SIGINT/SIGTERM/SIGHUP: the run's
+/// driver sets it while it drives, then clears it.
+pub fn set_graceful(on: bool) {
+    GRACEFUL.store(on, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// The signal that asked the driven run to stop, if one did: the adapter call and the command
+/// in flight end early (the command killed, its outcome receipted), and the driver halts the
+/// run `interrupted` before its next step, signed. A second signal takes the hard path.
+pub fn interrupted() -> Option<i32> {
+    match INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
+/// The signal's name, for a stop reason.
+pub fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        signal_hook::consts::SIGINT => "SIGINT (Ctrl-C)",
+        signal_hook::consts::SIGTERM => "SIGTERM",
+        signal_hook::consts::SIGHUP => "SIGHUP",
+        _ => "a signal",
+    }
+}
+
+/// On SIGINT, SIGTERM or SIGHUP while a run is driven ([`set_graceful`]), the first time:
+/// ask it to stop ([`interrupted`]). Otherwise: kill every child and what it left behind, run
+/// the check of the command in flight (if any), then exit 128 + the signal. Runs on its own
+/// thread.
 pub fn install_exit_handler() {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    use std::sync::atomic::Ordering::SeqCst;
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
         return;
     };
     std::thread::spawn(move || {
-        if let Some(signal) = signals.forever().next() {
+        for signal in signals.forever() {
+            if GRACEFUL.load(SeqCst)
+                && INTERRUPTED
+                    .compare_exchange(0, signal, SeqCst, SeqCst)
+                    .is_ok()
+            {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "{}craik: {}: stopping the run (the step in flight ends now; it is signed interrupted); again to stop at once",
+                    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+                        "\r\x1b[2K"
+                    } else {
+                        ""
+                    },
+                    signal_name(signal)
+                );
+                continue;
+            }
             // A run's live status line (the cli's `live` display) is cleared first, so what
             // follows starts a line of its own.
             if std::io::IsTerminal::is_terminal(&std::io::stderr()) {

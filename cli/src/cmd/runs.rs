@@ -889,7 +889,11 @@ fn watch(out: &mut Out, host: &mut Host) -> Result<Option<crate::live::Done>, Fa
 
 /// Drives the run until it halts or parks, shown live as `watching` (see [`watch`]) says.
 fn drive(host: &mut Host, watching: Option<crate::live::Done>) -> Result<(), Failure> {
+    // A first Ctrl-C (SIGINT, SIGTERM, SIGHUP) stops the run cleanly, signed interrupted; a
+    // second takes the hard path (everything killed, `craik runs recover`).
+    craik_host::confine::set_graceful(true);
     let result = host.drive(&mut |_| {});
+    craik_host::confine::set_graceful(false);
     if let Some(done) = watching {
         done.finish();
     }

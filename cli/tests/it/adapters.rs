@@ -258,7 +258,7 @@ pub(crate) fn make_executable(path: &Path) {
 }
 
 /// A hostile adapter: a correct handshake as `runner_fixture`, then `mode` at the first step.
-fn hostile(dir: &Path, mode: &str) -> PathBuf {
+pub(crate) fn hostile(dir: &Path, mode: &str) -> PathBuf {
     let matrix = std::fs::read_to_string(repo_root().join("runners/fixture.json")).unwrap();
     let script = dir.join(format!("hostile-{mode}.py"));
     let body = format!(

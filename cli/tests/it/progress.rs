@@ -376,3 +376,156 @@ fn issue_22_live_progress_escapes_what_the_runner_said() {
         );
     }
 }
+
+/// `craik` as a std command (to signal it), with no configuration and its own state dir.
+fn std_craik(dir: &std::path::Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("craik"));
+    cmd.env("CRAIK_CONFIG", "none")
+        .env("XDG_STATE_HOME", dir.join("state"));
+    cmd
+}
+
+/// Sends `signal` to `pid` (the `kill` utility: the tests link no libc binding).
+fn signal(pid: u32, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .args([format!("-{signal}"), pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Waits until `path` holds `needle` (at most 60 s).
+fn wait_for(path: &std::path::Path, needle: &str) {
+    let started = std::time::Instant::now();
+    while started.elapsed() < std::time::Duration::from_secs(60) {
+        if std::fs::read_to_string(path).is_ok_and(|t| t.contains(needle)) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("{} never held {needle}", path.display());
+}
+
+/// The one run directory under `home`.
+fn only_run(home: &std::path::Path) -> std::path::PathBuf {
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(dir) = std::fs::read_dir(home.join("runs"))
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(Result::ok)
+        {
+            return dir.path();
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(60));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Issue 22 item 4: Ctrl-C stops a run cleanly — the adapter call or the command in flight
+/// ends at once, and the run is signed `interrupted` (not a runner violation, not a run left
+/// "running" for `craik runs recover`); a second signal takes the hard path.
+#[test]
+fn issue_22_ctrl_c_stops_a_run_cleanly_and_signs_it_interrupted() {
+    crate::ensure_adapters();
+    // 1. While the adapter thinks (it never answers its first step).
+    let dir = tempfile::tempdir().unwrap();
+    let adapter = crate::adapters::hostile(dir.path(), "hang");
+    let home = dir.path().join("home");
+    let child = std_craik(dir.path())
+        .arg("run")
+        .arg(crate::runs::example("docs-review"))
+        .arg("--home")
+        .arg(&home)
+        .arg("--runner")
+        .arg(format!("adapter:{}", adapter.display()))
+        .args(["--step-timeout-secs", "120"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let run_dir = only_run(&home);
+    wait_for(&run_dir.join("events.jsonl"), "\"step_request\"");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    signal(child.id(), "INT");
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "the step in flight ends at once"
+    );
+    let text = crate::transcript(&out);
+    assert!(text.contains("SIGINT (Ctrl-C): stopping the run"), "{text}");
+    let id = run_dir.file_name().unwrap().to_str().unwrap().to_owned();
+    let run = crate::runs::run_json(&home, &id);
+    assert_eq!(run["status"], "interrupted", "{text}");
+    let reason = run["stop_reason"].as_str().unwrap();
+    assert!(
+        reason.contains("interrupted by SIGINT (Ctrl-C)"),
+        "{reason}"
+    );
+    let receipts = crate::runs::receipts(&home, &id);
+    assert!(
+        !receipts
+            .iter()
+            .any(|r| r["capability"] == "kernel.runner-violation"),
+        "stopping the run is not the runner's violation: {receipts:?}"
+    );
+    crate::runs::verify_run(&home, &id, false);
+
+    // 2. While a command runs: it is killed, its outcome signed, nothing after it runs.
+    let dir = tempfile::tempdir().unwrap();
+    let steps = crate::runs::act(serde_json::json!([
+        {"id":"action_sleep","capability":"shell.test","operation":"execute","argv":["sleep","60"],"timeout_ms":100000},
+        {"id":"action_after","capability":"shell.test","operation":"execute","argv":["sleep","0"]},
+    ]));
+    let ex = crate::runs::scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[("shell.test", &["sleep"], &["execute"])],
+        steps,
+        &[],
+    );
+    let home = dir.path().join("home");
+    let child = std_craik(dir.path())
+        .arg("run")
+        .arg(&ex)
+        .arg("--home")
+        .arg(&home)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let run_dir = only_run(&home);
+    wait_for(&run_dir.join("events.jsonl"), r#""argv":["sleep","60"]"#);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let started = std::time::Instant::now();
+    signal(child.id(), "INT");
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "the command ends at once: {}",
+        crate::transcript(&out)
+    );
+    let id = run_dir.file_name().unwrap().to_str().unwrap().to_owned();
+    let run = crate::runs::run_json(&home, &id);
+    assert_eq!(run["status"], "interrupted", "{}", crate::transcript(&out));
+    let receipts = crate::runs::receipts(&home, &id);
+    let outcome = receipts
+        .iter()
+        .find(|r| r["decided_by"]["kind"] == "outcome")
+        .expect("the killed command's outcome is signed");
+    assert!(
+        outcome.to_string().contains("interrupted by SIGINT"),
+        "{outcome}"
+    );
+    assert_eq!(
+        receipts
+            .iter()
+            .filter(|r| r["capability"] == "shell.test")
+            .count(),
+        2,
+        "the interrupted command's decision and outcome; nothing after it is decided or done: {receipts:?}"
+    );
+    crate::runs::verify_run(&home, &id, false);
+}

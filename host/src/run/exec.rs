@@ -439,12 +439,22 @@ fn run_confined(
     // The command ends when its own process exits (or at the timeout), not when the last
     // holder of its pipes lets go: a background child must not keep the step open.
     let mut exited = false;
+    let mut interrupted = None;
     while !exited {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         if left.is_zero() {
             break;
         }
-        exited = poll_streams(&mut streams, Some(&started.pidfd), left)?;
+        // A signal asking the run to stop ends the command too (in slices, so it is seen).
+        interrupted = crate::confine::interrupted();
+        if interrupted.is_some() {
+            break;
+        }
+        exited = poll_streams(
+            &mut streams,
+            Some(&started.pidfd),
+            left.min(Duration::from_millis(200)),
+        )?;
     }
     if let Some(group) = rustix::process::Pid::from_raw(started.pid) {
         let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
@@ -474,7 +484,13 @@ fn run_confined(
             exit_code: None,
             timed_out: true,
             stdout: String::new(),
-            stderr: format!("killed after {} ms", timeout.as_millis()),
+            stderr: match interrupted {
+                Some(signal) => format!(
+                    "killed: the run was interrupted by {}",
+                    crate::confine::signal_name(signal)
+                ),
+                None => format!("killed after {} ms", timeout.as_millis()),
+            },
             truncated: false,
         });
     }

@@ -6,6 +6,11 @@ use super::*;
 impl Host {
     pub(super) fn process_actions(&mut self) -> Result<Flow, Error> {
         while let Some(action) = self.pending.first().cloned() {
+            // Stopped by a signal: nothing more is decided or done (the driver halts the run).
+            if crate::confine::interrupted().is_some() {
+                self.save_run()?;
+                return Ok(Flow::Go);
+            }
             let (verdict, receipt) = self.decide_and_receipt(&action)?;
             if verdict.mode == Mode::Shadow {
                 let outcome = Outcome {

@@ -198,7 +198,14 @@ impl Host {
             Ok(r) => r.text,
             Err(what) => format!("[withheld: the output held {what}]"),
         };
-        let summary = if done.timed_out {
+        let summary = if let (true, Some(signal)) = (done.timed_out, crate::confine::interrupted())
+        {
+            format!(
+                "{} was killed with its process group: the run was interrupted by {}",
+                done.program,
+                crate::confine::signal_name(signal)
+            )
+        } else if done.timed_out {
             format!("{} timed out; its process group was killed", done.program)
         } else {
             format!(

@@ -200,6 +200,14 @@ impl std::fmt::Debug for Setup {
     }
 }
 
+/// The stop reason of a run a signal stopped (`craik run` interrupted on its terminal).
+fn interrupted_reason(signal: i32) -> String {
+    format!(
+        "interrupted by {} while it was driven; the step in flight was abandoned, nothing after it ran",
+        crate::confine::signal_name(signal)
+    )
+}
+
 impl Host {
     /// Starts a new run in a fresh directory (locked, its home outside its workspace).
     pub fn start(run: crate::run::locked::LockedRun, setup: Setup) -> Result<Self, Error> {
@@ -506,6 +514,9 @@ impl Host {
             if let Some(request) = self.dir.cancel_request() {
                 return self.cancel(&request.by, &request.reason);
             }
+            if let Some(signal) = crate::confine::interrupted() {
+                return self.halt(TaskRunStatus::Interrupted, interrupted_reason(signal));
+            }
             if !self.pending.is_empty() {
                 match self.process_actions()? {
                     Flow::Go => continue,
@@ -735,6 +746,12 @@ impl Host {
         self.new_stream();
         let mut result = match self.ask_runner(&request) {
             Ok(r) => r,
+            // Abandoned because the operator stopped the run: not the runner's doing.
+            Err(_) if crate::confine::interrupted().is_some() => {
+                let signal = crate::confine::interrupted().unwrap_or_default();
+                self.halt(TaskRunStatus::Interrupted, interrupted_reason(signal))?;
+                return Ok(Flow::Stop);
+            }
             Err(why) => return self.violation(&request, &why),
         };
         let found = match checked_directives(phase, &request, &mut result) {

@@ -25,6 +25,7 @@ use toml::Spanned;
 use crate::Error;
 
 mod edit;
+mod package;
 mod pin;
 pub use edit::{NewEntry, add_to_text, remove_from_text};
 pub use pin::{

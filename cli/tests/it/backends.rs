@@ -13,7 +13,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::adapters::adapter_bin;
-use crate::provider::{Recorded, phase_of, serve, wire};
+use crate::provider::{Recorded, phase_of, serve, wire_with};
 use crate::runs::{example, receipts, run_example, verify_run};
 use crate::{craik, repo_root, transcript};
 
@@ -180,10 +180,17 @@ fn issue_22_npx_entry_from_a_packed_node_adapter_conforms_runs_and_refuses_a_cha
             "craik-node-example@0.1.0",
             "--source",
             tarball.to_str().unwrap(),
+            "--scenario-arg=--fixture",
             "--trust",
-            "low",
+            "medium",
             "--support",
             "repo.read=supported",
+            "--support",
+            "repo.write.docs=supported",
+            "--support",
+            "shell.test=supported",
+            "--support",
+            "memory.propose=supported",
         ],
     );
     let pin: Value = serde_json::from_str(&ok(&runners(
@@ -342,6 +349,7 @@ fn issue_22_uvx_entry_from_a_local_wheel_conforms_and_runs() {
             "craik-python-example",
             "--source",
             wheel.to_str().unwrap(),
+            "--scenario-arg=--fixture",
             "--matrix",
             "fixture",
         ],
@@ -428,8 +436,19 @@ fn issue_22_provider_entry_conforms_and_runs_against_the_loopback_server() {
     crate::ensure_adapters();
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
+    // The model's answers do examples/docs-review's work: patch the status page, check it.
     let (port, seen) = serve(Arc::new(move |r: &Recorded, _| {
-        let (headers, body) = wire("chat-completions", true, phase_of(&r.body));
+        let phase = phase_of(&r.body);
+        let text = match phase {
+            "act" => json!({"status":"completed","summary":"fix and check","proposed_actions":[
+                {"id":"action_fix","capability":"repo.write.docs","operation":"patch",
+                 "target":"docs/status.md","edits":[{"old":"Status: stale","new":"Status: current"}]},
+                {"id":"action_check","capability":"shell.test","operation":"execute",
+                 "argv":["grep","-q","current","docs/status.md"]}]}),
+            "evaluate" => json!({"status":"completed","summary":"done","next":"stop"}),
+            _ => json!({"status":"completed","summary":phase}),
+        };
+        let (headers, body) = wire_with("chat-completions", true, text.to_string(), None);
         (200, headers, body)
     }));
     let base = format!("--arg=http://127.0.0.1:{port}");

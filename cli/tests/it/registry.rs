@@ -637,7 +637,7 @@ fn issue_22_a_project_registry_may_only_narrow() {
 }
 
 #[test]
-fn issue_22_npx_and_uvx_packages_install_offline_from_a_local_file() {
+fn issue_22_npx_and_uvx_entries_refuse_loose_versions_and_files_that_are_not_packages() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let tarball = dir.path().join("acme-reviewer-1.2.3.tgz");
@@ -663,24 +663,16 @@ fn issue_22_npx_and_uvx_packages_install_offline_from_a_local_file() {
             "repo.write.docs=prompt-handoff",
         ],
     ));
-    let pin: Value = serde_json::from_slice(
-        &craik()
-            .args([
-                "runners", "install", "reviewer", "--format", "json", "--home",
-            ])
-            .arg(&home)
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
-    assert_eq!(pin["version"], "1.2.3");
-    assert_eq!(pin["package"], "@acme/reviewer@1.2.3");
-    assert_eq!(pin["sha256"], json!(sha256_file(&tarball)));
+    // Not a package npm can install: refused (exit 3), naming the runner, with no tree and no
+    // pin left behind (a real tarball installs in backends.rs).
+    let out = runners(&home, &["install", "reviewer"]);
+    assert_eq!(out.status.code(), Some(3), "{}", transcript(&out));
     assert!(
-        home.join("runners/reviewer/pkg/acme-reviewer-1.2.3.tgz")
-            .is_file()
+        String::from_utf8_lossy(&out.stderr).contains("runner `reviewer`: "),
+        "{}",
+        transcript(&out)
     );
+    assert!(!home.join("runners/reviewer").exists());
     // A version that is not exact is refused by `add` before anything is written.
     let text_before = std::fs::read_to_string(home.join("runners.toml")).unwrap();
     let out = runners(

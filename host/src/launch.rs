@@ -148,6 +148,11 @@ pub fn entry_spec(
     scratch: &Path,
     steps: &serde_json::Value,
 ) -> Result<crate::adapter::AdapterSpec, Error> {
+    let home = &std::path::absolute(home)
+        .map_err(|e| Error::usage(format!("{}: {e}", home.display())))?;
+    // The scenario's path is passed to an adapter running in `scratch`: absolute.
+    let scratch = &std::path::absolute(scratch)
+        .map_err(|e| Error::usage(format!("{}: {e}", scratch.display())))?;
     let mut launch = registry::verify(entry, home)?;
     std::fs::create_dir_all(scratch)
         .map_err(|e| Error::io(format!("{}: cannot create: {e}", scratch.display())))?;
@@ -166,9 +171,7 @@ pub fn entry_spec(
     let mut spec = crate::adapter::AdapterSpec::new(launch.program, launch.args, scratch.into());
     spec.env.clone_from(&entry.env);
     spec.extra_read.clone_from(&entry.read);
-    spec.home = Some(
-        std::path::absolute(home).map_err(|e| Error::usage(format!("{}: {e}", home.display())))?,
-    );
+    spec.home = Some(home.clone());
     spec.home_read = launch.home_read;
     spec.exec_sha256 = Some(launch.program_sha256);
     // Confined where the kernel can; a check on a kernel without Landlock still runs.

@@ -501,3 +501,94 @@ fn issue_22_provider_entry_conforms_and_runs_against_the_loopback_server() {
         assert_eq!(r.header("authorization"), Some("Bearer test-key-123"));
     }
 }
+
+/// The `sh` block under `heading` in docs/runners.md.
+fn doc_block(heading: &str) -> String {
+    let doc = std::fs::read_to_string(repo_root().join("docs/runners.md")).unwrap();
+    let section = doc.split(heading).nth(1).unwrap();
+    section
+        .split("```sh\n")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn issue_22_the_node_example_added_from_docs_runners_md_alone() {
+    if !tool("npm", &["--version"]) || !tool("node", &["--version"]) {
+        return;
+    }
+    let block = doc_block("## Adding the Node example with `npx`, step by step");
+    for step in [
+        "npm pack",
+        "craik runners add node-example --backend npx",
+        "craik runners install node-example",
+        "craik runners conformance node-example",
+        "craik run examples/docs-review --runner node-example",
+        "craik receipts verify",
+    ] {
+        assert!(block.contains(step), "{step}: {block}");
+    }
+    // A new user's checkout: the example and the adapter, nothing else.
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().join("project");
+    for part in ["examples/docs-review", "examples/adapters/node"] {
+        copy_dir(&repo_root().join(part), &cwd.join(part));
+    }
+    let bin = assert_cmd::cargo::cargo_bin("craik");
+    let out = Command::new("sh")
+        .args(["-e", "-c", &block])
+        .current_dir(&cwd)
+        .env_clear()
+        .env(
+            "PATH",
+            format!("{}:{SAFE_PATH}", bin.parent().unwrap().display()),
+        )
+        .env("HOME", dir.path())
+        .env("XDG_STATE_HOME", dir.path().join("no-state"))
+        .env("CRAIK_CONFIG", "none")
+        // Offline: an npm that tried to fetch would fail at once, not hang.
+        .env("npm_config_offline", "true")
+        .env("npm_config_registry", "http://127.0.0.1:9/")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("10 scenario(s): 10 passed, 0 failed"), "{stdout}");
+    assert!(stdout.contains(": completed"), "{stdout}");
+    assert!(stdout.contains("1 journal: 1 valid"), "{stdout}");
+    // Then the refusal the doc shows, for one changed byte of the installed adapter.
+    let home = cwd.join(".craik");
+    let script = home.join("runners/node-example/pkg/node_modules/craik-node-example/adapter.js");
+    let mut bytes = std::fs::read(&script).unwrap();
+    bytes[100] ^= 0x01;
+    std::fs::write(&script, &bytes).unwrap();
+    let out = Command::new(&bin)
+        .args(["run", "examples/docs-review", "--runner", "node-example"])
+        .current_dir(&cwd)
+        .env("XDG_STATE_HOME", dir.path().join("no-state"))
+        .env("CRAIK_CONFIG", "none")
+        .env_remove("CRAIK_HOME")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let pin: Value = serde_json::from_slice(
+        &std::fs::read(home.join("runners/node-example/pin.json")).unwrap(),
+    )
+    .unwrap();
+    let found = craik_host::config::dir_digest(&home.join("runners/node-example/pkg")).unwrap();
+    assert!(
+        err.contains(&format!(
+            "runner `node-example`: `{}` changed since it was installed (expected {}, found sha256:{found})",
+            home.join("runners/node-example/pkg").display(),
+            pin["sha256"].as_str().unwrap()
+        )),
+        "{err}"
+    );
+    // Nothing ran: no second run directory.
+    assert_eq!(std::fs::read_dir(home.join("runs")).unwrap().count(), 1);
+}

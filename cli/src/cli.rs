@@ -971,7 +971,11 @@ pub(crate) enum RunnersCommand {
     /// a command after `--`.
     Conformance {
         /// A registry id.
-        #[arg(value_name = "ID", required_unless_present = "command", conflicts_with = "command")]
+        #[arg(
+            value_name = "ID",
+            required_unless_present = "command",
+            conflicts_with = "command"
+        )]
         id: Option<String>,
         /// The adapter command and its arguments, after `--`.
         #[arg(last = true, value_name = "CMD")]

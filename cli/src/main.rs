@@ -544,7 +544,9 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             *handshake,
         ),
         Command::Runners(RunnersCommand::Conformance { id, command, home }) => match id {
-            Some(id) => cmd::runners::conformance_entry(out, cli.format, &home_root(&home.home)?, id),
+            Some(id) => {
+                cmd::runners::conformance_entry(out, cli.format, &home_root(&home.home)?, id)
+            }
             None => cmd::runners::conformance(out, cli.format, command),
         },
         Command::Bench(BenchCommand::Run { steps, adapter }) => {

@@ -92,10 +92,7 @@ pub fn run_entry(entry: &crate::registry::Entry, home: &Path) -> Result<Vec<Chec
 
 /// Runs every scenario against the adapter `spec` starts; `expected`: the runner it must
 /// announce.
-fn run_spec(
-    mut spec: AdapterSpec,
-    expected: Option<&RunnerMetadata>,
-) -> Result<Vec<Check>, Error> {
+fn run_spec(mut spec: AdapterSpec, expected: Option<&RunnerMetadata>) -> Result<Vec<Check>, Error> {
     spec.initialize_timeout = Duration::from_secs(10);
     spec.step_timeout = Duration::from_secs(10);
     let mut adapter = Adapter::spawn(spec).map_err(Error::usage)?;

@@ -148,8 +148,8 @@ pub fn entry_spec(
     scratch: &Path,
     steps: &serde_json::Value,
 ) -> Result<crate::adapter::AdapterSpec, Error> {
-    let home = &std::path::absolute(home)
-        .map_err(|e| Error::usage(format!("{}: {e}", home.display())))?;
+    let home =
+        &std::path::absolute(home).map_err(|e| Error::usage(format!("{}: {e}", home.display())))?;
     // The scenario's path is passed to an adapter running in `scratch`: absolute.
     let scratch = &std::path::absolute(scratch)
         .map_err(|e| Error::usage(format!("{}: {e}", scratch.display())))?;

@@ -47,6 +47,7 @@ fn tool(program: &str, args: &[&str]) -> bool {
         found || std::env::var_os("CI").is_none(),
         "`{program}` is needed on {SAFE_PATH} (.ci/run installs it)"
     );
+    #[allow(clippy::print_stderr, reason = "a skip must be seen")]
     if !found {
         eprintln!("skipped: `{program}` not on {SAFE_PATH}");
     }
@@ -137,7 +138,10 @@ fn conforms(home: &Path, id: &str) {
         ],
         "{id}"
     );
-    assert!(checks.iter().all(|c| c["passed"] == true), "{id}: {checks:?}");
+    assert!(
+        checks.iter().all(|c| c["passed"] == true),
+        "{id}: {checks:?}"
+    );
     // The scratch it ran in is gone; the installed entry is untouched.
     assert!(!home.join("runners").join(id).join(".conformance").exists());
 }
@@ -249,10 +253,7 @@ fn issue_22_npx_entry_from_a_packed_node_adapter_conforms_runs_and_refuses_a_cha
     };
     assert_eq!(exit, 1, "{text}");
     let expected = pin["sha256"].as_str().unwrap();
-    let found = format!(
-        "sha256:{}",
-        craik_host::config::dir_digest(&tree).unwrap()
-    );
+    let found = format!("sha256:{}", craik_host::config::dir_digest(&tree).unwrap());
     assert_ne!(expected, found);
     assert!(
         text.contains(&format!("(expected {expected}, found {found})")),
@@ -269,7 +270,11 @@ fn issue_22_npx_entry_from_a_packed_node_adapter_conforms_runs_and_refuses_a_cha
     assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
     // Reinstalling pins the tree afresh (the planted file is gone with the old tree).
     ok(&runners(&home, &["install", "node-example"]));
-    assert!(!tree.join("node_modules/craik-node-example/extra.js").exists());
+    assert!(
+        !tree
+            .join("node_modules/craik-node-example/extra.js")
+            .exists()
+    );
     ok(&runners(&home, &["check", "node-example"]));
 }
 
@@ -470,7 +475,14 @@ fn issue_22_provider_entry_conforms_and_runs_against_the_loopback_server() {
     );
     ok(&runners(&home, &["install", "loopback"]));
     let out = craik()
-        .args(["runners", "conformance", "loopback", "--format", "json", "--home"])
+        .args([
+            "runners",
+            "conformance",
+            "loopback",
+            "--format",
+            "json",
+            "--home",
+        ])
         .arg(&home)
         .env("OPENAI_API_KEY", "test-key-123")
         .output()
@@ -492,7 +504,11 @@ fn issue_22_provider_entry_conforms_and_runs_against_the_loopback_server() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let run = text.split_whitespace().nth(1).unwrap().trim_end_matches(':');
+    let run = text
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(':');
     verify_run(&home, run, false);
     let meta = &receipts(&home, run)[0]["result"]["metadata"]["runner_adapter"];
     assert_eq!(meta["backend"], "provider");
@@ -557,7 +573,10 @@ fn issue_22_the_node_example_added_from_docs_runners_md_alone() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("10 scenario(s): 10 passed, 0 failed"), "{stdout}");
+    assert!(
+        stdout.contains("10 scenario(s): 10 passed, 0 failed"),
+        "{stdout}"
+    );
     assert!(stdout.contains(": completed"), "{stdout}");
     assert!(stdout.contains("1 journal: 1 valid"), "{stdout}");
     // Then the refusal the doc shows, for one changed byte of the installed adapter.
@@ -576,10 +595,9 @@ fn issue_22_the_node_example_added_from_docs_runners_md_alone() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
     let err = String::from_utf8_lossy(&out.stderr);
-    let pin: Value = serde_json::from_slice(
-        &std::fs::read(home.join("runners/node-example/pin.json")).unwrap(),
-    )
-    .unwrap();
+    let pin: Value =
+        serde_json::from_slice(&std::fs::read(home.join("runners/node-example/pin.json")).unwrap())
+            .unwrap();
     let found = craik_host::config::dir_digest(&home.join("runners/node-example/pkg")).unwrap();
     assert!(
         err.contains(&format!(

@@ -36,7 +36,12 @@ pub(super) fn pypi_spec(spec: &str) -> (&str, &str) {
 /// pip for `uvx`, both offline, with a scrubbed environment and their caches in `scratch`
 /// (removed by the caller). Then checks the tree holds the package and version the entry
 /// names.
-pub(super) fn install(entry: &Entry, source: &Path, tree: &Path, scratch: &Path) -> Result<(), String> {
+pub(super) fn install(
+    entry: &Entry,
+    source: &Path,
+    tree: &Path,
+    scratch: &Path,
+) -> Result<(), String> {
     let spec = entry.package.as_deref().unwrap_or_default();
     let source = source
         .canonicalize()
@@ -198,15 +203,18 @@ fn python_entry(entry: &Entry, tree: &Path) -> Result<(String, String), String> 
         if section != "console_scripts" || key.trim() != wanted {
             continue;
         }
-        let (module, function) = value.trim().split_once(':').ok_or_else(|| {
-            format!("{}: `{wanted}` is not `module:function`", path.display())
-        })?;
+        let (module, function) = value
+            .trim()
+            .split_once(':')
+            .ok_or_else(|| format!("{}: `{wanted}` is not `module:function`", path.display()))?;
         let (module, function) = (module.trim(), function.trim());
         // They become Python source: dotted identifiers only.
         let dotted = |s: &str| {
             !s.is_empty()
                 && s.split('.').all(|part| {
-                    part.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                    part.chars()
+                        .next()
+                        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
                         && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
                 })
         };
@@ -236,7 +244,10 @@ fn dist_name(name: &str) -> String {
 /// A path as a Python string literal (JSON's escapes are valid Python for what a path holds).
 fn python_string(text: &str) -> Result<String, String> {
     if text.chars().any(char::is_control) {
-        return Err(format!("`{}`: control characters in the path", text.escape_debug()));
+        return Err(format!(
+            "`{}`: control characters in the path",
+            text.escape_debug()
+        ));
     }
     serde_json::to_string(text).map_err(|e| e.to_string())
 }
@@ -260,8 +271,8 @@ fn inside(dir: &Path, path: &Path) -> Result<PathBuf, String> {
 }
 
 fn read_json(path: &Path) -> Result<serde_json::Value, String> {
-    let bytes = crate::fsio::read_bounded(path, 1 << 20)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let bytes =
+        crate::fsio::read_bounded(path, 1 << 20).map_err(|e| format!("{}: {e}", path.display()))?;
     serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 

@@ -366,6 +366,31 @@ fn issue_22_uvx_entry_from_a_local_wheel_conforms_and_runs() {
     .unwrap();
     let tree = home.join("runners/python-example/pkg");
     assert_eq!(pin["path"], json!(tree));
+    // A source distribution would run its build at install, unconfined: refused before pip.
+    let sdist = dir.path().join("craik-python-example-0.1.0.tar.gz");
+    std::fs::write(&sdist, b"setup.py would run here").unwrap();
+    add(
+        &home,
+        &[
+            "from-source",
+            "--backend",
+            "uvx",
+            "--package",
+            "craik-python-example==0.1.0",
+            "--source",
+            sdist.to_str().unwrap(),
+            "--matrix",
+            "fixture",
+        ],
+    );
+    let out = runners(&home, &["install", "from-source"]);
+    assert_eq!(out.status.code(), Some(3), "{}", transcript(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not a wheel (`.whl`)"),
+        "{}",
+        transcript(&out)
+    );
+    assert!(!home.join("runners/from-source").exists());
     assert!(tree.join("adapter.py").is_file());
     conforms(&home, "python-example");
     let meta = docs_review(&home, "python-example", &[]);

@@ -95,6 +95,14 @@ pub(super) fn install(
             npm_script(entry, tree).map(|_| ())
         }
         Backend::Uvx => {
+            // A wheel installs without running any of its code; a source distribution would
+            // run its build (setup.py) here, unconfined: refused.
+            if source.extension().is_none_or(|e| e != "whl") {
+                return Err(format!(
+                    "source `{}`: not a wheel (`.whl`); build one first (`python3 -m pip wheel --no-deps --no-index -w dist DIR`)",
+                    source.display()
+                ));
+            }
             let python = super::resolve_command("python3")?;
             run(
                 &python,
@@ -107,6 +115,8 @@ pub(super) fn install(
                     "--no-deps",
                     "--no-compile",
                     "--no-build-isolation",
+                    "--only-binary",
+                    ":all:",
                     "--disable-pip-version-check",
                     "--no-warn-script-location",
                     "--cache-dir",

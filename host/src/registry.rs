@@ -645,6 +645,18 @@ fn load_file(
                 Vec::new(),
             ));
         }
+        // A repository may not define what `--runner fixture` (or any shipped id) means: an
+        // operator reading `--runner codex` in a run's record must get the shipped one or the
+        // home's.
+        if allowance.is_some() && is_builtin_id(id) {
+            return Err(at(
+                spanned.span(),
+                &format!("runner.{id}"),
+                &format!(
+                    "a project registry may not override the built-in runner `{id}`; choose another id"
+                ),
+            ));
+        }
         let r = spanned.get_ref();
         let backend = *r.backend.get_ref();
         let need = |v: &Option<Spanned<String>>, k: &str, why: &str| -> Result<String, Error> {
@@ -809,12 +821,7 @@ fn load_file(
         // A project file names files only inside the project (its matrix, its package or
         // bundle): nothing of the operator's machine is read on a repository's say-so.
         if allowance.is_some() {
-            let outside = |v: &str| {
-                let p = resolve(v);
-                let real = p.canonicalize().unwrap_or(p);
-                let root = dir.canonicalize().unwrap_or_else(|_| dir.clone());
-                !real.starts_with(root)
-            };
+            let outside = |v: &str| escapes(&dir, &resolve(v));
             if let Some(m) = &r.matrix
                 && (m.get_ref().contains('/') || m.get_ref().ends_with(".json"))
                 && outside(m.get_ref())
@@ -953,7 +960,7 @@ fn load_file(
         let mut read = Vec::new();
         for (i, p) in r.read.iter().enumerate() {
             let path = resolve(p.get_ref());
-            if allowance.is_some() && !path.starts_with(&dir) {
+            if allowance.is_some() && escapes(&dir, &path) {
                 return Err(at(
                     p.span(),
                     &key(&format!("read[{i}]")),
@@ -1133,6 +1140,32 @@ pub fn provider_entry(api: &str, model: &str) -> Result<Entry, Error> {
         env,
         read: Vec::new(),
     })
+}
+
+/// Whether `id` is a shipped runner's (what [`builtin_entries`] registers).
+fn is_builtin_id(id: &str) -> bool {
+    id == "fixture" || id == "fixture-adapter" || CLI_ADAPTERS.contains(&id)
+}
+
+/// Whether `path` (absolute) leaves the project directory `dir`: lexically (`..`), or through
+/// a link, for the part of it that exists now (a link that does not resolve counts as leaving).
+fn escapes(dir: &Path, path: &Path) -> bool {
+    let root = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let lexical = crate::fsio::lexical(path);
+    if !(lexical.starts_with(dir) || lexical.starts_with(&root)) {
+        return true;
+    }
+    // The longest part of it that is there (a link counts, followed or not).
+    let mut existing = lexical.as_path();
+    while std::fs::symlink_metadata(existing).is_err() {
+        match existing.parent() {
+            Some(parent) => existing = parent,
+            None => return true,
+        }
+    }
+    existing
+        .canonicalize()
+        .map_or(true, |real| !real.starts_with(&root))
 }
 
 /// The shipped runners as registry entries: one code path for every `--runner NAME`.

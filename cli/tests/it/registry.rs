@@ -590,9 +590,37 @@ fn issue_22_a_project_registry_may_only_narrow() {
             "raise a built-in's trust",
             "[runner.gemini]\nbackend = \"cli\"\nadapter = \"gemini\"\nmatrix = \"fixture\"\n"
                 .to_owned(),
-            "`gemini` has trust `low` in the built-in",
+            "a project registry may not override the built-in runner `gemini`",
+        ),
+        (
+            "shadow a built-in id",
+            "[runner.fixture]\nbackend = \"program\"\ncommand = \"x\"\nmatrix = \"fixture\"\n"
+                .to_owned(),
+            "runners.toml:1: runner.fixture `",
+        ),
+        (
+            "a read path up out of the project",
+            entry("matrix = \"fixture\"\nread = [\"..\"]\n"),
+            "runner.p.read[0] `..`: a project registry may only name read paths inside the project",
+        ),
+        (
+            "a read path that climbs out through a subdirectory",
+            entry("matrix = \"fixture\"\nread = [\"docs\", \"docs/../../home\"]\n"),
+            "runner.p.read[1] `docs/../../home`",
+        ),
+        (
+            "a read path through a link out of the project",
+            entry("matrix = \"fixture\"\nread = [\"out/keys\"]\n"),
+            "runner.p.read[0] `out/keys`",
+        ),
+        (
+            "a matrix file up out of the project",
+            entry("matrix = \"../m.json\"\n"),
+            "runner.p.matrix `../m.json`: a project registry may only name files inside the project",
         ),
     ];
+    std::os::unix::fs::symlink(&home, project.join("out")).unwrap();
+    std::fs::create_dir_all(project.join("docs")).unwrap();
     let file = project.join("runners.toml");
     for (what, text, why) in refused {
         std::fs::write(&file, text).unwrap();

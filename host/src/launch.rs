@@ -95,6 +95,7 @@ pub fn build_runner(
                 pinned: false,
                 exec: None,
                 exec_sha256: None,
+                entry_sha256: None,
             },
         };
         let env = passed_env(&matrix);

@@ -1142,6 +1142,22 @@ pub fn provider_entry(api: &str, model: &str) -> Result<Entry, Error> {
     })
 }
 
+/// `sha256:` of an entry's whole definition as loaded (its JSON form: backend, origin and its
+/// file, command, arguments, scenario flag, package, source, variable names, read paths,
+/// matrix): what a run records so `craik runs resume` continues only under the same one.
+/// Empty if it cannot be encoded (never: every field is plain data).
+pub fn definition_digest(entry: &Entry) -> String {
+    use sha2::Digest as _;
+    serde_json::to_vec(entry)
+        .map(|bytes| {
+            format!(
+                "sha256:{}",
+                craik_kernel::to_hex(&sha2::Sha256::digest(&bytes))
+            )
+        })
+        .unwrap_or_default()
+}
+
 /// Whether `id` is a shipped runner's (what [`builtin_entries`] registers).
 fn is_builtin_id(id: &str) -> bool {
     id == "fixture" || id == "fixture-adapter" || CLI_ADAPTERS.contains(&id)

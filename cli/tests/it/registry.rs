@@ -1029,3 +1029,65 @@ fn issue_22_check_handshake_starts_each_adapter_under_its_registry_identity() {
     assert_eq!(out.status.code(), Some(1));
     assert!(!home.join("runners/codex").exists());
 }
+
+#[test]
+fn issue_22_a_run_resumes_only_under_the_registry_entry_it_started_with() {
+    crate::ensure_adapters();
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("craik.toml"), "home = \"../home\"\n").unwrap();
+    let home = dir.path().join("home");
+    let adapter = adapter_copy(dir.path());
+    let file = project.join("runners.toml");
+    let entry = format!(
+        "[runner.parked]\nbackend = \"program\"\ncommand = \"{}\"\nscenario_arg = \"--fixture\"\nmatrix = \"fixture\"\n",
+        adapter.display()
+    );
+    std::fs::write(&file, &entry).unwrap();
+    ok(&craik_in(&project, &["runners", "install", "parked"]));
+    let out = craik_in(
+        &project,
+        &[
+            "run",
+            example("approval").to_str().unwrap(),
+            "--runner",
+            "parked",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(6), "{}", transcript(&out));
+    let id = run_id_of(&out);
+    let inputs: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.join("runs").join(&id).join("inputs.json")).unwrap(),
+    )
+    .unwrap();
+    let recorded = inputs["runner_adapter"]["entry_sha256"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(recorded.starts_with("sha256:"), "{inputs}");
+    let approval = crate::runs::pending_approval(&home);
+    let out = crate::runs::approve(&home, &approval, "user:alice");
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    // Same adapter bytes, same pin, but the project's entry now gives the adapter another read
+    // path: the parked run does not continue under a definition it did not start with.
+    std::fs::create_dir_all(project.join("notes")).unwrap();
+    std::fs::write(&file, format!("{entry}read = [\"notes\"]\n")).unwrap();
+    let resume = || craik_in(&project, &["runs", "resume", &id, "--by", "user:op"]);
+    let out = resume();
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "runner `parked`: its registry entry changed since the run started (definition {recorded} then, sha256:"
+        )) && err.contains(&file.display().to_string()),
+        "{err}"
+    );
+    assert_eq!(run_json(&home, &id)["status"], "blocked");
+    // The entry as it was: the run continues and completes.
+    std::fs::write(&file, &entry).unwrap();
+    let out = resume();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    assert_eq!(run_json(&home, &id)["status"], "completed");
+    verify_run(&home, &id, false);
+}

@@ -455,6 +455,7 @@ pub fn verify(entry: &Entry, home: &Path) -> Result<Launch, Error> {
         pinned: pin.is_some(),
         exec: (program != target.path()).then(|| program.clone()),
         exec_sha256: (program != target.path()).then(|| program_sha256.clone()),
+        entry_sha256: Some(super::definition_digest(entry)).filter(|d| !d.is_empty()),
     };
     Ok(Launch {
         program,

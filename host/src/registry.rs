@@ -62,9 +62,11 @@ pub enum Backend {
     Cli,
     /// The shipped model-provider adapter (`api`, `model`).
     Provider,
-    /// An adapter package run by `npx` (`package = "@scope/pkg@1.2.3"`).
+    /// An npm adapter package (`package = "@scope/pkg@1.2.3"`), installed offline from a local
+    /// tarball and run with `node` (not `npx`: see `registry/package.rs`).
     Npx,
-    /// An adapter package run by `uvx` (`package = "pkg==1.2.3"`).
+    /// A Python adapter package (`package = "pkg==1.2.3"`), installed offline from a local
+    /// wheel and run with `python3` (not `uvx`: see `registry/package.rs`).
     Uvx,
     /// Any executable speaking docs/protocol.md.
     Program,
@@ -793,7 +795,7 @@ fn load_file(
                     return Err(at(
                         i.span(),
                         &key("install"),
-                        "an `npx`/`uvx` package is `cache`d (or `installed` on the launcher's own cache)",
+                        "an `npx`/`uvx` package is always installed into `HOME/runners/ID/pkg/` by `craik runners install` (`cache` or `installed`)",
                     ));
                 }
             }

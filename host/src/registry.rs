@@ -1144,13 +1144,26 @@ pub fn provider_entry(api: &str, model: &str) -> Result<Entry, Error> {
     })
 }
 
-/// `sha256:` of an entry's whole definition as loaded (its JSON form: backend, origin and its
-/// file, command, arguments, scenario flag, package, source, variable names, read paths,
-/// matrix): what a run records so `craik runs resume` continues only under the same one.
-/// Empty if it cannot be encoded (never: every field is plain data).
+/// `sha256:` of an entry's whole definition as loaded (its JSON form: backend, which layer,
+/// command, arguments, scenario flag, package, source, variable names, read paths, matrix):
+/// what a run records so `craik runs resume` continues only under the same one. The layer's
+/// file path is left out (the same home named `./h` or `/abs/h` is the same definition; the
+/// paths an entry resolves are absolute already). Empty if it cannot be encoded (never: every
+/// field is plain data).
 pub fn definition_digest(entry: &Entry) -> String {
     use sha2::Digest as _;
-    serde_json::to_vec(entry)
+    let layer = match entry.origin {
+        Origin::Builtin => "builtin",
+        Origin::Home(_) => "home",
+        Origin::Project(_) => "project",
+    };
+    serde_json::to_value(entry)
+        .and_then(|mut value| {
+            if let Some(object) = value.as_object_mut() {
+                object.insert("origin".into(), serde_json::Value::from(layer));
+            }
+            serde_json::to_vec(&value)
+        })
         .map(|bytes| {
             format!(
                 "sha256:{}",

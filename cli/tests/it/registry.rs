@@ -1084,9 +1084,21 @@ fn issue_22_a_run_resumes_only_under_the_registry_entry_it_started_with() {
         "{err}"
     );
     assert_eq!(run_json(&home, &id)["status"], "blocked");
-    // The entry as it was: the run continues and completes.
+    // The entry as it was: the run continues and completes (the home named another way —
+    // absolute now, `../home` from craik.toml then — is the same definition).
     std::fs::write(&file, &entry).unwrap();
-    let out = resume();
+    let out = craik_in(
+        &project,
+        &[
+            "runs",
+            "resume",
+            &id,
+            "--by",
+            "user:op",
+            "--home",
+            home.canonicalize().unwrap().to_str().unwrap(),
+        ],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
     assert_eq!(run_json(&home, &id)["status"], "completed");
     verify_run(&home, &id, false);

@@ -271,6 +271,17 @@ pub(crate) fn show(out: &mut Out, format: Format, home: &Path, id: &str) -> Resu
             out.line(format_args!("  package    {}", opt(&e.package)))?;
             out.line(format_args!("  version    {}", opt(&e.version)))?;
             out.line(format_args!("  install    {}", e.install.as_str()))?;
+            // How a run would start it now (only once it checks out against its pin).
+            if e.backend != Backend::InProcess
+                && let Ok(launch) = craik_host::registry::verify(e, home)
+            {
+                let mut words = vec![launch.program.display().to_string()];
+                words.extend(launch.args.iter().cloned());
+                out.line(format_args!(
+                    "  launches   {}",
+                    one_line(&serde_json::to_string(&words).unwrap_or_default())
+                ))?;
+            }
             if let Some(s) = &e.source {
                 out.line(format_args!(
                     "  source     {}",

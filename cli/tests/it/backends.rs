@@ -218,13 +218,23 @@ fn issue_22_npx_entry_from_a_packed_node_adapter_conforms_runs_and_refuses_a_cha
         .collect();
     assert_eq!(left.len(), 2, "{left:?}");
     ok(&runners(&home, &["check", "node-example", "--handshake"]));
+    // `show` says what a run starts: node on the installed package's bin, not npx.
+    let shown = ok(&runners(&home, &["show", "node-example"]));
+    let node = craik_host::registry::resolve_command("node").unwrap();
+    assert!(
+        shown.contains(&format!(
+            "launches   [{},{}]",
+            json!(node.display().to_string()),
+            json!(script.display().to_string())
+        )),
+        "{shown}"
+    );
     conforms(&home, "node-example");
     let meta = docs_review(&home, "node-example", &[]);
     assert_eq!(meta["backend"], "npx");
     assert_eq!(meta["package"], "craik-node-example@0.1.0");
     assert_eq!(meta["sha256"], pin["sha256"]);
     // node itself is the program executed, hashed and recorded.
-    let node = craik_host::registry::resolve_command("node").unwrap();
     assert_eq!(meta["exec"], json!(node));
     // One byte changed anywhere in the installed tree: refused before launch, both digests named.
     let bytes = std::fs::read(&script).unwrap();

@@ -986,11 +986,22 @@ pub(crate) enum RunnersCommand {
         home: HomeArg,
     },
     /// Check an adapter against docs/protocol.md: handshake, a normal step, structured
-    /// errors, malformed and oversize lines, cancellation, timeouts, clean shutdown.
+    /// errors, malformed and oversize lines, cancellation, timeouts, clean shutdown. Give a
+    /// registry id (launched as a run launches it: pin checked, confined, its environment) or
+    /// a command after `--`.
     Conformance {
+        /// A registry id.
+        #[arg(
+            value_name = "ID",
+            required_unless_present = "command",
+            conflicts_with = "command"
+        )]
+        id: Option<String>,
         /// The adapter command and its arguments, after `--`.
-        #[arg(last = true, required = true, value_name = "CMD")]
+        #[arg(last = true, value_name = "CMD")]
         command: Vec<String>,
+        #[command(flatten)]
+        home: HomeArg,
     },
 }
 

@@ -36,7 +36,9 @@ pub(crate) enum ReadError {
 }
 
 /// Expands `paths`: `-` is stdin, a directory contributes its `*.json` and `*.jsonl` files
-/// (recursively, sorted, symlinked directories not followed), anything else is itself.
+/// (recursively, sorted, symlinked directories not followed; npm's own files — `package.json`,
+/// `package-lock.json`, `node_modules/` — are never Craik contracts and are passed over, as in
+/// `examples/adapters/node/`), anything else (named explicitly) is itself.
 pub(crate) fn expand(paths: &[PathBuf]) -> io::Result<Vec<Input>> {
     let mut out = Vec::new();
     for path in paths {
@@ -59,6 +61,13 @@ fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> io::Result<()> {
         let entry = entry?;
         let path = entry.path();
         let kind = entry.file_type()?;
+        let npm = matches!(
+            path.file_name().and_then(|n| n.to_str()),
+            Some("package.json" | "package-lock.json" | "node_modules")
+        );
+        if npm {
+            continue;
+        }
         if kind.is_dir() {
             walk(&path, found)?;
         } else if kind.is_file()

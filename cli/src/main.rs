@@ -546,9 +546,12 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             id.as_deref(),
             *handshake,
         ),
-        Command::Runners(RunnersCommand::Conformance { command }) => {
-            cmd::runners::conformance(out, cli.format, command)
-        }
+        Command::Runners(RunnersCommand::Conformance { id, command, home }) => match id {
+            Some(id) => {
+                cmd::runners::conformance_entry(out, cli.format, &home_root(&home.home)?, id)
+            }
+            None => cmd::runners::conformance(out, cli.format, command),
+        },
         Command::Bench(BenchCommand::Run { steps, adapter }) => {
             cmd::bench::run(out, cli.format, *steps, *adapter)
         }

@@ -65,14 +65,41 @@ pub fn run(command: &[String]) -> Result<Vec<Check>, Error> {
         })
         .collect();
     let scratch = std::env::temp_dir().join(format!("craik-conformance-{}", std::process::id()));
-    let mut spec = AdapterSpec::new(program, args, scratch.clone());
+    let spec = AdapterSpec::new(program, args, scratch.clone());
+    let checks = run_spec(spec, None);
+    let _ = std::fs::remove_dir_all(&scratch);
+    checks
+}
+
+/// `craik runners conformance NAME`: the same scenarios against a registry entry, launched
+/// exactly as a run launches it (its pin checked first, the program executed through the
+/// descriptor it hashed, its environment, read paths and sandbox), and it must announce its
+/// matrix's runner id. An entry that takes a fixture scenario gets a plan and an act step.
+pub fn run_entry(entry: &crate::registry::Entry, home: &Path) -> Result<Vec<Check>, Error> {
+    let scratch = crate::registry::entry_dir(home, &entry.id).join(".conformance");
+    let _ = std::fs::remove_dir_all(&scratch);
+    let steps = serde_json::json!([
+        {"phase": "plan", "summary": "conformance: plan"},
+        {"phase": "act", "summary": "conformance: act, proposing nothing"}
+    ]);
+    let spec = crate::launch::entry_spec(entry, home, &scratch, &steps)?;
+    let checks = run_spec(spec, Some(&entry.matrix.runner));
+    let _ = std::fs::remove_dir_all(&scratch);
+    // An entry that was never installed leaves no directory behind (only an empty one goes).
+    let _ = std::fs::remove_dir(crate::registry::entry_dir(home, &entry.id));
+    checks
+}
+
+/// Runs every scenario against the adapter `spec` starts; `expected`: the runner it must
+/// announce.
+fn run_spec(mut spec: AdapterSpec, expected: Option<&RunnerMetadata>) -> Result<Vec<Check>, Error> {
     spec.initialize_timeout = Duration::from_secs(10);
     spec.step_timeout = Duration::from_secs(10);
     let mut adapter = Adapter::spawn(spec).map_err(Error::usage)?;
     let mut checks = Vec::new();
     let started = Instant::now();
     let handshake = adapter
-        .initialize(None)
+        .initialize(expected)
         .map_err(|e| e.to_string())
         .and_then(|()| {
             adapter
@@ -113,7 +140,6 @@ pub fn run(command: &[String]) -> Result<Vec<Check>, Error> {
             });
         }
     }
-    let _ = std::fs::remove_dir_all(&scratch);
     Ok(checks)
 }
 

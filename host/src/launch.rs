@@ -95,6 +95,7 @@ pub fn build_runner(
                 pinned: false,
                 exec: None,
                 exec_sha256: None,
+                entry_sha256: None,
             },
         };
         let env = passed_env(&matrix);
@@ -163,38 +164,58 @@ fn passed_env(matrix: &RunnerCapabilityMatrix) -> Vec<String> {
     crate::registry::matrix_env(matrix)
 }
 
+/// How `entry`'s adapter starts outside a run (`runners check --handshake`, `runners
+/// conformance NAME`): as a run starts it — pin checked, executed through the descriptor it
+/// hashed, its environment and read paths, confined where the kernel can — in `scratch`
+/// (created). An entry that takes a scenario gets one of `steps` written there.
+pub fn entry_spec(
+    entry: &registry::Entry,
+    home: &Path,
+    scratch: &Path,
+    steps: &serde_json::Value,
+) -> Result<crate::adapter::AdapterSpec, Error> {
+    let home =
+        &std::path::absolute(home).map_err(|e| Error::usage(format!("{}: {e}", home.display())))?;
+    // The scenario's path is passed to an adapter running in `scratch`: absolute.
+    let scratch = &std::path::absolute(scratch)
+        .map_err(|e| Error::usage(format!("{}: {e}", scratch.display())))?;
+    let mut launch = registry::verify(entry, home)?;
+    std::fs::create_dir_all(scratch)
+        .map_err(|e| Error::io(format!("{}: cannot create: {e}", scratch.display())))?;
+    if let Some(flag) = &entry.scenario_arg {
+        let scenario = scratch.join("scenario.json");
+        let text = serde_json::json!({
+            "schema": "craik.fixture_scenario", "id": "scenario_check",
+            "description": "craik runners check/conformance",
+            "steps": steps
+        });
+        std::fs::write(&scenario, text.to_string())
+            .map_err(|e| Error::io(format!("{}: {e}", scenario.display())))?;
+        launch.args.push(flag.clone());
+        launch.args.push(scenario.display().to_string());
+    }
+    let mut spec = crate::adapter::AdapterSpec::new(launch.program, launch.args, scratch.into());
+    spec.env.clone_from(&entry.env);
+    spec.extra_read.clone_from(&entry.read);
+    spec.home = Some(home.clone());
+    spec.home_read = launch.home_read;
+    spec.exec_sha256 = Some(launch.program_sha256);
+    // Confined where the kernel can; a check on a kernel without Landlock still runs.
+    spec.confinement_required = false;
+    Ok(spec)
+}
+
 /// `craik runners check --handshake`: starts `entry`'s adapter as a run would (pin checked,
 /// executed through the descriptor it hashed, its environment and read paths, confined where
 /// the kernel can), runs the `initialize` handshake against the registry's matrix (the adapter
 /// must announce the matrix's runner id) and shuts it down. An entry that takes a scenario
 /// gets a one-step one in its scratch directory. Returns what the adapter announced.
 pub fn handshake(entry: &registry::Entry, home: &Path) -> Result<String, String> {
-    let mut launch = registry::verify(entry, home).map_err(|e| e.message)?;
     let scratch = registry::entry_dir(home, &entry.id).join(".handshake");
     let _ = std::fs::remove_dir_all(&scratch);
-    std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+    let steps = serde_json::json!([{"phase": "plan", "summary": "handshake only"}]);
     let result = (|| {
-        if let Some(flag) = &entry.scenario_arg {
-            let scenario = scratch.join("scenario.json");
-            let text = serde_json::json!({
-                "schema": "craik.fixture_scenario", "id": "scenario_handshake",
-                "description": "craik runners check --handshake",
-                "steps": [{"phase": "plan", "summary": "handshake only"}]
-            });
-            std::fs::write(&scenario, text.to_string())
-                .map_err(|e| format!("{}: {e}", scenario.display()))?;
-            launch.args.push(flag.clone());
-            launch.args.push(scenario.display().to_string());
-        }
-        let mut spec =
-            crate::adapter::AdapterSpec::new(launch.program, launch.args, scratch.clone());
-        spec.env.clone_from(&entry.env);
-        spec.extra_read.clone_from(&entry.read);
-        spec.home = Some(std::path::absolute(home).map_err(|e| e.to_string())?);
-        spec.home_read = launch.home_read;
-        spec.exec_sha256 = Some(launch.program_sha256);
-        // Confined where the kernel can; a check on a kernel without Landlock still runs.
-        spec.confinement_required = false;
+        let spec = entry_spec(entry, home, &scratch, &steps).map_err(|e| e.message)?;
         let mut adapter = crate::adapter::Adapter::spawn(spec)?;
         adapter
             .initialize(Some(&entry.matrix.runner))

@@ -25,6 +25,7 @@ use toml::Spanned;
 use crate::Error;
 
 mod edit;
+mod package;
 mod pin;
 pub use edit::{NewEntry, add_to_text, remove_from_text};
 pub use pin::{
@@ -61,9 +62,11 @@ pub enum Backend {
     Cli,
     /// The shipped model-provider adapter (`api`, `model`).
     Provider,
-    /// An adapter package run by `npx` (`package = "@scope/pkg@1.2.3"`).
+    /// An npm adapter package (`package = "@scope/pkg@1.2.3"`), installed offline from a local
+    /// tarball and run with `node` (not `npx`: see `registry/package.rs`).
     Npx,
-    /// An adapter package run by `uvx` (`package = "pkg==1.2.3"`).
+    /// A Python adapter package (`package = "pkg==1.2.3"`), installed offline from a local
+    /// wheel and run with `python3` (not `uvx`: see `registry/package.rs`).
     Uvx,
     /// Any executable speaking docs/protocol.md.
     Program,
@@ -644,6 +647,18 @@ fn load_file(
                 Vec::new(),
             ));
         }
+        // A repository may not define what `--runner fixture` (or any shipped id) means: an
+        // operator reading `--runner codex` in a run's record must get the shipped one or the
+        // home's.
+        if allowance.is_some() && is_builtin_id(id) {
+            return Err(at(
+                spanned.span(),
+                &format!("runner.{id}"),
+                &format!(
+                    "a project registry may not override the built-in runner `{id}`; choose another id"
+                ),
+            ));
+        }
         let r = spanned.get_ref();
         let backend = *r.backend.get_ref();
         let need = |v: &Option<Spanned<String>>, k: &str, why: &str| -> Result<String, Error> {
@@ -780,7 +795,7 @@ fn load_file(
                     return Err(at(
                         i.span(),
                         &key("install"),
-                        "an `npx`/`uvx` package is `cache`d (or `installed` on the launcher's own cache)",
+                        "an `npx`/`uvx` package is always installed into `HOME/runners/ID/pkg/` by `craik runners install` (`cache` or `installed`)",
                     ));
                 }
             }
@@ -808,12 +823,7 @@ fn load_file(
         // A project file names files only inside the project (its matrix, its package or
         // bundle): nothing of the operator's machine is read on a repository's say-so.
         if allowance.is_some() {
-            let outside = |v: &str| {
-                let p = resolve(v);
-                let real = p.canonicalize().unwrap_or(p);
-                let root = dir.canonicalize().unwrap_or_else(|_| dir.clone());
-                !real.starts_with(root)
-            };
+            let outside = |v: &str| escapes(&dir, &resolve(v));
             if let Some(m) = &r.matrix
                 && (m.get_ref().contains('/') || m.get_ref().ends_with(".json"))
                 && outside(m.get_ref())
@@ -952,7 +962,7 @@ fn load_file(
         let mut read = Vec::new();
         for (i, p) in r.read.iter().enumerate() {
             let path = resolve(p.get_ref());
-            if allowance.is_some() && !path.starts_with(&dir) {
+            if allowance.is_some() && escapes(&dir, &path) {
                 return Err(at(
                     p.span(),
                     &key(&format!("read[{i}]")),
@@ -1132,6 +1142,61 @@ pub fn provider_entry(api: &str, model: &str) -> Result<Entry, Error> {
         env,
         read: Vec::new(),
     })
+}
+
+/// `sha256:` of an entry's whole definition as loaded (its JSON form: backend, which layer,
+/// command, arguments, scenario flag, package, source, variable names, read paths, matrix):
+/// what a run records so `craik runs resume` continues only under the same one. The layer's
+/// file path is left out (the same home named `./h` or `/abs/h` is the same definition; the
+/// paths an entry resolves are absolute already). Empty if it cannot be encoded (never: every
+/// field is plain data).
+pub fn definition_digest(entry: &Entry) -> String {
+    use sha2::Digest as _;
+    let layer = match entry.origin {
+        Origin::Builtin => "builtin",
+        Origin::Home(_) => "home",
+        Origin::Project(_) => "project",
+    };
+    serde_json::to_value(entry)
+        .and_then(|mut value| {
+            if let Some(object) = value.as_object_mut() {
+                object.insert("origin".into(), serde_json::Value::from(layer));
+            }
+            serde_json::to_vec(&value)
+        })
+        .map(|bytes| {
+            format!(
+                "sha256:{}",
+                craik_kernel::to_hex(&sha2::Sha256::digest(&bytes))
+            )
+        })
+        .unwrap_or_default()
+}
+
+/// Whether `id` is a shipped runner's (what [`builtin_entries`] registers).
+fn is_builtin_id(id: &str) -> bool {
+    id == "fixture" || id == "fixture-adapter" || CLI_ADAPTERS.contains(&id)
+}
+
+/// Whether `path` (absolute) leaves the project directory `dir`: lexically (`..`), or through
+/// a link, for the part of it that exists now (a link that does not resolve counts as leaving).
+fn escapes(dir: &Path, path: &Path) -> bool {
+    let root = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let lexical = crate::fsio::lexical(path);
+    if !(lexical.starts_with(dir) || lexical.starts_with(&root)) {
+        return true;
+    }
+    // The longest part of it that is there (a link counts, followed or not).
+    let mut existing = lexical.as_path();
+    while std::fs::symlink_metadata(existing).is_err() {
+        match existing.parent() {
+            Some(parent) => existing = parent,
+            None => return true,
+        }
+    }
+    existing
+        .canonicalize()
+        .map_or(true, |real| !real.starts_with(&root))
 }
 
 /// The shipped runners as registry entries: one code path for every `--runner NAME`.

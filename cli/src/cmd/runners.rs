@@ -1,4 +1,5 @@
-//! `craik runners matrix` (and, with the channel, `craik runners conformance`).
+//! `craik runners matrix`, `craik runners conformance` (a command or a registry id) and the
+//! runner registry's commands (issue 22).
 
 use crate::exit::{Exit, Failure};
 use crate::output::{Format, Out};
@@ -89,12 +90,40 @@ pub(crate) fn conformance(
     command: &[String],
 ) -> Result<Exit, Failure> {
     let checks = craik_host::conformance::run(command)?;
+    report(out, format, &checks)
+}
+
+/// `craik runners conformance ID`: the same scenarios against a registry entry, launched as a
+/// run launches it.
+pub(crate) fn conformance_entry(
+    out: &mut Out,
+    format: Format,
+    home: &std::path::Path,
+    id: &str,
+) -> Result<Exit, Failure> {
+    let registry = registry(home)?;
+    let entry = registry.get(id)?;
+    if entry.backend == craik_host::registry::Backend::InProcess {
+        return Err(craik_host::Error::usage(format!(
+            "runner `{id}` runs inside Craik: there is no adapter to check"
+        ))
+        .into());
+    }
+    let checks = craik_host::conformance::run_entry(entry, home)?;
+    report(out, format, &checks)
+}
+
+fn report(
+    out: &mut Out,
+    format: Format,
+    checks: &[craik_host::conformance::Check],
+) -> Result<Exit, Failure> {
     let failed = checks.iter().filter(|c| !c.passed && !c.skipped).count();
     let skipped = checks.iter().filter(|c| c.skipped).count();
     match format {
         Format::Json | Format::Junit => out.json(&checks)?,
         Format::Human => {
-            for c in &checks {
+            for c in checks {
                 out.line(format_args!(
                     "{}  {:<34} {}",
                     if c.passed {
@@ -105,7 +134,7 @@ pub(crate) fn conformance(
                         "FAIL"
                     },
                     c.scenario,
-                    c.detail
+                    one_line(&c.detail)
                 ))?;
             }
             out.line(format_args!(
@@ -242,6 +271,17 @@ pub(crate) fn show(out: &mut Out, format: Format, home: &Path, id: &str) -> Resu
             out.line(format_args!("  package    {}", opt(&e.package)))?;
             out.line(format_args!("  version    {}", opt(&e.version)))?;
             out.line(format_args!("  install    {}", e.install.as_str()))?;
+            // How a run would start it now (only once it checks out against its pin).
+            if e.backend != Backend::InProcess
+                && let Ok(launch) = craik_host::registry::verify(e, home)
+            {
+                let mut words = vec![launch.program.display().to_string()];
+                words.extend(launch.args.iter().cloned());
+                out.line(format_args!(
+                    "  launches   {}",
+                    one_line(&serde_json::to_string(&words).unwrap_or_default())
+                ))?;
+            }
             if let Some(s) = &e.source {
                 out.line(format_args!(
                     "  source     {}",

@@ -1090,6 +1090,28 @@ fn open_locked(home: &Path, run_id: &str, out: &mut Out) -> Result<(Host, KeyRin
             now.sha256
         ))));
     }
+    // ... and under the registry entry it started with (arguments, variables, read paths,
+    // matrix): not whatever the project's runners.toml says now.
+    if let (Some(then), Some(now)) = (&inputs.runner_adapter, &adapter_now)
+        && let Some(recorded) = &then.entry_sha256
+        && now.entry_sha256.as_ref() != Some(recorded)
+    {
+        return Err(Failure::from(craik_host::Error::refused(format!(
+            "runner `{}`: its registry entry changed since the run started (definition {recorded} then, {} now); a run continues only with the runner it started with — restore the entry in {}",
+            then.id,
+            now.entry_sha256.as_deref().unwrap_or("none"),
+            if registry.files.is_empty() {
+                "the registry".to_owned()
+            } else {
+                registry
+                    .files
+                    .iter()
+                    .map(|f| format!("`{}`", f.display()))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            }
+        ))));
+    }
     let setup = setup(
         inputs.policies.as_deref(),
         &inputs.custom,

@@ -162,6 +162,25 @@ fn examples_validate_and_report_in_json() {
 }
 
 #[test]
+fn issue_22_directory_search_passes_over_npm_manifests_but_not_a_named_one() {
+    let dir = temp();
+    fs::create_dir_all(dir.path().join("pkg/node_modules/x")).unwrap();
+    fs::write(dir.path().join("pkg/package.json"), r#"{"name":"x"}"#).unwrap();
+    fs::write(dir.path().join("pkg/node_modules/x/a.json"), "{}").unwrap();
+    fs::write(dir.path().join("pkg/task.json"), valid_task()).unwrap();
+    let output = run_in(dir.path(), &["contracts", "validate", "pkg"]);
+    assert_eq!(output.status.code(), Some(0), "{}", transcript(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("1 file, 1 record: 1 valid"),
+        "{}",
+        transcript(&output)
+    );
+    // Named explicitly, it is checked like any file (and is no contract).
+    let output = run_in(dir.path(), &["contracts", "validate", "pkg/package.json"]);
+    assert_eq!(output.status.code(), Some(3), "{}", transcript(&output));
+}
+
+#[test]
 fn arrays_json_lines_and_stdin_are_accepted() {
     let dir = temp();
     let task: serde_json::Value = serde_json::from_slice(&valid_task()).unwrap();

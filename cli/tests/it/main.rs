@@ -11,6 +11,7 @@
 
 mod adapters;
 mod audit;
+mod backends;
 mod boundary;
 mod case;
 mod config;

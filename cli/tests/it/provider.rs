@@ -136,6 +136,16 @@ fn sse(events: &[(&str, Value)]) -> String {
 /// One successful answer in `api`'s wire format.
 pub(crate) fn wire(api: &str, stream: bool, phase: &str) -> (Vec<(String, String)>, String) {
     let (text, tool) = answer(phase);
+    wire_with(api, stream, text, tool)
+}
+
+/// [`wire`] with a given answer text and optional `propose_action` tool call.
+pub(crate) fn wire_with(
+    api: &str,
+    stream: bool,
+    text: String,
+    tool: Option<Value>,
+) -> (Vec<(String, String)>, String) {
     let args = tool.as_ref().map(Value::to_string);
     let ct = |t: &str| vec![("content-type".to_owned(), t.to_owned())];
     match (api, stream) {

@@ -590,9 +590,37 @@ fn issue_22_a_project_registry_may_only_narrow() {
             "raise a built-in's trust",
             "[runner.gemini]\nbackend = \"cli\"\nadapter = \"gemini\"\nmatrix = \"fixture\"\n"
                 .to_owned(),
-            "`gemini` has trust `low` in the built-in",
+            "a project registry may not override the built-in runner `gemini`",
+        ),
+        (
+            "shadow a built-in id",
+            "[runner.fixture]\nbackend = \"program\"\ncommand = \"x\"\nmatrix = \"fixture\"\n"
+                .to_owned(),
+            "runners.toml:1: runner.fixture `",
+        ),
+        (
+            "a read path up out of the project",
+            entry("matrix = \"fixture\"\nread = [\"..\"]\n"),
+            "runner.p.read[0] `..`: a project registry may only name read paths inside the project",
+        ),
+        (
+            "a read path that climbs out through a subdirectory",
+            entry("matrix = \"fixture\"\nread = [\"docs\", \"docs/../../home\"]\n"),
+            "runner.p.read[1] `docs/../../home`",
+        ),
+        (
+            "a read path through a link out of the project",
+            entry("matrix = \"fixture\"\nread = [\"out/keys\"]\n"),
+            "runner.p.read[0] `out/keys`",
+        ),
+        (
+            "a matrix file up out of the project",
+            entry("matrix = \"../m.json\"\n"),
+            "runner.p.matrix `../m.json`: a project registry may only name files inside the project",
         ),
     ];
+    std::os::unix::fs::symlink(&home, project.join("out")).unwrap();
+    std::fs::create_dir_all(project.join("docs")).unwrap();
     let file = project.join("runners.toml");
     for (what, text, why) in refused {
         std::fs::write(&file, text).unwrap();
@@ -637,7 +665,7 @@ fn issue_22_a_project_registry_may_only_narrow() {
 }
 
 #[test]
-fn issue_22_npx_and_uvx_packages_install_offline_from_a_local_file() {
+fn issue_22_npx_and_uvx_entries_refuse_loose_versions_and_files_that_are_not_packages() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let tarball = dir.path().join("acme-reviewer-1.2.3.tgz");
@@ -663,24 +691,16 @@ fn issue_22_npx_and_uvx_packages_install_offline_from_a_local_file() {
             "repo.write.docs=prompt-handoff",
         ],
     ));
-    let pin: Value = serde_json::from_slice(
-        &craik()
-            .args([
-                "runners", "install", "reviewer", "--format", "json", "--home",
-            ])
-            .arg(&home)
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
-    assert_eq!(pin["version"], "1.2.3");
-    assert_eq!(pin["package"], "@acme/reviewer@1.2.3");
-    assert_eq!(pin["sha256"], json!(sha256_file(&tarball)));
+    // Not a package npm can install: refused (exit 3), naming the runner, with no tree and no
+    // pin left behind (a real tarball installs in backends.rs).
+    let out = runners(&home, &["install", "reviewer"]);
+    assert_eq!(out.status.code(), Some(3), "{}", transcript(&out));
     assert!(
-        home.join("runners/reviewer/pkg/acme-reviewer-1.2.3.tgz")
-            .is_file()
+        String::from_utf8_lossy(&out.stderr).contains("runner `reviewer`: "),
+        "{}",
+        transcript(&out)
     );
+    assert!(!home.join("runners/reviewer").exists());
     // A version that is not exact is refused by `add` before anything is written.
     let text_before = std::fs::read_to_string(home.join("runners.toml")).unwrap();
     let out = runners(
@@ -1008,4 +1028,78 @@ fn issue_22_check_handshake_starts_each_adapter_under_its_registry_identity() {
     let out = runners(&home, &["check", "--handshake"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(!home.join("runners/codex").exists());
+}
+
+#[test]
+fn issue_22_a_run_resumes_only_under_the_registry_entry_it_started_with() {
+    crate::ensure_adapters();
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("craik.toml"), "home = \"../home\"\n").unwrap();
+    let home = dir.path().join("home");
+    let adapter = adapter_copy(dir.path());
+    let file = project.join("runners.toml");
+    let entry = format!(
+        "[runner.parked]\nbackend = \"program\"\ncommand = \"{}\"\nscenario_arg = \"--fixture\"\nmatrix = \"fixture\"\n",
+        adapter.display()
+    );
+    std::fs::write(&file, &entry).unwrap();
+    ok(&craik_in(&project, &["runners", "install", "parked"]));
+    let out = craik_in(
+        &project,
+        &[
+            "run",
+            example("approval").to_str().unwrap(),
+            "--runner",
+            "parked",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(6), "{}", transcript(&out));
+    let id = run_id_of(&out);
+    let inputs: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.join("runs").join(&id).join("inputs.json")).unwrap(),
+    )
+    .unwrap();
+    let recorded = inputs["runner_adapter"]["entry_sha256"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(recorded.starts_with("sha256:"), "{inputs}");
+    let approval = crate::runs::pending_approval(&home);
+    let out = crate::runs::approve(&home, &approval, "user:alice");
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    // Same adapter bytes, same pin, but the project's entry now gives the adapter another read
+    // path: the parked run does not continue under a definition it did not start with.
+    std::fs::create_dir_all(project.join("notes")).unwrap();
+    std::fs::write(&file, format!("{entry}read = [\"notes\"]\n")).unwrap();
+    let resume = || craik_in(&project, &["runs", "resume", &id, "--by", "user:op"]);
+    let out = resume();
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "runner `parked`: its registry entry changed since the run started (definition {recorded} then, sha256:"
+        )) && err.contains(&file.display().to_string()),
+        "{err}"
+    );
+    assert_eq!(run_json(&home, &id)["status"], "blocked");
+    // The entry as it was: the run continues and completes (the home named another way —
+    // absolute now, `../home` from craik.toml then — is the same definition).
+    std::fs::write(&file, &entry).unwrap();
+    let out = craik_in(
+        &project,
+        &[
+            "runs",
+            "resume",
+            &id,
+            "--by",
+            "user:op",
+            "--home",
+            home.canonicalize().unwrap().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    assert_eq!(run_json(&home, &id)["status"], "completed");
+    verify_run(&home, &id, false);
 }

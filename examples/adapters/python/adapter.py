@@ -2,7 +2,8 @@
 """A minimal Craik runner adapter, written from docs/protocol.md alone (craik.channel/1).
 
 It plans, proposes nothing, observes nothing and stops at the first evaluate: the smallest
-runner that speaks the protocol correctly. Check it with:
+runner that speaks the protocol correctly; given `--fixture SCENARIO.json` it answers each step
+from that script instead. Check it with:
 
     craik runners conformance -- python3 examples/adapters/python/adapter.py
 
@@ -66,10 +67,32 @@ def reject_duplicates(pairs):
     return seen
 
 
+# `--fixture SCENARIO.json` (a craik.fixture_scenario, passed by a registry entry's
+# `scenario_arg`): step n of a run is answered with the scenario's step n, so the example can
+# drive a whole governed run (examples/docs-review). Without it every step does nothing.
+SCENARIO = None
+
+
 def step_result(request):
     phase = request["phase"]
-    observed = {}
-    if phase == "evaluate":
+    status, summary, observed, diagnostics = "completed", f"{phase}: nothing to do", {}, []
+    if SCENARIO is not None:
+        n = request.get("context", {}).get("step")
+        steps = SCENARIO["steps"]
+        if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n < len(steps):
+            return None
+        step = steps[n]
+        phase = step["phase"]  # the scripted phase, not the asked one: the host checks it
+        status = step.get("status", "completed")
+        summary = step["summary"]
+        observed = dict(step.get("outputs", {}))
+        for key in ("proposed_actions", "memory_proposals"):
+            if step.get(key):
+                observed[key] = step[key]
+        if step.get("next"):
+            observed["next"] = step["next"]
+        diagnostics = step.get("diagnostics", [])
+    elif phase == "evaluate":
         observed["next"] = "stop"
     return {
         "schema": "craik.runner_step_result",
@@ -80,10 +103,10 @@ def step_result(request):
         "task_id": request["task_id"],
         "phase": phase,
         "runner": request["runner"],
-        "status": "completed",
-        "summary": f"{phase}: nothing to do",
+        "status": status,
+        "summary": summary,
         "observed_output": observed,
-        "diagnostics": [],
+        "diagnostics": diagnostics,
         "receipt_ids": [],
         "memory_proposal_ids": [],
         "artifacts": [],
@@ -93,7 +116,14 @@ def step_result(request):
 
 
 def main():
-    global MAX_LINE
+    global MAX_LINE, SCENARIO
+    args = sys.argv[1:]
+    if "--fixture" in args and args.index("--fixture") + 1 < len(args):
+        with open(args[args.index("--fixture") + 1], encoding="utf-8") as f:
+            SCENARIO = json.load(f)
+        if not isinstance(SCENARIO, dict) or not isinstance(SCENARIO.get("steps"), list):
+            sys.stderr.write("--fixture: not a craik.fixture_scenario\n")
+            return 2
     initialized = False
     stdin = sys.stdin.buffer
     while True:
@@ -149,7 +179,11 @@ def main():
                 continue
             request = params["request"]
             send({"method": "event", "params": {"request": id_, "kind": "log", "level": "info", "message": f"step {request.get('phase')}"}})
-            send({"id": id_, "result": {"result": step_result(request)}})
+            result = step_result(request)
+            if result is None:
+                error(id_, 1, f"the scenario has no step {request.get('context', {}).get('step')!r}")
+                continue
+            send({"id": id_, "result": {"result": result}})
         elif method == "shutdown":
             send({"id": id_, "result": {}})
             return 0

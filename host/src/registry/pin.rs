@@ -5,8 +5,9 @@
 //!
 //! What is pinned, per backend: `program` the adapter executable; `cli` the wrapped CLI (the
 //! shipped handoff adapter beside it is hashed and recorded too); `provider` the shipped
-//! provider adapter; `npx`/`uvx` the cached package file (a local tarball or wheel; fetching
-//! from a registry is not in this build). A `prebundled` entry pins its whole directory.
+//! provider adapter; `npx`/`uvx` the whole tree the package was installed into, offline from a
+//! local tarball or wheel (`HOME/runners/<id>/pkg/`, see [`super::package`]; fetching from a
+//! registry is not in this build). A `prebundled` entry pins its whole directory.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -190,15 +191,8 @@ fn artefact(entry: &Entry, home: &Path) -> Result<Artefact, String> {
                 Ok(Artefact::Tree(real))
             }
         },
-        Backend::Npx | Backend::Uvx => {
-            let source = entry.source.as_ref().ok_or(
-                "fetching an `npx`/`uvx` package from its registry is not in this build (issue 22 item 3); give `source`, a local package file",
-            )?;
-            Ok(Artefact::File(
-                dir.join("pkg")
-                    .join(file_name(&source.display().to_string())?),
-            ))
-        }
+        // The installed tree, whatever `install` says: the package runs from there.
+        Backend::Npx | Backend::Uvx => Ok(Artefact::Tree(dir.join(super::package::TREE))),
     }
 }
 
@@ -241,13 +235,7 @@ pub fn install(entry: &Entry, home: &Path, now: &str) -> Result<Pin, Error> {
             let from = resolve_command(command).map_err(fail)?;
             copy_into(&from, target.path(), 0o500)?;
         }
-        (Backend::Npx | Backend::Uvx, _) => {
-            let source = entry.source.as_deref().unwrap_or(Path::new(""));
-            if !source.is_file() {
-                return Err(fail(format!("source `{}`: not a file", source.display())));
-            }
-            copy_into(source, target.path(), 0o400)?;
-        }
+        (Backend::Npx | Backend::Uvx, _) => install_package(entry, &dir, target.path())?,
         _ => {}
     }
     let sha256 = target.digest().map_err(fail)?;
@@ -267,6 +255,37 @@ pub fn install(entry: &Entry, home: &Path, now: &str) -> Result<Pin, Error> {
     bytes.push(b'\n');
     write_private(&path, &bytes)?;
     Ok(pin)
+}
+
+/// Installs an `npx`/`uvx` entry's package file into `tree` (replacing what was there): into a
+/// fresh staging directory beside it first, so a failed install leaves the old tree (and its
+/// pin) as they were.
+fn install_package(entry: &Entry, dir: &Path, tree: &Path) -> Result<(), Error> {
+    let fail = |why: String| Error::invalid(format!("runner `{}`: {why}", entry.id), Vec::new());
+    let source = entry.source.as_deref().ok_or_else(|| {
+        fail("fetching an `npx`/`uvx` package from its registry is not in this build; give `source`, a local package file (`npm pack`, a wheel)".into())
+    })?;
+    if !source.is_file() {
+        return Err(fail(format!("source `{}`: not a file", source.display())));
+    }
+    create_private_dir(dir)?;
+    let staging = dir.join(".pkg.new");
+    let scratch = dir.join(".install");
+    for stale in [&staging, &scratch] {
+        let _ = std::fs::remove_dir_all(stale);
+    }
+    create_private_dir(&scratch)?;
+    let installed = super::package::install(entry, source, &staging, &scratch);
+    let _ = std::fs::remove_dir_all(&scratch);
+    if let Err(why) = installed {
+        let _ = std::fs::remove_dir_all(&staging);
+        // A first install that failed leaves nothing behind (only an empty directory goes).
+        let _ = std::fs::remove_dir(dir);
+        return Err(fail(why));
+    }
+    let _ = std::fs::remove_dir_all(tree);
+    std::fs::rename(&staging, tree)
+        .map_err(|e| Error::io(format!("{}: cannot write: {e}", tree.display())))
 }
 
 /// Writes `bytes` to `path` atomically, mode 0600 from the start.
@@ -409,26 +428,9 @@ pub fn verify(entry: &Entry, home: &Path) -> Result<Launch, Error> {
             .map(str::to_owned)
             .to_vec(),
         ),
-        (Backend::Npx, Artefact::File(pkg)) => (
-            resolve_command("npx").map_err(fail)?,
-            vec![
-                "--yes".into(),
-                "--offline".into(),
-                "--package".into(),
-                pkg.display().to_string(),
-                "--".into(),
-                entry.command.clone().unwrap_or_else(|| npm_bin(entry)),
-            ],
-        ),
-        (Backend::Uvx, Artefact::File(pkg)) => (
-            resolve_command("uvx").map_err(fail)?,
-            vec![
-                "--offline".into(),
-                "--from".into(),
-                pkg.display().to_string(),
-                entry.command.clone().unwrap_or_else(|| pypi_bin(entry)),
-            ],
-        ),
+        (Backend::Npx | Backend::Uvx, Artefact::Tree(tree)) => {
+            super::package::launch(entry, tree).map_err(fail)?
+        }
         _ => return Err(fail("nothing to launch".into())),
     };
     args.extend(entry.args.iter().cloned());
@@ -453,6 +455,7 @@ pub fn verify(entry: &Entry, home: &Path) -> Result<Launch, Error> {
         pinned: pin.is_some(),
         exec: (program != target.path()).then(|| program.clone()),
         exec_sha256: (program != target.path()).then(|| program_sha256.clone()),
+        entry_sha256: Some(super::definition_digest(entry)).filter(|d| !d.is_empty()),
     };
     Ok(Launch {
         program,
@@ -461,17 +464,4 @@ pub fn verify(entry: &Entry, home: &Path) -> Result<Launch, Error> {
         home_read,
         record,
     })
-}
-
-/// `@scope/pkg@1.2.3` → `pkg` (the binary npx runs when the entry names none).
-fn npm_bin(entry: &Entry) -> String {
-    let spec = entry.package.as_deref().unwrap_or_default();
-    let name = spec.rsplit_once('@').map_or(spec, |(n, _)| n);
-    name.rsplit('/').next().unwrap_or(name).to_owned()
-}
-
-/// `pkg==1.2.3` → `pkg`.
-fn pypi_bin(entry: &Entry) -> String {
-    let spec = entry.package.as_deref().unwrap_or_default();
-    spec.split_once("==").map_or(spec, |(n, _)| n).to_owned()
 }

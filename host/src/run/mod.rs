@@ -507,4 +507,9 @@ pub struct RunnerRecord {
     pub exec: Option<PathBuf>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exec_sha256: Option<String>,
+    /// `sha256:` of the registry entry as loaded when the run started (backend, origin,
+    /// command, arguments, variable names, read paths, matrix, ...): `craik runs resume`
+    /// continues only under the same definition. Absent for the ad-hoc `adapter:` form.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry_sha256: Option<String>,
 }

@@ -20,7 +20,10 @@ mod serve;
 use std::io::{BufRead, BufReader, Read};
 use std::time::Duration;
 
-use craik_contracts::channel::{ChannelError, InitializeResult, codes};
+use craik_contracts::channel::{
+    ChannelError, InitializeResult, MAX_MODEL_STEP_LATENCY_MS, MAX_MODEL_STEP_RETRIES,
+    MAX_MODEL_STEP_TEXT, MAX_MODEL_STEP_TOKENS, ModelStepOutcome, ModelStepReport, codes,
+};
 use craik_contracts::{Object, RunnerCapabilityMatrix, RunnerStepRequest, RunnerStepResult};
 use serde_json::{Map, Value, json};
 
@@ -64,6 +67,15 @@ impl Api {
             Self::OpenAiResponses => "/v1/responses",
             Self::AnthropicMessages => "/v1/messages",
             Self::ChatCompletions => "/v1/chat/completions",
+        }
+    }
+
+    /// The provider family, as `model_step` reports name it.
+    fn name(self) -> &'static str {
+        match self {
+            Self::OpenAiResponses => "openai-responses",
+            Self::AnthropicMessages => "anthropic-messages",
+            Self::ChatCompletions => "chat-completions",
         }
     }
 
@@ -214,6 +226,8 @@ struct Normalised {
     input_tokens: u64,
     output_tokens: u64,
     stop_reason: Option<String>,
+    /// The provider's id for the response, when it gave one.
+    response_id: Option<String>,
 }
 
 fn args_object(v: &Value) -> Map<String, Value> {
@@ -247,7 +261,10 @@ fn u64_at(v: &Value, path: &[&str]) -> u64 {
 
 /// A complete (non-streamed) response body.
 fn parse_body(api: Api, body: &Value) -> Normalised {
-    let mut n = Normalised::default();
+    let mut n = Normalised {
+        response_id: body.get("id").and_then(Value::as_str).map(str::to_owned),
+        ..Normalised::default()
+    };
     match api {
         Api::OpenAiResponses => {
             for item in body
@@ -390,6 +407,11 @@ fn parse_stream(
             Api::AnthropicMessages => match kind.as_str() {
                 "message_start" => {
                     n.input_tokens = u64_at(&v, &["message", "usage", "input_tokens"]);
+                    n.response_id = v
+                        .get("message")
+                        .and_then(|m| m.get("id"))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned);
                 }
                 "content_block_start" => {
                     let block = v.get("content_block");
@@ -444,6 +466,9 @@ fn parse_stream(
                 _ => {}
             },
             Api::ChatCompletions => {
+                if n.response_id.is_none() {
+                    n.response_id = v.get("id").and_then(Value::as_str).map(str::to_owned);
+                }
                 let choice = v.get("choices").and_then(|c| c.get(0));
                 let delta = choice.and_then(|c| c.get("delta"));
                 if let Some(t) = delta.and_then(|d| d.get("content")).and_then(Value::as_str) {
@@ -505,7 +530,65 @@ struct Provider {
     agent: ureq::Agent,
 }
 
+/// The host (and port) of `url`: no scheme, credentials, path, query or fragment.
+fn endpoint_host(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host: String = host
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || "-.:[]".contains(*c))
+        .take(MAX_MODEL_STEP_TEXT)
+        .collect();
+    if host.is_empty() {
+        "unknown".into()
+    } else {
+        host.to_ascii_lowercase()
+    }
+}
+
+/// `text` kept only if the host accepts it in a report (printable ASCII, bounded).
+fn printable(text: &str) -> Option<String> {
+    (!text.is_empty()
+        && text.len() <= MAX_MODEL_STEP_TEXT
+        && text.chars().all(|c| c.is_ascii_graphic()))
+    .then(|| text.to_owned())
+}
+
 impl Provider {
+    /// The `model_step` report of one exchange that got a response (`n`: what it answered,
+    /// when it answered and was read).
+    fn report(
+        &self,
+        body: &str,
+        attempt: u32,
+        sent: std::time::Instant,
+        n: Option<&Normalised>,
+        outcome: ModelStepOutcome,
+    ) -> ModelStepReport {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(body.as_bytes());
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        let input_tokens = n.map_or(0, |n| n.input_tokens).min(MAX_MODEL_STEP_TOKENS / 2);
+        let output_tokens = n.map_or(0, |n| n.output_tokens).min(MAX_MODEL_STEP_TOKENS / 2);
+        ModelStepReport {
+            provider: self.config.api.name().into(),
+            model: printable(&self.config.model).unwrap_or_else(|| "unnamed".into()),
+            endpoint_host: endpoint_host(&self.config.base_url),
+            request_sha256: format!("sha256:{hex}"),
+            response_id: n.and_then(|n| n.response_id.as_deref()).and_then(printable),
+            input_tokens,
+            output_tokens,
+            total_tokens: input_tokens + output_tokens,
+            latency_ms: u64::try_from(sent.elapsed().as_millis())
+                .unwrap_or(u64::MAX)
+                .min(MAX_MODEL_STEP_LATENCY_MS),
+            retries: attempt.min(MAX_MODEL_STEP_RETRIES),
+            streamed: self.config.stream,
+            outcome,
+        }
+    }
+
     fn call(
         &self,
         request: &RunnerStepRequest,
@@ -537,11 +620,13 @@ impl Provider {
             if self.config.stream {
                 req = req.set("accept", "text/event-stream");
             }
+            let sent = std::time::Instant::now();
             match req.send_string(&body) {
                 Ok(response) => {
-                    return if self.config.stream {
+                    let parsed = if self.config.stream {
                         parse_stream(self.config.api, response.into_reader(), events)
                     } else {
+                        (|| {
                         let mut text = String::new();
                         response
                             .into_reader()
@@ -564,7 +649,14 @@ impl Provider {
                             events.tool_call(name, Object(args.clone()));
                         }
                         Ok(n)
+                        })()
                     };
+                    let (outcome, n) = match &parsed {
+                        Ok(n) => (ModelStepOutcome::Ok, Some(n)),
+                        Err(_) => (ModelStepOutcome::Failed, None),
+                    };
+                    events.model_step(self.report(&body, attempt, sent, n, outcome));
+                    return parsed;
                 }
                 Err(ureq::Error::Status(status, response)) => {
                     let retry_after = response
@@ -577,7 +669,20 @@ impl Provider {
                         .chars()
                         .take(300)
                         .collect();
-                    if self.config.api.retryable(status) && attempt < self.config.max_retries {
+                    let retrying =
+                        self.config.api.retryable(status) && attempt < self.config.max_retries;
+                    events.model_step(self.report(
+                        &body,
+                        attempt,
+                        sent,
+                        None,
+                        if retrying {
+                            ModelStepOutcome::Retried
+                        } else {
+                            ModelStepOutcome::Failed
+                        },
+                    ));
+                    if retrying {
                         let backoff = self.config.retry_base.saturating_mul(1 << attempt.min(10));
                         let wait = retry_after.unwrap_or(backoff);
                         events.log(

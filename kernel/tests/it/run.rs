@@ -34,6 +34,8 @@ fn run(max: u32) -> TaskRun {
         receipt_ids: Vec::new(),
         handoff_id: None,
         runner_metadata: Vec::new(),
+        provider_token_budget: None,
+        wall_clock_budget_seconds: None,
     }
 }
 

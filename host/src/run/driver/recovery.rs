@@ -84,6 +84,7 @@ impl Host {
         host.closed = closed;
         host.notes = notes;
         host.first = receipts.first;
+        host.tokens = receipts.tokens;
         for id in receipts.ids {
             host.machine.note_receipt(id);
         }
@@ -120,6 +121,7 @@ impl Host {
 
     pub(super) fn replay(&mut self, events: Vec<Event>) -> Result<(), Error> {
         for event in events {
+            self.note_wait(&event);
             match event {
                 Event::StepRequest { .. } => {}
                 Event::StepResult {
@@ -419,6 +421,9 @@ pub(super) struct Indexed {
     approvals_used: HashSet<String>,
     ids: Vec<String>,
     closed: bool,
+    /// What the `model.step` receipts count: each receipt once, whether or not its step's
+    /// result survived (the tokens were spent either way).
+    tokens: TokenUsage,
 }
 
 pub(super) fn decode_receipts(bytes: &[u8]) -> Indexed {
@@ -429,6 +434,7 @@ pub(super) fn decode_receipts(bytes: &[u8]) -> Indexed {
         approvals_used: HashSet::new(),
         ids: Vec::new(),
         closed: false,
+        tokens: TokenUsage::default(),
     };
     for (_, decoded) in crate::journal::decode_all(bytes) {
         match decoded {
@@ -439,6 +445,7 @@ pub(super) fn decode_receipts(bytes: &[u8]) -> Indexed {
                     out.approvals_used.insert(id.to_owned());
                 }
                 out.ids.push(r.id.clone());
+                out.tokens.add_receipt(&r);
                 if out.first.is_none() {
                     out.first = Some((*r).clone());
                 }

@@ -782,6 +782,31 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
                     tally.allow, tally.approval, tally.deny, tally.executed
                 ))?;
             }
+            // Issue 21 item 4: the run's model steps against its token budget.
+            let tokens = host.token_usage();
+            if tokens.model_steps > 0 || host.inputs().token_budget.is_some() {
+                let budget = host.inputs().token_budget;
+                out.line(format_args!(
+                    "  tokens    {}",
+                    match budget {
+                        Some(b) => format!(
+                            "{} of {b} tokens used, {} left ({} in, {} out; {} model step(s), adapter-reported)",
+                            tokens.total_tokens,
+                            b.saturating_sub(tokens.total_tokens),
+                            tokens.input_tokens,
+                            tokens.output_tokens,
+                            tokens.model_steps
+                        ),
+                        None => format!(
+                            "{} tokens used, no budget ({} in, {} out; {} model step(s), adapter-reported)",
+                            tokens.total_tokens,
+                            tokens.input_tokens,
+                            tokens.output_tokens,
+                            tokens.model_steps
+                        ),
+                    }
+                ))?;
+            }
             match &report.failure {
                 None => out.line(format_args!(
                     "  receipts  {} signed, verified ({}): {}",

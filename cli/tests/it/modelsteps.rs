@@ -398,3 +398,51 @@ fn issue_21_a_spent_wall_clock_budget_ends_the_run_interrupted() {
         shown["budget"]
     );
 }
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn issue_21_a_resumed_run_counts_the_tokens_its_journal_signed_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = dir.path().join("approval");
+    copy_tree(&crate::runs::example("approval"), &ex);
+    let path = ex.join("scenario.json");
+    let mut scenario: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    for step in scenario["steps"].as_array_mut().unwrap().iter_mut().take(3) {
+        step["model_steps"] = json!([model_step(300, 100)]);
+    }
+    std::fs::write(&path, serde_json::to_string_pretty(&scenario).unwrap()).unwrap();
+    let home = dir.path().join("home");
+    // Parks for the approval after plan and act: 800 of 1000 tokens used.
+    let (exit, id, text) = run_example(&home, &ex, &["--token-budget", "1000"]);
+    assert_eq!(exit, 6, "{text}");
+    assert_eq!(
+        json_out(&home, &["runs", "show", &id])["budget"]["tokens_left"],
+        200
+    );
+    let approval = crate::runs::pending_approval(&home);
+    let ok = crate::runs::approve(&home, &approval, "user:alice");
+    assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
+    // The resumed host counts the 800 its journal signed: observe's 400 pass the budget.
+    let done = crate::runs::resume(&home, &id);
+    assert_eq!(done.status.code(), Some(1), "{}", transcript(&done));
+    let run = run_json(&home, &id);
+    assert_eq!(run["status"], "interrupted");
+    assert_eq!(
+        run["stop_reason"],
+        "provider token budget exceeded: 1200 of 1000 tokens used"
+    );
+    assert_eq!(model_receipts(&home, &id).len(), 3);
+    verify_run(&home, &id, false);
+}

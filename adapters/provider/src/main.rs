@@ -7,6 +7,9 @@
 //! `memory_proposals`). The response — plain or streamed (SSE) — is normalised into text,
 //! tool calls, structured output and usage: text deltas and tool calls are streamed to Craik as
 //! events, tool calls become `proposed_actions`, usage lands in `observed_output.usage`.
+//! Every HTTP exchange that got a response (a retried error answer included) is reported as a
+//! `model_step` event: provider family, model, endpoint host, sha256 of the request body,
+//! response id, usage, latency, retries, streamed, outcome (docs/protocol.md).
 //! Requests are retried with exponential backoff (honouring `retry-after`) on 408, 409, 429
 //! and 5xx, and on Anthropic's 529. The API key is read only from the variable `--key-env`
 //! names, which the host passes through (runners/provider.json); without it a step is a

@@ -91,7 +91,10 @@ impl Events<'_> {
     }
 
     /// One model exchange and its usage (the host signs a `model.step` receipt for it).
-    #[allow(dead_code, reason = "only adapters that call a model report model steps")]
+    #[allow(
+        dead_code,
+        reason = "only adapters that call a model report model steps"
+    )]
     pub(crate) fn model_step(&mut self, report: craik_contracts::channel::ModelStepReport) {
         self.emit(EventParams {
             request: self.request,

@@ -742,7 +742,11 @@ pub(crate) struct RunCmd {
     pub(crate) max_iterations: Option<u32>,
     /// Wall-clock budget in seconds (waiting for approvals not counted); spent ⇒
     /// interrupted. Default: craik.toml's `run.wall_clock_budget_seconds`, else none.
-    #[arg(long = "wall-clock-budget", visible_alias = "budget-secs", value_name = "SECS")]
+    #[arg(
+        long = "wall-clock-budget",
+        visible_alias = "budget-secs",
+        value_name = "SECS"
+    )]
     pub(crate) budget_secs: Option<u64>,
     /// Provider token budget: the most tokens (input + output) all model steps of the run
     /// may use; exceeded ⇒ interrupted. Default: craik.toml's `run.token_budget`, else none.

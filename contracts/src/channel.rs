@@ -279,7 +279,9 @@ impl ModelStepReport {
             .request_sha256
             .strip_prefix("sha256:")
             .is_some_and(|h| {
-                h.len() == 64 && h.chars().all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+                h.len() == 64
+                    && h.chars()
+                        .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
             });
         text("provider", &self.provider, &name)
             .or_else(|| text("model", &self.model, &printable))
@@ -306,17 +308,20 @@ impl ModelStepReport {
                 .into_iter()
                 .find(|(_, n)| *n > MAX_MODEL_STEP_TOKENS)
                 .map(|(field, n)| {
-                    format!("{field} {n} is above the ceiling of {MAX_MODEL_STEP_TOKENS} per model step")
+                    format!(
+                        "{field} {n} is above the ceiling of {MAX_MODEL_STEP_TOKENS} per model step"
+                    )
                 })
             })
             .or_else(|| {
-                (self.input_tokens.checked_add(self.output_tokens) != Some(self.total_tokens))
-                    .then(|| {
+                (self.input_tokens.checked_add(self.output_tokens) != Some(self.total_tokens)).then(
+                    || {
                         format!(
                             "total_tokens {} is not input_tokens {} + output_tokens {}",
                             self.total_tokens, self.input_tokens, self.output_tokens
                         )
-                    })
+                    },
+                )
             })
             .or_else(|| {
                 (self.latency_ms > MAX_MODEL_STEP_LATENCY_MS).then(|| {

@@ -622,7 +622,11 @@ impl Adapter {
                         .ok()
                         .and_then(|v| v.as_str().map(str::to_owned))
                         .unwrap_or_default(),
-                    if event.params.model_step.is_some() { "with" } else { "without" }
+                    if event.params.model_step.is_some() {
+                        "with"
+                    } else {
+                        "without"
+                    }
                 )));
             }
             if event.params.kind == EventKind::TextDelta
@@ -921,7 +925,10 @@ impl StepRunner for AdapterRunner {
     fn step(&mut self, request: &RunnerStepRequest) -> Result<RunnerStepResult, String> {
         let adapter = self.adapter.as_mut().ok_or("the adapter was not started")?;
         adapter.spec.step_timeout = match self.step_cap {
-            Some(cap) => self.spec.step_timeout.min(cap.max(Duration::from_millis(100))),
+            Some(cap) => self
+                .spec
+                .step_timeout
+                .min(cap.max(Duration::from_millis(100))),
             None => self.spec.step_timeout,
         };
         adapter.step_call(request).map_err(|e| classify(&e))

@@ -101,7 +101,11 @@ impl RunLoop {
     pub fn wall_clock_left(&self, now: OffsetDateTime) -> Option<Duration> {
         self.budget.map(|b| {
             let left = b.saturating_sub(self.wall_clock_used(now));
-            if left.is_negative() { Duration::ZERO } else { left }
+            if left.is_negative() {
+                Duration::ZERO
+            } else {
+                left
+            }
         })
     }
 

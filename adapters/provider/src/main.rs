@@ -572,8 +572,12 @@ impl Provider {
         use sha2::Digest;
         let digest = sha2::Sha256::digest(body.as_bytes());
         let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-        let input_tokens = n.map_or(0, |n| n.input_tokens).min(MAX_MODEL_STEP_TOKENS / 2);
-        let output_tokens = n.map_or(0, |n| n.output_tokens).min(MAX_MODEL_STEP_TOKENS / 2);
+        let input_tokens = n
+            .map_or(0, |n| n.input_tokens)
+            .min(MAX_MODEL_STEP_TOKENS / 2);
+        let output_tokens = n
+            .map_or(0, |n| n.output_tokens)
+            .min(MAX_MODEL_STEP_TOKENS / 2);
         ModelStepReport {
             provider: self.config.api.name().into(),
             model: printable(&self.config.model).unwrap_or_else(|| "unnamed".into()),
@@ -630,28 +634,31 @@ impl Provider {
                         parse_stream(self.config.api, response.into_reader(), events)
                     } else {
                         (|| {
-                        let mut text = String::new();
-                        response
-                            .into_reader()
-                            .take(16 * 1024 * 1024)
-                            .read_to_string(&mut text)
-                            .map_err(|e| {
-                                error(codes::RUNNER_FAILED, format!("reading the response: {e}"))
+                            let mut text = String::new();
+                            response
+                                .into_reader()
+                                .take(16 * 1024 * 1024)
+                                .read_to_string(&mut text)
+                                .map_err(|e| {
+                                    error(
+                                        codes::RUNNER_FAILED,
+                                        format!("reading the response: {e}"),
+                                    )
+                                })?;
+                            let value: Value = serde_json::from_str(&text).map_err(|e| {
+                                error(
+                                    codes::RUNNER_FAILED,
+                                    format!("the provider's response is not JSON: {e}"),
+                                )
                             })?;
-                        let value: Value = serde_json::from_str(&text).map_err(|e| {
-                            error(
-                                codes::RUNNER_FAILED,
-                                format!("the provider's response is not JSON: {e}"),
-                            )
-                        })?;
-                        let n = parse_body(self.config.api, &value);
-                        if !n.text.is_empty() {
-                            events.text(&n.text);
-                        }
-                        for (name, args) in &n.tool_calls {
-                            events.tool_call(name, Object(args.clone()));
-                        }
-                        Ok(n)
+                            let n = parse_body(self.config.api, &value);
+                            if !n.text.is_empty() {
+                                events.text(&n.text);
+                            }
+                            for (name, args) in &n.tool_calls {
+                                events.tool_call(name, Object(args.clone()));
+                            }
+                            Ok(n)
                         })()
                     };
                     let (outcome, n) = match &parsed {

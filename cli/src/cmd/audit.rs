@@ -254,9 +254,7 @@ fn model_step_line(r: &ReceiptPayload) -> Option<String> {
     }
     let m = &r.result.metadata.0;
     let n = |k: &str| m.get(k).and_then(Value::as_u64).unwrap_or(0);
-    let t = |k: &str| {
-        craik_contracts::one_line(m.get(k).and_then(Value::as_str).unwrap_or("-"))
-    };
+    let t = |k: &str| craik_contracts::one_line(m.get(k).and_then(Value::as_str).unwrap_or("-"));
     Some(format!(
         "model step: {} tokens ({} in, {} out), {} ms, {} retr{}, {}, {} at {}{}; run total {}{} (adapter-reported)",
         n("total_tokens"),

@@ -1166,7 +1166,10 @@ pub(crate) fn show(
     // The status comes from the run's signed journal (its closing or parking receipt) when
     // there is one; run.json is the host's unsigned account.
     let verified = verified(&Home::new(home), &dir);
-    let signed = verified.as_ref().map(|r| signed_status(r)).map_err(Clone::clone);
+    let signed = verified
+        .as_ref()
+        .map(|r| signed_status(r))
+        .map_err(Clone::clone);
     // Budgets used and left: tokens from the verified `model.step` receipts, budgets from
     // the signed `run.inputs`, wall clock from the run's times and its waits for approvals.
     let events: Vec<craik_host::run::Event> = dir

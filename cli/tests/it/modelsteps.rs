@@ -37,7 +37,11 @@ fn model_receipts(home: &Path, id: &str) -> Vec<Value> {
         .collect()
 }
 
-fn docs_grant() -> [(&'static str, &'static [&'static str], &'static [&'static str]); 1] {
+fn docs_grant() -> [(
+    &'static str,
+    &'static [&'static str],
+    &'static [&'static str],
+); 1] {
     [("repo.write.docs", &["docs/**"], &["write"])]
 }
 
@@ -56,11 +60,8 @@ fn issue_21_over_the_token_budget_the_run_ends_interrupted_before_the_steps_acti
             &[("docs/keep.md", "k\n")],
         );
         let home = dir.path().join("home");
-        let (exit, id, text) = run_example(
-            &home,
-            &ex,
-            &["--runner", runner, "--token-budget", "1000"],
-        );
+        let (exit, id, text) =
+            run_example(&home, &ex, &["--runner", runner, "--token-budget", "1000"]);
         assert_eq!(exit, 1, "{runner}: {text}");
         let run = run_json(&home, &id);
         assert_eq!(run["status"], "interrupted", "{runner}: {text}");
@@ -83,7 +84,11 @@ fn issue_21_over_the_token_budget_the_run_ends_interrupted_before_the_steps_acti
         assert_eq!(steps.len(), 3, "{runner}: {steps:?}");
         let totals: Vec<u64> = steps
             .iter()
-            .map(|r| r["result"]["metadata"]["cumulative_total_tokens"].as_u64().unwrap())
+            .map(|r| {
+                r["result"]["metadata"]["cumulative_total_tokens"]
+                    .as_u64()
+                    .unwrap()
+            })
             .collect();
         assert_eq!(totals, [100, 800, 1050]);
         for r in &steps {
@@ -107,8 +112,8 @@ fn issue_21_over_the_token_budget_the_run_ends_interrupted_before_the_steps_acti
                 .join("workspace/docs/out.md")
                 .exists()
         );
-        let events = std::fs::read_to_string(home.join("runs").join(&id).join("events.jsonl"))
-            .unwrap();
+        let events =
+            std::fs::read_to_string(home.join("runs").join(&id).join("events.jsonl")).unwrap();
         assert!(!events.contains("action_w"), "{runner}: {events}");
         // The budgets are signed with the inputs.
         assert_eq!(all[0]["capability"], "run.inputs");
@@ -217,10 +222,26 @@ fn issue_21_lying_usage_is_a_runner_violation() {
     let mut control = model_step(1, 1);
     control["model"] = json!("gpt\u{1b}[2J");
     let cases = [
-        ("total is not the sum", vec![sum_wrong], "total_tokens 5 is not input_tokens 10 + output_tokens 10"),
-        ("huge", vec![huge], "input_tokens 20000000 is above the ceiling"),
-        ("too many steps", too_many, "65 model steps reported in one step; at most 64"),
-        ("a URL for a host", vec![url_host], "endpoint_host `https://[REDACTED]@api.example.com/v1?key=x` has a character"),
+        (
+            "total is not the sum",
+            vec![sum_wrong],
+            "total_tokens 5 is not input_tokens 10 + output_tokens 10",
+        ),
+        (
+            "huge",
+            vec![huge],
+            "input_tokens 20000000 is above the ceiling",
+        ),
+        (
+            "too many steps",
+            too_many,
+            "65 model steps reported in one step; at most 64",
+        ),
+        (
+            "a URL for a host",
+            vec![url_host],
+            "endpoint_host `https://[REDACTED]@api.example.com/v1?key=x` has a character",
+        ),
         ("control bytes", vec![control], "model `gpt"),
     ];
     for (what, reports, expect) in cases {
@@ -311,10 +332,26 @@ fn issue_21_negative_or_malformed_usage_on_the_channel_is_a_runner_violation() {
         json!({"method":"event","params":params})
     };
     let cases = [
-        ("negative tokens", event("model_step", Some(negative)), "input_tokens"),
-        ("an unknown field", event("model_step", Some(unknown)), "cost_usd"),
-        ("kind without a report", event("model_step", None), "without a `model_step` report"),
-        ("a report on a log event", event("log", Some(model_step(1, 1))), "with a `model_step` report"),
+        (
+            "negative tokens",
+            event("model_step", Some(negative)),
+            "input_tokens",
+        ),
+        (
+            "an unknown field",
+            event("model_step", Some(unknown)),
+            "cost_usd",
+        ),
+        (
+            "kind without a report",
+            event("model_step", None),
+            "without a `model_step` report",
+        ),
+        (
+            "a report on a log event",
+            event("log", Some(model_step(1, 1))),
+            "with a `model_step` report",
+        ),
     ];
     for (what, line, expect) in cases {
         let dir = tempfile::tempdir().unwrap();
@@ -383,11 +420,18 @@ fn issue_21_a_spent_wall_clock_budget_ends_the_run_interrupted() {
     assert_eq!(run["phase"], "observe");
     assert_eq!(run["wall_clock_budget_seconds"], 5000);
     let reason = run["stop_reason"].as_str().unwrap();
-    assert!(reason.starts_with("wall-clock budget of 5000s spent"), "{reason}");
-    let handoff = std::fs::read_to_string(home.join("runs").join(&id).join("handoff.json")).unwrap();
+    assert!(
+        reason.starts_with("wall-clock budget of 5000s spent"),
+        "{reason}"
+    );
+    let handoff =
+        std::fs::read_to_string(home.join("runs").join(&id).join("handoff.json")).unwrap();
     assert!(handoff.contains("wall-clock budget of 5000s spent"));
     let all = receipts(&home, &id);
-    assert_eq!(all[0]["result"]["metadata"]["wall_clock_budget_seconds"], 5000);
+    assert_eq!(
+        all[0]["result"]["metadata"]["wall_clock_budget_seconds"],
+        5000
+    );
     verify_run(&home, &id, false);
     let shown = json_out(&home, &["runs", "show", &id]);
     assert_eq!(shown["budget"]["wall_clock_budget_seconds"], 5000);
@@ -418,7 +462,8 @@ fn issue_21_a_resumed_run_counts_the_tokens_its_journal_signed_before() {
     let ex = dir.path().join("approval");
     copy_tree(&crate::runs::example("approval"), &ex);
     let path = ex.join("scenario.json");
-    let mut scenario: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut scenario: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     for step in scenario["steps"].as_array_mut().unwrap().iter_mut().take(3) {
         step["model_steps"] = json!([model_step(300, 100)]);
     }

@@ -500,7 +500,12 @@ fn errors_are_not_retried_forever_and_no_key_means_no_call() {
         .collect();
     assert_eq!(
         outcomes,
-        [json!("retried"), json!("retried"), json!("retried"), json!("failed")]
+        [
+            json!("retried"),
+            json!("retried"),
+            json!("retried"),
+            json!("failed")
+        ]
     );
     // No key in the environment: a structured `unavailable`, and no request at all.
     let dir = tempfile::tempdir().unwrap();
@@ -559,14 +564,19 @@ fn issue_21_a_provider_over_its_token_budget_ends_the_run_interrupted_with_a_han
         let run = run_json(&home, &id);
         assert_eq!(run["status"], "interrupted", "{api}");
         assert_eq!(
-            run["stop_reason"],
-            "provider token budget exceeded: 38 of 30 tokens used",
+            run["stop_reason"], "provider token budget exceeded: 38 of 30 tokens used",
             "{api}"
         );
-        assert_eq!(seen.lock().unwrap().len(), 2, "{api}: observe is never asked");
+        assert_eq!(
+            seen.lock().unwrap().len(),
+            2,
+            "{api}: observe is never asked"
+        );
         let rs = receipts(&home, &id);
         assert_eq!(
-            rs.iter().filter(|r| r["capability"] == "model.step").count(),
+            rs.iter()
+                .filter(|r| r["capability"] == "model.step")
+                .count(),
             2,
             "{api}"
         );

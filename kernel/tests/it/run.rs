@@ -177,7 +177,10 @@ fn issue_21_time_waiting_for_a_person_is_not_wall_clock_budget() {
     let mut machine = RunLoop::new(run(5), Some(Duration::seconds(100)));
     machine.start(start).unwrap();
     // 90 s in: within the budget, 10 s left.
-    assert_eq!(machine.gate(start + Duration::seconds(90)), Gate::Ask(Phase::Plan));
+    assert_eq!(
+        machine.gate(start + Duration::seconds(90)),
+        Gate::Ask(Phase::Plan)
+    );
     assert_eq!(
         machine.wall_clock_left(start + Duration::seconds(90)),
         Some(Duration::seconds(10))

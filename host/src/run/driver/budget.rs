@@ -93,13 +93,13 @@ impl Host {
         }
         for (k, report) in reports.iter().enumerate() {
             let draft = self.model_step_draft(request, k, report);
-            let id = self.receipt_lazy(draft)?;
-            // The receipt as the journal holds it counts, as recovery counts it.
-            let _ = id;
+            self.receipt_lazy(draft)?;
             self.tokens.model_steps = self.tokens.model_steps.saturating_add(1);
             self.tokens.input_tokens = self.tokens.input_tokens.saturating_add(report.input_tokens);
-            self.tokens.output_tokens =
-                self.tokens.output_tokens.saturating_add(report.output_tokens);
+            self.tokens.output_tokens = self
+                .tokens
+                .output_tokens
+                .saturating_add(report.output_tokens);
             self.tokens.total_tokens = self.tokens.total_tokens.saturating_add(report.total_tokens);
         }
         self.sync_journal()
@@ -111,10 +111,7 @@ impl Host {
         k: usize,
         report: &ModelStepReport,
     ) -> ReceiptDraft {
-        let cumulative = self
-            .tokens
-            .total_tokens
-            .saturating_add(report.total_tokens);
+        let cumulative = self.tokens.total_tokens.saturating_add(report.total_tokens);
         let mut metadata = Object::new();
         let m = &mut metadata.0;
         m.insert("reported_by".into(), json!("adapter"));
@@ -199,10 +196,8 @@ impl Host {
     /// and every event replayed.
     pub(super) fn note_wait(&mut self, event: &Event) {
         match event {
-            Event::Parked { at, .. } => {
-                if self.parked_at.is_none() {
-                    self.parked_at = Some(at.get());
-                }
+            Event::Parked { at, .. } if self.parked_at.is_none() => {
+                self.parked_at = Some(at.get());
             }
             Event::Reopened { at, .. } => {
                 if let Some(since) = self.parked_at.take() {

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use craik_contracts::channel::{
     ChannelError, InitializeResult, MAX_MODEL_STEP_LATENCY_MS, MAX_MODEL_STEP_RETRIES,
-    MAX_MODEL_STEP_TEXT, MAX_MODEL_STEP_TOKENS, ModelStepOutcome, ModelStepReport, codes,
+    MAX_MODEL_STEP_TEXT, ModelStepOutcome, ModelStepReport, codes,
 };
 use craik_contracts::{Object, RunnerCapabilityMatrix, RunnerStepRequest, RunnerStepResult};
 use serde_json::{Map, Value, json};
@@ -572,12 +572,10 @@ impl Provider {
         use sha2::Digest;
         let digest = sha2::Sha256::digest(body.as_bytes());
         let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-        let input_tokens = n
-            .map_or(0, |n| n.input_tokens)
-            .min(MAX_MODEL_STEP_TOKENS / 2);
-        let output_tokens = n
-            .map_or(0, |n| n.output_tokens)
-            .min(MAX_MODEL_STEP_TOKENS / 2);
+        // The provider's counts as they are, never clamped: a count above the host's ceiling
+        // fails the step there (fail closed) rather than understating what was spent.
+        let input_tokens = n.map_or(0, |n| n.input_tokens);
+        let output_tokens = n.map_or(0, |n| n.output_tokens);
         ModelStepReport {
             provider: self.config.api.name().into(),
             model: printable(&self.config.model).unwrap_or_else(|| "unnamed".into()),
@@ -586,7 +584,7 @@ impl Provider {
             response_id: n.and_then(|n| n.response_id.as_deref()).and_then(printable),
             input_tokens,
             output_tokens,
-            total_tokens: input_tokens + output_tokens,
+            total_tokens: input_tokens.saturating_add(output_tokens),
             latency_ms: u64::try_from(sent.elapsed().as_millis())
                 .unwrap_or(u64::MAX)
                 .min(MAX_MODEL_STEP_LATENCY_MS),

@@ -75,6 +75,14 @@ fn issue_21_over_the_token_budget_the_run_ends_interrupted_before_the_steps_acti
         .unwrap();
         assert_eq!(handoff["status"], "incomplete");
         assert!(
+            handoff["next_steps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|n| n.as_str().unwrap().starts_with("Raise --token-budget")),
+            "{runner}: {handoff}"
+        );
+        assert!(
             handoff["summary"].as_str().unwrap().contains(reason),
             "{runner}: {}",
             handoff["summary"]
@@ -271,7 +279,7 @@ fn issue_21_lying_usage_is_a_runner_violation() {
 }
 
 /// An adapter that answers like the fixture adapter but first sends `event` (its
-/// `request` filled in) during the first step.
+/// `request` filled in) during the first step; with `null`, it hangs at the first step.
 fn lying_adapter(dir: &Path, event: &Value) -> PathBuf {
     crate::ensure_adapters();
     let fixture = assert_cmd::cargo::cargo_bin("craik").with_file_name("craik-adapter-fixture");
@@ -285,13 +293,15 @@ fn lying_adapter(dir: &Path, event: &Value) -> PathBuf {
         &script,
         format!(
             r#"#!{python}
-import json, subprocess, sys
+import json, subprocess, sys, time
 EVENT = json.loads({event:?})
 child = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 sent = False
 for line in sys.stdin.buffer:
-    child.stdin.write(line); child.stdin.flush()
     req = json.loads(line)
+    if EVENT is None and req.get("method") == "step":
+        time.sleep(60)
+    child.stdin.write(line); child.stdin.flush()
     if "id" not in req: continue
     while True:
         out = child.stdout.readline()
@@ -489,5 +499,62 @@ fn issue_21_a_resumed_run_counts_the_tokens_its_journal_signed_before() {
         "provider token budget exceeded: 1200 of 1000 tokens used"
     );
     assert_eq!(model_receipts(&home, &id).len(), 3);
+    verify_run(&home, &id, false);
+}
+
+#[test]
+fn issue_21_a_step_cut_off_by_the_wall_clock_budget_ends_the_run_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[],
+        json!([{"phase":"plan","summary":"plan"}]),
+        &[],
+    );
+    let script = lying_adapter(dir.path(), &Value::Null);
+    let fixture = assert_cmd::cargo::cargo_bin("craik").with_file_name("craik-adapter-fixture");
+    let runner = format!(
+        "adapter:{} {} --fixture {}",
+        script.display(),
+        fixture.display(),
+        ex.join("scenario.json").display()
+    );
+    let home = dir.path().join("home");
+    let started = std::time::Instant::now();
+    // The step timeout is 60 s, but only 2 s of the budget are left: the step is cut off then.
+    let (exit, id, text) = run_example(
+        &home,
+        &ex,
+        &[
+            "--runner",
+            &runner,
+            "--step-timeout-secs",
+            "60",
+            "--wall-clock-budget",
+            "2",
+        ],
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "{text}"
+    );
+    assert_eq!(exit, 1, "{text}");
+    let run = run_json(&home, &id);
+    assert_eq!(run["status"], "interrupted", "{text}");
+    assert!(
+        run["stop_reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("wall-clock budget of 2s spent"),
+        "{}",
+        run["stop_reason"]
+    );
+    // Not a runner violation.
+    assert!(
+        receipts(&home, &id)
+            .iter()
+            .all(|r| r["determining_policies"] != json!(["kernel.runner-violation"]))
+    );
     verify_run(&home, &id, false);
 }

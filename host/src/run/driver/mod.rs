@@ -716,7 +716,7 @@ impl Host {
             Ok(r) => r,
             Err(why) => {
                 // A step cut off by the budget's cap ends the run for the budget.
-                if !why.starts_with(crate::run::SETUP_FAILED)
+                if why.contains("no answer to `step` within")
                     && left.is_some()
                     && let Gate::Stop(status, reason) = self.machine.gate(self.clock.now())
                 {

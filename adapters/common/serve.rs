@@ -56,6 +56,7 @@ impl Events<'_> {
             arguments: None,
             level: None,
             message: None,
+            model_step: None,
         });
     }
 
@@ -70,6 +71,7 @@ impl Events<'_> {
             arguments: Some(arguments),
             level: None,
             message: None,
+            model_step: None,
         });
     }
 
@@ -84,6 +86,25 @@ impl Events<'_> {
             arguments: None,
             level: Some(level.to_owned()),
             message: Some(message.to_owned()),
+            model_step: None,
+        });
+    }
+
+    /// One model exchange and its usage (the host signs a `model.step` receipt for it).
+    #[allow(
+        dead_code,
+        reason = "only adapters that call a model report model steps"
+    )]
+    pub(crate) fn model_step(&mut self, report: craik_contracts::channel::ModelStepReport) {
+        self.emit(EventParams {
+            request: self.request,
+            kind: EventKind::ModelStep,
+            text: None,
+            name: None,
+            arguments: None,
+            level: None,
+            message: None,
+            model_step: Some(report),
         });
     }
 }

@@ -760,9 +760,18 @@ pub(crate) struct RunCmd {
     /// The iteration ceiling (default 5).
     #[arg(long, value_name = "N")]
     pub(crate) max_iterations: Option<u32>,
-    /// Wall-clock budget in seconds; spent ⇒ interrupted.
-    #[arg(long, value_name = "SECS")]
+    /// Wall-clock budget in seconds (waiting for approvals not counted); spent ⇒
+    /// interrupted. Default: craik.toml's `run.wall_clock_budget_seconds`, else none.
+    #[arg(
+        long = "wall-clock-budget",
+        visible_alias = "budget-secs",
+        value_name = "SECS"
+    )]
     pub(crate) budget_secs: Option<u64>,
+    /// Provider token budget: the most tokens (input + output) all model steps of the run
+    /// may use; exceeded ⇒ interrupted. Default: craik.toml's `run.token_budget`, else none.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=craik_host::run::driver::MAX_RUN_TOKENS))]
+    pub(crate) token_budget: Option<u64>,
     /// Decide and receipt everything as shadow; perform nothing.
     #[arg(long)]
     pub(crate) shadow: bool,

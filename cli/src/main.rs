@@ -700,7 +700,12 @@ fn run_command(
         intent: args.intent.as_deref(),
         envelope: args.envelope.as_deref(),
         max_iterations: args.max_iterations,
-        budget_secs: args.budget_secs,
+        budget_secs: args
+            .budget_secs
+            .or_else(|| config.and_then(|c| c.config.run.wall_clock_budget_seconds)),
+        token_budget: args
+            .token_budget
+            .or_else(|| config.and_then(|c| c.config.run.token_budget)),
         shadow: args.shadow,
         workspace: args.workspace.as_deref(),
         toolchains: &toolchains,

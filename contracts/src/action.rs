@@ -102,6 +102,10 @@ pub struct FixtureStep {
     /// Evaluate steps: `continue` or `stop`.
     #[serde(default)]
     pub next: Option<NextStep>,
+    /// Model steps the fixture reports for this step (`model_step` events, in order): a
+    /// scripted "provider" whose usage a test chooses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub model_steps: Vec<crate::channel::ModelStepReport>,
 }
 
 fn completed() -> ResultStatus {
@@ -130,6 +134,20 @@ fn medium() -> RunnerTrustLevel {
 }
 
 impl FixtureScenario {
+    /// The model steps step `context.step` of the script reports (none when it has none, or
+    /// no such step).
+    pub fn model_steps(&self, request: &RunnerStepRequest) -> Vec<crate::channel::ModelStepReport> {
+        request
+            .context
+            .0
+            .get("step")
+            .and_then(serde_json::Value::as_u64)
+            .and_then(|n| usize::try_from(n).ok())
+            .and_then(|i| self.steps.get(i))
+            .map(|s| s.model_steps.clone())
+            .unwrap_or_default()
+    }
+
     /// The scenario's answer to a step request: step `context.step` of the script, echoing the
     /// request's ids, phase-as-scripted (the host checks it), runner and time. Deterministic
     /// and stateless, so a runner restarted after a crash answers the same.

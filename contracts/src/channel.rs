@@ -187,6 +187,159 @@ pub enum EventKind {
     ToolCall,
     /// A diagnostic line (`level`, `message`).
     Log,
+    /// One model exchange and what it cost (`model_step`): sent during the step, before its
+    /// answer; the host signs one `model.step` receipt per report and counts its tokens
+    /// against the run's budget.
+    ModelStep,
+}
+
+/// Most tokens (input, output or total) one model step may report.
+pub const MAX_MODEL_STEP_TOKENS: u64 = 10_000_000;
+/// Longest latency one model step may report, in milliseconds (one day).
+pub const MAX_MODEL_STEP_LATENCY_MS: u64 = 86_400_000;
+/// Most retries one model step may report.
+pub const MAX_MODEL_STEP_RETRIES: u32 = 100;
+/// Most model steps one runner step may report.
+pub const MAX_MODEL_STEPS_PER_STEP: usize = 64;
+/// Longest `provider`, `model`, `endpoint_host` or `response_id`, in bytes.
+pub const MAX_MODEL_STEP_TEXT: usize = 200;
+
+/// How one model exchange ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelStepOutcome {
+    /// The answer the step used.
+    Ok,
+    /// An error answer (HTTP 429, 5xx, ...) the adapter retried.
+    Retried,
+    /// An error answer the step ended on.
+    Failed,
+}
+
+impl ModelStepOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Retried => "retried",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+/// A `model_step` event's report: one exchange with a model provider, as the adapter saw it.
+/// Adapter-reported, never trusted beyond its shape and bounds ([`ModelStepReport::problem`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelStepReport {
+    /// The provider family (`openai-responses`, `anthropic-messages`, `chat-completions`,
+    /// `fixture`, ...): lowercase letters, digits, `-`, `_`, `.`.
+    pub provider: String,
+    pub model: String,
+    /// The endpoint's host (and port): never a scheme, path, query or credentials.
+    pub endpoint_host: String,
+    /// `sha256:` + 64 lowercase hex digits of the (redacted) request body sent.
+    pub request_sha256: String,
+    /// The provider's response id, when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_id: Option<String>,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// `input_tokens + output_tokens`, exactly.
+    pub total_tokens: u64,
+    pub latency_ms: u64,
+    /// Attempts before this one in the same step (0 for the first).
+    pub retries: u32,
+    pub streamed: bool,
+    pub outcome: ModelStepOutcome,
+}
+
+impl ModelStepReport {
+    /// What is wrong with the report, if anything: a string out of bounds or of the wrong
+    /// form, a total that is not the sum, a count above its ceiling.
+    pub fn problem(&self) -> Option<String> {
+        let text = |field: &str, value: &str, ok: &dyn Fn(char) -> bool| {
+            if value.is_empty() || value.len() > MAX_MODEL_STEP_TEXT {
+                Some(format!(
+                    "{field}: {} bytes, expected 1 to {MAX_MODEL_STEP_TEXT}",
+                    value.len()
+                ))
+            } else if !value.chars().all(ok) {
+                Some(format!(
+                    "{field} `{}` has a character outside the allowed set",
+                    crate::one_line(value)
+                ))
+            } else {
+                None
+            }
+        };
+        let name = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || "-_.".contains(c);
+        let printable = |c: char| c.is_ascii_graphic();
+        let host = |c: char| c.is_ascii_alphanumeric() || "-.:[]".contains(c);
+        let hex = self
+            .request_sha256
+            .strip_prefix("sha256:")
+            .is_some_and(|h| {
+                h.len() == 64
+                    && h.chars()
+                        .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+            });
+        text("provider", &self.provider, &name)
+            .or_else(|| text("model", &self.model, &printable))
+            .or_else(|| text("endpoint_host", &self.endpoint_host, &host))
+            .or_else(|| {
+                self.response_id
+                    .as_deref()
+                    .and_then(|r| text("response_id", r, &printable))
+            })
+            .or_else(|| {
+                (!hex).then(|| {
+                    format!(
+                        "request_sha256 `{}` is not `sha256:` and 64 lowercase hex digits",
+                        crate::Truncated(&crate::one_line(&self.request_sha256))
+                    )
+                })
+            })
+            .or_else(|| {
+                [
+                    ("input_tokens", self.input_tokens),
+                    ("output_tokens", self.output_tokens),
+                    ("total_tokens", self.total_tokens),
+                ]
+                .into_iter()
+                .find(|(_, n)| *n > MAX_MODEL_STEP_TOKENS)
+                .map(|(field, n)| {
+                    format!(
+                        "{field} {n} is above the ceiling of {MAX_MODEL_STEP_TOKENS} per model step"
+                    )
+                })
+            })
+            .or_else(|| {
+                (self.input_tokens.checked_add(self.output_tokens) != Some(self.total_tokens)).then(
+                    || {
+                        format!(
+                            "total_tokens {} is not input_tokens {} + output_tokens {}",
+                            self.total_tokens, self.input_tokens, self.output_tokens
+                        )
+                    },
+                )
+            })
+            .or_else(|| {
+                (self.latency_ms > MAX_MODEL_STEP_LATENCY_MS).then(|| {
+                    format!(
+                        "latency_ms {} is above the ceiling of {MAX_MODEL_STEP_LATENCY_MS}",
+                        self.latency_ms
+                    )
+                })
+            })
+            .or_else(|| {
+                (self.retries > MAX_MODEL_STEP_RETRIES).then(|| {
+                    format!(
+                        "retries {} is above the ceiling of {MAX_MODEL_STEP_RETRIES}",
+                        self.retries
+                    )
+                })
+            })
+    }
 }
 
 /// `event` params.
@@ -206,6 +359,9 @@ pub struct EventParams {
     pub level: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// `model_step` events only: the report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_step: Option<ModelStepReport>,
 }
 
 /// Adapter → host notification (no answer): a streamed event during a step.

@@ -64,6 +64,15 @@ pub struct TaskRun {
     pub handoff_id: Option<String>,
     #[serde(default)]
     pub runner_metadata: Vec<Object>,
+    // Issue 21 item 4 (model steps, budgets): kept together at the end for merges.
+    /// The most provider tokens (input + output, all model steps) the run may use; exceeding
+    /// it ends the run `interrupted`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_token_budget: Option<u64>,
+    /// The most wall-clock seconds the run may take, waiting for approvals not counted;
+    /// spent, the run ends `interrupted`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_clock_budget_seconds: Option<u64>,
 }
 
 fn pending() -> TaskRunStatus {

@@ -634,6 +634,20 @@ impl Adapter {
                 )));
             }
             self.events_seen += 1;
+            if (event.params.kind == EventKind::ModelStep) != event.params.model_step.is_some() {
+                return Err(CallError::Violation(format!(
+                    "the adapter sent a `{}` event {} a `model_step` report; a report goes with kind `model_step` only, and always",
+                    serde_json::to_value(event.params.kind)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default(),
+                    if event.params.model_step.is_some() {
+                        "with"
+                    } else {
+                        "without"
+                    }
+                )));
+            }
             if event.params.kind == EventKind::TextDelta
                 && let (Some(text), Some(sink)) = (&event.params.text, self.text_sink.as_mut())
             {
@@ -891,6 +905,8 @@ async fn read_lines(stdout: tokio::process::ChildStdout, tx: mpsc::Sender<Incomi
 pub struct AdapterRunner {
     spec: AdapterSpec,
     adapter: Option<Adapter>,
+    /// What is left of the run's wall-clock budget: the next step's timeout at most.
+    step_cap: Option<Duration>,
     /// Handed to the adapter once it is started.
     text_sink: Option<crate::run::TextSink>,
 }
@@ -909,6 +925,7 @@ impl AdapterRunner {
         Self {
             spec,
             adapter: None,
+            step_cap: None,
             text_sink: None,
         }
     }
@@ -926,7 +943,29 @@ impl StepRunner for AdapterRunner {
 
     fn step(&mut self, request: &RunnerStepRequest) -> Result<RunnerStepResult, String> {
         let adapter = self.adapter.as_mut().ok_or("the adapter was not started")?;
+        adapter.spec.step_timeout = match self.step_cap {
+            Some(cap) => self
+                .spec
+                .step_timeout
+                .min(cap.max(Duration::from_millis(100))),
+            None => self.spec.step_timeout,
+        };
         adapter.step_call(request).map_err(|e| classify(&e))
+    }
+
+    fn take_model_steps(&mut self) -> Vec<craik_contracts::channel::ModelStepReport> {
+        match self.adapter.as_mut() {
+            Some(a) => a
+                .events
+                .iter_mut()
+                .filter_map(|e| e.model_step.take())
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+
+    fn cap_step_time(&mut self, left: Option<Duration>) {
+        self.step_cap = left;
     }
 
     fn stream_text(&mut self, sink: crate::run::TextSink) {

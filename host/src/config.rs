@@ -63,6 +63,13 @@ pub struct RunSection {
     /// Extra directories governed commands may read.
     #[serde(default)]
     pub command_read: Vec<PathBuf>,
+    // Issue 21 item 4: budgets (`--token-budget`, `--wall-clock-budget` override them).
+    /// The provider token budget of a run: the most tokens its model steps may use.
+    #[serde(default)]
+    pub token_budget: Option<u64>,
+    /// The wall-clock budget of a run, in seconds (waiting for approvals not counted).
+    #[serde(default)]
+    pub wall_clock_budget_seconds: Option<u64>,
 }
 
 /// `[policy]`.
@@ -594,6 +601,11 @@ profile = "{profile}"
 toolchains = []
 # Extra directories governed commands may read (an installation, never ~ or /). Default: none.
 command_read = []
+# Budgets (--token-budget, --wall-clock-budget override them): the most provider tokens all
+# model steps of a run may use, and its wall-clock seconds (waiting for approvals not
+# counted). Exceeded, the run ends interrupted with a handoff. Default: none.
+# token_budget = 200000
+# wall_clock_budget_seconds = 3600
 
 # Operator policy directories every run loads on top of the embedded bundle. Each is pinned
 # by the sha256 of its content: a run refuses a directory that changed until

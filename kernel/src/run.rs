@@ -62,12 +62,51 @@ pub fn is_terminal(status: TaskRunStatus) -> bool {
 pub struct RunLoop {
     run: TaskRun,
     budget: Option<Duration>,
+    /// Time the run spent parked waiting for a person (not counted against the budget).
+    paused: Duration,
 }
 
 impl RunLoop {
     /// Wraps a run (new or recovered); `budget` bounds its wall-clock time from `started_at`.
     pub fn new(run: TaskRun, budget: Option<Duration>) -> Self {
-        Self { run, budget }
+        Self {
+            run,
+            budget,
+            paused: Duration::ZERO,
+        }
+    }
+
+    /// Credits time the run spent waiting for a person (parked for an approval, from its
+    /// `parked` to its `reopened`): it does not count against the wall-clock budget.
+    /// A negative span (a clock that ran backwards) credits nothing.
+    pub fn credit_wait(&mut self, waited: Duration) {
+        if waited.is_positive() {
+            self.paused = self.paused.saturating_add(waited);
+        }
+    }
+
+    /// Wall-clock time the run has used by `now`: since `started_at`, waits for people
+    /// excluded, never negative.
+    pub fn wall_clock_used(&self, now: OffsetDateTime) -> Duration {
+        let end = self.run.ended_at.map_or(now, |e| e.get());
+        let used = (end - self.run.started_at.get()).saturating_sub(self.paused);
+        if used.is_negative() {
+            Duration::ZERO
+        } else {
+            used
+        }
+    }
+
+    /// What is left of the wall-clock budget at `now` (`None`: no budget).
+    pub fn wall_clock_left(&self, now: OffsetDateTime) -> Option<Duration> {
+        self.budget.map(|b| {
+            let left = b.saturating_sub(self.wall_clock_used(now));
+            if left.is_negative() {
+                Duration::ZERO
+            } else {
+                left
+            }
+        })
     }
 
     /// The contract record, as it is persisted.
@@ -114,7 +153,7 @@ impl RunLoop {
             );
         }
         if let Some(budget) = self.budget {
-            let spent = now - self.run.started_at.get();
+            let spent = self.wall_clock_used(now);
             if spent >= budget {
                 return Gate::Stop(
                     TaskRunStatus::Interrupted,

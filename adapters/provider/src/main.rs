@@ -7,6 +7,9 @@
 //! `memory_proposals`). The response — plain or streamed (SSE) — is normalised into text,
 //! tool calls, structured output and usage: text deltas and tool calls are streamed to Craik as
 //! events, tool calls become `proposed_actions`, usage lands in `observed_output.usage`.
+//! Every HTTP exchange that got a response (a retried error answer included) is reported as a
+//! `model_step` event: provider family, model, endpoint host, sha256 of the request body,
+//! response id, usage, latency, retries, streamed, outcome (docs/protocol.md).
 //! Requests are retried with exponential backoff (honouring `retry-after`) on 408, 409, 429
 //! and 5xx, and on Anthropic's 529. The API key is read only from the variable `--key-env`
 //! names, which the host passes through (runners/provider.json); without it a step is a
@@ -20,7 +23,10 @@ mod serve;
 use std::io::{BufRead, BufReader, Read};
 use std::time::Duration;
 
-use craik_contracts::channel::{ChannelError, InitializeResult, codes};
+use craik_contracts::channel::{
+    ChannelError, InitializeResult, MAX_MODEL_STEP_LATENCY_MS, MAX_MODEL_STEP_RETRIES,
+    MAX_MODEL_STEP_TEXT, ModelStepOutcome, ModelStepReport, codes,
+};
 use craik_contracts::{Object, RunnerCapabilityMatrix, RunnerStepRequest, RunnerStepResult};
 use serde_json::{Map, Value, json};
 
@@ -64,6 +70,15 @@ impl Api {
             Self::OpenAiResponses => "/v1/responses",
             Self::AnthropicMessages => "/v1/messages",
             Self::ChatCompletions => "/v1/chat/completions",
+        }
+    }
+
+    /// The provider family, as `model_step` reports name it.
+    fn name(self) -> &'static str {
+        match self {
+            Self::OpenAiResponses => "openai-responses",
+            Self::AnthropicMessages => "anthropic-messages",
+            Self::ChatCompletions => "chat-completions",
         }
     }
 
@@ -213,6 +228,8 @@ struct Normalised {
     input_tokens: u64,
     output_tokens: u64,
     stop_reason: Option<String>,
+    /// The provider's id for the response, when it gave one.
+    response_id: Option<String>,
 }
 
 fn args_object(v: &Value) -> Map<String, Value> {
@@ -246,7 +263,10 @@ fn u64_at(v: &Value, path: &[&str]) -> u64 {
 
 /// A complete (non-streamed) response body.
 fn parse_body(api: Api, body: &Value) -> Normalised {
-    let mut n = Normalised::default();
+    let mut n = Normalised {
+        response_id: body.get("id").and_then(Value::as_str).map(str::to_owned),
+        ..Normalised::default()
+    };
     match api {
         Api::OpenAiResponses => {
             for item in body
@@ -389,6 +409,11 @@ fn parse_stream(
             Api::AnthropicMessages => match kind.as_str() {
                 "message_start" => {
                     n.input_tokens = u64_at(&v, &["message", "usage", "input_tokens"]);
+                    n.response_id = v
+                        .get("message")
+                        .and_then(|m| m.get("id"))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned);
                 }
                 "content_block_start" => {
                     let block = v.get("content_block");
@@ -443,6 +468,9 @@ fn parse_stream(
                 _ => {}
             },
             Api::ChatCompletions => {
+                if n.response_id.is_none() {
+                    n.response_id = v.get("id").and_then(Value::as_str).map(str::to_owned);
+                }
                 let choice = v.get("choices").and_then(|c| c.get(0));
                 let delta = choice.and_then(|c| c.get("delta"));
                 if let Some(t) = delta.and_then(|d| d.get("content")).and_then(Value::as_str) {
@@ -504,7 +532,67 @@ struct Provider {
     agent: ureq::Agent,
 }
 
+/// The host (and port) of `url`: no scheme, credentials, path, query or fragment.
+fn endpoint_host(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host: String = host
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || "-.:[]".contains(*c))
+        .take(MAX_MODEL_STEP_TEXT)
+        .collect();
+    if host.is_empty() {
+        "unknown".into()
+    } else {
+        host.to_ascii_lowercase()
+    }
+}
+
+/// `text` kept only if the host accepts it in a report (printable ASCII, bounded).
+fn printable(text: &str) -> Option<String> {
+    (!text.is_empty()
+        && text.len() <= MAX_MODEL_STEP_TEXT
+        && text.chars().all(|c| c.is_ascii_graphic()))
+    .then(|| text.to_owned())
+}
+
 impl Provider {
+    /// The `model_step` report of one exchange that got a response (`n`: what it answered,
+    /// when it answered and was read).
+    fn report(
+        &self,
+        body: &str,
+        attempt: u32,
+        sent: std::time::Instant,
+        n: Option<&Normalised>,
+        outcome: ModelStepOutcome,
+    ) -> ModelStepReport {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(body.as_bytes());
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        // The provider's counts as they are, never clamped: a count above the host's ceiling
+        // fails the step there (fail closed) rather than understating what was spent.
+        let input_tokens = n.map_or(0, |n| n.input_tokens);
+        let output_tokens = n.map_or(0, |n| n.output_tokens);
+        ModelStepReport {
+            provider: self.config.api.name().into(),
+            model: printable(&self.config.model).unwrap_or_else(|| "unnamed".into()),
+            endpoint_host: endpoint_host(&self.config.base_url),
+            request_sha256: format!("sha256:{hex}"),
+            response_id: n.and_then(|n| n.response_id.as_deref()).and_then(printable),
+            input_tokens,
+            output_tokens,
+            total_tokens: input_tokens.saturating_add(output_tokens),
+            latency_ms: u64::try_from(sent.elapsed().as_millis())
+                .unwrap_or(u64::MAX)
+                .min(MAX_MODEL_STEP_LATENCY_MS),
+            retries: attempt.min(MAX_MODEL_STEP_RETRIES),
+            streamed: self.config.stream,
+            outcome,
+        }
+    }
+
     fn call(
         &self,
         request: &RunnerStepRequest,
@@ -536,34 +624,46 @@ impl Provider {
             if self.config.stream {
                 req = req.set("accept", "text/event-stream");
             }
+            let sent = std::time::Instant::now();
             match req.send_string(&body) {
                 Ok(response) => {
-                    return if self.config.stream {
+                    let parsed = if self.config.stream {
                         parse_stream(self.config.api, response.into_reader(), events)
                     } else {
-                        let mut text = String::new();
-                        response
-                            .into_reader()
-                            .take(16 * 1024 * 1024)
-                            .read_to_string(&mut text)
-                            .map_err(|e| {
-                                error(codes::RUNNER_FAILED, format!("reading the response: {e}"))
+                        (|| {
+                            let mut text = String::new();
+                            response
+                                .into_reader()
+                                .take(16 * 1024 * 1024)
+                                .read_to_string(&mut text)
+                                .map_err(|e| {
+                                    error(
+                                        codes::RUNNER_FAILED,
+                                        format!("reading the response: {e}"),
+                                    )
+                                })?;
+                            let value: Value = serde_json::from_str(&text).map_err(|e| {
+                                error(
+                                    codes::RUNNER_FAILED,
+                                    format!("the provider's response is not JSON: {e}"),
+                                )
                             })?;
-                        let value: Value = serde_json::from_str(&text).map_err(|e| {
-                            error(
-                                codes::RUNNER_FAILED,
-                                format!("the provider's response is not JSON: {e}"),
-                            )
-                        })?;
-                        let n = parse_body(self.config.api, &value);
-                        if !n.text.is_empty() {
-                            events.text(&n.text);
-                        }
-                        for (name, args) in &n.tool_calls {
-                            events.tool_call(name, Object(args.clone()));
-                        }
-                        Ok(n)
+                            let n = parse_body(self.config.api, &value);
+                            if !n.text.is_empty() {
+                                events.text(&n.text);
+                            }
+                            for (name, args) in &n.tool_calls {
+                                events.tool_call(name, Object(args.clone()));
+                            }
+                            Ok(n)
+                        })()
                     };
+                    let (outcome, n) = match &parsed {
+                        Ok(n) => (ModelStepOutcome::Ok, Some(n)),
+                        Err(_) => (ModelStepOutcome::Failed, None),
+                    };
+                    events.model_step(self.report(&body, attempt, sent, n, outcome));
+                    return parsed;
                 }
                 Err(ureq::Error::Status(status, response)) => {
                     let retry_after = response
@@ -576,7 +676,20 @@ impl Provider {
                         .chars()
                         .take(300)
                         .collect();
-                    if self.config.api.retryable(status) && attempt < self.config.max_retries {
+                    let retrying =
+                        self.config.api.retryable(status) && attempt < self.config.max_retries;
+                    events.model_step(self.report(
+                        &body,
+                        attempt,
+                        sent,
+                        None,
+                        if retrying {
+                            ModelStepOutcome::Retried
+                        } else {
+                            ModelStepOutcome::Failed
+                        },
+                    ));
+                    if retrying {
                         let backoff = self.config.retry_base.saturating_mul(1 << attempt.min(10));
                         let wait = retry_after.unwrap_or(backoff);
                         events.log(

@@ -205,6 +205,10 @@ struct RunHead {
     /// run directory's files.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     context: Vec<BoundFile>,
+    /// The run's model steps and its token budget, when it has either (signed receipts;
+    /// the counts are adapter-reported).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model_steps: Option<ModelSteps>,
 }
 
 /// A file of the run directory whose sha256 the run's `run.inputs` receipt signs.
@@ -252,6 +256,81 @@ fn bound_files(journal: &Path, inputs: Option<&Value>) -> Vec<BoundFile> {
         });
     }
     out
+}
+
+/// What a run's `model.step` receipts add up to, against the budget its `run.inputs` signs.
+#[derive(Serialize, Clone)]
+struct ModelSteps {
+    #[serde(flatten)]
+    usage: craik_host::run::driver::TokenUsage,
+    provider_token_budget: Option<u64>,
+    tokens_left: Option<u64>,
+    reported_by: &'static str,
+}
+
+impl ModelSteps {
+    fn of(facts: &Facts) -> Option<Self> {
+        let budget = match &facts.inputs {
+            Some(Value::Object(i)) => i.get("provider_token_budget").and_then(Value::as_u64),
+            _ => None,
+        };
+        (facts.tokens.model_steps > 0 || budget.is_some()).then(|| Self {
+            usage: facts.tokens,
+            provider_token_budget: budget,
+            tokens_left: budget.map(|b| b.saturating_sub(facts.tokens.total_tokens)),
+            reported_by: "adapter",
+        })
+    }
+
+    fn line(&self) -> String {
+        let u = &self.usage;
+        format!(
+            "{} model step(s), {} tokens ({} in, {} out){} — adapter-reported",
+            u.model_steps,
+            u.total_tokens,
+            u.input_tokens,
+            u.output_tokens,
+            match (self.provider_token_budget, self.tokens_left) {
+                (Some(b), Some(left)) => format!("; budget {b}, {left} left"),
+                _ => "; no token budget".to_owned(),
+            }
+        )
+    }
+}
+
+/// A `model.step` receipt, one line: what the adapter reported, escaped.
+fn model_step_line(r: &ReceiptPayload) -> Option<String> {
+    if r.capability != craik_host::run::driver::MODEL_STEP {
+        return None;
+    }
+    let m = &r.result.metadata.0;
+    let n = |k: &str| m.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let t = |k: &str| craik_contracts::one_line(m.get(k).and_then(Value::as_str).unwrap_or("-"));
+    Some(format!(
+        "model step: {} tokens ({} in, {} out), {} ms, {} retr{}, {}, {} at {}{}; run total {}{} (adapter-reported)",
+        n("total_tokens"),
+        n("input_tokens"),
+        n("output_tokens"),
+        n("latency_ms"),
+        n("retries"),
+        if n("retries") == 1 { "y" } else { "ies" },
+        if m.get("streamed").and_then(Value::as_bool) == Some(true) {
+            "streamed"
+        } else {
+            "not streamed"
+        },
+        t("outcome"),
+        t("endpoint_host"),
+        m.get("response_id")
+            .and_then(Value::as_str)
+            .map(|id| format!(", response {}", craik_contracts::one_line(id)))
+            .unwrap_or_default(),
+        n("cumulative_total_tokens"),
+        m.get("provider_token_budget")
+            .and_then(Value::as_u64)
+            .map(|b| format!(" of a budget of {b}"))
+            .unwrap_or_default(),
+    ))
 }
 
 #[derive(Serialize, Clone)]
@@ -769,6 +848,8 @@ struct Facts {
     park: Option<SignedStatus>,
     /// The last receipt seen is a park.
     last_is_park: bool,
+    /// What the `model.step` receipts add up to.
+    tokens: craik_host::run::driver::TokenUsage,
 }
 
 /// Policy-set hashes kept per run (a run names one; more is shown as "and more").
@@ -793,6 +874,7 @@ impl Facts {
             })
         };
         self.last_is_park = false;
+        self.tokens.add_receipt(r);
         if r.capability == craik_host::run::driver::RUN_CLOSED {
             self.closing = status();
         } else if r.capability == craik_host::run::driver::RUN_PARKED {
@@ -948,7 +1030,9 @@ fn audit_run(
         return Ok(true);
     }
     let context = bound_files(journal, facts.inputs.as_ref());
+    let model_steps = ModelSteps::of(&facts);
     let head = RunHead {
+        model_steps,
         journal: journal.display().to_string(),
         run_id: report.run_id.clone(),
         policy_sets: facts.policy_sets,
@@ -1332,6 +1416,9 @@ fn human_head(out: &mut Out, shown: &Shown, run: &RunHead, v: &Report) -> Result
         ))?,
         (None, None) => {}
     }
+    if let Some(m) = &run.model_steps {
+        out.line(format_args!("  model       {}", m.line()))?;
+    }
     Ok(())
 }
 
@@ -1423,6 +1510,9 @@ fn human_entry(out: &mut Out, entry: &Entry) -> Result<(), Failure> {
         format!(" (by {})", decided_by(r))
     };
     out.line(format_args!("        {}{by}{grant}", verdict(r)))?;
+    if let Some(line) = model_step_line(r) {
+        out.line(format_args!("        {line}"))?;
+    }
     // Which command changed which file: the signed list of an outcome's file changes.
     for f in file_changes(r) {
         let hash = match f.sha256 {

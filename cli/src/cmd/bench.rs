@@ -494,6 +494,7 @@ fn bench_scenario(steps: usize) -> craik_contracts::FixtureScenario {
         memory_proposals: Vec::new(),
         diagnostics: Vec::new(),
         next,
+        model_steps: Vec::new(),
     };
     let action =
         |id: String, capability: &str, operation: &str, target: String, content| ProposedAction {
@@ -859,6 +860,7 @@ fn governed_run(
         project_profile_sha256: None,
         case_file_sha256: None,
         compiled_prompt_sha256: None,
+        token_budget: None,
     };
     let dir = RunDir::create(&home, "run_bench").map_err(io_at(&home.runs()))?;
     let setup = Setup {

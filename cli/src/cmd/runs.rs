@@ -38,6 +38,7 @@ pub(crate) struct RunArgs<'a> {
     pub(crate) envelope: Option<&'a Path>,
     pub(crate) max_iterations: Option<u32>,
     pub(crate) budget_secs: Option<u64>,
+    pub(crate) token_budget: Option<u64>,
     pub(crate) shadow: bool,
     pub(crate) workspace: Option<&'a Path>,
     pub(crate) home: Option<&'a Path>,
@@ -729,6 +730,7 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         project_profile_sha256,
         case_file_sha256: Some(digest(&case.bytes)),
         compiled_prompt_sha256: Some(digest(&compiled.bytes)),
+        token_budget: args.token_budget,
     };
     let keys = setup.keys.clone();
     let mut host = Host::start(LockedRun::create(home, dir, inputs)?, setup)?;
@@ -934,6 +936,7 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
             && !craik_host::run::driver::is_human_decision(&r.capability)
             && r.capability != craik_host::run::driver::RUN_CLOSED
             && r.capability != craik_host::run::driver::RUN_PARKED
+            && r.capability != craik_host::run::driver::MODEL_STEP
         {
             match r.decision {
                 Decision::Allow => tally.allow += 1,
@@ -983,6 +986,31 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
                 out.line(format_args!(
                     "  verdicts  {} allow, {} requires approval, {} deny; {} side effects performed",
                     tally.allow, tally.approval, tally.deny, tally.executed
+                ))?;
+            }
+            // Issue 21 item 4: the run's model steps against its token budget.
+            let tokens = host.token_usage();
+            if tokens.model_steps > 0 || host.inputs().token_budget.is_some() {
+                let budget = host.inputs().token_budget;
+                out.line(format_args!(
+                    "  tokens    {}",
+                    match budget {
+                        Some(b) => format!(
+                            "{} of {b} tokens used, {} left ({} in, {} out; {} model step(s), adapter-reported)",
+                            tokens.total_tokens,
+                            b.saturating_sub(tokens.total_tokens),
+                            tokens.input_tokens,
+                            tokens.output_tokens,
+                            tokens.model_steps
+                        ),
+                        None => format!(
+                            "{} tokens used, no budget ({} in, {} out; {} model step(s), adapter-reported)",
+                            tokens.total_tokens,
+                            tokens.input_tokens,
+                            tokens.output_tokens,
+                            tokens.model_steps
+                        ),
+                    }
                 ))?;
             }
             match &report.failure {
@@ -1365,7 +1393,24 @@ pub(crate) fn show(
         .map_err(|e| Failure::invalid(e, Vec::new()))?;
     // The status comes from the run's signed journal (its closing or parking receipt) when
     // there is one; run.json is the host's unsigned account.
-    let signed = signed_status(&Home::new(home), &dir);
+    let verified = verified(&Home::new(home), &dir);
+    let signed = verified
+        .as_ref()
+        .map(|r| signed_status(r))
+        .map_err(Clone::clone);
+    // Budgets used and left: tokens from the verified `model.step` receipts, budgets from
+    // the signed `run.inputs`, wall clock from the run's times and its waits for approvals.
+    let events: Vec<craik_host::run::Event> = dir
+        .read_lines(craik_host::run::store::EVENTS)
+        .unwrap_or_default();
+    let budget = verified.as_ref().ok().map(|receipts| {
+        craik_host::run::driver::BudgetReport::of(
+            &run,
+            receipts,
+            &events,
+            OffsetDateTime::now_utc(),
+        )
+    });
     let unsigned = (run.status, run.stop_reason.clone());
     if let Ok(Some(s)) = &signed {
         run.status = s.status;
@@ -1405,6 +1450,14 @@ pub(crate) fn show(
                 out.line(format_args!("reason     {r}"))?;
             }
             out.line(format_args!("receipts   {}", run.receipt_ids.len()))?;
+            match &budget {
+                Some(b) => {
+                    let [tokens, wall] = b.lines();
+                    out.line(format_args!("tokens     {tokens}"))?;
+                    out.line(format_args!("wall clock {wall}"))?;
+                }
+                None => out.line("budgets    unknown: the run's journal does not verify")?,
+            }
             out.line(format_args!(
                 "handoff    {}",
                 run.handoff_id.as_deref().unwrap_or("-")
@@ -1415,6 +1468,7 @@ pub(crate) fn show(
             run: &run,
             status_source: source,
             signed_status: signed.ok().flatten(),
+            budget,
         })?,
     }
     Ok(Exit::Ok)
@@ -1427,6 +1481,8 @@ struct ShownRun<'a> {
     /// Where `status` and `stop_reason` come from.
     status_source: String,
     signed_status: Option<SignedStatus>,
+    /// Budgets used and left (`null`: the journal does not verify).
+    budget: Option<craik_host::run::driver::BudgetReport>,
 }
 
 /// The status a run's verified journal signs: its closing receipt's, or a park's when the
@@ -1439,21 +1495,25 @@ struct SignedStatus {
     may_continue: bool,
 }
 
-fn signed_status(home: &Home, dir: &RunDir) -> Result<Option<SignedStatus>, String> {
+/// The run's receipts, once its journal verifies under the home's keys.
+fn verified(home: &Home, dir: &RunDir) -> Result<Vec<craik_kernel::ReceiptPayload>, String> {
     let key = craik_host::keys::default_public(&home.root);
     let public = craik_host::keys::read_public(&key).map_err(|e| e.message)?;
     // A run closed before a key rotation was signed by an earlier key the ledger vouches for.
     let ring = craik_host::ledger::home_ring(&home.root, &public).map_err(|e| e.message)?;
-    let receipts = craik_host::run::signed::verified_receipts(dir, &ring)?;
-    if let Some((status, reason, receipt)) = craik_host::run::signed::signed_ending(&receipts) {
-        return Ok(Some(SignedStatus {
+    craik_host::run::signed::verified_receipts(dir, &ring)
+}
+
+fn signed_status(receipts: &[craik_kernel::ReceiptPayload]) -> Option<SignedStatus> {
+    if let Some((status, reason, receipt)) = craik_host::run::signed::signed_ending(receipts) {
+        return Some(SignedStatus {
             status,
             reason,
             receipt,
             may_continue: false,
-        }));
+        });
     }
-    Ok(receipts
+    receipts
         .last()
         .filter(|r| r.capability == craik_host::run::driver::RUN_PARKED)
         .map(|r| SignedStatus {
@@ -1461,7 +1521,7 @@ fn signed_status(home: &Home, dir: &RunDir) -> Result<Option<SignedStatus>, Stri
             reason: r.reason.clone(),
             receipt: r.id.clone(),
             may_continue: true,
-        }))
+        })
 }
 
 /// `craik handoff show RUN`.

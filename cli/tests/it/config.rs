@@ -430,3 +430,51 @@ fn issue_19_json_errors_are_one_object_with_kind_file_and_field() {
     assert_eq!(error["error"]["file"], serde_json::Value::Null, "{error}");
     assert!(!missing.exists());
 }
+
+#[test]
+fn issue_21_run_budgets_come_from_craik_toml_and_flags_override_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(
+        project.join("craik.toml"),
+        "[run]\ntoken_budget = 5000\nwall_clock_budget_seconds = 3600\n",
+    )
+    .unwrap();
+    let ex = crate::runs::scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[],
+        json!([{"phase":"plan","summary":"p"},{"phase":"act","summary":"a"},
+               {"phase":"observe","summary":"o"},{"phase":"evaluate","summary":"e","next":"stop"}]),
+        &[],
+    );
+    let (home, state) = (dir.path().join("home"), dir.path().join("state"));
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run".to_owned(),
+            ex.display().to_string(),
+            "--home".to_owned(),
+            home.display().to_string(),
+        ];
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = craik_in(&project, &state, &args);
+        assert_eq!(out.status.code(), Some(0), "{}", crate::transcript(&out));
+        crate::run_id_of(&out.stdout)
+    };
+    let signed = |id: &str| {
+        let rs = crate::runs::receipts(&home, id);
+        (
+            rs[0]["result"]["metadata"]["provider_token_budget"].clone(),
+            rs[0]["result"]["metadata"]["wall_clock_budget_seconds"].clone(),
+        )
+    };
+    let id = run(&[]);
+    assert_eq!(signed(&id), (json!(5000), json!(3600)));
+    let run_state = crate::runs::run_json(&home, &id);
+    assert_eq!(run_state["provider_token_budget"], 5000);
+    assert_eq!(run_state["wall_clock_budget_seconds"], 3600);
+    let id = run(&["--token-budget", "70", "--wall-clock-budget", "600"]);
+    assert_eq!(signed(&id), (json!(70), json!(600)));
+}

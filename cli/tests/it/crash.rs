@@ -399,3 +399,71 @@ fn issue_14_recover_removes_interrupted_atomic_writes() {
     }
     crate::runs::verify_run(h, &id, true);
 }
+
+/// Issue 21 item 4: killed at every durable write of a run whose every step reports a model
+/// step of 100 tokens, then resumed. Each time the run completes, its receipts verify, and
+/// `runs show` counts exactly the tokens of the `model.step` receipts its journal holds (a
+/// step lost to the crash and asked again counts both attempts — both were spent — and
+/// nothing counts twice); no model step of a completed step is ever lost.
+#[test]
+fn issue_21_model_steps_are_counted_once_across_a_kill_at_every_durable_write() {
+    let step = |phase: &str, extra: Value| {
+        let mut s = json!({"phase": phase, "summary": phase, "model_steps": [{
+            "provider":"fixture","model":"m","endpoint_host":"fixture.invalid",
+            "request_sha256": format!("sha256:{}", "cd".repeat(32)),
+            "input_tokens":60,"output_tokens":40,"total_tokens":100,"latency_ms":1,
+            "retries":0,"streamed":false,"outcome":"ok"}]});
+        if let (Some(s), Some(e)) = (s.as_object_mut(), extra.as_object()) {
+            s.extend(e.clone());
+        }
+        s
+    };
+    let steps = json!([
+        step("plan", json!({})),
+        step("act", json!({})),
+        step("observe", json!({})),
+        step("evaluate", json!({"next": "stop"}))
+    ]);
+    let (mut points, mut reasked) = (0, 0);
+    for n in 1..=200u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let ex = scratch_example(dir.path(), "trusted-local", &[], steps.clone(), &[]);
+        let home = dir.path().join("home");
+        if !run_and_kill(&ex, &home, n) {
+            break;
+        }
+        points += 1;
+        let id = only_run(&home, n);
+        let out = crate::runs::resume(&home, &id);
+        // Killed after its closing receipt, the run has ended: resume refuses it.
+        assert!(
+            out.status.code() == Some(0)
+                || String::from_utf8_lossy(&out.stderr).contains("already ended completed"),
+            "point {n}: {}",
+            transcript(&out)
+        );
+        let shown = crate::runs::json_out(&home, &["runs", "show", &id]);
+        assert_eq!(shown["status"], "completed", "point {n}");
+        verify_run(&home, &id, false);
+        let signed = receipts(&home, &id)
+            .iter()
+            .filter(|r| r["capability"] == "model.step")
+            .count() as u64;
+        assert!(signed >= 4, "point {n}: {signed} model steps");
+        if signed > 4 {
+            reasked += 1;
+        }
+        assert_eq!(
+            shown["budget"]["tokens"]["total_tokens"],
+            100 * signed,
+            "point {n}"
+        );
+        assert_eq!(
+            shown["budget"]["tokens"]["model_steps"], signed,
+            "point {n}"
+        );
+    }
+    assert!(points >= 5, "only {points} kill points");
+    // Some kill fell between a step's signed model steps and its recorded result.
+    assert!(reasked > 0, "no step was asked again");
+}

@@ -20,6 +20,7 @@ mod crash;
 mod decisions;
 mod interop;
 mod ledger;
+mod modelsteps;
 mod policy;
 mod progress;
 mod prompt;

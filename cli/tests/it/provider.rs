@@ -380,6 +380,45 @@ fn every_api_family_plain_and_streamed_through_rate_limits() {
                     && r["result"]["status"] == "passed"),
                 "{what}: {receipts:?}"
             );
+            // Issue 21: exactly one signed `model.step` receipt per HTTP exchange that got a
+            // response (the throttled one included), with the usage the API reported.
+            let steps: Vec<&Value> = receipts
+                .iter()
+                .filter(|r| r["capability"] == "model.step")
+                .collect();
+            assert_eq!(steps.len(), 5, "{what}: {steps:?}");
+            let response_id = match api {
+                "openai-responses" => "resp_1",
+                "anthropic-messages" => "msg_1",
+                _ => "chatcmpl-1",
+            };
+            for (k, r) in steps.iter().enumerate() {
+                let m = &r["result"]["metadata"];
+                assert_eq!(m["reported_by"], "adapter", "{what}");
+                assert_eq!(m["provider"], api, "{what}");
+                assert_eq!(m["model"], "m", "{what}");
+                assert_eq!(m["endpoint_host"], format!("127.0.0.1:{port}"), "{what}");
+                assert_eq!(m["streamed"], stream, "{what}");
+                assert!(
+                    m["request_sha256"].as_str().unwrap().starts_with("sha256:"),
+                    "{what}"
+                );
+                if k == 0 {
+                    assert_eq!(m["outcome"], "retried", "{what}");
+                    assert_eq!(m["total_tokens"], 0, "{what}");
+                    assert_eq!(m["retries"], 0, "{what}");
+                } else {
+                    assert_eq!(m["outcome"], "ok", "{what}: {m}");
+                    assert_eq!(
+                        (&m["input_tokens"], &m["output_tokens"], &m["total_tokens"]),
+                        (&json!(12), &json!(7), &json!(19)),
+                        "{what}: {m}"
+                    );
+                    assert_eq!(m["response_id"], response_id, "{what}");
+                    assert_eq!(m["retries"], if k == 1 { 1 } else { 0 }, "{what}");
+                }
+                assert_eq!(m["cumulative_total_tokens"], 19 * k as u64, "{what}");
+            }
             // Real request payloads: path, auth, model, the tool.
             let seen = seen.lock().unwrap().clone();
             assert_eq!(seen.len(), 5, "{what}: one retry, then four steps");
@@ -478,6 +517,21 @@ fn errors_are_not_retried_forever_and_no_key_means_no_call() {
         run["stop_reason"]
     );
     assert_eq!(seen.lock().unwrap().len(), 4);
+    // Issue 21: each answered exchange has its signed model step, the failed step's too.
+    let outcomes: Vec<Value> = receipts(&home, &run_id(&out))
+        .into_iter()
+        .filter(|r| r["capability"] == "model.step")
+        .map(|r| r["result"]["metadata"]["outcome"].clone())
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            json!("retried"),
+            json!("retried"),
+            json!("retried"),
+            json!("failed")
+        ]
+    );
     // No key in the environment: a structured `unavailable`, and no request at all.
     let dir = tempfile::tempdir().unwrap();
     let (port, seen) = serve(Arc::new(|_: &Recorded, _| (200, vec![], "{}".to_owned())));
@@ -492,4 +546,68 @@ fn errors_are_not_retried_forever_and_no_key_means_no_call() {
     );
     assert!(seen.lock().unwrap().is_empty());
     verify_run(&home, &run_id(&out), false);
+}
+
+#[test]
+fn issue_21_a_provider_over_its_token_budget_ends_the_run_interrupted_with_a_handoff() {
+    for api in ["openai-responses", "anthropic-messages", "chat-completions"] {
+        let dir = tempfile::tempdir().unwrap();
+        let api_name = api.to_owned();
+        let (port, seen) = serve(Arc::new(move |r: &Recorded, _| {
+            let (headers, body) = wire(&api_name, false, phase_of(&r.body));
+            (200, headers, body)
+        }));
+        let script = wrapper(dir.path(), api, port, false);
+        let ex = scratch_example(
+            dir.path(),
+            "trusted-local",
+            &[],
+            steps(),
+            &[("README.md", "hello\n")],
+        );
+        let home = dir.path().join("home");
+        let key_env = if api == "anthropic-messages" {
+            "ANTHROPIC_API_KEY"
+        } else {
+            "OPENAI_API_KEY"
+        };
+        // 19 tokens a step: the act step (38) passes a budget of 30.
+        let out = craik()
+            .arg("run")
+            .arg(&ex)
+            .arg("--home")
+            .arg(&home)
+            .arg("--runner")
+            .arg(format!("adapter:{}", script.display()))
+            .args(["--runner-matrix", "provider", "--step-timeout-secs", "20"])
+            .args(["--token-budget", "30"])
+            .env(key_env, "k")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{api}: {}", transcript(&out));
+        let id = run_id(&out);
+        let run = run_json(&home, &id);
+        assert_eq!(run["status"], "interrupted", "{api}");
+        assert_eq!(
+            run["stop_reason"], "provider token budget exceeded: 38 of 30 tokens used",
+            "{api}"
+        );
+        assert_eq!(
+            seen.lock().unwrap().len(),
+            2,
+            "{api}: observe is never asked"
+        );
+        let rs = receipts(&home, &id);
+        assert_eq!(
+            rs.iter()
+                .filter(|r| r["capability"] == "model.step")
+                .count(),
+            2,
+            "{api}"
+        );
+        // The act step's proposed read was never decided.
+        assert!(rs.iter().all(|r| r["capability"] != "repo.read"), "{api}");
+        assert!(home.join("runs").join(&id).join("handoff.json").is_file());
+        verify_run(&home, &id, false);
+    }
 }

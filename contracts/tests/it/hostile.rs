@@ -49,3 +49,82 @@ proptest! {
         assert_one_line(&decode_document(&bytes, None))?;
     }
 }
+
+/// Issue 21 item 4: a `model_step` report's bounds hold exactly at their edges, and the JSON
+/// form refuses what the type cannot hold (negative counts, unknown fields).
+#[test]
+fn issue_21_model_step_reports_are_bounded_at_their_edges() {
+    use craik_contracts::channel::{
+        EventNotification, MAX_MODEL_STEP_TEXT, MAX_MODEL_STEP_TOKENS, ModelStepOutcome,
+        ModelStepReport,
+    };
+    let ok = ModelStepReport {
+        provider: "openai-responses".into(),
+        model: "gpt-4.1".into(),
+        endpoint_host: "api.openai.com:443".into(),
+        request_sha256: format!("sha256:{}", "0f".repeat(32)),
+        response_id: Some("resp_1".into()),
+        input_tokens: MAX_MODEL_STEP_TOKENS - 1,
+        output_tokens: 1,
+        total_tokens: MAX_MODEL_STEP_TOKENS,
+        latency_ms: 0,
+        retries: 0,
+        streamed: true,
+        outcome: ModelStepOutcome::Ok,
+    };
+    assert_eq!(ok.problem(), None);
+    let with = |f: &dyn Fn(&mut ModelStepReport)| {
+        let mut r = ok.clone();
+        f(&mut r);
+        r.problem()
+    };
+    // One past the ceiling; a total that is not the sum (or would overflow).
+    assert!(
+        with(&|r| {
+            r.output_tokens = 2;
+            r.total_tokens = MAX_MODEL_STEP_TOKENS + 1;
+        })
+        .unwrap()
+        .starts_with("total_tokens 10000001 is above the ceiling")
+    );
+    assert!(
+        with(&|r| r.total_tokens -= 1)
+            .unwrap()
+            .contains("is not input_tokens")
+    );
+    assert!(
+        with(&|r| {
+            r.input_tokens = u64::MAX;
+            r.output_tokens = 1;
+            r.total_tokens = 0;
+        })
+        .is_some()
+    );
+    // Strings: empty, too long, a URL, a space, a bad digest.
+    assert!(with(&|r| r.model = String::new()).is_some());
+    assert!(with(&|r| r.model = "m".repeat(MAX_MODEL_STEP_TEXT)).is_none());
+    assert!(with(&|r| r.model = "m".repeat(MAX_MODEL_STEP_TEXT + 1)).is_some());
+    assert!(with(&|r| r.model = "gpt 4".into()).is_some());
+    assert!(with(&|r| r.endpoint_host = "https://api.openai.com".into()).is_some());
+    assert!(with(&|r| r.endpoint_host = "user@api.openai.com".into()).is_some());
+    assert!(with(&|r| r.provider = "OpenAI".into()).is_some());
+    assert!(with(&|r| r.request_sha256 = format!("sha256:{}", "0F".repeat(32))).is_some());
+    assert!(with(&|r| r.response_id = Some("resp\n1".into())).is_some());
+    assert!(with(&|r| r.retries = 101).is_some());
+    assert!(with(&|r| r.latency_ms = 86_400_001).is_some());
+    // The wire form: negative counts and unknown fields never parse.
+    let line = |report: serde_json::Value| {
+        serde_json::from_value::<EventNotification>(serde_json::json!({
+            "method": "event",
+            "params": {"request": 1, "kind": "model_step", "model_step": report}
+        }))
+    };
+    let good = serde_json::to_value(&ok).unwrap();
+    assert!(line(good.clone()).is_ok());
+    let mut negative = good.clone();
+    negative["output_tokens"] = serde_json::json!(-1);
+    assert!(line(negative).is_err());
+    let mut unknown = good;
+    unknown["cost_usd"] = serde_json::json!(1);
+    assert!(line(unknown).is_err());
+}

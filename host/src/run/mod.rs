@@ -84,6 +84,12 @@ pub struct Inputs {
     /// when it started); `run.inputs` signs it as `compiled_prompt_sha256`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compiled_prompt_sha256: Option<String>,
+    // Issue 21 item 4 (model steps, budgets): kept together at the end for merges. The
+    // wall-clock budget is `budget_secs` above (`--wall-clock-budget`).
+    /// The provider token budget (`--token-budget`, craik.toml `[run] token_budget`): the
+    /// most tokens all model steps together may report. Signed with the inputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_budget: Option<u64>,
 }
 
 /// How an adapter runner is configured beyond its name.
@@ -266,6 +272,16 @@ pub trait StepRunner {
     fn stream_text(&mut self, sink: TextSink) {
         let _ = sink;
     }
+    /// The model steps the runner reported during its last step (adapters: `model_step`
+    /// events, whether the step answered or not), in order; untrusted: the host checks them.
+    fn take_model_steps(&mut self) -> Vec<craik_contracts::channel::ModelStepReport> {
+        Vec::new()
+    }
+    /// The longest the next step may take (what is left of the wall-clock budget); a runner
+    /// that waits on a process caps its timeout to it. `None`: no cap.
+    fn cap_step_time(&mut self, left: Option<std::time::Duration>) {
+        let _ = left;
+    }
 }
 
 /// Receives a runner's streamed text ([`StepRunner::stream_text`]).
@@ -276,17 +292,26 @@ pub type TextSink = Box<dyn FnMut(&str)>;
 #[derive(Debug)]
 pub struct FixtureStepRunner {
     scenario: FixtureScenario,
+    model_steps: Vec<craik_contracts::channel::ModelStepReport>,
 }
 
 impl FixtureStepRunner {
     pub fn new(scenario: FixtureScenario) -> Self {
-        Self { scenario }
+        Self {
+            scenario,
+            model_steps: Vec::new(),
+        }
     }
 }
 
 impl StepRunner for FixtureStepRunner {
     fn step(&mut self, request: &RunnerStepRequest) -> Result<RunnerStepResult, String> {
+        self.model_steps = self.scenario.model_steps(request);
         self.scenario.answer(request)
+    }
+
+    fn take_model_steps(&mut self) -> Vec<craik_contracts::channel::ModelStepReport> {
+        std::mem::take(&mut self.model_steps)
     }
 }
 

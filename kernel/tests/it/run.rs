@@ -8,6 +8,7 @@
 use craik_contracts::{Phase, ResultStatus, TaskRun, TaskRunStatus, Timestamp};
 use craik_kernel::{Gate, LoopError, Next, RunLoop, is_terminal};
 use proptest::prelude::*;
+use time::Duration;
 use time::macros::datetime;
 
 fn run(max: u32) -> TaskRun {
@@ -34,6 +35,8 @@ fn run(max: u32) -> TaskRun {
         receipt_ids: Vec::new(),
         handoff_id: None,
         runner_metadata: Vec::new(),
+        provider_token_budget: None,
+        wall_clock_budget_seconds: None,
     }
 }
 
@@ -166,4 +169,35 @@ fn a_parked_run_reopens_in_the_same_phase() {
     assert_eq!(lp.gate(at), Gate::Over);
     lp.reopen(at);
     assert_eq!(lp.gate(at), Gate::Ask(Phase::Observe));
+}
+
+#[test]
+fn issue_21_time_waiting_for_a_person_is_not_wall_clock_budget() {
+    let start = datetime!(2026-11-22 00:00 UTC);
+    let mut machine = RunLoop::new(run(5), Some(Duration::seconds(100)));
+    machine.start(start).unwrap();
+    // 90 s in: within the budget, 10 s left.
+    assert_eq!(
+        machine.gate(start + Duration::seconds(90)),
+        Gate::Ask(Phase::Plan)
+    );
+    assert_eq!(
+        machine.wall_clock_left(start + Duration::seconds(90)),
+        Some(Duration::seconds(10))
+    );
+    // A day waiting for an approval is credited: still 10 s left.
+    machine.credit_wait(Duration::days(1));
+    let later = start + Duration::days(1) + Duration::seconds(90);
+    assert_eq!(machine.gate(later), Gate::Ask(Phase::Plan));
+    assert_eq!(machine.wall_clock_used(later), Duration::seconds(90));
+    // A negative wait (a clock that ran backwards) credits nothing.
+    machine.credit_wait(Duration::seconds(-1000));
+    assert_eq!(machine.wall_clock_used(later), Duration::seconds(90));
+    // Past the budget: interrupted, naming it.
+    match machine.gate(later + Duration::seconds(10)) {
+        Gate::Stop(TaskRunStatus::Interrupted, reason) => {
+            assert_eq!(reason, "wall-clock budget of 100s spent (100s)")
+        }
+        other => panic!("{other:?}"),
+    }
 }

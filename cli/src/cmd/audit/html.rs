@@ -267,6 +267,13 @@ impl Page {
             }
             let _ = write!(h, "</td></tr>");
         }
+        if let Some(m) = &run.model_steps {
+            let _ = write!(
+                h,
+                "<tr><th>model steps</th><td>{}</td></tr>",
+                esc(&m.line())
+            );
+        }
         let status = if let Some(s) = &run.status {
             let _ = write!(
                 h,
@@ -349,6 +356,9 @@ impl Page {
         }
         if let Some(m) = &entry.memory_review {
             let _ = write!(review, "<br>{}", esc(&memory_line(m)));
+        }
+        if let Some(line) = super::model_step_line(r) {
+            let _ = write!(review, "<br>{}", esc(&line));
         }
         let mut files = String::new();
         for f in file_changes(r) {

@@ -33,6 +33,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
+mod budget;
+pub use budget::{BudgetReport, MAX_RUN_TOKENS, MODEL_STEP, TokenUsage, check_reports};
 mod decisions;
 use decisions::{decision_draft, decision_name, target_text};
 mod executors;
@@ -148,6 +150,10 @@ pub struct Host {
     /// `events.jsonl` / `outputs.jsonl` have lines written since their last sync.
     events_dirty: bool,
     outputs_dirty: bool,
+    /// Tokens the run's model steps used (its `model.step` receipts).
+    tokens: TokenUsage,
+    /// When the run parked for a person, while it waits (see `budget::note_wait`).
+    parked_at: Option<OffsetDateTime>,
 }
 
 impl std::fmt::Debug for Host {
@@ -476,6 +482,8 @@ impl Host {
             streamed: None,
             events_dirty: false,
             outputs_dirty: false,
+            tokens: TokenUsage::default(),
+            parked_at: None,
             inputs,
             _lock: lock,
         }
@@ -552,6 +560,7 @@ impl Host {
     /// was acted on: a step request or result is asked again, a read decided again, an
     /// outcome restored from its receipt (`docs/runs.md`, "Durability and recovery").
     fn event_lazy(&mut self, event: &Event) -> Result<(), Error> {
+        self.note_wait(event);
         let mut line =
             serde_json::to_vec(event).map_err(|e| Error::internal(format!("event: {e}")))?;
         line.push(b'\n');
@@ -744,7 +753,21 @@ impl Host {
             request: Box::new(request.clone()),
         })?;
         self.new_stream();
-        let mut result = match self.ask_runner(&request) {
+        // A step may take at most what is left of the wall-clock budget.
+        let left = self
+            .machine
+            .wall_clock_left(self.clock.now())
+            .map(|d| d.unsigned_abs());
+        self.runner.cap_step_time(left);
+        let asked = self.ask_runner(&request);
+        // The model steps the runner reported (whether it answered or not): checked, then
+        // signed, durable before anything of the step is accepted.
+        let reports = self.runner.take_model_steps();
+        if let Err(why) = check_reports(&reports, self.tokens.total_tokens) {
+            return self.violation(&request, &why);
+        }
+        self.record_model_steps(&request, &reports)?;
+        let mut result = match asked {
             Ok(r) => r,
             // Abandoned because the operator stopped the run: not the runner's doing.
             Err(_) if crate::confine::interrupted().is_some() => {
@@ -752,8 +775,23 @@ impl Host {
                 self.halt(TaskRunStatus::Interrupted, interrupted_reason(signal))?;
                 return Ok(Flow::Stop);
             }
-            Err(why) => return self.violation(&request, &why),
+            Err(why) => {
+                // A step cut off by the budget's cap ends the run for the budget.
+                if why.contains("no answer to `step` within")
+                    && left.is_some()
+                    && let Gate::Stop(status, reason) = self.machine.gate(self.clock.now())
+                {
+                    return self.halt(status, reason).map(|()| Flow::Stop);
+                }
+                return self.violation(&request, &why);
+            }
         };
+        // Over the token budget: the run ends before anything of this step is accepted (an
+        // `act` step's actions are neither decided nor performed).
+        if let Some(reason) = self.token_budget_exceeded() {
+            self.halt(TaskRunStatus::Interrupted, reason)?;
+            return Ok(Flow::Stop);
+        }
         let found = match checked_directives(phase, &request, &mut result) {
             Ok(d) => d,
             Err(why) => return self.violation(&request, &why),
@@ -821,6 +859,7 @@ impl Host {
             }
             self.runner_started = true;
         }
+        crate::clock::test_step_tick();
         let result = self.runner.step(request);
         let runner_diagnostics = self.runner.take_diagnostics();
         let mut result = match result {
@@ -1124,6 +1163,8 @@ fn initial_run(inputs: &Inputs) -> TaskRun {
         receipt_ids: Vec::new(),
         handoff_id: None,
         runner_metadata: Vec::new(),
+        provider_token_budget: inputs.token_budget,
+        wall_clock_budget_seconds: inputs.budget_secs,
     }
 }
 
@@ -1282,6 +1323,15 @@ fn inputs_draft(inputs: &Inputs, bytes: &[u8], actor: &str) -> Result<ReceiptDra
         ("project_profile_sha256", &inputs.project_profile_sha256),
         ("case_file_sha256", &inputs.case_file_sha256),
         ("compiled_prompt_sha256", &inputs.compiled_prompt_sha256),
+    ] {
+        if let Some(v) = value {
+            metadata.0.insert(key.into(), json!(v));
+        }
+    }
+    // Issue 21 item 4: the budgets the run is held to.
+    for (key, value) in [
+        ("provider_token_budget", inputs.token_budget),
+        ("wall_clock_budget_seconds", inputs.budget_secs),
     ] {
         if let Some(v) = value {
             metadata.0.insert(key.into(), json!(v));

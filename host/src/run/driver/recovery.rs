@@ -85,6 +85,7 @@ impl Host {
         host.closed = closed;
         host.notes = notes;
         host.first = receipts.first;
+        host.tokens = receipts.tokens;
         for id in receipts.ids {
             host.machine.note_receipt(id);
         }
@@ -121,6 +122,7 @@ impl Host {
 
     pub(super) fn replay(&mut self, events: Vec<Event>) -> Result<(), Error> {
         for event in events {
+            self.note_wait(&event);
             match event {
                 Event::StepRequest { .. } => {}
                 Event::StepResult {
@@ -420,6 +422,9 @@ pub(super) struct Indexed {
     approvals_used: HashSet<String>,
     ids: Vec<String>,
     closed: bool,
+    /// What the `model.step` receipts count: each receipt once, whether or not its step's
+    /// result survived (the tokens were spent either way).
+    tokens: TokenUsage,
 }
 
 pub(super) fn decode_receipts(bytes: &[u8]) -> Indexed {
@@ -430,6 +435,7 @@ pub(super) fn decode_receipts(bytes: &[u8]) -> Indexed {
         approvals_used: HashSet::new(),
         ids: Vec::new(),
         closed: false,
+        tokens: TokenUsage::default(),
     };
     for (_, decoded) in crate::journal::decode_all(bytes) {
         match decoded {
@@ -440,6 +446,7 @@ pub(super) fn decode_receipts(bytes: &[u8]) -> Indexed {
                     out.approvals_used.insert(id.to_owned());
                 }
                 out.ids.push(r.id.clone());
+                out.tokens.add_receipt(&r);
                 if out.first.is_none() {
                     out.first = Some((*r).clone());
                 }

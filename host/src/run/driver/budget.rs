@@ -1,0 +1,303 @@
+//! Model steps and budgets: checks the model steps a runner reports during a step, signs one
+//! `model.step` receipt for each (adapter-reported), keeps the run's cumulative token count,
+//! and ends the run `interrupted` when it exceeds `provider_token_budget`. Also the wall-clock
+//! accounting that leaves time spent waiting for a person out of the budget.
+//!
+//! It never trusts a report beyond its shape and bounds: a malformed or lying report is a
+//! runner violation, like any other hostile adapter output.
+
+use craik_contracts::channel::{MAX_MODEL_STEPS_PER_STEP, ModelStepOutcome, ModelStepReport};
+
+use super::*;
+
+/// The capability of a model-step receipt (one per model step a runner reported).
+pub const MODEL_STEP: &str = "model.step";
+
+/// The largest cumulative token count a run may reach (the largest integer signed data may
+/// hold, 2^53 − 1): a report that would go past it is a violation.
+pub const MAX_RUN_TOKENS: u64 = (1 << 53) - 1;
+
+/// Token usage as the journal's `model.step` receipts record it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct TokenUsage {
+    pub model_steps: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub total_tokens: u64,
+}
+
+impl TokenUsage {
+    /// Adds one receipt's counts (saturating: the journal is verified, the counts bounded).
+    pub fn add_receipt(&mut self, r: &ReceiptPayload) {
+        if r.capability != MODEL_STEP {
+            return;
+        }
+        let count = |key: &str| {
+            r.result
+                .metadata
+                .0
+                .get(key)
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+        };
+        self.model_steps = self.model_steps.saturating_add(1);
+        self.input_tokens = self.input_tokens.saturating_add(count("input_tokens"));
+        self.output_tokens = self.output_tokens.saturating_add(count("output_tokens"));
+        self.total_tokens = self.total_tokens.saturating_add(count("total_tokens"));
+    }
+}
+
+/// Checks the reports of one runner step against the usage so far: each report's shape and
+/// bounds, at most [`MAX_MODEL_STEPS_PER_STEP`], and a cumulative total that stays within
+/// [`MAX_RUN_TOKENS`] (it only grows: every count is a non-negative integer). `Err` is the
+/// violation.
+pub fn check_reports(reports: &[ModelStepReport], so_far: u64) -> Result<(), String> {
+    if reports.len() > MAX_MODEL_STEPS_PER_STEP {
+        return Err(format!(
+            "{} model steps reported in one step; at most {MAX_MODEL_STEPS_PER_STEP}",
+            reports.len()
+        ));
+    }
+    let mut total = so_far;
+    for (k, report) in reports.iter().enumerate() {
+        if let Some(problem) = report.problem() {
+            return Err(format!("model step {k}: {problem}"));
+        }
+        total = total
+            .checked_add(report.total_tokens)
+            .filter(|t| *t <= MAX_RUN_TOKENS)
+            .ok_or_else(|| {
+                format!(
+                    "model step {k}: the run's cumulative total_tokens would pass {MAX_RUN_TOKENS}"
+                )
+            })?;
+    }
+    Ok(())
+}
+
+impl Host {
+    /// Tokens the run's model steps used so far (from its signed receipts).
+    pub fn token_usage(&self) -> TokenUsage {
+        self.tokens
+    }
+
+    /// Signs one `model.step` receipt per report (checked by [`check_reports`]), durable
+    /// before the caller accepts anything of the step.
+    pub(super) fn record_model_steps(
+        &mut self,
+        request: &RunnerStepRequest,
+        reports: &[ModelStepReport],
+    ) -> Result<(), Error> {
+        if reports.is_empty() {
+            return Ok(());
+        }
+        for (k, report) in reports.iter().enumerate() {
+            let draft = self.model_step_draft(request, k, report);
+            self.receipt_lazy(draft)?;
+            self.tokens.model_steps = self.tokens.model_steps.saturating_add(1);
+            self.tokens.input_tokens = self.tokens.input_tokens.saturating_add(report.input_tokens);
+            self.tokens.output_tokens = self
+                .tokens
+                .output_tokens
+                .saturating_add(report.output_tokens);
+            self.tokens.total_tokens = self.tokens.total_tokens.saturating_add(report.total_tokens);
+        }
+        self.sync_journal()
+    }
+
+    fn model_step_draft(
+        &self,
+        request: &RunnerStepRequest,
+        k: usize,
+        report: &ModelStepReport,
+    ) -> ReceiptDraft {
+        let cumulative = self.tokens.total_tokens.saturating_add(report.total_tokens);
+        let mut metadata = Object::new();
+        let m = &mut metadata.0;
+        m.insert("reported_by".into(), json!("adapter"));
+        m.insert("step".into(), json!(request.id));
+        m.insert("index".into(), json!(k));
+        m.insert("provider".into(), json!(report.provider));
+        m.insert("model".into(), json!(report.model));
+        m.insert("endpoint_host".into(), json!(report.endpoint_host));
+        m.insert("request_sha256".into(), json!(report.request_sha256));
+        if let Some(id) = &report.response_id {
+            m.insert("response_id".into(), json!(id));
+        }
+        m.insert("input_tokens".into(), json!(report.input_tokens));
+        m.insert("output_tokens".into(), json!(report.output_tokens));
+        m.insert("total_tokens".into(), json!(report.total_tokens));
+        m.insert("latency_ms".into(), json!(report.latency_ms));
+        m.insert("retries".into(), json!(report.retries));
+        m.insert("streamed".into(), json!(report.streamed));
+        m.insert("outcome".into(), json!(report.outcome.as_str()));
+        m.insert("cumulative_total_tokens".into(), json!(cumulative));
+        if let Some(budget) = self.inputs.token_budget {
+            m.insert("provider_token_budget".into(), json!(budget));
+        }
+        let summary = format!(
+            "{} tokens ({} in, {} out) from {} at {}; {cumulative} in the run{}",
+            report.total_tokens,
+            report.input_tokens,
+            report.output_tokens,
+            craik_contracts::one_line(&report.model),
+            craik_contracts::one_line(&report.endpoint_host),
+            self.inputs
+                .token_budget
+                .map(|b| format!(" of a budget of {b}"))
+                .unwrap_or_default()
+        );
+        ReceiptDraft {
+            task_id: self.inputs.task.id.clone(),
+            actor: self.matrix.runner.id.clone(),
+            capability: MODEL_STEP.into(),
+            target: format!("{}:{}", report.provider, report.model),
+            policy_profile: self.inputs.profile,
+            fail_open: false,
+            reason: format!(
+                "model step {k} of {}, reported by the adapter (not verified by Craik)",
+                request.id
+            ),
+            result: ReceiptResult {
+                status: match report.outcome {
+                    ModelStepOutcome::Ok => ReceiptStatus::Passed,
+                    ModelStepOutcome::Retried | ModelStepOutcome::Failed => ReceiptStatus::Failed,
+                },
+                summary,
+                metadata,
+            },
+            redacted: true,
+            policy_set: self.bundle.hash().to_owned(),
+            request_hash: report.request_sha256.clone(),
+            decision: Decision::Allow,
+            determining_policies: Vec::new(),
+            decided_by: DecidedBy {
+                kind: DecidedByKind::Kernel,
+                by: String::new(),
+            },
+            mode: self.mode(),
+            action: None,
+        }
+    }
+
+    /// The reason to end the run when its model steps used more tokens than its budget.
+    pub(super) fn token_budget_exceeded(&self) -> Option<String> {
+        let budget = self.inputs.token_budget?;
+        (self.tokens.total_tokens > budget).then(|| {
+            format!(
+                "provider token budget exceeded: {} of {budget} tokens used",
+                self.tokens.total_tokens
+            )
+        })
+    }
+
+    /// Time waiting for a person is not wall-clock budget: a `parked` event starts a wait,
+    /// the next `reopened` ends it (credited to the loop). Called for every event written
+    /// and every event replayed.
+    pub(super) fn note_wait(&mut self, event: &Event) {
+        match event {
+            Event::Parked { at, .. } if self.parked_at.is_none() => {
+                self.parked_at = Some(at.get());
+            }
+            Event::Reopened { at, .. } => {
+                if let Some(since) = self.parked_at.take() {
+                    self.machine.credit_wait(at.get() - since);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A run's budgets, used and left, as `runs show` and `craik audit` report them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct BudgetReport {
+    /// Tokens of the run's `model.step` receipts (signed, adapter-reported).
+    pub tokens: TokenUsage,
+    /// The budget the run's signed inputs name, if any.
+    pub provider_token_budget: Option<u64>,
+    pub tokens_left: Option<u64>,
+    /// Seconds since the run started (to its end, or now), waits for approvals excluded.
+    pub wall_clock_used_seconds: u64,
+    pub wall_clock_budget_seconds: Option<u64>,
+    pub wall_clock_left_seconds: Option<u64>,
+}
+
+impl BudgetReport {
+    /// From a run's verified receipts (tokens, and the budgets its `run.inputs` receipt
+    /// signs), its state (start and end) and its events (waits for approvals). `now` ends a
+    /// run that has not ended.
+    pub fn of(
+        run: &TaskRun,
+        receipts: &[ReceiptPayload],
+        events: &[Event],
+        now: OffsetDateTime,
+    ) -> Self {
+        let mut tokens = TokenUsage::default();
+        for r in receipts {
+            tokens.add_receipt(r);
+        }
+        let signed = |key: &str| {
+            receipts
+                .first()
+                .filter(|r| r.capability == RUN_INPUTS)
+                .and_then(|r| r.result.metadata.0.get(key))
+                .and_then(Value::as_u64)
+        };
+        let token_budget = signed("provider_token_budget");
+        let wall_budget = signed("wall_clock_budget_seconds");
+        let end = run.ended_at.map_or(now, |e| e.get());
+        let mut waited = time::Duration::ZERO;
+        let mut parked: Option<OffsetDateTime> = None;
+        for event in events {
+            match event {
+                Event::Parked { at, .. } if parked.is_none() => parked = Some(at.get()),
+                Event::Reopened { at, .. } => {
+                    if let Some(since) = parked.take() {
+                        waited += (at.get() - since).max(time::Duration::ZERO);
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(since) = parked {
+            waited += (end - since).max(time::Duration::ZERO);
+        }
+        let used = ((end - run.started_at.get()) - waited).max(time::Duration::ZERO);
+        let used = u64::try_from(used.whole_seconds()).unwrap_or(0);
+        Self {
+            tokens,
+            provider_token_budget: token_budget,
+            tokens_left: token_budget.map(|b| b.saturating_sub(tokens.total_tokens)),
+            wall_clock_used_seconds: used,
+            wall_clock_budget_seconds: wall_budget,
+            wall_clock_left_seconds: wall_budget.map(|b| b.saturating_sub(used)),
+        }
+    }
+
+    /// Two lines for people: tokens, then wall clock.
+    pub fn lines(&self) -> [String; 2] {
+        let t = &self.tokens;
+        let tokens = match (self.provider_token_budget, self.tokens_left) {
+            (Some(b), Some(left)) => format!(
+                "{} of {b} tokens used, {left} left ({} in, {} out; {} model step(s), adapter-reported)",
+                t.total_tokens, t.input_tokens, t.output_tokens, t.model_steps
+            ),
+            _ => format!(
+                "{} tokens used, no budget ({} in, {} out; {} model step(s), adapter-reported)",
+                t.total_tokens, t.input_tokens, t.output_tokens, t.model_steps
+            ),
+        };
+        let wall = match (self.wall_clock_budget_seconds, self.wall_clock_left_seconds) {
+            (Some(b), Some(left)) => format!(
+                "{}s of {b}s used, {left}s left (waiting for approvals not counted)",
+                self.wall_clock_used_seconds
+            ),
+            _ => format!(
+                "{}s used, no budget (waiting for approvals not counted)",
+                self.wall_clock_used_seconds
+            ),
+        };
+        [tokens, wall]
+    }
+}

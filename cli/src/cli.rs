@@ -655,6 +655,20 @@ pub(crate) enum ProjectCommand {
     /// discovery globs and its sha256 (what `run.inputs` signs). No git repository, a docs
     /// path through a link or a glob matching no file is exit 3, naming the field and value.
     Show(ProjectArgs),
+    /// Validate the project profile (as `show`) and register it in the home's project index
+    /// (`HOME/projects.json`: id, repository, profile file, sha256). An id already registered
+    /// for another repository is refused; the same again updates its digest.
+    Add(ProjectAddArgs),
+    /// The home's registered projects, each checked against its registered digest.
+    List(HomeArg),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ProjectAddArgs {
+    #[command(flatten)]
+    pub(crate) project: ProjectArgs,
+    #[command(flatten)]
+    pub(crate) home: HomeArg,
 }
 
 #[derive(Debug, Args)]

@@ -76,6 +76,11 @@ fn main() -> ExitCode {
         out.flush()?;
         Ok(exit)
     });
+    // A run stopped cleanly by a signal exits as a process stopped by it would (128 + N),
+    // after its summary: scripts see the same code as for the hard path.
+    if let (Ok(_), Some(signal)) = (&result, craik_host::confine::interrupted()) {
+        return std::process::ExitCode::from(u8::try_from(128 + signal).unwrap_or(1));
+    }
     match result {
         Ok(exit) => exit.into(),
         Err(failure) if failure.broken_pipe => Exit::Ok.into(),
@@ -329,6 +334,16 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         Command::Prompt(PromptCommand::Compile(args)) => run_command(&args.run, |run| {
             cmd::runs::prompt_compile(out, cli.format, run, args.out.as_deref())
         }),
+        Command::Project(ProjectCommand::Add(args)) => cmd::case::project_add(
+            out,
+            cli.format,
+            args.project.task.as_deref(),
+            args.project.project_profile.as_deref(),
+            args.home.home.as_deref(),
+        ),
+        Command::Project(ProjectCommand::List(home)) => {
+            cmd::case::project_list(out, cli.format, home.home.as_deref())
+        }
         Command::Project(ProjectCommand::Show(args)) => cmd::case::project_show(
             out,
             cli.format,

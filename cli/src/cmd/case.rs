@@ -87,6 +87,139 @@ pub(crate) fn project_show(
     Ok(Exit::Ok)
 }
 
+/// The home's project index (`craik project add`).
+const PROJECTS: &str = "projects.json";
+
+/// One registered project.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Registered {
+    root: String,
+    profile: String,
+    sha256: String,
+}
+
+/// `HOME/projects.json`: registered projects by id (sorted).
+fn read_index(home: &Path) -> Result<std::collections::BTreeMap<String, Registered>, Failure> {
+    let path = home.join(PROJECTS);
+    match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map_err(|e| Failure::invalid(format!("{}: {e}", path.display()), Vec::new())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Default::default()),
+        Err(e) => Err(Failure::usage(format!("{}: {e}", path.display()))),
+    }
+}
+
+/// `craik project add`: validates the profile and registers it in the home's index. The
+/// output is the same every time for the same profile (idempotent).
+pub(crate) fn project_add(
+    out: &mut Out,
+    format: Format,
+    task: Option<&Path>,
+    file: Option<&Path>,
+    home: Option<&Path>,
+) -> Result<Exit, Failure> {
+    let profile = profile_for(task, file)?;
+    profile.validate()?;
+    let digest = profile.digest().map_err(Failure::internal)?;
+    let (root, _) = crate::cmd::config::home(home)?;
+    let id = profile.profile.id.clone();
+    let entry = Registered {
+        root: profile.root.display().to_string(),
+        profile: profile
+            .file
+            .canonicalize()
+            .unwrap_or_else(|_| profile.file.clone())
+            .display()
+            .to_string(),
+        sha256: digest.as_str().to_owned(),
+    };
+    let mut index = read_index(&root)?;
+    if let Some(known) = index.get(&id)
+        && known.root != entry.root
+    {
+        return Err(Failure::usage(format!(
+            "{}: project `{}` is registered for `{}`, not `{}`; one id names one repository",
+            root.join(PROJECTS).display(),
+            one_line(&id),
+            one_line(&known.root),
+            one_line(&entry.root)
+        )));
+    }
+    if index.get(&id) != Some(&entry) {
+        craik_host::run::store::create_home(&root)
+            .map_err(|e| Failure::usage(format!("{}: {e}", root.display())))?;
+        index.insert(id.clone(), entry.clone());
+        let mut bytes =
+            serde_json::to_vec_pretty(&index).map_err(|e| Failure::internal(e.to_string()))?;
+        bytes.push(b'\n');
+        let path = root.join(PROJECTS);
+        craik_host::fsio::write_atomic(&path, &bytes)
+            .map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
+    }
+    if format == Format::Json {
+        out.json(&json!({"id": id, "root": entry.root, "profile": entry.profile, "sha256": entry.sha256, "index": root.join(PROJECTS).display().to_string()}))?;
+        return Ok(Exit::Ok);
+    }
+    out.line(format_args!(
+        "project {} registered: {} ({})",
+        one_line(&id),
+        one_line(&entry.root),
+        entry.sha256
+    ))?;
+    out.line(format_args!(
+        "  index       {}",
+        one_line(&root.join(PROJECTS).display().to_string())
+    ))?;
+    Ok(Exit::Ok)
+}
+
+/// `craik project list`: every registered project, its profile re-hashed now.
+pub(crate) fn project_list(
+    out: &mut Out,
+    format: Format,
+    home: Option<&Path>,
+) -> Result<Exit, Failure> {
+    let (root, _) = crate::cmd::config::home(home)?;
+    let index = read_index(&root)?;
+    let mut rows = Vec::new();
+    for (id, entry) in &index {
+        let file = Path::new(&entry.profile);
+        let profile = if file.file_name().is_some_and(|n| n == "craik.toml") {
+            craik_host::config::load(file).map(|c| Profile::from_config(&c))
+        } else {
+            Profile::from_file(file)
+        };
+        let now = profile
+            .ok()
+            .and_then(|p| p.digest().ok())
+            .map(|d| d.as_str().to_owned());
+        let state = match &now {
+            Some(d) if *d == entry.sha256 => "unchanged",
+            Some(_) => "CHANGED since added",
+            None => "unreadable",
+        };
+        rows.push(json!({"id": id, "root": entry.root, "profile": entry.profile, "sha256": entry.sha256, "state": state}));
+        if format != Format::Json {
+            out.line(format_args!(
+                "{} {} {} ({state})",
+                one_line(id),
+                one_line(&entry.root),
+                entry.sha256
+            ))?;
+        }
+    }
+    if format == Format::Json {
+        out.json(&rows)?;
+    } else if index.is_empty() {
+        out.line(format_args!(
+            "no projects registered in {} (`craik project add`)",
+            one_line(&root.display().to_string())
+        ))?;
+    }
+    Ok(Exit::Ok)
+}
+
 /// What a task path holds: the task, and for a directory its intent lock and envelope.
 pub(crate) fn task_parts(
     task: &Path,

@@ -694,3 +694,96 @@ fn issue_21_handoffs_approved_facts_and_contradictions_come_from_the_home() {
         "{omissions:?}"
     );
 }
+
+/// `craik project add`, `craik case build` and `craik prompt compile` on a fresh clone of
+/// `examples/docs-review`: each prints the same bytes twice; `project add` registers the
+/// project in the home once per repository.
+#[test]
+fn issue_21_project_add_case_build_and_prompt_compile_are_deterministic() {
+    let dir = tempfile::tempdir().unwrap();
+    let clone = dir.path().join("clone");
+    repo(&clone);
+    crate::policy::copy_dir(
+        &repo_root().join("examples/docs-review"),
+        &clone.join("examples/docs-review"),
+    );
+    commit_all(&clone);
+    let home = dir.path().join("home");
+    let home = home.to_str().unwrap();
+    for args in [
+        &["project", "add", "examples/docs-review", "--home", home][..],
+        &["case", "build", "examples/docs-review", "--home", home],
+        &["prompt", "compile", "examples/docs-review", "--home", home],
+        &[
+            "--format",
+            "json",
+            "project",
+            "add",
+            "examples/docs-review",
+            "--home",
+            home,
+        ],
+    ] {
+        let first = in_dir(&clone, args);
+        assert_eq!(
+            first.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            transcript(&first)
+        );
+        let second = in_dir(&clone, args);
+        assert!(
+            first.stdout == second.stdout,
+            "{args:?}: two outputs differ"
+        );
+    }
+    let index: Value =
+        serde_json::from_slice(&std::fs::read(Path::new(home).join("projects.json")).unwrap())
+            .unwrap();
+    let entry = &index["project_example"];
+    assert!(
+        entry["root"]
+            .as_str()
+            .unwrap()
+            .ends_with("examples/docs-review/workspace"),
+        "{index}"
+    );
+    assert!(entry["sha256"].as_str().unwrap().starts_with("sha256:"));
+    let list = in_dir(&clone, &["project", "list", "--home", home]);
+    let text = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        text.starts_with("project_example ") && text.contains("(unchanged)"),
+        "{text}"
+    );
+    // The same id from another repository is refused, naming both.
+    let other = dir.path().join("other");
+    repo(&other);
+    crate::policy::copy_dir(
+        &repo_root().join("examples/docs-review"),
+        &other.join("examples/docs-review"),
+    );
+    commit_all(&other);
+    let out = in_dir(
+        &other,
+        &["project", "add", "examples/docs-review", "--home", home],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", transcript(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("project `project_example` is registered for")
+            && err.contains("one id names one repository"),
+        "{err}"
+    );
+    // An edited profile shows as changed.
+    let profile = clone.join("examples/docs-review/project_profile.json");
+    let text = std::fs::read_to_string(&profile)
+        .unwrap()
+        .replace("\"name\": \"example\"", "\"name\": \"renamed\"");
+    std::fs::write(&profile, text).unwrap();
+    let list = in_dir(&clone, &["project", "list", "--home", home]);
+    assert!(
+        String::from_utf8_lossy(&list.stdout).contains("(CHANGED since added)"),
+        "{}",
+        transcript(&list)
+    );
+}

@@ -1002,7 +1002,13 @@ fn issue_18_an_interrupt_still_checks_the_workspace() {
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(128 + 15), "{stderr}");
-    assert!(stderr.contains("the workspace was checked"), "{stderr}");
+    // The first signal stops the run cleanly (issue 22): the command is killed, its outcome
+    // is checked and signed like any other, and the run is signed interrupted.
+    assert!(stderr.contains("SIGTERM: stopping the run"), "{stderr}");
+    let run_dir = ws.parent().unwrap();
+    let run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["status"], "interrupted", "{stderr}");
     assert!(!ws.join("out/.envrc").exists(), "{stderr}");
     assert!(!ws.join("out/sub/.git").exists(), "{stderr}");
     assert!(ws.join("out/fine.txt").exists(), "in scope: kept");

@@ -147,8 +147,12 @@ impl Out {
         )
     }
 
-    /// A progress line on stderr, redrawn in place (callers only use it on a terminal).
+    /// A progress line on stderr, redrawn in place; nothing unless stderr is a terminal (and
+    /// not `--quiet`): piped, long operations stay quiet.
     pub(crate) fn progress(&mut self, text: impl std::fmt::Display) -> io::Result<()> {
+        if self.quiet || !std::io::IsTerminal::is_terminal(&self.stderr) {
+            return Ok(());
+        }
         let text = craik_contracts::one_line(&text.to_string());
         write!(self.stderr, "\x1b[2K\r{text}")?;
         self.stderr.flush()
@@ -156,6 +160,9 @@ impl Out {
 
     /// Clears a progress line.
     pub(crate) fn end_progress(&mut self) -> io::Result<()> {
+        if self.quiet || !std::io::IsTerminal::is_terminal(&self.stderr) {
+            return Ok(());
+        }
         write!(self.stderr, "\x1b[2K\r")?;
         self.stderr.flush()
     }

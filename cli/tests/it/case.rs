@@ -787,3 +787,30 @@ fn issue_21_project_add_case_build_and_prompt_compile_are_deterministic() {
         transcript(&list)
     );
 }
+
+/// `craik bench case` (small): the ratio, RSS and the prompt compile time are printed; piped,
+/// no progress line reaches stderr.
+#[test]
+fn issue_21_bench_case_reports_the_prompt_compile_and_stays_quiet_when_piped() {
+    let out = craik()
+        .args([
+            "--format",
+            "json",
+            "bench",
+            "case",
+            "--files",
+            "40",
+            "--megabytes",
+            "1",
+            "--runs",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    assert!(out.stderr.is_empty(), "{}", transcript(&out));
+    let v = json(&out);
+    assert!(v["prompt_compile_ms"].as_f64().unwrap() > 0.0, "{v}");
+    assert!(v["prompt_bytes"].as_u64().unwrap() > 1000, "{v}");
+    assert!(v["ratio"].as_f64().unwrap() > 0.0, "{v}");
+}

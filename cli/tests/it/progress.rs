@@ -456,7 +456,11 @@ fn issue_22_ctrl_c_stops_a_run_cleanly_and_signs_it_interrupted() {
     );
     let text = crate::transcript(&out);
     assert!(text.contains("SIGINT (Ctrl-C): stopping the run"), "{text}");
-    assert_eq!(out.status.code(), Some(130), "as a process stopped by SIGINT: {text}");
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "as a process stopped by SIGINT: {text}"
+    );
     let id = run_dir.file_name().unwrap().to_str().unwrap().to_owned();
     let run = crate::runs::run_json(&home, &id);
     assert_eq!(run["status"], "interrupted", "{text}");

@@ -25,6 +25,11 @@ use crate::Error;
 /// The compiled prompt in a run's directory (its sha256 is in the run's signed inputs).
 pub const PROMPT_FILE: &str = "compiled_prompt.json";
 
+/// How a run's `events.jsonl` records a step request's prompt: this, the compiled prompt's
+/// sha256 and `]`, then the step's own text (what was sent is the file's `prompt` followed by
+/// that text).
+pub const PROMPT_REFERENCE: &str = "[craik: the run's compiled_prompt.json, ";
+
 /// The section titles, in order.
 pub const SECTIONS: [&str; 5] = ["Task", "Runner", "Policy", "Context", "Output contract"];
 

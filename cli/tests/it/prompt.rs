@@ -128,10 +128,15 @@ fn issue_21_prompt_compile_is_deterministic_and_is_what_the_run_signs_and_sends(
         let Some(request) = e.get("request").filter(|r| r.is_object()) else {
             continue;
         };
-        let sent = request["input_prompt"].as_str().unwrap();
+        // Recorded by reference to the signed prompt file; sent: the prompt, then the step.
+        let recorded = request["input_prompt"].as_str().unwrap();
         let phase = request["phase"].as_str().unwrap();
-        assert!(sent.starts_with(&text), "step {phase} carries the prompt");
-        let step = &sent[text.len()..];
+        let reference = format!(
+            "[craik: the run's compiled_prompt.json, {}]",
+            sha256(&persisted)
+        );
+        assert!(recorded.starts_with(&reference), "step {phase}: {recorded}");
+        let step = &recorded[reference.len()..];
         assert!(
             step.starts_with(&format!("\n## Step\n\n- Phase: {phase} (")),
             "{step}"

@@ -748,9 +748,18 @@ impl Host {
         // Nothing reaches the runner before the receipts of what it is told are durable (the
         // outcomes an `observe` request carries; everything before).
         self.sync_journal()?;
+        // Recorded with the compiled prompt by reference (it is the run's signed
+        // compiled_prompt.json, the same for every step): the text sent is that file's prompt
+        // followed by what is recorded after the reference.
+        let mut recorded = request.clone();
+        if let (Some(compiled), Some(signed)) = (&self.prompt, &self.inputs.compiled_prompt_sha256)
+            && let Some(step) = recorded.input_prompt.strip_prefix(compiled.as_str())
+        {
+            recorded.input_prompt = format!("{}{signed}]{step}", crate::prompt::PROMPT_REFERENCE);
+        }
         self.event_lazy(&Event::StepRequest {
             at: request.created_at,
-            request: Box::new(request.clone()),
+            request: Box::new(recorded),
         })?;
         self.new_stream();
         // A step may take at most what is left of the wall-clock budget.

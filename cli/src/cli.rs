@@ -779,7 +779,8 @@ pub(crate) struct RunCmd {
     #[arg(
         long = "wall-clock-budget",
         visible_alias = "budget-secs",
-        value_name = "SECS"
+        value_name = "SECS",
+        value_parser = clap::value_parser!(u64).range(0..=craik_host::run::driver::MAX_WALL_CLOCK_SECS)
     )]
     pub(crate) budget_secs: Option<u64>,
     /// Provider token budget: the most tokens (input + output) all model steps of the run

@@ -703,6 +703,25 @@ fn run_command(
         Some(by) => Some(by.clone()),
         None => reviewer(None).ok(),
     };
+    // craik.toml's budgets, bounded as the flags are (a larger value could not be signed).
+    if let Some(c) = config {
+        for (key, value, max) in [
+            (
+                "run.wall_clock_budget_seconds",
+                c.config.run.wall_clock_budget_seconds,
+                craik_host::run::driver::MAX_WALL_CLOCK_SECS,
+            ),
+            (
+                "run.token_budget",
+                c.config.run.token_budget,
+                craik_host::run::driver::MAX_RUN_TOKENS,
+            ),
+        ] {
+            if let Some(v) = value.filter(|v| *v > max) {
+                return Err(file_value(key, &v.to_string(), format!("at most {max}")));
+            }
+        }
+    }
     let project = craik_host::project::for_task(&args.task, config)?;
     let run = cmd::runs::RunArgs {
         project: project.as_ref(),

@@ -474,6 +474,14 @@ impl Adapter {
         let mut line = serde_json::to_vec(message)
             .map_err(|e| CallError::Violation(format!("cannot encode: {e}")))?;
         line.push(b'\n');
+        // Craik keeps its own side of the line limit it announced; the request is not sent.
+        if line.len() > self.spec.max_line_bytes.saturating_add(1) {
+            return Err(self.violation(format!(
+                "Craik's own message is {} bytes, over the channel's line limit of {} (--max-line-bytes); not sent (not the adapter's doing)",
+                line.len() - 1,
+                self.spec.max_line_bytes
+            )));
+        }
         let Some(stdin) = self.stdin.as_mut() else {
             return Err(self.violation("the adapter's stdin is closed".into()));
         };

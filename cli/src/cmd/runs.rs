@@ -552,8 +552,10 @@ fn profile_immutable(
     Ok(globs)
 }
 
-/// Room a step request needs beside its prompt (ids, context, observed outcomes).
-const REQUEST_ROOM: usize = 64 * 1024;
+/// Room a step request needs beside its prompt: ids, the context, and the observed outcomes
+/// twice (in `context` and in the Step section, ASCII-escaped: up to 6 bytes a character, then
+/// JSON-escaped), each at most `craik_host::prompt::MAX_OUTCOMES_CHARS` characters.
+const REQUEST_ROOM: usize = 512 * 1024;
 
 /// A step request carries the compiled prompt on one channel line: refuses a line limit
 /// (`--max-line-bytes`) it cannot fit in, before anything is written.
@@ -577,6 +579,9 @@ fn prompt_fits(
 
 /// `craik run`.
 pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<Exit, Failure> {
+    // From here a first signal stops the run cleanly, also while it is being set up (outside
+    // testing round 9: a Ctrl-C in the first quarter second left a run directory half made).
+    craik_host::confine::set_graceful(true);
     let prepared = prepare(out, args)?;
     let Prepared {
         resolved,
@@ -659,6 +664,12 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         None => None,
     };
     prompt_fits(&compiled, runner_options.max_line_bytes)?;
+    if let Some(signal) = craik_host::confine::interrupted() {
+        return Err(Failure::usage(format!(
+            "interrupted by {} before the run started; nothing was written",
+            craik_host::confine::signal_name(signal)
+        )));
+    }
     let (dir, workspace) = craik_host::run::store::create_run(
         &home,
         &run_id,

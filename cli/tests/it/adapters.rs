@@ -621,12 +621,12 @@ fn the_line_limit_is_configurable() {
     crate::policy::copy_dir(&example("docs-review"), &ex);
     let mut scenario: Value =
         serde_json::from_str(&std::fs::read_to_string(ex.join("scenario.json")).unwrap()).unwrap();
-    scenario["steps"][0]["summary"] = Value::from("x".repeat(200_000));
+    scenario["steps"][0]["summary"] = Value::from("x".repeat(700_000));
     std::fs::write(ex.join("scenario.json"), scenario.to_string()).unwrap();
     let (exit, id, text) = run_example(
         home.path(),
         &ex,
-        &["--runner", "fixture-adapter", "--max-line-bytes", "131072"],
+        &["--runner", "fixture-adapter", "--max-line-bytes", "600000"],
     );
     assert_eq!(exit, 1, "{text}");
     let run = run_json(home.path(), &id);
@@ -635,7 +635,7 @@ fn the_line_limit_is_configurable() {
         run["stop_reason"]
             .as_str()
             .unwrap()
-            .contains("longer than 131072 bytes"),
+            .contains("longer than 600000 bytes"),
         "{}",
         run["stop_reason"]
     );

@@ -218,12 +218,13 @@ fn issue_22_npx_entry_from_a_packed_node_adapter_conforms_runs_and_refuses_a_cha
         .collect();
     assert_eq!(left.len(), 2, "{left:?}");
     ok(&runners(&home, &["check", "node-example", "--handshake"]));
-    // `show` says what a run starts: node on the installed package's bin, not npx.
+    // `show` says what a run starts: node on the installed package's bin, not npx, with no
+    // global module folders (the adapter's HOME is writable to it).
     let shown = ok(&runners(&home, &["show", "node-example"]));
     let node = craik_host::registry::resolve_command("node").unwrap();
     assert!(
         shown.contains(&format!(
-            "launches   [{},{}]",
+            "launches   [{},\"--no-global-search-paths\",{}]",
             json!(node.display().to_string()),
             json!(script.display().to_string())
         )),
@@ -295,27 +296,45 @@ fn issue_22_npx_install_never_fetches_and_checks_the_package_it_installed() {
     }
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
-    // A package that depends on another: resolving it would need the registry, which is
-    // offline and unreachable; the install fails at once and leaves no tree and no pin.
-    let src = dir.path().join("needy");
-    std::fs::create_dir_all(&src).unwrap();
-    std::fs::write(
-        src.join("package.json"),
-        r#"{"name":"needy","version":"1.0.0","bin":{"needy":"a.js"},"dependencies":{"left-pad":"1.3.0"}}"#,
-    )
-    .unwrap();
-    std::fs::write(src.join("a.js"), "1\n").unwrap();
-    let out = Command::new("npm")
-        .args(["pack", "--offline", "--silent", "--pack-destination"])
-        .arg(dir.path())
-        .current_dir(&src)
-        .env("PATH", SAFE_PATH)
-        .env("npm_config_cache", dir.path().join("npm-cache"))
-        .output()
+    // Packages that depend on another (from the registry, or from git at a loopback port that
+    // must never be contacted): refused before npm runs, leaving no tree and no pin.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let pack = |name: &str, version: &str, deps: &str| {
+        let src = dir.path().join(format!("{name}-src"));
+        std::fs::create_dir_all(&src).unwrap();
+        std::fs::write(
+            src.join("package.json"),
+            format!(r#"{{"name":"{name}","version":"{version}","bin":{{"{name}":"a.js"}}{deps}}}"#),
+        )
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
-    let tarball = dir.path().join("needy-1.0.0.tgz");
-    for (id, spec) in [("needy", "needy@1.0.0"), ("liar", "needy@2.0.0")] {
+        std::fs::write(src.join("a.js"), "1\n").unwrap();
+        let out = Command::new("npm")
+            .args(["pack", "--offline", "--silent", "--pack-destination"])
+            .arg(dir.path())
+            .current_dir(&src)
+            .env("PATH", SAFE_PATH)
+            .env("npm_config_cache", dir.path().join("npm-cache"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+        dir.path().join(format!("{name}-{version}.tgz"))
+    };
+    let needy = pack("needy", "1.0.0", r#","dependencies":{"left-pad":"1.3.0"}"#);
+    let gitty = pack(
+        "gitty",
+        "1.0.0",
+        &format!(
+            r#","optionalDependencies":{{"netdep":"git+http://127.0.0.1:{port}/netdep.git"}}"#
+        ),
+    );
+    let plain = pack("plain", "1.0.0", "");
+    for (id, spec, tarball) in [
+        ("needy", "needy@1.0.0", &needy),
+        ("gitty", "gitty@1.0.0", &gitty),
+        ("liar", "plain@2.0.0", &plain),
+    ] {
         add(
             &home,
             &[
@@ -331,17 +350,35 @@ fn issue_22_npx_install_never_fetches_and_checks_the_package_it_installed() {
             ],
         );
     }
-    let started = std::time::Instant::now();
-    let out = runners(&home, &["install", "needy"]);
-    assert_eq!(out.status.code(), Some(3), "{}", transcript(&out));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("runner `needy`: `"), "{err}");
-    assert!(started.elapsed() < std::time::Duration::from_secs(120));
-    assert!(!home.join("runners/needy/pkg").exists());
-    assert!(!home.join("runners/needy/pin.json").exists());
+    for (id, key, dep) in [
+        ("needy", "dependencies", "left-pad"),
+        ("gitty", "optionalDependencies", "netdep"),
+    ] {
+        let started = std::time::Instant::now();
+        let out = runners(&home, &["install", id]);
+        assert_eq!(out.status.code(), Some(3), "{}", transcript(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("runner `{id}`: `"))
+                && err.contains(&format!("package.json {key} `{dep}` is not bundled")),
+            "{err}"
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(120));
+        assert!(!home.join(format!("runners/{id}/pkg")).exists());
+        assert!(!home.join(format!("runners/{id}/pin.json")).exists());
+    }
+    assert!(
+        listener.accept().is_err(),
+        "nothing contacted the git dependency's host"
+    );
     // The tarball holds another version than the entry names: refused.
     let out = runners(&home, &["install", "liar"]);
     assert_eq!(out.status.code(), Some(3), "{}", transcript(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not `plain@2.0.0`"),
+        "{}",
+        transcript(&out)
+    );
 }
 
 #[test]

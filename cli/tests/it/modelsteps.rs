@@ -558,3 +558,107 @@ fn issue_21_a_step_cut_off_by_the_wall_clock_budget_ends_the_run_interrupted() {
     );
     verify_run(&home, &id, false);
 }
+
+/// Outside testing round 9: an `act` step answered in time had all its actions performed long
+/// after the wall-clock budget was spent. Now no action is decided once it is spent.
+#[test]
+fn issue_21_no_action_runs_once_the_wall_clock_budget_is_spent() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[("repo.write.docs", &["docs/**"], &["write"])],
+        json!([{"phase":"plan","summary":"plan"},
+               {"phase":"act","summary":"act","proposed_actions":[
+                   {"id":"action_w1","capability":"repo.write.docs","operation":"write","target":"docs/a.md","content":"a"},
+                   {"id":"action_w2","capability":"repo.write.docs","operation":"write","target":"docs/b.md","content":"b"}]},
+               {"phase":"observe","summary":"o"},{"phase":"evaluate","summary":"e","next":"stop"}]),
+        &[],
+    );
+    let home = dir.path().join("home");
+    // An hour per runner step: plan ends at 1 h (within 5000 s), act is asked, and answered at
+    // 2 h: its actions come after the budget.
+    let out = craik()
+        .arg("run")
+        .arg(&ex)
+        .arg("--home")
+        .arg(&home)
+        .args(["--wall-clock-budget", "5000"])
+        .env("CRAIK_TEST_CLOCK_STEP_SECS", "3600")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    let id = crate::run_id_of(&out.stdout);
+    let run = run_json(&home, &id);
+    assert_eq!(run["status"], "interrupted");
+    assert!(
+        run["stop_reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("wall-clock budget of 5000s spent"),
+        "{run}"
+    );
+    let all = receipts(&home, &id);
+    assert!(
+        !all.iter().any(|r| r["capability"] == "repo.write.docs"),
+        "no action decided after the budget: {all:?}"
+    );
+    let ws = home.join("runs").join(&id).join("workspace");
+    assert!(!ws.join("docs/a.md").exists() && !ws.join("docs/b.md").exists());
+    verify_run(&home, &id, false);
+}
+
+/// Outside testing round 9: a budget too large to sign left a run directory no command could
+/// read. craik.toml's and the flag's budgets are bounded; nothing is written.
+#[test]
+fn issue_21_a_budget_too_large_is_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[],
+        json!([{"phase":"plan","summary":"p"}]),
+        &[],
+    );
+    let home = dir.path().join("home");
+    for (key, value) in [
+        ("wall_clock_budget_seconds", "9007199254740992"),
+        ("token_budget", "9007199254740992"),
+    ] {
+        let project = dir.path().join(format!("p-{key}"));
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::write(
+            project.join("craik.toml"),
+            format!("[run]\n{key} = {value}\n"),
+        )
+        .unwrap();
+        let out = craik()
+            .env_remove("CRAIK_CONFIG")
+            .current_dir(&project)
+            .arg("run")
+            .arg(&ex)
+            .arg("--home")
+            .arg(&home)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(3), "{}", transcript(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("run.{key} `{value}`: at most")),
+            "{err}"
+        );
+        assert!(
+            !home.join("runs").exists()
+                || std::fs::read_dir(home.join("runs")).unwrap().count() == 0
+        );
+    }
+    let out = craik()
+        .arg("run")
+        .arg(&ex)
+        .arg("--home")
+        .arg(&home)
+        .args(["--wall-clock-budget", "18446744073709551615"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", transcript(&out));
+}

@@ -52,6 +52,7 @@ pub(super) fn install(
     match entry.backend {
         Backend::Npx => {
             let npm = super::resolve_command("npm")?;
+            refuse_npm_dependencies(&source)?;
             let cache = scratch.join("npm-cache").display().to_string();
             // Neither the operator's nor the system's npmrc: files that do not exist.
             let user = scratch.join("npmrc").display().to_string();
@@ -77,6 +78,8 @@ pub(super) fn install(
                     ("npm_config_registry", "http://127.0.0.1:9/"),
                     ("npm_config_userconfig", user.as_str()),
                     ("npm_config_globalconfig", global.as_str()),
+                    // No git either (a git dependency is fetched by git, not the registry).
+                    ("npm_config_git", "/nonexistent/git"),
                 ],
                 scratch,
             )?;
@@ -150,9 +153,14 @@ pub(super) fn launch(entry: &Entry, tree: &Path) -> Result<(PathBuf, Vec<String>
     match entry.backend {
         Backend::Npx => {
             let script = npm_script(entry, tree)?;
+            // No global module folders: `$HOME/.node_modules` is the adapter's own writable
+            // directory (outside testing round 9: a resumed adapter loaded code from it).
             Ok((
                 super::resolve_command("node")?,
-                vec![script.display().to_string()],
+                vec![
+                    "--no-global-search-paths".into(),
+                    script.display().to_string(),
+                ],
             ))
         }
         Backend::Uvx => {
@@ -278,6 +286,51 @@ fn inside(dir: &Path, path: &Path) -> Result<PathBuf, String> {
         ));
     }
     Ok(real)
+}
+
+/// Refuses an npm package that depends on anything it does not bundle: npm would fetch it
+/// (a git or file dependency bypasses `--offline`; outside testing round 9), and a pinned
+/// adapter is one self-contained tree. Reads `package/package.json` from the tarball with
+/// `tar`, in a cleared environment.
+fn refuse_npm_dependencies(source: &Path) -> Result<(), String> {
+    let tar = super::resolve_command("tar")?;
+    let out = std::process::Command::new(tar)
+        .env_clear()
+        .env("PATH", crate::run::exec::SAFE_PATH)
+        .arg("-xzOf")
+        .arg(source)
+        .arg("package/package.json")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("tar: {e}"))?;
+    if !out.status.success() || out.stdout.len() > 1 << 20 {
+        return Err(format!(
+            "`{}`: not an npm package tarball (no package/package.json)",
+            source.display()
+        ));
+    }
+    let manifest: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("`{}`: package/package.json: {e}", source.display()))?;
+    let bundled: Vec<&str> = ["bundleDependencies", "bundledDependencies"]
+        .iter()
+        .filter_map(|k| manifest.get(*k).and_then(|v| v.as_array()))
+        .flatten()
+        .filter_map(|v| v.as_str())
+        .collect();
+    for key in ["dependencies", "optionalDependencies", "peerDependencies"] {
+        let Some(deps) = manifest.get(key).and_then(|v| v.as_object()) else {
+            continue;
+        };
+        if let Some(name) = deps.keys().find(|n| !bundled.contains(&n.as_str())) {
+            return Err(format!(
+                "`{}`: package.json {key} `{}` is not bundled; an adapter package must be self-contained (bundle it, or vendor it into the package): nothing is fetched",
+                source.display(),
+                craik_contracts::Truncated(name)
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn read_json(path: &Path) -> Result<serde_json::Value, String> {

@@ -16,6 +16,9 @@ pub const MODEL_STEP: &str = "model.step";
 /// The largest cumulative token count a run may reach (the largest integer signed data may
 /// hold, 2^53 − 1): a report that would go past it is a violation.
 pub const MAX_RUN_TOKENS: u64 = (1 << 53) - 1;
+/// The largest wall-clock budget, in seconds (ten years: any larger is a mistake, and every
+/// value must stay exactly signable).
+pub const MAX_WALL_CLOCK_SECS: u64 = 10 * 366 * 24 * 3600;
 
 /// Token usage as the journal's `model.step` receipts record it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

@@ -11,6 +11,18 @@ impl Host {
                 self.save_run()?;
                 return Ok(Flow::Go);
             }
+            // A spent wall-clock budget stops the actions of a step accepted in time too
+            // (outside testing round 9: writes performed 40 s past the budget).
+            if self
+                .machine
+                .wall_clock_left(self.clock.now())
+                .is_some_and(|left| left.is_zero())
+                && let craik_kernel::Gate::Stop(status, reason) =
+                    self.machine.gate(self.clock.now())
+            {
+                self.halt(status, reason)?;
+                return Ok(Flow::Stop);
+            }
             let (verdict, receipt) = self.decide_and_receipt(&action)?;
             if verdict.mode == Mode::Shadow {
                 let outcome = Outcome {

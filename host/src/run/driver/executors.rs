@@ -172,9 +172,15 @@ impl Host {
         let env = &plan.env;
         let confinement = env.sandbox.describe();
         self.executing_event(action, None, None, true)?;
+        // Never past the wall-clock budget (at least a second, so a command can start).
+        let left = self
+            .machine
+            .wall_clock_left(self.clock.now())
+            .map(|d| d.unsigned_abs().max(Duration::from_secs(1)));
         let timeout = p
             .timeout_ms
-            .map_or(exec::MAX_TIMEOUT, Duration::from_millis);
+            .map_or(exec::MAX_TIMEOUT, Duration::from_millis)
+            .min(left.unwrap_or(exec::MAX_TIMEOUT));
         let root = self.workspace.root.clone();
         let (ran, changes) = plan.run_checked(&root, || {
             let ran = exec::run_command(&argv, &root, timeout, env);

@@ -1075,12 +1075,16 @@ fn issue_22_a_run_resumes_only_under_the_registry_entry_it_started_with() {
     std::fs::write(&file, format!("{entry}read = [\"notes\"]\n")).unwrap();
     let resume = || craik_in(&project, &["runs", "resume", &id, "--by", "user:op"]);
     let out = resume();
-    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    assert_ne!(out.status.code(), Some(0), "{}", transcript(&out));
     let err = String::from_utf8_lossy(&out.stderr);
+    // Refused by the pin (the entry as installed, round 9), or by the run's own record.
     assert!(
         err.contains(&format!(
             "runner `parked`: its registry entry changed since the run started (definition {recorded} then, sha256:"
-        )) && err.contains(&file.display().to_string()),
+        )) && err.contains(&file.display().to_string())
+            || err.contains(&format!(
+                "runner `parked`: its registry entry changed since it was installed (expected {recorded}"
+            )),
         "{err}"
     );
     assert_eq!(run_json(&home, &id)["status"], "blocked");
@@ -1102,4 +1106,64 @@ fn issue_22_a_run_resumes_only_under_the_registry_entry_it_started_with() {
     assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
     assert_eq!(run_json(&home, &id)["status"], "completed");
     verify_run(&home, &id, false);
+}
+
+/// Outside testing round 9: the pin covers the registry entry as installed, not only the
+/// adapter's bytes — a project matrix edited after `runners install` (more support, or words
+/// for the prompt) is refused at the next launch, naming both digests.
+#[test]
+fn issue_22_an_entry_changed_after_install_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("craik.toml"), "home = \"../home\"\n").unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(home.join("runners.toml"), "max_trust = \"medium\"\n").unwrap();
+    let adapter = adapter_copy(dir.path());
+    let entry = |support: &str| {
+        format!(
+            "[runner.p]\nbackend = \"program\"\ncommand = \"{}\"\nscenario_arg = \"--fixture\"\n\n[runner.p.capabilities]\nrunner_id = \"runner_fixture\"\ntrust = \"medium\"\nsupport = {{ {support} }}\n",
+            adapter.display()
+        )
+    };
+    let file = project.join("runners.toml");
+    std::fs::write(&file, entry("\"repo.read\" = \"supported\"")).unwrap();
+    ok(&craik_in(&project, &["runners", "install", "p"]));
+    let run = |project: &Path| {
+        craik_in(
+            project,
+            &[
+                "run",
+                example("docs-review").to_str().unwrap(),
+                "--runner",
+                "p",
+            ],
+        )
+    };
+    let first = run(&project);
+    assert_ne!(first.status.code(), Some(2), "{}", transcript(&first));
+    std::fs::write(
+        &file,
+        entry("\"repo.read\" = \"supported\", \"repo.write.docs\" = \"supported\""),
+    )
+    .unwrap();
+    let out = run(&project);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "runner `p`: its registry entry changed since it was installed (expected sha256:"
+        ) && err.contains("found sha256:"),
+        "{}",
+        transcript(&out)
+    );
+    assert_ne!(out.status.code(), Some(0));
+    // Reviewed and installed again: it runs.
+    ok(&craik_in(&project, &["runners", "install", "p"]));
+    let again = run(&project);
+    assert!(
+        !String::from_utf8_lossy(&again.stderr).contains("changed since it was installed"),
+        "{}",
+        transcript(&again)
+    );
 }

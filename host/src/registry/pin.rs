@@ -35,6 +35,11 @@ pub struct Pin {
     /// `sha256:` of the file's bytes, or of the directory's content ([`crate::config::dir_digest`]).
     pub sha256: String,
     pub installed_at: String,
+    /// The registry entry as installed ([`super::definition_digest`]: backend, command,
+    /// matrix, environment, read paths, …): a launch refuses an entry changed since (outside
+    /// testing round 9: a project matrix edited after install reached the next run's prompt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry_sha256: Option<String>,
 }
 
 pub use crate::run::RunnerRecord;
@@ -247,6 +252,7 @@ pub fn install(entry: &Entry, home: &Path, now: &str) -> Result<Pin, Error> {
         path: target.path().to_path_buf(),
         sha256,
         installed_at: now.to_owned(),
+        entry_sha256: Some(super::definition_digest(entry)).filter(|d| !d.is_empty()),
     };
     create_private_dir(&dir)?;
     let path = dir.join(PIN_FILE);
@@ -384,6 +390,15 @@ pub fn verify(entry: &Entry, home: &Path) -> Result<Launch, Error> {
         }
         if pin.sha256 != found {
             return Err(changed(entry, target.path(), &pin.sha256, &found));
+        }
+        if let Some(installed) = &pin.entry_sha256 {
+            let now = super::definition_digest(entry);
+            if *installed != now {
+                return Err(Error::refused(format!(
+                    "runner `{}`: its registry entry changed since it was installed (expected {installed}, found {now}: its matrix, command, environment or paths); refusing to launch it — review the change, then `craik runners install {}`",
+                    entry.id, entry.id
+                )));
+            }
         }
     }
     let home_read: Vec<PathBuf> = if target.path().starts_with(home) {

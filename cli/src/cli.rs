@@ -740,8 +740,8 @@ pub(crate) struct RunCmd {
     /// For `adapter:PROGRAM`: the shipped matrix (identity, trust, support) it runs under.
     #[arg(long, value_name = "NAME")]
     pub(crate) runner_matrix: Option<String>,
-    /// Seconds an adapter has to answer one step (default 120).
-    #[arg(long, value_name = "SECS")]
+    /// Seconds an adapter has to answer one step (default 120; at most a day).
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub(crate) step_timeout_secs: Option<u64>,
     /// Largest line an adapter may write, in bytes (default 1048576; at least 1024).
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1024..=(1u64 << 30)))]

@@ -913,3 +913,51 @@ fn bench_run_smoke() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// Outside testing round 10: a proposal holding a number that cannot be signed (beyond
+/// ±(2^53−1)) left the run half-finished; it is the runner's violation, receipted, and the
+/// run closes with a signed reason.
+#[test]
+fn issue_21_an_unsignable_number_in_a_proposal_is_a_runner_violation() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[("shell.test", &["true"], &["execute"])],
+        act(json!([
+            {"id":"action_t","capability":"shell.test","operation":"execute","argv":["true"],"timeout_ms":9_007_199_254_740_992_u64}
+        ])),
+        &[],
+    );
+    let home = dir.path().join("home");
+    for runner in [&[][..], &["--runner", "fixture-adapter"][..]] {
+        let (exit, id, text) = run_example(&home, &ex, runner);
+        assert_eq!(exit, 1, "{text}");
+        let run = run_json(&home, &id);
+        assert_eq!(run["status"], "failed", "{text}");
+        assert!(
+            run["stop_reason"]
+                .as_str()
+                .unwrap()
+                .contains("proposed action 0 cannot be signed"),
+            "{run}"
+        );
+        let all = receipts(&home, &id);
+        assert!(
+            all.iter()
+                .any(|r| r["determining_policies"] == json!(["kernel.runner-violation"])),
+            "{all:?}"
+        );
+        verify_run(&home, &id, false);
+    }
+    // An operator's step timeout is bounded too (it was an overflow panic after signing).
+    let out = craik()
+        .arg("run")
+        .arg(&ex)
+        .arg("--home")
+        .arg(&home)
+        .args(["--step-timeout-secs", "18446744073709551615"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", transcript(&out));
+}

@@ -1256,6 +1256,14 @@ fn checked_directives(
             phase.as_str()
         ));
     }
+    // Every action a receipt will name must be signable: a number outside ±(2^53−1) in a
+    // proposed action is the runner's violation, not a run left half-finished (outside testing
+    // round 10).
+    for (k, action) in found.actions.iter().enumerate() {
+        if let Err(why) = crate::digest::Digest::of_canonical(action) {
+            return Err(format!("proposed action {k} cannot be signed: {why}"));
+        }
+    }
     Ok(found)
 }
 

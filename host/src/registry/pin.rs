@@ -252,8 +252,15 @@ pub fn install(entry: &Entry, home: &Path, now: &str) -> Result<Pin, Error> {
         path: target.path().to_path_buf(),
         sha256,
         installed_at: now.to_owned(),
-        entry_sha256: Some(super::definition_digest(entry)).filter(|d| !d.is_empty()),
+        entry_sha256: Some(super::definition_digest(entry)),
     };
+    // Fail closed: an entry that cannot be digested is not pinned at all.
+    if pin.entry_sha256.as_deref() == Some("") {
+        return Err(Error::internal(format!(
+            "runner `{}`: its registry entry cannot be digested",
+            entry.id
+        )));
+    }
     create_private_dir(&dir)?;
     let path = dir.join(PIN_FILE);
     let mut bytes = serde_json::to_vec_pretty(&pin)

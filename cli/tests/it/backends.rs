@@ -7,33 +7,19 @@
 //! `--offline` against an unreachable registry, pip with `--no-index`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use crate::adapters::adapter_bin;
 use crate::provider::{Recorded, phase_of, serve, wire_with};
+use crate::registry::{ok, runners};
 use crate::runs::{example, receipts, run_example, verify_run};
 use crate::{craik, repo_root, transcript};
 
 /// The host's fixed PATH: what `craik runners install` finds `npm`, `node` and `python3` on.
 const SAFE_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
-
-fn runners(home: &Path, args: &[&str]) -> Output {
-    craik()
-        .arg("runners")
-        .args(args)
-        .arg("--home")
-        .arg(home)
-        .output()
-        .unwrap()
-}
-
-fn ok(out: &Output) -> String {
-    assert_eq!(out.status.code(), Some(0), "{}", transcript(out));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// Whether `program ARGS` runs on the host's PATH. Missing in CI (`CI` set) is a failure, never a
 /// silent skip; on a developer machine the test says so and returns.

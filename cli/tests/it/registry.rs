@@ -15,7 +15,7 @@ use crate::provider::{Recorded, phase_of, serve, wire};
 use crate::runs::{example, receipts, run_example, run_json, scratch_example, verify_run};
 use crate::{craik, repo_root, transcript};
 
-fn runners(home: &Path, args: &[&str]) -> Output {
+pub(crate) fn runners(home: &Path, args: &[&str]) -> Output {
     craik()
         .arg("runners")
         .args(args)
@@ -25,7 +25,7 @@ fn runners(home: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn ok(out: &Output) -> String {
+pub(crate) fn ok(out: &Output) -> String {
     assert_eq!(out.status.code(), Some(0), "{}", transcript(out));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }

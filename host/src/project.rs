@@ -69,25 +69,33 @@ impl Specs {
             under: Vec::new(),
         };
         for (i, raw) in entries.iter().enumerate() {
-            let trimmed = raw.strip_suffix('/').unwrap_or(raw);
-            let glob = if raw.ends_with('/') {
-                format!("{trimmed}/**")
-            } else {
-                raw.clone()
-            };
-            let m = crate::config::workspace_glob(&glob).map_err(|why| (i, why))?;
-            out.entries.push(m);
-            let plain = !raw.ends_with('/') && !raw.contains(['*', '?', '[', ']', '{', '}']);
-            out.under.push(if plain {
-                Some(
-                    crate::config::workspace_glob(&format!("{trimmed}/**"))
-                        .map_err(|why| (i, why))?,
-                )
-            } else {
-                None
-            });
+            let globs = Self::globs_of(raw);
+            let (glob, under) = globs
+                .split_first()
+                .ok_or_else(|| (i, "an empty entry".to_owned()))?;
+            out.entries
+                .push(crate::config::workspace_glob(glob).map_err(|why| (i, why))?);
+            out.under.push(
+                under
+                    .first()
+                    .map(|u| crate::config::workspace_glob(u).map_err(|why| (i, why)))
+                    .transpose()?,
+            );
         }
         Ok(out)
+    }
+
+    /// The globs one entry stands for: `DIR/` is `DIR/**`; a glob is itself; a plain path `P`
+    /// is `P` and, should it be a directory, `P/**`.
+    pub fn globs_of(raw: &str) -> Vec<String> {
+        let trimmed = raw.strip_suffix('/').unwrap_or(raw);
+        if raw.ends_with('/') {
+            vec![format!("{trimmed}/**")]
+        } else if raw.contains(['*', '?', '[', ']', '{', '}']) {
+            vec![raw.to_owned()]
+        } else {
+            vec![raw.to_owned(), format!("{trimmed}/**")]
+        }
     }
 
     /// The first entry matching the relative path `rel`.

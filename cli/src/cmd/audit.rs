@@ -238,11 +238,12 @@ fn bound_files(journal: &Path, inputs: Option<&Value>) -> Vec<BoundFile> {
         let Some(signed) = inputs.get(key).and_then(Value::as_str) else {
             continue;
         };
+        use craik_host::run::signed::{Bound, bound};
         let bytes = std::fs::read(journal.with_file_name(file)).ok();
-        let state = match &bytes {
-            None => "missing",
-            Some(b) if craik_host::run::exec::digest(b) == signed => "matches",
-            Some(_) => "changed",
+        let state = match bound(bytes.as_deref(), Some(signed)) {
+            Bound::Matches => "matches",
+            Bound::Changed(_) => "changed",
+            _ => "missing",
         };
         let prompt = match (&bytes, state, key) {
             (Some(b), "matches", "compiled_prompt_sha256") => craik_host::prompt::text_of(b).ok(),

@@ -184,7 +184,7 @@ fn receipt_unbound(
             Ok(bytes) => craik_host::run::signed::inputs_mismatch(&bytes, r)
                 .map(|why| ("inputs", why))
                 .or_else(|| {
-                    craik_host::run::signed::case_file_unbound(run_dir, r)
+                    craik_host::run::signed::bound_files_mismatch(run_dir, r)
                         .map(|why| ("inputs", why))
                 }),
             Err(e) => Some((

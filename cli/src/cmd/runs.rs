@@ -121,7 +121,6 @@ pub(crate) fn decode_one<T: Contract>(path: &Path, bytes: &[u8]) -> Result<T, Fa
 }
 
 /// An example directory's files, with the command line's flags taking precedence.
-#[derive(Clone)]
 struct Resolved {
     task: PathBuf,
     /// `NAME` of the runner (`fixture`, `fixture-adapter`, `codex`, ...), or
@@ -313,7 +312,6 @@ fn resolve_toolchains(
 
 /// What a run is made of, read and checked before anything is written: the same for
 /// `craik run` and `craik prompt compile`.
-#[derive(Clone)]
 struct Prepared {
     resolved: Resolved,
     task: TaskRequest,
@@ -410,6 +408,18 @@ fn prepare(out: &mut Out, args: &RunArgs<'_>) -> Result<Prepared, Failure> {
     })
 }
 
+/// The workspace the run will have, when it is not yet made: `--workspace`, else (no example
+/// seed, which is copied into the run directory) the current directory.
+fn planned_workspace(args: &RunArgs<'_>, p: &Prepared) -> Result<Option<PathBuf>, Failure> {
+    match (args.workspace, p.resolved.workspace_seed.as_deref()) {
+        (Some(ws), _) => Ok(Some(ws.to_path_buf())),
+        (None, Some(_)) => Ok(None),
+        (None, None) => std::env::current_dir()
+            .map(Some)
+            .map_err(|e| Failure::usage(format!("current directory: {e}"))),
+    }
+}
+
 /// The case file (from the declared profile's repository, else from the workspace the run will
 /// have: an example's seed, `--workspace`, the current directory) and the prompt compiled
 /// from it and the run's inputs. `home`: the run's home and its keys (approved memory is
@@ -474,16 +484,8 @@ pub(crate) fn prompt_compile(
     file: Option<&Path>,
 ) -> Result<Exit, Failure> {
     let prepared = prepare(out, args)?;
-    let cwd;
-    let planned_ws = match (args.workspace, prepared.resolved.workspace_seed.as_deref()) {
-        (Some(ws), _) => Some(ws),
-        (None, Some(_)) => None,
-        (None, None) => {
-            cwd = std::env::current_dir()
-                .map_err(|e| Failure::usage(format!("current directory: {e}")))?;
-            Some(cwd.as_path())
-        }
-    };
+    let planned = planned_workspace(args, &prepared)?;
+    let planned_ws = planned.as_deref();
     let home = Home::for_run(args.home, planned_ws)?;
     let keys = if home.keys().join(craik_host::keys::PRIVATE_NAME).is_file() {
         Some(craik_host::keys::load_or_create(&home.keys())?.1)
@@ -533,16 +535,14 @@ fn profile_immutable(
     if !same {
         return Ok(Vec::new());
     }
-    let mut globs = Vec::new();
-    for entry in &profile.profile.docs.immutable_paths {
-        let trimmed = entry.trim_end_matches('/');
-        if trimmed.contains(['*', '?', '[', '{']) {
-            globs.push(trimmed.to_owned());
-        } else {
-            globs.push(craik_kernel::ImmutablePaths::glob_for(trimmed, false));
-            globs.push(craik_kernel::ImmutablePaths::glob_for(trimmed, true));
-        }
-    }
+    // The entries mean what they mean in the case file's inventory (`Specs`).
+    let globs: Vec<String> = profile
+        .profile
+        .docs
+        .immutable_paths
+        .iter()
+        .flat_map(|entry| craik_host::project::Specs::globs_of(entry))
+        .collect();
     craik_kernel::ImmutablePaths::new(&globs).map_err(|e| {
         Failure::invalid(
             format!("{}: docs.immutable_paths: {e}", profile.file.display()),
@@ -583,29 +583,10 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
     // testing round 9: a Ctrl-C in the first quarter second left a run directory half made).
     craik_host::confine::set_graceful(true);
     let prepared = prepare(out, args)?;
-    let Prepared {
-        resolved,
-        task,
-        scenario_path,
-        scenario_digest,
-        intent,
-        envelope,
-        grants,
-        profile,
-        max_iterations,
-    } = prepared.clone();
     // The workspace the run will have (an example's is a fresh copy inside the run
     // directory); the home is chosen, or refused, against it before anything is written.
-    let cwd;
-    let planned_ws = match (args.workspace, resolved.workspace_seed.as_deref()) {
-        (Some(ws), _) => Some(ws),
-        (None, Some(_)) => None,
-        (None, None) => {
-            cwd = std::env::current_dir()
-                .map_err(|e| Failure::usage(format!("current directory: {e}")))?;
-            Some(cwd.as_path())
-        }
-    };
+    let planned = planned_workspace(args, &prepared)?;
+    let planned_ws = planned.as_deref();
     let toolchains = resolve_toolchains(args.toolchains, args.command_read)?;
     let home = Home::for_run(args.home, planned_ws)?;
     if args.home.is_none() && home.root != Path::new(".craik") {
@@ -626,23 +607,23 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
             .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
             .collect(),
     };
-    let scenario = match resolved.scenario.as_deref() {
+    let scenario = match prepared.resolved.scenario.as_deref() {
         Some(path) => Some((path, read_scenario(path)?.0)),
         None => None,
     };
     let registry = crate::cmd::runners::registry(&home.root)?;
     let (runner, matrix, runner_adapter) = build_runner(
-        &resolved.runner,
+        &prepared.resolved.runner,
         scenario,
         &home.runs().join(&run_id),
         &runner_options,
-        profile,
+        prepared.profile,
         &registry,
     )?;
     let setup = setup(
         args.policies,
         args.custom,
-        (&task, &grants),
+        (&prepared.task, &prepared.grants),
         (runner, matrix),
         &home,
         out,
@@ -673,7 +654,7 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
     let (dir, workspace) = craik_host::run::store::create_run(
         &home,
         &run_id,
-        resolved.workspace_seed.as_deref(),
+        prepared.resolved.workspace_seed.as_deref(),
         args.workspace,
     )?;
     // Home and workspace apart (neither inside the other): checked before anything was
@@ -691,7 +672,8 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
     // run works on the profile's repository (or an example's copy of it).
     immutable_paths.extend(profile_immutable(
         args.project,
-        args.workspace.or(resolved.workspace_seed.as_deref()),
+        args.workspace
+            .or(prepared.resolved.workspace_seed.as_deref()),
     )?);
     immutable_paths.extend(inputs_in_workspace(
         &workspace,
@@ -715,6 +697,17 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
             return Err(Failure::usage(format!("{}: {e}", path.display())));
         }
     }
+    let Prepared {
+        resolved,
+        task,
+        scenario_path,
+        scenario_digest,
+        intent,
+        envelope,
+        grants,
+        profile,
+        max_iterations,
+    } = prepared;
     let inputs = Inputs {
         run_id: run_id.clone(),
         task,

@@ -139,6 +139,39 @@ pub fn case_file_mismatch(path: &std::path::Path, signed: Option<&str>) -> Optio
     bound_file_mismatch(crate::case::CASE_FILE, path, signed)
 }
 
+/// How a run file bound by a digest in the run's signed inputs stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Bound {
+    /// Its bytes hash to the signed digest.
+    Matches,
+    /// Its bytes hash to this other digest.
+    Changed(String),
+    /// The inputs sign a digest and there is no file.
+    Missing,
+    /// There is a file, and the inputs sign none.
+    Unsigned,
+    /// Neither a file nor a signed digest.
+    None,
+}
+
+/// The one check of a bound file: `bytes` (the file's, if it could be read) against `signed`
+/// (the digest its run's inputs sign, if any).
+pub fn bound(bytes: Option<&[u8]>, signed: Option<&str>) -> Bound {
+    match (bytes, signed) {
+        (Some(b), Some(signed)) => {
+            let digest = exec::digest(b);
+            if digest == signed {
+                Bound::Matches
+            } else {
+                Bound::Changed(digest)
+            }
+        }
+        (None, Some(_)) => Bound::Missing,
+        (Some(_), None) => Bound::Unsigned,
+        (None, None) => Bound::None,
+    }
+}
+
 /// Why the file `name` of a run (at `path`) is not the one the run signed (`signed`: its
 /// sha256 in the run's inputs; `None`: the run has none, and then none may have appeared);
 /// `None` when it is.
@@ -147,26 +180,27 @@ pub fn bound_file_mismatch(
     path: &std::path::Path,
     signed: Option<&str>,
 ) -> Option<String> {
-    match (std::fs::read(path), signed) {
-        (Ok(bytes), Some(signed)) => {
-            let digest = exec::digest(&bytes);
-            (digest != signed).then(|| {
-                format!("{name}: changed since the run started ({digest}; the run.inputs receipt signs {signed})")
-            })
-        }
-        (Err(e), Some(signed)) => Some(format!(
-            "{name}: {e}; the run.inputs receipt signs {signed}"
+    let read = std::fs::read(path);
+    match (bound(read.as_deref().ok(), signed), signed) {
+        (Bound::Matches | Bound::None, _) => None,
+        (Bound::Changed(digest), Some(signed)) => Some(format!(
+            "{name}: changed since the run started ({digest}; the run.inputs receipt signs {signed})"
         )),
-        (Ok(_), None) => Some(format!(
+        (Bound::Unsigned, _) => Some(format!(
             "{name}: present, but the run's signed inputs name none"
         )),
-        (Err(_), None) => None,
+        (_, signed) => Some(format!(
+            "{name}: {}; the run.inputs receipt signs {}",
+            read.err()
+                .map_or_else(|| "unreadable".to_owned(), |e| e.to_string()),
+            signed.unwrap_or("-")
+        )),
     }
 }
 
 /// The first of the run's bound files (the case file, the compiled prompt) that is not what
 /// its verified `run.inputs` receipt signs (`case_file_sha256`, `compiled_prompt_sha256`).
-pub fn case_file_unbound(run_dir: &std::path::Path, receipt: &ReceiptPayload) -> Option<String> {
+pub fn bound_files_mismatch(run_dir: &std::path::Path, receipt: &ReceiptPayload) -> Option<String> {
     let signed = |k: &str| {
         receipt
             .result

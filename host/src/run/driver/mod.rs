@@ -342,30 +342,24 @@ impl Host {
         let bytes = self
             .dir
             .read_bytes(crate::prompt::PROMPT_FILE)
-            .map_err(io(&path))?
-            .ok_or_else(|| {
-                Error::invalid(
-                    format!(
-                        "{}: missing; the run.inputs receipt signs {signed}",
-                        path.display()
-                    ),
-                    Vec::new(),
-                )
-            })?;
-        let digest = crate::run::exec::digest(&bytes);
-        if digest != signed {
-            return Err(Error::invalid(
-                format!(
-                    "{}: changed since the run started ({digest}; the run.inputs receipt signs {signed})",
-                    path.display()
-                ),
-                Vec::new(),
-            ));
-        }
-        let text = crate::prompt::text_of(&bytes)
-            .map_err(|e| Error::invalid(format!("{}: {e}", path.display()), Vec::new()))?;
-        self.prompt = Some(text);
-        Ok(())
+            .map_err(io(&path))?;
+        use crate::run::signed::{Bound, bound};
+        let why = match (bound(bytes.as_deref(), Some(&signed)), &bytes) {
+            (Bound::Matches, Some(bytes)) => {
+                let text = crate::prompt::text_of(bytes)
+                    .map_err(|e| Error::invalid(format!("{}: {e}", path.display()), Vec::new()))?;
+                self.prompt = Some(text);
+                return Ok(());
+            }
+            (Bound::Changed(digest), _) => format!(
+                "changed since the run started ({digest}; the run.inputs receipt signs {signed})"
+            ),
+            _ => format!("missing; the run.inputs receipt signs {signed}"),
+        };
+        Err(Error::invalid(
+            format!("{}: {why}", path.display()),
+            Vec::new(),
+        ))
     }
 
     /// Time this process spent appending to the home ledger.
@@ -791,13 +785,12 @@ impl Host {
         self.record_model_steps(&request, &reports)?;
         let mut result = match asked {
             Ok(r) => r,
-            // Abandoned because the operator stopped the run: not the runner's doing.
-            Err(_) if crate::confine::interrupted().is_some() => {
-                let signal = crate::confine::interrupted().unwrap_or_default();
-                self.halt(TaskRunStatus::Interrupted, interrupted_reason(signal))?;
-                return Ok(Flow::Stop);
-            }
             Err(why) => {
+                // Abandoned because the operator stopped the run: not the runner's doing.
+                if let Some(signal) = crate::confine::interrupted() {
+                    self.halt(TaskRunStatus::Interrupted, interrupted_reason(signal))?;
+                    return Ok(Flow::Stop);
+                }
                 // A step cut off by the budget's cap ends the run for the budget.
                 if why.contains("no answer to `step` within")
                     && left.is_some()

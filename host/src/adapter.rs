@@ -28,6 +28,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use crate::confine::Sandbox;
+use crate::run::RunnerError;
 use crate::run::StepRunner;
 use crate::run::exec::SAFE_PATH;
 
@@ -330,15 +331,17 @@ impl std::fmt::Debug for Adapter {
 pub enum CallError {
     /// The adapter answered with a structured error.
     Structured(ChannelError),
-    /// The adapter broke the protocol (or died, or hung); the group has been killed.
+    /// The adapter broke the protocol (or died); the group has been killed.
     Violation(String),
+    /// The adapter gave no answer within the call's timeout; the group has been killed.
+    Timeout(String),
 }
 
 impl std::fmt::Display for CallError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Structured(e) => write!(f, "adapter error {}: {}", e.code, e.message),
-            Self::Violation(why) => f.write_str(why),
+            Self::Violation(why) | Self::Timeout(why) => f.write_str(why),
         }
     }
 }
@@ -366,7 +369,7 @@ impl Adapter {
             Some(expected) => Some(open_pinned(&spec.program, expected)?),
             None => None,
         };
-        let std_command = match &pinned {
+        let (std_command, refusal) = match &pinned {
             Some((file, false)) => {
                 use std::os::fd::AsRawFd;
                 let by_fd = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
@@ -392,9 +395,15 @@ impl Adapter {
             }
         }
         let _guard = runtime.enter();
-        let mut child = command
-            .spawn()
-            .map_err(|e| format!("`{}`: cannot start: {e}", spec.program.display()))?;
+        // A refusal comes back on its own pipe (issue 30): what the adapter could write on
+        // its stderr never decides it.
+        let mut child = command.spawn().map_err(|e| match refusal.take() {
+            Some(what) => format!(
+                "`{}`: the sandbox refused to start it: {what}",
+                spec.program.display()
+            ),
+            None => format!("`{}`: cannot start: {e}", spec.program.display()),
+        })?;
         drop(pinned);
         let pgid = child.id();
         crate::confine::manage(pgid);
@@ -584,10 +593,13 @@ impl Adapter {
                         method: CancelMethod::Name,
                         params: CancelParams { id },
                     });
-                    return Err(self.violation(format!(
+                    return Err(match self.violation(format!(
                         "no answer to `{method}` within {} ms; the adapter's process group was killed",
                         timeout.as_millis()
-                    )));
+                    )) {
+                        CallError::Violation(why) => CallError::Timeout(why),
+                        other => other,
+                    });
                 }
                 Ok(None) => {
                     let status = self.exit_status();
@@ -604,7 +616,7 @@ impl Adapter {
             match self.classify::<Resp>(&line, id, method) {
                 Ok(Some(response)) => return Ok(response),
                 Ok(None) => continue,
-                Err(e @ CallError::Structured(_)) => return Err(e),
+                Err(e @ (CallError::Structured(_) | CallError::Timeout(_))) => return Err(e),
                 Err(CallError::Violation(why)) => return Err(self.violation(why)),
             }
         }
@@ -940,17 +952,21 @@ impl AdapterRunner {
 }
 
 impl StepRunner for AdapterRunner {
-    fn start(&mut self, expected: &RunnerMetadata) -> Result<(), String> {
-        let mut adapter = Adapter::spawn(self.spec.clone())
-            .map_err(|e| format!("{}{e}", crate::run::SETUP_FAILED))?;
+    fn start(&mut self, expected: &RunnerMetadata) -> Result<(), RunnerError> {
+        // Every way the process fails to start (not found, pin mismatch, the sandbox's
+        // refusal on its own pipe) is the operator's setup.
+        let mut adapter = Adapter::spawn(self.spec.clone()).map_err(RunnerError::Setup)?;
         adapter.text_sink = self.text_sink.take();
         let result = adapter.initialize(Some(expected)).map_err(|e| classify(&e));
         self.adapter = Some(adapter);
         result
     }
 
-    fn step(&mut self, request: &RunnerStepRequest) -> Result<RunnerStepResult, String> {
-        let adapter = self.adapter.as_mut().ok_or("the adapter was not started")?;
+    fn step(&mut self, request: &RunnerStepRequest) -> Result<RunnerStepResult, RunnerError> {
+        let adapter = self
+            .adapter
+            .as_mut()
+            .ok_or_else(|| RunnerError::Failed("the adapter was not started".into()))?;
         adapter.spec.step_timeout = match self.step_cap {
             Some(cap) => self
                 .spec
@@ -999,17 +1015,15 @@ impl StepRunner for AdapterRunner {
     }
 }
 
-/// A call error as the host records it: setup failures (the program never started, the
-/// sandbox refused it, the adapter answered `3 unavailable`) are marked as such.
-fn classify(e: &CallError) -> String {
-    let setup = match e {
-        CallError::Structured(err) => err.code == 3,
-        CallError::Violation(why) => why.contains(crate::confine::REFUSED_PREFIX),
-    };
-    if setup {
-        format!("{}{e}", crate::run::SETUP_FAILED)
-    } else {
-        e.to_string()
+/// A call error as the host records it, by its kind (never by its text, which holds what the
+/// adapter wrote): an adapter answering `3 unavailable` (a live CLI or API key missing) is a
+/// setup failure on the operator's side, as the protocol defines that code; a timeout is a
+/// timeout; the rest is the runner's failure.
+fn classify(e: &CallError) -> RunnerError {
+    match e {
+        CallError::Structured(err) if err.code == 3 => RunnerError::Setup(e.to_string()),
+        CallError::Structured(_) | CallError::Violation(_) => RunnerError::Failed(e.to_string()),
+        CallError::Timeout(why) => RunnerError::Timeout(why.clone()),
     }
 }
 

@@ -213,12 +213,12 @@ impl Sandbox {
     }
 
     /// A `std` command that starts `program args` confined (applied in the child between
-    /// `fork` and `exec`, see [`craik_spawn`]).
+    /// `fork` and `exec`, see [`craik_spawn`]), and the pipe its refusal comes back on.
     pub fn command(
         &self,
         program: &Path,
         args: &[String],
-    ) -> Result<std::process::Command, String> {
+    ) -> Result<(std::process::Command, craik_spawn::Refusal), String> {
         self.command_named(program, None, args)
     }
 
@@ -230,15 +230,16 @@ impl Sandbox {
         program: &Path,
         arg0: Option<&str>,
         args: &[String],
-    ) -> Result<std::process::Command, String> {
+    ) -> Result<(std::process::Command, craik_spawn::Refusal), String> {
         let plan = self.plan()?;
         let mut command = std::process::Command::new(program);
         if let Some(arg0) = arg0 {
             command.arg0(arg0);
         }
         command.args(args);
-        craik_spawn::install(&mut command, plan);
-        Ok(command)
+        let refusal = craik_spawn::install(&mut command, plan)
+            .map_err(|e| format!("a pipe for the sandbox's refusal: {e}"))?;
+        Ok((command, refusal))
     }
 
     /// Starts `program` (absolute, already resolved) confined, without copying Craik's memory

@@ -36,8 +36,12 @@
 //! 5. the seccomp filter (installed last but one: it refuses mounts, namespaces, ...);
 //! 6. every descriptor above 2 marked close-on-exec: nothing Craik holds reaches the program.
 //!
-//! INVARIANT: when [`apply`] fails the child never reaches `exec`: it writes one
-//! [`REFUSED_PREFIX`] line on its standard error and exits [`REFUSED_EXIT`].
+//! INVARIANT: when [`apply`] fails the child never reaches `exec`, and the refusal reaches the
+//! parent on a channel the program cannot write: [`spawn`] reads it from the memory the two
+//! share until `exec` and returns [`SpawnError::Refused`]; [`install`] writes it to a
+//! close-on-exec pipe the parent reads ([`Refusal::take`]) once `std`'s spawn has failed. Never
+//! on the child's standard error: a program that ran can write anything there, and a receipt
+//! must not say "not run" because it printed the words (outside testing, issue 30).
 
 use std::ffi::CStr;
 use std::ffi::CString;
@@ -47,10 +51,40 @@ use std::os::unix::process::CommandExt;
 use rustix::mount::{MountFlags, MountPropagationFlags};
 use rustix::thread::{CapabilitiesSecureBits, CapabilitySet, CapabilitySets};
 
-/// The exit code of a child that refused to run its program.
+/// The exit code of a child that refused to run its program (never read as a signal: the
+/// refusal itself travels on its own channel, see the crate documentation).
 pub const REFUSED_EXIT: i32 = 125;
-/// The first word of that child's refusal on its standard error.
+/// The first word of a warning (or of the probe's refusal) on standard error, for people.
 pub const REFUSED_PREFIX: &str = "craik-confine:";
+
+/// Why [`spawn`] started no program.
+#[derive(Debug)]
+pub enum SpawnError {
+    /// The child refused before `exec`: a confinement step failed (the text says which).
+    Refused(String),
+    /// The working directory could not be entered.
+    Chdir(std::io::Error),
+    /// Descriptors 0, 1 and 2 could not be set up.
+    Stdio(std::io::Error),
+    /// `execve` failed.
+    Exec(std::io::Error),
+    /// The child could not be made (`clone`, its stack, a descriptor).
+    Clone(std::io::Error),
+}
+
+impl std::fmt::Display for SpawnError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Refused(what) => write!(f, "the sandbox refused to start it: {what}"),
+            Self::Chdir(e) => write!(f, "cannot enter the working directory: {e}"),
+            Self::Stdio(e) => write!(f, "cannot set up standard input and output: {e}"),
+            Self::Exec(e) => write!(f, "cannot execute: {e}"),
+            Self::Clone(e) => write!(f, "cannot make the child process: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SpawnError {}
 
 /// Every capability number the kernel may know; past its last one the calls fail `EINVAL`.
 const LAST_CAP: u32 = 63;
@@ -212,19 +246,14 @@ impl<'a> Fail<'a> {
         }
     }
 
-    /// Writes `craik-confine: <what>[ `path`][: os error N]` (or a warning) to fd 2.
-    fn report(&self, warning: bool) {
+    /// Writes `craik-confine: WARNING: <what>[ `path`][: os error N]; …` to fd 2: for the
+    /// person reading the output only (nothing in Craik reads it back).
+    fn warn(&self) {
         let mut line = Line::new();
         line.push(REFUSED_PREFIX.as_bytes());
-        line.push(b" ");
-        if warning {
-            line.push(b"WARNING: ");
-        }
+        line.push(b" WARNING: ");
         self.compose(&mut line);
-        if warning {
-            line.push(b"; file metadata (chmod) is not confined for this process");
-        }
-        line.push(b"\n");
+        line.push(b"; file metadata (chmod) is not confined for this process\n");
         let _ = rustix::io::write(stderr(), line.bytes());
     }
 }
@@ -286,27 +315,52 @@ fn stderr() -> rustix::fd::BorrowedFd<'static> {
     }
 }
 
-/// Makes `command`, when spawned, apply `plan` to its child before `exec`: on failure the
-/// child exits [`REFUSED_EXIT`] after one [`REFUSED_PREFIX`] line on its standard error.
-pub fn install(command: &mut std::process::Command, plan: Plan) {
+/// Makes `command`, when spawned, apply `plan` to its child before `exec`. On failure the
+/// child writes what failed to a close-on-exec pipe and `std`'s spawn fails (its own pipe
+/// carries the errno); [`Refusal::take`] then reads the text.
+pub fn install(command: &mut std::process::Command, plan: Plan) -> std::io::Result<Refusal> {
+    let (read, write) = rustix::pipe::pipe_with(
+        rustix::pipe::PipeFlags::CLOEXEC | rustix::pipe::PipeFlags::NONBLOCK,
+    )?;
     let hook = move || -> std::io::Result<()> {
         if let Err(fail) = apply(&plan) {
-            fail.report(false);
-            // SAFETY: `_exit` ends the child at once, without running the parent's atexit
-            // handlers or flushing its buffers (which `exit` would do, twice).
-            #[allow(unsafe_code)]
-            unsafe {
-                libc::_exit(REFUSED_EXIT)
-            };
+            let mut line = Line::new();
+            fail.compose(&mut line);
+            let _ = rustix::io::write(&write, line.bytes());
+            return Err(std::io::Error::from_raw_os_error(
+                fail.errno.unwrap_or(libc::EPERM),
+            ));
         }
         Ok(())
     };
     // SAFETY: the hook runs in the child between `fork` and `exec`. Everything it reaches
-    // ([`apply`]) allocates nothing, takes no lock and only makes system calls on data `plan`
-    // owns, built before the fork; see the crate documentation.
+    // ([`apply`], [`Line`], one `write(2)`) allocates nothing, takes no lock and only makes
+    // system calls on data `plan` owns, built before the fork; see the crate documentation.
+    // The `io::Error` it returns is built from a raw errno (no allocation).
     #[allow(unsafe_code)]
     unsafe {
         command.pre_exec(hook);
+    }
+    Ok(Refusal { read })
+}
+
+/// The parent's end of the pipe [`install`]'s child reports a refusal on.
+#[derive(Debug)]
+pub struct Refusal {
+    read: OwnedFd,
+}
+
+impl Refusal {
+    /// What the child refused, once `std`'s spawn has failed (the child wrote it before
+    /// failing); `None` when it did not refuse (the spawn failed for another reason).
+    pub fn take(self) -> Option<String> {
+        let mut buf = [0u8; 1024];
+        match rustix::io::read(&self.read, &mut buf) {
+            Ok(n) if n > 0 => {
+                Some(String::from_utf8_lossy(buf.get(..n).unwrap_or_default()).into_owned())
+            }
+            _ => None,
+        }
     }
 }
 
@@ -347,11 +401,15 @@ struct Handoff<'a> {
     /// 0, or the errno of the step that failed (`stage` says which).
     errno: std::sync::atomic::AtomicI32,
     stage: std::sync::atomic::AtomicU8,
+    /// What [`apply`] refused (`stage` is [`STAGE_CONFINE`]); written by the child while the
+    /// parent thread is suspended, read by the parent after.
+    refusal: std::cell::Cell<Option<Fail<'a>>>,
 }
 
 const STAGE_CHDIR: u8 = 1;
 const STAGE_EXEC: u8 = 2;
 const STAGE_STDIO: u8 = 3;
+const STAGE_CONFINE: u8 = 4;
 
 /// Starts `program` confined by `plan`, its standard input, output and error `stdio`.
 ///
@@ -363,19 +421,24 @@ const STAGE_STDIO: u8 = 3;
 /// touches nothing of theirs: it only reads `plan` and `program`, and runs [`apply`], which
 /// allocates nothing and takes no lock. In the child: every signal handler back to the
 /// default, an empty signal mask, `stdio` on 0, 1 and 2, the working directory, [`apply`]
-/// (on failure a [`REFUSED_PREFIX`] line and exit [`REFUSED_EXIT`]), then `execve`.
+/// (on failure the refusal is left in the shared memory and the child exits), then `execve`.
 ///
-/// An `exec` or `chdir` that fails is an `Err` here (the child has been reaped).
+/// A refusal, or an `exec` or `chdir` that fails, is an `Err` here (the child has been
+/// reaped).
 pub fn spawn(
     program: &Program,
     stdio: [std::os::fd::BorrowedFd<'_>; 3],
     plan: &Plan,
-) -> std::io::Result<Started> {
+) -> Result<Started, SpawnError> {
     use std::sync::atomic::Ordering;
     // Descriptors 0..=2 of the child are set by `dup2` from these: numbers ≥ 3 first, so no
     // target overwrites a source not yet copied.
     let high = |fd: std::os::fd::BorrowedFd<'_>| rustix::io::fcntl_dupfd_cloexec(fd, 3);
-    let sources = [high(stdio[0])?, high(stdio[1])?, high(stdio[2])?];
+    let sources = [high(stdio[0]), high(stdio[1]), high(stdio[2])];
+    let [Ok(s0), Ok(s1), Ok(s2)] = sources else {
+        return Err(SpawnError::Clone(std::io::Error::last_os_error()));
+    };
+    let sources = [s0, s1, s2];
     let argv = nul_terminated(&program.argv);
     let envp = nul_terminated(&program.envp);
     let handoff = Handoff {
@@ -386,8 +449,9 @@ pub fn spawn(
         plan,
         errno: std::sync::atomic::AtomicI32::new(0),
         stage: std::sync::atomic::AtomicU8::new(0),
+        refusal: std::cell::Cell::new(None),
     };
-    let stack = Stack::new()?;
+    let stack = Stack::new().map_err(SpawnError::Clone)?;
     let mut pidfd: libc::c_int = -1;
     let pid = {
         let _blocked = SignalsBlocked::new();
@@ -408,27 +472,32 @@ pub fn spawn(
         }
     };
     if pid < 0 {
-        return Err(std::io::Error::last_os_error());
+        return Err(SpawnError::Clone(std::io::Error::last_os_error()));
     }
     // SAFETY: with `CLONE_PIDFD` the kernel stored a new descriptor of the child here, owned
     // by nobody else.
     #[allow(unsafe_code)]
     let pidfd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(pidfd) };
     drop(sources);
-    let errno = handoff.errno.load(Ordering::SeqCst);
-    if errno != 0 {
-        // The child has exited (127): reap it, then say what failed.
+    let stage = handoff.stage.load(Ordering::SeqCst);
+    if stage != 0 {
+        // The child has exited: reap it, then say what failed.
         let _ = rustix::process::waitid(
             rustix::process::WaitId::PidFd(pidfd.as_fd()),
             rustix::process::WaitIdOptions::EXITED,
         );
-        let e = std::io::Error::from_raw_os_error(errno);
-        let what = match handoff.stage.load(Ordering::SeqCst) {
-            STAGE_CHDIR => "cannot enter the working directory",
-            STAGE_STDIO => "cannot set up standard input and output",
-            _ => "cannot execute",
-        };
-        return Err(std::io::Error::new(e.kind(), format!("{what}: {e}")));
+        let e = std::io::Error::from_raw_os_error(handoff.errno.load(Ordering::SeqCst));
+        return Err(match stage {
+            STAGE_CONFINE => SpawnError::Refused(
+                handoff
+                    .refusal
+                    .get()
+                    .map_or_else(|| "a confinement step failed".to_owned(), |f| f.text()),
+            ),
+            STAGE_CHDIR => SpawnError::Chdir(e),
+            STAGE_STDIO => SpawnError::Stdio(e),
+            _ => SpawnError::Exec(e),
+        });
     }
     Ok(Started { pid, pidfd })
 }
@@ -627,12 +696,9 @@ extern "C" fn child(arg: *mut libc::c_void) -> libc::c_int {
         failed(STAGE_CHDIR, e.raw_os_error());
     }
     if let Err(fail) = apply(handoff.plan) {
-        fail.report(false);
-        // SAFETY: as above.
-        #[allow(unsafe_code)]
-        unsafe {
-            libc::_exit(REFUSED_EXIT)
-        };
+        // The parent reads it once this child has exited (it is suspended until then).
+        handoff.refusal.set(Some(fail));
+        failed(STAGE_CONFINE, fail.errno.unwrap_or(0));
     }
     // SAFETY: `argv` and `envp` are NUL-terminated arrays of live NUL-terminated strings.
     #[allow(unsafe_code)]
@@ -664,7 +730,7 @@ pub fn apply(plan: &Plan) -> Result<(), Fail<'_>> {
         if plan.mounts_required {
             return Err(fail);
         }
-        fail.report(true);
+        fail.warn();
     }
     drop_privileges()?;
     limit_resources(plan.file_size_limit)?;

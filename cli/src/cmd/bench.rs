@@ -591,14 +591,16 @@ fn ungoverned(
             redaction_required: false,
             created_at: now,
         };
-        let mut result = runner.step(&request).map_err(Failure::internal)?;
+        let mut result = runner
+            .step(&request)
+            .map_err(|e| Failure::internal(e.to_string()))?;
         let found = directives(&mut result.observed_output).map_err(Failure::internal)?;
         for a in found.actions {
             let target = a.target.unwrap_or_default();
             match a.operation.as_str() {
                 "write" => ws
                     .write(&target, a.content.unwrap_or_default().as_bytes(), &a.id)
-                    .map_err(Failure::internal)?,
+                    .map_err(|e| Failure::internal(e.to_string()))?,
                 _ => {
                     black_box(ws.read_text(&target).map_err(Failure::internal)?);
                 }
@@ -974,21 +976,37 @@ pub(crate) fn channel(
         scratch.0.join("cwd"),
     );
     let mut adapter = craik_host::adapter::AdapterRunner::new(spec);
-    adapter.start(&matrix.runner).map_err(Failure::internal)?;
+    adapter
+        .start(&matrix.runner)
+        .map_err(|e| Failure::internal(e.to_string()))?;
     let mut inproc = craik_host::run::FixtureStepRunner::new(scenario);
     let mut channel_us = Vec::with_capacity(count);
     let mut local_us = Vec::with_capacity(count);
     // Warm both paths, then interleave so both see the same machine state.
     for _ in 0..100.min(count) {
-        adapter.step(&request).map_err(Failure::internal)?;
-        black_box(inproc.step(&request).map_err(Failure::internal)?);
+        adapter
+            .step(&request)
+            .map_err(|e| Failure::internal(e.to_string()))?;
+        black_box(
+            inproc
+                .step(&request)
+                .map_err(|e| Failure::internal(e.to_string()))?,
+        );
     }
     for _ in 0..count {
         let t = Instant::now();
-        black_box(adapter.step(&request).map_err(Failure::internal)?);
+        black_box(
+            adapter
+                .step(&request)
+                .map_err(|e| Failure::internal(e.to_string()))?,
+        );
         channel_us.push(t.elapsed().as_secs_f64() * 1e6);
         let t = Instant::now();
-        black_box(inproc.step(&request).map_err(Failure::internal)?);
+        black_box(
+            inproc
+                .step(&request)
+                .map_err(|e| Failure::internal(e.to_string()))?,
+        );
         local_us.push(t.elapsed().as_secs_f64() * 1e6);
     }
     drop(adapter);

@@ -171,34 +171,38 @@ impl Workspace {
         String::from_utf8(bytes).map_err(|_| format!("`{rel}`: not UTF-8 text"))
     }
 
-    /// Writes `content` to `rel` atomically.
-    pub fn write(&self, rel: &str, content: &[u8], tag: &str) -> Result<(), String> {
+    /// Writes `content` to `rel` atomically. An existing file keeps its permission bits
+    /// (`rwx` for user, group and others; never set-id or sticky bits); a new one is `0644`.
+    pub fn write(&self, rel: &str, content: &[u8], tag: &str) -> Result<(), WriteError> {
         let parent = self
-            .parent(rel, true)?
-            .ok_or_else(|| format!("`{rel}`: cannot create its directory"))?;
+            .parent(rel, true)
+            .map_err(WriteError::Failed)?
+            .ok_or_else(|| WriteError::Failed(format!("`{rel}`: cannot create its directory")))?;
         write_in(parent, rel, content, tag)
     }
 }
 
 /// Writes `content` as `parent.name` in the directory already held: whatever happens to the
 /// path above it meanwhile, the file lands in that directory.
-fn write_in(parent: Parent<'_>, rel: &str, content: &[u8], tag: &str) -> Result<(), String> {
+fn write_in(parent: Parent<'_>, rel: &str, content: &[u8], tag: &str) -> Result<(), WriteError> {
     let Parent { dir, name } = parent;
     // An existing target must be a regular file: never a symlink (the rename would replace
-    // it, but Craik refuses rather than surprise), a directory or anything else.
-    match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+    // it, but Craik refuses rather than surprise), a directory or anything else. Its
+    // permission bits carry over to the new bytes (issue 30: an executable script stayed
+    // executable only by luck of the umask before).
+    let mode = match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(stat) => match FileType::from_raw_mode(stat.st_mode) {
-            FileType::RegularFile => {}
+            FileType::RegularFile => stat.st_mode & 0o777,
             FileType::Symlink => {
-                return Err(format!(
+                return Err(WriteError::Failed(format!(
                     "`{rel}` is a symlink; Craik never writes through one"
-                ));
+                )));
             }
-            _ => return Err(format!("`{rel}` is not a regular file")),
+            _ => return Err(WriteError::Failed(format!("`{rel}` is not a regular file"))),
         },
-        Err(Errno::NOENT) => {}
-        Err(e) => return Err(format!("`{rel}`: {e}")),
-    }
+        Err(Errno::NOENT) => 0o644,
+        Err(e) => return Err(WriteError::Failed(format!("`{rel}`: {e}"))),
+    };
     let tmp = format!(".{name}.craik-{tag}.tmp");
     let result = (|| -> std::io::Result<()> {
         // A temporary file left by a crash is ours to replace.
@@ -210,8 +214,10 @@ fn write_in(parent: Parent<'_>, rel: &str, content: &[u8], tag: &str) -> Result<
             &dir,
             &tmp,
             OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o644),
+            Mode::from_raw_mode(0o600),
         )?;
+        // Exactly the mode (the umask narrowed what `openat` set).
+        rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode))?;
         let mut file = File::from(fd);
         file.write_all(content)?;
         file.sync_all()?;
@@ -220,15 +226,30 @@ fn write_in(parent: Parent<'_>, rel: &str, content: &[u8], tag: &str) -> Result<
     })();
     if let Err(e) = result {
         let _ = rustix::fs::unlinkat(&dir, &tmp, AtFlags::empty());
-        return Err(format!("`{rel}`: cannot write: {e}"));
+        return Err(WriteError::Failed(format!("`{rel}`: cannot write: {e}")));
     }
     // The bytes are in place; only their durability is in question if this fails.
-    rustix::fs::fsync(&dir).map_err(|e| format!("{UNCERTAIN_PREFIX}`{rel}`: the new bytes are in place but the directory could not be synced ({e}); a crash could still lose them"))
+    rustix::fs::fsync(&dir).map_err(|e| WriteError::Uncertain(format!("`{rel}`: the new bytes are in place but the directory could not be synced ({e}); a crash could still lose them")))
 }
 
-/// The start of a write error after which the new bytes were already in place: the outcome
-/// is uncertain, not failed, and recovery checks the bytes.
-pub const UNCERTAIN_PREFIX: &str = "uncertain: ";
+/// Why a workspace write did not surely land.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteError {
+    /// Nothing was written (the file is as it was).
+    Failed(String),
+    /// The new bytes were already in place: the outcome is uncertain, not failed, and the
+    /// caller checks the bytes.
+    Uncertain(String),
+}
+
+impl std::fmt::Display for WriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Failed(why) => f.write_str(why),
+            Self::Uncertain(why) => write!(f, "uncertain: {why}"),
+        }
+    }
+}
 
 /// Why opening `name` in `dir` (reached as `shown`) failed, in words.
 fn refusal(dir: &impl AsFd, name: &str, shown: &str, error: Errno) -> String {
@@ -376,13 +397,10 @@ pub fn run_command(
             return Err("processes the command started survived the sweep; the step fails".into());
         }
     }
-    let outcome = outcome?;
-    if outcome.exit_code == Some(crate::confine::REFUSED_EXIT)
-        && outcome.stderr.starts_with(crate::confine::REFUSED_PREFIX)
-    {
-        return Err(craik_contracts::one_line(&outcome.stderr));
-    }
-    Ok(outcome)
+    // A refusal before `exec` is an `Err` of the spawn (it came back through the memory the
+    // child shared until `exec`); whatever a program that ran wrote, and whatever it exited
+    // with, is its outcome (issue 30: never read back from its stderr).
+    outcome
 }
 
 /// Starts the command confined and collects its output until it exits or the timeout: one
@@ -597,6 +615,40 @@ mod tests {
         (tmp, ws)
     }
 
+    /// Issue 30 item 7: a write keeps the target's permission bits (an executable script stays
+    /// executable, a private file stays private), never its set-id bits; a new file is 0644
+    /// whatever the umask.
+    #[test]
+    fn issue_30_a_write_keeps_the_targets_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let (tmp, ws) = workspace();
+        let mode = |rel: &str| {
+            std::fs::metadata(tmp.path().join(rel))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o7777
+        };
+        for (rel, before, after) in [
+            ("docs/run.sh", 0o755, 0o755),
+            ("docs/secret.txt", 0o600, 0o600),
+            ("docs/odd", 0o640, 0o640),
+            ("docs/setuid", 0o4755, 0o755),
+        ] {
+            std::fs::write(tmp.path().join(rel), "old").unwrap();
+            std::fs::set_permissions(
+                tmp.path().join(rel),
+                std::fs::Permissions::from_mode(before),
+            )
+            .unwrap();
+            ws.write(rel, b"new", "t").unwrap();
+            assert_eq!(mode(rel), after, "{rel}");
+            assert_eq!(std::fs::read(tmp.path().join(rel)).unwrap(), b"new");
+        }
+        ws.write("docs/new.md", b"x", "t").unwrap();
+        assert_eq!(mode("docs/new.md"), 0o644);
+    }
+
     /// The race the descriptor walk closes: the directory is opened, then swapped for a
     /// symlink to `.git/`; the write still lands in the directory that was opened.
     #[test]
@@ -609,7 +661,7 @@ mod tests {
         assert!(tmp.path().join("docs-old/a.md").is_file());
         assert!(!tmp.path().join(".git/a.md").exists());
         // And a fresh walk now refuses the symlinked component.
-        let e = ws.write("docs/b.md", b"x", "t").unwrap_err();
+        let e = ws.write("docs/b.md", b"x", "t").unwrap_err().to_string();
         assert!(e.contains("`docs` is a symlink"), "{e}");
         assert!(!tmp.path().join(".git/b.md").exists());
     }
@@ -633,13 +685,16 @@ mod tests {
 
         let e = ws.read_text("docs/link.md").unwrap_err();
         assert!(e.contains("`docs/link.md` is a symlink"), "{e}");
-        let e = ws.write("docs/link.md", b"x", "t").unwrap_err();
+        let e = ws.write("docs/link.md", b"x", "t").unwrap_err().to_string();
         assert!(e.contains("is a symlink"), "{e}");
         assert_eq!(
             std::fs::read_to_string(tmp.path().join("docs/real.md")).unwrap(),
             "real"
         );
-        let e = ws.write("docs/inner/config", b"x", "t").unwrap_err();
+        let e = ws
+            .write("docs/inner/config", b"x", "t")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("`docs/inner` is a symlink"), "{e}");
         assert!(!tmp.path().join(".git/config").exists());
         // A FIFO is neither read (which would block) nor replaced.
@@ -651,13 +706,15 @@ mod tests {
         assert!(
             ws.write("docs/fifo", b"x", "t")
                 .unwrap_err()
+                .to_string()
                 .contains("not a regular file")
         );
-        let e = ws.write("plain/x", b"x", "t").unwrap_err();
+        let e = ws.write("plain/x", b"x", "t").unwrap_err().to_string();
         assert!(e.contains("`plain` is not a directory"), "{e}");
         assert!(
             ws.write("docs", b"x", "t")
                 .unwrap_err()
+                .to_string()
                 .contains("not a regular file")
         );
 
@@ -670,7 +727,7 @@ mod tests {
             "docs/.",
             "",
         ] {
-            let e = ws.write(bad, b"x", "t").unwrap_err();
+            let e = ws.write(bad, b"x", "t").unwrap_err().to_string();
             assert!(e.contains("not a normalised workspace path"), "{bad}: {e}");
             assert!(ws.state(bad).is_err(), "{bad}");
         }

@@ -250,19 +250,42 @@ pub enum Event {
 
 /// A runner, as the loop sees it: in-process (the fixture) or an adapter process behind the
 /// channel (`crate::adapter`). Everything it returns is checked by the host as hostile input.
-/// The start of a runner error that is a setup failure on the operator's side (the program
-/// cannot start, confinement is unavailable, a live CLI or API key is missing: error code 3),
-/// not something the runner did: it fails the run without calling it a violation.
+/// How a setup failure is shown (the words before its reason).
 pub const SETUP_FAILED: &str = "runner setup failed: ";
+
+/// Why a runner gave no step result. The kind comes from where the failure happened, as a
+/// type; the text is for people and is never read back to decide anything (issue 30: an
+/// adapter that wrote a setup failure's words on its stderr had its own violation signed as
+/// the operator's setup failure).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunnerError {
+    /// A setup failure on the operator's side (the program cannot start, the sandbox refused
+    /// it, its pin does not match, a live CLI or API key is missing: error code 3), not
+    /// something the runner did: it fails the run without calling it a violation.
+    Setup(String),
+    /// No answer within the step's timeout (the adapter was killed).
+    Timeout(String),
+    /// The runner failed or broke the protocol.
+    Failed(String),
+}
+
+impl std::fmt::Display for RunnerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Setup(why) => write!(f, "{SETUP_FAILED}{why}"),
+            Self::Timeout(why) | Self::Failed(why) => f.write_str(why),
+        }
+    }
+}
 
 pub trait StepRunner {
     /// The handshake, before the first step (adapters: `initialize`).
-    fn start(&mut self, expected: &RunnerMetadata) -> Result<(), String> {
+    fn start(&mut self, expected: &RunnerMetadata) -> Result<(), RunnerError> {
         let _ = expected;
         Ok(())
     }
     /// One step.
-    fn step(&mut self, request: &RunnerStepRequest) -> Result<RunnerStepResult, String>;
+    fn step(&mut self, request: &RunnerStepRequest) -> Result<RunnerStepResult, RunnerError>;
     /// Diagnostics gathered since the last call (adapters: redacted stderr, streamed logs).
     fn take_diagnostics(&mut self) -> Vec<String> {
         Vec::new()
@@ -305,9 +328,9 @@ impl FixtureStepRunner {
 }
 
 impl StepRunner for FixtureStepRunner {
-    fn step(&mut self, request: &RunnerStepRequest) -> Result<RunnerStepResult, String> {
+    fn step(&mut self, request: &RunnerStepRequest) -> Result<RunnerStepResult, RunnerError> {
         self.model_steps = self.scenario.model_steps(request);
-        self.scenario.answer(request)
+        self.scenario.answer(request).map_err(RunnerError::Failed)
     }
 
     fn take_model_steps(&mut self) -> Vec<craik_contracts::channel::ModelStepReport> {

@@ -139,7 +139,7 @@ impl Host {
                 let summary = format!("{verb} {rel} ({} bytes, {post})", new_text.len());
                 self.outcome_receipt(action, true, &summary, None)
             }
-            Err(e) if e.starts_with(exec::UNCERTAIN_PREFIX) => {
+            Err(e @ exec::WriteError::Uncertain(_)) => {
                 // Not "write failed": the rename happened. Check the bytes now and record
                 // what is true: written, durability uncertain.
                 let landed = self.workspace.state(rel).ok();

@@ -148,6 +148,7 @@ impl Host {
             return Ok(());
         }
         self.operator_receipt(OperatorAct::Cancel, by, reason)?;
+        self.cancelled = true;
         self.halt(
             TaskRunStatus::Interrupted,
             format!("cancelled by {by}: {}", signable(reason)),

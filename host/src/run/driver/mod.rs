@@ -59,8 +59,8 @@ use crate::run::memory::write_memory;
 pub use crate::run::signed::{RUN_CLOSED, RUN_INPUTS, RUN_PARKED, action_digest, bound_inputs};
 use crate::run::store::{CrashPoints, EVENTS, HANDOFF, Home, OUTPUTS, RUN, RunStore, RunStoreExt};
 use crate::run::{
-    ActionRecord, Event, Inputs, Outcome, StepRunner, compact, directives, json, may_act,
-    may_propose,
+    ActionRecord, Event, Inputs, Outcome, RunnerError, StepRunner, compact, directives, json,
+    may_act, may_propose,
 };
 
 /// Most actions one step may propose (each is decided and receipted: a runner cannot flood
@@ -128,6 +128,9 @@ pub struct Host {
     /// Run outputs already written (a step re-asked after a crash is not written twice).
     output_ids: HashSet<String>,
     halted: Option<(TaskRunStatus, String)>,
+    /// An operator cancelled the run (a `run.cancel` receipt is signed): what the closing
+    /// receipt's `cancelled` says — from the act, never from the reason's words.
+    cancelled: bool,
     closed: bool,
     notes: Vec<String>,
     /// The run's first receipt (`run.inputs`), for its ledger entries.
@@ -474,6 +477,7 @@ impl Host {
             used_approvals: HashSet::new(),
             output_ids: HashSet::new(),
             halted: None,
+            cancelled: false,
             closed: false,
             notes: Vec::new(),
             first: None,
@@ -792,13 +796,13 @@ impl Host {
                     return Ok(Flow::Stop);
                 }
                 // A step cut off by the budget's cap ends the run for the budget.
-                if why.contains("no answer to `step` within")
+                if matches!(why, RunnerError::Timeout(_))
                     && left.is_some()
                     && let Gate::Stop(status, reason) = self.machine.gate(self.clock.now())
                 {
                     return self.halt(status, reason).map(|()| Flow::Stop);
                 }
-                return self.violation(&request, &why);
+                return self.runner_failed(&request, &why);
             }
         };
         // Over the token budget: the run ends before anything of this step is accepted (an
@@ -864,13 +868,16 @@ impl Host {
 
     /// The runner's answer to `request` (its handshake first, once); `Err` says why the
     /// runner failed, which the caller records as a violation (or a setup failure).
-    fn ask_runner(&mut self, request: &RunnerStepRequest) -> Result<RunnerStepResult, String> {
+    fn ask_runner(&mut self, request: &RunnerStepRequest) -> Result<RunnerStepResult, RunnerError> {
         if !self.runner_started {
-            if let Err(why) = self.runner.start(&self.matrix.runner) {
-                if why.starts_with(crate::run::SETUP_FAILED) {
-                    return Err(why);
+            match self.runner.start(&self.matrix.runner) {
+                Ok(()) => {}
+                Err(RunnerError::Setup(why)) => return Err(RunnerError::Setup(why)),
+                Err(RunnerError::Timeout(why) | RunnerError::Failed(why)) => {
+                    return Err(RunnerError::Failed(format!(
+                        "runner handshake failed: {why}"
+                    )));
                 }
-                return Err(format!("runner handshake failed: {why}"));
             }
             self.runner_started = true;
         }
@@ -879,13 +886,16 @@ impl Host {
         let runner_diagnostics = self.runner.take_diagnostics();
         let mut result = match result {
             Ok(r) => r,
-            Err(why) if why.starts_with(crate::run::SETUP_FAILED) => return Err(why),
-            Err(why) => {
-                let mut why = format!("runner failed: {why}");
+            Err(RunnerError::Setup(why)) => return Err(RunnerError::Setup(why)),
+            Err(e) => {
+                let mut why = format!("runner failed: {e}");
                 if let Some(last) = runner_diagnostics.last() {
                     why.push_str(&format!(" (last diagnostic: {last})"));
                 }
-                return Err(why);
+                return Err(match e {
+                    RunnerError::Timeout(_) => RunnerError::Timeout(why),
+                    _ => RunnerError::Failed(why),
+                });
             }
         };
         result.diagnostics.extend(runner_diagnostics);
@@ -944,12 +954,21 @@ impl Host {
 
     /// A channel/contract violation by the runner: a denying kernel receipt, run failed.
     fn violation(&mut self, request: &RunnerStepRequest, why: &str) -> Result<Flow, Error> {
-        let why = redact_checked(why)
+        self.runner_failed(request, &RunnerError::Failed(why.to_owned()))
+    }
+
+    /// The runner gave no acceptable answer: a denying kernel receipt, run failed. A setup
+    /// failure is the operator's to fix, not the runner's doing: its own pseudo-policy and
+    /// wording — decided by the error's kind, never by its text.
+    fn runner_failed(
+        &mut self,
+        request: &RunnerStepRequest,
+        error: &RunnerError,
+    ) -> Result<Flow, Error> {
+        let setup = matches!(error, RunnerError::Setup(_));
+        let why = redact_checked(&error.to_string())
             .map(|r| r.text)
             .unwrap_or_else(|what| format!("(diagnostic withheld: it held {what})"));
-        // A setup failure is the operator's to fix, not the runner's doing: its own
-        // pseudo-policy and wording.
-        let setup = why.starts_with(crate::run::SETUP_FAILED);
         let draft = ReceiptDraft {
             task_id: self.inputs.task.id.clone(),
             actor: self.matrix.runner.id.clone(),
@@ -1082,9 +1101,8 @@ impl Host {
             .insert("iteration".into(), json!(self.machine.run().iteration));
         metadata.0.insert(
             "cancelled".into(),
-            // An operator's cancellation (`Host::cancel`, or the live driver's): its reason
-            // is always `cancelled by user:NAME: REASON`.
-            json!(reason.starts_with("cancelled by user:")),
+            // An operator's cancellation (`Host::cancel`, or the live driver's).
+            json!(self.cancelled),
         );
         metadata.0.insert("may_continue".into(), json!(false));
         self.ending_draft(

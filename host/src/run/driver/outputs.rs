@@ -181,12 +181,17 @@ impl Host {
                 open.next_steps.push(format!(
                     "The run was interrupted: {reason}. Re-scope or start a new run."
                 ));
-                // Issue 21 item 4: a spent budget says which knob it was.
-                if reason.starts_with("provider token budget") {
+                // Issue 21 item 4: a spent budget says which knob it was — read from the
+                // counts, never from the reason's words (issue 30).
+                if self.token_budget_exceeded().is_some() {
                     open.next_steps.push(
                         "Raise --token-budget (craik.toml run.token_budget) or narrow the task; each model step's tokens are in the run's model.step receipts (`craik audit RUN`).".into(),
                     );
-                } else if reason.starts_with("wall-clock budget") {
+                } else if self
+                    .machine
+                    .wall_clock_left(self.clock.now())
+                    .is_some_and(|left| left.is_zero())
+                {
                     open.next_steps.push(
                         "Raise --wall-clock-budget (craik.toml run.wall_clock_budget_seconds) or narrow the task.".into(),
                     );

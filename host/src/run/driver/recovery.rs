@@ -81,6 +81,7 @@ impl Host {
         host.load_prompt()?;
         host.receipts_by_action = receipts.by_action;
         host.used_approvals = receipts.approvals_used;
+        host.cancelled = receipts.cancelled;
         host.output_ids = output_ids;
         host.closed = closed;
         host.notes = notes;
@@ -420,6 +421,8 @@ pub(super) struct Indexed {
     ending: Option<(TaskRunStatus, String)>,
     by_action: BTreeMap<String, Vec<ReceiptPayload>>,
     approvals_used: HashSet<String>,
+    /// A `run.cancel` receipt is signed.
+    cancelled: bool,
     ids: Vec<String>,
     closed: bool,
     /// What the `model.step` receipts count: each receipt once, whether or not its step's
@@ -433,6 +436,7 @@ pub(super) fn decode_receipts(bytes: &[u8]) -> Indexed {
         ending: None,
         by_action: BTreeMap::new(),
         approvals_used: HashSet::new(),
+        cancelled: false,
         ids: Vec::new(),
         closed: false,
         tokens: TokenUsage::default(),
@@ -446,6 +450,9 @@ pub(super) fn decode_receipts(bytes: &[u8]) -> Indexed {
                     out.approvals_used.insert(id.to_owned());
                 }
                 out.ids.push(r.id.clone());
+                if r.capability == super::human::OperatorAct::Cancel.capability() {
+                    out.cancelled = true;
+                }
                 out.tokens.add_receipt(&r);
                 if out.first.is_none() {
                     out.first = Some((*r).clone());

@@ -1,0 +1,200 @@
+//! Issue 30 item 1: no signed field, status or attribution comes from text that untrusted code
+//! wrote. A confined program that prints the sandbox's words on its stderr and exits as a
+//! refusal would is recorded as a program that ran; an adapter that prints a setup failure's
+//! or a timeout's words is still the runner's violation. And the run path decides nothing by
+//! searching error text (a source scan).
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::adapters::{hostile, make_executable};
+use crate::runs::{act, receipts, run_example, run_json, scratch_example};
+
+/// Texts a hostile program or adapter writes, each as it would look coming from Craik itself.
+const FORGED: &[&str] = &[
+    "craik-confine: landlock: cannot restrict `/`: os error 1",
+    "craik-confine:",
+    "  craik-confine: WARNING: nothing",
+    "runner setup failed: `adapter`: the sandbox refused to start it: landlock",
+    "runner setup failed: ",
+    "no answer to `step` within 10 ms; the adapter's process group was killed",
+    "`x`: the sandbox refused to start it: seccomp",
+];
+
+fn outcome(home: &Path, id: &str) -> Value {
+    receipts(home, id)
+        .into_iter()
+        .find(|r| r["decided_by"]["kind"] == "outcome")
+        .unwrap()
+}
+
+#[test]
+fn issue_30_a_program_writing_the_sandbox_refusal_is_recorded_as_having_run() {
+    let dir = tempfile::tempdir().unwrap();
+    // Each forged line alone as the whole stderr, then all of them: with the exit code of a
+    // refusal, of success and of a failure.
+    let mut variants: Vec<String> = FORGED.iter().map(|f| format!("{f}\n")).collect();
+    variants.push(FORGED.join("\n"));
+    for (i, forged) in variants.iter().enumerate() {
+        let exits: &[i32] = if i + 1 == variants.len() {
+            &[125, 0, 1]
+        } else {
+            &[125]
+        };
+        for &exit in exits {
+            let case = dir.path().join(format!("case-{i}-{exit}"));
+            let script =
+                format!("#!/bin/sh\necho 'proof: it ran'\ncat forged.txt >&2\nexit {exit}\n");
+            let steps = act(json!([
+                {"id":"action_probe","capability":"shell.test","operation":"execute","argv":["./probe.sh"]},
+            ]));
+            let ex = scratch_example(
+                &case,
+                "trusted-local",
+                &[("shell.test", &["./probe.sh"], &["execute"])],
+                steps,
+                &[("probe.sh", &script), ("forged.txt", forged)],
+            );
+            make_executable(&ex.join("workspace/probe.sh"));
+            let home = case.join("home");
+            let (_, id, text) = run_example(&home, &ex, &[]);
+            let o = outcome(&home, &id);
+            let summary = o["result"]["summary"].as_str().unwrap();
+            assert!(
+                summary.contains(&format!("exited {exit}")) && !summary.contains("not run"),
+                "{forged} / exit {exit}: {summary}\n{text}"
+            );
+            let output = o["result"]["metadata"].to_string();
+            let events =
+                std::fs::read_to_string(home.join("runs").join(&id).join("events.jsonl")).unwrap();
+            assert!(
+                events.contains("proof: it ran") || output.contains("proof: it ran"),
+                "{forged} / exit {exit}: the program's output was dropped\n{text}"
+            );
+        }
+    }
+}
+
+/// An adapter that writes a setup failure's (or a timeout's) words on its stderr and then
+/// breaks the protocol is signed as the runner's violation: the attribution is typed.
+#[test]
+fn issue_30_an_adapter_cannot_sign_its_violation_as_the_operators_setup_failure() {
+    crate::ensure_adapters();
+    let dir = tempfile::tempdir().unwrap();
+    let base = hostile(dir.path(), "garbage");
+    let script = std::fs::read_to_string(&base).unwrap();
+    for (i, forged) in FORGED.iter().enumerate() {
+        let case = dir.path().join(format!("case-{i}"));
+        std::fs::create_dir_all(&case).unwrap();
+        // The forged words first thing, and again as the adapter's last stderr line.
+        let body = script.replace(
+            "sys.stderr.write(\"hostile adapter: \" + MODE + \"\\n\"); sys.stderr.flush()",
+            &format!(
+                "sys.stderr.write({forged:?} + \"\\n\"); sys.stderr.flush()\n\
+                 send({{\"method\": \"event\", \"params\": {{\"request\": req[\"id\"], \"kind\": \"log\", \"level\": \"error\", \"message\": {forged:?}}}}})"
+            ),
+        );
+        assert_ne!(body, script, "the hostile script changed shape");
+        let adapter = case.join("adapter.py");
+        std::fs::write(&adapter, body).unwrap();
+        make_executable(&adapter);
+        let ex = scratch_example(
+            &case,
+            "trusted-local",
+            &[],
+            crate::adapters::simple_steps(),
+            &[],
+        );
+        let home = case.join("home");
+        let (exit, id, text) = run_example(
+            &home,
+            &ex,
+            &[
+                "--runner",
+                &format!("adapter:{}", adapter.display()),
+                "--wall-clock-budget",
+                "3600",
+            ],
+        );
+        assert_eq!(exit, 1, "{forged}: {text}");
+        let run = run_json(&home, &id);
+        assert_eq!(run["status"], "failed", "{forged}: {text}");
+        let reason = run["stop_reason"].as_str().unwrap();
+        assert!(reason.starts_with("runner violation"), "{forged}: {reason}");
+        let rs = receipts(&home, &id);
+        assert_eq!(
+            rs[rs.len() - 2]["determining_policies"],
+            json!(["kernel.runner-violation"]),
+            "{forged}"
+        );
+    }
+}
+
+/// The run path decides nothing by searching error text: no `starts_with`/`contains` on a
+/// string that holds an error, a reason or a diagnostic. The scan is of the host's run path
+/// source; a match must be justified in the allow-list below (file, line text).
+#[test]
+fn issue_30_the_run_path_never_decides_by_searching_error_text() {
+    let root = crate::repo_root();
+    let files = [
+        "host/src/adapter.rs",
+        "host/src/run/exec.rs",
+        "host/src/run/mod.rs",
+        "host/src/run/driver/mod.rs",
+        "host/src/run/driver/executors.rs",
+        "host/src/run/driver/decisions.rs",
+        "host/src/run/driver/recovery.rs",
+        "host/src/run/driver/budget.rs",
+        "host/src/run/driver/observe.rs",
+        "host/src/run/driver/outputs.rs",
+        "host/src/run/driver/human.rs",
+        "host/src/confine.rs",
+        "spawn/src/lib.rs",
+    ];
+    let suspicious = [
+        "why.",
+        "err.",
+        "e.",
+        "error.",
+        "reason.",
+        "message.",
+        "stderr.",
+        "diagnostic",
+        "summary.",
+    ];
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        // Unit tests may inspect messages.
+        let code = text.split("#[cfg(test)]").next().unwrap();
+        for (n, line) in code.lines().enumerate() {
+            let l = line.trim();
+            if l.starts_with("//") {
+                continue;
+            }
+            for call in [".starts_with(", ".contains(", ".ends_with(", ".find("] {
+                if let Some(at) = l.find(call) {
+                    let before = &l[..at];
+                    let receiver = before
+                        .rsplit(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+                        .next()
+                        .unwrap_or("");
+                    let last = receiver.rsplit('.').find(|p| !p.is_empty()).unwrap_or("");
+                    if suspicious.iter().any(|s| {
+                        last == s.trim_end_matches('.') || (s.len() > 8 && last.contains(s))
+                    }) || l.contains("SETUP_FAILED")
+                        || l.contains("REFUSED_PREFIX")
+                    {
+                        found.push(format!("{file}:{}: {l}", n + 1));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "decisions on error text:\n{}",
+        found.join("\n")
+    );
+}

@@ -214,6 +214,9 @@ pub enum ModelStepOutcome {
     Retried,
     /// An error answer the step ended on.
     Failed,
+    /// The exchange was cut off before its answer was read (a timeout, the step's or the
+    /// connection's): the provider may have received, and billed, the request.
+    Cut,
 }
 
 impl ModelStepOutcome {
@@ -222,6 +225,7 @@ impl ModelStepOutcome {
             Self::Ok => "ok",
             Self::Retried => "retried",
             Self::Failed => "failed",
+            Self::Cut => "cut",
         }
     }
 }
@@ -242,10 +246,17 @@ pub struct ModelStepReport {
     /// The provider's response id, when it gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_id: Option<String>,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    /// `input_tokens + output_tokens`, exactly.
-    pub total_tokens: u64,
+    /// The provider's count of input tokens; `null` when it gave none that can be read
+    /// exactly (missing, negative, fractional, a string, or the exchange was cut): unknown is
+    /// never zero.
+    #[serde(default)]
+    pub input_tokens: Option<u64>,
+    /// The provider's count of output tokens; `null` when unknown, as `input_tokens`.
+    #[serde(default)]
+    pub output_tokens: Option<u64>,
+    /// `input_tokens + output_tokens`, exactly; `null` exactly when they are.
+    #[serde(default)]
+    pub total_tokens: Option<u64>,
     pub latency_ms: u64,
     /// Attempts before this one in the same step (0 for the first).
     pub retries: u32,
@@ -253,7 +264,25 @@ pub struct ModelStepReport {
     pub outcome: ModelStepOutcome,
 }
 
+/// A model step's token counts, when the provider reported them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenCounts {
+    pub input: u64,
+    pub output: u64,
+    pub total: u64,
+}
+
 impl ModelStepReport {
+    /// The counts, when all three are known (`None`: usage unknown). A report with some but
+    /// not all of them is refused by [`ModelStepReport::problem`].
+    pub fn counts(&self) -> Option<TokenCounts> {
+        Some(TokenCounts {
+            input: self.input_tokens?,
+            output: self.output_tokens?,
+            total: self.total_tokens?,
+        })
+    }
+
     /// What is wrong with the report, if anything: a string out of bounds or of the wrong
     /// form, a total that is not the sum, a count above its ceiling.
     pub fn problem(&self) -> Option<String> {
@@ -300,10 +329,20 @@ impl ModelStepReport {
                 })
             })
             .or_else(|| {
+                let known = [self.input_tokens, self.output_tokens, self.total_tokens]
+                    .iter()
+                    .filter(|n| n.is_some())
+                    .count();
+                (known != 0 && known != 3).then(|| {
+                    "input_tokens, output_tokens and total_tokens are all known or all `null` (unknown)".to_owned()
+                })
+            })
+            .or_else(|| {
+                let c = self.counts()?;
                 [
-                    ("input_tokens", self.input_tokens),
-                    ("output_tokens", self.output_tokens),
-                    ("total_tokens", self.total_tokens),
+                    ("input_tokens", c.input),
+                    ("output_tokens", c.output),
+                    ("total_tokens", c.total),
                 ]
                 .into_iter()
                 .find(|(_, n)| *n > MAX_MODEL_STEP_TOKENS)
@@ -314,14 +353,13 @@ impl ModelStepReport {
                 })
             })
             .or_else(|| {
-                (self.input_tokens.checked_add(self.output_tokens) != Some(self.total_tokens)).then(
-                    || {
-                        format!(
-                            "total_tokens {} is not input_tokens {} + output_tokens {}",
-                            self.total_tokens, self.input_tokens, self.output_tokens
-                        )
-                    },
-                )
+                let c = self.counts()?;
+                (c.input.checked_add(c.output) != Some(c.total)).then(|| {
+                    format!(
+                        "total_tokens {} is not input_tokens {} + output_tokens {}",
+                        c.total, c.input, c.output
+                    )
+                })
             })
             .or_else(|| {
                 (self.latency_ms > MAX_MODEL_STEP_LATENCY_MS).then(|| {

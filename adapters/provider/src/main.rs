@@ -191,7 +191,7 @@ fn user_prompt(request: &RunnerStepRequest) -> String {
 }
 
 fn payload(config: &Config, request: &RunnerStepRequest) -> Value {
-    match config.api {
+    let mut body = match config.api {
         Api::OpenAiResponses => json!({
             "model": config.model,
             "instructions": system_prompt(request),
@@ -217,7 +217,16 @@ fn payload(config: &Config, request: &RunnerStepRequest) -> Value {
             "tools": [{"type": "function", "function": {"name": "propose_action", "description": TOOL_DESCRIPTION, "parameters": action_schema()}}],
             "stream": config.stream,
         }),
+    };
+    // A chat-completions stream carries usage only when asked (a last chunk with `usage`);
+    // without it every streamed step's usage would be unknown.
+    if config.stream
+        && config.api == Api::ChatCompletions
+        && let Some(o) = body.as_object_mut()
+    {
+        o.insert("stream_options".into(), json!({"include_usage": true}));
     }
+    body
 }
 
 /// What a model answered, normalised across APIs.
@@ -225,8 +234,9 @@ fn payload(config: &Config, request: &RunnerStepRequest) -> Value {
 struct Normalised {
     text: String,
     tool_calls: Vec<(String, Map<String, Value>)>,
-    input_tokens: u64,
-    output_tokens: u64,
+    /// `None`: the provider gave no exact count.
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
     stop_reason: Option<String>,
     /// The provider's id for the response, when it gave one.
     response_id: Option<String>,
@@ -254,11 +264,12 @@ fn tool_call(v: &Value, args: &str) -> (String, Map<String, Value>) {
     )
 }
 
-fn u64_at(v: &Value, path: &[&str]) -> u64 {
+/// The count at `path`, when it is there as a non-negative integer: anything else (absent,
+/// negative, fractional, a string) is unknown, never 0 (issue 30).
+fn u64_at(v: &Value, path: &[&str]) -> Option<u64> {
     path.iter()
         .try_fold(v, |v, k| v.get(*k))
         .and_then(Value::as_u64)
-        .unwrap_or(0)
 }
 
 /// A complete (non-streamed) response body.
@@ -351,6 +362,10 @@ fn parse_body(api: Api, body: &Value) -> Normalised {
     n
 }
 
+/// The longest line of a streamed response read (bytes): far above any event a provider
+/// sends (a whole completed response in one `data:` line included).
+const MAX_SSE_LINE: usize = 4 * 1024 * 1024;
+
 /// A streamed (SSE) response, event by event; text deltas and tool calls are forwarded.
 fn parse_stream(
     api: Api,
@@ -361,9 +376,27 @@ fn parse_stream(
     // Partial tool calls by index: (name, arguments JSON text).
     let mut partial: Vec<(String, String)> = Vec::new();
     let mut event_name = String::new();
-    for line in BufReader::new(reader).lines() {
-        let line =
-            line.map_err(|e| error(codes::RUNNER_FAILED, format!("reading the stream: {e}")))?;
+    let mut reader = BufReader::new(reader);
+    let mut buf = Vec::new();
+    loop {
+        // Every line bounded (issue 30: a 300 MB line was buffered whole): one over the
+        // limit fails the step, it is never cut and read on.
+        buf.clear();
+        let read = (&mut reader)
+            .take(MAX_SSE_LINE as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| error(codes::RUNNER_FAILED, format!("reading the stream: {e}")))?;
+        if read == 0 {
+            break;
+        }
+        if buf.len() > MAX_SSE_LINE {
+            return Err(error(
+                codes::RUNNER_FAILED,
+                format!("the provider's stream has a line over {MAX_SSE_LINE} bytes"),
+            ));
+        }
+        let line = String::from_utf8_lossy(&buf);
+        let line = line.trim_end_matches(['\n', '\r']);
         if let Some(name) = line.strip_prefix("event:") {
             event_name = name.trim().to_owned();
             continue;
@@ -573,17 +606,17 @@ impl Provider {
         let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
         // The provider's counts as they are, never clamped: a count above the host's ceiling
         // fails the step there (fail closed) rather than understating what was spent.
-        let input_tokens = n.map_or(0, |n| n.input_tokens);
-        let output_tokens = n.map_or(0, |n| n.output_tokens);
+        // Unknown unless both counts are known (no answer read: unknown).
+        let counts = n.and_then(|n| Some((n.input_tokens?, n.output_tokens?)));
         ModelStepReport {
             provider: self.config.api.name().into(),
             model: printable(&self.config.model).unwrap_or_else(|| "unnamed".into()),
             endpoint_host: endpoint_host(&self.config.base_url),
             request_sha256: format!("sha256:{hex}"),
             response_id: n.and_then(|n| n.response_id.as_deref()).and_then(printable),
-            input_tokens,
-            output_tokens,
-            total_tokens: input_tokens.saturating_add(output_tokens),
+            input_tokens: counts.map(|c| c.0),
+            output_tokens: counts.map(|c| c.1),
+            total_tokens: counts.and_then(|(i, o)| i.checked_add(o)),
             latency_ms: u64::try_from(sent.elapsed().as_millis())
                 .unwrap_or(u64::MAX)
                 .min(MAX_MODEL_STEP_LATENCY_MS),
@@ -678,11 +711,19 @@ impl Provider {
                         .collect();
                     let retrying =
                         self.config.api.retryable(status) && attempt < self.config.max_retries;
+                    // An HTTP error answer generated nothing, and the providers document that
+                    // they do not bill one: its counts are known to be 0 (unlike a 200 whose
+                    // body could not be read, or an exchange cut off: unknown).
+                    let unbilled = Normalised {
+                        input_tokens: Some(0),
+                        output_tokens: Some(0),
+                        ..Normalised::default()
+                    };
                     events.model_step(self.report(
                         &body,
                         attempt,
                         sent,
-                        None,
+                        Some(&unbilled),
                         if retrying {
                             ModelStepOutcome::Retried
                         } else {
@@ -714,6 +755,26 @@ impl Provider {
                     ));
                 }
                 Err(ureq::Error::Transport(t)) => {
+                    // Cut after the connection was made (a read timeout, a reset): the
+                    // provider may have received and billed the request; its usage is
+                    // unknown, and reported so (issue 30). Never connected: nothing was sent.
+                    if !matches!(
+                        t.kind(),
+                        ureq::ErrorKind::Dns
+                            | ureq::ErrorKind::ConnectionFailed
+                            | ureq::ErrorKind::InvalidUrl
+                            | ureq::ErrorKind::UnknownScheme
+                            | ureq::ErrorKind::InvalidProxyUrl
+                            | ureq::ErrorKind::ProxyConnect
+                    ) {
+                        events.model_step(self.report(
+                            &body,
+                            attempt,
+                            sent,
+                            None,
+                            ModelStepOutcome::Cut,
+                        ));
+                    }
                     if attempt < self.config.max_retries {
                         let wait = self.config.retry_base.saturating_mul(1 << attempt.min(10));
                         events.log(

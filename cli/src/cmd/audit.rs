@@ -286,11 +286,12 @@ impl ModelSteps {
     fn line(&self) -> String {
         let u = &self.usage;
         format!(
-            "{} model step(s), {} tokens ({} in, {} out){} — adapter-reported",
+            "{} model step(s), {} tokens ({} in, {} out){}{} — adapter-reported",
             u.model_steps,
             u.total_tokens,
             u.input_tokens,
             u.output_tokens,
+            craik_host::run::driver::unknown_note(u),
             match (self.provider_token_budget, self.tokens_left) {
                 (Some(b), Some(left)) => format!("; budget {b}, {left} left"),
                 _ => "; no token budget".to_owned(),
@@ -307,11 +308,18 @@ fn model_step_line(r: &ReceiptPayload) -> Option<String> {
     let m = &r.result.metadata.0;
     let n = |k: &str| m.get(k).and_then(Value::as_u64).unwrap_or(0);
     let t = |k: &str| craik_contracts::one_line(m.get(k).and_then(Value::as_str).unwrap_or("-"));
+    let used = if m.get("usage").and_then(Value::as_str) == Some("unknown") {
+        "UNKNOWN usage".to_owned()
+    } else {
+        format!(
+            "{} tokens ({} in, {} out)",
+            n("total_tokens"),
+            n("input_tokens"),
+            n("output_tokens")
+        )
+    };
     Some(format!(
-        "model step: {} tokens ({} in, {} out), {} ms, {} retr{}, {}, {} at {}{}; run total {}{} (adapter-reported)",
-        n("total_tokens"),
-        n("input_tokens"),
-        n("output_tokens"),
+        "model step: {used}, {} ms, {} retr{}, {}, {} at {}{}; run total {}{} ({}-reported)",
         n("latency_ms"),
         n("retries"),
         if n("retries") == 1 { "y" } else { "ies" },
@@ -331,6 +339,7 @@ fn model_step_line(r: &ReceiptPayload) -> Option<String> {
             .and_then(Value::as_u64)
             .map(|b| format!(" of a budget of {b}"))
             .unwrap_or_default(),
+        t("reported_by"),
     ))
 }
 

@@ -1000,19 +1000,21 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
                     "  tokens    {}",
                     match budget {
                         Some(b) => format!(
-                            "{} of {b} tokens used, {} left ({} in, {} out; {} model step(s), adapter-reported)",
+                            "{} of {b} tokens used, {} left ({} in, {} out; {} model step(s), adapter-reported){}",
                             tokens.total_tokens,
                             b.saturating_sub(tokens.total_tokens),
                             tokens.input_tokens,
                             tokens.output_tokens,
-                            tokens.model_steps
+                            tokens.model_steps,
+                            craik_host::run::driver::unknown_note(&tokens)
                         ),
                         None => format!(
-                            "{} tokens used, no budget ({} in, {} out; {} model step(s), adapter-reported)",
+                            "{} tokens used, no budget ({} in, {} out; {} model step(s), adapter-reported){}",
                             tokens.total_tokens,
                             tokens.input_tokens,
                             tokens.output_tokens,
-                            tokens.model_steps
+                            tokens.model_steps,
+                            craik_host::run::driver::unknown_note(&tokens)
                         ),
                     }
                 ))?;

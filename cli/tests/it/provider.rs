@@ -611,3 +611,191 @@ fn issue_21_a_provider_over_its_token_budget_ends_the_run_interrupted_with_a_han
         verify_run(&home, &id, false);
     }
 }
+
+fn usage_re() -> &'static regex::Regex {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| regex::Regex::new(r#","usage":\{[^{}]*\}"#).unwrap())
+}
+
+fn count_res() -> &'static [regex::Regex] {
+    static RES: std::sync::OnceLock<Vec<regex::Regex>> = std::sync::OnceLock::new();
+    RES.get_or_init(|| {
+        ["input_tokens", "output_tokens", "prompt_tokens", "completion_tokens"]
+            .iter()
+            .map(|k| regex::Regex::new(&format!(r#""{k}":\d+"#)).unwrap())
+            .collect()
+    })
+}
+
+/// Issue 30 item 4: usage a provider omits, or gives as a negative, fractional or string
+/// count, is signed as unknown — never 0 — and under a token budget the first such step ends
+/// the run `interrupted` with a handoff; a chat-completions stream asks for usage.
+#[test]
+fn issue_30_usage_a_provider_omits_or_lies_about_is_unknown_and_stops_a_budgeted_run() {
+    let keys = [
+        "input_tokens",
+        "output_tokens",
+        "prompt_tokens",
+        "completion_tokens",
+    ];
+    for api in ["openai-responses", "anthropic-messages", "chat-completions"] {
+        for stream in [false, true] {
+            for lie in ["omit", "-7", "7.5", "\"7\"", "null"] {
+                let dir = tempfile::tempdir().unwrap();
+                let api_name = api.to_owned();
+                let lie_owned = lie.to_owned();
+                let (port, seen) = serve(Arc::new(move |r: &Recorded, _| {
+                    let (headers, mut body) = wire(&api_name, stream, phase_of(&r.body));
+                    if lie_owned == "omit" {
+                        body = usage_re().replace_all(&body, "").into_owned();
+                    } else {
+                        for (k, n) in keys.iter().zip(count_res()) {
+                            body = n
+                                .replace_all(&body, format!(r#""{k}":{lie_owned}"#).as_str())
+                                .into_owned();
+                        }
+                    }
+                    (200, headers, body)
+                }));
+                let script = wrapper(dir.path(), api, port, stream);
+                let ex = scratch_example(
+                    dir.path(),
+                    "trusted-local",
+                    &[],
+                    steps(),
+                    &[("README.md", "hello\n")],
+                );
+                let home = dir.path().join("home");
+                let key_env = if api == "anthropic-messages" {
+                    "ANTHROPIC_API_KEY"
+                } else {
+                    "OPENAI_API_KEY"
+                };
+                let out = craik()
+                    .arg("run")
+                    .arg(&ex)
+                    .arg("--home")
+                    .arg(&home)
+                    .arg("--runner")
+                    .arg(format!("adapter:{}", script.display()))
+                    .args(["--runner-matrix", "provider", "--step-timeout-secs", "20"])
+                    .args(["--token-budget", "1000000"])
+                    .env(key_env, "k")
+                    .output()
+                    .unwrap();
+                let case = format!("{api} stream={stream} usage={lie}");
+                assert_eq!(out.status.code(), Some(1), "{case}: {}", transcript(&out));
+                let id = run_id(&out);
+                let run = run_json(&home, &id);
+                assert_eq!(run["status"], "interrupted", "{case}");
+                assert!(
+                    run["stop_reason"].as_str().unwrap().starts_with(
+                        "provider token budget cannot be enforced: 1 model step(s) of unknown usage"
+                    ),
+                    "{case}: {}",
+                    run["stop_reason"]
+                );
+                // One exchange: the plan step's, and nothing after it.
+                assert_eq!(seen.lock().unwrap().len(), 1, "{case}");
+                if api == "chat-completions" && stream {
+                    assert_eq!(
+                        seen.lock().unwrap()[0].body["stream_options"],
+                        json!({"include_usage": true}),
+                        "{case}"
+                    );
+                }
+                let rs = receipts(&home, &id);
+                let steps: Vec<&Value> = rs
+                    .iter()
+                    .filter(|r| r["capability"] == "model.step")
+                    .collect();
+                assert_eq!(steps.len(), 1, "{case}");
+                let m = &steps[0]["result"]["metadata"];
+                assert_eq!(m["usage"], "unknown", "{case}: {m}");
+                for k in ["input_tokens", "output_tokens", "total_tokens"] {
+                    assert!(m.get(k).is_none(), "{case}: {k} signed as {}", m[k]);
+                }
+                assert!(
+                    steps[0]["result"]["summary"]
+                        .as_str()
+                        .unwrap()
+                        .contains("UNKNOWN usage"),
+                    "{case}"
+                );
+                let handoff =
+                    std::fs::read_to_string(home.join("runs").join(&id).join("handoff.json"))
+                        .unwrap();
+                assert!(
+                    handoff.contains("Raise --token-budget"),
+                    "{case}: {handoff}"
+                );
+                let show = craik()
+                    .args(["runs", "show", &id, "--home"])
+                    .arg(&home)
+                    .output()
+                    .unwrap();
+                assert!(
+                    String::from_utf8_lossy(&show.stdout)
+                        .contains("1 model step(s) of UNKNOWN usage"),
+                    "{case}: {}",
+                    transcript(&show)
+                );
+                verify_run(&home, &id, false);
+            }
+        }
+    }
+}
+
+/// Issue 30 item 4: a step cut off by its timeout leaves a host-signed `model.step` of
+/// unknown usage (the provider may have received and billed the request), and under a token
+/// budget the run ends `interrupted`.
+#[test]
+fn issue_30_an_exchange_cut_by_the_step_timeout_is_signed_as_unknown() {
+    for budget in [None, Some("1000")] {
+        let dir = tempfile::tempdir().unwrap();
+        let (port, _seen) = serve(Arc::new(move |r: &Recorded, _| {
+            std::thread::sleep(std::time::Duration::from_secs(6));
+            let (headers, body) = wire("chat-completions", false, phase_of(&r.body));
+            (200, headers, body)
+        }));
+        let script = wrapper(dir.path(), "chat-completions", port, false);
+        let ex = scratch_example(
+            dir.path(),
+            "trusted-local",
+            &[],
+            steps(),
+            &[("README.md", "hi\n")],
+        );
+        let home = dir.path().join("home");
+        let mut cmd = craik();
+        cmd.arg("run")
+            .arg(&ex)
+            .arg("--home")
+            .arg(&home)
+            .arg("--runner")
+            .arg(format!("adapter:{}", script.display()))
+            .args(["--runner-matrix", "provider", "--step-timeout-secs", "2"])
+            .env("OPENAI_API_KEY", "k");
+        if let Some(b) = budget {
+            cmd.args(["--token-budget", b]);
+        }
+        let out = cmd.output().unwrap();
+        let id = run_id(&out);
+        let run = run_json(&home, &id);
+        let rs = receipts(&home, &id);
+        let steps: Vec<&Value> = rs
+            .iter()
+            .filter(|r| r["capability"] == "model.step")
+            .collect();
+        assert_eq!(steps.len(), 1, "{budget:?}: {}", transcript(&out));
+        let m = &steps[0]["result"]["metadata"];
+        assert_eq!(m["usage"], "unknown");
+        assert_eq!(m["reported_by"], "host");
+        assert_eq!(m["outcome"], "cut");
+        match budget {
+            Some(_) => assert_eq!(run["status"], "interrupted", "{}", transcript(&out)),
+            None => assert_eq!(run["status"], "failed", "{}", transcript(&out)),
+        }
+        verify_run(&home, &id, false);
+    }
+}

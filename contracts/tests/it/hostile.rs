@@ -64,9 +64,9 @@ fn issue_21_model_step_reports_are_bounded_at_their_edges() {
         endpoint_host: "api.openai.com:443".into(),
         request_sha256: format!("sha256:{}", "0f".repeat(32)),
         response_id: Some("resp_1".into()),
-        input_tokens: MAX_MODEL_STEP_TOKENS - 1,
-        output_tokens: 1,
-        total_tokens: MAX_MODEL_STEP_TOKENS,
+        input_tokens: Some(MAX_MODEL_STEP_TOKENS - 1),
+        output_tokens: Some(1),
+        total_tokens: Some(MAX_MODEL_STEP_TOKENS),
         latency_ms: 0,
         retries: 0,
         streamed: true,
@@ -81,25 +81,46 @@ fn issue_21_model_step_reports_are_bounded_at_their_edges() {
     // One past the ceiling; a total that is not the sum (or would overflow).
     assert!(
         with(&|r| {
-            r.output_tokens = 2;
-            r.total_tokens = MAX_MODEL_STEP_TOKENS + 1;
+            r.output_tokens = Some(2);
+            r.total_tokens = Some(MAX_MODEL_STEP_TOKENS + 1);
         })
         .unwrap()
         .starts_with("total_tokens 10000001 is above the ceiling")
     );
     assert!(
-        with(&|r| r.total_tokens -= 1)
+        with(&|r| r.total_tokens = Some(MAX_MODEL_STEP_TOKENS - 1))
             .unwrap()
             .contains("is not input_tokens")
     );
     assert!(
         with(&|r| {
-            r.input_tokens = u64::MAX;
-            r.output_tokens = 1;
-            r.total_tokens = 0;
+            r.input_tokens = Some(u64::MAX);
+            r.output_tokens = Some(1);
+            r.total_tokens = Some(0);
         })
         .is_some()
     );
+    // Issue 30: unknown usage is all three `null`, never a mix.
+    assert_eq!(
+        with(&|r| {
+            r.input_tokens = None;
+            r.output_tokens = None;
+            r.total_tokens = None;
+        }),
+        None
+    );
+    for k in 0..3 {
+        assert!(
+            with(&|r| match k {
+                0 => r.input_tokens = None,
+                1 => r.output_tokens = None,
+                _ => r.total_tokens = None,
+            })
+            .unwrap()
+            .contains("all known or all `null`"),
+            "{k}"
+        );
+    }
     // Strings: empty, too long, a URL, a space, a bad digest.
     assert!(with(&|r| r.model = String::new()).is_some());
     assert!(with(&|r| r.model = "m".repeat(MAX_MODEL_STEP_TEXT)).is_none());

@@ -13,6 +13,11 @@ use super::*;
 /// The capability of a model-step receipt (one per model step a runner reported).
 pub const MODEL_STEP: &str = "model.step";
 
+/// A `model.step` receipt's `usage` when the counts are unknown (they are then absent).
+pub(super) const USAGE_UNKNOWN: &str = "unknown";
+/// A `model.step` receipt's `usage` when the adapter reported the counts.
+pub(super) const USAGE_REPORTED: &str = "reported";
+
 /// The largest cumulative token count a run may reach (the largest integer signed data may
 /// hold, 2^53 − 1): a report that would go past it is a violation.
 pub const MAX_RUN_TOKENS: u64 = (1 << 53) - 1;
@@ -26,7 +31,11 @@ pub struct TokenUsage {
     pub model_steps: u64,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// The total of the model steps whose usage is known.
     pub total_tokens: u64,
+    /// Model steps whose usage is unknown (the provider gave no exact count, or the exchange
+    /// was cut): never counted as zero — under a token budget one ends the run.
+    pub unknown_steps: u64,
 }
 
 impl TokenUsage {
@@ -44,6 +53,10 @@ impl TokenUsage {
                 .unwrap_or(0)
         };
         self.model_steps = self.model_steps.saturating_add(1);
+        if r.result.metadata.0.get("usage").and_then(Value::as_str) == Some(USAGE_UNKNOWN) {
+            self.unknown_steps = self.unknown_steps.saturating_add(1);
+            return;
+        }
         self.input_tokens = self.input_tokens.saturating_add(count("input_tokens"));
         self.output_tokens = self.output_tokens.saturating_add(count("output_tokens"));
         self.total_tokens = self.total_tokens.saturating_add(count("total_tokens"));
@@ -67,7 +80,7 @@ pub fn check_reports(reports: &[ModelStepReport], so_far: u64) -> Result<(), Str
             return Err(format!("model step {k}: {problem}"));
         }
         total = total
-            .checked_add(report.total_tokens)
+            .checked_add(report.counts().map_or(0, |c| c.total))
             .filter(|t| *t <= MAX_RUN_TOKENS)
             .ok_or_else(|| {
                 format!(
@@ -97,14 +110,54 @@ impl Host {
         for (k, report) in reports.iter().enumerate() {
             let draft = self.model_step_draft(request, k, report);
             self.receipt_lazy(draft)?;
-            self.tokens.model_steps = self.tokens.model_steps.saturating_add(1);
-            self.tokens.input_tokens = self.tokens.input_tokens.saturating_add(report.input_tokens);
-            self.tokens.output_tokens = self
-                .tokens
-                .output_tokens
-                .saturating_add(report.output_tokens);
-            self.tokens.total_tokens = self.tokens.total_tokens.saturating_add(report.total_tokens);
+            self.count(report);
         }
+        self.sync_journal()
+    }
+
+    fn count(&mut self, report: &ModelStepReport) {
+        let t = &mut self.tokens;
+        t.model_steps = t.model_steps.saturating_add(1);
+        match report.counts() {
+            Some(c) => {
+                t.input_tokens = t.input_tokens.saturating_add(c.input);
+                t.output_tokens = t.output_tokens.saturating_add(c.output);
+                t.total_tokens = t.total_tokens.saturating_add(c.total);
+            }
+            None => t.unknown_steps = t.unknown_steps.saturating_add(1),
+        }
+    }
+
+    /// A step that ended without an answer (its timeout): an exchange with a provider may
+    /// have been in flight, sent and billed, and no report of it will come. One `model.step`
+    /// receipt, reported by the host, usage unknown, outcome `cut` — never nothing, never 0.
+    pub(super) fn record_cut_step(&mut self, request: &RunnerStepRequest) -> Result<(), Error> {
+        let report = ModelStepReport {
+            provider: "unknown".into(),
+            model: "unknown".into(),
+            endpoint_host: "unknown".into(),
+            request_sha256: exec::digest(compact(&json(request)).as_bytes()),
+            response_id: None,
+            input_tokens: None,
+            output_tokens: None,
+            total_tokens: None,
+            latency_ms: 0,
+            retries: 0,
+            streamed: false,
+            outcome: ModelStepOutcome::Cut,
+        };
+        let mut draft = self.model_step_draft(request, 0, &report);
+        draft.reason = format!(
+            "the runner gave no answer to {} within its timeout: a model exchange may have been in flight (sent, and billed) with its usage unknown; recorded by the host",
+            request.id
+        );
+        draft
+            .result
+            .metadata
+            .0
+            .insert("reported_by".into(), json!("host"));
+        self.receipt_lazy(draft)?;
+        self.count(&report);
         self.sync_journal()
     }
 
@@ -114,7 +167,11 @@ impl Host {
         k: usize,
         report: &ModelStepReport,
     ) -> ReceiptDraft {
-        let cumulative = self.tokens.total_tokens.saturating_add(report.total_tokens);
+        let counts = report.counts();
+        let cumulative = self
+            .tokens
+            .total_tokens
+            .saturating_add(counts.map_or(0, |c| c.total));
         let mut metadata = Object::new();
         let m = &mut metadata.0;
         m.insert("reported_by".into(), json!("adapter"));
@@ -127,9 +184,17 @@ impl Host {
         if let Some(id) = &report.response_id {
             m.insert("response_id".into(), json!(id));
         }
-        m.insert("input_tokens".into(), json!(report.input_tokens));
-        m.insert("output_tokens".into(), json!(report.output_tokens));
-        m.insert("total_tokens".into(), json!(report.total_tokens));
+        match counts {
+            Some(c) => {
+                m.insert("usage".into(), json!(USAGE_REPORTED));
+                m.insert("input_tokens".into(), json!(c.input));
+                m.insert("output_tokens".into(), json!(c.output));
+                m.insert("total_tokens".into(), json!(c.total));
+            }
+            None => {
+                m.insert("usage".into(), json!(USAGE_UNKNOWN));
+            }
+        }
         m.insert("latency_ms".into(), json!(report.latency_ms));
         m.insert("retries".into(), json!(report.retries));
         m.insert("streamed".into(), json!(report.streamed));
@@ -138,11 +203,12 @@ impl Host {
         if let Some(budget) = self.inputs.token_budget {
             m.insert("provider_token_budget".into(), json!(budget));
         }
+        let used = match counts {
+            Some(c) => format!("{} tokens ({} in, {} out)", c.total, c.input, c.output),
+            None => "UNKNOWN usage".to_owned(),
+        };
         let summary = format!(
-            "{} tokens ({} in, {} out) from {} at {}; {cumulative} in the run{}",
-            report.total_tokens,
-            report.input_tokens,
-            report.output_tokens,
+            "{used} from {} at {}; {cumulative} known in the run{}",
             craik_contracts::one_line(&report.model),
             craik_contracts::one_line(&report.endpoint_host),
             self.inputs
@@ -164,7 +230,9 @@ impl Host {
             result: ReceiptResult {
                 status: match report.outcome {
                     ModelStepOutcome::Ok => ReceiptStatus::Passed,
-                    ModelStepOutcome::Retried | ModelStepOutcome::Failed => ReceiptStatus::Failed,
+                    ModelStepOutcome::Retried
+                    | ModelStepOutcome::Failed
+                    | ModelStepOutcome::Cut => ReceiptStatus::Failed,
                 },
                 summary,
                 metadata,
@@ -183,9 +251,17 @@ impl Host {
         }
     }
 
-    /// The reason to end the run when its model steps used more tokens than its budget.
+    /// The reason to end the run when its model steps used more tokens than its budget, or
+    /// when the usage of one is unknown under a budget (unknown is not zero: the budget can
+    /// no longer be shown to hold).
     pub(super) fn token_budget_exceeded(&self) -> Option<String> {
         let budget = self.inputs.token_budget?;
+        if self.tokens.unknown_steps > 0 {
+            return Some(format!(
+                "provider token budget cannot be enforced: {} model step(s) of unknown usage ({} of {budget} tokens known used)",
+                self.tokens.unknown_steps, self.tokens.total_tokens
+            ));
+        }
         (self.tokens.total_tokens > budget).then(|| {
             format!(
                 "provider token budget exceeded: {} of {budget} tokens used",
@@ -283,12 +359,20 @@ impl BudgetReport {
         let t = &self.tokens;
         let tokens = match (self.provider_token_budget, self.tokens_left) {
             (Some(b), Some(left)) => format!(
-                "{} of {b} tokens used, {left} left ({} in, {} out; {} model step(s), adapter-reported)",
-                t.total_tokens, t.input_tokens, t.output_tokens, t.model_steps
+                "{} of {b} tokens used, {left} left ({} in, {} out; {} model step(s), adapter-reported){}",
+                t.total_tokens,
+                t.input_tokens,
+                t.output_tokens,
+                t.model_steps,
+                unknown_note(t)
             ),
             _ => format!(
-                "{} tokens used, no budget ({} in, {} out; {} model step(s), adapter-reported)",
-                t.total_tokens, t.input_tokens, t.output_tokens, t.model_steps
+                "{} tokens used, no budget ({} in, {} out; {} model step(s), adapter-reported){}",
+                t.total_tokens,
+                t.input_tokens,
+                t.output_tokens,
+                t.model_steps,
+                unknown_note(t)
             ),
         };
         let wall = match (self.wall_clock_budget_seconds, self.wall_clock_left_seconds) {
@@ -302,5 +386,17 @@ impl BudgetReport {
             ),
         };
         [tokens, wall]
+    }
+}
+
+/// `; N model step(s) of UNKNOWN usage, …` when some model steps' usage is unknown.
+pub fn unknown_note(t: &TokenUsage) -> String {
+    if t.unknown_steps == 0 {
+        String::new()
+    } else {
+        format!(
+            "; {} model step(s) of UNKNOWN usage, not in these counts",
+            t.unknown_steps
+        )
     }
 }

@@ -36,6 +36,7 @@ use time::OffsetDateTime;
 mod budget;
 pub use budget::{
     BudgetReport, MAX_RUN_TOKENS, MAX_WALL_CLOCK_SECS, MODEL_STEP, TokenUsage, check_reports,
+    unknown_note,
 };
 mod decisions;
 use decisions::{decision_draft, decision_name, target_text};
@@ -790,6 +791,15 @@ impl Host {
         let mut result = match asked {
             Ok(r) => r,
             Err(why) => {
+                // A step cut off may have left a model exchange in flight: its usage is
+                // unknown, and signed so (issue 30).
+                if matches!(why, RunnerError::Timeout(_)) {
+                    self.record_cut_step(&request)?;
+                    if let Some(reason) = self.token_budget_exceeded() {
+                        self.halt(TaskRunStatus::Interrupted, reason)?;
+                        return Ok(Flow::Stop);
+                    }
+                }
                 // Abandoned because the operator stopped the run: not the runner's doing.
                 if let Some(signal) = crate::confine::interrupted() {
                     self.halt(TaskRunStatus::Interrupted, interrupted_reason(signal))?;

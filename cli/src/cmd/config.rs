@@ -55,8 +55,20 @@ impl std::fmt::Display for Source {
 
 /// The home a command uses and where that came from: `--home`/`CRAIK_HOME`, else the config's
 /// `home`, else `./.craik` when it exists, else the user's state directory when it exists,
-/// else `./.craik`.
+/// else `./.craik`. Always absolute (issue 30: a relative `--home` gave commands a relative
+/// `HOME`/`TMPDIR`, which resolved inside the workspace they ran in).
 pub(crate) fn home(given: Option<&Path>) -> Result<(PathBuf, Source), Failure> {
+    let (root, source) = home_as_given(given)?;
+    let root = std::path::absolute(&root).map_err(|e| {
+        Failure::usage(format!(
+            "the home `{}` (from {source}): cannot make it absolute: {e}",
+            root.display()
+        ))
+    })?;
+    Ok((root, source))
+}
+
+fn home_as_given(given: Option<&Path>) -> Result<(PathBuf, Source), Failure> {
     if let Some(given) = given {
         let from_env = std::env::var_os("CRAIK_HOME").is_some_and(|v| Path::new(&v) == given);
         let source = if from_env {

@@ -589,7 +589,18 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
     let planned_ws = planned.as_deref();
     let toolchains = resolve_toolchains(args.toolchains, args.command_read)?;
     let home = Home::for_run(args.home, planned_ws)?;
-    if args.home.is_none() && home.root != Path::new(".craik") {
+    // A `--home` naming nothing is a new home with a new key — say so, loudly: a typo
+    // would otherwise leave a second home whose receipts no existing key verifies.
+    if let Some(given) = args.home
+        && !home.root.join("keys").exists()
+    {
+        out.diag(format_args!(
+            "craik: no Craik home at `{}` (--home {}): creating a new one with a new signing key; if you meant an existing home, check the path",
+            home.root.display(),
+            given.display()
+        ))?;
+    }
+    if args.home.is_none() && std::path::absolute(".craik").is_ok_and(|local| home.root != local) {
         out.diag(format_args!(
             "craik: home `{}` (the default `./.craik` would lie inside the workspace)",
             home.root.display()
@@ -629,6 +640,24 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         out,
         true,
     )?;
+    // An envelope entry naming no declared capability or family would match nothing (issue
+    // 30: `repo.write.doc` under approval_required let the write run without approval):
+    // refused before anything is written (the kernel also denies every request while one is
+    // there, on every other path).
+    if let Some(envelope) = &prepared.envelope
+        && let Some((field, entry)) = setup
+            .bundle
+            .undeclared_envelope_entry(&craik_kernel::EnvelopeRules::from(envelope))
+    {
+        return Err(Failure::invalid(
+            format!(
+                "policy envelope `{}`: {field}: `{}` names no capability the policy schema declares; use a declared capability (`repo.write.docs`) or family (`repo.write`), see `craik schema` / policies/README.md",
+                craik_contracts::one_line(&envelope.id),
+                craik_contracts::one_line(entry)
+            ),
+            Vec::new(),
+        ));
+    }
     // The case file and the prompt, assembled before anything of the run is written.
     let from_project = runner_adapter
         .as_ref()

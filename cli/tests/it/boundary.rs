@@ -1346,3 +1346,59 @@ fn one_write(
         &[(target, "a\n")],
     )
 }
+
+/// Issue 30 item 7: an envelope entry inside an open family that names no declared capability
+/// (`repo.write.doc`, `shell.tes`) is refused at load, naming the field and the entry, and
+/// nothing is written; a declared one and a family still load.
+#[test]
+fn issue_30_envelope_entries_must_be_declared_capabilities() {
+    for (field, entry) in [
+        ("approval_required", "repo.write.doc"),
+        ("approval_required", "shell.tes"),
+        ("denied_capabilities", "repo.write.docs2"),
+        ("allowed_capabilities", "git.pus"),
+        ("approval_required", "repo.writ"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let ex = dir.path().join("docs-review");
+        copy_dir(&crate::repo_root().join("examples/docs-review"), &ex);
+        let path = ex.join("policy_envelope.json");
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        v[field] = json!([entry]);
+        std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+        let home = dir.path().join("home");
+        let out = crate::craik()
+            .arg("run")
+            .arg(&ex)
+            .arg("--home")
+            .arg(&home)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(3), "{field} {entry}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("{field}: `{entry}` names no capability")),
+            "{field} {entry}: {err}"
+        );
+        assert!(
+            !home.join("runs").exists()
+                || std::fs::read_dir(home.join("runs"))
+                    .unwrap()
+                    .next()
+                    .is_none(),
+            "{field} {entry}: a run directory was written"
+        );
+    }
+    for (field, entry, status) in [
+        ("approval_required", "repo.write", "blocked"),
+        ("approval_required", "repo.write.docs", "blocked"),
+        ("denied_capabilities", "github", "completed"),
+        ("denied_capabilities", "github.comment", "completed"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, id, home) = docs_review_with(dir.path(), |v| {
+            v[field] = json!([entry]);
+        });
+        assert_eq!(run_json(&home, &id)["status"], status, "{field} {entry}");
+    }
+}

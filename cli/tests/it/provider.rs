@@ -620,10 +620,15 @@ fn usage_re() -> &'static regex::Regex {
 fn count_res() -> &'static [regex::Regex] {
     static RES: std::sync::OnceLock<Vec<regex::Regex>> = std::sync::OnceLock::new();
     RES.get_or_init(|| {
-        ["input_tokens", "output_tokens", "prompt_tokens", "completion_tokens"]
-            .iter()
-            .map(|k| regex::Regex::new(&format!(r#""{k}":\d+"#)).unwrap())
-            .collect()
+        [
+            "input_tokens",
+            "output_tokens",
+            "prompt_tokens",
+            "completion_tokens",
+        ]
+        .iter()
+        .map(|k| regex::Regex::new(&format!(r#""{k}":\d+"#)).unwrap())
+        .collect()
     })
 }
 

@@ -1446,3 +1446,44 @@ fn issue_18_round_7_protected_files_linked_into_the_scope_are_read_only() {
         "{w}\n{text}"
     );
 }
+
+/// Issue 30 item 7: a relative `--home` is made absolute before anything derives from it: a
+/// command's `HOME` and `TMPDIR` are absolute, outside the workspace.
+#[test]
+fn issue_30_a_relative_home_gives_commands_absolute_home_and_tmpdir() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = probe_example(
+        dir.path(),
+        "trusted-local",
+        "#!/bin/sh\nprintf '%s\\n%s\\n' \"$HOME\" \"$TMPDIR\" > out/env.txt\n",
+        &[],
+    );
+    grant_writes(&ex, 0, &["out/**"]);
+    let out = crate::craik()
+        .current_dir(dir.path())
+        .arg("run")
+        .arg(&ex)
+        .args(["--home", "rel/home"])
+        .output()
+        .unwrap();
+    let id = crate::run_id_of(&out.stdout);
+    let home = dir.path().join("rel/home");
+    assert!(
+        home.join("runs").join(&id).is_dir(),
+        "{}",
+        crate::transcript(&out)
+    );
+    let ws = home.join("runs").join(&id).join("workspace");
+    let env = read(&ws, "env.txt");
+    let lines: Vec<&str> = env.lines().collect();
+    assert_eq!(lines.len(), 2, "{env}\n{}", crate::transcript(&out));
+    for l in lines {
+        assert!(l.starts_with('/'), "{l}");
+        assert!(!Path::new(l).starts_with(&ws), "{l}");
+        assert!(
+            Path::new(l).starts_with(dir.path().canonicalize().unwrap())
+                || Path::new(l).starts_with(dir.path()),
+            "{l}"
+        );
+    }
+}

@@ -271,6 +271,14 @@ impl Home {
                 }
             }
         };
+        // Absolute before anything derives from it (issue 30: a relative home gave commands
+        // a relative `HOME`/`TMPDIR`, which resolved inside the workspace they ran in).
+        let home = std::path::absolute(&home).map_err(|e| {
+            Error::usage(format!(
+                "home `{}`: cannot make it absolute: {e}",
+                home.display()
+            ))
+        })?;
         let real = prospective_real(&home)?;
         if crate::confine::in_system_tree(&real) {
             return Err(Error::usage(format!(

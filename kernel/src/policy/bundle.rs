@@ -364,6 +364,38 @@ impl Bundle {
         self.capabilities.contains(capability)
     }
 
+    /// True when `entry` is a declared capability or a family of declared ones (`repo.write`,
+    /// `shell`): what a policy-envelope entry may name.
+    pub fn knows_entry(&self, entry: &str) -> bool {
+        self.knows(entry)
+            || self.capabilities.iter().any(|c| {
+                c.strip_prefix(entry)
+                    .is_some_and(|rest| rest.starts_with('.') && !entry.is_empty())
+            })
+    }
+
+    /// The first policy-envelope entry that names no declared capability or family, with its
+    /// field (`allowed_capabilities`, `denied_capabilities`, `approval_required`). Such an
+    /// entry matches nothing: `repo.write.doc` under `approval_required` let the action run
+    /// without the approval (issue 30). Refused at load; every decision denies while one
+    /// is there.
+    pub fn undeclared_envelope_entry<'a>(
+        &self,
+        rules: &'a crate::policy::EnvelopeRules,
+    ) -> Option<(&'static str, &'a str)> {
+        [
+            ("allowed_capabilities", &rules.allowed),
+            ("denied_capabilities", &rules.denied),
+            ("approval_required", &rules.approval_required),
+        ]
+        .into_iter()
+        .find_map(|(field, list)| {
+            list.iter()
+                .find(|e| !self.knows_entry(e))
+                .map(|e| (field, e.as_str()))
+        })
+    }
+
     /// The families (action groups) `capability` belongs to.
     pub fn families_of(&self, capability: &str) -> &[String] {
         self.families

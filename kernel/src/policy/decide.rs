@@ -186,7 +186,7 @@ impl Bundle {
         options: &DecideOptions,
     ) -> Verdict {
         let verdict = self.decide_from(Source::Sliced, grants, request, options, None);
-        apply_envelope(verdict, request, options.now)
+        self.apply_envelope(verdict, request, options.now)
     }
 
     /// [`Bundle::decide`], and for each permit that could apply (the slice's and the task's
@@ -200,7 +200,7 @@ impl Bundle {
     ) -> (Verdict, Vec<crate::policy::trace::PermitTrace>) {
         let mut trace = Vec::new();
         let verdict = self.decide_from(Source::Sliced, grants, request, options, Some(&mut trace));
-        (apply_envelope(verdict, request, options.now), trace)
+        (self.apply_envelope(verdict, request, options.now), trace)
     }
 
     /// The same decision evaluated against [`NaivePolicies`] (for benchmarks and tests).
@@ -212,7 +212,7 @@ impl Bundle {
         options: &DecideOptions,
     ) -> Verdict {
         let verdict = self.decide_from(Source::Naive(naive), grants, request, options, None);
-        apply_envelope(verdict, request, options.now)
+        self.apply_envelope(verdict, request, options.now)
     }
 
     fn decide_from(
@@ -1007,6 +1007,8 @@ impl RunnerSupport {
     }
 }
 
+/// The pseudo-policy denying every request while the envelope names an undeclared capability.
+pub const ENVELOPE_UNDECLARED: &str = "envelope.undeclared-entry";
 /// The pseudo-policy naming a capability the run's envelope denies.
 pub const ENVELOPE_DENIED: &str = "envelope.denied";
 /// The pseudo-policy naming a capability outside the envelope's `allowed_capabilities`.
@@ -1014,6 +1016,34 @@ pub const ENVELOPE_NOT_ALLOWED: &str = "envelope.not-allowed";
 /// The pseudo-policy sending a capability the envelope lists under `approval_required` to
 /// review.
 pub const ENVELOPE_APPROVAL: &str = "envelope.approval-required";
+
+impl Bundle {
+    /// [`apply_envelope`], after refusing an envelope with an entry that names no declared
+    /// capability or family (it would match nothing: fail closed, every request denied).
+    fn apply_envelope(
+        &self,
+        verdict: Verdict,
+        request: &DecisionRequest,
+        now: OffsetDateTime,
+    ) -> Verdict {
+        if let Some(envelope) = &request.envelope
+            && let Some((field, entry)) = self.undeclared_envelope_entry(envelope)
+        {
+            let mut v = verdict;
+            v.decision = Decision::Deny;
+            v.deny_kind = Some(DenyKind::ForbiddenBy);
+            v.determining = vec![ENVELOPE_UNDECLARED.to_owned()];
+            v.reasons = vec![format!(
+                "the policy envelope's {field} entry `{}` names no capability the schema declares",
+                Truncated(entry)
+            )];
+            v.grants.clear();
+            v.approval = None;
+            return v;
+        }
+        apply_envelope(verdict, request, now)
+    }
+}
 
 /// The envelope's tightening, after policies and grants decided: denied and not-allowed
 /// capabilities deny; approval-required ones need an approval bound to this exact request

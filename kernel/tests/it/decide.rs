@@ -528,3 +528,41 @@ fn issue_19_command_paths_and_datetime_now() {
         ["x.after"]
     );
 }
+
+/// Issue 30 item 7: an envelope entry naming no declared capability (inside an open family:
+/// `repo.write.doc`, `shell.tes`) matches nothing; every decision denies while it is there —
+/// under trusted-local, where the docs write would otherwise be allowed.
+#[test]
+fn issue_30_an_undeclared_envelope_entry_denies_every_request() {
+    for (field, entry) in [
+        ("approval_required", "repo.write.doc"),
+        ("approval_required", "shell.tes"),
+        ("denied_capabilities", "repo.write.docs2"),
+        ("allowed_capabilities", "repo"),
+    ] {
+        let mut envelope = json!({"allowed": [], "denied": [], "approval_required": []});
+        let key = match field {
+            "approval_required" => "approval_required",
+            "denied_capabilities" => "denied",
+            _ => "allowed",
+        };
+        envelope[key] = json!([entry]);
+        let ok = entry == "repo";
+        let v = decide(
+            docs_grant(),
+            json!({"capability": "repo.write.docs", "target": "docs/guide.md",
+                   "profile": "trusted-local", "envelope": envelope}),
+        );
+        if ok {
+            assert_ne!(
+                v.determining,
+                ["envelope.undeclared-entry"],
+                "{entry}: {v:?}"
+            );
+        } else {
+            assert_eq!(v.decision, Decision::Deny, "{entry}: {v:?}");
+            assert_eq!(v.determining, ["envelope.undeclared-entry"], "{entry}");
+            assert!(v.reasons[0].contains(entry), "{:?}", v.reasons);
+        }
+    }
+}

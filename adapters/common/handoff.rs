@@ -29,13 +29,13 @@ use crate::serve::{Events, Runner, error};
 )]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Cli {
-    /// `codex exec --json PROMPT`: JSON lines; agent messages as `item.completed` /
-    /// `agent_message` events.
+    /// `codex exec --json -` (the prompt on standard input): JSON lines; agent messages as
+    /// `item.completed` / `agent_message` events.
     Codex,
-    /// `claude -p PROMPT --output-format stream-json --verbose`: JSON lines; `assistant`
-    /// messages with text and tool_use blocks, then a `result`.
+    /// `claude -p --output-format stream-json --verbose` (the prompt on standard input): JSON
+    /// lines; `assistant` messages with text and tool_use blocks, then a `result`.
     Claude,
-    /// `gemini -p PROMPT`: plain text.
+    /// `gemini` (the prompt on standard input, which makes it non-interactive): plain text.
     Gemini,
 }
 
@@ -48,17 +48,19 @@ impl Cli {
         }
     }
 
-    fn args(self, prompt: &str) -> Vec<String> {
+    /// The arguments: never the prompt, which goes to the CLI's standard input (issue 30: an
+    /// argument is readable by every local user in `/proc/PID/cmdline`, and a prompt over
+    /// 128 KiB failed to start with "Argument list too long").
+    fn args(self) -> Vec<String> {
         match self {
-            Self::Codex => vec!["exec".into(), "--json".into(), prompt.into()],
+            Self::Codex => vec!["exec".into(), "--json".into(), "-".into()],
             Self::Claude => vec![
                 "-p".into(),
-                prompt.into(),
                 "--output-format".into(),
                 "stream-json".into(),
                 "--verbose".into(),
             ],
-            Self::Gemini => vec!["-p".into(), prompt.into()],
+            Self::Gemini => Vec::new(),
         }
     }
 }
@@ -133,12 +135,24 @@ impl Handoff {
                 )
             })?;
         let mut child = Command::new(&program)
-            .args(self.cli.args(&request.input_prompt))
-            .stdin(Stdio::null())
+            .args(self.cli.args())
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
             .map_err(|e| error(codes::UNAVAILABLE, format!("`{program}`: {e}")))?;
+        // The prompt on standard input, written beside the reading of the output (a CLI that
+        // streams before it has read everything must not dead-lock), then closed.
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| error(codes::RUNNER_FAILED, "no stdin"))?;
+        let prompt = request.input_prompt.clone();
+        let writer = std::thread::spawn(move || {
+            use std::io::Write as _;
+            let mut stdin = stdin;
+            stdin.write_all(prompt.as_bytes())
+        });
         let stdout = child
             .stdout
             .take()
@@ -164,6 +178,18 @@ impl Handoff {
         let status = child
             .wait()
             .map_err(|e| error(codes::RUNNER_FAILED, format!("waiting for the CLI: {e}")))?;
+        match writer.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                return Err(error(
+                    codes::RUNNER_FAILED,
+                    format!(
+                        "`{program}` did not read the whole prompt from its standard input: {e}"
+                    ),
+                ));
+            }
+            Err(_) => return Err(error(codes::RUNNER_FAILED, "the prompt writer failed")),
+        }
         if !status.success() {
             return Err(error(
                 codes::RUNNER_FAILED,

@@ -182,9 +182,16 @@ fn runner(m: &RunnerCapabilityMatrix, from_project: bool) -> String {
             text(s)
         }
     };
+    // The id too (issue 30: a project's `runner_id` is repository text, and was printed here,
+    // outside the data fence).
+    let id = if from_project {
+        "(a runner of the project's runners.toml)".to_owned()
+    } else {
+        format!("`{}`", text(&m.runner.id))
+    };
     let mut out = format!(
-        "- You are `{}` ({}), adapter `{}` {}, mode {}.\n- Trust: {}; grant posture: {}.\n- Boundary: {}\n",
-        text(&m.runner.id),
+        "- You are {} ({}), adapter `{}` {}, mode {}.\n- Trust: {}; grant posture: {}.\n- Boundary: {}\n",
+        id,
         free(&m.runner.name),
         free(&m.runner.adapter),
         free(&m.runner.adapter_version),

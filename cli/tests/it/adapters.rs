@@ -515,7 +515,8 @@ pub(crate) fn fake_cli(dir: &Path, cli: &str) -> PathBuf {
     let script = dir.join(format!("fake-{cli}"));
     let body = format!(
         r##"#!/bin/sh
-prev=""; for a in "$@"; do if [ "$prev" = "-p" ]; then prompt="$a"; fi; [ -z "$prompt" ] && last="$a"; prev="$a"; done; [ -z "$prompt" ] && prompt="$last"
+prompt="$(cat)"
+case "$*" in *"Phase:"*) echo "the prompt came as an argument" >&2; exit 9;; esac
 case "$prompt" in *"Phase: plan"*) p=plan;; *"Phase: act"*) p=act;; *"Phase: observe"*) p=observe;; *) p=evaluate;; esac
 case "$p" in
   plan) msg='{{"status":"completed","summary":"plan: read the README"}}';;
@@ -531,8 +532,22 @@ esac
     script
 }
 
+/// Issue 30 item 6: the prompt reaches the CLI on its standard input, never as an argument
+/// (the stand-in exits 9 if any argument holds it): a prompt far over the 128 KiB an argument
+/// may hold (CJK docs double in escaping) starts and completes.
 #[test]
 fn live_mode_maps_each_cli_into_step_results() {
+    // Many docs, each headed by 160 CJK characters (each escaped as six ASCII bytes).
+    let docs: Vec<(String, String)> = (0..400)
+        .map(|i| {
+            (
+                format!("docs/d{i:03}.md"),
+                format!("# {}\n\ntext\n", "漢字かな混じり文。".repeat(18)),
+            )
+        })
+        .collect();
+    let mut files: Vec<(&str, &str)> = vec![("README.md", "hello\n")];
+    files.extend(docs.iter().map(|(p, t)| (p.as_str(), t.as_str())));
     for cli in ["codex", "claude", "gemini"] {
         let dir = tempfile::tempdir().unwrap();
         let fake = fake_cli(dir.path(), cli);
@@ -552,13 +567,7 @@ fn live_mode_maps_each_cli_into_step_results() {
         )
         .unwrap();
         make_executable(&wrapper);
-        let ex = scratch_example(
-            dir.path(),
-            "trusted-local",
-            &[],
-            simple_steps(),
-            &[("README.md", "hello\n")],
-        );
+        let ex = scratch_example(dir.path(), "trusted-local", &[], simple_steps(), &files);
         let home = dir.path().join("home");
         let (exit, id, text) = run_example(
             &home,
@@ -579,6 +588,13 @@ fn live_mode_maps_each_cli_into_step_results() {
             std::fs::read_to_string(home.join("runs").join(&id).join("outputs.jsonl")).unwrap();
         assert!(outputs.contains("\"mode\":\"live\""), "{cli}: {outputs}");
         assert!(outputs.contains("the README is short"), "{cli}");
+        let prompt =
+            std::fs::metadata(home.join("runs").join(&id).join("compiled_prompt.json")).unwrap();
+        assert!(
+            prompt.len() > 200 * 1024,
+            "{cli}: the prompt is only {} bytes",
+            prompt.len()
+        );
         verify_run(&home, &id, false);
     }
     // Without the CLI, live mode is a structured `unavailable` error, not a crash.

@@ -198,3 +198,52 @@ fn issue_30_the_run_path_never_decides_by_searching_error_text() {
         found.join("\n")
     );
 }
+
+/// Issue 30 item 6: what the runner is sent names no host path: a command's outcome (its
+/// program, its confinement, its output naming its own working directory and `HOME`) reaches
+/// the observe request with the workspace, the home and the user's home as named roles.
+#[test]
+fn issue_30_what_the_runner_is_sent_names_no_host_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let steps = act(json!([
+        {"id":"action_probe","capability":"shell.test","operation":"execute","argv":["./probe.sh"]},
+    ]));
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[("shell.test", &["./probe.sh"], &["execute"])],
+        steps,
+        &[(
+            "probe.sh",
+            "#!/bin/sh\npwd\necho \"$HOME\"\necho \"$TMPDIR\"\nexit 3\n",
+        )],
+    );
+    make_executable(&ex.join("workspace/probe.sh"));
+    let home = dir.path().join("home");
+    let (_, id, text) = run_example(&home, &ex, &[]);
+    let events = std::fs::read_to_string(home.join("runs").join(&id).join("events.jsonl")).unwrap();
+    let observe = events
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e.to_string().contains("\"outcomes\""))
+        .unwrap_or_else(|| panic!("no observe request: {text}"));
+    let outcomes = observe.to_string();
+    let ws = home.join("runs").join(&id).join("workspace");
+    for private in [
+        home.display().to_string(),
+        home.canonicalize().unwrap().display().to_string(),
+        dir.path().display().to_string(),
+        id.clone(),
+    ] {
+        let found = outcomes
+            .match_indices(&private)
+            .filter(|(at, _)| {
+                // the run id may appear in the request's own ids, never in a path
+                outcomes[..*at].ends_with('/')
+            })
+            .count();
+        assert_eq!(found, 0, "`{private}` reached the runner: {outcomes}");
+    }
+    assert!(outcomes.contains("<workspace>"), "{outcomes}");
+    assert!(!outcomes.contains(&ws.display().to_string()), "{outcomes}");
+}

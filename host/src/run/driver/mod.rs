@@ -701,6 +701,49 @@ impl Host {
         Ok(id)
     }
 
+    /// Host paths in what is sent to the runner become named roles (issue 30: outcome
+    /// summaries sent the home's and workspace's absolute paths — a username, the run id — to
+    /// the model provider): the workspace as `<workspace>`, the home as `<home>`, the
+    /// operator's home directory as `<user-home>`, the run's directory as `<run>`, each as
+    /// given and as resolved.
+    fn private_paths(&self, value: &mut Value) {
+        let mut roles: Vec<(String, &str)> = Vec::new();
+        let mut add = |path: &std::path::Path, role: &'static str| {
+            for p in [Some(path.to_owned()), path.canonicalize().ok()]
+                .into_iter()
+                .flatten()
+            {
+                let text = p.display().to_string();
+                if text.len() > 1 && !roles.iter().any(|(t, _)| *t == text) {
+                    roles.push((text, role));
+                }
+            }
+        };
+        add(&self.workspace.root, "<workspace>");
+        add(self.dir.root(), "<run>");
+        add(self.home.root.as_path(), "<home>");
+        if let Some(user) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+            add(std::path::Path::new(&user), "<user-home>");
+        }
+        // Longest first: the workspace lies in the home, the home often in the user's.
+        roles.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        fn walk(v: &mut Value, roles: &[(String, &str)]) {
+            match v {
+                Value::String(s) => {
+                    for (path, role) in roles {
+                        if s.contains(path.as_str()) {
+                            *s = s.replace(path.as_str(), role);
+                        }
+                    }
+                }
+                Value::Array(items) => items.iter_mut().for_each(|i| walk(i, roles)),
+                Value::Object(map) => map.values_mut().for_each(|i| walk(i, roles)),
+                _ => {}
+            }
+        }
+        walk(value, &roles);
+    }
+
     /// The principal: identity, trust and mode from the matrix, never from the runner.
     fn runner_ref(&self) -> RunnerRef {
         RunnerRef {
@@ -723,10 +766,9 @@ impl Host {
             .0
             .insert("profile".into(), json!(self.inputs.profile.as_str()));
         if phase == Phase::Observe {
-            context.0.insert(
-                "outcomes".into(),
-                crate::prompt::capped(&json(&self.outcomes)),
-            );
+            let mut outcomes = crate::prompt::capped(&json(&self.outcomes));
+            self.private_paths(&mut outcomes);
+            context.0.insert("outcomes".into(), outcomes);
         }
         RunnerStepRequest {
             schema: Default::default(),

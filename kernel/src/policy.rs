@@ -20,9 +20,9 @@ pub use command::{
     CommandFacts, MAX_ARGS, MAX_COMMAND_BYTES, analyse as analyse_command, split as split_command,
 };
 pub use decide::{
-    DecideOptions, ENVELOPE_APPROVAL, ENVELOPE_DENIED, ENVELOPE_NOT_ALLOWED, NaivePolicies,
-    RUNNER_PROMPT_HANDOFF, RUNNER_UNSUPPORTED, RunnerSupport, glob_matches, intent_entry_problem,
-    request_hash,
+    DecideOptions, ENVELOPE_APPROVAL, ENVELOPE_DENIED, ENVELOPE_NOT_ALLOWED, ENVELOPE_UNDECLARED,
+    NaivePolicies, RUNNER_PROMPT_HANDOFF, RUNNER_UNSUPPORTED, RunnerSupport, glob_matches,
+    intent_entry_problem, request_hash,
 };
 pub use effect::{Effect, OPERATIONS, envelope_entry_problem, operations_of};
 pub use grant::{

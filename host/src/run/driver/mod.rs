@@ -726,7 +726,7 @@ impl Host {
             add(std::path::Path::new(&user), "<user-home>");
         }
         // Longest first: the workspace lies in the home, the home often in the user's.
-        roles.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        roles.sort_by_key(|r| std::cmp::Reverse(r.0.len()));
         fn walk(v: &mut Value, roles: &[(String, &str)]) {
             match v {
                 Value::String(s) => {

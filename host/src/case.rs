@@ -425,15 +425,54 @@ fn contradictions(task: &str, facts: &[(String, Fact)]) -> Vec<ContradictionRepo
     out
 }
 
+/// Removes from `tree` every path git ignores (`ignored`: files, and directories with a
+/// trailing `/`); returns how many entries went.
+fn drop_ignored(tree: &mut scan::Tree, ignored: &[String]) -> usize {
+    let (dirs, files): (Vec<&String>, Vec<&String>) =
+        ignored.iter().partition(|p| p.ends_with('/'));
+    let files: std::collections::BTreeSet<&str> = files.iter().map(|f| f.as_str()).collect();
+    let under = |rel: &str| {
+        dirs.iter()
+            .any(|d| rel.starts_with(d.as_str()) || format!("{rel}/") == **d)
+    };
+    let before = tree.files.len() + tree.dirs.len() + tree.links.len();
+    tree.files
+        .retain(|rel, _| !files.contains(rel.as_str()) && !under(rel));
+    tree.dirs.retain(|rel| !under(rel));
+    tree.links
+        .retain(|rel| !files.contains(rel.as_str()) && !under(rel));
+    before - (tree.files.len() + tree.dirs.len() + tree.links.len())
+}
+
 /// Builds the case file of `req`.
 pub fn build(req: &Request<'_>) -> Result<Built, Error> {
     let profile = req.profile;
     profile.check_structure()?;
     let (docs_specs, immutable, include, exclude) = profile.specs()?;
     let root = &profile.root;
-    let tree =
-        scan::walk(root, scan::MAX_ENTRIES).map_err(|why| Error::invalid(why, Vec::new()))?;
     let top = git::toplevel(root);
+    // What git ignores is not the project's (build output, local secrets such as `.env`,
+    // dependencies): left out as git leaves it out (issue 30: the walk ignored `.gitignore`).
+    // A repository whose ignore rules git cannot read is an error, never a silent walk of all.
+    let ignored = match &top {
+        Ok(_) => git::ignored(root).map_err(|why| {
+            Error::invalid(
+                format!(
+                    "{}: git cannot list the ignored files: {why}",
+                    root.display()
+                ),
+                Vec::new(),
+            )
+        })?,
+        Err(_) => Vec::new(),
+    };
+    let prune: std::collections::BTreeSet<String> = ignored
+        .iter()
+        .filter_map(|d| d.strip_suffix('/').map(str::to_owned))
+        .collect();
+    let mut tree = scan::walk_pruned(root, scan::MAX_ENTRIES, &prune)
+        .map_err(|why| Error::invalid(why, Vec::new()))?;
+    let ignored_count = tree.skipped.ignored + drop_ignored(&mut tree, &ignored);
     let findings = profile.findings(&tree, top.as_deref().map_err(String::as_str));
     if req.strict
         && let Some(first) = findings.first()
@@ -444,6 +483,14 @@ pub fn build(req: &Request<'_>) -> Result<Built, Error> {
         ));
     }
     let mut omitted: Vec<Value> = Vec::new();
+    if ignored_count > 0 {
+        omitted.push(omission(
+            "inventory",
+            ignored_count,
+            "files and directories git ignores (.gitignore, .git/info/exclude)",
+            0,
+        ));
+    }
     let mut risks: Vec<String> = findings.iter().map(|f| format!("profile: {f}")).collect();
 
     // Repository state.

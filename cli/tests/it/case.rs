@@ -814,3 +814,71 @@ fn issue_21_bench_case_reports_the_prompt_compile_and_stays_quiet_when_piped() {
     assert!(v["prompt_bytes"].as_u64().unwrap() > 1000, "{v}");
     assert!(v["ratio"].as_f64().unwrap() > 0.0, "{v}");
 }
+
+/// Issue 30 item 6: the case walk leaves out what git ignores — asked of git, so its own rules
+/// hold (per-directory files, negation, anchoring, `.git/info/exclude`) — and says how many;
+/// a tracked file that matches an ignore pattern is still the project's.
+#[test]
+fn issue_30_the_case_walk_honours_what_git_ignores() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    repo(&root);
+    let docs = root.join("docs");
+    std::fs::create_dir_all(docs.join("build/deep")).unwrap();
+    std::fs::create_dir_all(docs.join("sub")).unwrap();
+    std::fs::write(root.join(".gitignore"), "*.log\n!keep.log\n/docs/build/\n").unwrap();
+    std::fs::write(docs.join("sub/.gitignore"), "private-*.md\n").unwrap();
+    std::fs::write(root.join(".git/info/exclude"), "docs/local.md\n").unwrap();
+    std::fs::write(docs.join("ok.md"), "# OK-MARKER\n").unwrap();
+    std::fs::write(docs.join("tracked.log"), "# TRACKED-LOG-MARKER\n").unwrap();
+    git(&root, &["add", "-f", "docs/tracked.log"]);
+    std::fs::write(docs.join("debug.log"), "# DEBUG-LOG-MARKER\n").unwrap();
+    std::fs::write(docs.join("keep.log"), "# KEEP-LOG-MARKER\n").unwrap();
+    std::fs::write(docs.join("build/deep/out.md"), "# BUILD-MARKER\n").unwrap();
+    std::fs::write(docs.join("sub/private-notes.md"), "# PRIVATE-MARKER\n").unwrap();
+    std::fs::write(docs.join("sub/public.md"), "# PUBLIC-MARKER\n").unwrap();
+    std::fs::write(docs.join("local.md"), "# LOCAL-MARKER\n").unwrap();
+    let profile = serde_json::json!({
+        "schema": "craik.project_profile", "id": "project_h", "name": "h",
+        "repo": {"type": "git", "local_path": "repo"},
+        "docs": {"paths": ["docs/"]}, "memory": {"backend": "local"}
+    });
+    std::fs::write(dir.path().join("project_profile.json"), profile.to_string()).unwrap();
+    std::fs::write(
+        dir.path().join("task_request.json"),
+        serde_json::json!({
+            "id": "task_h", "title": "t", "objective": "o", "project_id": "project_h",
+            "requested_by": "user:h", "mode": "review", "created_at": "2026-11-26T00:00:00Z"
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let out = in_dir(
+        dir.path(),
+        &["case", "build", ".", "--format", "json", "--home", "nohome"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
+    for present in [
+        "OK-MARKER",
+        "TRACKED-LOG-MARKER",
+        "KEEP-LOG-MARKER",
+        "PUBLIC-MARKER",
+    ] {
+        assert!(text.contains(present), "`{present}` missing: {text}");
+    }
+    for absent in [
+        "DEBUG-LOG-MARKER",
+        "BUILD-MARKER",
+        "PRIVATE-MARKER",
+        "LOCAL-MARKER",
+        "debug.log",
+        "docs/build",
+    ] {
+        assert!(
+            !text.contains(absent),
+            "`{absent}` listed though git ignores it: {text}"
+        );
+    }
+    assert!(text.contains("files and directories git ignores"), "{text}");
+}

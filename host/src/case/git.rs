@@ -190,3 +190,28 @@ pub fn state(root: &Path) -> Result<RepoState, String> {
     state.dirty.dedup();
     Ok(state)
 }
+
+/// The untracked paths under `root` that git ignores (`.gitignore` files at any depth,
+/// `.git/info/exclude`; the operator's global excludes file is not read, as nothing global
+/// is), relative to `root`: files as they are, whole ignored directories with a trailing `/`.
+/// Asked of git itself (`ls-files --others --ignored --exclude-standard --directory`), never
+/// modelled: git's ignore rules (negation, anchoring, `**`, per-directory files) are its own.
+pub fn ignored(root: &Path) -> Result<Vec<String>, String> {
+    let out = git(
+        root,
+        &[],
+        &[
+            "ls-files",
+            "-z",
+            "--others",
+            "--ignored",
+            "--exclude-standard",
+            "--directory",
+        ],
+    )?;
+    Ok(out
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .filter_map(|p| std::str::from_utf8(p).ok().map(str::to_owned))
+        .collect())
+}

@@ -38,6 +38,8 @@ pub struct Skipped {
     pub state_dirs: usize,
     pub too_deep: usize,
     pub unreadable_dirs: usize,
+    /// Directories git ignores, not entered.
+    pub ignored: usize,
     /// The walk stopped at [`MAX_ENTRIES`].
     pub truncated: bool,
 }
@@ -65,6 +67,12 @@ fn valid_name(rel: &str) -> bool {
 
 /// Walks `root` (a directory, not followed if it is a link), at most `limit` entries.
 pub fn walk(root: &Path, limit: usize) -> Result<Tree, String> {
+    walk_pruned(root, limit, &BTreeSet::new())
+}
+
+/// [`walk`], never entering (nor listing) the directories in `prune` (relative, no trailing
+/// `/`): what git ignores as a whole, so an ignored build tree never uses up the walk's limit.
+pub fn walk_pruned(root: &Path, limit: usize, prune: &BTreeSet<String>) -> Result<Tree, String> {
     let meta = std::fs::symlink_metadata(root).map_err(|e| format!("{}: {e}", root.display()))?;
     if !meta.is_dir() {
         return Err(format!(
@@ -121,7 +129,9 @@ pub fn walk(root: &Path, limit: usize) -> Result<Tree, String> {
                 tree.links.insert(rel);
             } else if kind.is_dir() {
                 let lower = name.to_ascii_lowercase();
-                if lower == ".git" || lower == ".craik" {
+                if prune.contains(&rel) {
+                    tree.skipped.ignored += 1;
+                } else if lower == ".git" || lower == ".craik" {
                     tree.skipped.state_dirs += 1;
                 } else if depth + 1 >= MAX_DEPTH {
                     tree.skipped.too_deep += 1;

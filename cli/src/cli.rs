@@ -372,6 +372,12 @@ pub(crate) struct TaskNewCmd {
     /// this task, and the run may only complete once a shell.test ran and passed.
     #[arg(long, value_name = "CMD")]
     pub(crate) verify: Vec<String>,
+    /// The write scope of the --verify commands (repeatable: `**`, `DIR/**` or a file). The
+    /// default is the build directory of a known tool: `target/**` for cargo,
+    /// `.pytest_cache/**` for pytest, `node_modules/.cache/**` for npm/npx/yarn/pnpm; none
+    /// otherwise (the command then runs read-only).
+    #[arg(long, value_name = "SCOPE")]
+    pub(crate) verify_writes: Vec<String>,
     /// The run's iteration ceiling (written to run.json; `craik run DIR` uses it unless
     /// --max-iterations is given).
     #[arg(long, value_name = "N")]

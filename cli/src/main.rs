@@ -196,6 +196,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
                 deny: &t.deny,
                 approve: &t.approve,
                 verify: &t.verify,
+                verify_writes: &t.verify_writes,
                 max_iterations: t.max_iterations,
                 out: t.out.as_deref(),
                 force: t.force,

@@ -306,13 +306,12 @@ fn receipt_unbound(
     }
 }
 
-/// The public key of `home`, else of the nearest Craik home above `path` (a directory
-/// holding `keys/signing.pub.pem`).
+/// The public key of the Craik home `path` is (or lies in: the nearest directory at or above
+/// it holding `keys/signing.pub.pem`), else of `home`. The journal's own home first (issue
+/// 30: `receipts verify OTHER-HOME` checked against the default home's key and reported a
+/// valid home INVALID).
 fn find_public(home: &Path, path: Option<&Path>) -> Result<PathBuf, Failure> {
     let own = default_public(home);
-    if own.is_file() {
-        return Ok(own);
-    }
     let start = path.and_then(|p| p.canonicalize().ok());
     if let Some(found) = start
         .iter()
@@ -321,6 +320,9 @@ fn find_public(home: &Path, path: Option<&Path>) -> Result<PathBuf, Failure> {
         .find(|k| k.is_file())
     {
         return Ok(found);
+    }
+    if own.is_file() {
+        return Ok(own);
     }
     Err(Failure::usage(format!(
         "no public key to verify with: `{}` does not exist and no Craik home lies above the journal; pass the key you trust with --key PUB.pem",

@@ -938,6 +938,9 @@ fn drive(host: &mut Host, watching: Option<crate::live::Done>) -> Result<(), Fai
 #[derive(Debug, Serialize)]
 struct Summary<'a> {
     run: &'a TaskRun,
+    /// Parked for a person (an approval, a crash to recover): `run.status` says `blocked`, as
+    /// the contract has it, but the run is not over — it resumes.
+    parked: bool,
     tally: &'a Tally,
     receipts: u64,
     journal: String,
@@ -983,6 +986,7 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
     let handoff = handoff.is_file().then(|| handoff.display().to_string());
     let s = Summary {
         run,
+        parked: is_parked(run),
         tally: &tally,
         receipts: report.receipts,
         journal: journal.display().to_string(),
@@ -1100,6 +1104,11 @@ fn summary(out: &mut Out, format: Format, host: &Host, keys: &KeyRing) -> Result
 }
 
 /// The approval a parked run waits for (`None`: it is not parked).
+/// Blocked but not ended: the run waits (an approval, a recovery) and resumes.
+fn is_parked(run: &craik_contracts::TaskRun) -> bool {
+    run.status == craik_contracts::TaskRunStatus::Blocked && run.ended_at.is_none()
+}
+
 fn awaiting_approval(run: &craik_contracts::TaskRun) -> Option<&str> {
     run.stop_reason
         .as_deref()
@@ -1349,6 +1358,8 @@ pub(crate) fn cancel(
 struct Listed {
     id: String,
     status: String,
+    /// Blocked but not over: waiting for a person, it resumes.
+    parked: bool,
     phase: String,
     iteration: u32,
     task_id: String,
@@ -1370,6 +1381,7 @@ pub(crate) fn list(out: &mut Out, format: Format, home: &Path) -> Result<Exit, F
         rows.push(match run {
             Ok(r) => Listed {
                 id,
+                parked: is_parked(&r),
                 status: r.status.as_str().into(),
                 phase: r.phase.as_str().into(),
                 iteration: r.iteration,
@@ -1379,6 +1391,7 @@ pub(crate) fn list(out: &mut Out, format: Format, home: &Path) -> Result<Exit, F
             },
             Err(e) => Listed {
                 id,
+                parked: false,
                 status: "unreadable".into(),
                 phase: String::new(),
                 iteration: 0,
@@ -1398,7 +1411,11 @@ pub(crate) fn list(out: &mut Out, format: Format, home: &Path) -> Result<Exit, F
                 out.line(format_args!(
                     "{}  {:<11} {:<8} it {}  {}{}",
                     r.id,
-                    r.status,
+                    if r.parked {
+                        "parked"
+                    } else {
+                        r.status.as_str()
+                    },
                     r.phase,
                     r.iteration,
                     r.stop_reason.as_deref().unwrap_or(""),

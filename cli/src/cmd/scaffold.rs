@@ -41,6 +41,7 @@ pub(crate) struct TaskNewArgs<'a> {
     pub(crate) deny: &'a [String],
     pub(crate) approve: &'a [String],
     pub(crate) verify: &'a [String],
+    pub(crate) verify_writes: &'a [String],
     pub(crate) max_iterations: Option<u32>,
     pub(crate) out: Option<&'a Path>,
     pub(crate) force: bool,
@@ -282,13 +283,24 @@ pub(crate) fn task_new(
         crate::cmd::runs::decode_one(envelope_path, envelope_bytes)?;
     let mut grants = Vec::new();
     for (i, command) in args.verify.iter().enumerate() {
+        // Issue 30 item 8: a test grant with no write scope ran read-only, so `cargo test`
+        // failed under strict once approved. The operator's scope, else the tool's own.
+        let writes: Vec<String> = if args.verify_writes.is_empty() {
+            default_verify_writes(command)
+        } else {
+            args.verify_writes.to_vec()
+        };
+        let mut target = json!({"repo": null, "paths": [command], "exclude": [], "metadata": {}});
+        if !writes.is_empty() {
+            target["writes"] = json!(writes);
+        }
         let grant = json!({
             "schema": "craik.capability_grant",
             "version": "0.1.0",
             "id": format!("grant_{suffix}_verify{}", if i == 0 { String::new() } else { format!("_{}", i + 1) }),
             "task_id": id,
             "capability": "shell.test",
-            "target": {"repo": null, "paths": [command], "exclude": [], "metadata": {}},
+            "target": target,
             "operations": ["execute"],
             "expires_at": Timestamp::new(now.get() + time::Duration::days(30)),
             "reason": format!("verification command of {id}"),
@@ -813,4 +825,22 @@ fn same_file(a: &Path, b: &Path) -> bool {
         (Ok(a), Ok(b)) => a == b,
         _ => false,
     }
+}
+
+/// The write scope a known test tool needs to run at all: its build or cache directory.
+fn default_verify_writes(command: &str) -> Vec<String> {
+    let mut words = command.split_whitespace();
+    let program = words
+        .next()
+        .map(|p| p.rsplit('/').next().unwrap_or(p))
+        .unwrap_or_default();
+    let second = words.next().unwrap_or_default();
+    let scope = match program {
+        "cargo" => Some("target/**"),
+        "pytest" | "py.test" => Some(".pytest_cache/**"),
+        "python" | "python3" if second == "-m" => Some(".pytest_cache/**"),
+        "npm" | "npx" | "yarn" | "pnpm" => Some("node_modules/.cache/**"),
+        _ => None,
+    };
+    scope.map(|s| vec![s.to_owned()]).unwrap_or_default()
 }

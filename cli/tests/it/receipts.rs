@@ -1107,3 +1107,43 @@ fn issue_20_a_run_journal_must_begin_with_run_inputs() {
     let o = verify(&outside);
     assert_eq!(o.status.code(), Some(0), "{}", transcript(&o));
 }
+
+/// Issue 30 item 8: `receipts verify HOME` and `audit HOME` check a home with its own key, not
+/// the default home's (which reported a valid home INVALID).
+#[test]
+fn issue_30_a_home_is_verified_with_its_own_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = crate::repo_root().join("examples/docs-review");
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    for home in [&a, &b] {
+        let out = crate::craik()
+            .arg("run")
+            .arg(&ex)
+            .arg("--home")
+            .arg(home)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", crate::transcript(&out));
+    }
+    for args in [vec!["receipts", "verify"], vec!["audit"]] {
+        let out = crate::craik()
+            .args(&args)
+            .arg(&b)
+            .arg("--home")
+            .arg(&a)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            crate::transcript(&out)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stderr)
+                .contains(&b.join("keys/signing.pub.pem").display().to_string()),
+            "{args:?}: {}",
+            crate::transcript(&out)
+        );
+    }
+}

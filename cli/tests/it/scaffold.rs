@@ -988,6 +988,8 @@ fn issue_19_task_new_verify_grants_the_command_and_requires_it_to_pass() {
     let grant = json_file(&grant_file);
     assert_eq!(grant["capability"], "shell.test");
     assert_eq!(grant["target"]["paths"], serde_json::json!(["cargo test"]));
+    // Issue 30 item 8: cargo's build directory is writable, or the approved test fails.
+    assert_eq!(grant["target"]["writes"], serde_json::json!(["target/**"]));
     assert_eq!(grant["operations"], serde_json::json!(["execute"]));
     assert_eq!(grant["task_id"], "task_fix_the_status_page");
     let show = crate::run_in(&repo, &["grants", "show", grant_file.to_str().unwrap()]);
@@ -995,6 +997,26 @@ fn issue_19_task_new_verify_grants_the_command_and_requires_it_to_pass() {
     assert!(
         String::from_utf8_lossy(&show.stdout).contains("action == Craik::Action::\"shell.test\"")
     );
+    // The operator's scope wins; an unknown tool gets none.
+    let out = new_task(
+        &repo,
+        &state,
+        &[
+            "--verify",
+            "make check",
+            "--verify-writes",
+            "out/**",
+            "--out",
+            "w",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", crate::transcript(&out));
+    let grant = json_file(&repo.join("w/grants/grant_fix_the_status_page_verify.json"));
+    assert_eq!(grant["target"]["writes"], serde_json::json!(["out/**"]));
+    let out = new_task(&repo, &state, &["--verify", "make check", "--out", "v"]);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::transcript(&out));
+    let grant = json_file(&repo.join("v/grants/grant_fix_the_status_page_verify.json"));
+    assert!(grant["target"].get("writes").is_none(), "{grant}");
     // A command the kernel cannot scope (shell syntax) is refused before anything is written.
     let out = new_task(&repo, &state, &["--verify", "make; rm -rf /", "--out", "u"]);
     assert_eq!(out.status.code(), Some(3), "{}", crate::transcript(&out));

@@ -241,8 +241,8 @@ impl Survey {
                 continue;
             };
             let key = entry.key.to_ascii_lowercase();
-            let include = key == "include.path"
-                || (key.starts_with("includeif.") && key.ends_with(".path"));
+            let include =
+                key == "include.path" || (key.starts_with("includeif.") && key.ends_with(".path"));
             let path_key = include || PATH_KEYS.contains(&key.as_str());
             let words = if path_key {
                 path_words(value, places.home.as_deref())
@@ -441,9 +441,7 @@ impl Places<'_> {
                 continue;
             }
             let next = cur.join(&part);
-            if exists
-                && let Ok(m) = std::fs::symlink_metadata(&next)
-            {
+            if exists && let Ok(m) = std::fs::symlink_metadata(&next) {
                 if m.file_type().is_symlink() {
                     out.extend(self.rel(&next));
                     hops += 1;
@@ -524,7 +522,12 @@ struct Facts {
 
 /// Asks git, in `cwd` (or about `git_dir`), for the repository's facts; `repository`: whether
 /// a repository is expected (else only the operator's configuration is listed).
-fn ask(env: &GitEnv, cwd: &Path, git_dir: Option<&Path>, repository: bool) -> Result<Facts, AskError> {
+fn ask(
+    env: &GitEnv,
+    cwd: &Path,
+    git_dir: Option<&Path>,
+    repository: bool,
+) -> Result<Facts, AskError> {
     let mut pre: Vec<OsString> = Vec::new();
     if let Some(d) = git_dir {
         pre.push(OsString::from("--git-dir"));
@@ -614,9 +617,7 @@ fn entries(out: &[u8], cwd: &Path, args: &str) -> Result<Vec<Entry>, AskError> {
         let origin = fields.next().ok_or_else(unreadable)?;
         let pair = fields.next().ok_or_else(unreadable)?;
         let origin = std::str::from_utf8(origin).map_err(|_| unreadable())?;
-        let origin = origin
-            .strip_prefix("file:")
-            .map(|p| cwd.join(p));
+        let origin = origin.strip_prefix("file:").map(|p| cwd.join(p));
         let pair = std::str::from_utf8(pair).map_err(|_| unreadable())?;
         let (key, value) = match pair.split_once('\n') {
             Some((k, v)) => (k.to_owned(), Some(v.to_owned())),

@@ -45,7 +45,11 @@ fn names(survey: &Survey) -> Vec<String> {
 #[test]
 fn issue_30_git_is_asked_what_it_reads() {
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
-        ("bom", b"\xef\xbb\xbf[core]\n\thooksPath = h/bom\n".to_vec(), "h/bom"),
+        (
+            "bom",
+            b"\xef\xbb\xbf[core]\n\thooksPath = h/bom\n".to_vec(),
+            "h/bom",
+        ),
         (
             "comment continuation",
             b"[core]\n# a comment \\\n\thooksPath = h/cont\n".to_vec(),
@@ -68,8 +72,16 @@ fn issue_30_git_is_asked_what_it_reads() {
             b"[alias]\n\tq = \"!sh \\\"s/a b.sh\\\"\" ; comment\n".to_vec(),
             "s/a b.sh",
         ),
-        ("dotted section", b"[filter.x]\n\tclean = s/dot.sh\n".to_vec(), "s/dot.sh"),
-        ("include", b"[include]\n\tpath = ../s/inc.cfg\n".to_vec(), "s/inc.sh"),
+        (
+            "dotted section",
+            b"[filter.x]\n\tclean = s/dot.sh\n".to_vec(),
+            "s/dot.sh",
+        ),
+        (
+            "include",
+            b"[include]\n\tpath = ../s/inc.cfg\n".to_vec(),
+            "s/inc.sh",
+        ),
         (
             "includeIf false now",
             b"[includeIf \"onbranch:never\"]\n\tpath = ../s/if.cfg\n".to_vec(),
@@ -108,12 +120,25 @@ fn issue_30_hooks_are_followed_through_their_links() {
     std::os::unix::fs::symlink("../../tools/pre-commit", root.join(".git/hooks/pre-commit"))
         .unwrap();
     let survey = Survey::of(&root, Vec::new(), &env);
-    assert!(survey.named.contains(Path::new("tools/pre-commit")), "{:?}", names(&survey));
+    assert!(
+        survey.named.contains(Path::new("tools/pre-commit")),
+        "{:?}",
+        names(&survey)
+    );
     assert!(survey.named.contains(Path::new(".git/hooks/pre-commit")));
-    let hook = survey.hooks.iter().find(|h| h.name == "pre-commit").unwrap();
+    let hook = survey
+        .hooks
+        .iter()
+        .find(|h| h.name == "pre-commit")
+        .unwrap();
     assert_eq!(
         hook.target.as_deref(),
-        Some(root.canonicalize().unwrap().join("tools/pre-commit").as_path())
+        Some(
+            root.canonicalize()
+                .unwrap()
+                .join("tools/pre-commit")
+                .as_path()
+        )
     );
     assert!(survey.hooks.iter().all(|h| !h.name.ends_with(".sample")));
 
@@ -121,8 +146,15 @@ fn issue_30_hooks_are_followed_through_their_links() {
     std::fs::remove_dir_all(root.join(".git/hooks")).unwrap();
     std::os::unix::fs::symlink("../tools/hooks", root.join(".git/hooks")).unwrap();
     let survey = Survey::of(&root, Vec::new(), &env);
-    assert!(survey.covers("tools/hooks/pre-push"), "{:?}", names(&survey));
-    assert!(survey.covers("tools/hooks/pre-commit"), "a hook not made yet");
+    assert!(
+        survey.covers("tools/hooks/pre-push"),
+        "{:?}",
+        names(&survey)
+    );
+    assert!(
+        survey.covers("tools/hooks/pre-commit"),
+        "a hook not made yet"
+    );
     assert!(!survey.covers("tools/pre-commit"));
 
     // An absolute hooksPath through a link outside the workspace that leads back into it.
@@ -137,7 +169,11 @@ fn issue_30_hooks_are_followed_through_their_links() {
         .unwrap();
     assert!(out.status.success());
     let survey = Survey::of(&root, Vec::new(), &env);
-    assert!(survey.covers("tools/abs/pre-commit"), "{:?}", names(&survey));
+    assert!(
+        survey.covers("tools/abs/pre-commit"),
+        "{:?}",
+        names(&survey)
+    );
 }
 
 /// Asking runs nothing the configuration plants: no fsmonitor, pager, editor, ssh command,
@@ -182,7 +218,12 @@ fn issue_30_what_git_cannot_read_protects_everything() {
     assert!(survey.covers("src/main.rs"));
     let base = craik_kernel::ImmutablePaths::new(&[]).unwrap();
     assert!(survey.immutable(&base).covers("src/main.rs"));
-    assert!(survey.notice(&root).iter().any(|l| l.contains("every workspace path is protected")));
+    assert!(
+        survey
+            .notice(&root)
+            .iter()
+            .any(|l| l.contains("every workspace path is protected"))
+    );
 
     // A nested repository git cannot read: its work tree is protected whole.
     let (root, env) = repo(&dir.path().join("b"), b"");
@@ -197,7 +238,10 @@ fn issue_30_what_git_cannot_read_protects_everything() {
     let plain = dir.path().join("plain");
     std::fs::create_dir_all(&plain).unwrap();
     let survey = Survey::of(&plain, Vec::new(), &env);
-    assert!(survey.unread.is_empty() && survey.named.is_empty(), "{survey:?}");
+    assert!(
+        survey.unread.is_empty() && survey.named.is_empty(),
+        "{survey:?}"
+    );
 }
 
 /// Round 8, generated: a script named through quotes, after a `cd`, behind `$PWD`, before it
@@ -216,12 +260,27 @@ fn indirect_spellings_of_a_script_are_named() {
     std::os::unix::fs::symlink("real.sh", root.join("s/lnk.sh")).unwrap();
     let survey = Survey::of(&root, Vec::new(), &env);
     for want in [
-        "s/new1.sh", "s/x2.sh", "s/x3.sh", "s/x4.sh", "s/x[5].sh", "s/lnk.sh", "s/real.sh",
-        "s/new2.sh", "s/fsm.sh",
+        "s/new1.sh",
+        "s/x2.sh",
+        "s/x3.sh",
+        "s/x4.sh",
+        "s/x[5].sh",
+        "s/lnk.sh",
+        "s/real.sh",
+        "s/new2.sh",
+        "s/fsm.sh",
     ] {
-        assert!(survey.named.contains(Path::new(want)), "{want}: {:?}", names(&survey));
+        assert!(
+            survey.named.contains(Path::new(want)),
+            "{want}: {:?}",
+            names(&survey)
+        );
     }
-    assert!(!survey.named.contains(Path::new("s")), "{:?}", names(&survey));
+    assert!(
+        !survey.named.contains(Path::new("s")),
+        "{:?}",
+        names(&survey)
+    );
     assert!(names(&survey).iter().all(|p| !p.contains("flag")));
 }
 
@@ -239,7 +298,12 @@ fn what_a_configuration_names_in_the_workspace() {
     for d in ["scripts", "src", "bin"] {
         std::fs::create_dir_all(root.join(d)).unwrap();
     }
-    for f in ["scripts/lint.sh", "scripts/clean.sh", "bin/pager", "src/a.rs"] {
+    for f in [
+        "scripts/lint.sh",
+        "scripts/clean.sh",
+        "bin/pager",
+        "src/a.rs",
+    ] {
         std::fs::write(root.join(f), "x").unwrap();
     }
     std::fs::write(root.join(".gitconfig"), "[core]\n\tpager = bin/pager\n").unwrap();

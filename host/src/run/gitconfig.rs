@@ -605,8 +605,7 @@ fn entries(out: &[u8], cwd: &Path, args: &str) -> Result<Vec<Entry>, AskError> {
     let unreadable = || AskError::Unreadable { args: args.into() };
     let mut fields = out.split(|b| *b == 0);
     let mut list = Vec::new();
-    loop {
-        let Some(scope) = fields.next() else { break };
+    while let Some(scope) = fields.next() {
         if scope.is_empty() {
             // The end (output ends with NUL).
             if fields.next().is_some() {

@@ -94,11 +94,8 @@ impl Host {
             let why = format!("refused: `{}`: {why}", craik_contracts::Truncated(rel));
             return self.outcome_receipt(action, false, &why, None);
         }
-        if self.git_named(rel) {
-            let why = format!(
-                "refused: `{}`: a git configuration of the repository or the operator names it (git runs or reads it)",
-                craik_contracts::Truncated(rel)
-            );
+        if let Some(because) = self.git_named(rel) {
+            let why = format!("refused: `{}`: {because}", craik_contracts::Truncated(rel));
             return self.outcome_receipt(action, false, &why, None);
         }
         let pre = match self.workspace.state(rel) {
@@ -420,15 +417,22 @@ impl Host {
 
     /// Whether what the operator's git runs or reads ([`gitconfig`](crate::run::gitconfig):
     /// hooks and their link targets, includes, an alias's or a filter's script), as git itself
-    /// says, covers `rel` (or a directory holding it): a runner's file write there is refused.
+    /// says, covers `rel` (or a directory holding it): why a runner's file write there is refused.
     /// When git cannot say, every path is covered (fail closed).
-    fn git_named(&self, rel: &str) -> bool {
-        crate::run::gitconfig::Survey::of(
+    fn git_named(&self, rel: &str) -> Option<String> {
+        let survey = crate::run::gitconfig::Survey::of(
             &self.workspace.root,
             Vec::new(),
             &crate::run::gitconfig::GitEnv::from_process(),
-        )
-        .covers(rel)
+        );
+        if let Some(e) = survey.unread.first() {
+            return Some(format!(
+                "git could not say what it runs here ({e}); every workspace path is protected"
+            ));
+        }
+        survey.covers(rel).then(|| {
+            "git runs or reads it (a hook, a link to one, or a file a git configuration of the repository or the operator names)".to_owned()
+        })
     }
 
     /// The run's immutable paths for commands plus every workspace path the operator's git

@@ -167,7 +167,7 @@ impl Survey {
             root_real: &root_real,
             home: env.home(),
         };
-        let repository = in_repository(&root_real);
+        let repository = in_repository(env, &root_real);
         let main = match ask(env, root, None, repository) {
             Ok(facts) => {
                 survey.take(&places, &facts, env);
@@ -491,11 +491,31 @@ fn push_components(todo: &mut Vec<OsString>, path: &Path) {
     todo.extend(parts.into_iter().rev());
 }
 
-/// Whether `dir` (resolved) or a directory above it holds a `.git` entry: git is then
-/// expected to find a repository, and a failure to answer fails closed.
-fn in_repository(dir: &Path) -> bool {
+/// Whether `dir` (resolved) or a directory above it holds a `.git` that git takes for a
+/// repository (`git rev-parse --resolve-git-dir`, which reads no configuration, asked from
+/// `/`): git is then expected to answer, and a failure to answer fails closed. A `.git` git
+/// does not take for one (a directory with only a `config`) is passed, as git's discovery
+/// passes it; one git cannot be asked about counts as a repository.
+fn in_repository(env: &GitEnv, dir: &Path) -> bool {
     dir.ancestors()
-        .any(|d| std::fs::symlink_metadata(d.join(".git")).is_ok())
+        .map(|d| d.join(".git"))
+        .filter(|g| std::fs::symlink_metadata(g).is_ok())
+        .any(|g| {
+            let arg = g.as_os_str().to_owned();
+            !matches!(
+                git(
+                    env,
+                    Path::new("/"),
+                    &[
+                        OsString::from("rev-parse"),
+                        OsString::from("--resolve-git-dir"),
+                        arg
+                    ],
+                    &[],
+                ),
+                Err(AskError::Failed { .. })
+            )
+        })
 }
 
 /// One configuration entry as git lists it.

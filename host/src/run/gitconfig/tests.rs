@@ -234,6 +234,14 @@ fn issue_30_what_git_cannot_read_protects_everything() {
     assert!(survey.covers("sub/ws/x.rs"), "{:?}", names(&survey));
     assert!(!survey.covers("x.rs"));
 
+    // A `.git` git does not take for a repository (only a `config`) is passed, as git's
+    // discovery passes it: no failure, nothing protected for it.
+    let bogus = dir.path().join("bogus");
+    std::fs::create_dir_all(bogus.join(".git")).unwrap();
+    std::fs::write(bogus.join(".git/config"), "[core]\n").unwrap();
+    let survey = Survey::of(&bogus, Vec::new(), &env);
+    assert!(survey.unread.is_empty(), "{:?}", survey.unread);
+
     // Outside any repository: the operator's configuration only, no failure.
     let plain = dir.path().join("plain");
     std::fs::create_dir_all(&plain).unwrap();

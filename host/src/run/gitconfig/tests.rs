@@ -329,3 +329,30 @@ fn what_a_configuration_names_in_the_workspace() {
     assert_eq!(survey.named, want);
     assert!(survey.hooks.is_empty());
 }
+
+/// A repository owned by another user (git refuses it: `safe.directory`) fails closed.
+/// Needs root to hand the repository to someone else; elsewhere it says so and checks nothing.
+#[test]
+fn issue_30_a_repository_git_refuses_to_read_fails_closed() {
+    use std::os::unix::fs::MetadataExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    if std::fs::metadata(dir.path()).unwrap().uid() != 0 {
+        eprintln!("\n!!!!! SKIPPED: not root; cannot give a repository to another user !!!!!\n");
+        return;
+    }
+    let (root, env) = repo(dir.path(), b"[core]\n\thooksPath = h\n");
+    for p in [root.clone(), root.join(".git")] {
+        std::os::unix::fs::chown(&p, Some(65534), Some(65534)).unwrap();
+    }
+    let survey = Survey::of(&root, Vec::new(), &env);
+    assert!(
+        matches!(survey.unread.as_slice(), [AskError::Failed { .. }]),
+        "{survey:?}"
+    );
+    assert!(survey.covers("anything/at/all"));
+    assert!(
+        survey.notice(&root)[0].contains("dubious ownership"),
+        "{:?}",
+        survey.notice(&root)
+    );
+}

@@ -693,6 +693,16 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         let _ = std::fs::remove_dir_all(&dir.path);
         return Err(refused.into());
     }
+    // What the operator's git runs here, as git says (issue 30 item 2): the hooks found, and
+    // the limit that what a hook runs in turn is not modelled; or why everything is protected.
+    let git = craik_host::run::gitconfig::Survey::of(
+        &workspace,
+        Vec::new(),
+        &craik_host::run::gitconfig::GitEnv::from_process(),
+    );
+    for line in git.notice(&workspace) {
+        out.diag(line)?;
+    }
     // Craik's inputs that lie in the workspace (policies, custom policies, grant files, the
     // intent lock and envelope) are immutable to the run: no command or write capability may
     // change what the next run reads.

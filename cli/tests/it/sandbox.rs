@@ -1141,6 +1141,19 @@ fn project_run(
     links: &[(&str, &Path)],
     git_config: &[(&str, &str)],
 ) -> (PathBuf, String, String) {
+    project_run_with(dir, script, files, links, git_config, &|_| {})
+}
+
+/// [`project_run`], with `plant` run on the repository after its files and configuration are
+/// written and before the first commit.
+fn project_run_with(
+    dir: &Path,
+    script: &str,
+    files: &[(&str, &str)],
+    links: &[(&str, &Path)],
+    git_config: &[(&str, &str)],
+    plant: &dyn Fn(&Path),
+) -> (PathBuf, String, String) {
     let repo = dir.join("repo");
     let git = |args: &[&str]| {
         let out = std::process::Command::new("git")
@@ -1168,6 +1181,7 @@ fn project_run(
     for (key, value) in git_config {
         git(&["config", key, value]);
     }
+    plant(&repo);
     let new = crate::craik()
         .current_dir(&repo)
         .args([
@@ -1486,4 +1500,176 @@ fn issue_30_a_relative_home_gives_commands_absolute_home_and_tmpdir() {
             "{l}"
         );
     }
+}
+
+/// Issue 30 item 2: what the operator's git runs is asked of git, so each spelling the
+/// replaced parser read differently — a BOM before `[core]`, a comment line ending in `\`, an
+/// absolute `core.hooksPath` through a linked directory, the key after the first MiB, an
+/// include — and a hooks file or the hooks directory linked to tracked files (no unusual
+/// configuration at all) is protected: a granted command rewrites or plants the hook, and the
+/// operator's real `git commit` afterwards runs nothing planted.
+#[test]
+fn issue_30_the_operators_next_git_commit_runs_nothing_planted() {
+    if !confinement_available() {
+        return;
+    }
+    type Plant = Box<dyn Fn(&Path, &Path)>;
+    let append = |text: Vec<u8>| -> Plant {
+        Box::new(move |repo: &Path, _: &Path| {
+            let path = repo.join(".git/config");
+            let mut config = std::fs::read(&path).unwrap();
+            config.extend_from_slice(&text);
+            std::fs::write(path, config).unwrap();
+        })
+    };
+    let hook = "#!/bin/sh\nexit 0\n";
+    let cases: Vec<(&str, Plant)> = vec![
+        (
+            "bom",
+            Box::new(|repo: &Path, _: &Path| {
+                let path = repo.join(".git/config");
+                let mut config = b"\xef\xbb\xbf[core]\n\thooksPath = out/hooks\n".to_vec();
+                config.extend(std::fs::read(&path).unwrap());
+                std::fs::write(path, config).unwrap();
+            }),
+        ),
+        (
+            "comment continuation",
+            append(b"[core]\n# a note \\\n\thooksPath = out/hooks\n".to_vec()),
+        ),
+        ("oversized", {
+            let mut text = b"[user]\n".to_vec();
+            for _ in 0..(1 << 20) / 30 + 100 {
+                text.extend_from_slice(b"# padding padding padding pad\n");
+            }
+            text.extend_from_slice(b"[core]\n\thooksPath = out/hooks\n");
+            append(text)
+        }),
+        (
+            "absolute through a link",
+            Box::new(|repo: &Path, dir: &Path| {
+                std::os::unix::fs::symlink(repo, dir.join("via")).unwrap();
+                let path = repo.join(".git/config");
+                let mut config = std::fs::read(&path).unwrap();
+                config.extend_from_slice(
+                    format!(
+                        "[core]\n\thooksPath = {}\n",
+                        dir.join("via/out/hooks").display()
+                    )
+                    .as_bytes(),
+                );
+                std::fs::write(path, config).unwrap();
+            }),
+        ),
+        (
+            "include",
+            append(b"[include]\n\tpath = ../out/inc/git.inc\n".to_vec()),
+        ),
+        (
+            "hooks file linked to a tracked file",
+            Box::new(|repo: &Path, _: &Path| {
+                std::os::unix::fs::symlink(
+                    "../../out/tracked/pre-commit",
+                    repo.join(".git/hooks/pre-commit"),
+                )
+                .unwrap();
+            }),
+        ),
+        (
+            "hooks directory linked to a tracked one",
+            Box::new(|repo: &Path, _: &Path| {
+                std::fs::remove_dir_all(repo.join(".git/hooks")).unwrap();
+                std::os::unix::fs::symlink("../out/tracked-hooks", repo.join(".git/hooks"))
+                    .unwrap();
+            }),
+        ),
+    ];
+    let mut ran = Vec::new();
+    for (what, plant) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path();
+        let marker = dir.join("planted-hook-ran");
+        let payload = format!("#!/bin/sh\ntouch {}\n", marker.display());
+        let script = format!(
+            "for f in out/hooks/pre-commit out/tracked/pre-commit out/tracked-hooks/pre-commit out/h2/pre-commit; do\n\
+               mkdir -p $(dirname $f) 2>/dev/null; printf '{payload}' > $f 2>/dev/null; chmod +x $f 2>/dev/null\n\
+             done\n\
+             printf '[core]\\n\\thooksPath = out/h2\\n' >> out/inc/git.inc 2>/dev/null\n\
+             echo fine > out/r/ok.txt\n",
+            payload = payload.replace('\n', "\\n"),
+        );
+        let (_, _, text) = project_run_with(
+            dir,
+            &script,
+            &[
+                (".gitignore", "out/r/\n"),
+                ("out/r/.keep", ""),
+                ("out/tracked/pre-commit", hook),
+                ("out/tracked-hooks/README", "hooks\n"),
+                ("out/inc/git.inc", "[user]\n"),
+            ],
+            &[],
+            &[],
+            &|repo| {
+                make_executable(&repo.join("out/tracked/pre-commit"));
+                plant(repo, dir);
+            },
+        );
+        let repo = dir.join("repo");
+        assert_eq!(
+            std::fs::read_to_string(repo.join("out/r/ok.txt")).unwrap_or_default(),
+            "fine\n",
+            "{what}: the command did not run\n{text}"
+        );
+        // The operator's next commit, with the operator's git and environment.
+        let commit = std::process::Command::new("git")
+            .current_dir(&repo)
+            .args(["-c", "user.email=a@b", "-c", "user.name=a"])
+            .args(["commit", "-q", "--allow-empty", "-m", "after the run"])
+            .output()
+            .unwrap();
+        if marker.exists() || !commit.status.success() {
+            ran.push(format!(
+                "{what}: planted hook ran: {}\n{}\n{text}",
+                marker.exists(),
+                crate::transcript(&commit)
+            ));
+        }
+    }
+    assert!(ran.is_empty(), "{}", ran.join("\n\n"));
+}
+
+/// Issue 30 item 2: `craik run` names the hooks git will run (through their links) and says
+/// that what a hook runs in turn is not modelled.
+#[test]
+fn issue_30_craik_run_names_the_hooks_it_found() {
+    if !confinement_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (_, _, text) = project_run_with(
+        dir.path(),
+        "true\n",
+        &[("tools/pre-commit", "#!/bin/sh\nexit 0\n")],
+        &[],
+        &[],
+        &|repo| {
+            make_executable(&repo.join("tools/pre-commit"));
+            std::os::unix::fs::symlink(
+                "../../tools/pre-commit",
+                repo.join(".git/hooks/pre-commit"),
+            )
+            .unwrap();
+        },
+    );
+    assert!(
+        text.contains(
+            "craik: git hooks found (protected from commands): .git/hooks/pre-commit -> tools/pre-commit\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("craik: what a hook runs in turn (a script it calls, husky's tracked scripts) is not modelled and not protected: review the hooks\n"),
+        "{text}"
+    );
 }

@@ -16,6 +16,7 @@
 
 use crate::policy::grant::SHELL_META;
 
+mod git_options;
 mod hatches;
 mod scan;
 #[cfg(test)]
@@ -218,11 +219,14 @@ pub fn analyse(argv: &[String]) -> Result<CommandFacts, String> {
     let unvetted_because = tool.and_then(|n| tools::vet(n, args));
     // A command off its tool's allow-list that also spells a known escape hatch is denied
     // outright (a wrapper), not held for approval: known-bad is never approvable.
+    // `git-SUB` (a git-core program run directly) has git's hatches.
+    let git_direct = names.iter().any(|n| n.starts_with("git-"));
     let hatch = unvetted_because.is_some()
-        && hatches::HATCHES
+        && (hatches::HATCHES
             .iter()
-            .filter(|h| names.contains(&h.program))
-            .any(|h| h.always || args.iter().any(|a| hatches::is_hatch(h, a)));
+            .filter(|h| names.contains(&h.program) || (git_direct && h.program == "git"))
+            .any(|h| h.always || args.iter().any(|a| hatches::is_hatch(h, a)))
+            || hatches::git_short_hatch(&names, args));
     let wrapper = listed(WRAPPERS)
         || listed(ALWAYS_WRAPPERS)
         || hatch

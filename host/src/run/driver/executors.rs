@@ -94,11 +94,8 @@ impl Host {
             let why = format!("refused: `{}`: {why}", craik_contracts::Truncated(rel));
             return self.outcome_receipt(action, false, &why, None);
         }
-        if self.git_named(rel) {
-            let why = format!(
-                "refused: `{}`: a git configuration of the repository or the operator names it (git runs or reads it)",
-                craik_contracts::Truncated(rel)
-            );
+        if let Some(because) = self.git_named(rel) {
+            let why = format!("refused: `{}`: {because}", craik_contracts::Truncated(rel));
             return self.outcome_receipt(action, false, &why, None);
         }
         let pre = match self.workspace.state(rel) {
@@ -418,34 +415,43 @@ impl Host {
         })
     }
 
-    /// Whether a git configuration of the repository or the operator names `rel` (or a
-    /// directory holding it), by the same globs commands are checked against: a runner's file
-    /// write there is refused.
-    fn git_named(&self, rel: &str) -> bool {
-        let named = crate::run::gitconfig::named_in(&self.workspace.root, Vec::new());
-        !named.is_empty()
-            && craik_kernel::ImmutablePaths::new(&crate::run::gitconfig::globs(&named))
-                .map_or(true, |paths| paths.covers(rel))
+    /// Whether what the operator's git runs or reads ([`gitconfig`](crate::run::gitconfig):
+    /// hooks and their link targets, includes, an alias's or a filter's script), as git itself
+    /// says, covers `rel` (or a directory holding it): why a runner's file write there is refused.
+    /// When git cannot say, every path is covered (fail closed).
+    fn git_named(&self, rel: &str) -> Option<String> {
+        let survey = crate::run::gitconfig::Survey::of(
+            &self.workspace.root,
+            Vec::new(),
+            &crate::run::gitconfig::GitEnv::from_process(),
+        );
+        if let Some(e) = survey.unread.first() {
+            return Some(format!(
+                "git could not say what it runs here ({e}); every workspace path is protected"
+            ));
+        }
+        survey.covers(rel).then(|| {
+            "git runs or reads it (a hook, a link to one, or a file a git configuration of the repository or the operator names)".to_owned()
+        })
     }
 
-    /// The run's immutable paths for commands plus every workspace path a git configuration
-    /// names as something git runs or reads ([`gitconfig`](crate::run::gitconfig): a hooks
-    /// directory, an include, an alias's or a filter's script): a command that rewrote one
-    /// would run unconfined at the operator's next `git commit` (outside testing round 7).
+    /// The run's immutable paths for commands plus every workspace path the operator's git
+    /// runs or reads ([`gitconfig`](crate::run::gitconfig)), asked of git for the workspace's
+    /// repository and every git directory the manifest shows: a command that rewrote one would
+    /// run unconfined at the operator's next `git commit` (outside testing round 7, issue 30).
+    /// Everything, when git cannot say.
     fn with_git_named(
         &self,
         root: &Path,
         before: &manifest::Manifest,
         marked: &[(PathBuf, &str)],
     ) -> craik_kernel::ImmutablePaths {
-        let named = crate::run::gitconfig::named_in(root, before.git_config_files(root, marked));
-        if named.is_empty() {
-            return self.command_immutable.clone();
-        }
-        let mut globs = self.command_immutable.globs().to_vec();
-        globs.extend(crate::run::gitconfig::globs(&named));
-        craik_kernel::ImmutablePaths::new(&globs)
-            .unwrap_or_else(|_| craik_kernel::ImmutablePaths::everything())
+        crate::run::gitconfig::Survey::of(
+            root,
+            before.git_config_files(root, marked),
+            &crate::run::gitconfig::GitEnv::from_process(),
+        )
+        .immutable(&self.command_immutable)
     }
 
     /// The write scope of a command allowed by `grants`: what those grants name, else the

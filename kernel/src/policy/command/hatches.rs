@@ -63,6 +63,10 @@ pub(super) const HATCHES: &[Hatches] = &[
             "run",
             "open-files-in-pager",
             "ext-grep",
+            // `clone`/`init --template=DIR` installs DIR's hooks, which clone then runs;
+            // `clone --config` sets any configuration (a hooks path, an fsmonitor) first.
+            "template",
+            "config",
         ],
         short: &['c', 'C', 'O', 'x'],
         words: &[],
@@ -208,4 +212,36 @@ pub(super) fn is_hatch(h: &Hatches, arg: &str) -> bool {
         return cluster.chars().any(|c| h.short.contains(&c));
     }
     false
+}
+
+/// Whether a git command (`git SUB …`, or `git-SUB …` run directly: `names` are argv[0]'s
+/// base names) gives one of its subcommand's short options that stands for one of git's exec
+/// options above (`clone -u CMD`, `clone -uCMD` for `--upload-pack`, `archive -o` for
+/// `--output`), as git's own generated tables ([`super::git_options`]) map the letters: the
+/// short form is denied as the long one is (issue 30 item 2). A letter anywhere in a cluster
+/// counts (a value attached to an earlier letter may hide one: false positives deny).
+pub(super) fn git_short_hatch(names: &[&str], args: &[String]) -> bool {
+    let Some(git) = HATCHES.iter().find(|h| h.program == "git") else {
+        return false;
+    };
+    super::git_options::GIT_OPTIONS.iter().any(|table| {
+        let direct = names
+            .iter()
+            .any(|n| n.strip_prefix("git-") == Some(table.sub));
+        let via = names.contains(&"git") && args.iter().any(|a| a == table.sub);
+        (direct || via)
+            && args
+                .iter()
+                .filter_map(|a| a.strip_prefix('-'))
+                .filter(|cluster| !cluster.starts_with('-'))
+                .any(|cluster| {
+                    cluster.chars().any(|c| {
+                        table.short.split_ascii_whitespace().any(|pair| {
+                            pair.split_once('=').is_some_and(|(letter, long)| {
+                                letter.chars().eq([c]) && git.long.contains(&long)
+                            })
+                        })
+                    })
+                })
+    })
 }

@@ -822,3 +822,174 @@ fn issue_19_argument_paths_are_normalised_operands() {
         assert_eq!(paths(line), Vec::<String>::new(), "{line}");
     }
 }
+
+/// git's options of one subcommand as the installed git documents them: the long names of
+/// `git SUB --git-completion-helper-all` and `git SUB -h` (a value-taking one as `name=`),
+/// and the short letters of `-h` with the long option each stands for (`u=upload-pack`).
+/// `submodule` (a script with no completion helper) is read from its usage lines.
+fn installed_git_options(repo: &std::path::Path, sub: &str) -> (String, String) {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .current_dir(repo)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("LC_ALL", "C")
+            .args(args)
+            .output()
+            .expect("git runs");
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    let mut long: std::collections::BTreeMap<String, bool> = std::collections::BTreeMap::new();
+    let mut add = |name: &str, value: bool| {
+        let name = name.trim_matches(|c: char| !(c.is_ascii_alphanumeric() || c == '-'));
+        if name.len() > 1 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+            let v = long.entry(name.to_owned()).or_insert(false);
+            *v |= value;
+        }
+    };
+    if sub != "submodule" {
+        for word in run(&[sub, "--git-completion-helper-all"]).split_ascii_whitespace() {
+            if let Some(name) = word.strip_prefix("--") {
+                match name.strip_suffix('=') {
+                    Some(n) => add(n, true),
+                    None => add(name, false),
+                }
+            }
+        }
+    }
+    let help = run(&[sub, "-h"]);
+    let mut short = std::collections::BTreeMap::new();
+    for line in help.lines() {
+        let words: Vec<&str> = line.split_ascii_whitespace().collect();
+        for (i, w) in words.iter().enumerate() {
+            let value_next = words
+                .get(i + 1)
+                .is_some_and(|n| n.starts_with('<') || n.starts_with("[<"));
+            // `-u, --[no-]upload-pack <path>` and the usage lines' `-f|--force`.
+            for part in w
+                .trim_matches(|c| c == '[' || c == ']' || c == '(' || c == ')')
+                .split('|')
+            {
+                let part = part.trim_end_matches(',');
+                if let Some(name) = part.strip_prefix("--") {
+                    let name = name.strip_prefix("[no-]").unwrap_or(name);
+                    let (name, value) = match name.split_once(['=', '[']) {
+                        Some((n, _)) => (n, true),
+                        None => (name, value_next),
+                    };
+                    add(name, value && !name.is_empty());
+                }
+            }
+        }
+        let trimmed = line.trim_start();
+        let first = trimmed.split([',', '|', ' ']).next().unwrap_or_default();
+        if let Some(letter) = first.strip_prefix('-')
+            && letter.len() == 1
+            && letter.bytes().all(|b| b.is_ascii_alphanumeric())
+            && let Some(rest) = trimmed.get(2..)
+            && let Some(after) = rest.trim_start_matches([',', '|', ' ']).strip_prefix("--")
+        {
+            let name = after.strip_prefix("[no-]").unwrap_or(after);
+            let name: String = name
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect();
+            short.insert(letter.to_owned(), name);
+        }
+    }
+    let long = long
+        .into_iter()
+        .map(|(n, v)| if v { format!("{n}=") } else { n })
+        .collect::<Vec<_>>()
+        .join(" ");
+    let short = short
+        .into_iter()
+        .map(|(l, n)| format!("{l}={n}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    (long, short)
+}
+
+/// Issue 30 item 2: the generated option tables of git's subcommands that reach other
+/// repositories or write archives are git's own: compared with the installed git, so a git
+/// that grows an option (or a short form of one) fails here, and the message is the table to
+/// paste into `git_options.rs` after classifying the new option.
+#[test]
+fn issue_30_git_option_tables_match_the_installed_git() {
+    let dir = std::env::temp_dir().join(format!("craik-git-options-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let init = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .status()
+        .expect("git is installed");
+    assert!(init.success());
+    let mut generated = String::new();
+    let mut differ = Vec::new();
+    for table in super::git_options::GIT_OPTIONS {
+        let (long, short) = installed_git_options(&dir, table.sub);
+        generated.push_str(&format!(
+            "pub(super) const {}: GitOptions = GitOptions {{\n    sub: \"{}\",\n    long: \"{long}\",\n    short: \"{short}\",\n}};\n",
+            table.sub.to_ascii_uppercase().replace('-', "_"),
+            table.sub
+        ));
+        if long != table.long || short != table.short {
+            differ.push(table.sub);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        differ.is_empty(),
+        "the installed git documents other options for {differ:?}; classify them (hatches.rs) and paste:\n{generated}"
+    );
+}
+
+/// Issue 30 item 2: git's exec options are denied in every spelling, short forms read with
+/// the subcommand's own generated table (`clone -u` is `--upload-pack`, `push -u` is not);
+/// whatever else a network subcommand is given is unvetted (a person approves it).
+#[test]
+fn issue_30_git_exec_options_are_denied_however_spelled() {
+    for line in [
+        "git clone -u ./x.sh https://h/r",
+        "git clone -u./x.sh https://h/r",
+        "git clone -qu./x.sh https://h/r",
+        "git clone --upload-pack=./x.sh https://h/r",
+        "git clone --upload-pack ./x.sh https://h/r",
+        "git clone --upl=./x.sh https://h/r",
+        "git clone --template=./t https://h/r",
+        "git clone -c core.hooksPath=h https://h/r",
+        "git clone --config core.fsmonitor=x https://h/r",
+        "git -c core.sshCommand=x clone https://h/r",
+        "git fetch --upload-pack=./x.sh origin",
+        "git pull --upl ./x.sh origin",
+        "git ls-remote --upload-pack=./x.sh origin",
+        "git push --receive-pack=./x.sh origin",
+        "git push --exec=./x.sh origin",
+        "git archive -o x.tar HEAD",
+        "git archive --remote=r --exec=./x.sh HEAD",
+        "git init --template=./t",
+        "git-clone -u ./x.sh https://h/r",
+        "git-fetch --upload-pack=./x.sh origin",
+    ] {
+        let f = facts(line);
+        assert!(f.wrapper && f.unvetted, "{line}: {f:?}");
+    }
+    for line in [
+        "git clone -q https://h/r",
+        "git fetch -u origin",
+        "git push -u origin main",
+        "git push -o ci.skip origin",
+        "git ls-remote -q origin",
+        "git submodule update --init",
+    ] {
+        let f = facts(line);
+        assert!(f.unvetted && !f.wrapper, "{line}: {f:?}");
+    }
+    assert!(!facts("git status -u").unvetted);
+}

@@ -9,6 +9,7 @@
 //! that are not allowed: they only make abbreviations resolve as the tool would (an
 //! abbreviation that could mean one of them is unvetted) and feed the generated tests.
 
+use super::git_options;
 use super::scan::{self, Miss, Read, Syntax, Table, Takes};
 
 /// What may stand as operands (non-option arguments before `--`).
@@ -337,6 +338,13 @@ const GIT_DOC: Table = "O? open-files-in-pager? ext-grep textconv ext-diff outpu
 /// elsewhere is not read as one of this subcommand's.
 const GIT_ALL: &[Table] = &[
     GIT_DOC,
+    git_options::CLONE.long,
+    git_options::FETCH.long,
+    git_options::PULL.long,
+    git_options::PUSH.long,
+    git_options::LS_REMOTE.long,
+    git_options::ARCHIVE.long,
+    git_options::SUBMODULE.long,
     GIT_GLOBAL_DOC,
     GIT_DIFF,
     GIT_MERGES,

@@ -588,9 +588,10 @@ pub(crate) enum ReceiptsCommand {
 
 #[derive(Debug, Args)]
 pub(crate) struct AuditCmd {
-    /// A run id (under `--home`), a run directory, a journal file, or a Craik home (every run).
+    /// A run id (under `--home`), a run directory, a journal file, or a Craik home (every
+    /// run). Default: the home (`--home`, craik.toml's, else the default home).
     #[arg(value_name = "RUN|HOME")]
-    pub(crate) target: String,
+    pub(crate) target: Option<String>,
     /// Trusted public key PEM files (default: the home's `keys/signing.pub.pem`).
     #[arg(long = "key", value_name = "PUB.pem")]
     pub(crate) keys: Vec<PathBuf>,

@@ -93,6 +93,8 @@ pub(crate) struct Failure {
     pub(crate) file: Option<String>,
     /// The field in it, when known.
     pub(crate) field: Option<String>,
+    /// The 1-based line and column in the file, when known.
+    pub(crate) position: Option<(usize, usize)>,
 }
 
 impl Failure {
@@ -105,6 +107,7 @@ impl Failure {
             multi_line: false,
             file: None,
             field: None,
+            position: None,
         }
     }
 
@@ -117,6 +120,7 @@ impl Failure {
             multi_line: false,
             file: None,
             field: None,
+            position: None,
         }
     }
 
@@ -140,6 +144,7 @@ impl Failure {
             multi_line: false,
             file: None,
             field: None,
+            position: None,
         }
     }
 }
@@ -169,6 +174,7 @@ impl From<craik_host::Error> for Failure {
             multi_line: false,
             file: None,
             field: None,
+            position: None,
         }
     }
 }

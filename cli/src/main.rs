@@ -94,6 +94,8 @@ fn main() -> ExitCode {
                 "details": failure.details.iter().map(|d| craik_contracts::one_line(d)).collect::<Vec<_>>(),
                 "file": file,
                 "field": field,
+                "line": failure.position.map(|p| p.0),
+                "column": failure.position.map(|p| p.1),
             }});
             let _ = writeln!(io::stderr(), "{error}");
             failure.exit.into()
@@ -263,7 +265,10 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             out,
             cli.format,
             &cmd::audit::AuditArgs {
-                target: &a.target,
+                target: &match &a.target {
+                    Some(t) => t.clone(),
+                    None => existing_home(&a.home)?.display().to_string(),
+                },
                 home: &home_root(&a.home)?,
                 keys: &a.keys,
                 policies: a.policies.as_deref(),

@@ -54,19 +54,28 @@ impl Document {
 /// each one line (`$.path: message (line L, column C)`): the document's, each record's, a
 /// second record, or no record at all.
 pub fn decode_single<T: Contract>(bytes: &[u8]) -> Result<T, Vec<String>> {
+    decode_single_located(bytes).map_err(|ps| ps.iter().map(ToString::to_string).collect())
+}
+
+/// [`decode_single`] with each problem as a [`Problem`] (path, line, column as fields, for
+/// tools: `--format json` errors carry them).
+pub fn decode_single_located<T: Contract>(bytes: &[u8]) -> Result<T, Vec<Problem>> {
     let doc = decode_document(bytes, Some(T::KIND));
-    let mut problems: Vec<String> = doc.error.iter().map(ToString::to_string).collect();
+    let mut problems: Vec<Problem> = doc.error.into_iter().collect();
     let mut found = None;
     for record in doc.records {
         match record.outcome {
             Ok(c) if found.is_none() => found = T::from_any(c),
-            Ok(_) => problems.push("holds more than one record".into()),
-            Err(ps) => problems.extend(ps.iter().map(ToString::to_string)),
+            Ok(_) => problems.push(Problem::at("$", "holds more than one record")),
+            Err(ps) => problems.extend(ps),
         }
     }
     match found {
         Some(v) if problems.is_empty() => Ok(v),
-        _ if problems.is_empty() => Err(vec![format!("not a {}", T::KIND.schema_name())]),
+        _ if problems.is_empty() => Err(vec![Problem::at(
+            "$",
+            format!("not a {}", T::KIND.schema_name()),
+        )]),
         _ => Err(problems),
     }
 }

@@ -36,7 +36,9 @@ pub use action::{
 };
 pub use check::{Check, Checker, MAX_ID_LEN, id_problem};
 pub use display::{Truncated, one_line};
-pub use document::{Document, Locator, Record, decode_document, decode_single};
+pub use document::{
+    Document, Locator, Record, decode_document, decode_single, decode_single_located,
+};
 pub use enums::{
     AgentRoleAuthority, AgentRoleKind, AssumptionStatus, ContradictionStatus, EvidenceKind,
     FindingSeverity, HandoffStatus, MemoryBackend, MemoryScope, ModelProviderMode,

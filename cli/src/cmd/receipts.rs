@@ -999,7 +999,12 @@ pub(crate) fn show(
                 "{} seq {seq} (decoded, not verified: run `craik receipts verify`)",
                 path.display()
             ))?;
-            out.line(text)?;
+            // Line by line: a line is escaped whole when it holds a control character, and
+            // the pretty JSON's own newlines are not the receipt's (issue 30: the whole
+            // receipt came out on one line of `\n`). JSON escapes any inside its strings.
+            for line in text.lines() {
+                out.line(line)?;
+            }
         }
     }
     Ok(Exit::Ok)

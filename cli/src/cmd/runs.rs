@@ -111,12 +111,21 @@ fn read_file(path: &Path) -> Result<Vec<u8>, Failure> {
 
 /// `bytes` (read from `path`) as exactly one `T`; every problem names the file and field.
 pub(crate) fn decode_one<T: Contract>(path: &Path, bytes: &[u8]) -> Result<T, Failure> {
-    craik_contracts::decode_single(bytes).map_err(|problems| {
+    craik_contracts::decode_single_located(bytes).map_err(|problems| {
+        let first = problems.first().cloned();
         let mut lines = problems
             .into_iter()
             .map(|p| format!("{}: {p}", path.display()));
-        let first = lines.next().unwrap_or_default();
-        Failure::invalid(first, lines.collect())
+        let message = lines.next().unwrap_or_default();
+        // The first problem's place as fields too (issue 30: `--format json` errors carried
+        // the line and column only inside the message's prose).
+        let mut failure = Failure::invalid(message, lines.collect());
+        failure.file = Some(path.display().to_string());
+        if let Some(p) = first {
+            failure.field = Some(p.path.clone());
+            failure.position = p.line.zip(p.column);
+        }
+        failure
     })
 }
 
@@ -1442,6 +1451,9 @@ pub(crate) fn list(out: &mut Out, format: Format, home: &Path) -> Result<Exit, F
     Ok(Exit::Ok)
 }
 
+/// Lines of a failed action's output `runs show` prints (its last ones).
+const FAILED_OUTPUT_LINES: usize = 20;
+
 /// `craik runs show RUN`.
 pub(crate) fn show(
     out: &mut Out,
@@ -1524,6 +1536,31 @@ pub(crate) fn show(
                 "handoff    {}",
                 run.handoff_id.as_deref().unwrap_or("-")
             ))?;
+            // Issue 30 item 8: what a failed action said (a command's stderr was in
+            // events.jsonl only): its summary and the last lines of its redacted output,
+            // each line escaped (`Out::line`), from the run's unsigned event log.
+            for event in &events {
+                if let craik_host::run::Event::Outcome { outcome: o, .. } = event
+                    && !o.ok
+                {
+                    out.line(format_args!(
+                        "failed     {} ({}): {}",
+                        o.action,
+                        o.label,
+                        craik_contracts::one_line(&o.summary)
+                    ))?;
+                    if let Some(output) = o.output.as_deref().filter(|t| !t.trim().is_empty()) {
+                        let lines: Vec<&str> = output.lines().collect();
+                        let from = lines.len().saturating_sub(FAILED_OUTPUT_LINES);
+                        if from > 0 {
+                            out.line(format_args!("           … {from} line(s) before"))?;
+                        }
+                        for line in lines.iter().skip(from) {
+                            out.line(format_args!("           | {line}"))?;
+                        }
+                    }
+                }
+            }
             out.line(format_args!("directory  {}", dir.path.display()))?;
         }
         Format::Json | Format::Junit => out.json(&ShownRun {

@@ -284,6 +284,15 @@ fn list_and_show_decode_receipts() {
     let receipt: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(receipt["seq"], 2);
     assert_eq!(receipt["target"], "docs/page-2.md");
+    // Issue 30 item 8: for people, readable JSON — one field a line, never `\n` escapes.
+    let o = run_in(dir.path(), &["receipts", "show", "journal.jsonl", "2"]);
+    assert_eq!(o.status.code(), Some(0), "{}", transcript(&o));
+    let out = stdout(&o);
+    assert!(!out.contains("\\n"), "{out}");
+    assert!(out.contains("\n  \"seq\": 2,\n"), "{out}");
+    let json_part: String = out.lines().skip(1).collect::<Vec<_>>().join("\n");
+    let parsed: serde_json::Value = serde_json::from_str(&json_part).unwrap();
+    assert_eq!(parsed["target"], "docs/page-2.md");
     let o = run_in(dir.path(), &["receipts", "show", "journal.jsonl", "9"]);
     assert_eq!(o.status.code(), Some(2));
 

@@ -961,3 +961,38 @@ fn issue_21_an_unsignable_number_in_a_proposal_is_a_runner_violation() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", transcript(&out));
 }
+
+/// Issue 30 item 8: a `--format json` error names the file, the field, the line and the
+/// column as fields, not only inside the message.
+#[test]
+fn issue_30_json_errors_carry_file_field_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = dir.path().join("ex");
+    crate::policy::copy_dir(&crate::repo_root().join("examples/docs-review"), &ex);
+    std::fs::write(
+        ex.join("task_request.json"),
+        "{\"schema\": \"craik.task_request\",\n \"id\": 5}",
+    )
+    .unwrap();
+    let out = craik()
+        .args(["--format", "json", "run"])
+        .arg(&ex)
+        .arg("--home")
+        .arg(dir.path().join("home"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let e: Value = serde_json::from_slice(&out.stderr).unwrap();
+    let e = &e["error"];
+    assert_eq!(e["kind"], "invalid_input");
+    assert!(
+        e["file"].as_str().unwrap().ends_with("task_request.json"),
+        "{e}"
+    );
+    assert_eq!(e["field"], "$.id", "{e}");
+    assert_eq!(
+        (e["line"].as_u64(), e["column"].as_u64()),
+        (Some(2), Some(8)),
+        "{e}"
+    );
+}

@@ -1673,3 +1673,29 @@ fn issue_30_craik_run_names_the_hooks_it_found() {
         "{text}"
     );
 }
+
+/// Issue 30 item 8: a command that fails writing a protected path inside its write scope (an
+/// ADR under a `**` scope) says so in its outcome, naming the path.
+#[test]
+fn issue_30_a_write_to_a_protected_path_says_why_it_failed() {
+    if !confinement_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ex = probe_example(
+        dir.path(),
+        "trusted-local",
+        "#!/bin/sh\nset -e\ntouch docs/adr/0001-record.md\n",
+        &[("docs/adr/0001-record.md", "# ADR 1\n")],
+    );
+    grant_writes(&ex, 0, &["**"]);
+    let home = dir.path().join("home");
+    let (out, id) = run(&ex, &home, &[]);
+    let o = outcomes(&home, &id);
+    let summary = o[0]["result"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("read-only inside its write scope") && summary.contains("`docs/adr`"),
+        "{summary}\n{}",
+        crate::transcript(&out)
+    );
+}

@@ -246,4 +246,17 @@ fn issue_30_what_the_runner_is_sent_names_no_host_path() {
     }
     assert!(outcomes.contains("<workspace>"), "{outcomes}");
     assert!(!outcomes.contains(&ws.display().to_string()), "{outcomes}");
+    // Issue 30 item 8: the operator sees what the failed command printed.
+    let show = crate::craik()
+        .args(["runs", "show", &id, "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        shown.contains("failed     action_1_0 (action_probe): "),
+        "{shown}"
+    );
+    assert!(shown.contains("           | "), "{shown}");
+    assert!(shown.contains("sandbox/tmp"), "{shown}");
 }

@@ -212,7 +212,7 @@ fn decode_single_wants_exactly_one_record_of_its_type() {
     let two = serde_json::to_vec(&serde_json::json!([task, task])).unwrap();
     assert_eq!(
         decode_single::<TaskRequest>(&two).unwrap_err(),
-        ["holds more than one record"]
+        ["$: holds more than one record"]
     );
     let empty = decode_single::<TaskRequest>(b"[]").unwrap_err();
     assert_eq!(

@@ -341,7 +341,11 @@ pub fn resolve_program_on(
             .map(|d| Path::new(d).join(program))
             .find(|p| p.is_file())
     };
-    let path = candidate.ok_or_else(|| format!("`{program}`: not found on {search}"))?;
+    let path = candidate.ok_or_else(|| {
+        format!(
+            "`{program}`: not found on {search}; a tool installed in your home is made available with `craik run --toolchain rust|node|python|local-bin`, one elsewhere by its absolute path and `--command-read DIR`"
+        )
+    })?;
     let real = path
         .canonicalize()
         .map_err(|e| format!("`{program}`: {e}"))?;

@@ -47,8 +47,12 @@ pub(crate) struct Counts {
     /// `allow`, `requires_approval`, `deny`, or `outcome`.
     pub(super) by_verdict: BTreeMap<String, u64>,
     pub(super) by_capability: BTreeMap<String, u64>,
-    /// Receipts decided by an approval (or recording a review), by approver.
+    /// Approvals, each counted once (its review's receipt and the decision it decided are
+    /// one approval: issue 30 found each counted twice), by approver.
     pub(super) by_approver: BTreeMap<String, u64>,
+    /// (journal, approval id) already counted.
+    #[serde(skip)]
+    approvals_seen: std::collections::BTreeSet<(String, String)>,
     /// Decisions that denied (policy, default, kernel, operator or a reviewer).
     pub(super) denials: u64,
     /// `run.cancel` receipts.
@@ -90,12 +94,16 @@ impl Counts {
         bump(&mut self.runs_by_status, status);
     }
 
-    pub(super) fn entry(&mut self, _head: &RunHead, entry: &Entry) {
+    pub(super) fn entry(&mut self, head: &RunHead, entry: &Entry) {
         let r = &entry.receipt;
         self.receipts += 1;
         bump(&mut self.by_verdict, verdict_key(r));
         bump(&mut self.by_capability, &r.capability);
-        if let Some(a) = &entry.approval {
+        if let Some(a) = &entry.approval
+            && self
+                .approvals_seen
+                .insert((head.journal.clone(), a.id.clone()))
+        {
             bump(&mut self.by_approver, &a.approver);
         }
         if is_denial(r) {

@@ -222,7 +222,25 @@ impl Host {
                 }
             )
         };
-        let summary = format!("{summary}; confinement: {confinement}");
+        let read_only = &plan.check.protected_in_scope;
+        let summary = if !ok && !read_only.is_empty() {
+            format!(
+                "{summary}; read-only inside its write scope (protected: an ADR, agent or git configuration, a hook; writes there fail with `Permission denied`/`Read-only file system`): {}{}; confinement: {confinement}",
+                read_only
+                    .iter()
+                    .take(5)
+                    .map(|p| format!("`{}`", craik_contracts::Truncated(p)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if read_only.len() > 5 {
+                    format!(" and {} more", read_only.len() - 5)
+                } else {
+                    String::new()
+                }
+            )
+        } else {
+            format!("{summary}; confinement: {confinement}")
+        };
         self.command_outcome(action, ok, &summary, Some(shown), &changes)
     }
 
@@ -397,6 +415,12 @@ impl Host {
         )?;
         Ok(CommandPlan {
             check: std::sync::Arc::new(Check {
+                protected_in_scope: before
+                    .protected(&immutable)
+                    .iter()
+                    .map(|p| manifest::shown(p))
+                    .filter(|shown| scopes.iter().any(|s| s.holds(shown)))
+                    .collect(),
                 scopes,
                 immutable,
                 before,
@@ -589,6 +613,10 @@ pub(super) struct CommandPlan {
 /// What a command's changes are checked against (shared with the exit handler while the
 /// command runs).
 struct Check {
+    /// Protected paths inside the write scope: read-only in the sandbox, so a command that
+    /// writes there fails — said in its outcome (issue 30: `touch` of an ADR failed in the
+    /// sandbox without saying why).
+    protected_in_scope: Vec<String>,
     scopes: Vec<manifest::Scope>,
     immutable: craik_kernel::ImmutablePaths,
     before: manifest::Manifest,

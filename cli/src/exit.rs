@@ -89,11 +89,16 @@ pub(crate) struct Failure {
     pub(crate) details: Vec<String>,
     /// The details are multi-line reports (drawn for a terminal), printed as they are.
     pub(crate) multi_line: bool,
-    /// The file the failure is about, when known (for `--format json` errors).
+    /// Where in which file the failure is, when known (for `--format json` errors).
+    pub(crate) location: Option<Box<Location>>,
+}
+
+/// The file, field and position a failure is about.
+#[derive(Debug, Default)]
+pub(crate) struct Location {
     pub(crate) file: Option<String>,
-    /// The field in it, when known.
     pub(crate) field: Option<String>,
-    /// The 1-based line and column in the file, when known.
+    /// The 1-based line and column in the file.
     pub(crate) position: Option<(usize, usize)>,
 }
 
@@ -105,9 +110,7 @@ impl Failure {
             broken_pipe: false,
             details: Vec::new(),
             multi_line: false,
-            file: None,
-            field: None,
-            position: None,
+            location: None,
         }
     }
 
@@ -118,9 +121,7 @@ impl Failure {
             broken_pipe: false,
             details,
             multi_line: false,
-            file: None,
-            field: None,
-            position: None,
+            location: None,
         }
     }
 
@@ -142,9 +143,7 @@ impl Failure {
             broken_pipe: false,
             details: Vec::new(),
             multi_line: false,
-            file: None,
-            field: None,
-            position: None,
+            location: None,
         }
     }
 }
@@ -172,9 +171,7 @@ impl From<craik_host::Error> for Failure {
             broken_pipe: false,
             details: e.details,
             multi_line: false,
-            file: None,
-            field: None,
-            position: None,
+            location: None,
         }
     }
 }
@@ -184,8 +181,8 @@ impl Failure {
     /// `FILE[:LINE]: FIELD `VALUE`: why` (the one-line errors of config, contract and
     /// grant loading): what `--format json` errors carry beside the message.
     pub(crate) fn located(&self) -> (Option<String>, Option<String>) {
-        if self.file.is_some() || self.field.is_some() {
-            return (self.file.clone(), self.field.clone());
+        if let Some(l) = &self.location {
+            return (l.file.clone(), l.field.clone());
         }
         let message = self.message.as_str();
         let Some((head, rest)) = message.split_once(": ") else {

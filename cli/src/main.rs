@@ -94,8 +94,8 @@ fn main() -> ExitCode {
                 "details": failure.details.iter().map(|d| craik_contracts::one_line(d)).collect::<Vec<_>>(),
                 "file": file,
                 "field": field,
-                "line": failure.position.map(|p| p.0),
-                "column": failure.position.map(|p| p.1),
+                "line": failure.location.as_ref().and_then(|l| l.position).map(|p| p.0),
+                "column": failure.location.as_ref().and_then(|l| l.position).map(|p| p.1),
             }});
             let _ = writeln!(io::stderr(), "{error}");
             failure.exit.into()

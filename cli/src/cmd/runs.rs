@@ -120,11 +120,11 @@ pub(crate) fn decode_one<T: Contract>(path: &Path, bytes: &[u8]) -> Result<T, Fa
         // The first problem's place as fields too (issue 30: `--format json` errors carried
         // the line and column only inside the message's prose).
         let mut failure = Failure::invalid(message, lines.collect());
-        failure.file = Some(path.display().to_string());
-        if let Some(p) = first {
-            failure.field = Some(p.path.clone());
-            failure.position = p.line.zip(p.column);
-        }
+        failure.location = Some(Box::new(crate::exit::Location {
+            file: Some(path.display().to_string()),
+            field: first.as_ref().map(|p| p.path.clone()),
+            position: first.as_ref().and_then(|p| p.line.zip(p.column)),
+        }));
         failure
     })
 }

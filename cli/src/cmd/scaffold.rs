@@ -290,10 +290,14 @@ pub(crate) fn task_new(
         } else {
             args.verify_writes.to_vec()
         };
-        let mut target = json!({"repo": null, "paths": [command], "exclude": [], "metadata": {}});
+        let mut target = serde_json::Map::new();
+        target.insert("repo".into(), Value::Null);
+        target.insert("paths".into(), json!([command]));
+        target.insert("exclude".into(), json!([]));
         if !writes.is_empty() {
-            target["writes"] = json!(writes);
+            target.insert("writes".into(), json!(writes));
         }
+        target.insert("metadata".into(), json!({}));
         let grant = json!({
             "schema": "craik.capability_grant",
             "version": "0.1.0",

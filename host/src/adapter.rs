@@ -1021,7 +1021,10 @@ impl StepRunner for AdapterRunner {
 /// timeout; the rest is the runner's failure.
 fn classify(e: &CallError) -> RunnerError {
     match e {
-        CallError::Structured(err) if err.code == 3 => RunnerError::Setup(e.to_string()),
+        CallError::Structured(err) if err.code == 3 => RunnerError::Setup(format!(
+            "the adapter reported itself unavailable (error 3; its own words, as the protocol lets it before its first answer): {}",
+            err.message
+        )),
         CallError::Structured(_) | CallError::Violation(_) => RunnerError::Failed(e.to_string()),
         CallError::Timeout(why) => RunnerError::Timeout(why.clone()),
     }

@@ -338,6 +338,10 @@ elif MODE == "orphan":
     child = subprocess.Popen(["sleep", "300"])
     open("orphan.pid", "w").write(str(child.pid))
     os._exit(1)
+elif MODE == "unavailable_later":
+    send({{"id": req["id"], "result": {{"result": result}}}})
+    req = json.loads(sys.stdin.readline())
+    send({{"id": req["id"], "error": {{"code": 3, "message": "the operator's OPENAI_API_KEY is missing"}}}}); time.sleep(30)
 elif MODE == "exit":
     os._exit(3)
 elif MODE == "hang":

@@ -772,17 +772,23 @@ fn issue_11_receipts_and_displays_name_the_argv_that_runs() {
     );
 }
 
-/// Runs the docs-review example with its envelope edited by `edit`.
-pub(crate) fn docs_review_with(
-    dir: &std::path::Path,
-    edit: impl Fn(&mut Value),
-) -> (i32, String, std::path::PathBuf) {
+/// A copy of the docs-review example in `dir` with its envelope edited by `edit`.
+fn docs_review_edited(dir: &std::path::Path, edit: impl Fn(&mut Value)) -> std::path::PathBuf {
     let ex = dir.join("docs-review");
     copy_dir(&crate::repo_root().join("examples/docs-review"), &ex);
     let path = ex.join("policy_envelope.json");
     let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     edit(&mut v);
     std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    ex
+}
+
+/// Runs the docs-review example with its envelope edited by `edit`.
+pub(crate) fn docs_review_with(
+    dir: &std::path::Path,
+    edit: impl Fn(&mut Value),
+) -> (i32, String, std::path::PathBuf) {
+    let ex = docs_review_edited(dir, edit);
     let home = dir.join("home");
     let (exit, id, _) = run_example(&home, &ex, &[]);
     (exit, id, home)
@@ -1360,12 +1366,7 @@ fn issue_30_envelope_entries_must_be_declared_capabilities() {
         ("approval_required", "repo.writ"),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let ex = dir.path().join("docs-review");
-        copy_dir(&crate::repo_root().join("examples/docs-review"), &ex);
-        let path = ex.join("policy_envelope.json");
-        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        v[field] = json!([entry]);
-        std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+        let ex = docs_review_edited(dir.path(), |v| v[field] = json!([entry]));
         let home = dir.path().join("home");
         let out = crate::craik()
             .arg("run")

@@ -345,25 +345,7 @@ fn issue_21_a_hostile_git_configuration_runs_nothing() {
     // A modified tracked file, written after the index so git must look at its content.
     std::thread::sleep(std::time::Duration::from_millis(1100));
     std::fs::write(root.join("docs/a.md"), "# A, changed\n").unwrap();
-    let profile = serde_json::json!({
-        "schema": "craik.project_profile", "id": "project_h", "name": "h",
-        "repo": {"type": "git", "local_path": "repo"},
-        "docs": {"paths": ["docs/"]}, "memory": {"backend": "local"}
-    });
-    std::fs::write(dir.path().join("project_profile.json"), profile.to_string()).unwrap();
-    std::fs::write(
-        dir.path().join("task_request.json"),
-        serde_json::json!({
-            "id": "task_h", "title": "t", "objective": "o", "project_id": "project_h",
-            "requested_by": "user:h", "mode": "review", "created_at": "2026-11-26T00:00:00Z"
-        })
-        .to_string(),
-    )
-    .unwrap();
-    let out = in_dir(
-        dir.path(),
-        &["case", "build", ".", "--format", "json", "--home", "nohome"],
-    );
+    let out = build_docs_case(dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
     let case = json(&out);
     assert_eq!(
@@ -398,6 +380,29 @@ fn issue_21_a_hostile_git_configuration_runs_nothing() {
 
 /// Links out and in loops, names with control characters, secrets, a binary file, a 1 GB
 /// file, `.craik/` and agent instructions among the docs.
+/// `case build` (JSON) of `dir/repo` with a profile whose docs are `docs/` and a review task.
+fn build_docs_case(dir: &Path) -> Output {
+    let profile = serde_json::json!({
+        "schema": "craik.project_profile", "id": "project_h", "name": "h",
+        "repo": {"type": "git", "local_path": "repo"},
+        "docs": {"paths": ["docs/"]}, "memory": {"backend": "local"}
+    });
+    std::fs::write(dir.join("project_profile.json"), profile.to_string()).unwrap();
+    std::fs::write(
+        dir.join("task_request.json"),
+        serde_json::json!({
+            "id": "task_h", "title": "t", "objective": "o", "project_id": "project_h",
+            "requested_by": "user:h", "mode": "review", "created_at": "2026-11-26T00:00:00Z"
+        })
+        .to_string(),
+    )
+    .unwrap();
+    in_dir(
+        dir,
+        &["case", "build", ".", "--format", "json", "--home", "nohome"],
+    )
+}
+
 #[test]
 fn issue_21_a_hostile_repository_is_listed_safely() {
     let dir = tempfile::tempdir().unwrap();
@@ -422,25 +427,7 @@ fn issue_21_a_hostile_repository_is_listed_safely() {
     std::fs::write(docs.join("AGENTS.md"), "# AGENTS-MARKER\n").unwrap();
     std::fs::create_dir_all(docs.join(".craik")).unwrap();
     std::fs::write(docs.join(".craik/state.md"), "# CRAIK-STATE-MARKER\n").unwrap();
-    let profile = serde_json::json!({
-        "schema": "craik.project_profile", "id": "project_h", "name": "h",
-        "repo": {"type": "git", "local_path": "repo"},
-        "docs": {"paths": ["docs/"]}, "memory": {"backend": "local"}
-    });
-    std::fs::write(dir.path().join("project_profile.json"), profile.to_string()).unwrap();
-    std::fs::write(
-        dir.path().join("task_request.json"),
-        serde_json::json!({
-            "id": "task_h", "title": "t", "objective": "o", "project_id": "project_h",
-            "requested_by": "user:h", "mode": "review", "created_at": "2026-11-26T00:00:00Z"
-        })
-        .to_string(),
-    )
-    .unwrap();
-    let out = in_dir(
-        dir.path(),
-        &["case", "build", ".", "--format", "json", "--home", "nohome"],
-    );
+    let out = build_docs_case(dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
     let text = String::from_utf8(out.stdout.clone()).unwrap();
     for absent in [
@@ -838,25 +825,7 @@ fn issue_30_the_case_walk_honours_what_git_ignores() {
     std::fs::write(docs.join("sub/private-notes.md"), "# PRIVATE-MARKER\n").unwrap();
     std::fs::write(docs.join("sub/public.md"), "# PUBLIC-MARKER\n").unwrap();
     std::fs::write(docs.join("local.md"), "# LOCAL-MARKER\n").unwrap();
-    let profile = serde_json::json!({
-        "schema": "craik.project_profile", "id": "project_h", "name": "h",
-        "repo": {"type": "git", "local_path": "repo"},
-        "docs": {"paths": ["docs/"]}, "memory": {"backend": "local"}
-    });
-    std::fs::write(dir.path().join("project_profile.json"), profile.to_string()).unwrap();
-    std::fs::write(
-        dir.path().join("task_request.json"),
-        serde_json::json!({
-            "id": "task_h", "title": "t", "objective": "o", "project_id": "project_h",
-            "requested_by": "user:h", "mode": "review", "created_at": "2026-11-26T00:00:00Z"
-        })
-        .to_string(),
-    )
-    .unwrap();
-    let out = in_dir(
-        dir.path(),
-        &["case", "build", ".", "--format", "json", "--home", "nohome"],
-    );
+    let out = build_docs_case(dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
     let text = String::from_utf8(out.stdout.clone()).unwrap();
     for present in [

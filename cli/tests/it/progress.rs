@@ -161,9 +161,14 @@ fn issue_22_a_piped_or_quiet_run_prints_no_progress() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    // Only the key generated on first use: no progress line, no terminal sequence.
-    assert_eq!(stderr.lines().count(), 1, "{}", transcript(&out));
-    assert!(stderr.starts_with("craik: generated a receipt signing key"));
+    // Only the new home and the key generated on first use (issue 30: a `--home` naming
+    // nothing says so): no progress line, no terminal sequence.
+    assert_eq!(stderr.lines().count(), 2, "{}", transcript(&out));
+    assert!(stderr.starts_with("craik: no Craik home at "), "{stderr}");
+    assert!(
+        stderr.contains("\ncraik: generated a receipt signing key"),
+        "{stderr}"
+    );
     assert!(!stderr.contains('\x1b') && !stderr.contains('▸'));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.starts_with("run run_"), "{stdout}");

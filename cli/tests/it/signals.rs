@@ -215,7 +215,7 @@ fn issue_30_what_the_runner_is_sent_names_no_host_path() {
         steps,
         &[(
             "probe.sh",
-            "#!/bin/sh\npwd\necho \"$HOME\"\necho \"$TMPDIR\"\nexit 3\n",
+            "#!/bin/sh\npwd\necho \"$HOME\"\necho \"$TMPDIR\"\npwd | sed 's#/#//#g'\nexit 3\n",
         )],
     );
     make_executable(&ex.join("workspace/probe.sh"));
@@ -245,6 +245,9 @@ fn issue_30_what_the_runner_is_sent_names_no_host_path() {
         assert_eq!(found, 0, "`{private}` reached the runner: {outcomes}");
     }
     assert!(outcomes.contains("<workspace>"), "{outcomes}");
+    // Outside testing round 11: the same path with its slashes doubled.
+    let doubled = ws.display().to_string().replace('/', "//");
+    assert!(!outcomes.contains(&doubled), "{outcomes}");
     assert!(!outcomes.contains(&ws.display().to_string()), "{outcomes}");
     // Issue 30 item 8: the operator sees what the failed command printed.
     let show = crate::craik()
@@ -259,4 +262,35 @@ fn issue_30_what_the_runner_is_sent_names_no_host_path() {
     );
     assert!(shown.contains("           | "), "{shown}");
     assert!(shown.contains("sandbox/tmp"), "{shown}");
+}
+
+/// Outside testing round 11: `unavailable` (error 3) is the operator's setup failure only
+/// before the adapter has answered a step; after, it is the runner's failure.
+#[test]
+fn issue_30_an_adapter_that_answered_cannot_call_itself_unavailable() {
+    crate::ensure_adapters();
+    let dir = tempfile::tempdir().unwrap();
+    let adapter = hostile(dir.path(), "unavailable_later");
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[],
+        crate::adapters::simple_steps(),
+        &[],
+    );
+    let home = dir.path().join("home");
+    let (exit, id, text) = run_example(
+        &home,
+        &ex,
+        &["--runner", &format!("adapter:{}", adapter.display())],
+    );
+    assert_eq!(exit, 1, "{text}");
+    let run = run_json(&home, &id);
+    let reason = run["stop_reason"].as_str().unwrap();
+    assert!(reason.starts_with("runner violation"), "{reason}");
+    let rs = receipts(&home, &id);
+    assert_eq!(
+        rs[rs.len() - 2]["determining_policies"],
+        json!(["kernel.runner-violation"])
+    );
 }

@@ -769,7 +769,7 @@ fn shell_words(value: &str) -> Vec<String> {
 /// `${GIT_PREFIX}`, `$(pwd)`) read as that top. Words with another `$` cannot be known and are
 /// skipped (said in SECURITY.md).
 fn command_words(value: &str, home: Option<&Path>) -> Vec<PathBuf> {
-    let words = shell_words(value);
+    let words = nested_words(value, 4);
     let mut bases = vec![PathBuf::new()];
     for pair in words.windows(2) {
         if let [cd, dir] = pair
@@ -796,6 +796,26 @@ fn command_words(value: &str, home: Option<&Path>) -> Vec<PathBuf> {
         } else {
             out.extend(bases.iter().map(|b| b.join(&path)));
         }
+    }
+    out
+}
+
+/// [`shell_words`], and again the words of every word that is itself a script (a quoted
+/// operand of `sh -c '…'`, `bash -c "…"`, `eval '…'`: it holds a blank or an operator), down
+/// to `depth` levels (outside testing round 11: `core.pager = sh -c 'cd src && ./p.sh'` left
+/// `src/p.sh` writable, and the operator's next `git log` ran what a command planted there).
+/// More words is more protected paths, never fewer: no shell is modelled, every word is a
+/// candidate.
+fn nested_words(value: &str, depth: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for word in shell_words(value) {
+        let script = word
+            .chars()
+            .any(|c| c.is_whitespace() || ";|&()<>`".contains(c));
+        if script && depth > 0 {
+            out.extend(nested_words(&word, depth - 1));
+        }
+        out.push(word);
     }
     out
 }

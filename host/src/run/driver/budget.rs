@@ -132,35 +132,81 @@ impl Host {
     /// have been in flight, sent and billed, and no report of it will come. One `model.step`
     /// receipt, reported by the host, usage unknown, outcome `cut` — never nothing, never 0.
     pub(super) fn record_cut_step(&mut self, request: &RunnerStepRequest) -> Result<(), Error> {
-        let report = ModelStepReport {
-            provider: "unknown".into(),
-            model: "unknown".into(),
-            endpoint_host: "unknown".into(),
-            request_sha256: exec::digest(compact(&json(request)).as_bytes()),
-            response_id: None,
-            input_tokens: None,
-            output_tokens: None,
-            total_tokens: None,
-            latency_ms: 0,
-            retries: 0,
-            streamed: false,
-            outcome: ModelStepOutcome::Cut,
-        };
-        let mut draft = self.model_step_draft(request, 0, &report);
-        draft.reason = format!(
-            "the runner gave no answer to {} within its timeout: a model exchange may have been in flight (sent, and billed) with its usage unknown; recorded by the host",
-            request.id
-        );
-        draft
-            .result
-            .metadata
-            .0
-            .insert("reported_by".into(), json!("host"));
-        self.receipt_lazy(draft)?;
-        self.count(&report);
-        self.sync_journal()
+        self.record_unknown_steps(
+            request,
+            1,
+            ModelStepOutcome::Cut,
+            &format!(
+                "the runner gave no answer to {} within its timeout: a model exchange may have been in flight (sent, and billed) with its usage unknown; recorded by the host",
+                request.id
+            ),
+        )
     }
 
+    /// Model steps the adapter reported but whose reports were refused (a count over its
+    /// ceiling, a malformed field): the exchanges happened as far as anyone can tell, so each
+    /// is signed — by the host, usage unknown — before the violation ends the run (outside
+    /// testing round 11: a 20M-token report was refused and the run's record showed 0 spent).
+    pub(super) fn record_refused_reports(
+        &mut self,
+        request: &RunnerStepRequest,
+        reports: usize,
+        why: &str,
+    ) -> Result<(), Error> {
+        self.record_unknown_steps(
+            request,
+            reports.clamp(1, MAX_MODEL_STEPS_PER_STEP),
+            ModelStepOutcome::Failed,
+            &format!(
+                "the adapter reported a model step of {} that Craik refused ({}): its usage is unknown; recorded by the host",
+                request.id,
+                craik_contracts::one_line(why)
+            ),
+        )
+    }
+
+    fn record_unknown_steps(
+        &mut self,
+        request: &RunnerStepRequest,
+        count: usize,
+        outcome: ModelStepOutcome,
+        reason: &str,
+    ) -> Result<(), Error> {
+        for k in 0..count {
+            let report = unknown_report(request, outcome);
+            let mut draft = self.model_step_draft(request, k, &report);
+            draft.reason = reason.to_owned();
+            draft
+                .result
+                .metadata
+                .0
+                .insert("reported_by".into(), json!("host"));
+            self.receipt_lazy(draft)?;
+            self.count(&report);
+        }
+        self.sync_journal()
+    }
+}
+
+/// A model step the host records with nothing known of it but the request it belongs to.
+fn unknown_report(request: &RunnerStepRequest, outcome: ModelStepOutcome) -> ModelStepReport {
+    ModelStepReport {
+        provider: "unknown".into(),
+        model: "unknown".into(),
+        endpoint_host: "unknown".into(),
+        request_sha256: exec::digest(compact(&json(request)).as_bytes()),
+        response_id: None,
+        input_tokens: None,
+        output_tokens: None,
+        total_tokens: None,
+        latency_ms: 0,
+        retries: 0,
+        streamed: false,
+        outcome,
+    }
+}
+
+impl Host {
     fn model_step_draft(
         &self,
         request: &RunnerStepRequest,

@@ -107,6 +107,10 @@ pub struct Host {
     matrix: craik_contracts::RunnerCapabilityMatrix,
     /// The runner's handshake is done (lazily, before its first step).
     runner_started: bool,
+    /// The runner (this process of it) has answered a step: from then on an `unavailable`
+    /// answer is its failure, not the operator's setup (outside testing round 11: an adapter
+    /// chose "setup failure" by answering error code 3 after steps it had answered).
+    runner_answered: bool,
     workspace: Workspace,
     /// The project's immutable paths (from the signed inputs).
     immutable: craik_kernel::ImmutablePaths,
@@ -456,6 +460,7 @@ impl Host {
             matrix: setup.matrix,
             clock: setup.clock,
             runner_started: false,
+            runner_answered: false,
             journal,
             home,
             dir,
@@ -727,12 +732,29 @@ impl Host {
         }
         // Longest first: the workspace lies in the home, the home often in the user's.
         roles.sort_by_key(|r| std::cmp::Reverse(r.0.len()));
-        fn walk(v: &mut Value, roles: &[(String, &str)]) {
+        // Any run of slashes between the components (outside testing round 11: `pwd | sed
+        // 's#/#//#g'` sent the real path). Other encodings of a path (hex, base64) are what a
+        // command may print of what it can read: not recognised (said in SECURITY.md).
+        let roles: Vec<(regex::Regex, &str)> = roles
+            .iter()
+            .filter_map(|(path, role)| {
+                let parts: Vec<String> = path
+                    .split('/')
+                    .filter(|c| !c.is_empty())
+                    .map(regex::escape)
+                    .collect();
+                (!parts.is_empty())
+                    .then(|| regex::Regex::new(&format!("/+{}", parts.join("/+"))).ok())
+                    .flatten()
+                    .map(|re| (re, *role))
+            })
+            .collect();
+        fn walk(v: &mut Value, roles: &[(regex::Regex, &str)]) {
             match v {
                 Value::String(s) => {
                     for (path, role) in roles {
-                        if s.contains(path.as_str()) {
-                            *s = s.replace(path.as_str(), role);
+                        if path.is_match(s) {
+                            *s = path.replace_all(s, *role).into_owned();
                         }
                     }
                 }
@@ -827,6 +849,7 @@ impl Host {
         // signed, durable before anything of the step is accepted.
         let reports = self.runner.take_model_steps();
         if let Err(why) = check_reports(&reports, self.tokens.total_tokens) {
+            self.record_refused_reports(&request, reports.len(), &why)?;
             return self.violation(&request, &why);
         }
         self.record_model_steps(&request, &reports)?;
@@ -937,8 +960,13 @@ impl Host {
         let result = self.runner.step(request);
         let runner_diagnostics = self.runner.take_diagnostics();
         let mut result = match result {
-            Ok(r) => r,
-            Err(RunnerError::Setup(why)) => return Err(RunnerError::Setup(why)),
+            Ok(r) => {
+                self.runner_answered = true;
+                r
+            }
+            Err(RunnerError::Setup(why)) if !self.runner_answered => {
+                return Err(RunnerError::Setup(why));
+            }
             Err(e) => {
                 let mut why = format!("runner failed: {e}");
                 if let Some(last) = runner_diagnostics.last() {

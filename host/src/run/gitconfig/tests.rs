@@ -357,3 +357,32 @@ fn issue_30_a_repository_git_refuses_to_read_fails_closed() {
         survey.notice(&root)
     );
 }
+
+/// Outside testing round 11: a command setting that runs a script given inline to a shell
+/// (`sh -c '…'`, the usual spelling of a pager or a `!` alias) names what that script runs, in
+/// every spelling the red team used.
+#[test]
+fn issue_30_round_11_scripts_given_to_a_shell_are_read_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let (root, env) = repo(
+        dir.path(),
+        b"[core]\n\tpager = sh -c 'cd src && ./p1.sh'\n[alias]\n\ta1 = !sh -c 'exec src/p2.sh'\n\
+          \ta2 = !bash -c \"cat | src/p3.sh\"\n\ta3 = !sh -c '. ./src/p4.sh'\n\
+          \ta4 = !sh -c \"sh -c 'src/p5.sh x'\"\n",
+    );
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    let survey = Survey::of(&root, Vec::new(), &env);
+    for want in [
+        "src/p1.sh",
+        "src/p2.sh",
+        "src/p3.sh",
+        "src/p4.sh",
+        "src/p5.sh",
+    ] {
+        assert!(
+            survey.named.contains(Path::new(want)),
+            "{want}: {:?}",
+            names(&survey)
+        );
+    }
+}

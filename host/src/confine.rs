@@ -314,6 +314,13 @@ impl Sandbox {
             landlock,
             filters: seccomp::filters(self.net)?,
             file_size_limit: Some(FILE_SIZE_LIMIT),
+            // Where a required sandbox runs at all (root, or the private user namespace),
+            // a PID namespace can be made; trusted-local goes without one where it cannot.
+            pid_ns: if self.required {
+                craik_spawn::PidNs::Required
+            } else {
+                craik_spawn::PidNs::Optional
+            },
         })
     }
 
@@ -327,7 +334,9 @@ impl Sandbox {
             Ok(()) => "other mounts read-only (no chmod outside the write scope)".to_owned(),
             Err(why) => format!("METADATA NOT CONFINED (no private mounts: {why})"),
         };
-        let common = format!("no capabilities, no_new_privs, fds > 2 closed; {mounts}");
+        let common = format!(
+            "no capabilities, no_new_privs, fds > 2 closed; {mounts}; own PID namespace where it can be made (every process ends with the command)"
+        );
         match probe() {
             Probe::Available(abi) => format!(
                 "landlock abi {abi}: read {} paths, write {}; {net}; {common}; {}",
@@ -361,27 +370,37 @@ pub struct Prepared {
 pub use craik_spawn::Started;
 
 impl Prepared {
-    /// Starts the child, `stdio` on its descriptors 0, 1 and 2.
+    /// Starts the child, `stdio` on its descriptors 0, 1 and 2, and registers it as managed
+    /// ([`manage`]) before any sweep can see it. A refusal of confinement comes back typed
+    /// ([`craik_spawn::SpawnError::Refused`]), rendered as one [`REFUSED_PREFIX`] line.
     pub fn start(self, stdio: [std::os::fd::BorrowedFd<'_>; 3]) -> Result<Started, String> {
-        craik_spawn::spawn(&self.exec, stdio, &self.plan).map_err(|e| {
-            format!(
-                "`{}`: cannot start: {e}",
+        // A sweep ([`reap_strays`]) never runs while a child is being made: it would take the
+        // fresh child, not yet managed, for something a command left behind.
+        let _spawning = SPAWNING.read();
+        let started = craik_spawn::spawn(&self.exec, stdio, &self.plan).map_err(|e| match e {
+            craik_spawn::SpawnError::Refused(_) => e.to_string(),
+            other => format!(
+                "`{}`: cannot start: {other}",
                 String::from_utf8_lossy(self.exec.path.as_bytes())
-            )
-        })
+            ),
+        })?;
+        manage(u32::try_from(started.pid).ok());
+        Ok(started)
     }
 }
 
-/// Waits for a child of [`Sandbox::spawn`] to exit and reaps it: its exit code, `None` when a
-/// signal ended it.
+/// Held (shared) while a child is made and registered; a sweep takes it exclusively.
+static SPAWNING: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Waits for a child of [`Sandbox::spawn`] to exit and reaps it (and no longer manages it):
+/// its exit code, `None` when a signal ended it. For a command in its own PID namespace this
+/// is what its init recorded, and every process it started has ended.
 pub fn wait_exit(started: &Started) -> Result<Option<i32>, String> {
-    use std::os::fd::AsFd;
-    let status = rustix::process::waitid(
-        rustix::process::WaitId::PidFd(started.pidfd.as_fd()),
-        rustix::process::WaitIdOptions::EXITED,
-    )
-    .map_err(|e| format!("waiting for pid {}: {e}", started.pid))?;
-    Ok(status.and_then(|s| s.exit_status()))
+    let ended = started
+        .wait()
+        .map_err(|e| format!("waiting for pid {}: {e}", started.pid))?;
+    release(u32::try_from(started.pid).ok());
+    Ok(ended.code())
 }
 
 /// One line on how an adapter process (and each command it proposes) runs on this machine.
@@ -483,6 +502,7 @@ pub fn trampoline(mut args: impl Iterator<Item = OsString>) -> ! {
                 landlock: Some(landlock),
                 filters: &[],
                 file_size_limit: None,
+                pid_ns: craik_spawn::PidNs::Off,
             };
             match (craik_spawn::apply(&plan), effective_abi()) {
                 (Ok(()), Some(abi)) => format!("landlock abi {abi}"),
@@ -999,12 +1019,25 @@ fn signal_if_child(pid: i32, parent: i32, signal: rustix::process::Signal) -> bo
 /// then is everything killed and reaped. Returns how many were killed.
 pub fn reap_strays(all: bool) -> usize {
     use rustix::process::{Pid, Signal, WaitOptions};
+    let _no_spawn = SPAWNING.write();
     let mut frozen: BTreeSet<i32> = BTreeSet::new();
     // Bounded: a fork bomb cannot keep Craik here for ever.
     for _ in 0..1024 {
+        let me = rustix::process::getpid().as_raw_nonzero().get();
         let new: Vec<(i32, i32)> = descendants(all)
             .into_iter()
             .filter(|(pid, _)| !frozen.contains(pid))
+            // Reaped as it goes: a child of Craik's that has already exited (a fork chain's
+            // generations) is not frozen but waited for, so zombies never pile up (issue 30
+            // item 5: a chain once filled the machine's pid table during the sweep).
+            .filter(|(pid, parent)| {
+                *parent != me
+                    || !matches!(
+                        Pid::from_raw(*pid)
+                            .map(|p| rustix::process::waitpid(Some(p), WaitOptions::NOHANG)),
+                        Some(Ok(Some(_)))
+                    )
+            })
             .collect();
         if new.is_empty() {
             break;
@@ -1231,8 +1264,10 @@ mod tests {
         )
         .unwrap();
         // `exec`: the status read is of the spawned process itself (a shell waiting for a
-        // child of its own blocks signals meanwhile), and `/proc/self` is the one it may read.
-        let script = "echo \"$(head -c 5 /proc/$$/cmdline) $0 $1 $PWD $X\"; \
+        // child of its own blocks signals meanwhile), and `/proc/self` is the one it may read
+        // (`$$` is its pid in its own PID namespace, which the host's `/proc` does not know);
+        // `read` is the shell's own, and drops the NULs between the arguments.
+        let script = "read -r cmd < /proc/self/cmdline; echo \"${cmd%%-c*} $0 $1 $PWD $X $$\"; \
                       exec grep -E '^(SigBlk|SigIgn|CapEff|NoNewPrivs):' /proc/self/status";
         let started = sandbox
             .spawn(
@@ -1257,9 +1292,17 @@ mod tests {
             assert!(out.contains(line), "{line} in {out}");
         }
         assert!(
-            out.contains(&format!("named zero one {} y z", ws.display())),
+            out.contains(&format!("named zero one {} y z ", ws.display())),
             "{out}"
         );
+        // In a PID namespace of its own (issue 30 item 5), always as root: pid 2 there, the
+        // init being pid 1.
+        if rustix::process::geteuid().is_root() {
+            assert!(started.contained());
+        }
+        if started.contained() {
+            assert!(out.contains(" y z 2\n"), "{out}");
+        }
         let io = [null.as_fd(), null.as_fd(), null.as_fd()];
         // The ruleset is reused for the next child of an equal sandbox, but never after a
         // path it names was replaced (`rm -rf target && mkdir target` between two commands):

@@ -73,6 +73,21 @@ pub struct Plan {
     /// The largest file the program may write (`RLIMIT_FSIZE`, hard and soft), or `None` to
     /// keep the parent's. Core dumps are always off (`RLIMIT_CORE` 0).
     pub file_size_limit: Option<u64>,
+    /// Whether [`spawn`] starts the program under an init of its own in a new PID namespace
+    /// (see the crate documentation). [`install`] and [`apply`] ignore it.
+    pub pid_ns: PidNs,
+}
+
+/// Whether a command gets a PID namespace of its own, with Craik's init as its pid 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PidNs {
+    /// No: the program is the child itself (what is left behind is Craik's to sweep).
+    Off,
+    /// Where the kernel allows it (root, or inside the private user namespace); otherwise
+    /// the program runs as [`PidNs::Off`], and [`Started::contained`] says so.
+    Optional,
+    /// Always: where no PID namespace can be made, the child refuses.
+    Required,
 }
 
 /// One classic-BPF instruction (`struct sock_filter`).
@@ -165,14 +180,35 @@ pub struct Landlock {
 /// Why a child refused, written without allocating.
 #[derive(Debug, Clone, Copy)]
 pub struct Fail<'a> {
+    stage: Stage,
     what: &'static str,
     path: Option<&'a CStr>,
     errno: Option<i32>,
 }
 
+/// The step of confinement that refused (the crate documentation's numbering).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// 1: the session, the parent-death signal, the parent check.
+    Session,
+    /// 2: the private mount (and user) namespace.
+    Mounts,
+    /// The PID namespace and its init.
+    PidNamespace,
+    /// 3: capabilities, `no_new_privs`, resource limits.
+    Privileges,
+    /// 4: Landlock.
+    Landlock,
+    /// 5: seccomp.
+    Seccomp,
+    /// 6: inherited descriptors.
+    Descriptors,
+}
+
 impl<'a> Fail<'a> {
     const fn new(what: &'static str) -> Self {
         Self {
+            stage: Stage::Session,
             what,
             path: None,
             errno: None,
@@ -181,6 +217,7 @@ impl<'a> Fail<'a> {
 
     fn os(what: &'static str, e: rustix::io::Errno) -> Self {
         Self {
+            stage: Stage::Session,
             what,
             path: None,
             errno: Some(e.raw_os_error()),
@@ -190,6 +227,36 @@ impl<'a> Fail<'a> {
     const fn at(mut self, path: &'a CStr) -> Self {
         self.path = Some(path);
         self
+    }
+
+    const fn in_stage(mut self, stage: Stage) -> Self {
+        self.stage = stage;
+        self
+    }
+
+    /// The step that refused.
+    pub const fn stage(&self) -> Stage {
+        self.stage
+    }
+
+    /// What failed (static text).
+    pub const fn what(&self) -> &'static str {
+        self.what
+    }
+
+    /// The errno of the call that failed, if a call failed.
+    pub const fn errno(&self) -> Option<i32> {
+        self.errno
+    }
+
+    /// An owned copy, for a [`SpawnError::Refused`].
+    fn refusal(&self) -> Refusal {
+        Refusal {
+            stage: self.stage,
+            what: self.what,
+            path: self.path.map(|p| String::from_utf8_lossy(p.to_bytes()).into_owned()),
+            errno: self.errno,
+        }
     }
 
     /// What failed, as the line the child writes (for tests and the probe; allocates).
@@ -327,79 +394,322 @@ pub struct Program {
 /// reused once it is waited for).
 #[derive(Debug)]
 pub struct Started {
-    /// The child's pid (also its process group and session: the child calls `setsid`).
+    /// The child's pid as Craik sees it, also its process group and session (it calls
+    /// `setsid`): when [`Started::contained`], the init of the command's PID namespace —
+    /// killing it kills every process of the command — otherwise the program itself.
     pub pid: i32,
     /// `CLONE_PIDFD`: readable when the child exits; `waitid(P_PIDFD)` reaps it.
     pub pidfd: OwnedFd,
+    /// The init's stack (it records how the program ended at its top), while the init runs.
+    init: Option<Stack>,
+    /// Whether [`Started::wait`] reaped it.
+    waited: std::sync::atomic::AtomicBool,
 }
 
-/// The stack the child runs on until `exec` (it shares the parent's memory, never its stack).
+/// How a program ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// It exited with this code.
+    Exited(i32),
+    /// This signal ended it.
+    Signaled(i32),
+}
+
+impl Ended {
+    /// The word an init records it as (0: nothing recorded).
+    pub const fn encode(self) -> u32 {
+        match self {
+            Self::Exited(code) => 0x100 | (code as u32 & 0xff),
+            Self::Signaled(signal) => 0x200 | (signal as u32 & 0x7f),
+        }
+    }
+
+    /// The inverse of [`Ended::encode`]; `None` for a word no init wrote.
+    pub const fn decode(word: u32) -> Option<Self> {
+        match word >> 8 {
+            1 => Some(Self::Exited((word & 0xff) as i32)),
+            2 if word & 0x7f != 0 => Some(Self::Signaled((word & 0x7f) as i32)),
+            _ => None,
+        }
+    }
+
+    /// The status an init exits with: the program's exit code, or 128 + the signal that
+    /// ended it (a shell's convention; the exact record is [`Ended::encode`]'s word).
+    pub const fn exit_status(self) -> i32 {
+        match self {
+            Self::Exited(code) => code & 0xff,
+            Self::Signaled(signal) => 128 + (signal & 0x7f),
+        }
+    }
+
+    /// The exit code, `None` when a signal ended it.
+    pub const fn code(self) -> Option<i32> {
+        match self {
+            Self::Exited(code) => Some(code),
+            Self::Signaled(_) => None,
+        }
+    }
+
+    fn of(status: rustix::process::WaitStatus) -> Option<Self> {
+        status
+            .exit_status()
+            .map(Self::Exited)
+            .or_else(|| status.terminating_signal().map(Self::Signaled))
+    }
+}
+
+impl Started {
+    /// Whether the program runs in a PID namespace of its own under Craik's init: when it
+    /// ends, or when [`Started::pid`] is killed, every process it started ends with it.
+    pub fn contained(&self) -> bool {
+        self.init.is_some()
+    }
+
+    /// Waits until the child has exited and reaps it: how the program ended (for a contained
+    /// one, as its init recorded it; an init killed before the program ended — Craik's
+    /// timeout — reports its own death, `SIGKILL`).
+    pub fn wait(&self) -> std::io::Result<Ended> {
+        use rustix::process::{WaitId, WaitIdOptions};
+        let status = loop {
+            match rustix::process::waitid(WaitId::PidFd(self.pidfd.as_fd()), WaitIdOptions::EXITED)
+            {
+                Err(rustix::io::Errno::INTR) => {}
+                other => break other,
+            }
+        }?;
+        self.waited
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let own = status
+            .and_then(|s| {
+                s.exit_status()
+                    .map(Ended::Exited)
+                    .or_else(|| s.terminating_signal().map(Ended::Signaled))
+            })
+            .ok_or_else(|| std::io::Error::other("the child exited without a status"))?;
+        let recorded = self
+            .init
+            .as_ref()
+            .and_then(|stack| Ended::decode(stack.slot().load(std::sync::atomic::Ordering::SeqCst)));
+        Ok(recorded.unwrap_or(own))
+    }
+}
+
+impl Drop for Started {
+    /// An init still running when its `Started` goes is killed (its namespace with it) and
+    /// reaped before its stack is unmapped; if that cannot be confirmed the stack is leaked.
+    fn drop(&mut self) {
+        use rustix::process::{WaitId, WaitIdOptions};
+        let Some(stack) = self.init.take() else {
+            return;
+        };
+        if !self.waited.load(std::sync::atomic::Ordering::SeqCst) {
+            let _ = rustix::process::pidfd_send_signal(&self.pidfd, rustix::process::Signal::KILL);
+            loop {
+                match rustix::process::waitid(
+                    WaitId::PidFd(self.pidfd.as_fd()),
+                    WaitIdOptions::EXITED,
+                ) {
+                    Err(rustix::io::Errno::INTR) => {}
+                    // Reaped, or reaped by someone else: either way it runs no more.
+                    Ok(_) | Err(rustix::io::Errno::CHILD) => break,
+                    Err(_) => {
+                        std::mem::forget(stack);
+                        return;
+                    }
+                }
+            }
+        }
+        drop(stack);
+    }
+}
+
+/// Why [`spawn`] started no program.
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    /// Confinement refused: the program never ran.
+    #[error("{REFUSED_PREFIX} {0}")]
+    Refused(Refusal),
+    /// The working directory, standard descriptors or `exec` failed.
+    #[error("{what}: {error}")]
+    Start {
+        /// Which.
+        what: &'static str,
+        /// The error of the call.
+        error: std::io::Error,
+    },
+    /// Preparing the child failed (descriptors, stacks, `clone`).
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// A refusal of confinement as a value: the step, what failed (static text), the path it
+/// failed on and the errno.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The step.
+    pub stage: Stage,
+    /// What failed.
+    pub what: &'static str,
+    /// The path it failed on, if one.
+    pub path: Option<String>,
+    /// The errno of the call that failed, if a call failed.
+    pub errno: Option<i32>,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.what)?;
+        if let Some(path) = &self.path {
+            write!(f, " `{path}`")?;
+        }
+        if let Some(errno) = self.errno {
+            write!(f, ": os error {errno}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The stack each child runs on (it shares the parent's memory, never its stack).
 const CHILD_STACK: usize = 256 * 1024;
 
-/// What the parent hands the child, and the child hands back (an `exec` or `chdir` failure):
-/// the two share memory until the child calls `exec` or exits.
+/// What the parent hands its children, and they hand back (a refusal, an `exec` or `chdir`
+/// failure, the init's pid): they share memory until the program calls `exec` (or the init
+/// says it has).
 struct Handoff<'a> {
     program: &'a Program,
     argv: &'a [*const libc::c_char],
     envp: &'a [*const libc::c_char],
     stdio: [i32; 3],
     plan: &'a Plan,
+    /// Where the init runs, and the program's child until `exec` (the PID namespace path).
+    init_stack: Option<&'a Stack>,
+    command_stack: Option<&'a Stack>,
+    /// A pidfd of Craik (opened by the first child) for the init's parent check.
+    parent: std::sync::atomic::AtomicI32,
+    /// The init's pid (in Craik's namespace), or 0.
+    init_pid: std::sync::atomic::AtomicI32,
+    /// 1 once the init has started the program or failed (a futex word).
+    ready: std::sync::atomic::AtomicU32,
     /// 0, or the errno of the step that failed (`stage` says which).
     errno: std::sync::atomic::AtomicI32,
     stage: std::sync::atomic::AtomicU8,
+    /// Set (once, by the one child that refused, before it exits) when `refusal` holds why.
+    refused: std::sync::atomic::AtomicBool,
+    refusal: std::cell::UnsafeCell<Option<Fail<'a>>>,
 }
 
 const STAGE_CHDIR: u8 = 1;
 const STAGE_EXEC: u8 = 2;
 const STAGE_STDIO: u8 = 3;
 
+impl<'a> Handoff<'a> {
+    /// Records a start failure and ends the calling child (exit 127).
+    fn failed(&self, stage: u8, errno: i32) -> ! {
+        use std::sync::atomic::Ordering;
+        self.errno.store(errno.max(1), Ordering::SeqCst);
+        self.stage.store(stage, Ordering::SeqCst);
+        self.wake();
+        // SAFETY: ends the child at once; nothing of the parent's runs (no atexit handler).
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::_exit(127)
+        }
+    }
+
+    /// Records a refusal and ends the calling child ([`REFUSED_EXIT`]).
+    fn refuse(&self, fail: Fail<'a>) -> ! {
+        use std::sync::atomic::Ordering;
+        // SAFETY: at most one child of a spawn writes here, once, and exits right after; the
+        // parent reads it only after `refused` is set and every child that could write has
+        // exited or handed over (the `CLONE_VFORK` completion and the `ready` futex order the
+        // write before the read). `fail`'s path borrows the plan, which outlives the spawn.
+        #[allow(unsafe_code)]
+        unsafe {
+            *self.refusal.get() = Some(fail);
+        }
+        self.refused.store(true, Ordering::SeqCst);
+        self.wake();
+        // SAFETY: as in `failed`.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::_exit(REFUSED_EXIT)
+        }
+    }
+
+    /// Tells the first child (waiting in [`outer`]) that the init is done with the handoff.
+    fn wake(&self) {
+        use rustix::thread::futex;
+        self.ready.store(1, std::sync::atomic::Ordering::SeqCst);
+        let _ = futex::wake(&self.ready, futex::Flags::PRIVATE, u32::MAX);
+    }
+}
+
 /// Starts `program` confined by `plan`, its standard input, output and error `stdio`.
 ///
-/// The child is made the way `posix_spawn` makes one — `clone(CLONE_VM | CLONE_VFORK)` on a
-/// stack of its own, the parent's signals blocked meanwhile — so the parent's memory is never
-/// copied (a `fork` of Craik cost a millisecond per command: its page tables copied, then torn
-/// down at `exec`, and every page it wrote afterwards faulted in again). The calling thread
-/// waits until the child has called `exec` or exited; the other threads go on, and the child
-/// touches nothing of theirs: it only reads `plan` and `program`, and runs [`apply`], which
-/// allocates nothing and takes no lock. In the child: every signal handler back to the
-/// default, an empty signal mask, `stdio` on 0, 1 and 2, the working directory, [`apply`]
-/// (on failure a [`REFUSED_PREFIX`] line and exit [`REFUSED_EXIT`]), then `execve`.
+/// The first child is made the way `posix_spawn` makes one — `clone(CLONE_VM | CLONE_VFORK)`
+/// on a stack of its own, the parent's signals blocked meanwhile — so the parent's memory is
+/// never copied (a `fork` of Craik cost a millisecond per command: its page tables copied,
+/// then torn down at `exec`, and every page it wrote afterwards faulted in again). The calling
+/// thread waits until that child has called `exec` or exited; the other threads go on, and the
+/// children touch nothing of theirs: they only read `plan` and `program`, and run what
+/// [`apply`] runs, which allocates nothing and takes no lock.
 ///
-/// An `exec` or `chdir` that fails is an `Err` here (the child has been reaped).
+/// In the first child: every signal handler back to the default, `stdio` on 0, 1 and 2, the
+/// working directory, the parent-death signal and parent check, the mount namespace. Then,
+/// with a PID namespace ([`Plan::pid_ns`]; see the crate documentation), it starts the init,
+/// which starts the program and reports; otherwise it goes on itself: a new session, an empty
+/// signal mask, the rest of confinement, `execve`.
+///
+/// A refusal is [`SpawnError::Refused`]; an `exec`, `chdir` or descriptor failure
+/// [`SpawnError::Start`] (every child has been reaped).
 pub fn spawn(
     program: &Program,
     stdio: [std::os::fd::BorrowedFd<'_>; 3],
     plan: &Plan,
-) -> std::io::Result<Started> {
-    use std::sync::atomic::Ordering;
+) -> Result<Started, SpawnError> {
+    use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicU32, Ordering};
     // Descriptors 0..=2 of the child are set by `dup2` from these: numbers ≥ 3 first, so no
     // target overwrites a source not yet copied.
-    let high = |fd: std::os::fd::BorrowedFd<'_>| rustix::io::fcntl_dupfd_cloexec(fd, 3);
+    let high = |fd: std::os::fd::BorrowedFd<'_>| {
+        rustix::io::fcntl_dupfd_cloexec(fd, 3).map_err(std::io::Error::from)
+    };
     let sources = [high(stdio[0])?, high(stdio[1])?, high(stdio[2])?];
     let argv = nul_terminated(&program.argv);
     let envp = nul_terminated(&program.envp);
+    let contain = plan.pid_ns != PidNs::Off;
+    let init_stack = contain.then(Stack::new).transpose()?;
+    let command_stack = contain.then(Stack::new).transpose()?;
     let handoff = Handoff {
         program,
         argv: &argv,
         envp: &envp,
         stdio: sources.each_ref().map(AsRawFd::as_raw_fd),
         plan,
-        errno: std::sync::atomic::AtomicI32::new(0),
-        stage: std::sync::atomic::AtomicU8::new(0),
+        init_stack: init_stack.as_ref(),
+        command_stack: command_stack.as_ref(),
+        parent: AtomicI32::new(-1),
+        init_pid: AtomicI32::new(0),
+        ready: AtomicU32::new(0),
+        errno: AtomicI32::new(0),
+        stage: AtomicU8::new(0),
+        refused: AtomicBool::new(false),
+        refusal: std::cell::UnsafeCell::new(None),
     };
     let stack = Stack::new()?;
     let mut pidfd: libc::c_int = -1;
     let pid = {
         let _blocked = SignalsBlocked::new();
-        // SAFETY: `child` runs on `stack` (mapped, with a guard page below it) and only
+        // SAFETY: `outer` runs on `stack` (mapped, with a guard page below it) and only
         // reads `handoff`, which outlives the call: with `CLONE_VFORK` this thread is
-        // suspended until the child has called `execve` or `_exit`. The child shares this
-        // process's memory; everything it runs is allocation- and lock-free (see [`apply`]),
-        // and every signal is blocked until it has reset the handlers.
+        // suspended until the child has called `execve` or `_exit` (and the child exits only
+        // once the init it started is done with `handoff`). The children share this
+        // process's memory; everything they run before the init's hand-over is allocation-
+        // and lock-free (see [`apply`]), and every signal is blocked until they have reset
+        // the handlers.
         #[allow(unsafe_code)]
         unsafe {
             libc::clone(
-                child,
+                outer,
                 stack.top(),
                 libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD,
                 std::ptr::from_ref(&handoff).cast_mut().cast(),
@@ -408,29 +718,77 @@ pub fn spawn(
         }
     };
     if pid < 0 {
-        return Err(std::io::Error::last_os_error());
+        return Err(std::io::Error::last_os_error().into());
     }
     // SAFETY: with `CLONE_PIDFD` the kernel stored a new descriptor of the child here, owned
     // by nobody else.
     #[allow(unsafe_code)]
     let pidfd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(pidfd) };
     drop(sources);
-    let errno = handoff.errno.load(Ordering::SeqCst);
-    if errno != 0 {
-        // The child has exited (127): reap it, then say what failed.
+    let reap = |fd: &OwnedFd| {
         let _ = rustix::process::waitid(
-            rustix::process::WaitId::PidFd(pidfd.as_fd()),
+            rustix::process::WaitId::PidFd(fd.as_fd()),
             rustix::process::WaitIdOptions::EXITED,
         );
-        let e = std::io::Error::from_raw_os_error(errno);
+    };
+    let init_pid = handoff.init_pid.load(Ordering::SeqCst);
+    // The init: this process's child (`CLONE_PARENT`), so its pid names it until it is
+    // reaped here.
+    let init = rustix::process::Pid::from_raw(init_pid);
+    if init.is_some() {
+        // The first child has exited (0) once the init is done with the handoff.
+        reap(&pidfd);
+    }
+    let refused = handoff.refused.load(Ordering::SeqCst);
+    let errno = handoff.errno.load(Ordering::SeqCst);
+    if refused || errno != 0 {
+        // The child that failed has exited: reap what is left, then say what failed.
+        match init {
+            Some(init) => {
+                let _ = rustix::process::waitpid(Some(init), rustix::process::WaitOptions::empty());
+            }
+            None => reap(&pidfd),
+        }
+        if refused {
+            // SAFETY: written once by the child that refused, which has exited (see
+            // `Handoff::refuse`); nothing writes it any more.
+            #[allow(unsafe_code)]
+            let fail = unsafe { (*handoff.refusal.get()).take() };
+            if let Some(fail) = fail {
+                return Err(SpawnError::Refused(fail.refusal()));
+            }
+        }
         let what = match handoff.stage.load(Ordering::SeqCst) {
             STAGE_CHDIR => "cannot enter the working directory",
             STAGE_STDIO => "cannot set up standard input and output",
             _ => "cannot execute",
         };
-        return Err(std::io::Error::new(e.kind(), format!("{what}: {e}")));
+        return Err(SpawnError::Start {
+            what,
+            error: std::io::Error::from_raw_os_error(errno.max(1)),
+        });
     }
-    Ok(Started { pid, pidfd })
+    let Some(init) = init else {
+        return Ok(Started {
+            pid,
+            pidfd,
+            init: None,
+            waited: AtomicBool::new(false),
+        });
+    };
+    match rustix::process::pidfd_open(init, rustix::process::PidfdFlags::empty()) {
+        Ok(init_fd) => Ok(Started {
+            pid: init_pid,
+            pidfd: init_fd,
+            init: init_stack,
+            waited: AtomicBool::new(false),
+        }),
+        Err(e) => {
+            let _ = rustix::process::kill_process(init, rustix::process::Signal::KILL);
+            let _ = rustix::process::waitpid(Some(init), rustix::process::WaitOptions::empty());
+            Err(std::io::Error::from(e).into())
+        }
+    }
 }
 
 fn nul_terminated(strings: &[CString]) -> Vec<*const libc::c_char> {
@@ -441,12 +799,17 @@ fn nul_terminated(strings: &[CString]) -> Vec<*const libc::c_char> {
         .collect()
 }
 
-/// The child's stack: an anonymous mapping with a `PROT_NONE` page below it (an overflow
-/// faults instead of writing into the parent's memory).
+/// A child's stack: an anonymous mapping with a `PROT_NONE` page below it (an overflow
+/// faults instead of writing into the parent's memory). Its top 64 bytes are not stack: an
+/// init records how its program ended there ([`Stack::slot`]).
+#[derive(Debug)]
 struct Stack {
-    base: *mut libc::c_void,
+    base: usize,
     len: usize,
 }
+
+/// The bytes at the top of a [`Stack`] kept for its slot.
+const SLOT_BYTES: usize = 64;
 
 impl Stack {
     fn new() -> std::io::Result<Self> {
@@ -467,7 +830,10 @@ impl Stack {
         if base == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error());
         }
-        let stack = Self { base, len };
+        let stack = Self {
+            base: base as usize,
+            len,
+        };
         // SAFETY: the lowest page of the mapping made above.
         #[allow(unsafe_code)]
         if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } != 0 {
@@ -476,19 +842,31 @@ impl Stack {
         Ok(stack)
     }
 
-    /// The highest address (stacks grow down), 16-byte aligned.
+    /// The highest address the stack uses (stacks grow down), 16-byte aligned, below the slot.
     fn top(&self) -> *mut libc::c_void {
-        self.base.cast::<u8>().wrapping_add(self.len & !15).cast()
+        ((self.base + self.len - SLOT_BYTES) & !15) as *mut libc::c_void
+    }
+
+    /// The word at the top of the mapping, zero until written.
+    fn slot(&self) -> &std::sync::atomic::AtomicU32 {
+        let at = (self.base + self.len - SLOT_BYTES) as *const std::sync::atomic::AtomicU32;
+        // SAFETY: a 4-byte-aligned address inside the mapping (page-aligned base, length a
+        // multiple of the page), above every stack frame ([`Stack::top`]), mapped for as long
+        // as `self` lives; `AtomicU32` has no invalid bit pattern (the mapping starts zeroed).
+        #[allow(unsafe_code)]
+        unsafe {
+            &*at
+        }
     }
 }
 
 impl Drop for Stack {
     fn drop(&mut self) {
         // SAFETY: the mapping made in `new`; the child that used it has called `execve` or
-        // exited (`CLONE_VFORK`).
+        // exited (`Started` keeps an init's until it has been reaped).
         #[allow(unsafe_code)]
         unsafe {
-            libc::munmap(self.base, self.len);
+            libc::munmap(self.base as *mut libc::c_void, self.len);
         }
     }
 }
@@ -568,30 +946,23 @@ struct KernelSigaction {
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 compile_error!("craik-spawn knows the kernel's `struct sigaction` of x86_64 and aarch64 only");
 
-/// The child of [`spawn`]: runs on its own stack in the parent's memory until `execve`.
-extern "C" fn child(arg: *mut libc::c_void) -> libc::c_int {
-    use std::sync::atomic::Ordering;
+/// The first child of [`spawn`]: runs on its own stack in the parent's memory until it calls
+/// `execve` (no PID namespace) or the init it started is done with the handoff.
+extern "C" fn outer(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` is the `Handoff` of `spawn`, alive while this child runs (the parent
     // thread is suspended until it calls `execve` or `_exit`).
     #[allow(unsafe_code)]
     let handoff = unsafe { &*arg.cast::<Handoff<'_>>() };
-    let failed = |stage: u8, errno: i32| -> ! {
-        handoff.errno.store(errno.max(1), Ordering::SeqCst);
-        handoff.stage.store(stage, Ordering::SeqCst);
-        // SAFETY: ends the child at once; nothing of the parent's runs (no atexit handler).
-        #[allow(unsafe_code)]
-        unsafe {
-            libc::_exit(127)
-        }
-    };
     // SAFETY: plain system calls on this child with stack-held values: the kernel reads and
-    // writes only the `KernelSigaction` and `sigset_t` given, of the sizes given.
+    // writes only the `KernelSigaction` given, of the size given.
     #[allow(unsafe_code)]
     unsafe {
         // Every disposition that is not the default goes back to it — the ignored ones too
         // (`SIGPIPE` in every Rust program, and glibc's own two, 32 and 33, which its
         // `sigaction` refuses to touch: hence the raw call). Past the last signal (64) the
-        // call fails EINVAL; `SIGKILL` and `SIGSTOP` are refused and always default.
+        // call fails EINVAL; `SIGKILL` and `SIGSTOP` are refused and always default. Every
+        // signal stays blocked (the parent blocked them for the `clone`): the init keeps them
+        // so, the program's process unblocks them before `exec`.
         for signal in 1..=64_i64 {
             let mut old = KernelSigaction::default();
             let asked = libc::syscall(
@@ -611,28 +982,45 @@ extern "C" fn child(arg: *mut libc::c_void) -> libc::c_int {
                 );
             }
         }
-        let mut empty = std::mem::zeroed::<libc::sigset_t>();
-        libc::sigemptyset(&mut empty);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
     }
     for (target, source) in (0..).zip(handoff.stdio) {
         // SAFETY: `dup2` onto 0..=2 from descriptors ≥ 3 this child holds (its own copy of
         // the parent's table); the copy is not close-on-exec.
         #[allow(unsafe_code)]
         if unsafe { libc::dup2(source, target) } < 0 {
-            failed(STAGE_STDIO, last_errno());
+            handoff.failed(STAGE_STDIO, last_errno());
         }
     }
     if let Err(e) = rustix::process::chdir(handoff.program.cwd.as_c_str()) {
-        failed(STAGE_CHDIR, e.raw_os_error());
+        handoff.failed(STAGE_CHDIR, e.raw_os_error());
     }
-    if let Err(fail) = apply(handoff.plan) {
-        fail.report(false);
-        // SAFETY: as above.
-        #[allow(unsafe_code)]
-        unsafe {
-            libc::_exit(REFUSED_EXIT)
-        };
+    if let Err(fail) = begin(handoff.plan) {
+        handoff.refuse(fail);
+    }
+    if let Some(init_stack) = handoff.init_stack {
+        match unshare(rustix::thread::UnshareFlags::NEWPID) {
+            Ok(()) => contain(handoff, init_stack),
+            Err(e) if handoff.plan.pid_ns == PidNs::Required => handoff.refuse(
+                Fail::os(
+                    "a PID namespace needs root or the private user namespace",
+                    e,
+                )
+                .in_stage(Stage::PidNamespace),
+            ),
+            // Optional: the program runs as this child, as without one.
+            Err(_) => {}
+        }
+    }
+    let _ = rustix::process::setsid();
+    unblock_signals();
+    run_program(handoff)
+}
+
+/// Applies the rest of confinement to the calling child and executes the program; never
+/// returns.
+fn run_program(handoff: &Handoff<'_>) -> ! {
+    if let Err(fail) = confine(handoff.plan) {
+        handoff.refuse(fail);
     }
     // SAFETY: `argv` and `envp` are NUL-terminated arrays of live NUL-terminated strings.
     #[allow(unsafe_code)]
@@ -643,13 +1031,303 @@ extern "C" fn child(arg: *mut libc::c_void) -> libc::c_int {
             handoff.envp.as_ptr(),
         );
     }
-    failed(STAGE_EXEC, last_errno())
+    handoff.failed(STAGE_EXEC, last_errno())
 }
 
+/// An empty signal mask for the calling thread (the program starts with none blocked).
+fn unblock_signals() {
+    // SAFETY: `sigemptyset` initialises `empty`; `pthread_sigmask` only reads it.
+    #[allow(unsafe_code)]
+    unsafe {
+        let mut empty = std::mem::zeroed::<libc::sigset_t>();
+        libc::sigemptyset(&mut empty);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+    }
+}
+
+/// In the first child, after `unshare(CLONE_NEWPID)`: starts the init (the namespace's pid 1,
+/// this process's sibling: `CLONE_PARENT`), waits until it has started the program or failed,
+/// and exits. The kernel writes the init's pid into the handoff before `clone` returns
+/// (`CLONE_PARENT_SETTID`), so the parent finds the init even if this child is killed.
+fn contain(handoff: &Handoff<'_>, init_stack: &Stack) -> ! {
+    use std::sync::atomic::Ordering;
+    // The init checks with this that Craik is still alive once its parent-death signal is set
+    // (its parent is Craik, but outside its namespace: `getppid` answers 0 there).
+    let Some(parent) = i32::try_from(handoff.plan.parent)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        handoff.refuse(Fail::new("the parent exited before the program started"));
+    };
+    match rustix::process::pidfd_open(parent, rustix::process::PidfdFlags::empty()) {
+        Ok(fd) => handoff
+            .parent
+            .store(std::os::fd::IntoRawFd::into_raw_fd(fd), Ordering::SeqCst),
+        Err(e) => handoff.refuse(Fail::os("the parent exited before the program started", e)),
+    }
+    // SAFETY: `init` runs on `init_stack`, which outlives it (the parent keeps it until the
+    // init has been reaped, see `Started`'s `Drop`), in this process's memory; until it sets
+    // `ready` it reads `handoff` (alive: this child waits for `ready` before it exits, and
+    // the parent kills and reaps an init that never set it before `handoff` goes); after,
+    // only its own stack. Every signal is blocked in it (inherited).
+    #[allow(unsafe_code)]
+    let pid = unsafe {
+        libc::clone(
+            init,
+            init_stack.top(),
+            libc::CLONE_VM | libc::CLONE_PARENT | libc::CLONE_PARENT_SETTID | libc::SIGCHLD,
+            std::ptr::from_ref(handoff).cast_mut().cast(),
+            handoff.init_pid.as_ptr(),
+        )
+    };
+    if pid <= 0 {
+        handoff.refuse(
+            Fail::os(
+                "cannot start the init of the PID namespace",
+                rustix::io::Errno::from_raw_os_error(last_errno()),
+            )
+            .in_stage(Stage::PidNamespace),
+        );
+    }
+    let init_fd = rustix::process::Pid::from_raw(pid).and_then(|p| {
+        rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok()
+    });
+    let slice = rustix::thread::futex::Timespec {
+        tv_sec: 0,
+        tv_nsec: 20_000_000,
+    };
+    while handoff.ready.load(Ordering::SeqCst) == 0 {
+        let _ = rustix::thread::futex::wait(
+            &handoff.ready,
+            rustix::thread::futex::Flags::PRIVATE,
+            0,
+            Some(&slice),
+        );
+        // An init that died without a word (killed): the parent finds it by its pid.
+        if init_fd.as_ref().is_some_and(|fd| readable(fd.as_fd())) {
+            break;
+        }
+    }
+    // SAFETY: ends this child at once; nothing of the parent's runs.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::_exit(0)
+    }
+}
+
+/// Whether `fd` is readable now (a pidfd: its process has exited).
+fn readable(fd: rustix::fd::BorrowedFd<'_>) -> bool {
+    let mut poll = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one live `pollfd`, a zero timeout.
+    #[allow(unsafe_code)]
+    let n = unsafe { libc::poll(&mut poll, 1, 0) };
+    n > 0 && poll.revents != 0
+}
+
+/// The signals the init passes on to the program (the rest it leaves pending, blocked).
+const FORWARDED: [libc::c_int; 4] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT];
+
+/// The init: pid 1 of the command's PID namespace, in Craik's memory on a stack of its own.
+///
+/// Until it sets `ready` (the first child waits, and the parent thread with it) it may use
+/// the handoff and `libc` calls that set `errno` (the thread-local `errno` it shares is the
+/// suspended parent thread's). After that it runs beside Craik's threads, so it touches
+/// nothing but its own stack and makes only `rustix` calls (raw system calls, no `errno`).
+extern "C" fn init(arg: *mut libc::c_void) -> libc::c_int {
+    use std::sync::atomic::Ordering;
+    // SAFETY: `arg` is the `Handoff` of `spawn`, alive until this process sets `ready`.
+    #[allow(unsafe_code)]
+    let handoff = unsafe { &*arg.cast::<Handoff<'_>>() };
+    let _ = rustix::process::setsid();
+    if let Err(e) =
+        rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+    {
+        handoff.refuse(Fail::os("cannot set the parent-death signal", e));
+    }
+    let parent = handoff.parent.load(Ordering::SeqCst);
+    // SAFETY: the pidfd the first child opened; this process's copy of its table holds it.
+    #[allow(unsafe_code)]
+    let parent_gone = parent < 0 || readable(unsafe { rustix::fd::BorrowedFd::borrow_raw(parent) });
+    if parent_gone {
+        handoff.refuse(Fail::new("the parent exited before the program started"));
+    }
+    let Some(stack) = handoff.init_stack else {
+        handoff.refuse(Fail::new("the init has no stack").in_stage(Stage::PidNamespace));
+    };
+    let slot = stack.slot();
+    // Signals reach the init as readable records (they are all blocked): a child's exit, and
+    // the ones it forwards.
+    // SAFETY: `sigemptyset`/`sigaddset` initialise `set`; `signalfd` only reads it.
+    #[allow(unsafe_code)]
+    let signals = unsafe {
+        let mut set = std::mem::zeroed::<libc::sigset_t>();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGCHLD);
+        for signal in FORWARDED {
+            libc::sigaddset(&mut set, signal);
+        }
+        libc::signalfd(-1, &set, libc::SFD_CLOEXEC)
+    };
+    if signals < 0 {
+        handoff.refuse(
+            Fail::os(
+                "the init cannot receive signals",
+                rustix::io::Errno::from_raw_os_error(last_errno()),
+            )
+            .in_stage(Stage::PidNamespace),
+        );
+    }
+    let Some(command_stack) = handoff.command_stack else {
+        handoff.refuse(Fail::new("the program has no stack").in_stage(Stage::PidNamespace));
+    };
+    // SAFETY: `command` runs on `command_stack` in this process's memory and only reads
+    // `handoff`; with `CLONE_VFORK` this process is suspended until it has called `execve` or
+    // exited, so both stay alive.
+    #[allow(unsafe_code)]
+    let program = unsafe {
+        libc::clone(
+            command,
+            command_stack.top(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            std::ptr::from_ref(handoff).cast_mut().cast(),
+        )
+    };
+    if program <= 0 {
+        handoff.refuse(
+            Fail::os(
+                "cannot start the program in its PID namespace",
+                rustix::io::Errno::from_raw_os_error(last_errno()),
+            )
+            .in_stage(Stage::PidNamespace),
+        );
+    }
+    let Some(program) = rustix::process::Pid::from_raw(program) else {
+        handoff.refuse(Fail::new("no program pid").in_stage(Stage::PidNamespace));
+    };
+    if handoff.refused.load(Ordering::SeqCst) || handoff.errno.load(Ordering::SeqCst) != 0 {
+        // The program's process refused or could not `exec`, and has exited: reaped, and
+        // the parent reads why.
+        let _ = rustix::process::waitpid(Some(program), rustix::process::WaitOptions::empty());
+        handoff.wake();
+        // SAFETY: ends the init at once.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::_exit(REFUSED_EXIT)
+        }
+    }
+    // Nothing of Craik's stays open here (the command's pipes among them): only `signals`.
+    // SAFETY: plain system calls on this process's own descriptor table.
+    #[allow(unsafe_code)]
+    unsafe {
+        if signals > 0 {
+            libc::syscall(libc::SYS_close_range, 0_u32, (signals - 1) as u32, 0_u32);
+        }
+        libc::syscall(libc::SYS_close_range, (signals + 1) as u32, u32::MAX, 0_u32);
+    }
+    // SAFETY: the descriptor made above, owned by this process from here on.
+    #[allow(unsafe_code)]
+    let signals = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(signals) };
+    handoff.wake();
+    // INVARIANT: from here on, no `handoff`, no `libc` call that may set `errno`.
+    let status = match reap_until(program, &signals) {
+        Some(ended) => {
+            slot.store(ended.encode(), Ordering::SeqCst);
+            ended.exit_status()
+        }
+        None => 255,
+    };
+    // SAFETY: ends the init (`exit_group`, which cannot fail: no `errno`); the kernel then
+    // kills every process left in its namespace and reaps them before the init's own exit
+    // is reported.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::_exit(status)
+    }
+}
+
+/// The init's loop: reaps every child as it exits (orphans are re-parented to pid 1) and
+/// passes [`FORWARDED`] signals on to the program, until the program itself has exited: how
+/// it ended (`None`: its status was lost, which cannot happen while it is a child).
+fn reap_until(program: rustix::process::Pid, signals: &OwnedFd) -> Option<Ended> {
+    use rustix::process::{Signal, WaitOptions};
+    let mut info = [0u8; 128];
+    loop {
+        let mut blocking = false;
+        loop {
+            match rustix::process::waitpid(None, WaitOptions::NOHANG) {
+                Ok(Some((pid, status))) if pid == program => {
+                    if let Some(ended) = Ended::of(status) {
+                        return Some(ended);
+                    }
+                }
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(_) => return None,
+            }
+        }
+        match rustix::io::read(signals, &mut info) {
+            Ok(n) if n >= 4 => {
+                let signo = info
+                    .first_chunk::<4>()
+                    .map_or(0, |b| u32::from_ne_bytes(*b));
+                let signal = match i32::try_from(signo).unwrap_or(0) {
+                    libc::SIGTERM => Some(Signal::TERM),
+                    libc::SIGINT => Some(Signal::INT),
+                    libc::SIGHUP => Some(Signal::HUP),
+                    libc::SIGQUIT => Some(Signal::QUIT),
+                    _ => None,
+                };
+                if let Some(signal) = signal {
+                    let _ = rustix::process::kill_process(program, signal);
+                }
+            }
+            Ok(_) | Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => {}
+            // No signal records: wait for a child instead (reaping still goes on).
+            Err(_) => blocking = true,
+        }
+        if blocking {
+            match rustix::process::waitpid(None, WaitOptions::empty()) {
+                Ok(Some((pid, status))) if pid == program => {
+                    if let Some(ended) = Ended::of(status) {
+                        return Some(ended);
+                    }
+                }
+                Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                Err(_) => return None,
+            }
+        }
+    }
+}
+
+/// The program's process in a PID namespace: the init's `vfork` child (pid 2 there), in
+/// Craik's memory until `execve`.
+extern "C" fn command(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the `Handoff` of `spawn`, alive while this child runs (the init, and
+    // with it the first child and the parent thread, wait until it calls `execve` or exits).
+    #[allow(unsafe_code)]
+    let handoff = unsafe { &*arg.cast::<Handoff<'_>>() };
+    unblock_signals();
+    run_program(handoff)
+}
+
+
 /// Applies `plan` to the calling process (in a child after `fork`, or in a process of its own
-/// such as the probe). See the crate documentation for the steps.
+/// such as the probe): a new session, [`begin`]'s steps, then [`confine`]'s. See the crate
+/// documentation for the steps.
 pub fn apply(plan: &Plan) -> Result<(), Fail<'_>> {
     let _ = rustix::process::setsid();
+    begin(plan)?;
+    confine(plan)
+}
+
+/// Steps 1 and 2 but the session: the parent-death signal, the parent check, the mount
+/// namespace.
+fn begin(plan: &Plan) -> Result<(), Fail<'_>> {
     rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
         .map_err(|e| Fail::os("cannot set the parent-death signal", e))?;
     let parent = rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get());
@@ -661,25 +1339,32 @@ pub fn apply(plan: &Plan) -> Result<(), Fail<'_>> {
         MountNs::Enter(namespace) => enter(namespace),
     });
     if let Some(Err(fail)) = entered {
+        let fail = fail.in_stage(Stage::Mounts);
         if plan.mounts_required {
             return Err(fail);
         }
         fail.report(true);
     }
-    drop_privileges()?;
-    limit_resources(plan.file_size_limit)?;
+    Ok(())
+}
+
+/// Steps 3 to 6: privileges, limits, Landlock, seccomp, descriptors.
+fn confine(plan: &Plan) -> Result<(), Fail<'_>> {
+    drop_privileges().map_err(|f| f.in_stage(Stage::Privileges))?;
+    limit_resources(plan.file_size_limit).map_err(|f| f.in_stage(Stage::Privileges))?;
     if let Some(landlock) = &plan.landlock {
-        restrict(landlock)?;
+        restrict(landlock).map_err(|f| f.in_stage(Stage::Landlock))?;
     }
     for program in plan.filters {
-        install_filter(program)?;
+        install_filter(program).map_err(|f| f.in_stage(Stage::Seccomp))?;
     }
-    close_inherited()
+    close_inherited().map_err(|f| f.in_stage(Stage::Descriptors))
 }
+
 
 #[expect(
     deprecated,
-    reason = "`unshare` is deprecated for CLONE_FILES sharing hazards; only NEWNS and NEWUSER are passed, in a single-threaded process"
+    reason = "`unshare` is deprecated for CLONE_FILES sharing hazards; only NEWNS, NEWUSER and NEWPID are passed, in a child with a descriptor table of its own"
 )]
 fn unshare(flags: rustix::thread::UnshareFlags) -> rustix::io::Result<()> {
     rustix::thread::unshare(flags)

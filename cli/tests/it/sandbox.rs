@@ -307,14 +307,14 @@ fn issue_18_no_ambient_authority_reaches_a_command() {
     let leak = dir.path().join("leak.txt");
     std::fs::write(&leak, "").unwrap();
     let script = r#"#!/bin/sh
-grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/$$/status > out/status.txt
+grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status > out/status.txt
 ls /dev > out/dev.txt 2>&1 || echo DENIED >> out/dev.txt
 for d in /dev/sda /dev/vda /dev/nvme0n1 /dev/loop0 /dev/mem /dev/kmsg /dev/tty /dev/console; do
   [ -e "$d" ] && (head -c 1 "$d" >/dev/null 2>&1 && echo "$d" >> out/devread.txt)
 done
 cat /etc/shadow > /dev/null 2>&1 && echo READ > out/shadow.txt
 ls /etc > /dev/null 2>&1 && echo LISTED > out/etc.txt
-ls /proc/$$/fd > out/fds.txt
+ls /proc/self/fd > out/fds.txt
 for fd in 3 4 5 6 7 8 9; do (echo leaked >&$fd) 2>/dev/null && echo $fd >> out/fdwrite.txt; done
 /usr/bin/python3 - > out/sockets.txt 2>&1 <<'PY'
 import socket
@@ -444,7 +444,7 @@ fn issue_18_an_inherited_ignored_sigchld_does_not_falsify_the_record() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let script = "#!/bin/sh\ngrep '^SigIgn:' /proc/$$/status > out/sig.txt\necho ran > out/ran.txt\nexit 0\n";
+    let script = "#!/bin/sh\ngrep '^SigIgn:' /proc/self/status > out/sig.txt\necho ran > out/ran.txt\nexit 0\n";
     let ex = probe_example(dir.path(), "trusted-local", script, &[]);
     let home = dir.path().join("home");
     let exe = assert_cmd::cargo::cargo_bin("craik");
@@ -477,7 +477,7 @@ fn issue_18_an_unprivileged_craik_confines_the_same() {
     // Also (outside testing): the mount namespace must be built for an unprivileged Craik too
     // (a non-dumpable Craik once made every child fail to write its uid map, so nothing was
     // read-only and the signing key could be chmod-ed), and System V IPC is refused.
-    let script = "#!/bin/sh\ngrep -E '^(CapEff|CapPrm|NoNewPrivs|Seccomp):' /proc/$$/status > out/status.txt\n/usr/bin/python3 -c 'import socket; socket.socket()' 2> out/sock.txt\nchmod 0666 ../../../keys/signing.key.pem 2> out/chmod.txt; echo \"rc $?\" >> out/chmod.txt\n/usr/bin/python3 -c 'import ctypes; print(ctypes.CDLL(None).shmget(0x5eed1, 4096, 0o1666))' > out/shm.txt\nexit 0\n";
+    let script = "#!/bin/sh\ngrep -E '^(CapEff|CapPrm|NoNewPrivs|Seccomp):' /proc/self/status > out/status.txt\n/usr/bin/python3 -c 'import socket; socket.socket()' 2> out/sock.txt\nchmod 0666 ../../../keys/signing.key.pem 2> out/chmod.txt; echo \"rc $?\" >> out/chmod.txt\n/usr/bin/python3 -c 'import ctypes; print(ctypes.CDLL(None).shmget(0x5eed1, 4096, 0o1666))' > out/shm.txt\nexit 0\n";
     let ex = probe_example(dir.path(), "trusted-local", script, &[]);
     let home = dir.path().join("home");
     std::process::Command::new("chmod")

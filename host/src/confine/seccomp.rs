@@ -78,6 +78,9 @@ const REFUSED: &[i64] = &[
     libc::SYS_ptrace,
     libc::SYS_process_vm_readv,
     libc::SYS_process_vm_writev,
+    // Another process's descriptors: Craik's, or those of the init of the command's PID
+    // namespace, which shares Craik's memory (`craik_spawn`; issue 30 item 5).
+    libc::SYS_pidfd_getfd,
     libc::SYS_mount,
     libc::SYS_umount2,
     libc::SYS_pivot_root,

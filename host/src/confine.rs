@@ -1361,6 +1361,75 @@ mod tests {
         assert!(e.contains("not an absolute path"), "{e}");
     }
 
+    /// Issue 30 item 5: a command in its own PID namespace reports its exit code, or the
+    /// signal that ended it, exactly as one without (its init records which); a signal sent to
+    /// the init is passed on to the program; and what the program started ends with it.
+    #[test]
+    fn issue_30_a_contained_command_reports_how_it_ended() {
+        if effective_abi().is_none() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        let sandbox = Sandbox::new(
+            vec![],
+            vec![ws.clone()],
+            vec![],
+            &Limits::default(),
+            Network::None,
+            false,
+        )
+        .unwrap();
+        let null = std::fs::File::open("/dev/null").unwrap();
+        use std::os::fd::AsFd;
+        let io = [null.as_fd(), null.as_fd(), null.as_fd()];
+        let run = |script: &str| {
+            sandbox
+                .spawn(
+                    Path::new("/bin/sh"),
+                    "sh",
+                    &["-c".into(), script.into()],
+                    &ws,
+                    &[],
+                    io,
+                )
+                .unwrap()
+        };
+        let started = run("exit 7");
+        assert_eq!(wait_exit(&started).unwrap(), Some(7));
+        let started = run("exit 143");
+        assert_eq!(started.wait().unwrap(), craik_spawn::Ended::Exited(143));
+        let started = run("kill -TERM $$");
+        assert_eq!(started.wait().unwrap(), craik_spawn::Ended::Signaled(15));
+        if !started.contained() {
+            return;
+        }
+        // Forwarded: the init passes SIGTERM on; the program's background child, holding
+        // nothing but its pid namespace, ends with it.
+        let started = run("sleep 30 & echo $! > bg; exec sleep 30");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        rustix::process::pidfd_send_signal(&started.pidfd, rustix::process::Signal::TERM)
+            .unwrap();
+        assert_eq!(started.wait().unwrap(), craik_spawn::Ended::Signaled(15));
+        assert_eq!(std::fs::read_to_string(ws.join("bg")).unwrap().trim(), "3");
+        // Killed whole: Craik's SIGKILL to the init ends the program and its children.
+        let started = run("sleep 30 & exec sleep 30");
+        let init = started.pid;
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let children_of = |pid: &str| {
+            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default()
+        };
+        let program = children_of(&init.to_string());
+        let children = format!("{program} {}", children_of(program.trim()));
+        assert_eq!(children.split_whitespace().count(), 2, "{children}");
+        rustix::process::pidfd_send_signal(&started.pidfd, rustix::process::Signal::KILL)
+            .unwrap();
+        assert_eq!(wait_exit(&started).unwrap(), None);
+        for pid in children.split_whitespace() {
+            assert!(!Path::new(&format!("/proc/{pid}")).exists(), "{pid} survived");
+        }
+    }
+
     /// Issue 18 item 9: children of equal sandboxes enter one private namespace made for
     /// them (never Craik's own), in which only the write root is writable; a replaced write
     /// root gets a namespace of its own.

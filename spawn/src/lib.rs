@@ -420,7 +420,7 @@ impl Ended {
     pub const fn encode(self) -> u32 {
         match self {
             Self::Exited(code) => 0x100 | (code as u32 & 0xff),
-            Self::Signaled(signal) => 0x200 | (signal as u32 & 0x7f),
+            Self::Signaled(signal) => 0x200 | (signal as u32 & 0xff),
         }
     }
 
@@ -428,7 +428,7 @@ impl Ended {
     pub const fn decode(word: u32) -> Option<Self> {
         match word >> 8 {
             1 => Some(Self::Exited((word & 0xff) as i32)),
-            2 if word & 0x7f != 0 => Some(Self::Signaled((word & 0x7f) as i32)),
+            2 if matches!(word & 0xff, 1..=64) => Some(Self::Signaled((word & 0xff) as i32)),
             _ => None,
         }
     }
@@ -1956,6 +1956,54 @@ mod tests {
         let mut line = Line::new();
         line.number(-2_147_483_648);
         assert_eq!(line.bytes(), b"-2147483648");
+    }
+
+    /// Issue 30 item 5: the word an init records tells an exit code from a signal (its own
+    /// exit status, 128 + the signal, could not), and a word no init wrote is no status.
+    #[test]
+    fn issue_30_an_init_records_how_its_program_ended() {
+        for ended in [
+            Ended::Exited(0),
+            Ended::Exited(1),
+            Ended::Exited(143),
+            Ended::Exited(255),
+            Ended::Signaled(1),
+            Ended::Signaled(9),
+            Ended::Signaled(15),
+            Ended::Signaled(64),
+        ] {
+            assert_eq!(Ended::decode(ended.encode()), Some(ended), "{ended:?}");
+        }
+        assert_ne!(Ended::Exited(143).encode(), Ended::Signaled(15).encode());
+        assert_eq!(Ended::Exited(143).exit_status(), 143);
+        assert_eq!(Ended::Signaled(15).exit_status(), 143);
+        assert_eq!(Ended::Signaled(15).code(), None);
+        assert_eq!(Ended::Exited(7).code(), Some(7));
+        for word in [0, 0x2ff, 0x300, 0x200, u32::MAX] {
+            assert_eq!(Ended::decode(word), None, "{word:#x}");
+        }
+    }
+
+    #[test]
+    fn a_refusal_is_a_value_that_renders_as_the_line_did() {
+        let fail = Fail::os("remounting read-only", rustix::io::Errno::ACCESS)
+            .at(c"/a b")
+            .in_stage(Stage::Mounts);
+        let refusal = fail.refusal();
+        assert_eq!(
+            refusal,
+            Refusal {
+                stage: Stage::Mounts,
+                what: "remounting read-only",
+                path: Some("/a b".into()),
+                errno: Some(13),
+            }
+        );
+        assert_eq!(refusal.to_string(), fail.text());
+        assert_eq!(
+            SpawnError::Refused(refusal).to_string(),
+            "craik-confine: remounting read-only `/a b`: os error 13"
+        );
     }
 
     #[test]

@@ -104,6 +104,12 @@ pub struct Sandbox {
 /// hashing time (found by outside testing: a 40 GB sparse file, 91 s of hashing).
 pub const FILE_SIZE_LIMIT: u64 = 8 << 30;
 
+/// The most processes a command run as a user other than root may have at once
+/// (`RLIMIT_NPROC`), counted inside the private user namespace of its sandbox: only where it
+/// runs in a PID namespace of its own, which as such a user lies inside that user namespace
+/// (issue 30 item 5: a process flood is bounded there). The kernel does not apply it to root.
+pub const PROCESS_LIMIT: u64 = 4096;
+
 impl Sandbox {
     /// A sandbox over the system allow-lists plus `read` and `write`. Every path is resolved
     /// to its real path first (they come from Craik and the operator, never from the
@@ -321,6 +327,7 @@ impl Sandbox {
             } else {
                 craik_spawn::PidNs::Optional
             },
+            process_limit: Some(PROCESS_LIMIT),
         })
     }
 
@@ -503,6 +510,7 @@ pub fn trampoline(mut args: impl Iterator<Item = OsString>) -> ! {
                 filters: &[],
                 file_size_limit: None,
                 pid_ns: craik_spawn::PidNs::Off,
+                process_limit: None,
             };
             match (craik_spawn::apply(&plan), effective_abi()) {
                 (Ok(()), Some(abi)) => format!("landlock abi {abi}"),

@@ -76,6 +76,11 @@ pub struct Plan {
     /// Whether [`spawn`] starts the program under an init of its own in a new PID namespace
     /// (see the crate documentation). [`install`] and [`apply`] ignore it.
     pub pid_ns: PidNs,
+    /// The most processes the program's user may have (`RLIMIT_NPROC`, hard and soft), set
+    /// only where the program runs in its own PID namespace — as a user other than root that
+    /// is inside the private user namespace, whose processes alone it counts. The kernel never
+    /// applies it to root (uid 0 of the host).
+    pub process_limit: Option<u64>,
 }
 
 /// Whether a command gets a PID namespace of its own, with Craik's init as its pid 1.
@@ -1013,13 +1018,13 @@ extern "C" fn outer(arg: *mut libc::c_void) -> libc::c_int {
     }
     let _ = rustix::process::setsid();
     unblock_signals();
-    run_program(handoff)
+    run_program(handoff, false)
 }
 
 /// Applies the rest of confinement to the calling child and executes the program; never
 /// returns.
-fn run_program(handoff: &Handoff<'_>) -> ! {
-    if let Err(fail) = confine(handoff.plan) {
+fn run_program(handoff: &Handoff<'_>, contained: bool) -> ! {
+    if let Err(fail) = confine(handoff.plan, contained) {
         handoff.refuse(fail);
     }
     // SAFETY: `argv` and `envp` are NUL-terminated arrays of live NUL-terminated strings.
@@ -1312,7 +1317,7 @@ extern "C" fn command(arg: *mut libc::c_void) -> libc::c_int {
     #[allow(unsafe_code)]
     let handoff = unsafe { &*arg.cast::<Handoff<'_>>() };
     unblock_signals();
-    run_program(handoff)
+    run_program(handoff, true)
 }
 
 
@@ -1322,7 +1327,7 @@ extern "C" fn command(arg: *mut libc::c_void) -> libc::c_int {
 pub fn apply(plan: &Plan) -> Result<(), Fail<'_>> {
     let _ = rustix::process::setsid();
     begin(plan)?;
-    confine(plan)
+    confine(plan, false)
 }
 
 /// Steps 1 and 2 but the session: the parent-death signal, the parent check, the mount
@@ -1348,10 +1353,13 @@ fn begin(plan: &Plan) -> Result<(), Fail<'_>> {
     Ok(())
 }
 
-/// Steps 3 to 6: privileges, limits, Landlock, seccomp, descriptors.
-fn confine(plan: &Plan) -> Result<(), Fail<'_>> {
+/// Steps 3 to 6: privileges, limits (the process limit only when `contained`), Landlock,
+/// seccomp, descriptors.
+fn confine(plan: &Plan, contained: bool) -> Result<(), Fail<'_>> {
     drop_privileges().map_err(|f| f.in_stage(Stage::Privileges))?;
-    limit_resources(plan.file_size_limit).map_err(|f| f.in_stage(Stage::Privileges))?;
+    let processes = plan.process_limit.filter(|_| contained);
+    limit_resources(plan.file_size_limit, processes)
+        .map_err(|f| f.in_stage(Stage::Privileges))?;
     if let Some(landlock) = &plan.landlock {
         restrict(landlock).map_err(|f| f.in_stage(Stage::Landlock))?;
     }
@@ -1734,9 +1742,9 @@ fn drop_privileges() -> Result<(), Fail<'static>> {
     Ok(())
 }
 
-/// `RLIMIT_CORE` 0 and, when given, `RLIMIT_FSIZE` (only ever lowered: a limit already below
-/// stays; without privilege a hard limit cannot be raised again).
-fn limit_resources(file_size: Option<u64>) -> Result<(), Fail<'static>> {
+/// `RLIMIT_CORE` 0 and, when given, `RLIMIT_FSIZE` and `RLIMIT_NPROC` (only ever lowered: a
+/// limit already below stays; without privilege a hard limit cannot be raised again).
+fn limit_resources(file_size: Option<u64>, processes: Option<u64>) -> Result<(), Fail<'static>> {
     use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
     let lower = |resource: Resource, to: u64| {
         let now = getrlimit(resource);
@@ -1752,6 +1760,9 @@ fn limit_resources(file_size: Option<u64>) -> Result<(), Fail<'static>> {
     lower(Resource::Core, 0).map_err(|e| Fail::os("RLIMIT_CORE", e))?;
     if let Some(limit) = file_size {
         lower(Resource::Fsize, limit).map_err(|e| Fail::os("RLIMIT_FSIZE", e))?;
+    }
+    if let Some(limit) = processes {
+        lower(Resource::Nproc, limit).map_err(|e| Fail::os("RLIMIT_NPROC", e))?;
     }
     Ok(())
 }

@@ -23,15 +23,19 @@
 //! to allow-lists; granted directories that hold something that must stay out of reach are
 //! carved around it without following a link.
 //!
-//! Craik itself is a child subreaper (`PR_SET_CHILD_SUBREAPER`, set in `main`): whatever a
-//! child leaves behind (double forks, `setsid` daemons) is re-parented to Craik, and
-//! [`reap_strays`] kills it when a command ends, when an adapter stops, and when Craik is asked
-//! to exit by a signal ([`install_exit_handler`]).
+//! A governed command runs as pid 2 of a PID namespace of its own under Craik's init
+//! ([`craik_spawn`]; issue 30 item 5): when it exits, or its init is killed, everything it
+//! started ends with it. For adapters, and commands where no PID namespace can be made, Craik
+//! itself is a child subreaper (`PR_SET_CHILD_SUBREAPER`, set in `main`): whatever a child
+//! leaves behind (double forks, `setsid` daemons) is re-parented to Craik, and [`reap_strays`]
+//! kills it when such a command ends, when an adapter stops, and when Craik is asked to exit
+//! by a signal ([`install_exit_handler`]).
 //!
 //! INVARIANT: a sandbox marked `required` never runs its program without Landlock (the
-//! command is not even built); no sandbox ever runs its program with a capability, an
-//! inherited descriptor or without its seccomp filters: the child exits [`REFUSED_EXIT`] with
-//! a [`REFUSED_PREFIX`] line instead.
+//! command is not even built) or, for a governed command, without its own PID namespace; no
+//! sandbox ever runs its program with a capability, an inherited descriptor or without its
+//! seccomp filters: a governed command's spawn fails with the refusal as a value, an adapter's
+//! child exits [`REFUSED_EXIT`] with a [`REFUSED_PREFIX`] line instead.
 
 mod mounts;
 mod rules;
@@ -104,11 +108,33 @@ pub struct Sandbox {
 /// hashing time (found by outside testing: a 40 GB sparse file, 91 s of hashing).
 pub const FILE_SIZE_LIMIT: u64 = 8 << 30;
 
-/// The most processes a command run as a user other than root may have at once
-/// (`RLIMIT_NPROC`), counted inside the private user namespace of its sandbox: only where it
-/// runs in a PID namespace of its own, which as such a user lies inside that user namespace
-/// (issue 30 item 5: a process flood is bounded there). The kernel does not apply it to root.
+/// The most processes a command may have at once (issue 30 item 5: a process flood is bounded
+/// where this holds). Where it runs in a PID namespace of its own: that namespace's `pid_max`
+/// on Linux ≥ 6.14 (which keeps one per namespace), as root too; and as a user other than
+/// root `RLIMIT_NPROC`, counted inside the private user namespace of its sandbox (the kernel
+/// never applies it to root).
 pub const PROCESS_LIMIT: u64 = 4096;
+
+/// Whether this kernel keeps `pid_max` per PID namespace (Linux ≥ 6.14), so a command's init
+/// may set its own; asked once. On an older kernel that write would set the machine's, so it
+/// is never asked for there.
+fn per_namespace_pid_max() -> bool {
+    static ANSWER: OnceLock<bool> = OnceLock::new();
+    *ANSWER.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .is_ok_and(|release| kernel_at_least(&release, (6, 14)))
+    })
+}
+
+/// Whether a kernel release (`6.18.44-fc`) is at least `major.minor`; `false` when unreadable.
+fn kernel_at_least(release: &str, (major, minor): (u32, u32)) -> bool {
+    let mut parts = release.trim().split(|c: char| !c.is_ascii_digit());
+    let mut number = || parts.next().and_then(|p| p.parse::<u32>().ok());
+    match (number(), number()) {
+        (Some(a), Some(b)) => (a, b) >= (major, minor),
+        _ => false,
+    }
+}
 
 impl Sandbox {
     /// A sandbox over the system allow-lists plus `read` and `write`. Every path is resolved
@@ -328,6 +354,9 @@ impl Sandbox {
                 craik_spawn::PidNs::Optional
             },
             process_limit: Some(PROCESS_LIMIT),
+            pid_max: per_namespace_pid_max()
+                .then(|| u32::try_from(PROCESS_LIMIT + 1).ok())
+                .flatten(),
         })
     }
 
@@ -511,6 +540,7 @@ pub fn trampoline(mut args: impl Iterator<Item = OsString>) -> ! {
                 file_size_limit: None,
                 pid_ns: craik_spawn::PidNs::Off,
                 process_limit: None,
+                pid_max: None,
             };
             match (craik_spawn::apply(&plan), effective_abi()) {
                 (Ok(()), Some(abi)) => format!("landlock abi {abi}"),
@@ -1367,6 +1397,22 @@ mod tests {
             .spawn(Path::new("true"), "true", &[], &ws, &[], io)
             .unwrap_err();
         assert!(e.contains("not an absolute path"), "{e}");
+    }
+
+    #[test]
+    fn issue_30_pid_max_is_set_per_namespace_only_from_linux_6_14() {
+        for (release, at_least) in [
+            ("6.14.0", true),
+            ("6.18.44-fc-v669", true),
+            ("7.0.1", true),
+            ("6.13.12-arch1-1", false),
+            ("5.15.0-91-generic", false),
+            ("6", false),
+            ("", false),
+            ("x.y", false),
+        ] {
+            assert_eq!(kernel_at_least(release, (6, 14)), at_least, "{release}");
+        }
     }
 
     /// Issue 30 item 5: a command in its own PID namespace reports its exit code, or the

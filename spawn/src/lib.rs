@@ -9,13 +9,16 @@
 //!
 //! Governed commands start through [`spawn`]: `clone(CLONE_VM | CLONE_VFORK)` as
 //! `posix_spawn` does, the child sharing Craik's memory until `exec` (no page table copied;
-//! see [`spawn`] for what that asks of the child). Adapters, long-lived and started once per
-//! run, still use `std`'s `fork` with [`install`].
+//! see [`spawn`] for what that asks of the child), and — where the kernel allows it — under an
+//! init of Craik's own as pid 1 of a PID namespace of their own (below). Adapters, long-lived
+//! and started once per run, still use `std`'s `fork` with [`install`] (no PID namespace: their
+//! leftovers are swept by Craik when they stop).
 //!
 //! The rules for code after `fork` in a multi-threaded process, which everything reachable
 //! from [`apply`] keeps: **no allocation, no lock, no `std::io`** — only system calls on data
 //! the [`Plan`] already holds (`rustix` calls with `&CStr` arguments allocate nothing), a
-//! refusal written from static text and an errno with `write(2)`, and `_exit`.
+//! refusal kept as a value (or, for [`install`], written from static text with `write(2)`),
+//! and `_exit`.
 //!
 //! The steps, in order (each needs the one before):
 //! 1. a new session; `SIGKILL` when the parent dies (`PR_SET_PDEATHSIG`); refuse if the parent
@@ -27,17 +30,96 @@
 //!    the working directory is entered again by path (it still referred to the read-only
 //!    mount). Usually that namespace was made once by [`make_namespace`] for every child with
 //!    the same writable directories, and the child only enters it (`setns`, [`MountNs`]);
+//!    then, for [`spawn`], the PID namespace and its init (below);
 //! 3. every capability dropped (bounding set and `noroot` secure bits as root or inside the
 //!    user namespace, ambient, inheritable, permitted, effective) and `no_new_privs` set —
-//!    then checked, or refused; then the resource limits: no core dump, and a largest file
-//!    size for commands;
+//!    then checked, or refused; then the resource limits: no core dump, a largest file size
+//!    for commands and, in a PID namespace, a process limit ([`Plan::process_limit`]);
 //! 4. Landlock: the parent's ruleset plus this process's own `/proc/<pid>`, then
 //!    `landlock_restrict_self`;
 //! 5. the seccomp filter (installed last but one: it refuses mounts, namespaces, ...);
 //! 6. every descriptor above 2 marked close-on-exec: nothing Craik holds reaches the program.
 //!
-//! INVARIANT: when [`apply`] fails the child never reaches `exec`: it writes one
-//! [`REFUSED_PREFIX`] line on its standard error and exits [`REFUSED_EXIT`].
+//! INVARIANT: when a step fails the program is never executed. [`spawn`] returns the refusal
+//! as a value ([`SpawnError::Refused`]: the stage, the static text, the path, the errno),
+//! handed back in the memory the children share with Craik — never read from the program's
+//! standard error; a child of [`install`] writes one [`REFUSED_PREFIX`] line on its standard
+//! error and exits [`REFUSED_EXIT`].
+//!
+//! # No process outlives its command (issue 30 item 5)
+//!
+//! Outside testing kept Craik 54 s in its freeze-then-kill sweep with a fork chain (each
+//! generation forks and exits) until the un-reaped zombies filled the pid table. A sweep over
+//! `/proc` can be outrun; a PID namespace cannot: when its pid 1 exits the kernel kills every
+//! process in it, and reaps them before that exit is reported.
+//!
+//! **The decision: the init is allocation-free Rust in this crate, not a program.** A separate
+//! init binary would cost an `execve` per command (a fresh address space and an ELF load, a
+//! tenth of a millisecond and more against a 0.5 ms budget) and a file to ship, pin and keep out
+//! of every sandbox's reach; the program itself as pid 1 would reap nothing (a chain's zombies
+//! pile up again) and would change its signal semantics. So, in [`spawn`]:
+//!
+//! ```text
+//! Craik thread ── clone(VM|VFORK|PIDFD) ──> first child: signals reset, stdio, cwd,
+//!   (suspended)                              steps 1–2, unshare(CLONE_NEWPID),
+//!                                            clone(VM|PARENT|PARENT_SETTID) ─┐
+//!                                            waits (futex) until the init    │
+//!                                            reports, exits 0                │
+//!   <── Craik's child (CLONE_PARENT) ── init: pid 1, own stack, setsid,  <───┘
+//!                                       PDEATHSIG, clone(VM|VFORK) ──> program: pid 2,
+//!                                       reaps, forwards               steps 3–6, execve
+//! ```
+//!
+//! - **Privilege.** `unshare(CLONE_NEWPID)` needs `CAP_SYS_ADMIN` in the caller's user
+//!   namespace: root has it; a user other than root has it inside the private user namespace
+//!   the first child has just entered (`setns` into a user namespace gives every capability
+//!   in it), which then owns the new PID namespace. With neither (no unprivileged user
+//!   namespaces), [`PidNs::Required`] refuses; [`PidNs::Optional`] runs the program as the
+//!   first child, as before, and [`Started::contained`] is false (Craik's sweep remains the
+//!   belt there).
+//! - **The init** runs beside Craik's threads in Craik's memory (a `fork` of Craik would cost
+//!   the millisecond `CLONE_VM` saved), so after it has reported it touches only its own stack
+//!   (kept by [`Started`] until the init has been reaped) and makes only `rustix` system calls:
+//!   no `libc` call that sets `errno`, which lives in the thread-local storage it shares with
+//!   the Craik thread that spawned it. It blocks every signal and reads them from a
+//!   `signalfd`: `SIGCHLD` — it reaps every child as it exits (orphans are re-parented to
+//!   pid 1), so zombies never pile up — and `SIGTERM`, `SIGINT`, `SIGHUP`, `SIGQUIT`, which it
+//!   passes on to the program. When the program has exited it records how ([`Ended`], one word
+//!   at the top of its stack: an exit code and a signal stay apart) and exits with the exit
+//!   code or 128 + the signal. It keeps no descriptor but its `signalfd` (no copy of another
+//!   command's pipes). Craik's timeout kills the init (`SIGKILL` through its pidfd): the
+//!   namespace dies whole.
+//! - **Parent death.** `PR_SET_PDEATHSIG` fires on the exit of the creating *thread*: the
+//!   init's parent is the Craik thread that called [`spawn`] (`CLONE_PARENT`), and the init
+//!   sets the signal itself. Its parent lies outside its namespace (`getppid` answers 0), so
+//!   it checks a pidfd of Craik instead: readable means Craik exited before the signal was
+//!   armed, and it refuses.
+//! - **Hand-over.** The children read the handoff on the Craik thread's stack; that thread is
+//!   suspended until the first child exits, which waits for the init's word. The kernel writes
+//!   the init's pid into the handoff before `clone` returns (`CLONE_PARENT_SETTID`), so if the
+//!   first child is killed early, Craik still finds the init, kills and reaps it (with its
+//!   namespace) before the handoff goes.
+//! - **Why a program cannot reach the init** (which shares Craik's memory, signing key
+//!   included): the init is never dumpable (dumpability belongs to the memory, and Craik made
+//!   itself not dumpable, `harden_self`), so `ptrace`, `/proc/<pid>/mem`, `process_vm_*` and
+//!   `pidfd_getfd` fail their access check for any process without `CAP_SYS_PTRACE` — and the
+//!   program has no capability; every confined process's seccomp filter refuses those four
+//!   calls outright; the program restricts itself with Landlock after the `vfork`, so the init
+//!   lies outside its domain: Landlock forbids tracing it on every ABI and (ABI ≥ 6) signalling
+//!   it, and no rule grants the init's `/proc/<pid>`. From inside the namespace the kernel
+//!   drops `SIGKILL` and `SIGSTOP` sent to pid 1; any other signal only becomes a record the
+//!   init reads (the forwarded ones go to the program, which could send them itself). The
+//!   window in which an unprivileged child makes the shared memory dumpable to write its user
+//!   namespace's maps ([`private_mounts`]) is unchanged: it exposed Craik the same way before.
+//! - **`/proc`.** The program sees the host's `/proc` (mounting one for its namespace would
+//!   need a mount namespace per command, the 0.2–0.4 ms cut before): `/proc/self` is itself,
+//!   but its own pid (`$$`, `getpid`: 2) names nothing there, or another process, which
+//!   Landlock keeps out.
+//! - **A process flood.** A PID namespace ends a flood with its command but does not bound it
+//!   meanwhile. As a user other than root, [`Plan::process_limit`] (`RLIMIT_NPROC`) does: the
+//!   kernel counts it per user namespace, so in the private one it counts only the sandbox's
+//!   processes. As root nothing does (`RLIMIT_NPROC` never binds uid 0) but the step's
+//!   timeout: a delegated cgroup v2 `pids` controller would, and is not used yet.
 
 use std::ffi::CStr;
 use std::ffi::CString;
@@ -81,6 +163,11 @@ pub struct Plan {
     /// is inside the private user namespace, whose processes alone it counts. The kernel never
     /// applies it to root (uid 0 of the host).
     pub process_limit: Option<u64>,
+    /// The `pid_max` of the command's PID namespace (at most this many processes less one),
+    /// written by its init. SAFETY OF THE MACHINE: only on a kernel that keeps `pid_max` per
+    /// PID namespace (Linux ≥ 6.14); on an older one, as root, the write would set the whole
+    /// machine's. `None`: not set.
+    pub pid_max: Option<u32>,
 }
 
 /// Whether a command gets a PID namespace of its own, with Craik's init as its pid 1.
@@ -591,6 +678,10 @@ struct Handoff<'a> {
     command_stack: Option<&'a Stack>,
     /// A pidfd of Craik (opened by the first child) for the init's parent check.
     parent: std::sync::atomic::AtomicI32,
+    /// What the first child did of step 2 before it made the PID namespace: entered the user
+    /// namespace; made or gave up on the mounts (the init does the rest).
+    user_entered: std::sync::atomic::AtomicBool,
+    mounts_done: std::sync::atomic::AtomicBool,
     /// The init's pid (in Craik's namespace), or 0.
     init_pid: std::sync::atomic::AtomicI32,
     /// 1 once the init has started the program or failed (a futex word).
@@ -693,6 +784,8 @@ pub fn spawn(
         init_stack: init_stack.as_ref(),
         command_stack: command_stack.as_ref(),
         parent: AtomicI32::new(-1),
+        user_entered: AtomicBool::new(false),
+        mounts_done: AtomicBool::new(false),
         init_pid: AtomicI32::new(0),
         ready: AtomicU32::new(0),
         errno: AtomicI32::new(0),
@@ -999,13 +1092,47 @@ extern "C" fn outer(arg: *mut libc::c_void) -> libc::c_int {
     if let Err(e) = rustix::process::chdir(handoff.program.cwd.as_c_str()) {
         handoff.failed(STAGE_CHDIR, e.raw_os_error());
     }
-    if let Err(fail) = begin(handoff.plan) {
+    let plan = handoff.plan;
+    if let Err(fail) = guard_parent(plan) {
         handoff.refuse(fail);
     }
+    // With a PID namespace the init enters the mount namespace, after it has set its
+    // namespace's `pid_max` through `/proc` (read-only in there); the PID namespace is made
+    // inside the user namespace, so that is entered here — or, where this child makes its
+    // own, made here with the mounts.
+    let (mut user_entered, mut mounts_done) = (false, false);
     if let Some(init_stack) = handoff.init_stack {
+        let first = match &plan.mounts {
+            Some(MountNs::Make(made)) if made.user.is_some() => {
+                mounts_done = true;
+                mounts(plan, false)
+            }
+            Some(MountNs::Enter(namespace)) => match enter_user(namespace) {
+                Ok(()) => {
+                    user_entered = true;
+                    Ok(())
+                }
+                Err(fail) if plan.mounts_required => Err(fail.in_stage(Stage::Mounts)),
+                Err(fail) => {
+                    // Nothing further to try: without the user namespace its mounts cannot
+                    // be entered either.
+                    fail.in_stage(Stage::Mounts).report(true);
+                    mounts_done = true;
+                    Ok(())
+                }
+            },
+            _ => Ok(()),
+        };
+        if let Err(fail) = first {
+            handoff.refuse(fail);
+        }
         match unshare(rustix::thread::UnshareFlags::NEWPID) {
-            Ok(()) => contain(handoff, init_stack),
-            Err(e) if handoff.plan.pid_ns == PidNs::Required => handoff.refuse(
+            Ok(()) => {
+                handoff.user_entered.store(user_entered, std::sync::atomic::Ordering::SeqCst);
+                handoff.mounts_done.store(mounts_done, std::sync::atomic::Ordering::SeqCst);
+                contain(handoff, init_stack)
+            }
+            Err(e) if plan.pid_ns == PidNs::Required => handoff.refuse(
                 Fail::os(
                     "a PID namespace needs root or the private user namespace",
                     e,
@@ -1014,6 +1141,11 @@ extern "C" fn outer(arg: *mut libc::c_void) -> libc::c_int {
             ),
             // Optional: the program runs as this child, as without one.
             Err(_) => {}
+        }
+    }
+    if !mounts_done {
+        if let Err(fail) = mounts(plan, user_entered) {
+            handoff.refuse(fail);
         }
     }
     let _ = rustix::process::setsid();
@@ -1133,6 +1265,19 @@ fn readable(fd: rustix::fd::BorrowedFd<'_>) -> bool {
     n > 0 && poll.revents != 0
 }
 
+/// Sets this PID namespace's `pid_max` (Linux ≥ 6.14 keeps one per namespace, and the init
+/// holds `CAP_SYS_ADMIN` over it): at most `limit - 1` processes can exist in it at once.
+/// Written through the host's `/proc` before the read-only mounts are entered; best effort (a
+/// kernel that refuses leaves the namespace unbounded, as before). The parent asks for it only
+/// on kernels that keep the value per namespace: on older ones the write would set the whole
+/// machine's.
+fn limit_pids(limit: u32) {
+    let mut line = Line::new();
+    line.number(i32::try_from(limit).unwrap_or(i32::MAX));
+    line.push(b"\n");
+    let _ = write_file(c"/proc/sys/kernel/pid_max", line.bytes());
+}
+
 /// The signals the init passes on to the program (the rest it leaves pending, blocked).
 const FORWARDED: [libc::c_int; 4] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT];
 
@@ -1159,6 +1304,19 @@ extern "C" fn init(arg: *mut libc::c_void) -> libc::c_int {
     let parent_gone = parent < 0 || readable(unsafe { rustix::fd::BorrowedFd::borrow_raw(parent) });
     if parent_gone {
         handoff.refuse(Fail::new("the parent exited before the program started"));
+    }
+    // SAFETY: `close` of the descriptor just checked; nothing else uses it.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::close(parent);
+    }
+    if let Some(limit) = handoff.plan.pid_max {
+        limit_pids(limit);
+    }
+    if !handoff.mounts_done.load(Ordering::SeqCst) {
+        if let Err(fail) = mounts(handoff.plan, handoff.user_entered.load(Ordering::SeqCst)) {
+            handoff.refuse(fail);
+        }
     }
     let Some(stack) = handoff.init_stack else {
         handoff.refuse(Fail::new("the init has no stack").in_stage(Stage::PidNamespace));
@@ -1333,15 +1491,27 @@ pub fn apply(plan: &Plan) -> Result<(), Fail<'_>> {
 /// Steps 1 and 2 but the session: the parent-death signal, the parent check, the mount
 /// namespace.
 fn begin(plan: &Plan) -> Result<(), Fail<'_>> {
+    guard_parent(plan)?;
+    mounts(plan, false)
+}
+
+/// The parent-death signal, then the check that the parent is still the planner.
+fn guard_parent(plan: &Plan) -> Result<(), Fail<'_>> {
     rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
         .map_err(|e| Fail::os("cannot set the parent-death signal", e))?;
     let parent = rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get());
     if u32::try_from(parent).ok() != Some(plan.parent) {
         return Err(Fail::new("the parent exited before the program started"));
     }
+    Ok(())
+}
+
+/// Step 2 (`user_entered`: the user namespace of a [`MountNs::Enter`] already is); a failure
+/// refuses where the mounts are required, and is a warning on standard error otherwise.
+fn mounts(plan: &Plan, user_entered: bool) -> Result<(), Fail<'_>> {
     let entered = plan.mounts.as_ref().map(|how| match how {
         MountNs::Make(mounts) => private_mounts(mounts),
-        MountNs::Enter(namespace) => enter(namespace),
+        MountNs::Enter(namespace) => enter(namespace, !user_entered),
     });
     if let Some(Err(fail)) = entered {
         let fail = fail.in_stage(Stage::Mounts);
@@ -1498,24 +1668,11 @@ fn reenter(cwd: &CStr) -> Result<(), Fail<'static>> {
 /// Enters `namespace` (its user namespace first, when it has one): the calling process then
 /// sees exactly the mounts [`private_mounts`] made there. `setns` puts the working directory
 /// at the namespace's root, so it is entered again by the path it had.
-fn enter(namespace: &Namespace) -> Result<(), Fail<'static>> {
+fn enter(namespace: &Namespace, with_user: bool) -> Result<(), Fail<'static>> {
     let mut buf = [0u8; 4096];
     let cwd = current_dir(&mut buf)?;
-    let join = |fd: &OwnedFd, kind: libc::c_int, what: &'static str| {
-        // SAFETY: `setns` on a namespace descriptor this process holds open.
-        #[allow(unsafe_code)]
-        let rc = unsafe { libc::setns(fd.as_raw_fd(), kind) };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(Fail::os(
-                what,
-                rustix::io::Errno::from_raw_os_error(last_errno()),
-            ))
-        }
-    };
-    if let Some(user) = &namespace.user {
-        join(user, libc::CLONE_NEWUSER, "entering the user namespace")?;
+    if with_user {
+        enter_user(namespace)?;
     }
     join(
         &namespace.mnt,
@@ -1523,6 +1680,29 @@ fn enter(namespace: &Namespace) -> Result<(), Fail<'static>> {
         "entering the private mount namespace",
     )?;
     reenter(cwd)
+}
+
+/// `setns` into the namespace `fd` holds.
+fn join(fd: &OwnedFd, kind: libc::c_int, what: &'static str) -> Result<(), Fail<'static>> {
+    // SAFETY: `setns` on a namespace descriptor this process holds open.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::setns(fd.as_raw_fd(), kind) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(Fail::os(
+            what,
+            rustix::io::Errno::from_raw_os_error(last_errno()),
+        ))
+    }
+}
+
+/// Enters `namespace`'s user namespace, if it has one (the mount namespace is entered later).
+fn enter_user(namespace: &Namespace) -> Result<(), Fail<'static>> {
+    match &namespace.user {
+        Some(user) => join(user, libc::CLONE_NEWUSER, "entering the user namespace"),
+        None => Ok(()),
+    }
 }
 
 /// What the child of [`make_namespace`] hands back.

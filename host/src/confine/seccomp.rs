@@ -15,7 +15,7 @@
 //!   namespaces (`unshare`, `setns`, namespace flags of `clone`; `clone3`, whose flags a
 //!   filter cannot read, answers `ENOSYS` so libc falls back to `clone`), no `bpf`,
 //!   `perf_event_open`, `userfaultfd`, kernel keyrings, module loading, `ptrace`,
-//!   `process_vm_*`, mounts, `kexec`, `reboot`, `swapon`, `acct`, `personality` changes,
+//!   `process_vm_*`, `pidfd_getfd`, `kcmp`, mounts, `kexec`, `reboot`, `swapon`, `acct`, `personality` changes,
 //!   System V IPC and POSIX message queues, `inotify` watches;
 //!   `prlimit64`, `sched_set*`, `migrate_pages`, `move_pages`, `setpriority` and `ioprio_set`
 //!   on any process but the caller's own.
@@ -81,6 +81,7 @@ const REFUSED: &[i64] = &[
     // Another process's descriptors: Craik's, or those of the init of the command's PID
     // namespace, which shares Craik's memory (`craik_spawn`; issue 30 item 5).
     libc::SYS_pidfd_getfd,
+    libc::SYS_kcmp,
     libc::SYS_mount,
     libc::SYS_umount2,
     libc::SYS_pivot_root,

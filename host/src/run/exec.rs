@@ -9,8 +9,10 @@
 //!   directory, are fsynced and renamed over the target there (a rename replaces a symlink,
 //!   never writes through it), then the directory is fsynced.
 //! - Commands: argv only, no shell; argv\[0] resolved against a fixed PATH and pinned; cwd the
-//!   workspace; environment cleared but for PATH, LANG and HOME; stdin closed; own process
-//!   group, killed as a group on timeout; stdout/stderr capped and redacted.
+//!   workspace; environment cleared but for PATH, LANG and HOME; stdin closed; pid 2 of a PID
+//!   namespace of its own under Craik's init (`craik_spawn`), so everything it starts ends
+//!   with it and a timeout kills the namespace whole (without one: its own process group,
+//!   killed as a group, then the sweep); stdout/stderr capped and redacted.
 
 use std::fs::File;
 use std::io::{Read, Write};

@@ -1462,8 +1462,7 @@ mod tests {
         // nothing but its pid namespace, ends with it.
         let started = run("sleep 30 & echo $! > bg; exec sleep 30");
         std::thread::sleep(std::time::Duration::from_millis(300));
-        rustix::process::pidfd_send_signal(&started.pidfd, rustix::process::Signal::TERM)
-            .unwrap();
+        rustix::process::pidfd_send_signal(&started.pidfd, rustix::process::Signal::TERM).unwrap();
         assert_eq!(started.wait().unwrap(), craik_spawn::Ended::Signaled(15));
         assert_eq!(std::fs::read_to_string(ws.join("bg")).unwrap().trim(), "3");
         // Killed whole: Craik's SIGKILL to the init ends the program and its children.
@@ -1476,11 +1475,13 @@ mod tests {
         let program = children_of(&init.to_string());
         let children = format!("{program} {}", children_of(program.trim()));
         assert_eq!(children.split_whitespace().count(), 2, "{children}");
-        rustix::process::pidfd_send_signal(&started.pidfd, rustix::process::Signal::KILL)
-            .unwrap();
+        rustix::process::pidfd_send_signal(&started.pidfd, rustix::process::Signal::KILL).unwrap();
         assert_eq!(wait_exit(&started).unwrap(), None);
         for pid in children.split_whitespace() {
-            assert!(!Path::new(&format!("/proc/{pid}")).exists(), "{pid} survived");
+            assert!(
+                !Path::new(&format!("/proc/{pid}")).exists(),
+                "{pid} survived"
+            );
         }
     }
 

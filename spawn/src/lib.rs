@@ -346,7 +346,9 @@ impl<'a> Fail<'a> {
         Refusal {
             stage: self.stage,
             what: self.what,
-            path: self.path.map(|p| String::from_utf8_lossy(p.to_bytes()).into_owned()),
+            path: self
+                .path
+                .map(|p| String::from_utf8_lossy(p.to_bytes()).into_owned()),
             errno: self.errno,
         }
     }
@@ -569,8 +571,7 @@ impl Started {
                 other => break other,
             }
         }?;
-        self.waited
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.waited.store(true, std::sync::atomic::Ordering::SeqCst);
         let own = status
             .and_then(|s| {
                 s.exit_status()
@@ -578,10 +579,9 @@ impl Started {
                     .or_else(|| s.terminating_signal().map(Ended::Signaled))
             })
             .ok_or_else(|| std::io::Error::other("the child exited without a status"))?;
-        let recorded = self
-            .init
-            .as_ref()
-            .and_then(|stack| Ended::decode(stack.slot().load(std::sync::atomic::Ordering::SeqCst)));
+        let recorded = self.init.as_ref().and_then(|stack| {
+            Ended::decode(stack.slot().load(std::sync::atomic::Ordering::SeqCst))
+        });
         Ok(recorded.unwrap_or(own))
     }
 }
@@ -945,15 +945,19 @@ impl Stack {
         ((self.base + self.len - SLOT_BYTES) & !15) as *mut libc::c_void
     }
 
+    /// Where the word at the top of the mapping lies: 4-byte aligned (page-aligned base,
+    /// length a multiple of the page), above every stack frame ([`Stack::top`]).
+    fn slot_at(&self) -> *const std::sync::atomic::AtomicU32 {
+        (self.base + self.len - SLOT_BYTES) as *const std::sync::atomic::AtomicU32
+    }
+
     /// The word at the top of the mapping, zero until written.
     fn slot(&self) -> &std::sync::atomic::AtomicU32 {
-        let at = (self.base + self.len - SLOT_BYTES) as *const std::sync::atomic::AtomicU32;
-        // SAFETY: a 4-byte-aligned address inside the mapping (page-aligned base, length a
-        // multiple of the page), above every stack frame ([`Stack::top`]), mapped for as long
-        // as `self` lives; `AtomicU32` has no invalid bit pattern (the mapping starts zeroed).
+        // SAFETY: an aligned address inside the mapping, mapped for as long as `self` lives;
+        // `AtomicU32` has no invalid bit pattern (the mapping starts zeroed).
         #[allow(unsafe_code)]
         unsafe {
-            &*at
+            &*self.slot_at()
         }
     }
 }
@@ -1128,8 +1132,12 @@ extern "C" fn outer(arg: *mut libc::c_void) -> libc::c_int {
         }
         match unshare(rustix::thread::UnshareFlags::NEWPID) {
             Ok(()) => {
-                handoff.user_entered.store(user_entered, std::sync::atomic::Ordering::SeqCst);
-                handoff.mounts_done.store(mounts_done, std::sync::atomic::Ordering::SeqCst);
+                handoff
+                    .user_entered
+                    .store(user_entered, std::sync::atomic::Ordering::SeqCst);
+                handoff
+                    .mounts_done
+                    .store(mounts_done, std::sync::atomic::Ordering::SeqCst);
                 contain(handoff, init_stack)
             }
             Err(e) if plan.pid_ns == PidNs::Required => handoff.refuse(
@@ -1143,10 +1151,8 @@ extern "C" fn outer(arg: *mut libc::c_void) -> libc::c_int {
             Err(_) => {}
         }
     }
-    if !mounts_done {
-        if let Err(fail) = mounts(plan, user_entered) {
-            handoff.refuse(fail);
-        }
+    if !mounts_done && let Err(fail) = mounts(plan, user_entered) {
+        handoff.refuse(fail);
     }
     let _ = rustix::process::setsid();
     unblock_signals();
@@ -1226,9 +1232,8 @@ fn contain(handoff: &Handoff<'_>, init_stack: &Stack) -> ! {
             .in_stage(Stage::PidNamespace),
         );
     }
-    let init_fd = rustix::process::Pid::from_raw(pid).and_then(|p| {
-        rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok()
-    });
+    let init_fd = rustix::process::Pid::from_raw(pid)
+        .and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok());
     let slice = rustix::thread::futex::Timespec {
         tv_sec: 0,
         tv_nsec: 20_000_000,
@@ -1313,15 +1318,17 @@ extern "C" fn init(arg: *mut libc::c_void) -> libc::c_int {
     if let Some(limit) = handoff.plan.pid_max {
         limit_pids(limit);
     }
-    if !handoff.mounts_done.load(Ordering::SeqCst) {
-        if let Err(fail) = mounts(handoff.plan, handoff.user_entered.load(Ordering::SeqCst)) {
-            handoff.refuse(fail);
-        }
+    if !handoff.mounts_done.load(Ordering::SeqCst)
+        && let Err(fail) = mounts(handoff.plan, handoff.user_entered.load(Ordering::SeqCst))
+    {
+        handoff.refuse(fail);
     }
     let Some(stack) = handoff.init_stack else {
         handoff.refuse(Fail::new("the init has no stack").in_stage(Stage::PidNamespace));
     };
-    let slot = stack.slot();
+    // The mapping, not the `Stack` (which lives in the parent's frame until it moves into
+    // `Started`): an address that stays valid until this process has been reaped.
+    let slot = stack.slot_at();
     // Signals reach the init as readable records (they are all blocked): a child's exit, and
     // the ones it forwards.
     // SAFETY: `sigemptyset`/`sigaddset` initialise `set`; `signalfd` only reads it.
@@ -1398,7 +1405,12 @@ extern "C" fn init(arg: *mut libc::c_void) -> libc::c_int {
     // INVARIANT: from here on, no `handoff`, no `libc` call that may set `errno`.
     let status = match reap_until(program, &signals) {
         Some(ended) => {
-            slot.store(ended.encode(), Ordering::SeqCst);
+            // SAFETY: `slot` lies in this process's own stack mapping, which `Started` keeps
+            // mapped until this process has been reaped (see its `Drop`).
+            #[allow(unsafe_code)]
+            unsafe {
+                (*slot).store(ended.encode(), Ordering::SeqCst);
+            }
             ended.exit_status()
         }
         None => 255,
@@ -1478,7 +1490,6 @@ extern "C" fn command(arg: *mut libc::c_void) -> libc::c_int {
     run_program(handoff, true)
 }
 
-
 /// Applies `plan` to the calling process (in a child after `fork`, or in a process of its own
 /// such as the probe): a new session, [`begin`]'s steps, then [`confine`]'s. See the crate
 /// documentation for the steps.
@@ -1528,8 +1539,7 @@ fn mounts(plan: &Plan, user_entered: bool) -> Result<(), Fail<'_>> {
 fn confine(plan: &Plan, contained: bool) -> Result<(), Fail<'_>> {
     drop_privileges().map_err(|f| f.in_stage(Stage::Privileges))?;
     let processes = plan.process_limit.filter(|_| contained);
-    limit_resources(plan.file_size_limit, processes)
-        .map_err(|f| f.in_stage(Stage::Privileges))?;
+    limit_resources(plan.file_size_limit, processes).map_err(|f| f.in_stage(Stage::Privileges))?;
     if let Some(landlock) = &plan.landlock {
         restrict(landlock).map_err(|f| f.in_stage(Stage::Landlock))?;
     }
@@ -1538,7 +1548,6 @@ fn confine(plan: &Plan, contained: bool) -> Result<(), Fail<'_>> {
     }
     close_inherited().map_err(|f| f.in_stage(Stage::Descriptors))
 }
-
 
 #[expect(
     deprecated,

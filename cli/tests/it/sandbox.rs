@@ -1455,7 +1455,8 @@ fn issue_30_run(
     timeout_ms: u64,
     unprivileged: bool,
 ) -> Option<(Output, PathBuf, String, std::time::Duration)> {
-    if !confinement_available() || (unprivileged && (!rustix_is_root() || which("setpriv").is_none()))
+    if !confinement_available()
+        || (unprivileged && (!rustix_is_root() || which("setpriv").is_none()))
     {
         return None;
     }
@@ -1530,6 +1531,7 @@ fn issue_30_contained(ws: &Path, out: &Output, unprivileged: bool) -> bool {
 /// with the step, promptly, and nothing of it survives. The chain is bounded (5000
 /// generations), so even a Craik without PID namespaces could not fill the pid table with it.
 #[test]
+#[allow(clippy::print_stderr, reason = "skips and measured times must be seen")]
 fn issue_30_a_fork_chain_ends_with_its_step() {
     for unprivileged in [false, true] {
         let dir = tempfile::tempdir().unwrap();
@@ -1537,12 +1539,13 @@ fn issue_30_a_fork_chain_ends_with_its_step() {
         let script = format!(
             "#!/bin/sh\nif [ \"$1\" = {token} ]; then\n  n=$2\n  echo $n >> out/gen.txt\n  if [ \"$n\" -gt 0 ]; then\n    if [ $((n % 2)) = 0 ]; then ( setsid ./probe.sh {token} $((n - 1)) & ); else ( ./probe.sh {token} $((n - 1)) & ); fi\n  fi\n  exit 0\nfi\necho $$ > out/pid.txt\n./probe.sh {token} 5000\nexec sleep 60\n"
         );
-        let Some((out, home, id, took)) =
-            issue_30_run(dir.path(), &script, 10_000, unprivileged)
+        let Some((out, home, id, took)) = issue_30_run(dir.path(), &script, 10_000, unprivileged)
         else {
             continue;
         };
-        eprintln!("fork chain under a 10 s step (unprivileged: {unprivileged}): the run took {took:?}");
+        eprintln!(
+            "fork chain under a 10 s step (unprivileged: {unprivileged}): the run took {took:?}"
+        );
         let ws = home.join("runs").join(&id).join("workspace");
         issue_30_contained(&ws, &out, unprivileged);
         let outcome = outcomes(&home, &id);
@@ -1571,6 +1574,7 @@ fn issue_30_a_fork_chain_ends_with_its_step() {
 /// process ignoring SIGHUP and SIGTERM — does not outlive the command that started it, and
 /// does not hold the step open by its copy of the output pipes.
 #[test]
+#[allow(clippy::print_stderr, reason = "skips and measured times must be seen")]
 fn issue_30_a_daemon_does_not_outlive_its_command() {
     for unprivileged in [false, true] {
         let dir = tempfile::tempdir().unwrap();
@@ -1613,6 +1617,7 @@ fn issue_30_a_daemon_does_not_outlive_its_command() {
 /// namespace (`$$` is 2). As root on an older kernel no limit holds (no cgroup is used): the
 /// test says so and does not flood.
 #[test]
+#[allow(clippy::print_stderr, reason = "skips and measured times must be seen")]
 fn issue_30_a_process_flood_is_bounded_where_a_limit_holds() {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let mut numbers = release

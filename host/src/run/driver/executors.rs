@@ -212,7 +212,10 @@ impl Host {
                 crate::confine::signal_name(signal)
             )
         } else if done.timed_out {
-            format!("{} timed out; it was killed with every process it started", done.program)
+            format!(
+                "{} timed out; it was killed with every process it started",
+                done.program
+            )
         } else {
             format!(
                 "{} exited {}{}",

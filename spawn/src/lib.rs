@@ -837,6 +837,19 @@ pub fn spawn(
         // The first child has exited (0) once the init is done with the handoff.
         reap(&pidfd);
     }
+    if let Some(init) = init
+        && handoff.ready.load(Ordering::SeqCst) == 0
+    {
+        // The first child ended before the init said it was done with `handoff` (killed from
+        // outside): the init may still read it. Killed and reaped — with its namespace, the
+        // program's process included — before `handoff` goes.
+        let _ = rustix::process::kill_process(init, rustix::process::Signal::KILL);
+        let _ = rustix::process::waitpid(Some(init), rustix::process::WaitOptions::empty());
+        return Err(SpawnError::Start {
+            what: "the init of the PID namespace ended before the program started",
+            error: std::io::Error::from_raw_os_error(libc::ECHILD),
+        });
+    }
     let refused = handoff.refused.load(Ordering::SeqCst);
     let errno = handoff.errno.load(Ordering::SeqCst);
     if refused || errno != 0 {

@@ -23,15 +23,19 @@
 //! to allow-lists; granted directories that hold something that must stay out of reach are
 //! carved around it without following a link.
 //!
-//! Craik itself is a child subreaper (`PR_SET_CHILD_SUBREAPER`, set in `main`): whatever a
-//! child leaves behind (double forks, `setsid` daemons) is re-parented to Craik, and
-//! [`reap_strays`] kills it when a command ends, when an adapter stops, and when Craik is asked
-//! to exit by a signal ([`install_exit_handler`]).
+//! A governed command runs as pid 2 of a PID namespace of its own under Craik's init
+//! ([`craik_spawn`]; issue 30 item 5): when it exits, or its init is killed, everything it
+//! started ends with it. For adapters, and commands where no PID namespace can be made, Craik
+//! itself is a child subreaper (`PR_SET_CHILD_SUBREAPER`, set in `main`): whatever a child
+//! leaves behind (double forks, `setsid` daemons) is re-parented to Craik, and [`reap_strays`]
+//! kills it when such a command ends, when an adapter stops, and when Craik is asked to exit
+//! by a signal ([`install_exit_handler`]).
 //!
 //! INVARIANT: a sandbox marked `required` never runs its program without Landlock (the
-//! command is not even built); no sandbox ever runs its program with a capability, an
-//! inherited descriptor or without its seccomp filters: the child exits [`REFUSED_EXIT`] with
-//! a [`REFUSED_PREFIX`] line instead.
+//! command is not even built) or, for a governed command, without its own PID namespace; no
+//! sandbox ever runs its program with a capability, an inherited descriptor or without its
+//! seccomp filters: a governed command's spawn fails with the refusal as a value, an adapter's
+//! child exits [`REFUSED_EXIT`] with a [`REFUSED_PREFIX`] line instead.
 
 mod mounts;
 mod rules;
@@ -103,6 +107,34 @@ pub struct Sandbox {
 /// (`EFBIG`); a sparse file of any size could otherwise cost the after-command check its
 /// hashing time (found by outside testing: a 40 GB sparse file, 91 s of hashing).
 pub const FILE_SIZE_LIMIT: u64 = 8 << 30;
+
+/// The most processes a command may have at once (issue 30 item 5: a process flood is bounded
+/// where this holds). Where it runs in a PID namespace of its own: that namespace's `pid_max`
+/// on Linux ≥ 6.14 (which keeps one per namespace), as root too; and as a user other than
+/// root `RLIMIT_NPROC`, counted inside the private user namespace of its sandbox (the kernel
+/// never applies it to root).
+pub const PROCESS_LIMIT: u64 = 4096;
+
+/// Whether this kernel keeps `pid_max` per PID namespace (Linux ≥ 6.14), so a command's init
+/// may set its own; asked once. On an older kernel that write would set the machine's, so it
+/// is never asked for there.
+fn per_namespace_pid_max() -> bool {
+    static ANSWER: OnceLock<bool> = OnceLock::new();
+    *ANSWER.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .is_ok_and(|release| kernel_at_least(&release, (6, 14)))
+    })
+}
+
+/// Whether a kernel release (`6.18.44-fc`) is at least `major.minor`; `false` when unreadable.
+fn kernel_at_least(release: &str, (major, minor): (u32, u32)) -> bool {
+    let mut parts = release.trim().split(|c: char| !c.is_ascii_digit());
+    let mut number = || parts.next().and_then(|p| p.parse::<u32>().ok());
+    match (number(), number()) {
+        (Some(a), Some(b)) => (a, b) >= (major, minor),
+        _ => false,
+    }
+}
 
 impl Sandbox {
     /// A sandbox over the system allow-lists plus `read` and `write`. Every path is resolved
@@ -218,7 +250,7 @@ impl Sandbox {
         &self,
         program: &Path,
         args: &[String],
-    ) -> Result<(std::process::Command, craik_spawn::Refusal), String> {
+    ) -> Result<(std::process::Command, craik_spawn::RefusalPipe), String> {
         self.command_named(program, None, args)
     }
 
@@ -230,7 +262,7 @@ impl Sandbox {
         program: &Path,
         arg0: Option<&str>,
         args: &[String],
-    ) -> Result<(std::process::Command, craik_spawn::Refusal), String> {
+    ) -> Result<(std::process::Command, craik_spawn::RefusalPipe), String> {
         let plan = self.plan()?;
         let mut command = std::process::Command::new(program);
         if let Some(arg0) = arg0 {
@@ -315,6 +347,17 @@ impl Sandbox {
             landlock,
             filters: seccomp::filters(self.net)?,
             file_size_limit: Some(FILE_SIZE_LIMIT),
+            // Where a required sandbox runs at all (root, or the private user namespace),
+            // a PID namespace can be made; trusted-local goes without one where it cannot.
+            pid_ns: if self.required {
+                craik_spawn::PidNs::Required
+            } else {
+                craik_spawn::PidNs::Optional
+            },
+            process_limit: Some(PROCESS_LIMIT),
+            pid_max: per_namespace_pid_max()
+                .then(|| u32::try_from(PROCESS_LIMIT + 1).ok())
+                .flatten(),
         })
     }
 
@@ -328,7 +371,9 @@ impl Sandbox {
             Ok(()) => "other mounts read-only (no chmod outside the write scope)".to_owned(),
             Err(why) => format!("METADATA NOT CONFINED (no private mounts: {why})"),
         };
-        let common = format!("no capabilities, no_new_privs, fds > 2 closed; {mounts}");
+        let common = format!(
+            "no capabilities, no_new_privs, fds > 2 closed; {mounts}; own PID namespace where it can be made (every process ends with the command)"
+        );
         match probe() {
             Probe::Available(abi) => format!(
                 "landlock abi {abi}: read {} paths, write {}; {net}; {common}; {}",
@@ -362,27 +407,37 @@ pub struct Prepared {
 pub use craik_spawn::Started;
 
 impl Prepared {
-    /// Starts the child, `stdio` on its descriptors 0, 1 and 2.
+    /// Starts the child, `stdio` on its descriptors 0, 1 and 2, and registers it as managed
+    /// ([`manage`]) before any sweep can see it. A refusal of confinement comes back typed
+    /// ([`craik_spawn::SpawnError::Refused`]), rendered as one [`REFUSED_PREFIX`] line.
     pub fn start(self, stdio: [std::os::fd::BorrowedFd<'_>; 3]) -> Result<Started, String> {
-        craik_spawn::spawn(&self.exec, stdio, &self.plan).map_err(|e| {
-            format!(
-                "`{}`: cannot start: {e}",
+        // A sweep ([`reap_strays`]) never runs while a child is being made: it would take the
+        // fresh child, not yet managed, for something a command left behind.
+        let _spawning = SPAWNING.read();
+        let started = craik_spawn::spawn(&self.exec, stdio, &self.plan).map_err(|e| match e {
+            craik_spawn::SpawnError::Refused(_) => e.to_string(),
+            other => format!(
+                "`{}`: cannot start: {other}",
                 String::from_utf8_lossy(self.exec.path.as_bytes())
-            )
-        })
+            ),
+        })?;
+        manage(u32::try_from(started.pid).ok());
+        Ok(started)
     }
 }
 
-/// Waits for a child of [`Sandbox::spawn`] to exit and reaps it: its exit code, `None` when a
-/// signal ended it.
+/// Held (shared) while a child is made and registered; a sweep takes it exclusively.
+static SPAWNING: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Waits for a child of [`Sandbox::spawn`] to exit and reaps it (and no longer manages it):
+/// its exit code, `None` when a signal ended it. For a command in its own PID namespace this
+/// is what its init recorded, and every process it started has ended.
 pub fn wait_exit(started: &Started) -> Result<Option<i32>, String> {
-    use std::os::fd::AsFd;
-    let status = rustix::process::waitid(
-        rustix::process::WaitId::PidFd(started.pidfd.as_fd()),
-        rustix::process::WaitIdOptions::EXITED,
-    )
-    .map_err(|e| format!("waiting for pid {}: {e}", started.pid))?;
-    Ok(status.and_then(|s| s.exit_status()))
+    let ended = started
+        .wait()
+        .map_err(|e| format!("waiting for pid {}: {e}", started.pid))?;
+    release(u32::try_from(started.pid).ok());
+    Ok(ended.code())
 }
 
 /// One line on how an adapter process (and each command it proposes) runs on this machine.
@@ -484,6 +539,9 @@ pub fn trampoline(mut args: impl Iterator<Item = OsString>) -> ! {
                 landlock: Some(landlock),
                 filters: &[],
                 file_size_limit: None,
+                pid_ns: craik_spawn::PidNs::Off,
+                process_limit: None,
+                pid_max: None,
             };
             match (craik_spawn::apply(&plan), effective_abi()) {
                 (Ok(()), Some(abi)) => format!("landlock abi {abi}"),
@@ -1000,12 +1058,25 @@ fn signal_if_child(pid: i32, parent: i32, signal: rustix::process::Signal) -> bo
 /// then is everything killed and reaped. Returns how many were killed.
 pub fn reap_strays(all: bool) -> usize {
     use rustix::process::{Pid, Signal, WaitOptions};
+    let _no_spawn = SPAWNING.write();
     let mut frozen: BTreeSet<i32> = BTreeSet::new();
     // Bounded: a fork bomb cannot keep Craik here for ever.
     for _ in 0..1024 {
+        let me = rustix::process::getpid().as_raw_nonzero().get();
         let new: Vec<(i32, i32)> = descendants(all)
             .into_iter()
             .filter(|(pid, _)| !frozen.contains(pid))
+            // Reaped as it goes: a child of Craik's that has already exited (a fork chain's
+            // generations) is not frozen but waited for, so zombies never pile up (issue 30
+            // item 5: a chain once filled the machine's pid table during the sweep).
+            .filter(|(pid, parent)| {
+                *parent != me
+                    || !matches!(
+                        Pid::from_raw(*pid)
+                            .map(|p| rustix::process::waitpid(Some(p), WaitOptions::NOHANG)),
+                        Some(Ok(Some(_)))
+                    )
+            })
             .collect();
         if new.is_empty() {
             break;
@@ -1232,8 +1303,10 @@ mod tests {
         )
         .unwrap();
         // `exec`: the status read is of the spawned process itself (a shell waiting for a
-        // child of its own blocks signals meanwhile), and `/proc/self` is the one it may read.
-        let script = "echo \"$(head -c 5 /proc/$$/cmdline) $0 $1 $PWD $X\"; \
+        // child of its own blocks signals meanwhile), and `/proc/self` is the one it may read
+        // (`$$` is its pid in its own PID namespace, which the host's `/proc` does not know);
+        // `read` is the shell's own, and drops the NULs between the arguments.
+        let script = "read -r cmd < /proc/self/cmdline; echo \"${cmd%%-c*} $0 $1 $PWD $X $$\"; \
                       exec grep -E '^(SigBlk|SigIgn|CapEff|NoNewPrivs):' /proc/self/status";
         let started = sandbox
             .spawn(
@@ -1258,9 +1331,17 @@ mod tests {
             assert!(out.contains(line), "{line} in {out}");
         }
         assert!(
-            out.contains(&format!("named zero one {} y z", ws.display())),
+            out.contains(&format!("named zero one {} y z ", ws.display())),
             "{out}"
         );
+        // In a PID namespace of its own (issue 30 item 5), always as root: pid 2 there, the
+        // init being pid 1.
+        if rustix::process::geteuid().is_root() {
+            assert!(started.contained());
+        }
+        if started.contained() {
+            assert!(out.contains(" y z 2\n"), "{out}");
+        }
         let io = [null.as_fd(), null.as_fd(), null.as_fd()];
         // The ruleset is reused for the next child of an equal sandbox, but never after a
         // path it names was replaced (`rm -rf target && mkdir target` between two commands):
@@ -1317,6 +1398,92 @@ mod tests {
             .spawn(Path::new("true"), "true", &[], &ws, &[], io)
             .unwrap_err();
         assert!(e.contains("not an absolute path"), "{e}");
+    }
+
+    #[test]
+    fn issue_30_pid_max_is_set_per_namespace_only_from_linux_6_14() {
+        for (release, at_least) in [
+            ("6.14.0", true),
+            ("6.18.44-fc-v669", true),
+            ("7.0.1", true),
+            ("6.13.12-arch1-1", false),
+            ("5.15.0-91-generic", false),
+            ("6", false),
+            ("", false),
+            ("x.y", false),
+        ] {
+            assert_eq!(kernel_at_least(release, (6, 14)), at_least, "{release}");
+        }
+    }
+
+    /// Issue 30 item 5: a command in its own PID namespace reports its exit code, or the
+    /// signal that ended it, exactly as one without (its init records which); a signal sent to
+    /// the init is passed on to the program; and what the program started ends with it.
+    #[test]
+    fn issue_30_a_contained_command_reports_how_it_ended() {
+        if effective_abi().is_none() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        let sandbox = Sandbox::new(
+            vec![],
+            vec![ws.clone()],
+            vec![],
+            &Limits::default(),
+            Network::None,
+            false,
+        )
+        .unwrap();
+        let null = std::fs::File::open("/dev/null").unwrap();
+        use std::os::fd::AsFd;
+        let io = [null.as_fd(), null.as_fd(), null.as_fd()];
+        let run = |script: &str| {
+            sandbox
+                .spawn(
+                    Path::new("/bin/sh"),
+                    "sh",
+                    &["-c".into(), script.into()],
+                    &ws,
+                    &[],
+                    io,
+                )
+                .unwrap()
+        };
+        let started = run("exit 7");
+        assert_eq!(wait_exit(&started).unwrap(), Some(7));
+        let started = run("exit 143");
+        assert_eq!(started.wait().unwrap(), craik_spawn::Ended::Exited(143));
+        let started = run("kill -TERM $$");
+        assert_eq!(started.wait().unwrap(), craik_spawn::Ended::Signaled(15));
+        if !started.contained() {
+            return;
+        }
+        // Forwarded: the init passes SIGTERM on; the program's background child, holding
+        // nothing but its pid namespace, ends with it.
+        let started = run("sleep 30 & echo $! > bg; exec sleep 30");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        rustix::process::pidfd_send_signal(&started.pidfd, rustix::process::Signal::TERM).unwrap();
+        assert_eq!(started.wait().unwrap(), craik_spawn::Ended::Signaled(15));
+        assert_eq!(std::fs::read_to_string(ws.join("bg")).unwrap().trim(), "3");
+        // Killed whole: Craik's SIGKILL to the init ends the program and its children.
+        let started = run("sleep 30 & exec sleep 30");
+        let init = started.pid;
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let children_of = |pid: &str| {
+            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default()
+        };
+        let program = children_of(&init.to_string());
+        let children = format!("{program} {}", children_of(program.trim()));
+        assert_eq!(children.split_whitespace().count(), 2, "{children}");
+        rustix::process::pidfd_send_signal(&started.pidfd, rustix::process::Signal::KILL).unwrap();
+        assert_eq!(wait_exit(&started).unwrap(), None);
+        for pid in children.split_whitespace() {
+            assert!(
+                !Path::new(&format!("/proc/{pid}")).exists(),
+                "{pid} survived"
+            );
+        }
     }
 
     /// Issue 18 item 9: children of equal sandboxes enter one private namespace made for

@@ -9,8 +9,10 @@
 //!   directory, are fsynced and renamed over the target there (a rename replaces a symlink,
 //!   never writes through it), then the directory is fsynced.
 //! - Commands: argv only, no shell; argv\[0] resolved against a fixed PATH and pinned; cwd the
-//!   workspace; environment cleared but for PATH, LANG and HOME; stdin closed; own process
-//!   group, killed as a group on timeout; stdout/stderr capped and redacted.
+//!   workspace; environment cleared but for PATH, LANG and HOME; stdin closed; pid 2 of a PID
+//!   namespace of its own under Craik's init (`craik_spawn`), so everything it starts ends
+//!   with it and a timeout kills the namespace whole (without one: its own process group,
+//!   killed as a group, then the sweep); stdout/stderr capped and redacted.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -383,6 +385,7 @@ pub fn run_command(
 ) -> Result<CommandOutcome, String> {
     let (program, args) = argv.split_first().ok_or("empty argv")?;
     let real = resolve_program_on(program, workspace, &env.path)?;
+    let mut contained = false;
     let outcome = run_confined(
         &real,
         program,
@@ -390,15 +393,21 @@ pub fn run_command(
         workspace,
         timeout.min(MAX_TIMEOUT),
         env,
+        &mut contained,
     );
-    // Whatever the command left behind (double forks, `setsid` daemons, fork chains) was
-    // re-parented to Craik: it goes now, before the workspace is checked and the outcome
-    // recorded. One that survived the sweep fails the step.
-    crate::confine::reap_strays(false);
-    if crate::confine::strays_left() {
+    // A command in a PID namespace of its own has ended with everything it started (its init
+    // was reaped). Otherwise whatever it left behind (double forks, `setsid` daemons, fork
+    // chains) was re-parented to Craik: it goes now, before the workspace is checked and the
+    // outcome recorded. One that survived the sweep fails the step.
+    if !contained {
         crate::confine::reap_strays(false);
         if crate::confine::strays_left() {
-            return Err("processes the command started survived the sweep; the step fails".into());
+            crate::confine::reap_strays(false);
+            if crate::confine::strays_left() {
+                return Err(
+                    "processes the command started survived the sweep; the step fails".into(),
+                );
+            }
         }
     }
     // A refusal before `exec` is an `Err` of the spawn (it came back through the memory the
@@ -416,6 +425,7 @@ fn run_confined(
     workspace: &Path,
     timeout: Duration,
     env: &CommandEnv,
+    contained: &mut bool,
 ) -> Result<CommandOutcome, String> {
     // argv[0] is the bare name the command was decided with (never a path it did not give).
     let name = arg0.rsplit('/').next().unwrap_or(arg0);
@@ -454,8 +464,8 @@ fn run_confined(
         [null.as_fd(), out_w.as_fd(), err_w.as_fd()],
     )?;
     drop((null, out_w, err_w));
+    *contained = started.contained();
     let pid = u32::try_from(started.pid).ok();
-    crate::confine::manage(pid);
     let mut streams = [Capture::new(out_r), Capture::new(err_r)];
     let deadline = std::time::Instant::now() + timeout;
     // The command ends when its own process exits (or at the timeout), not when the last
@@ -481,12 +491,15 @@ fn run_confined(
     if let Some(group) = rustix::process::Pid::from_raw(started.pid) {
         let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
+    // Contained: its init dies, and the kernel kills every process of its PID namespace.
     let _ = rustix::process::pidfd_send_signal(&started.pidfd, rustix::process::Signal::KILL);
     let exit_code = crate::confine::wait_exit(&started)?;
-    // Everything it left behind, in its group or not (`setsid`, double forks), was
-    // re-parented to Craik: kill it, which also closes the pipes it held.
     crate::confine::release(pid);
-    crate::confine::reap_strays(false);
+    if !started.contained() {
+        // Everything it left behind, in its group or not (`setsid`, double forks), was
+        // re-parented to Craik: kill it, which also closes the pipes it held.
+        crate::confine::reap_strays(false);
+    }
     let drain_until = std::time::Instant::now() + Duration::from_secs(2);
     while streams.iter().any(|c| c.open.is_some()) {
         let left = drain_until.saturating_duration_since(std::time::Instant::now());

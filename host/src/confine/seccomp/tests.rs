@@ -309,3 +309,21 @@ fn issue_30_security_md_lists_exactly_the_refused_calls() {
         }
     }
 }
+
+/// Issue 30 item 5: the init of a command's PID namespace shares Craik's memory; no confined
+/// process may reach it (or Craik) with a `ptrace`-class call.
+#[test]
+fn issue_30_ptrace_class_calls_are_refused_to_every_confined_process() {
+    for net in [Network::None, Network::Tcp] {
+        let table = table(net);
+        for call in [
+            libc::SYS_ptrace,
+            libc::SYS_process_vm_readv,
+            libc::SYS_process_vm_writev,
+            libc::SYS_pidfd_getfd,
+            libc::SYS_kcmp,
+        ] {
+            assert_eq!(decide(&table, call, &[0; 6]), Some(EPERM), "{call}");
+        }
+    }
+}

@@ -204,12 +204,15 @@ impl Host {
         let summary = if let (true, Some(signal)) = (done.timed_out, crate::confine::interrupted())
         {
             format!(
-                "{} was killed with its process group: the run was interrupted by {}",
+                "{} was killed with every process it started: the run was interrupted by {}",
                 done.program,
                 crate::confine::signal_name(signal)
             )
         } else if done.timed_out {
-            format!("{} timed out; its process group was killed", done.program)
+            format!(
+                "{} timed out; it was killed with every process it started",
+                done.program
+            )
         } else {
             format!(
                 "{} exited {}{}",

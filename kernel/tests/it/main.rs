@@ -13,6 +13,7 @@ mod decide;
 mod laws;
 mod receipts;
 mod redaction;
+mod secret_rules;
 mod run;
 
 use std::path::{Path, PathBuf};

@@ -197,7 +197,7 @@ fn issue_30_a_cut_token_keeps_its_prefixed_piece_redacted() {
         "shpat_9f8e7d6c",
         "dckr_pat_AbCdEfGh",
         "AKIAIOSFODNN7E",
-        "GOCSPX-AbCdEfG",
+        "GOCSPX-AbCdEfGh",
     ] {
         let out = redact_text(&format!("line {piece}\n"));
         assert!(!out.text.contains(piece), "{piece}: {:?}", out.text);

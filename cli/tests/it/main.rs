@@ -31,6 +31,7 @@ mod runs;
 mod sandbox;
 mod scaffold;
 mod schema;
+mod secrets;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -369,7 +369,11 @@ impl SecretRules {
         }
         let matched_text = text.get(matched.clone()).unwrap_or(secret);
         let line = line_around(text, matched);
-        let global = if rule.global { self.global.as_slice() } else { &[] };
+        let global = if rule.global {
+            self.global.as_slice()
+        } else {
+            &[]
+        };
         if global
             .iter()
             .chain(&rule.allowlists)
@@ -522,13 +526,22 @@ fn rule(file: &'static str, spec: &RuleSpec, is_gitleaks: bool) -> Result<Rule, 
     })
 }
 
-fn allowlist(file: &'static str, id: &str, spec: &AllowlistSpec) -> Result<Allowlist, RuleSetError> {
+fn allowlist(
+    file: &'static str,
+    id: &str,
+    spec: &AllowlistSpec,
+) -> Result<Allowlist, RuleSetError> {
     let unsupported = |what| RuleSetError::Unsupported {
         file,
         id: id.to_owned(),
         what,
     };
-    let and = match spec.condition.as_deref().map(str::to_ascii_uppercase).as_deref() {
+    let and = match spec
+        .condition
+        .as_deref()
+        .map(str::to_ascii_uppercase)
+        .as_deref()
+    {
         None | Some("OR") => false,
         Some("AND") => true,
         Some(_) => return Err(unsupported("allowlist condition is neither OR nor AND")),
@@ -537,7 +550,11 @@ fn allowlist(file: &'static str, id: &str, spec: &AllowlistSpec) -> Result<Allow
         None | Some("secret") => Target::Secret,
         Some("match") => Target::Match,
         Some("line") => Target::Line,
-        Some(_) => return Err(unsupported("allowlist regexTarget is not secret, match or line")),
+        Some(_) => {
+            return Err(unsupported(
+                "allowlist regexTarget is not secret, match or line",
+            ));
+        }
     };
     let regexes = spec
         .regexes
@@ -677,7 +694,10 @@ mod tests {
 
     #[test]
     fn translation_keeps_go_meaning() {
-        assert_eq!(translate(r"\bab\w[\w.-]").unwrap(), r"(?-u:\b)ab[0-9A-Za-z_][0-9A-Za-z_.-]");
+        assert_eq!(
+            translate(r"\bab\w[\w.-]").unwrap(),
+            r"(?-u:\b)ab[0-9A-Za-z_][0-9A-Za-z_.-]"
+        );
         assert_eq!(translate(r"[]a]").unwrap(), "[]a]");
         assert_eq!(translate(r"[[:alnum:]_]").unwrap(), "[[:alnum:]_]");
         assert_eq!(translate(r"[^\S]").unwrap(), r"[^[^\t\n\x0C\r ]]");

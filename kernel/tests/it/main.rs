@@ -13,8 +13,8 @@ mod decide;
 mod laws;
 mod receipts;
 mod redaction;
-mod secret_rules;
 mod run;
+mod secret_rules;
 
 use std::path::{Path, PathBuf};
 

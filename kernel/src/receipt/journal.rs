@@ -384,6 +384,8 @@ impl JournalWriter {
         };
         let target = clean(draft.target);
         let reason = clean(draft.reason);
+        let mut result = draft.result;
+        result.summary = clean(result.summary);
         let payload = ReceiptPayload {
             schema: "craik.capability_receipt".into(),
             version: craik_contracts::CONTRACT_VERSION.into(),
@@ -395,7 +397,7 @@ impl JournalWriter {
             policy_profile: draft.policy_profile,
             fail_open: draft.fail_open,
             reason,
-            result: draft.result,
+            result,
             redacted,
             created_at,
             seq,

@@ -32,12 +32,12 @@ mod baseline {
     const SECRET_KEYS: &str = r"(?:api[-_]?key|apikey|account[-_]?key|shared[-_]?access[-_]?key|access[-_]?key(?:[-_]?id)?|secret(?:[-_]?access)?(?:[-_]?key)?|client[-_]?secret|aws[-_]?secret[-_]?access[-_]?key|auth[-_]?token|access[-_]?token|refresh[-_]?token|id[-_]?token|token|password|passwd|pwd|passphrase|private[-_]?key|credentials?|session[-_]?token)";
     const REDACTED: &str = "[REDACTED]";
 
-    pub struct Patterns {
+    pub(crate) struct Patterns {
         redact: Vec<(Regex, &'static str)>,
         detect: Vec<Regex>,
     }
 
-    pub fn patterns() -> Patterns {
+    pub(crate) fn patterns() -> Patterns {
         let key_value =
             format!(r#"(?i)(\b(?:[a-z0-9]+[-_])*{SECRET_KEYS}["']?\s*[:=]\s*["']?)[^\s"',;&]+"#);
         let flag = format!(r"(?i)(--{SECRET_KEYS}(?:=|\s+))[^\s]+");
@@ -104,7 +104,7 @@ mod baseline {
     }
 
     /// `redact_checked` as it was: every pattern replaced, then the detect pass.
-    pub fn redact_checked(p: &Patterns, text: &str) -> Result<(String, usize), ()> {
+    pub(crate) fn redact_checked(p: &Patterns, text: &str) -> Result<(String, usize), ()> {
         let mut out = text.to_owned();
         let mut replaced = 0;
         for (re, replacement) in &p.redact {

@@ -61,9 +61,9 @@ fn redact_to_fixed_point(text: &str) -> (Redacted, bool) {
     };
     let mut out = text.to_owned();
     let mut replaced = 0;
+    let mut pass = rules.spans(&out);
     for _ in 0..MAX_PASSES {
-        let spans = rules.spans(&out);
-        if spans.is_empty() {
+        if pass.spans.is_empty() {
             return (
                 Redacted {
                     text: out,
@@ -73,8 +73,9 @@ fn redact_to_fixed_point(text: &str) -> (Redacted, bool) {
             );
         }
         let mut next = String::with_capacity(out.len());
+        let mut markers = Vec::with_capacity(pass.spans.len());
         let mut at = 0;
-        for span in &spans {
+        for span in &pass.spans {
             let (Some(keep), true) = (out.get(at..span.start), out.is_char_boundary(span.end))
             else {
                 // INVARIANT: spans come from matches on `out`, so they are char boundaries.
@@ -87,12 +88,14 @@ fn redact_to_fixed_point(text: &str) -> (Redacted, bool) {
                 );
             };
             next.push_str(keep);
+            markers.push(next.len()..next.len() + REDACTED.len());
             next.push_str(REDACTED);
             at = span.end;
         }
         next.push_str(out.get(at..).unwrap_or(""));
-        replaced += spans.len();
+        replaced += pass.spans.len();
         out = next;
+        pass = rules.respans(&out, &pass, &markers);
     }
     let clean = rules.first(&out).is_none();
     (

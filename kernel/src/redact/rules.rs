@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use regex::{Captures, Regex, RegexBuilder};
 use serde::Deserialize;
 
@@ -98,6 +98,7 @@ struct RuleSpec {
     #[serde(default)]
     regex: Option<String>,
     #[serde(default)]
+    #[expect(dead_code, reason = "path-only rules name files, not text")]
     path: Option<String>,
     #[serde(default)]
     keywords: Vec<String>,
@@ -108,6 +109,7 @@ struct RuleSpec {
     #[serde(default)]
     allowlists: Vec<AllowlistSpec>,
     #[serde(default)]
+    #[expect(dead_code, reason = "part of gitleaks' shape, not used")]
     tags: Vec<String>,
 }
 
@@ -163,6 +165,20 @@ struct Rule {
     global: bool,
 }
 
+/// How far around a replaced secret a later pass looks again for rules that matched nothing.
+/// A match longer than this that exists only after replacing needs a rule whose pattern
+/// spans it (a key block): such rules match in the first pass and are scanned again whole.
+const RECHECK_MARGIN: usize = 1024;
+
+/// One redaction pass: what to replace, and what the next pass needs.
+#[derive(Debug)]
+pub(crate) struct Pass {
+    pub(crate) spans: Vec<Range<usize>>,
+    enabled: Vec<bool>,
+    /// Rules whose pattern matched (a finding or not).
+    hit: Vec<bool>,
+}
+
 /// One secret found in a text: which rule, and the byte range to replace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SecretFinding<'r> {
@@ -180,6 +196,8 @@ pub struct SecretRules {
     by_keyword: Vec<Vec<usize>>,
     /// Rules without keywords: always tried.
     always: Vec<usize>,
+    /// Rules the replacement text's own keywords enable.
+    marker_enabled: Vec<bool>,
     gitleaks_ids: Vec<String>,
 }
 
@@ -222,16 +240,20 @@ impl SecretRules {
         let prefilter = AhoCorasickBuilder::new()
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::Standard)
+            .kind(Some(AhoCorasickKind::DFA))
             .build(keywords.keys())
             .map_err(RuleSetError::Prefilter)?;
-        Ok(SecretRules {
+        let mut set = SecretRules {
+            marker_enabled: Vec::new(),
             rules,
             global,
             prefilter,
             by_keyword: keywords.into_values().collect(),
             always,
             gitleaks_ids,
-        })
+        };
+        set.marker_enabled = set.enabled(super::REDACTED);
+        Ok(set)
     }
 
     /// Every rule id, Craik's first, then gitleaks' in file order.
@@ -282,14 +304,79 @@ impl SecretRules {
         out
     }
 
-    /// The merged byte ranges to replace in `text`, sorted and disjoint.
-    pub(crate) fn spans(&self, text: &str) -> Vec<Range<usize>> {
-        let mut spans = Vec::new();
-        self.each(text, |_, span| {
-            spans.push(span);
-            true
-        });
-        merge(spans)
+    /// The merged byte ranges to replace in `text`, sorted and disjoint: a first pass.
+    pub(crate) fn spans(&self, text: &str) -> Pass {
+        let enabled = self.enabled(text);
+        let mut pass = Pass {
+            spans: Vec::new(),
+            hit: vec![false; self.rules.len()],
+            enabled,
+        };
+        self.scan_all(text, &mut pass, None);
+        pass.spans = merge(std::mem::take(&mut pass.spans));
+        pass
+    }
+
+    /// The next pass over `text`, the previous pass's text with `markers` (ranges in `text`)
+    /// put where its secrets were. Only what replacing can have changed is scanned again:
+    /// rules whose pattern matched anything in the previous pass (a match it hid may now
+    /// appear), everywhere; every other rule (it matched nothing) only in the lines within
+    /// [`RECHECK_MARGIN`] bytes of a marker, the only places its input changed.
+    pub(crate) fn respans(&self, text: &str, previous: &Pass, markers: &[Range<usize>]) -> Pass {
+        let mut enabled = previous.enabled.clone();
+        for (e, m) in enabled.iter_mut().zip(&self.marker_enabled) {
+            *e |= *m;
+        }
+        let windows = merge(
+            markers
+                .iter()
+                .map(|m| {
+                    let start = line_start(text, m.start.saturating_sub(RECHECK_MARGIN));
+                    let end = line_end(text, m.end.saturating_add(RECHECK_MARGIN));
+                    start..end
+                })
+                .collect(),
+        );
+        let mut pass = Pass {
+            spans: Vec::new(),
+            hit: vec![false; self.rules.len()],
+            enabled,
+        };
+        self.scan_all(text, &mut pass, Some((&previous.hit, &windows)));
+        pass.spans = merge(std::mem::take(&mut pass.spans));
+        pass
+    }
+
+    /// Scans every enabled rule; with `recheck`, rules without a previous hit only in its
+    /// windows.
+    fn scan_all(&self, text: &str, pass: &mut Pass, recheck: Option<(&[bool], &[Range<usize>])>) {
+        for (i, rule) in self.rules.iter().enumerate() {
+            if !pass.enabled.get(i).copied().unwrap_or(false) {
+                continue;
+            }
+            let Some(regex) = &rule.regex else { continue };
+            let full = recheck.is_none_or(|(hit, _)| hit.get(i).copied().unwrap_or(true));
+            let windows: &[Range<usize>] = match recheck {
+                Some((_, w)) if !full => w,
+                _ => &[],
+            };
+            let all = 0..text.len();
+            let whole = std::slice::from_ref(&all);
+            for window in if full { whole } else { windows } {
+                let Some(hay) = text.get(window.clone()) else {
+                    continue;
+                };
+                for caps in regex.captures_iter(hay) {
+                    if let Some(h) = pass.hit.get_mut(i) {
+                        *h = true;
+                    }
+                    if let Some(span) = self.check(rule, hay, &caps) {
+                        pass.spans
+                            .push(span.start + window.start..span.end + window.start);
+                    }
+                }
+            }
+        }
     }
 
     /// What the first secret in `text` is, if there is one.
@@ -302,8 +389,8 @@ impl SecretRules {
         what
     }
 
-    /// Calls `found` for every finding until it returns false.
-    fn each<'s>(&'s self, text: &str, mut found: impl FnMut(&'s Rule, Range<usize>) -> bool) {
+    /// The rules `text`'s keywords enable (and those without keywords).
+    fn enabled(&self, text: &str) -> Vec<bool> {
         let mut enabled = vec![false; self.rules.len()];
         for &i in &self.always {
             set(&mut enabled, i);
@@ -325,6 +412,12 @@ impl SecretRules {
                 }
             }
         }
+        enabled
+    }
+
+    /// Calls `found` for every finding until it returns false.
+    fn each<'s>(&'s self, text: &str, mut found: impl FnMut(&'s Rule, Range<usize>) -> bool) {
+        let enabled = self.enabled(text);
         for (rule, _) in self.rules.iter().zip(&enabled).filter(|(_, on)| **on) {
             let Some(regex) = &rule.regex else { continue };
             for caps in regex.captures_iter(text) {
@@ -423,6 +516,25 @@ impl Allowlist {
     }
 }
 
+/// The start of the line holding byte `at` (at most `text.len()`).
+fn line_start(text: &str, at: usize) -> usize {
+    let at = at.min(text.len());
+    text.get(..at)
+        .and_then(|t| t.rfind('\n'))
+        .map_or(0, |i| i + 1)
+}
+
+/// The end (before its newline) of the line holding byte `at`.
+fn line_end(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    text.get(at..)
+        .and_then(|t| t.find('\n'))
+        .map_or(text.len(), |i| at + i)
+}
+
 fn line_around(text: &str, span: Range<usize>) -> &str {
     let before = text.get(..span.start).unwrap_or("");
     let start = before.rfind('\n').map_or(0, |i| i + 1);
@@ -488,7 +600,6 @@ fn compile(file: &'static str, id: &str, pattern: &str) -> Result<Regex, RuleSet
 }
 
 fn rule(file: &'static str, spec: &RuleSpec, is_gitleaks: bool) -> Result<Rule, RuleSetError> {
-    let _ = (&spec.tags, &spec.path);
     let regex = match &spec.regex {
         Some(p) => Some(compile(
             file,

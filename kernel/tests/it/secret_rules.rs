@@ -328,7 +328,7 @@ fn negative(id: &str, positive: &str) -> Option<String> {
         format!("{before}{}{after}", &secret[..secret.len() / 3]),
         format!("{before}{}{after}", "${SECRET_FROM_ENV}"),
         positive.chars().map(swap_case).collect(),
-        positive.replacen(&secret, &format!("{REDACTED}"), 1),
+        positive.replacen(&secret, REDACTED, 1),
     ];
     candidates
         .into_iter()

@@ -18,6 +18,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::Range;
+use std::sync::OnceLock;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use regex::{Captures, Regex, RegexBuilder};
@@ -56,6 +57,13 @@ pub enum RuleSetError {
         id: String,
         #[source]
         source: Box<regex::Error>,
+    },
+    #[error("rule `{id}` in `{file}` does not parse")]
+    Syntax {
+        file: &'static str,
+        id: String,
+        #[source]
+        source: Box<regex_syntax::Error>,
     },
     #[error("rule `{id}` in `{file}` names secret group {group}, its regex has {groups}")]
     SecretGroup {
@@ -152,17 +160,40 @@ struct Allowlist {
 
 #[derive(Debug)]
 struct Rule {
+    file: &'static str,
     id: String,
     what: String,
     keywords: Vec<String>,
     /// `None` for path-only rules.
-    regex: Option<Regex>,
+    regex: Option<Lazy>,
     has_groups: bool,
     secret_group: usize,
     entropy: Option<f64>,
     allowlists: Vec<Allowlist>,
     /// Gitleaks' global allowlist applies (gitleaks' rules only).
     global: bool,
+}
+
+/// A rule's pattern, checked (parsed) at load and compiled the first time a text enables the
+/// rule: most texts enable a few of ~250 rules, and compiling all of them costs every process
+/// that redacts anything tens of MB and (debug) a second.
+#[derive(Debug)]
+struct Lazy {
+    pattern: String,
+    compiled: OnceLock<Option<Regex>>,
+}
+
+impl Lazy {
+    fn build(&self) -> Result<Regex, regex::Error> {
+        RegexBuilder::new(&self.pattern)
+            .size_limit(64 << 20)
+            .build()
+    }
+
+    /// The compiled pattern; `None` if it does not compile (the caller fails closed).
+    fn get(&self) -> Option<&Regex> {
+        self.compiled.get_or_init(|| self.build().ok()).as_ref()
+    }
 }
 
 /// How far around a replaced secret a later pass looks again for rules that matched nothing.
@@ -174,6 +205,8 @@ const RECHECK_MARGIN: usize = 1024;
 #[derive(Debug)]
 pub(crate) struct Pass {
     pub(crate) spans: Vec<Range<usize>>,
+    /// A rule that had to be tried did not compile: nothing can be let through.
+    pub(crate) broken: bool,
     enabled: Vec<bool>,
     /// Rules whose pattern matched (a finding or not).
     hit: Vec<bool>,
@@ -272,7 +305,7 @@ impl SecretRules {
             .iter()
             .find(|r| r.id == id)
             .and_then(|r| r.regex.as_ref())
-            .map(Regex::as_str)
+            .map(|l| l.pattern.as_str())
     }
 
     /// The keywords of rule `id` (empty: always tried).
@@ -294,7 +327,7 @@ impl SecretRules {
     /// Every secret in `text`, in rule order then position. Spans may overlap.
     pub fn find(&self, text: &str) -> Vec<SecretFinding<'_>> {
         let mut out = Vec::new();
-        self.each(text, |rule, span| {
+        let _complete = self.each(text, |rule, span| {
             out.push(SecretFinding {
                 rule_id: rule.id.as_str(),
                 span,
@@ -309,6 +342,7 @@ impl SecretRules {
         let enabled = self.enabled(text);
         let mut pass = Pass {
             spans: Vec::new(),
+            broken: false,
             hit: vec![false; self.rules.len()],
             enabled,
         };
@@ -339,6 +373,7 @@ impl SecretRules {
         );
         let mut pass = Pass {
             spans: Vec::new(),
+            broken: false,
             hit: vec![false; self.rules.len()],
             enabled,
         };
@@ -354,7 +389,11 @@ impl SecretRules {
             if !pass.enabled.get(i).copied().unwrap_or(false) {
                 continue;
             }
-            let Some(regex) = &rule.regex else { continue };
+            let Some(lazy) = &rule.regex else { continue };
+            let Some(regex) = lazy.get() else {
+                pass.broken = true;
+                continue;
+            };
             let full = recheck.is_none_or(|(hit, _)| hit.get(i).copied().unwrap_or(true));
             let windows: &[Range<usize>] = match recheck {
                 Some((_, w)) if !full => w,
@@ -382,10 +421,13 @@ impl SecretRules {
     /// What the first secret in `text` is, if there is one.
     pub(crate) fn first(&self, text: &str) -> Option<&str> {
         let mut what = None;
-        self.each(text, |rule, _| {
+        let complete = self.each(text, |rule, _| {
             what = Some(rule.what.as_str());
             false
         });
+        if !complete {
+            return Some("text a secret rule that does not compile had to check");
+        }
         what
     }
 
@@ -415,19 +457,43 @@ impl SecretRules {
         enabled
     }
 
-    /// Calls `found` for every finding until it returns false.
-    fn each<'s>(&'s self, text: &str, mut found: impl FnMut(&'s Rule, Range<usize>) -> bool) {
+    /// Calls `found` for every finding until it returns false; false if a rule that had to
+    /// be tried does not compile.
+    fn each<'s>(
+        &'s self,
+        text: &str,
+        mut found: impl FnMut(&'s Rule, Range<usize>) -> bool,
+    ) -> bool {
         let enabled = self.enabled(text);
         for (rule, _) in self.rules.iter().zip(&enabled).filter(|(_, on)| **on) {
-            let Some(regex) = &rule.regex else { continue };
+            let Some(lazy) = &rule.regex else { continue };
+            let Some(regex) = lazy.get() else {
+                return false;
+            };
             for caps in regex.captures_iter(text) {
                 if let Some(span) = self.check(rule, text, &caps)
                     && !found(rule, span)
                 {
-                    return;
+                    return true;
                 }
             }
         }
+        true
+    }
+
+    /// Compiles every rule now (tests: every rule compiles; a lazily compiled rule that does
+    /// not makes every text it must check refused).
+    pub fn compile_all(&self) -> Result<(), RuleSetError> {
+        for rule in &self.rules {
+            if let Some(lazy) = &rule.regex {
+                lazy.build().map_err(|e| RuleSetError::Regex {
+                    file: rule.file,
+                    id: rule.id.clone(),
+                    source: Box::new(e),
+                })?;
+            }
+        }
+        Ok(())
     }
 
     /// The span to replace for one match, or `None` when gitleaks' semantics drop it.
@@ -599,16 +665,39 @@ fn compile(file: &'static str, id: &str, pattern: &str) -> Result<Regex, RuleSet
         })
 }
 
-fn rule(file: &'static str, spec: &RuleSpec, is_gitleaks: bool) -> Result<Rule, RuleSetError> {
-    let regex = match &spec.regex {
-        Some(p) => Some(compile(
+/// The translated pattern, parsed as `regex` parses it (so only its compiled size is left to
+/// fail), and its number of capture groups.
+fn checked(file: &'static str, id: &str, pattern: &str) -> Result<(String, usize), RuleSetError> {
+    let translated = translate(pattern).map_err(|what| RuleSetError::Unsupported {
+        file,
+        id: id.to_owned(),
+        what,
+    })?;
+    let hir = regex_syntax::ParserBuilder::new()
+        .build()
+        .parse(&translated)
+        .map_err(|e| RuleSetError::Syntax {
             file,
-            &spec.id,
-            &p.replace("{secret_keys}", SECRET_KEYS),
-        )?),
-        None => None,
+            id: id.to_owned(),
+            source: Box::new(e),
+        })?;
+    let groups = hir.properties().explicit_captures_len();
+    Ok((translated, groups))
+}
+
+fn rule(file: &'static str, spec: &RuleSpec, is_gitleaks: bool) -> Result<Rule, RuleSetError> {
+    let (regex, groups) = match &spec.regex {
+        Some(p) => {
+            let (pattern, groups) =
+                checked(file, &spec.id, &p.replace("{secret_keys}", SECRET_KEYS))?;
+            let lazy = Lazy {
+                pattern,
+                compiled: OnceLock::new(),
+            };
+            (Some(lazy), groups)
+        }
+        None => (None, 0),
     };
-    let groups = regex.as_ref().map_or(0, |r| r.captures_len() - 1);
     let secret_group = spec.secret_group.unwrap_or(0);
     if secret_group > groups {
         return Err(RuleSetError::SecretGroup {
@@ -625,6 +714,7 @@ fn rule(file: &'static str, spec: &RuleSpec, is_gitleaks: bool) -> Result<Rule, 
         .collect::<Result<_, _>>()?;
     let what = format!("a secret (rule `{}`)", spec.id);
     Ok(Rule {
+        file,
         id: spec.id.clone(),
         what,
         keywords: spec.keywords.clone(),

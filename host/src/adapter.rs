@@ -347,9 +347,12 @@ impl std::fmt::Display for CallError {
 }
 
 fn redact_line(line: &str) -> String {
-    let text: String = line.chars().take(STDERR_LINE_CHARS).collect();
+    // Redacted before it is cut (issue 30): a token across the cut is seen whole.
+    let text: String = line.chars().take(STDERR_LINE_CHARS * 4).collect();
     match craik_kernel::redact_checked(&text) {
-        Ok(r) => craik_contracts::one_line(&r.text),
+        Ok(r) => {
+            craik_contracts::one_line(&r.text.chars().take(STDERR_LINE_CHARS).collect::<String>())
+        }
         Err(what) => format!("[stderr line withheld: it held {what}]"),
     }
 }

@@ -85,6 +85,19 @@ pub fn excerpt(text: &str) -> String {
     out
 }
 
+/// Issue 30: every string of the case file (stale risks, headings, file names, handoffs,
+/// facts, ...) through the secret rules once more, whatever section built it.
+fn redact_case(case: &mut CaseFile) -> Result<(), Error> {
+    let mut value = serde_json::to_value(&*case).map_err(|e| Error::internal(e.to_string()))?;
+    let replaced = craik_kernel::redact_value(&mut value)
+        .map_err(|what| Error::internal(format!("the case file cannot be redacted: {what}")))?;
+    if replaced > 0 {
+        *case = serde_json::from_value(value)
+            .map_err(|e| Error::internal(format!("the redacted case file does not decode: {e}")))?;
+    }
+    Ok(())
+}
+
 /// One docs inventory entry.
 #[derive(Debug, Clone)]
 struct Doc {
@@ -837,6 +850,7 @@ fn place(
 
 /// Sets the case id from its content and returns its bytes.
 fn finish(case: &mut CaseFile) -> Result<Vec<u8>, Error> {
+    redact_case(case)?;
     case.id = "case_".into();
     let compact = serde_json::to_vec(case).map_err(|e| Error::internal(e.to_string()))?;
     case.id = format!("case_{}", sha_hex(&compact).get(..16).unwrap_or_default());

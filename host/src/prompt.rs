@@ -61,11 +61,16 @@ pub struct Compiled {
 
 /// Compiles the prompt for `req`. Deterministic: no clock, no environment, no file read.
 pub fn compile(req: &Request<'_>) -> Result<Compiled, Error> {
+    // Issue 30: every section through the secret rules (the case file already was; the task,
+    // intent lock and grants are operator-written and may still quote a secret).
     let sections = vec![
-        section("Task", task(req)),
-        section("Runner", runner(req.matrix, req.matrix_from_project)),
-        section("Policy", policy(req)),
-        section("Context", context(req)),
+        section("Task", redacted(task(req))),
+        section(
+            "Runner",
+            redacted(runner(req.matrix, req.matrix_from_project)),
+        ),
+        section("Policy", redacted(policy(req))),
+        section("Context", redacted(context(req))),
         section("Output contract", OUTPUT_CONTRACT.to_owned()),
     ];
     let mut whole = format!(
@@ -80,7 +85,12 @@ pub fn compile(req: &Request<'_>) -> Result<Compiled, Error> {
     }
     let stop_conditions = req
         .intent
-        .map(|i| i.stop_conditions.iter().map(|s| text(s)).collect())
+        .map(|i| {
+            i.stop_conditions
+                .iter()
+                .map(|s| redacted(text(s)))
+                .collect()
+        })
         .unwrap_or_default();
     let context_omissions = req
         .case
@@ -91,8 +101,8 @@ pub fn compile(req: &Request<'_>) -> Result<Compiled, Error> {
         .map(|a| {
             a.iter()
                 .map(|o| match o {
-                    Value::String(s) => text(s),
-                    other => text(&other.to_string()),
+                    Value::String(s) => redacted(text(s)),
+                    other => redacted(text(&other.to_string())),
                 })
                 .collect()
         })
@@ -116,12 +126,21 @@ pub fn compile(req: &Request<'_>) -> Result<Compiled, Error> {
         context_omissions,
         stop_conditions,
         sections,
-        prompt: whole,
+        prompt: redacted(whole),
     };
     let mut bytes = serde_json::to_vec_pretty(&prompt)
         .map_err(|e| Error::internal(format!("cannot encode the compiled prompt: {e}")))?;
     bytes.push(b'\n');
     Ok(Compiled { prompt, bytes })
+}
+
+/// `text` with its secrets replaced. A rule set that did not load withholds it whole.
+fn redacted(text: String) -> String {
+    match craik_kernel::redact_checked(&text) {
+        Ok(r) if r.replaced == 0 => text,
+        Ok(r) => r.text,
+        Err(_) => craik_kernel::REDACTED.to_owned(),
+    }
 }
 
 /// Operator-written text (task, intent lock, grants, a matrix) as one line of the prompt:

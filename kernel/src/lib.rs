@@ -27,7 +27,10 @@ pub use path::{
 };
 pub use policy::*;
 pub use receipt::*;
-pub use redact::{REDACTED, Redacted, redact_checked, redact_text, redact_value, still_secret};
+pub use redact::{
+    GITLEAKS_VERSION, REDACTED, Redacted, RuleSetError, SecretFinding, SecretRules, redact_checked,
+    redact_text, redact_value, secret_rules, still_secret,
+};
 pub use run::{Gate, LoopError, Next, RunLoop, is_terminal};
 
 /// Lowercase hex of bytes (as in `sha256:<hex>`).

@@ -1,106 +1,40 @@
 //! Redaction: secrets are replaced before anything a runner or a command produced is persisted
-//! or shown.
+//! or shown. This file owns the replacing; which text is a secret is data (`redact/rules.rs`).
 //!
-//! Two pattern sets. The *redaction* patterns are precise and replace what they match with
-//! `[REDACTED]`. The *detection* patterns are broader (shorter tokens, bare key headers) and run
-//! on the redacted text: whatever still looks like a secret there is refused, not stored — the
-//! caller keeps a placeholder and a diagnostic instead. Redaction can over-redact; it must never
-//! let a recognisable credential through.
+//! The rules are gitleaks' default set, vendored at [`GITLEAKS_VERSION`]
+//! (`kernel/rules/gitleaks/`), plus Craik's own (`kernel/rules/craik.toml`: secret-named
+//! `key=value` pairs and flags, URL credentials, cut-off PEM blocks, bare key bodies, formats
+//! gitleaks lacks, short pieces of prefixed tokens). Each finding's *secret* (its secret group,
+//! else its first non-empty group, else the match) is replaced by `[REDACTED]`; the rest of the
+//! text stays. Redaction runs to a fixed point, so its output holds nothing any rule finds.
+//!
+//! Fail closed where it is needed: if the rule set did not load (a file that does not parse, a
+//! rule that does not compile), [`redact_text`] returns only `[REDACTED]` and
+//! [`still_secret`]/[`redact_checked`] refuse every text. A text is never refused because one
+//! short token-shaped string is in it (issue 30): such strings are rules, and are replaced.
 
 use std::sync::OnceLock;
 
 use regex::Regex;
 use serde_json::Value;
 
+mod rules;
+
+pub use rules::{GITLEAKS_VERSION, RuleSetError, SecretFinding, SecretRules};
+
 /// The replacement text.
 pub const REDACTED: &str = "[REDACTED]";
 
-/// Key names whose `key=value` / `key: value` values are secrets (case-insensitive; `-`, `_`
-/// and nothing are interchangeable).
-const SECRET_KEYS: &str = r"(?:api[-_]?key|apikey|account[-_]?key|shared[-_]?access[-_]?key|access[-_]?key(?:[-_]?id)?|secret(?:[-_]?access)?(?:[-_]?key)?|client[-_]?secret|aws[-_]?secret[-_]?access[-_]?key|auth[-_]?token|access[-_]?token|refresh[-_]?token|id[-_]?token|token|password|passwd|pwd|passphrase|private[-_]?key|credentials?|session[-_]?token)";
+/// At most this many passes; a text still holding a secret after them is refused.
+const MAX_PASSES: usize = 8;
 
-struct Patterns {
-    /// (pattern, replacement) in application order.
-    redact: Vec<(Regex, &'static str)>,
-    /// Anything matching these after redaction is refused.
-    detect: Vec<(Regex, &'static str)>,
-    /// Every pattern compiled. If one did not, nothing is let through (fail closed).
-    complete: bool,
+/// The compiled rule set, loaded once; the error if it could not be.
+pub fn secret_rules() -> Result<&'static SecretRules, &'static RuleSetError> {
+    static RULES: OnceLock<Result<SecretRules, RuleSetError>> = OnceLock::new();
+    RULES.get_or_init(SecretRules::load).as_ref()
 }
 
-fn patterns() -> &'static Patterns {
-    static PATTERNS: OnceLock<Patterns> = OnceLock::new();
-    PATTERNS.get_or_init(|| {
-        let mut complete = true;
-        let mut build = |list: &[(&str, &'static str)]| -> Vec<(Regex, &'static str)> {
-            let built: Vec<(Regex, &'static str)> = list
-                .iter()
-                .filter_map(|(p, r)| Regex::new(p).ok().map(|re| (re, *r)))
-                .collect();
-            complete &= built.len() == list.len();
-            built
-        };
-        // The name may carry any prefix joined by `_` or `-` (`DB_PASSWORD`, `OPENAI_API_KEY`,
-        // `AWS_SESSION_TOKEN`): `\b` alone does not hold after `_`.
-        let key_value = format!(
-            r#"(?i)(\b(?:[a-z0-9]+[-_])*{SECRET_KEYS}["']?\s*[:=]\s*["']?)[^\s"',;&]+"#
-        );
-        let flag = format!(r"(?i)(--{SECRET_KEYS}(?:=|\s+))[^\s]+");
-        let redact = build(&[
-            // Private key blocks, terminated or cut off.
-            (
-                r"(?s)-----BEGIN[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|\z)",
-                "[REDACTED PRIVATE KEY]",
-            ),
-            // Credentials in URLs: scheme://user:password@host.
-            (
-                r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]*:[^/\s@]+@",
-                "${1}[REDACTED]@",
-            ),
-            (r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9\-._~+/]{8,}=*", "${1} [REDACTED]"),
-            (r"\bsk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_\-]{16,}", REDACTED),
-            (r"\b[rsp]k_(?:live|test)_[A-Za-z0-9]{10,}", REDACTED),
-            (r"\bglpat-[A-Za-z0-9_\-]{20,}", REDACTED),
-            (r"\bnpm_[A-Za-z0-9]{36}", REDACTED),
-            (
-                r"(?i)https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_\-]+",
-                "https://hooks.slack.com/[REDACTED]",
-            ),
-            // Bare private-key bodies (a PEM's base64 without its header): PKCS#8 Ed25519,
-            // and DER sequences long enough to be RSA/EC keys.
-            (r"\bMC4CAQAwBQYDK2Vw[A-Za-z0-9+/=]{20,}", REDACTED),
-            (r"\bMI[IG][A-Za-z0-9+/]{60,}={0,2}", REDACTED),
-            (r"\bgh[pousr]_[A-Za-z0-9]{20,}", REDACTED),
-            (r"\bgithub_pat_[A-Za-z0-9_]{20,}", REDACTED),
-            (r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", REDACTED),
-            (r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b", REDACTED),
-            (r"\bAIza[0-9A-Za-z_\-]{35}", REDACTED),
-            (r"\beyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", REDACTED),
-            (&flag, "${1}[REDACTED]"),
-            (&key_value, "${1}[REDACTED]"),
-        ]);
-        let detect = build(&[
-            (r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY", "a private key block"),
-            (r"\bsk-[A-Za-z0-9]{10,}", "an `sk-` API key"),
-            (r"\bgh[pousr]_[A-Za-z0-9]{10,}", "a GitHub token"),
-            (r"\bgithub_pat_[A-Za-z0-9_]{10,}", "a GitHub token"),
-            (r"\bxox[abposr]-[A-Za-z0-9]{6,}", "a Slack token"),
-            (r"\b(?:AKIA|ASIA)[0-9A-Z]{12,}", "an AWS access key"),
-            (r"(?i)\b[a-z][a-z0-9+.-]*://[^/\s@]*:[^/\s@\[]+@", "a credential in a URL"),
-            (r"\b[rsp]k_(?:live|test)_[A-Za-z0-9]{6,}", "a Stripe key"),
-            (r"\bglpat-[A-Za-z0-9_\-]{10,}", "a GitLab token"),
-            (r"\bnpm_[A-Za-z0-9]{20,}", "an npm token"),
-            (r"(?i)hooks\.slack\.com/services/T[A-Za-z0-9]+", "a Slack webhook"),
-            (r"\bMC4CAQAwBQYDK2Vw", "a private key body"),
-            (r"\bMII[A-Za-z0-9+/]{40,}", "a key body"),
-        ]);
-        Patterns {
-            redact,
-            detect,
-            complete,
-        }
-    })
-}
+const UNCHECKABLE: &str = "text the redactor cannot check (the secret rule set did not load)";
 
 /// Text with its secrets replaced, and how many replacements were made.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,42 +45,91 @@ pub struct Redacted {
 
 /// Replaces every recognised secret in `text`.
 pub fn redact_text(text: &str) -> Redacted {
+    redact_to_fixed_point(text).0
+}
+
+/// The redacted text, and whether it is clean (the last pass found nothing).
+fn redact_to_fixed_point(text: &str) -> (Redacted, bool) {
+    let Ok(rules) = secret_rules() else {
+        return (
+            Redacted {
+                text: REDACTED.to_owned(),
+                replaced: 1,
+            },
+            false,
+        );
+    };
     let mut out = text.to_owned();
     let mut replaced = 0;
-    for (re, replacement) in &patterns().redact {
-        let count = re
-            .find_iter(&out)
-            .filter(|m| !m.as_str().ends_with(REDACTED))
-            .count();
-        if count > 0 {
-            replaced += count;
-            out = re.replace_all(&out, *replacement).into_owned();
+    let mut pass = rules.spans(&out);
+    for _ in 0..MAX_PASSES {
+        if pass.broken {
+            return (
+                Redacted {
+                    text: REDACTED.to_owned(),
+                    replaced: replaced + 1,
+                },
+                false,
+            );
         }
+        if pass.spans.is_empty() {
+            return (
+                Redacted {
+                    text: out,
+                    replaced,
+                },
+                true,
+            );
+        }
+        let mut next = String::with_capacity(out.len());
+        let mut markers = Vec::with_capacity(pass.spans.len());
+        let mut at = 0;
+        for span in &pass.spans {
+            let (Some(keep), true) = (out.get(at..span.start), out.is_char_boundary(span.end))
+            else {
+                // INVARIANT: spans come from matches on `out`, so they are char boundaries.
+                return (
+                    Redacted {
+                        text: REDACTED.to_owned(),
+                        replaced: replaced + 1,
+                    },
+                    false,
+                );
+            };
+            next.push_str(keep);
+            markers.push(next.len()..next.len() + REDACTED.len());
+            next.push_str(REDACTED);
+            at = span.end;
+        }
+        next.push_str(out.get(at..).unwrap_or(""));
+        replaced += pass.spans.len();
+        out = next;
+        pass = rules.respans(&out, &pass, &markers);
     }
-    Redacted {
-        text: out,
-        replaced,
-    }
+    let clean = rules.first(&out).is_none();
+    (
+        Redacted {
+            text: out,
+            replaced,
+        },
+        clean,
+    )
 }
 
 /// What still looks like a secret in `text` (after redaction), if anything.
 pub fn still_secret(text: &str) -> Option<&'static str> {
-    if !patterns().complete {
-        return Some("text the redactor cannot check (a pattern failed to compile)");
+    match secret_rules() {
+        Err(_) => Some(UNCHECKABLE),
+        Ok(rules) => rules.first(text),
     }
-    patterns()
-        .detect
-        .iter()
-        .find(|(re, _)| re.is_match(text))
-        .map(|(_, what)| *what)
 }
 
-/// Redacts `text` and refuses it if something still looks like a secret.
+/// Redacts `text`; refuses it only if the rule set did not load or a secret survived every
+/// pass (never because a secret was in it: that secret is replaced).
 pub fn redact_checked(text: &str) -> Result<Redacted, &'static str> {
-    let redacted = redact_text(text);
-    match still_secret(&redacted.text) {
-        Some(what) => Err(what),
-        None => Ok(redacted),
+    match redact_to_fixed_point(text) {
+        (redacted, true) => Ok(redacted),
+        (redacted, false) => Err(still_secret(&redacted.text).unwrap_or(UNCHECKABLE)),
     }
 }
 
@@ -187,7 +170,7 @@ pub fn redact_value(value: &mut Value) -> Result<usize, &'static str> {
 
 fn is_secret_key(key: &str) -> bool {
     static KEY: OnceLock<Option<Regex>> = OnceLock::new();
-    KEY.get_or_init(|| Regex::new(&format!(r"(?i)^{SECRET_KEYS}$")).ok())
+    KEY.get_or_init(|| Regex::new(&format!(r"(?i)^{}$", rules::SECRET_KEYS)).ok())
         .as_ref()
         .is_none_or(|re| re.is_match(key))
 }
@@ -197,9 +180,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_pattern_compiles() {
-        assert!(super::patterns().complete);
-        assert!(super::patterns().redact.len() >= 12);
+    fn every_rule_compiles() {
+        let rules = secret_rules().unwrap();
+        assert!(rules.ids().count() > 200);
+        rules.compile_all().unwrap();
     }
 
     #[test]

@@ -845,7 +845,18 @@ fn decode_line(line: &[u8]) -> Option<(String, ReceiptPayload)> {
     let payload = base64::engine::general_purpose::STANDARD
         .decode(&envelope.payload)
         .ok()?;
-    let receipt = serde_json::from_slice(&payload).ok()?;
+    let mut receipt: ReceiptPayload = serde_json::from_slice(&payload).ok()?;
+    // Issue 30: a journal signed before the current rule set (or by another build) may hold a
+    // secret in its free text; the audit (human, JSON, HTML) shows it redacted. The hash is of
+    // the signed bytes.
+    for text in [
+        &mut receipt.target,
+        &mut receipt.reason,
+        &mut receipt.result.summary,
+    ] {
+        *text = craik_kernel::redact_checked(text)
+            .map_or_else(|_| craik_kernel::REDACTED.to_owned(), |r| r.text);
+    }
     Some((craik_kernel::receipt_hash(&payload), receipt))
 }
 

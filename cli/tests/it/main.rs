@@ -31,6 +31,7 @@ mod runs;
 mod sandbox;
 mod scaffold;
 mod schema;
+mod secrets;
 mod signals;
 
 use std::path::{Path, PathBuf};

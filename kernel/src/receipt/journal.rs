@@ -367,6 +367,25 @@ impl JournalWriter {
         }
         let created_at = self.stamp(now)?;
         let seq = self.next_seq;
+        // Issue 30: the free text a receipt carries goes through the secret rules before it
+        // is signed (callers redact what they know is untrusted; this holds for every caller).
+        // A rule set that did not load withholds it whole.
+        let mut redacted = draft.redacted;
+        let mut clean = |text: String| match crate::redact_checked(&text) {
+            Ok(r) if r.replaced == 0 => text,
+            Ok(r) => {
+                redacted = true;
+                r.text
+            }
+            Err(_) => {
+                redacted = true;
+                crate::REDACTED.to_owned()
+            }
+        };
+        let target = clean(draft.target);
+        let reason = clean(draft.reason);
+        let mut result = draft.result;
+        result.summary = clean(result.summary);
         let payload = ReceiptPayload {
             schema: "craik.capability_receipt".into(),
             version: craik_contracts::CONTRACT_VERSION.into(),
@@ -374,12 +393,12 @@ impl JournalWriter {
             task_id: draft.task_id,
             actor: draft.actor,
             capability: draft.capability,
-            target: draft.target,
+            target,
             policy_profile: draft.policy_profile,
             fail_open: draft.fail_open,
-            reason: draft.reason,
-            result: draft.result,
-            redacted: draft.redacted,
+            reason,
+            result,
+            redacted,
             created_at,
             seq,
             prev: self.prev.clone(),

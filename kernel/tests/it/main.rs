@@ -14,6 +14,7 @@ mod laws;
 mod receipts;
 mod redaction;
 mod run;
+mod secret_rules;
 
 use std::path::{Path, PathBuf};
 

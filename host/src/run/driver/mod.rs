@@ -574,6 +574,8 @@ impl Host {
     /// was acted on: a step request or result is asked again, a read decided again, an
     /// outcome restored from its receipt (`docs/runs.md`, "Durability and recovery").
     fn event_lazy(&mut self, event: &Event) -> Result<(), Error> {
+        let redacted = redacted_event(event)?;
+        let event = redacted.as_ref().unwrap_or(event);
         self.note_wait(event);
         let mut line =
             serde_json::to_vec(event).map_err(|e| Error::internal(format!("event: {e}")))?;
@@ -817,6 +819,7 @@ impl Host {
             redaction_required: true,
             created_at: ts(self.clock.now()),
         }
+        .redacted()
     }
 
     fn step(&mut self, phase: Phase) -> Result<Flow, Error> {
@@ -1496,4 +1499,44 @@ fn inputs_draft(inputs: &Inputs, bytes: &[u8], actor: &str) -> Result<ReceiptDra
         },
         action: None,
     })
+}
+
+/// Issue 30: the last gate before `events.jsonl` (and the observer): every string of the
+/// event through the secret rules. `None`: nothing was replaced.
+fn redacted_event(event: &Event) -> Result<Option<Event>, Error> {
+    let mut value =
+        serde_json::to_value(event).map_err(|e| Error::internal(format!("event: {e}")))?;
+    match redact_value(&mut value) {
+        Ok(0) => Ok(None),
+        Ok(_) => serde_json::from_value(value)
+            .map(Some)
+            .map_err(|e| Error::internal(format!("the redacted event does not decode: {e}"))),
+        Err(what) => Err(Error::internal(format!(
+            "an event cannot be redacted: {what}"
+        ))),
+    }
+}
+
+/// A step request with its prompt and context through the secret rules (issue 30: what
+/// reaches the runner, and so the model provider).
+trait RedactedRequest {
+    fn redacted(self) -> Self;
+}
+
+impl RedactedRequest for RunnerStepRequest {
+    fn redacted(mut self) -> Self {
+        match redact_checked(&self.input_prompt) {
+            Ok(r) if r.replaced > 0 => self.input_prompt = r.text,
+            Ok(_) => {}
+            Err(_) => self.input_prompt = craik_kernel::REDACTED.to_owned(),
+        }
+        let mut context = Value::Object(std::mem::take(&mut self.context.0));
+        if redact_value(&mut context).is_err() {
+            context = Value::Object(serde_json::Map::new());
+        }
+        if let Value::Object(map) = context {
+            self.context.0 = map;
+        }
+        self
+    }
 }

@@ -1,0 +1,921 @@
+//! Secret rules as data: loads rule files in gitleaks' shape, translates their RE2 patterns to
+//! `regex` syntax, and finds secrets the way gitleaks does (keyword prefilter, secret group,
+//! entropy floor, global and per-rule allowlists). It finds; it does not replace (`redact.rs`).
+//!
+//! Two files are compiled in: gitleaks' default configuration (`kernel/rules/gitleaks/`,
+//! vendored at [`GITLEAKS_VERSION`], see its PROVENANCE.md) and Craik's own rules
+//! (`kernel/rules/craik.toml`). Where this departs from gitleaks, and why:
+//! - no `gitleaks:allow` comment: the text is runner- or repository-controlled, and a marker it
+//!   can write must not switch detection off;
+//! - no decoding passes (base64/hex/percent): out of scope for this layer, written down in
+//!   SECURITY.md;
+//! - allowlists that need a file path or a commit never allow (there is none to match), so an
+//!   `AND` allowlist naming paths is inert and an `OR` allowlist's paths are ignored;
+//! - path-only rules (`pkcs12-file`) are loaded and listed but cannot match text;
+//! - RE2 classes `\w \d \s \b` are ASCII as in Go, written as explicit ASCII classes (see
+//!   [`translate`]); Rust's Unicode `(?i)` still folds `ſ` and `K` into `s`/`k`, which only
+//!   widens a match.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::OnceLock;
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use regex::{Captures, Regex, RegexBuilder};
+use serde::Deserialize;
+
+/// The gitleaks release whose default rule set is vendored.
+pub const GITLEAKS_VERSION: &str = "v8.30.1";
+
+const GITLEAKS_FILE: &str = "rules/gitleaks/gitleaks.toml";
+const GITLEAKS_TOML: &str = include_str!("../../rules/gitleaks/gitleaks.toml");
+const CRAIK_FILE: &str = "rules/craik.toml";
+const CRAIK_TOML: &str = include_str!("../../rules/craik.toml");
+
+/// Key names whose `key=value` / `key: value` values are secrets (case-insensitive; `-`, `_`
+/// and nothing are interchangeable). Substituted for `{secret_keys}` in Craik's rules.
+pub(crate) const SECRET_KEYS: &str = r"(?:api[-_]?key|apikey|account[-_]?key|shared[-_]?access[-_]?key|access[-_]?key(?:[-_]?id)?|secret(?:[-_]?access)?(?:[-_]?key)?|client[-_]?secret|aws[-_]?secret[-_]?access[-_]?key|auth[-_]?token|access[-_]?token|refresh[-_]?token|id[-_]?token|token|password|passwd|pwd|passphrase|private[-_]?key(?:[-_]?id)?|credentials?|session[-_]?token)";
+
+/// Why the rule set could not be built. Any of these means nothing is let through.
+#[derive(Debug, thiserror::Error)]
+pub enum RuleSetError {
+    #[error("rule file `{file}` does not parse")]
+    Parse {
+        file: &'static str,
+        #[source]
+        source: Box<toml::de::Error>,
+    },
+    #[error("rule `{id}` in `{file}`: {what}")]
+    Unsupported {
+        file: &'static str,
+        id: String,
+        what: &'static str,
+    },
+    #[error("rule `{id}` in `{file}` does not compile")]
+    Regex {
+        file: &'static str,
+        id: String,
+        #[source]
+        source: Box<regex::Error>,
+    },
+    #[error("rule `{id}` in `{file}` does not parse")]
+    Syntax {
+        file: &'static str,
+        id: String,
+        #[source]
+        source: Box<regex_syntax::Error>,
+    },
+    #[error("rule `{id}` in `{file}` names secret group {group}, its regex has {groups}")]
+    SecretGroup {
+        file: &'static str,
+        id: String,
+        group: usize,
+        groups: usize,
+    },
+    #[error("rule id `{id}` appears twice")]
+    DuplicateId { id: String },
+    #[error("the keyword prefilter cannot be built")]
+    Prefilter(#[source] aho_corasick::BuildError),
+}
+
+// The files' shape (gitleaks' `config.ViperConfig`, the fields its default set uses).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct FileSpec {
+    #[serde(default)]
+    #[expect(dead_code, reason = "part of gitleaks' shape, not used")]
+    title: Option<String>,
+    #[serde(default)]
+    #[expect(dead_code, reason = "part of gitleaks' shape, not used")]
+    min_version: Option<String>,
+    #[serde(default)]
+    allowlist: Option<AllowlistSpec>,
+    #[serde(default)]
+    allowlists: Vec<AllowlistSpec>,
+    #[serde(default)]
+    rules: Vec<RuleSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RuleSpec {
+    id: String,
+    #[serde(default)]
+    #[expect(dead_code, reason = "part of gitleaks' shape, not used")]
+    description: String,
+    #[serde(default)]
+    regex: Option<String>,
+    #[serde(default)]
+    #[expect(dead_code, reason = "path-only rules name files, not text")]
+    path: Option<String>,
+    #[serde(default)]
+    keywords: Vec<String>,
+    #[serde(default)]
+    entropy: Option<f64>,
+    #[serde(default)]
+    secret_group: Option<usize>,
+    #[serde(default)]
+    allowlists: Vec<AllowlistSpec>,
+    #[serde(default)]
+    #[expect(dead_code, reason = "part of gitleaks' shape, not used")]
+    tags: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct AllowlistSpec {
+    #[serde(default)]
+    #[expect(dead_code, reason = "part of gitleaks' shape, not used")]
+    description: Option<String>,
+    #[serde(default)]
+    condition: Option<String>,
+    #[serde(default)]
+    regex_target: Option<String>,
+    #[serde(default)]
+    regexes: Vec<String>,
+    #[serde(default)]
+    stopwords: Vec<String>,
+    #[serde(default)]
+    paths: Vec<String>,
+    #[serde(default)]
+    commits: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Secret,
+    Match,
+    Line,
+}
+
+#[derive(Debug)]
+struct Allowlist {
+    and: bool,
+    target: Target,
+    regexes: Vec<Regex>,
+    stopwords: Option<AhoCorasick>,
+    /// Paths or commits are named: those conditions can never hold on bare text.
+    needs_location: bool,
+}
+
+#[derive(Debug)]
+struct Rule {
+    file: &'static str,
+    id: String,
+    what: String,
+    keywords: Vec<String>,
+    /// `None` for path-only rules.
+    regex: Option<Lazy>,
+    has_groups: bool,
+    secret_group: usize,
+    entropy: Option<f64>,
+    allowlists: Vec<Allowlist>,
+    /// Gitleaks' global allowlist applies (gitleaks' rules only).
+    global: bool,
+}
+
+/// A rule's pattern, checked (parsed) at load and compiled the first time a text enables the
+/// rule: most texts enable a few of ~250 rules, and compiling all of them costs every process
+/// that redacts anything tens of MB and (debug) a second.
+#[derive(Debug)]
+struct Lazy {
+    pattern: String,
+    compiled: OnceLock<Option<Regex>>,
+}
+
+impl Lazy {
+    fn build(&self) -> Result<Regex, regex::Error> {
+        RegexBuilder::new(&self.pattern)
+            .size_limit(64 << 20)
+            .build()
+    }
+
+    /// The compiled pattern; `None` if it does not compile (the caller fails closed).
+    fn get(&self) -> Option<&Regex> {
+        self.compiled.get_or_init(|| self.build().ok()).as_ref()
+    }
+}
+
+/// How far around a replaced secret a later pass looks again for rules that matched nothing.
+/// A match longer than this that exists only after replacing needs a rule whose pattern
+/// spans it (a key block): such rules match in the first pass and are scanned again whole.
+const RECHECK_MARGIN: usize = 1024;
+
+/// One redaction pass: what to replace, and what the next pass needs.
+#[derive(Debug)]
+pub(crate) struct Pass {
+    pub(crate) spans: Vec<Range<usize>>,
+    /// A rule that had to be tried did not compile: nothing can be let through.
+    pub(crate) broken: bool,
+    enabled: Vec<bool>,
+    /// Rules whose pattern matched (a finding or not).
+    hit: Vec<bool>,
+}
+
+/// One secret found in a text: which rule, and the byte range to replace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretFinding<'r> {
+    pub rule_id: &'r str,
+    pub span: Range<usize>,
+}
+
+/// The loaded rule sets: gitleaks' default set and Craik's own.
+#[derive(Debug)]
+pub struct SecretRules {
+    rules: Vec<Rule>,
+    global: Vec<Allowlist>,
+    prefilter: AhoCorasick,
+    /// Per keyword (prefilter pattern index): the rules it enables.
+    by_keyword: Vec<Vec<usize>>,
+    /// Rules without keywords: always tried.
+    always: Vec<usize>,
+    /// Rules the replacement text's own keywords enable.
+    marker_enabled: Vec<bool>,
+    gitleaks_ids: Vec<String>,
+}
+
+impl SecretRules {
+    /// Loads and compiles both compiled-in rule files.
+    pub fn load() -> Result<SecretRules, RuleSetError> {
+        let gitleaks = parse(GITLEAKS_FILE, GITLEAKS_TOML)?;
+        let craik = parse(CRAIK_FILE, CRAIK_TOML)?;
+        let mut global = Vec::new();
+        for a in gitleaks.allowlist.iter().chain(&gitleaks.allowlists) {
+            global.push(allowlist(GITLEAKS_FILE, "(global)", a)?);
+        }
+        let gitleaks_ids = gitleaks.rules.iter().map(|r| r.id.clone()).collect();
+        let mut rules = Vec::new();
+        let mut keywords: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        let mut always = Vec::new();
+        for (file, spec, is_gitleaks) in craik
+            .rules
+            .iter()
+            .map(|r| (CRAIK_FILE, r, false))
+            .chain(gitleaks.rules.iter().map(|r| (GITLEAKS_FILE, r, true)))
+        {
+            if rules.iter().any(|r: &Rule| r.id == spec.id) {
+                return Err(RuleSetError::DuplicateId {
+                    id: spec.id.clone(),
+                });
+            }
+            let index = rules.len();
+            rules.push(rule(file, spec, is_gitleaks)?);
+            if spec.keywords.is_empty() {
+                if spec.regex.is_some() {
+                    always.push(index);
+                }
+            } else {
+                for k in &spec.keywords {
+                    keywords.entry(k.to_lowercase()).or_default().push(index);
+                }
+            }
+        }
+        let prefilter = AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .kind(Some(AhoCorasickKind::DFA))
+            .build(keywords.keys())
+            .map_err(RuleSetError::Prefilter)?;
+        let mut set = SecretRules {
+            marker_enabled: Vec::new(),
+            rules,
+            global,
+            prefilter,
+            by_keyword: keywords.into_values().collect(),
+            always,
+            gitleaks_ids,
+        };
+        set.marker_enabled = set.enabled(super::REDACTED);
+        Ok(set)
+    }
+
+    /// Every rule id, Craik's first, then gitleaks' in file order.
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.rules.iter().map(|r| r.id.as_str())
+    }
+
+    /// The ids of the vendored gitleaks default set, in file order.
+    pub fn gitleaks_ids(&self) -> &[String] {
+        &self.gitleaks_ids
+    }
+
+    /// The compiled (translated) pattern of rule `id`, if it has one.
+    pub fn pattern(&self, id: &str) -> Option<&str> {
+        self.rules
+            .iter()
+            .find(|r| r.id == id)
+            .and_then(|r| r.regex.as_ref())
+            .map(|l| l.pattern.as_str())
+    }
+
+    /// The keywords of rule `id` (empty: always tried).
+    pub fn keywords(&self, id: &str) -> &[String] {
+        self.rules
+            .iter()
+            .find(|r| r.id == id)
+            .map_or(&[], |r| r.keywords.as_slice())
+    }
+
+    /// Ids of rules that can match text (all but path-only rules).
+    pub fn text_rule_ids(&self) -> impl Iterator<Item = &str> {
+        self.rules
+            .iter()
+            .filter(|r| r.regex.is_some())
+            .map(|r| r.id.as_str())
+    }
+
+    /// Every secret in `text`, in rule order then position. Spans may overlap.
+    pub fn find(&self, text: &str) -> Vec<SecretFinding<'_>> {
+        let mut out = Vec::new();
+        let _complete = self.each(text, |rule, span| {
+            out.push(SecretFinding {
+                rule_id: rule.id.as_str(),
+                span,
+            });
+            true
+        });
+        out
+    }
+
+    /// The merged byte ranges to replace in `text`, sorted and disjoint: a first pass.
+    pub(crate) fn spans(&self, text: &str) -> Pass {
+        let enabled = self.enabled(text);
+        let mut pass = Pass {
+            spans: Vec::new(),
+            broken: false,
+            hit: vec![false; self.rules.len()],
+            enabled,
+        };
+        self.scan_all(text, &mut pass, None);
+        pass.spans = merge(std::mem::take(&mut pass.spans));
+        pass
+    }
+
+    /// The next pass over `text`, the previous pass's text with `markers` (ranges in `text`)
+    /// put where its secrets were. Only what replacing can have changed is scanned again:
+    /// rules whose pattern matched anything in the previous pass (a match it hid may now
+    /// appear), everywhere; every other rule (it matched nothing) only in the lines within
+    /// [`RECHECK_MARGIN`] bytes of a marker, the only places its input changed.
+    pub(crate) fn respans(&self, text: &str, previous: &Pass, markers: &[Range<usize>]) -> Pass {
+        let mut enabled = previous.enabled.clone();
+        for (e, m) in enabled.iter_mut().zip(&self.marker_enabled) {
+            *e |= *m;
+        }
+        let windows = merge(
+            markers
+                .iter()
+                .map(|m| {
+                    let start = line_start(text, m.start.saturating_sub(RECHECK_MARGIN));
+                    let end = line_end(text, m.end.saturating_add(RECHECK_MARGIN));
+                    start..end
+                })
+                .collect(),
+        );
+        let mut pass = Pass {
+            spans: Vec::new(),
+            broken: false,
+            hit: vec![false; self.rules.len()],
+            enabled,
+        };
+        self.scan_all(text, &mut pass, Some((&previous.hit, &windows)));
+        pass.spans = merge(std::mem::take(&mut pass.spans));
+        pass
+    }
+
+    /// Scans every enabled rule; with `recheck`, rules without a previous hit only in its
+    /// windows.
+    fn scan_all(&self, text: &str, pass: &mut Pass, recheck: Option<(&[bool], &[Range<usize>])>) {
+        for (i, rule) in self.rules.iter().enumerate() {
+            if !pass.enabled.get(i).copied().unwrap_or(false) {
+                continue;
+            }
+            let Some(lazy) = &rule.regex else { continue };
+            let Some(regex) = lazy.get() else {
+                pass.broken = true;
+                continue;
+            };
+            let full = recheck.is_none_or(|(hit, _)| hit.get(i).copied().unwrap_or(true));
+            let windows: &[Range<usize>] = match recheck {
+                Some((_, w)) if !full => w,
+                _ => &[],
+            };
+            let all = 0..text.len();
+            let whole = std::slice::from_ref(&all);
+            for window in if full { whole } else { windows } {
+                let Some(hay) = text.get(window.clone()) else {
+                    continue;
+                };
+                for caps in regex.captures_iter(hay) {
+                    if let Some(h) = pass.hit.get_mut(i) {
+                        *h = true;
+                    }
+                    if let Some(span) = self.check(rule, hay, &caps) {
+                        pass.spans
+                            .push(span.start + window.start..span.end + window.start);
+                    }
+                }
+            }
+        }
+    }
+
+    /// What the first secret in `text` is, if there is one.
+    pub(crate) fn first(&self, text: &str) -> Option<&str> {
+        let mut what = None;
+        let complete = self.each(text, |rule, _| {
+            what = Some(rule.what.as_str());
+            false
+        });
+        if !complete {
+            return Some("text a secret rule that does not compile had to check");
+        }
+        what
+    }
+
+    /// The rules `text`'s keywords enable (and those without keywords).
+    fn enabled(&self, text: &str) -> Vec<bool> {
+        let mut enabled = vec![false; self.rules.len()];
+        for &i in &self.always {
+            set(&mut enabled, i);
+        }
+        let mut seen = vec![false; self.by_keyword.len()];
+        let mut left = seen.len();
+        for m in self.prefilter.find_overlapping_iter(text) {
+            let k = m.pattern().as_usize();
+            if let Some(s) = seen.get_mut(k)
+                && !*s
+            {
+                *s = true;
+                left -= 1;
+                for &i in self.by_keyword.get(k).into_iter().flatten() {
+                    set(&mut enabled, i);
+                }
+                if left == 0 {
+                    break;
+                }
+            }
+        }
+        enabled
+    }
+
+    /// Calls `found` for every finding until it returns false; false if a rule that had to
+    /// be tried does not compile.
+    fn each<'s>(
+        &'s self,
+        text: &str,
+        mut found: impl FnMut(&'s Rule, Range<usize>) -> bool,
+    ) -> bool {
+        let enabled = self.enabled(text);
+        for (rule, _) in self.rules.iter().zip(&enabled).filter(|(_, on)| **on) {
+            let Some(lazy) = &rule.regex else { continue };
+            let Some(regex) = lazy.get() else {
+                return false;
+            };
+            for caps in regex.captures_iter(text) {
+                if let Some(span) = self.check(rule, text, &caps)
+                    && !found(rule, span)
+                {
+                    return true;
+                }
+            }
+        }
+        true
+    }
+
+    /// Compiles every rule now (tests: every rule compiles; a lazily compiled rule that does
+    /// not makes every text it must check refused).
+    pub fn compile_all(&self) -> Result<(), RuleSetError> {
+        for rule in &self.rules {
+            if let Some(lazy) = &rule.regex {
+                lazy.build().map_err(|e| RuleSetError::Regex {
+                    file: rule.file,
+                    id: rule.id.clone(),
+                    source: Box::new(e),
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The span to replace for one match, or `None` when gitleaks' semantics drop it.
+    fn check(&self, rule: &Rule, text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
+        let whole = caps.get(0)?;
+        // gitleaks trims newlines off the match.
+        let trimmed = whole.as_str().trim_matches('\n');
+        let lead = whole.as_str().len() - whole.as_str().trim_start_matches('\n').len();
+        let matched = whole.start() + lead..whole.start() + lead + trimmed.len();
+        let span = if rule.has_groups && rule.secret_group > 0 {
+            // A named group that did not take part: the whole match goes.
+            caps.get(rule.secret_group)
+                .map_or(matched.clone(), |m| m.range())
+        } else if rule.has_groups {
+            caps.iter()
+                .skip(1)
+                .flatten()
+                .find(|m| !m.as_str().is_empty())
+                .map_or(matched.clone(), |m| m.range())
+        } else {
+            matched.clone()
+        };
+        let secret = text.get(span.clone())?;
+        // Already replaced: nothing left to hide.
+        if secret.replace(super::REDACTED, "").is_empty() {
+            return None;
+        }
+        if let Some(floor) = rule.entropy
+            && shannon_entropy(secret) <= floor
+        {
+            return None;
+        }
+        let matched_text = text.get(matched.clone()).unwrap_or(secret);
+        let line = line_around(text, matched);
+        let global = if rule.global {
+            self.global.as_slice()
+        } else {
+            &[]
+        };
+        if global
+            .iter()
+            .chain(&rule.allowlists)
+            .any(|a| a.allows(secret, matched_text, line))
+        {
+            return None;
+        }
+        Some(span)
+    }
+}
+
+fn set(enabled: &mut [bool], i: usize) {
+    if let Some(e) = enabled.get_mut(i) {
+        *e = true;
+    }
+}
+
+impl Allowlist {
+    /// gitleaks' `checkFindingAllowed` for one allowlist, without paths and commits.
+    fn allows(&self, secret: &str, matched: &str, line: &str) -> bool {
+        let target = match self.target {
+            Target::Secret => secret,
+            Target::Match => matched,
+            Target::Line => line,
+        };
+        let regex = !target.is_empty() && self.regexes.iter().any(|r| r.is_match(target));
+        let stopword = !secret.is_empty()
+            && self
+                .stopwords
+                .as_ref()
+                .is_some_and(|s| s.is_match(&secret.to_lowercase()));
+        if self.and {
+            if self.needs_location {
+                return false;
+            }
+            let mut checks = Vec::new();
+            if !self.regexes.is_empty() {
+                checks.push(regex);
+            }
+            if self.stopwords.is_some() {
+                checks.push(stopword);
+            }
+            checks.iter().all(|c| *c)
+        } else {
+            regex || stopword
+        }
+    }
+}
+
+/// The start of the line holding byte `at` (at most `text.len()`).
+fn line_start(text: &str, at: usize) -> usize {
+    let at = at.min(text.len());
+    text.get(..at)
+        .and_then(|t| t.rfind('\n'))
+        .map_or(0, |i| i + 1)
+}
+
+/// The end (before its newline) of the line holding byte `at`.
+fn line_end(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    text.get(at..)
+        .and_then(|t| t.find('\n'))
+        .map_or(text.len(), |i| at + i)
+}
+
+fn line_around(text: &str, span: Range<usize>) -> &str {
+    let before = text.get(..span.start).unwrap_or("");
+    let start = before.rfind('\n').map_or(0, |i| i + 1);
+    let after = text.get(span.end..).unwrap_or("");
+    let end = after.find('\n').map_or(text.len(), |i| span.end + i);
+    text.get(start..end).unwrap_or("")
+}
+
+/// Sorted, with overlapping and touching ranges joined.
+fn merge(mut spans: Vec<Range<usize>>) -> Vec<Range<usize>> {
+    spans.sort_by_key(|s| (s.start, s.end));
+    let mut out: Vec<Range<usize>> = Vec::with_capacity(spans.len());
+    for s in spans {
+        match out.last_mut() {
+            Some(last) if s.start <= last.end => last.end = last.end.max(s.end),
+            _ => out.push(s),
+        }
+    }
+    out
+}
+
+/// gitleaks' `shannonEntropy`: counts by character, divides by the length in bytes.
+pub(crate) fn shannon_entropy(data: &str) -> f64 {
+    if data.is_empty() {
+        return 0.0;
+    }
+    let mut counts: BTreeMap<char, u32> = BTreeMap::new();
+    for c in data.chars() {
+        *counts.entry(c).or_default() += 1;
+    }
+    #[expect(clippy::cast_precision_loss, reason = "lengths far below 2^52")]
+    let inv = 1.0 / data.len() as f64;
+    counts
+        .values()
+        .map(|&n| {
+            let f = f64::from(n) * inv;
+            -f * f.log2()
+        })
+        .sum()
+}
+
+fn parse(file: &'static str, text: &str) -> Result<FileSpec, RuleSetError> {
+    toml::from_str(text).map_err(|e| RuleSetError::Parse {
+        file,
+        source: Box::new(e),
+    })
+}
+
+fn compile(file: &'static str, id: &str, pattern: &str) -> Result<Regex, RuleSetError> {
+    let translated = translate(pattern).map_err(|what| RuleSetError::Unsupported {
+        file,
+        id: id.to_owned(),
+        what,
+    })?;
+    RegexBuilder::new(&translated)
+        .size_limit(64 << 20)
+        .build()
+        .map_err(|e| RuleSetError::Regex {
+            file,
+            id: id.to_owned(),
+            source: Box::new(e),
+        })
+}
+
+/// The translated pattern, parsed as `regex` parses it (so only its compiled size is left to
+/// fail), and its number of capture groups.
+fn checked(file: &'static str, id: &str, pattern: &str) -> Result<(String, usize), RuleSetError> {
+    let translated = translate(pattern).map_err(|what| RuleSetError::Unsupported {
+        file,
+        id: id.to_owned(),
+        what,
+    })?;
+    let hir = regex_syntax::ParserBuilder::new()
+        .build()
+        .parse(&translated)
+        .map_err(|e| RuleSetError::Syntax {
+            file,
+            id: id.to_owned(),
+            source: Box::new(e),
+        })?;
+    let groups = hir.properties().explicit_captures_len();
+    Ok((translated, groups))
+}
+
+fn rule(file: &'static str, spec: &RuleSpec, is_gitleaks: bool) -> Result<Rule, RuleSetError> {
+    let (regex, groups) = match &spec.regex {
+        Some(p) => {
+            let (pattern, groups) =
+                checked(file, &spec.id, &p.replace("{secret_keys}", SECRET_KEYS))?;
+            let lazy = Lazy {
+                pattern,
+                compiled: OnceLock::new(),
+            };
+            (Some(lazy), groups)
+        }
+        None => (None, 0),
+    };
+    let secret_group = spec.secret_group.unwrap_or(0);
+    if secret_group > groups {
+        return Err(RuleSetError::SecretGroup {
+            file,
+            id: spec.id.clone(),
+            group: secret_group,
+            groups,
+        });
+    }
+    let allowlists = spec
+        .allowlists
+        .iter()
+        .map(|a| allowlist(file, &spec.id, a))
+        .collect::<Result<_, _>>()?;
+    let what = format!("a secret (rule `{}`)", spec.id);
+    Ok(Rule {
+        file,
+        id: spec.id.clone(),
+        what,
+        keywords: spec.keywords.clone(),
+        regex,
+        has_groups: groups > 0,
+        secret_group,
+        entropy: spec.entropy.filter(|e| *e != 0.0),
+        allowlists,
+        global: is_gitleaks,
+    })
+}
+
+fn allowlist(
+    file: &'static str,
+    id: &str,
+    spec: &AllowlistSpec,
+) -> Result<Allowlist, RuleSetError> {
+    let unsupported = |what| RuleSetError::Unsupported {
+        file,
+        id: id.to_owned(),
+        what,
+    };
+    let and = match spec
+        .condition
+        .as_deref()
+        .map(str::to_ascii_uppercase)
+        .as_deref()
+    {
+        None | Some("OR") => false,
+        Some("AND") => true,
+        Some(_) => return Err(unsupported("allowlist condition is neither OR nor AND")),
+    };
+    let target = match spec.regex_target.as_deref() {
+        None | Some("secret") => Target::Secret,
+        Some("match") => Target::Match,
+        Some("line") => Target::Line,
+        Some(_) => {
+            return Err(unsupported(
+                "allowlist regexTarget is not secret, match or line",
+            ));
+        }
+    };
+    let regexes = spec
+        .regexes
+        .iter()
+        .map(|r| compile(file, id, r))
+        .collect::<Result<_, _>>()?;
+    let stopwords = if spec.stopwords.is_empty() {
+        None
+    } else {
+        Some(
+            AhoCorasick::new(spec.stopwords.iter().map(|s| s.to_lowercase()))
+                .map_err(RuleSetError::Prefilter)?,
+        )
+    };
+    Ok(Allowlist {
+        and,
+        target,
+        regexes,
+        stopwords,
+        needs_location: !spec.paths.is_empty() || !spec.commits.is_empty(),
+    })
+}
+
+/// Translates an RE2 (Go `regexp`) pattern to `regex` syntax with the same meaning: Go's
+/// `\w \d \s \b` and their negations are ASCII, `regex`'s are Unicode. Everything else the
+/// rule files use is the same in both. What cannot be translated is an error (fail closed).
+pub(crate) fn translate(pattern: &str) -> Result<String, &'static str> {
+    const WORD: &str = "0-9A-Za-z_";
+    const DIGIT: &str = "0-9";
+    const SPACE: &str = r"\t\n\x0C\r ";
+    let mut out = String::with_capacity(pattern.len() + 16);
+    let mut chars = pattern.chars().peekable();
+    // Inside `[...]`; `class_start` is true right after `[` or `[^` (a `]` there is literal).
+    let mut in_class = false;
+    let mut class_start = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                let Some(e) = chars.next() else {
+                    return Err("pattern ends in a backslash");
+                };
+                class_start = false;
+                match (in_class, e) {
+                    (false, 'w') => out.push_str(&format!("[{WORD}]")),
+                    (false, 'W') => out.push_str(&format!("[^{WORD}]")),
+                    (false, 'd') => out.push_str(&format!("[{DIGIT}]")),
+                    (false, 'D') => out.push_str(&format!("[^{DIGIT}]")),
+                    (false, 's') => out.push_str(&format!("[{SPACE}]")),
+                    (false, 'S') => out.push_str(&format!("[^{SPACE}]")),
+                    (false, 'b') => out.push_str(r"(?-u:\b)"),
+                    (false, 'B') => out.push_str(r"(?-u:\B)"),
+                    (true, 'w') => out.push_str(WORD),
+                    (true, 'd') => out.push_str(DIGIT),
+                    (true, 's') => out.push_str(SPACE),
+                    // A nested class: `regex` unions it into the enclosing one.
+                    (true, 'W') => out.push_str(&format!("[^{WORD}]")),
+                    (true, 'D') => out.push_str(&format!("[^{DIGIT}]")),
+                    (true, 'S') => out.push_str(&format!("[^{SPACE}]")),
+                    (_, 'Q' | 'C' | 'p' | 'P') => {
+                        return Err("an RE2 escape with no checked translation");
+                    }
+                    (_, e) => {
+                        out.push('\\');
+                        out.push(e);
+                    }
+                }
+            }
+            '[' if !in_class => {
+                in_class = true;
+                class_start = true;
+                out.push('[');
+                if chars.peek() == Some(&'^') {
+                    chars.next();
+                    out.push('^');
+                }
+            }
+            '[' if in_class && chars.peek() == Some(&':') => {
+                // A POSIX class `[:name:]` (ASCII in both engines).
+                out.push('[');
+                class_start = false;
+                for p in chars.by_ref() {
+                    out.push(p);
+                    if p == ']' {
+                        break;
+                    }
+                }
+            }
+            '[' => {
+                // A literal `[` inside a class: `regex` reads it as a nested class.
+                out.push_str(r"\[");
+                class_start = false;
+            }
+            ']' if in_class && !class_start => {
+                in_class = false;
+                out.push(']');
+            }
+            '{' if !in_class && !is_repetition(chars.clone()) => {
+                // RE2 reads a `{` that starts no repetition as a literal; `regex` refuses it.
+                out.push_str(r"\{");
+            }
+            '&' | '~' | '-' if in_class && chars.peek() == Some(&c) => {
+                // `regex` reads `&&`, `~~` and `--` in a class as set operations.
+                out.push('\\');
+                out.push(c);
+                class_start = false;
+            }
+            c => {
+                class_start = false;
+                out.push(c);
+            }
+        }
+    }
+    if in_class {
+        return Err("an unterminated class");
+    }
+    Ok(out)
+}
+
+/// Whether the text after a `{` is `n}`, `n,}` or `n,m}`.
+fn is_repetition(mut rest: impl Iterator<Item = char>) -> bool {
+    let mut digits = 0;
+    let mut comma = false;
+    for c in rest.by_ref() {
+        match c {
+            '0'..='9' => digits += 1,
+            ',' if digits > 0 && !comma => comma = true,
+            '}' => return digits > 0,
+            _ => return false,
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn translation_keeps_go_meaning() {
+        assert_eq!(
+            translate(r"\bab\w[\w.-]").unwrap(),
+            r"(?-u:\b)ab[0-9A-Za-z_][0-9A-Za-z_.-]"
+        );
+        assert_eq!(translate(r"[]a]").unwrap(), "[]a]");
+        assert_eq!(translate(r"[[:alnum:]_]").unwrap(), "[[:alnum:]_]");
+        assert_eq!(translate(r"[^\S]").unwrap(), r"[^[^\t\n\x0C\r ]]");
+        assert_eq!(translate(r"^{\d+}a{2,}").unwrap(), r"^\{[0-9]+}a{2,}");
+        let re = Regex::new(&translate(r"\bx\w+").unwrap()).unwrap();
+        // Go: `é` is not a word character, so `\b` holds before `x`; `\w` stops at `é`.
+        assert_eq!(re.find("éxabé").map(|m| m.as_str()), Some("xab"));
+    }
+
+    #[test]
+    fn entropy_matches_gitleaks() {
+        assert!((shannon_entropy("aaaa") - 0.0).abs() < 1e-9);
+        assert!((shannon_entropy("abcd") - 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn spans_merge() {
+        assert_eq!(merge(vec![5..9, 0..3, 2..4, 9..10]), vec![0..4, 5..10]);
+    }
+}

@@ -314,6 +314,16 @@ fn run_provider(
     script: &Path,
     key: Option<(&str, &str)>,
 ) -> (std::process::Output, PathBuf) {
+    run_provider_with(dir, script, key, &["--step-timeout-secs", "20"])
+}
+
+/// [`run_provider`] with `extra` arguments of `craik run` (a step timeout among them).
+fn run_provider_with(
+    dir: &Path,
+    script: &Path,
+    key: Option<(&str, &str)>,
+    extra: &[&str],
+) -> (std::process::Output, PathBuf) {
     let ex = scratch_example(
         dir,
         "trusted-local",
@@ -329,7 +339,8 @@ fn run_provider(
         .arg(&home)
         .arg("--runner")
         .arg(format!("adapter:{}", script.display()))
-        .args(["--runner-matrix", "provider", "--step-timeout-secs", "20"])
+        .args(["--runner-matrix", "provider"])
+        .args(extra)
         .env_remove("OPENAI_API_KEY")
         .env_remove("ANTHROPIC_API_KEY");
     if let Some((k, v)) = key {
@@ -663,31 +674,17 @@ fn issue_30_usage_a_provider_omits_or_lies_about_is_unknown_and_stops_a_budgeted
                     (200, headers, body)
                 }));
                 let script = wrapper(dir.path(), api, port, stream);
-                let ex = scratch_example(
-                    dir.path(),
-                    "trusted-local",
-                    &[],
-                    steps(),
-                    &[("README.md", "hello\n")],
-                );
-                let home = dir.path().join("home");
                 let key_env = if api == "anthropic-messages" {
                     "ANTHROPIC_API_KEY"
                 } else {
                     "OPENAI_API_KEY"
                 };
-                let out = craik()
-                    .arg("run")
-                    .arg(&ex)
-                    .arg("--home")
-                    .arg(&home)
-                    .arg("--runner")
-                    .arg(format!("adapter:{}", script.display()))
-                    .args(["--runner-matrix", "provider", "--step-timeout-secs", "20"])
-                    .args(["--token-budget", "1000000"])
-                    .env(key_env, "k")
-                    .output()
-                    .unwrap();
+                let (out, home) = run_provider_with(
+                    dir.path(),
+                    &script,
+                    Some((key_env, "k")),
+                    &["--step-timeout-secs", "20", "--token-budget", "1000000"],
+                );
                 let case = format!("{api} stream={stream} usage={lie}");
                 assert_eq!(out.status.code(), Some(1), "{case}: {}", transcript(&out));
                 let id = run_id(&out);
@@ -764,27 +761,12 @@ fn issue_30_an_exchange_cut_by_the_step_timeout_is_signed_as_unknown() {
             (200, headers, body)
         }));
         let script = wrapper(dir.path(), "chat-completions", port, false);
-        let ex = scratch_example(
-            dir.path(),
-            "trusted-local",
-            &[],
-            steps(),
-            &[("README.md", "hi\n")],
-        );
-        let home = dir.path().join("home");
-        let mut cmd = craik();
-        cmd.arg("run")
-            .arg(&ex)
-            .arg("--home")
-            .arg(&home)
-            .arg("--runner")
-            .arg(format!("adapter:{}", script.display()))
-            .args(["--runner-matrix", "provider", "--step-timeout-secs", "2"])
-            .env("OPENAI_API_KEY", "k");
+        let mut extra = vec!["--step-timeout-secs", "2"];
         if let Some(b) = budget {
-            cmd.args(["--token-budget", b]);
+            extra.extend(["--token-budget", b]);
         }
-        let out = cmd.output().unwrap();
+        let (out, home) =
+            run_provider_with(dir.path(), &script, Some(("OPENAI_API_KEY", "k")), &extra);
         let id = run_id(&out);
         let run = run_json(&home, &id);
         let rs = receipts(&home, &id);

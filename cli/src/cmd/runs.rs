@@ -660,7 +660,12 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
     {
         return Err(Failure::invalid(
             format!(
-                "policy envelope `{}`: {field}: `{}` names no capability the policy schema declares; use a declared capability (`repo.write.docs`) or family (`repo.write`), see `craik schema` / policies/README.md",
+                "{}: policy envelope `{}`: {field}: `{}` names no capability the policy schema declares; use a declared capability (`repo.write.docs`) or family (`repo.write`), see policies/README.md",
+                prepared
+                    .resolved
+                    .envelope
+                    .as_deref()
+                    .map_or_else(|| "policy envelope".to_owned(), |p| p.display().to_string()),
                 craik_contracts::one_line(&envelope.id),
                 craik_contracts::one_line(entry)
             ),

@@ -175,8 +175,7 @@ fn open_pinned(program: &Path, expected: &str) -> Result<(std::fs::File, bool), 
         .map_err(|e| format!("`{}`: cannot read: {e}", program.display()))?;
     if found != expected {
         return Err(format!(
-            "{}`{}` changed before launch (expected {expected}, found {found}); refusing to start it",
-            crate::run::SETUP_FAILED,
+            "`{}` changed before launch (expected {expected}, found {found}); refusing to start it",
             program.display()
         ));
     }
@@ -1071,10 +1070,28 @@ mod tests {
         spec.exec_sha256 = Some(wrong.clone());
         let err = Adapter::spawn(spec.clone()).unwrap_err();
         assert!(
-            err.contains(&format!("(expected {wrong}, found {digest})"))
-                && err.starts_with(crate::run::SETUP_FAILED),
+            err.contains(&format!("(expected {wrong}, found {digest})")),
             "{err}"
         );
+        // A setup failure by its type (never by the words of its text), shown with the setup
+        // prefix once (it was doubled when the text carried it too).
+        let expected = crate::runners::matrix("fixture").unwrap().runner;
+        match AdapterRunner::new(spec.clone()).start(&expected) {
+            Err(e @ RunnerError::Setup(_)) => {
+                let shown = e.to_string();
+                assert!(shown.starts_with(crate::run::SETUP_FAILED), "{shown}");
+                assert_eq!(
+                    shown.matches(crate::run::SETUP_FAILED).count(),
+                    1,
+                    "{shown}"
+                );
+                assert!(
+                    shown.contains(&format!("(expected {wrong}, found {digest})")),
+                    "{shown}"
+                );
+            }
+            other => panic!("not a setup failure: {other:?}"),
+        }
         // The right digest: started through the descriptor it hashed (an ELF program), and
         // it runs (cat echoes the line back).
         spec.exec_sha256 = Some(digest);

@@ -103,10 +103,10 @@ pub(crate) struct Location {
 }
 
 impl Failure {
-    pub(crate) fn usage(message: impl Into<String>) -> Self {
+    pub(crate) fn usage(message: impl fmt::Display) -> Self {
         Self {
             exit: Exit::Usage,
-            message: message.into(),
+            message: message.to_string(),
             broken_pipe: false,
             details: Vec::new(),
             multi_line: false,
@@ -136,10 +136,10 @@ impl Failure {
         self
     }
 
-    pub(crate) fn internal(message: impl Into<String>) -> Self {
+    pub(crate) fn internal(message: impl fmt::Display) -> Self {
         Self {
             exit: Exit::Internal,
-            message: message.into(),
+            message: message.to_string(),
             broken_pipe: false,
             details: Vec::new(),
             multi_line: false,

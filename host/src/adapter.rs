@@ -81,7 +81,7 @@ impl AdapterSpec {
     /// its interpreter) with the installation each lives in, and the absolute paths on its
     /// command line; it writes only its own working directory. Network is allowed (live
     /// runners talk to their services). Nothing granted holds Craik's home.
-    pub fn sandbox(&self) -> Result<Sandbox, String> {
+    pub fn sandbox(&self) -> Result<Sandbox, crate::confine::ConfineError> {
         let mut read = Vec::new();
         let mut programs = vec![self.program.clone()];
         if let Some(interpreter) = shebang(&self.program) {
@@ -167,23 +167,71 @@ fn home_around(home: &Path, allowed: &[PathBuf]) -> Result<Vec<PathBuf>, String>
 /// The program file opened once and checked against `expected`: what is executed is this
 /// descriptor (`/proc/self/fd/N`) unless the file is a script, whose interpreter must open it
 /// by path (the window between this check and that open is in SECURITY.md).
-fn open_pinned(program: &Path, expected: &str) -> Result<(std::fs::File, bool), String> {
+fn open_pinned(program: &Path, expected: &str) -> Result<(std::fs::File, bool), StartError> {
     use std::io::Seek;
-    let mut file = std::fs::File::open(program)
-        .map_err(|e| format!("`{}`: cannot open: {e}", program.display()))?;
-    let found = crate::registry::digest_reader(&mut file)
-        .map_err(|e| format!("`{}`: cannot read: {e}", program.display()))?;
+    let path = || program.to_path_buf();
+    let mut file = std::fs::File::open(program).map_err(|source| StartError::Open {
+        program: path(),
+        source,
+    })?;
+    let read = |source| StartError::Read {
+        program: path(),
+        source,
+    };
+    let found = crate::registry::digest_reader(&mut file).map_err(read)?;
     if found != expected {
-        return Err(format!(
-            "`{}` changed before launch (expected {expected}, found {found}); refusing to start it",
-            program.display()
-        ));
+        return Err(StartError::Changed {
+            program: path(),
+            expected: expected.to_owned(),
+            found,
+        });
     }
     let mut head = [0u8; 2];
     file.seek(std::io::SeekFrom::Start(0))
         .and_then(|_| std::io::Read::read_exact(&mut file, &mut head))
-        .map_err(|e| format!("`{}`: cannot read: {e}", program.display()))?;
+        .map_err(read)?;
     Ok((file, head == *b"#!"))
+}
+
+/// Why an adapter process did not start. Every variant is a setup failure of the operator's
+/// machine or entry (never the adapter's doing: it has not run yet).
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("{}: cannot create: {source}", dir.display())]
+    WorkDir {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot start the runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error(transparent)]
+    Sandbox(#[from] crate::confine::ConfineError),
+    #[error("`{}`: cannot open: {source}", program.display())]
+    Open {
+        program: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("`{}`: cannot read: {source}", program.display())]
+    Read {
+        program: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("`{}` changed before launch (expected {expected}, found {found}); refusing to start it", program.display())]
+    Changed {
+        program: PathBuf,
+        expected: String,
+        found: String,
+    },
+    /// The confined child refused before `exec`, on the refusal pipe (static text of Craik's).
+    #[error("`{}`: the sandbox refused to start it: {what}", program.display())]
+    Refused { program: PathBuf, what: String },
+    #[error("`{}`: cannot start: {source}", program.display())]
+    Exec {
+        program: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("no {0} pipe")]
+    Pipe(&'static str),
 }
 
 /// The installation a program runs from: `<prefix>` for `<prefix>/bin/<name>` when that
@@ -336,6 +384,8 @@ pub enum CallError {
     Timeout(String),
 }
 
+impl std::error::Error for CallError {}
+
 impl std::fmt::Display for CallError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -358,13 +408,15 @@ fn redact_line(line: &str) -> String {
 
 impl Adapter {
     /// Starts the adapter process (no handshake yet).
-    pub fn spawn(spec: AdapterSpec) -> Result<Self, String> {
-        std::fs::create_dir_all(&spec.cwd)
-            .map_err(|e| format!("{}: cannot create: {e}", spec.cwd.display()))?;
+    pub fn spawn(spec: AdapterSpec) -> Result<Self, StartError> {
+        std::fs::create_dir_all(&spec.cwd).map_err(|source| StartError::WorkDir {
+            dir: spec.cwd.clone(),
+            source,
+        })?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| format!("cannot start the runtime: {e}"))?;
+            .map_err(StartError::Runtime)?;
         let sandbox = spec.sandbox()?;
         // Held open until the child has executed it.
         let pinned = match &spec.exec_sha256 {
@@ -399,19 +451,22 @@ impl Adapter {
         let _guard = runtime.enter();
         // A refusal comes back on its own pipe (issue 30): what the adapter could write on
         // its stderr never decides it.
-        let mut child = command.spawn().map_err(|e| match refusal.take() {
-            Some(what) => format!(
-                "`{}`: the sandbox refused to start it: {what}",
-                spec.program.display()
-            ),
-            None => format!("`{}`: cannot start: {e}", spec.program.display()),
+        let mut child = command.spawn().map_err(|source| match refusal.take() {
+            Some(what) => StartError::Refused {
+                program: spec.program.clone(),
+                what,
+            },
+            None => StartError::Exec {
+                program: spec.program.clone(),
+                source,
+            },
         })?;
         drop(pinned);
         let pgid = child.id();
         crate::confine::manage(pgid);
         let stdin = child.stdin.take();
-        let stdout = child.stdout.take().ok_or("no stdout")?;
-        let stderr_pipe = child.stderr.take().ok_or("no stderr")?;
+        let stdout = child.stdout.take().ok_or(StartError::Pipe("stdout"))?;
+        let stderr_pipe = child.stderr.take().ok_or(StartError::Pipe("stderr"))?;
         let (tx, incoming) = mpsc::channel(64);
         let max = spec.max_line_bytes;
         runtime.spawn(read_lines(stdout, tx, max));
@@ -814,7 +869,7 @@ impl Adapter {
 
     /// Asks the adapter to shut down; waits up to `grace` for it to exit, then kills the
     /// group. Returns whether it exited cleanly (answered, exit status 0).
-    pub fn shutdown(&mut self, grace: Duration) -> Result<(), String> {
+    pub fn shutdown(&mut self, grace: Duration) -> Result<(), ShutdownError> {
         let answered = if self.broken.is_none() {
             let id = self.take_id();
             let request = ShutdownRequest {
@@ -824,9 +879,9 @@ impl Adapter {
             };
             self.call::<_, ShutdownResponse>(id, &request, "shutdown", grace)
                 .map(|_| ())
-                .map_err(|e| e.to_string())
+                .map_err(ShutdownError::Call)
         } else {
-            Err("the adapter was already stopped".into())
+            Err(ShutdownError::AlreadyStopped)
         };
         self.stdin = None;
         let child = &mut self.child;
@@ -835,16 +890,26 @@ impl Adapter {
             .block_on(async { tokio::time::timeout(grace, child.wait()).await });
         let result = match (answered, exited) {
             (Ok(()), Ok(Ok(status))) if status.success() => Ok(()),
-            (Ok(()), Ok(Ok(status))) => Err(format!("the adapter exited with {status}")),
-            (Ok(()), _) => Err(format!(
-                "the adapter did not exit within {} ms of `shutdown`",
-                grace.as_millis()
-            )),
+            (Ok(()), Ok(Ok(status))) => Err(ShutdownError::Exited(status)),
+            (Ok(()), _) => Err(ShutdownError::Lingered(grace)),
             (Err(e), _) => Err(e),
         };
         self.kill();
         result
     }
+}
+
+/// Why an adapter did not shut down cleanly.
+#[derive(Debug, thiserror::Error)]
+pub enum ShutdownError {
+    #[error(transparent)]
+    Call(CallError),
+    #[error("the adapter was already stopped")]
+    AlreadyStopped,
+    #[error("the adapter exited with {0}")]
+    Exited(std::process::ExitStatus),
+    #[error("the adapter did not exit within {} ms of `shutdown`", .0.as_millis())]
+    Lingered(Duration),
 }
 
 impl Drop for Adapter {
@@ -957,7 +1022,8 @@ impl StepRunner for AdapterRunner {
     fn start(&mut self, expected: &RunnerMetadata) -> Result<(), RunnerError> {
         // Every way the process fails to start (not found, pin mismatch, the sandbox's
         // refusal on its own pipe) is the operator's setup.
-        let mut adapter = Adapter::spawn(self.spec.clone()).map_err(RunnerError::Setup)?;
+        let mut adapter =
+            Adapter::spawn(self.spec.clone()).map_err(|e| RunnerError::Setup(e.to_string()))?;
         adapter.text_sink = self.text_sink.take();
         let result = adapter.initialize(Some(expected)).map_err(|e| classify(&e));
         self.adapter = Some(adapter);
@@ -1069,6 +1135,8 @@ mod tests {
         let wrong = format!("sha256:{}", "0".repeat(64));
         spec.exec_sha256 = Some(wrong.clone());
         let err = Adapter::spawn(spec.clone()).unwrap_err();
+        assert!(matches!(err, StartError::Changed { .. }), "{err}");
+        let err = err.to_string();
         assert!(
             err.contains(&format!("(expected {wrong}, found {digest})")),
             "{err}"

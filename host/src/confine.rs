@@ -155,7 +155,7 @@ impl Sandbox {
         keep_out: &Limits,
         net: Network,
         required: bool,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ConfineError> {
         let resolve = |paths: &[PathBuf]| -> Result<Vec<PathBuf>, String> {
             paths.iter().map(|k| rules::kept_path(k)).collect()
         };
@@ -174,10 +174,10 @@ impl Sandbox {
             let real = rules::real(&path)
                 .ok_or_else(|| format!("`{}`: a write grant must exist", path.display()))?;
             if inside(&unwritable, &real) {
-                return Err(format!(
+                return Err(ConfineError::Plan(format!(
                     "`{}` is protected; a confined process may never write it",
                     real.display()
-                ));
+                )));
             }
             granted_write.extend(rules::around(real, &unwritable)?);
         }
@@ -198,10 +198,10 @@ impl Sandbox {
                 continue;
             }
             if rules::too_broad(&real) {
-                return Err(format!(
+                return Err(ConfineError::Plan(format!(
                     "`{}` is too broad to grant (it holds home directories or the operator's HOME); grant the installation directory instead",
                     real.display()
-                ));
+                )));
             }
             granted_read.extend(rules::around(real, &hidden)?);
         }
@@ -217,10 +217,10 @@ impl Sandbox {
         // mode, ACLs or extended attributes can change.
         let mount_rw = granted_write.clone();
         if granted_read.len() + granted_write.len() > 2 * MAX_CARVED {
-            return Err(format!(
+            return Err(ConfineError::Plan(format!(
                 "more than {} sandbox rules; narrow the grants",
                 2 * MAX_CARVED
-            ));
+            )));
         }
         Ok(Self {
             read: granted_read,
@@ -240,7 +240,7 @@ impl Sandbox {
         keep_out: &Limits,
         net: Network,
         trusted_local: bool,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ConfineError> {
         Self::new(read, write, scratch, keep_out, net, !trusted_local)
     }
 
@@ -250,7 +250,7 @@ impl Sandbox {
         &self,
         program: &Path,
         args: &[String],
-    ) -> Result<(std::process::Command, craik_spawn::RefusalPipe), String> {
+    ) -> Result<(std::process::Command, craik_spawn::RefusalPipe), ConfineError> {
         self.command_named(program, None, args)
     }
 
@@ -262,15 +262,18 @@ impl Sandbox {
         program: &Path,
         arg0: Option<&str>,
         args: &[String],
-    ) -> Result<(std::process::Command, craik_spawn::RefusalPipe), String> {
+    ) -> Result<(std::process::Command, craik_spawn::RefusalPipe), ConfineError> {
         let plan = self.plan()?;
         let mut command = std::process::Command::new(program);
         if let Some(arg0) = arg0 {
             command.arg0(arg0);
         }
         command.args(args);
-        let refusal = craik_spawn::install(&mut command, plan)
-            .map_err(|e| format!("a pipe for the sandbox's refusal: {e}"))?;
+        let refusal =
+            craik_spawn::install(&mut command, plan).map_err(|source| ConfineError::Os {
+                what: "a pipe for the sandbox's refusal",
+                source,
+            })?;
         Ok((command, refusal))
     }
 
@@ -287,7 +290,7 @@ impl Sandbox {
         cwd: &Path,
         env: &[(String, String)],
         stdio: [std::os::fd::BorrowedFd<'_>; 3],
-    ) -> Result<Started, String> {
+    ) -> Result<Started, ConfineError> {
         self.prepare(program, arg0, args, cwd, env)?.start(stdio)
     }
 
@@ -301,7 +304,7 @@ impl Sandbox {
         args: &[String],
         cwd: &Path,
         env: &[(String, String)],
-    ) -> Result<Prepared, String> {
+    ) -> Result<Prepared, ConfineError> {
         use std::os::unix::ffi::OsStrExt;
         let text = |what: &str, bytes: &[u8]| {
             std::ffi::CString::new(bytes).map_err(|_| {
@@ -312,7 +315,10 @@ impl Sandbox {
             })
         };
         if !program.is_absolute() {
-            return Err(format!("`{}`: not an absolute path", program.display()));
+            return Err(ConfineError::Plan(format!(
+                "`{}`: not an absolute path",
+                program.display()
+            )));
         }
         let exec = craik_spawn::Program {
             path: text("the program", program.as_os_str().as_bytes())?,
@@ -333,11 +339,11 @@ impl Sandbox {
     }
 
     /// What the child applies to itself (computed here, before it exists).
-    fn plan(&self) -> Result<craik_spawn::Plan, String> {
+    fn plan(&self) -> Result<craik_spawn::Plan, ConfineError> {
         admit(effective_abi(), self.required)?;
         let landlock = match ruleset(self)? {
             Some(landlock) => Some(landlock),
-            None if self.required => return Err(NO_LANDLOCK.into()),
+            None if self.required => return Err(ConfineError::Plan(NO_LANDLOCK.into())),
             None => None,
         };
         Ok(craik_spawn::Plan {
@@ -397,6 +403,45 @@ impl Sandbox {
     }
 }
 
+/// Why confinement did not start, or lost, a process. The variant decides what the caller
+/// records (nothing here is read from text a confined process wrote).
+#[derive(Debug, thiserror::Error)]
+pub enum ConfineError {
+    /// The sandbox asked for cannot be built (a grant that does not exist or is protected, a
+    /// read root too broad, too many rules, no Landlock where it is required, a NUL byte in
+    /// an argument): decided in Craik before any process exists. The text is Craik's own,
+    /// naming operator-given paths.
+    #[error("{0}")]
+    Plan(String),
+    /// The confined child refused before `exec`, reported in the memory it shared with Craik:
+    /// the program never ran.
+    #[error("{prefix} {0}", prefix = craik_spawn::REFUSED_PREFIX)]
+    Refused(craik_spawn::Refusal),
+    /// The child could not be made or the program not executed.
+    #[error("`{program}`: cannot start: {source}")]
+    Start {
+        program: String,
+        source: craik_spawn::SpawnError,
+    },
+    /// A system call of Craik's own failed.
+    #[error("{what}: {source}")]
+    Os {
+        what: &'static str,
+        source: std::io::Error,
+    },
+    /// The process ran; waiting for its end failed.
+    #[error("waiting for pid {pid}: {source}")]
+    Wait { pid: i32, source: std::io::Error },
+}
+
+impl From<String> for ConfineError {
+    /// The planning helpers (rules, mounts, seccomp, toolchains) say in words why a sandbox
+    /// cannot be built; all of it is [`ConfineError::Plan`].
+    fn from(why: String) -> Self {
+        Self::Plan(why)
+    }
+}
+
 /// A confined child ready to start ([`Sandbox::prepare`]).
 #[derive(Debug)]
 pub struct Prepared {
@@ -410,16 +455,16 @@ impl Prepared {
     /// Starts the child, `stdio` on its descriptors 0, 1 and 2, and registers it as managed
     /// ([`manage`]) before any sweep can see it. A refusal of confinement comes back typed
     /// ([`craik_spawn::SpawnError::Refused`]), rendered as one [`REFUSED_PREFIX`] line.
-    pub fn start(self, stdio: [std::os::fd::BorrowedFd<'_>; 3]) -> Result<Started, String> {
+    pub fn start(self, stdio: [std::os::fd::BorrowedFd<'_>; 3]) -> Result<Started, ConfineError> {
         // A sweep ([`reap_strays`]) never runs while a child is being made: it would take the
         // fresh child, not yet managed, for something a command left behind.
         let _spawning = SPAWNING.read();
         let started = craik_spawn::spawn(&self.exec, stdio, &self.plan).map_err(|e| match e {
-            craik_spawn::SpawnError::Refused(_) => e.to_string(),
-            other => format!(
-                "`{}`: cannot start: {other}",
-                String::from_utf8_lossy(self.exec.path.as_bytes())
-            ),
+            craik_spawn::SpawnError::Refused(refusal) => ConfineError::Refused(refusal),
+            other => ConfineError::Start {
+                program: String::from_utf8_lossy(self.exec.path.as_bytes()).into_owned(),
+                source: other,
+            },
         })?;
         manage(u32::try_from(started.pid).ok());
         Ok(started)
@@ -432,10 +477,11 @@ static SPAWNING: std::sync::RwLock<()> = std::sync::RwLock::new(());
 /// Waits for a child of [`Sandbox::spawn`] to exit and reaps it (and no longer manages it):
 /// its exit code, `None` when a signal ended it. For a command in its own PID namespace this
 /// is what its init recorded, and every process it started has ended.
-pub fn wait_exit(started: &Started) -> Result<Option<i32>, String> {
-    let ended = started
-        .wait()
-        .map_err(|e| format!("waiting for pid {}: {e}", started.pid))?;
+pub fn wait_exit(started: &Started) -> Result<Option<i32>, ConfineError> {
+    let ended = started.wait().map_err(|source| ConfineError::Wait {
+        pid: started.pid,
+        source,
+    })?;
     release(u32::try_from(started.pid).ok());
     Ok(ended.code())
 }
@@ -1379,6 +1425,9 @@ mod tests {
         let e = sandbox
             .spawn(Path::new("/no/such/program"), "p", &[], &ws, &[], io)
             .unwrap_err();
+        // The variant says it never ran; the words name why.
+        assert!(matches!(e, ConfineError::Start { .. }), "{e}");
+        let e = e.to_string();
         assert!(
             e.contains("cannot execute") && e.contains("os error 2"),
             "{e}"
@@ -1393,11 +1442,16 @@ mod tests {
                 io,
             )
             .unwrap_err();
-        assert!(e.contains("cannot enter the working directory"), "{e}");
+        assert!(matches!(e, ConfineError::Start { .. }), "{e}");
+        assert!(
+            e.to_string().contains("cannot enter the working directory"),
+            "{e}"
+        );
         let e = sandbox
             .spawn(Path::new("true"), "true", &[], &ws, &[], io)
             .unwrap_err();
-        assert!(e.contains("not an absolute path"), "{e}");
+        assert!(matches!(e, ConfineError::Plan(_)), "{e}");
+        assert!(e.to_string().contains("not an absolute path"), "{e}");
     }
 
     #[test]
@@ -1659,7 +1713,10 @@ mod tests {
                 Network::None,
                 true,
             );
-            assert!(refused.unwrap_err().contains("protected"), "{bad:?}");
+            assert!(
+                matches!(refused, Err(ConfineError::Plan(ref why)) if why.contains("protected")),
+                "{bad:?}"
+            );
         }
         // A write grant given through a link is its real path, checked as such.
         let refused = Sandbox::new(

@@ -301,6 +301,7 @@ fn timeout_behaviour(a: &mut Adapter, runner: &RunnerMetadata) -> Result<String,
 fn clean_shutdown(a: &mut Adapter, _: &RunnerMetadata) -> Result<String, String> {
     a.shutdown(Duration::from_secs(2))
         .map(|()| "answered `shutdown` and exited 0".to_owned())
+        .map_err(|e| e.to_string())
 }
 
 /// Checks an `act` step's answer: it echoes the request, its reserved `observed_output` keys
@@ -320,7 +321,7 @@ fn act_answer(
     if !result.receipt_ids.is_empty() {
         return Err("an act result claimed receipt ids: only Craik signs receipts".into());
     }
-    let found = crate::run::directives(&mut result.observed_output)?;
+    let found = crate::run::directives(&mut result.observed_output).map_err(|v| v.0)?;
     for (k, a) in found.actions.iter().enumerate() {
         let Some(effect) = craik_kernel::Effect::of(&a.capability, &a.operation) else {
             return Err(format!(

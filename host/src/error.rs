@@ -29,34 +29,34 @@ pub struct Error {
 }
 
 impl Error {
-    fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+    fn new(kind: ErrorKind, message: impl std::fmt::Display) -> Self {
         Self {
             kind,
-            message: message.into(),
+            message: message.to_string(),
             details: Vec::new(),
         }
     }
 
-    pub fn usage(message: impl Into<String>) -> Self {
+    pub fn usage(message: impl std::fmt::Display) -> Self {
         Self::new(ErrorKind::Usage, message)
     }
 
     pub fn invalid(message: impl Into<String>, details: Vec<String>) -> Self {
         Self {
             details,
-            ..Self::new(ErrorKind::Invalid, message)
+            ..Self::new(ErrorKind::Invalid, message.into())
         }
     }
 
-    pub fn refused(message: impl Into<String>) -> Self {
+    pub fn refused(message: impl std::fmt::Display) -> Self {
         Self::new(ErrorKind::Refused, message)
     }
 
-    pub fn io(message: impl Into<String>) -> Self {
+    pub fn io(message: impl std::fmt::Display) -> Self {
         Self::new(ErrorKind::Io, message)
     }
 
-    pub fn internal(message: impl Into<String>) -> Self {
+    pub fn internal(message: impl std::fmt::Display) -> Self {
         Self::new(ErrorKind::Internal, message)
     }
 

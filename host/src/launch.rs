@@ -216,7 +216,7 @@ pub fn handshake(entry: &registry::Entry, home: &Path) -> Result<String, String>
     let steps = serde_json::json!([{"phase": "plan", "summary": "handshake only"}]);
     let result = (|| {
         let spec = entry_spec(entry, home, &scratch, &steps).map_err(|e| e.message)?;
-        let mut adapter = crate::adapter::Adapter::spawn(spec)?;
+        let mut adapter = crate::adapter::Adapter::spawn(spec).map_err(|e| e.to_string())?;
         adapter
             .initialize(Some(&entry.matrix.runner))
             .map_err(|e| e.to_string())?;

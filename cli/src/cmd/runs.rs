@@ -176,7 +176,7 @@ fn adapter_runner(command: &str) -> Result<String, Failure> {
             .canonicalize()
             .map_err(|e| e.to_string())
     } else {
-        craik_host::run::exec::resolve_program(first, &cwd)
+        craik_host::run::exec::resolve_program(first, &cwd).map_err(|e| e.to_string())
     }
     .map_err(|e| Failure::usage(format!("--runner adapter:{command}: {e}")))?;
     let mut parts = vec![program.display().to_string()];

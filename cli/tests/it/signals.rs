@@ -199,6 +199,78 @@ fn issue_30_the_run_path_never_decides_by_searching_error_text() {
     );
 }
 
+/// Issue 30 item 1: the run path's public functions return typed errors, so a caller decides
+/// by the variant (not run vs ran, setup vs runner, violation) and never by words. Scans the
+/// non-test code of the run path for public functions returning `Result<_, String>`; the few
+/// left are named here with why they may stay words.
+#[test]
+fn issue_30_the_run_path_returns_typed_errors() {
+    let root = crate::repo_root();
+    let files = [
+        "host/src/adapter.rs",
+        "host/src/confine.rs",
+        "host/src/run/exec.rs",
+        "host/src/run/manifest.rs",
+        "host/src/run/driver/mod.rs",
+        "host/src/run/driver/executors.rs",
+        "host/src/run/driver/decisions.rs",
+        "host/src/run/driver/recovery.rs",
+        "host/src/run/driver/budget.rs",
+        "host/src/run/driver/observe.rs",
+        "host/src/run/driver/outputs.rs",
+    ];
+    // (file, function): why words are enough there.
+    let allowed = [
+        // Conformance tests only (`craik runners test`), never a governed run.
+        ("host/src/adapter.rs", "raw_exchange"),
+        // Where the shipped adapter binary is; every error is "not installed".
+        ("host/src/adapter.rs", "shipped"),
+        // Probe of this kernel (shown in receipts' confinement line), not a decision.
+        ("host/src/confine.rs", "mounts_probe"),
+        // Craik's own start-up, before any run: every error stops the program.
+        ("host/src/confine.rs", "harden_self"),
+    ];
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap();
+        // One signature per item: from `pub` ... `fn NAME` to its body's `{`.
+        let flat: String = code
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        for part in flat.split("pub").skip(1) {
+            let Some(rest) = part
+                .trim_start_matches(|c: char| c == '(' || c.is_alphanumeric() || c == ')')
+                .trim_start()
+                .strip_prefix("fn ")
+            else {
+                continue;
+            };
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let signature = rest.split(['{', ';']).next().unwrap_or("");
+            let returns = signature.rsplit("->").next().unwrap_or("");
+            let words = returns.replace(' ', "");
+            if signature.contains("->")
+                && words.starts_with("Result<")
+                && words.ends_with(",String>")
+                && !allowed.contains(&(file, name.as_str()))
+            {
+                found.push(format!("{file}: fn {name} -> {}", returns.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "public run-path functions returning error words:\n{}",
+        found.join("\n")
+    );
+}
+
 /// Issue 30 item 6: what the runner is sent names no host path: a command's outcome (its
 /// program, its confinement, its output naming its own working directory and `HOME`) reaches
 /// the observe request with the workspace, the home and the user's home as named roles.

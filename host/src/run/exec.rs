@@ -65,6 +65,55 @@ impl FileState {
     }
 }
 
+/// Why the workspace, or a file in it, could not be used. The variant is what went wrong; the
+/// path is the kernel's normalised workspace path (never text a program wrote).
+#[derive(Debug, thiserror::Error)]
+pub enum WorkspaceError {
+    #[error("{}: {source}", root.display())]
+    Root {
+        root: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("`{0}`: not a normalised workspace path")]
+    NotNormalised(String),
+    #[error("`{0}` is a symlink; Craik never follows one")]
+    Symlink(String),
+    #[error("`{0}` is a symlink; Craik never writes through one")]
+    SymlinkTarget(String),
+    #[error("`{0}` is not a directory")]
+    NotDirectory(String),
+    #[error("`{0}` is not a regular file")]
+    NotRegular(String),
+    #[error("`{path}`: larger than {MAX_FILE_BYTES} bytes")]
+    TooLarge { path: String },
+    #[error("`{0}`: not UTF-8 text")]
+    NotUtf8(String),
+    #[error("`{path}`: cannot create: {source}")]
+    Create {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("`{path}`: cannot write: {source}")]
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("`{path}`: {source}")]
+    Os {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+impl WorkspaceError {
+    fn os(path: &str, e: impl Into<std::io::Error>) -> Self {
+        Self::Os {
+            path: path.to_owned(),
+            source: e.into(),
+        }
+    }
+}
+
 /// A directory opened from the workspace root without following any symlink, and the file
 /// name in it a path ends with.
 struct Parent<'a> {
@@ -73,33 +122,40 @@ struct Parent<'a> {
 }
 
 impl Workspace {
-    pub fn open(root: &Path) -> Result<Self, String> {
-        let root = root
-            .canonicalize()
-            .map_err(|e| format!("{}: {e}", root.display()))?;
+    pub fn open(root: &Path) -> Result<Self, WorkspaceError> {
+        let root = root.canonicalize().map_err(|source| WorkspaceError::Root {
+            root: root.to_path_buf(),
+            source,
+        })?;
         let dir = rustix::fs::open(
             &root,
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
             Mode::empty(),
         )
-        .map_err(|e| format!("{}: {e}", root.display()))?;
+        .map_err(|e| WorkspaceError::Root {
+            root: root.clone(),
+            source: e.into(),
+        })?;
         Ok(Self { root, dir })
     }
 
     /// Opens the directory holding `rel` (normalised, `/`-separated) one component at a time,
     /// each relative to the descriptor of the one above it and never following a symlink.
     /// `None` when a directory on the way does not exist and `create` is false.
-    fn parent<'a>(&self, rel: &'a str, create: bool) -> Result<Option<Parent<'a>>, String> {
+    fn parent<'a>(&self, rel: &'a str, create: bool) -> Result<Option<Parent<'a>>, WorkspaceError> {
         // The kernel hands over normalised paths; refuse anything else rather than walk it.
         if rel.split('/').any(|s| matches!(s, "" | "." | "..")) {
-            return Err(format!("`{rel}`: not a normalised workspace path"));
+            return Err(WorkspaceError::NotNormalised(rel.to_owned()));
         }
         let (dirs, name) = match rel.rsplit_once('/') {
             Some((dirs, name)) => (Some(dirs), name),
             None => (None, rel),
         };
         let mut dir =
-            rustix::io::fcntl_dupfd_cloexec(&self.dir, 0).map_err(|e| format!("workspace: {e}"))?;
+            rustix::io::fcntl_dupfd_cloexec(&self.dir, 0).map_err(|e| WorkspaceError::Root {
+                root: self.root.clone(),
+                source: e.into(),
+            })?;
         let mut walked = String::new();
         for segment in dirs.into_iter().flat_map(|d| d.split('/')) {
             if !walked.is_empty() {
@@ -112,10 +168,10 @@ impl Workspace {
                     match rustix::fs::mkdirat(&dir, segment, Mode::from_raw_mode(0o755)) {
                         Ok(()) | Err(Errno::EXIST) => {}
                         Err(e) => {
-                            return Err(format!(
-                                "`{walked}`: cannot create: {}",
-                                std::io::Error::from(e)
-                            ));
+                            return Err(WorkspaceError::Create {
+                                path: walked,
+                                source: e.into(),
+                            });
                         }
                     }
                     rustix::fs::openat(&dir, segment, flags, Mode::empty())
@@ -132,7 +188,7 @@ impl Workspace {
     }
 
     /// The file's current state.
-    pub fn state(&self, rel: &str) -> Result<FileState, String> {
+    pub fn state(&self, rel: &str) -> Result<FileState, WorkspaceError> {
         match self.read_bytes(rel)? {
             Some(bytes) => Ok(FileState::Present(digest(&bytes))),
             None => Ok(FileState::Missing),
@@ -140,7 +196,7 @@ impl Workspace {
     }
 
     /// The file's bytes; `None` when it does not exist.
-    fn read_bytes(&self, rel: &str) -> Result<Option<Vec<u8>>, String> {
+    fn read_bytes(&self, rel: &str) -> Result<Option<Vec<u8>>, WorkspaceError> {
         let Some(parent) = self.parent(rel, false)? else {
             return Ok(None);
         };
@@ -150,27 +206,29 @@ impl Workspace {
             Err(Errno::NOENT) => return Ok(None),
             Err(e) => return Err(refusal(&parent.dir, parent.name, rel, e)),
         };
-        let stat = rustix::fs::fstat(&fd).map_err(|e| format!("`{rel}`: {e}"))?;
+        let stat = rustix::fs::fstat(&fd).map_err(|e| WorkspaceError::os(rel, e))?;
         if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-            return Err(format!("`{rel}` is not a regular file"));
+            return Err(WorkspaceError::NotRegular(rel.to_owned()));
         }
         let mut bytes = Vec::new();
         File::from(fd)
             .take(MAX_FILE_BYTES + 1)
             .read_to_end(&mut bytes)
-            .map_err(|e| format!("`{rel}`: {e}"))?;
+            .map_err(|e| WorkspaceError::os(rel, e))?;
         if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > MAX_FILE_BYTES {
-            return Err(format!("`{rel}`: larger than {MAX_FILE_BYTES} bytes"));
+            return Err(WorkspaceError::TooLarge {
+                path: rel.to_owned(),
+            });
         }
         Ok(Some(bytes))
     }
 
     /// Reads a text file.
-    pub fn read_text(&self, rel: &str) -> Result<String, String> {
+    pub fn read_text(&self, rel: &str) -> Result<String, WorkspaceError> {
         let bytes = self
             .read_bytes(rel)?
-            .ok_or_else(|| format!("`{rel}`: {}", std::io::Error::from(Errno::NOENT)))?;
-        String::from_utf8(bytes).map_err(|_| format!("`{rel}`: not UTF-8 text"))
+            .ok_or_else(|| WorkspaceError::os(rel, Errno::NOENT))?;
+        String::from_utf8(bytes).map_err(|_| WorkspaceError::NotUtf8(rel.to_owned()))
     }
 
     /// Writes `content` to `rel` atomically. An existing file keeps its permission bits
@@ -179,7 +237,12 @@ impl Workspace {
         let parent = self
             .parent(rel, true)
             .map_err(WriteError::Failed)?
-            .ok_or_else(|| WriteError::Failed(format!("`{rel}`: cannot create its directory")))?;
+            .ok_or_else(|| {
+                WriteError::Failed(WorkspaceError::Create {
+                    path: rel.to_owned(),
+                    source: Errno::NOENT.into(),
+                })
+            })?;
         write_in(parent, rel, content, tag)
     }
 }
@@ -196,14 +259,18 @@ fn write_in(parent: Parent<'_>, rel: &str, content: &[u8], tag: &str) -> Result<
         Ok(stat) => match FileType::from_raw_mode(stat.st_mode) {
             FileType::RegularFile => stat.st_mode & 0o777,
             FileType::Symlink => {
-                return Err(WriteError::Failed(format!(
-                    "`{rel}` is a symlink; Craik never writes through one"
+                return Err(WriteError::Failed(WorkspaceError::SymlinkTarget(
+                    rel.to_owned(),
                 )));
             }
-            _ => return Err(WriteError::Failed(format!("`{rel}` is not a regular file"))),
+            _ => {
+                return Err(WriteError::Failed(WorkspaceError::NotRegular(
+                    rel.to_owned(),
+                )));
+            }
         },
         Err(Errno::NOENT) => 0o644,
-        Err(e) => return Err(WriteError::Failed(format!("`{rel}`: {e}"))),
+        Err(e) => return Err(WriteError::Failed(WorkspaceError::os(rel, e))),
     };
     let tmp = format!(".{name}.craik-{tag}.tmp");
     let result = (|| -> std::io::Result<()> {
@@ -228,82 +295,106 @@ fn write_in(parent: Parent<'_>, rel: &str, content: &[u8], tag: &str) -> Result<
     })();
     if let Err(e) = result {
         let _ = rustix::fs::unlinkat(&dir, &tmp, AtFlags::empty());
-        return Err(WriteError::Failed(format!("`{rel}`: cannot write: {e}")));
+        return Err(WriteError::Failed(WorkspaceError::Write {
+            path: rel.to_owned(),
+            source: e,
+        }));
     }
     // The bytes are in place; only their durability is in question if this fails.
-    rustix::fs::fsync(&dir).map_err(|e| WriteError::Uncertain(format!("`{rel}`: the new bytes are in place but the directory could not be synced ({e}); a crash could still lose them")))
+    rustix::fs::fsync(&dir).map_err(|e| WriteError::Uncertain {
+        path: rel.to_owned(),
+        source: e.into(),
+    })
 }
 
 /// Why a workspace write did not surely land.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum WriteError {
     /// Nothing was written (the file is as it was).
-    Failed(String),
+    #[error(transparent)]
+    Failed(WorkspaceError),
     /// The new bytes were already in place: the outcome is uncertain, not failed, and the
     /// caller checks the bytes.
-    Uncertain(String),
+    #[error(
+        "uncertain: `{path}`: the new bytes are in place but the directory could not be synced ({source}); a crash could still lose them"
+    )]
+    Uncertain {
+        path: String,
+        source: std::io::Error,
+    },
 }
 
-impl std::fmt::Display for WriteError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Failed(why) => f.write_str(why),
-            Self::Uncertain(why) => write!(f, "uncertain: {why}"),
-        }
-    }
-}
-
-/// Why opening `name` in `dir` (reached as `shown`) failed, in words.
-fn refusal(dir: &impl AsFd, name: &str, shown: &str, error: Errno) -> String {
-    // ELOOP (O_NOFOLLOW on a symlink) or ENOTDIR: say which, from what is there now.
+/// Why opening `name` in `dir` (reached as `shown`) failed: ELOOP (`O_NOFOLLOW` on a symlink)
+/// and ENOTDIR told apart from what is there now.
+fn refusal(dir: &impl AsFd, name: &str, shown: &str, error: Errno) -> WorkspaceError {
     match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
         .map(|stat| FileType::from_raw_mode(stat.st_mode))
     {
-        Ok(FileType::Symlink) => format!("`{shown}` is a symlink; Craik never follows one"),
-        Ok(FileType::Directory) | Err(_) => format!("`{shown}`: {error}"),
-        Ok(_) if error == Errno::NOTDIR => format!("`{shown}` is not a directory"),
-        Ok(_) => format!("`{shown}`: {error}"),
+        Ok(FileType::Symlink) => WorkspaceError::Symlink(shown.to_owned()),
+        Ok(FileType::Directory) | Err(_) => WorkspaceError::os(shown, error),
+        Ok(_) if error == Errno::NOTDIR => WorkspaceError::NotDirectory(shown.to_owned()),
+        Ok(_) => WorkspaceError::os(shown, error),
     }
 }
 
+/// Why a list of exact edits does not apply (`index` counts from 0).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EditError {
+    #[error("edit {index}: `old` is empty")]
+    EmptyOld { index: usize },
+    #[error("edit {index}: `old` text not found")]
+    NotFound { index: usize },
+    #[error("edit {index}: `old` text occurs {count} times, expected once")]
+    Ambiguous { index: usize, count: usize },
+}
+
 /// Applies exact edits: each `old` must occur exactly once in the text as edited so far.
-pub fn apply_edits(text: &str, edits: &[craik_contracts::FileEdit]) -> Result<String, String> {
+pub fn apply_edits(text: &str, edits: &[craik_contracts::FileEdit]) -> Result<String, EditError> {
     let mut out = text.to_owned();
-    for (i, edit) in edits.iter().enumerate() {
+    for (index, edit) in edits.iter().enumerate() {
         if edit.old.is_empty() {
-            return Err(format!("edit {i}: `old` is empty"));
+            return Err(EditError::EmptyOld { index });
         }
         match out.matches(&edit.old).count() {
             1 => out = out.replacen(&edit.old, &edit.new, 1),
-            0 => return Err(format!("edit {i}: `old` text not found")),
-            n => {
-                return Err(format!(
-                    "edit {i}: `old` text occurs {n} times, expected once"
-                ));
-            }
+            0 => return Err(EditError::NotFound { index }),
+            count => return Err(EditError::Ambiguous { index, count }),
         }
     }
     Ok(out)
 }
 
+/// Why a directory of a write scope could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ScopeDirError {
+    #[error(
+        "`{}` is not a directory (a symlink or a file); the write scope cannot be granted",
+        .0.display()
+    )]
+    NotDirectory(PathBuf),
+    #[error("`{}`: {source}", path.display())]
+    Os {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
 /// Creates the directories of `rel` under `root` that are missing; refuses a component that
 /// is a symlink or not a directory (nothing is created through a link).
-pub fn make_dirs(root: &Path, rel: &str) -> Result<(), String> {
+pub fn make_dirs(root: &Path, rel: &str) -> Result<(), ScopeDirError> {
     let mut at = root.to_path_buf();
     for part in rel.split('/') {
         at.push(part);
         match std::fs::symlink_metadata(&at) {
             Ok(m) if m.is_dir() => {}
-            Ok(_) => {
-                return Err(format!(
-                    "`{}` is not a directory (a symlink or a file); the write scope cannot be granted",
-                    at.display()
-                ));
-            }
+            Ok(_) => return Err(ScopeDirError::NotDirectory(at)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::create_dir(&at).map_err(|e| format!("`{}`: {e}", at.display()))?;
+                std::fs::create_dir(&at).map_err(|source| ScopeDirError::Os {
+                    path: at.clone(),
+                    source,
+                })?;
             }
-            Err(e) => return Err(format!("`{}`: {e}", at.display())),
+            Err(source) => return Err(ScopeDirError::Os { path: at, source }),
         }
     }
     Ok(())
@@ -322,7 +413,7 @@ pub struct CommandOutcome {
 
 /// Resolves argv\[0] to an executable path: an absolute path as is, `./x` inside the
 /// workspace, a bare name against [`SAFE_PATH`].
-pub fn resolve_program(program: &str, workspace: &Path) -> Result<PathBuf, String> {
+pub fn resolve_program(program: &str, workspace: &Path) -> Result<PathBuf, ProgramError> {
     resolve_program_on(program, workspace, SAFE_PATH)
 }
 
@@ -332,7 +423,7 @@ pub fn resolve_program_on(
     program: &str,
     workspace: &Path,
     search: &str,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, ProgramError> {
     let candidate = if program.starts_with('/') {
         Some(PathBuf::from(program))
     } else if program.contains('/') {
@@ -343,23 +434,83 @@ pub fn resolve_program_on(
             .map(|d| Path::new(d).join(program))
             .find(|p| p.is_file())
     };
-    let path = candidate.ok_or_else(|| {
-        format!(
-            "`{program}`: not found on {search}; a tool installed in your home is made available with `craik run --toolchain rust|node|python|local-bin`, one elsewhere by its absolute path and `--command-read DIR`"
-        )
+    let path = candidate.ok_or_else(|| ProgramError::NotFound {
+        program: program.to_owned(),
+        search: search.to_owned(),
     })?;
-    let real = path
-        .canonicalize()
-        .map_err(|e| format!("`{program}`: {e}"))?;
-    let meta = std::fs::metadata(&real).map_err(|e| format!("`{program}`: {e}"))?;
+    let os = |source| ProgramError::Os {
+        program: program.to_owned(),
+        source,
+    };
+    let real = path.canonicalize().map_err(os)?;
+    let meta = std::fs::metadata(&real).map_err(os)?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
-            return Err(format!("`{program}`: not an executable file"));
+            return Err(ProgramError::NotExecutable(program.to_owned()));
         }
     }
     Ok(real)
+}
+
+/// Why argv\[0] names no program Craik can run.
+#[derive(Debug, thiserror::Error)]
+pub enum ProgramError {
+    #[error(
+        "`{program}`: not found on {search}; a tool installed in your home is made available with `craik run --toolchain rust|node|python|local-bin`, one elsewhere by its absolute path and `--command-read DIR`"
+    )]
+    NotFound { program: String, search: String },
+    #[error("`{0}`: not an executable file")]
+    NotExecutable(String),
+    #[error("`{program}`: {source}")]
+    Os {
+        program: String,
+        source: std::io::Error,
+    },
+}
+
+/// Why a command has no outcome of its own. [`CommandError::ran`] tells the two kinds apart:
+/// a program that never ran is recorded as not run; one that ran and then could not be
+/// followed to its end is recorded as failed (its changes are still checked and named).
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    #[error("empty argv")]
+    EmptyArgv,
+    #[error(transparent)]
+    Program(#[from] ProgramError),
+    /// Descriptors for its standard streams could not be made.
+    #[error("{what}: {source}")]
+    Setup {
+        what: &'static str,
+        source: std::io::Error,
+    },
+    /// Confinement refused it, or it could not be started (see [`ConfineError`]).
+    #[error(transparent)]
+    Confine(crate::confine::ConfineError),
+    /// It ran; processes it started were still alive after the sweep.
+    #[error("processes the command started survived the sweep; the step fails")]
+    Survivors,
+    /// It ran; waiting for its output or its end failed.
+    #[error("waiting for the command: {0}")]
+    Wait(std::io::Error),
+}
+
+impl CommandError {
+    /// Whether the program was executed before this went wrong.
+    pub fn ran(&self) -> bool {
+        match self {
+            Self::EmptyArgv | Self::Program(_) | Self::Setup { .. } => false,
+            Self::Confine(e) => matches!(e, crate::confine::ConfineError::Wait { .. }),
+            Self::Survivors | Self::Wait(_) => true,
+        }
+    }
+}
+
+impl From<crate::confine::ConfineError> for CommandError {
+    fn from(e: crate::confine::ConfineError) -> Self {
+        Self::Confine(e)
+    }
 }
 
 /// Where a command runs: its sandbox, and the fresh, empty `HOME` and `TMPDIR` it gets (outside
@@ -382,8 +533,8 @@ pub fn run_command(
     workspace: &Path,
     timeout: Duration,
     env: &CommandEnv,
-) -> Result<CommandOutcome, String> {
-    let (program, args) = argv.split_first().ok_or("empty argv")?;
+) -> Result<CommandOutcome, CommandError> {
+    let (program, args) = argv.split_first().ok_or(CommandError::EmptyArgv)?;
     let real = resolve_program_on(program, workspace, &env.path)?;
     let mut contained = false;
     let outcome = run_confined(
@@ -404,9 +555,7 @@ pub fn run_command(
         if crate::confine::strays_left() {
             crate::confine::reap_strays(false);
             if crate::confine::strays_left() {
-                return Err(
-                    "processes the command started survived the sweep; the step fails".into(),
-                );
+                return Err(CommandError::Survivors);
             }
         }
     }
@@ -426,7 +575,7 @@ fn run_confined(
     timeout: Duration,
     env: &CommandEnv,
     contained: &mut bool,
-) -> Result<CommandOutcome, String> {
+) -> Result<CommandOutcome, CommandError> {
     // argv[0] is the bare name the command was decided with (never a path it did not give).
     let name = arg0.rsplit('/').next().unwrap_or(arg0);
     let mut vars: Vec<(String, String)> = env
@@ -445,15 +594,23 @@ fn run_confined(
         rustix::pipe::pipe_with(
             rustix::pipe::PipeFlags::CLOEXEC | rustix::pipe::PipeFlags::NONBLOCK,
         )
-        .map_err(|e| format!("a pipe for the command's output: {e}"))
+        .map_err(|e| CommandError::Setup {
+            what: "a pipe for the command's output",
+            source: e.into(),
+        })
     };
     let null = rustix::fs::open("/dev/null", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
-        .map_err(|e| format!("/dev/null: {e}"))?;
+        .map_err(|e| CommandError::Setup {
+            what: "/dev/null",
+            source: e.into(),
+        })?;
     let ((out_r, out_w), (err_r, err_w)) = (pipe()?, pipe()?);
     // The child's ends block as usual (each end is an open file of its own).
     for end in [&out_w, &err_w] {
-        rustix::fs::fcntl_setfl(end, OFlags::empty())
-            .map_err(|e| format!("a pipe for the command's output: {e}"))?;
+        rustix::fs::fcntl_setfl(end, OFlags::empty()).map_err(|e| CommandError::Setup {
+            what: "a pipe for the command's output",
+            source: e.into(),
+        })?;
     }
     let started = env.sandbox.spawn(
         program,
@@ -472,6 +629,8 @@ fn run_confined(
     // holder of its pipes lets go: a background child must not keep the step open.
     let mut exited = false;
     let mut interrupted = None;
+    // A failed wait stops the loop, never the kill below: the command does not outlive it.
+    let mut lost = None;
     while !exited {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         if left.is_zero() {
@@ -482,24 +641,34 @@ fn run_confined(
         if interrupted.is_some() {
             break;
         }
-        exited = poll_streams(
+        match poll_streams(
             &mut streams,
             Some(&started.pidfd),
             left.min(Duration::from_millis(200)),
-        )?;
+        ) {
+            Ok(ended) => exited = ended,
+            Err(e) => {
+                lost = Some(e);
+                break;
+            }
+        }
     }
     if let Some(group) = rustix::process::Pid::from_raw(started.pid) {
         let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
     // Contained: its init dies, and the kernel kills every process of its PID namespace.
     let _ = rustix::process::pidfd_send_signal(&started.pidfd, rustix::process::Signal::KILL);
-    let exit_code = crate::confine::wait_exit(&started)?;
+    let exit_code = crate::confine::wait_exit(&started);
     crate::confine::release(pid);
     if !started.contained() {
         // Everything it left behind, in its group or not (`setsid`, double forks), was
         // re-parented to Craik: kill it, which also closes the pipes it held.
         crate::confine::reap_strays(false);
     }
+    if let Some(e) = lost {
+        return Err(e);
+    }
+    let exit_code = exit_code?;
     let drain_until = std::time::Instant::now() + Duration::from_secs(2);
     while streams.iter().any(|c| c.open.is_some()) {
         let left = drain_until.saturating_duration_since(std::time::Instant::now());
@@ -545,7 +714,7 @@ fn poll_streams(
     streams: &mut [Capture; 2],
     exited: Option<&OwnedFd>,
     left: Duration,
-) -> Result<bool, String> {
+) -> Result<bool, CommandError> {
     use rustix::event::{PollFd, PollFlags};
     let mut fds: Vec<PollFd<'_>> = streams
         .iter()
@@ -559,7 +728,7 @@ fn poll_streams(
     });
     match rustix::event::poll(&mut fds, Some(&wait)) {
         Ok(_) | Err(Errno::INTR) => {}
-        Err(e) => return Err(format!("waiting for the command: {e}")),
+        Err(e) => return Err(CommandError::Wait(e.into())),
     }
     let ready = exited.is_some() && fds.last().is_some_and(|p| !p.revents().is_empty());
     drop(fds);
@@ -632,6 +801,60 @@ mod tests {
         (tmp, ws)
     }
 
+    /// Issue 30 item 1: whether the program ran is the error's variant (a receipt says "not
+    /// run" or "ran, then failed" from it), never its words.
+    #[test]
+    fn issue_30_a_command_error_says_whether_the_program_ran() {
+        use crate::confine::ConfineError;
+        let io = || std::io::Error::other("x");
+        assert!(!CommandError::EmptyArgv.ran());
+        assert!(!CommandError::Program(ProgramError::NotExecutable("x".into())).ran());
+        assert!(
+            !CommandError::Setup {
+                what: "a pipe",
+                source: io()
+            }
+            .ran()
+        );
+        assert!(!CommandError::Confine(ConfineError::Plan("x".into())).ran());
+        assert!(CommandError::Survivors.ran());
+        assert!(CommandError::Wait(io()).ran());
+        assert!(
+            CommandError::Confine(ConfineError::Wait {
+                pid: 2,
+                source: io()
+            })
+            .ran()
+        );
+        let (tmp, _) = workspace();
+        let env = CommandEnv {
+            sandbox: crate::confine::Sandbox::new(
+                Vec::new(),
+                Vec::new(),
+                Vec::new(),
+                &crate::confine::Limits::hiding(Vec::new()),
+                crate::confine::Network::None,
+                false,
+            )
+            .unwrap(),
+            home: tmp.path().to_path_buf(),
+            tmp: tmp.path().to_path_buf(),
+            path: SAFE_PATH.into(),
+            vars: Vec::new(),
+        };
+        let e = run_command(
+            &["no-such-program-craik".into()],
+            tmp.path(),
+            Duration::from_secs(5),
+            &env,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(e, CommandError::Program(ProgramError::NotFound { .. })) && !e.ran(),
+            "{e}"
+        );
+    }
+
     /// Issue 30 item 7: a write keeps the target's permission bits (an executable script stays
     /// executable, a private file stays private), never its set-id bits; a new file is 0644
     /// whatever the umask.
@@ -701,7 +924,11 @@ mod tests {
         .unwrap();
 
         let e = ws.read_text("docs/link.md").unwrap_err();
-        assert!(e.contains("`docs/link.md` is a symlink"), "{e}");
+        assert!(
+            matches!(e, WorkspaceError::Symlink(ref p) if p == "docs/link.md"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("`docs/link.md` is a symlink"), "{e}");
         let e = ws.write("docs/link.md", b"x", "t").unwrap_err().to_string();
         assert!(e.contains("is a symlink"), "{e}");
         assert_eq!(
@@ -715,11 +942,10 @@ mod tests {
         assert!(e.contains("`docs/inner` is a symlink"), "{e}");
         assert!(!tmp.path().join(".git/config").exists());
         // A FIFO is neither read (which would block) nor replaced.
-        assert!(
-            ws.read_text("docs/fifo")
-                .unwrap_err()
-                .contains("not a regular file")
-        );
+        assert!(matches!(
+            ws.read_text("docs/fifo").unwrap_err(),
+            WorkspaceError::NotRegular(_)
+        ));
         assert!(
             ws.write("docs/fifo", b"x", "t")
                 .unwrap_err()

@@ -91,9 +91,58 @@ pub enum Scope {
     File(String),
 }
 
+/// Why a write-scope pattern cannot be enforced.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScopeError {
+    #[error(
+        "write scope `{0}`: only `**`, `DIR/**` or a file's exact path can be enforced by the sandbox"
+    )]
+    Unenforceable(String),
+    #[error("write scope `{pattern}`: {why}")]
+    Path { pattern: String, why: String },
+    #[error("write scope `{pattern}` names a protected path ({name})")]
+    Protected { pattern: String, name: &'static str },
+}
+
+/// Why the workspace could not be walked, or a forbidden change not undone. Paths are shown
+/// as Craik walked them (never text a command wrote but a file name).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ManifestError {
+    /// A system call failed on `path` (its kind kept; the words are the OS's).
+    #[error("`{path}`: {detail}")]
+    Os {
+        path: String,
+        kind: std::io::ErrorKind,
+        detail: String,
+    },
+    #[error("`{0}` holds more than {MAX_ENTRIES} entries; too many to check after a command")]
+    TooMany(String),
+    #[error("`{0}` is not a directory any more")]
+    NotDirectoryAnyMore(String),
+    #[error("`{0}` is now a symlink")]
+    NowSymlink(String),
+    #[error("`{0}` was put back but reads otherwise")]
+    ReadsOtherwise(String),
+    #[error("`{0}`: no file name")]
+    NoFileName(String),
+    /// Craik kept no copy of the file's bytes to put back.
+    #[error("{}no pre-image (not a protected file, or too large to keep)", if *.mode_restored { "its mode was put back, but not its content: " } else { "" })]
+    NoPreImage { mode_restored: bool },
+}
+
+impl ManifestError {
+    fn os(path: impl std::fmt::Display, source: std::io::Error) -> Self {
+        Self::Os {
+            path: path.to_string(),
+            kind: source.kind(),
+            detail: source.to_string(),
+        }
+    }
+}
+
 impl Scope {
     /// Parses one write-scope pattern, refusing what cannot be enforced exactly.
-    pub fn parse(root: &str, pattern: &str) -> Result<Self, String> {
+    pub fn parse(root: &str, pattern: &str) -> Result<Self, ScopeError> {
         if pattern == "**" {
             return Ok(Self::All);
         }
@@ -102,17 +151,17 @@ impl Scope {
             None => (pattern, false),
         };
         if body.is_empty() || body.contains(['*', '?', '[', ']', '{', '}', '\\']) {
-            return Err(format!(
-                "write scope `{pattern}`: only `**`, `DIR/**` or a file's exact path can be enforced by the sandbox"
-            ));
+            return Err(ScopeError::Unenforceable(pattern.to_owned()));
         }
-        let path = TargetPath::normalize(root, body)
-            .map_err(|e| format!("write scope `{pattern}`: {e}"))?;
+        let path = TargetPath::normalize(root, body).map_err(|e| ScopeError::Path {
+            pattern: pattern.to_owned(),
+            why: e.to_string(),
+        })?;
         if let Some(p) = path.protected() {
-            return Err(format!(
-                "write scope `{pattern}` names a protected path ({})",
-                p.name()
-            ));
+            return Err(ScopeError::Protected {
+                pattern: pattern.to_owned(),
+                name: p.name(),
+            });
         }
         let rel = path.as_str().to_owned();
         Ok(if under {
@@ -182,20 +231,20 @@ pub const PROTECTED_NAMES: &[&str] = &[
 
 impl Manifest {
     /// Walks `root` with `lstat`, never following a link.
-    pub fn scan(root: &Path) -> Result<Self, String> {
+    pub fn scan(root: &Path) -> Result<Self, ManifestError> {
         let root_mode = std::fs::symlink_metadata(root)
-            .map_err(|e| format!("`{}`: {e}", root.display()))?
+            .map_err(|e| ManifestError::os(root.display(), e))?
             .mode();
         let mut entries = BTreeMap::new();
         let mut todo: Vec<(PathBuf, PathBuf)> = vec![(root.to_path_buf(), PathBuf::new())];
         while let Some((dir, rel)) = todo.pop() {
-            let read = std::fs::read_dir(&dir).map_err(|e| format!("`{}`: {e}", dir.display()))?;
+            let read = std::fs::read_dir(&dir).map_err(|e| ManifestError::os(dir.display(), e))?;
             for item in read {
-                let item = item.map_err(|e| format!("`{}`: {e}", dir.display()))?;
+                let item = item.map_err(|e| ManifestError::os(dir.display(), e))?;
                 let child_rel = rel.join(item.file_name());
                 let path = item.path();
                 let meta = std::fs::symlink_metadata(&path)
-                    .map_err(|e| format!("`{}`: {e}", path.display()))?;
+                    .map_err(|e| ManifestError::os(path.display(), e))?;
                 let kind = if meta.file_type().is_symlink() {
                     Kind::Link
                 } else if meta.is_dir()
@@ -228,10 +277,7 @@ impl Manifest {
                 }
                 entries.insert(child_rel, entry);
                 if entries.len() > MAX_ENTRIES {
-                    return Err(format!(
-                        "`{}` holds more than {MAX_ENTRIES} entries; too many to check after a command",
-                        root.display()
-                    ));
+                    return Err(ManifestError::TooMany(root.display().to_string()));
                 }
             }
         }
@@ -364,16 +410,16 @@ impl Preimages {
     }
 }
 
-fn read_no_follow(path: &Path) -> Result<Vec<u8>, String> {
+fn read_no_follow(path: &Path) -> Result<Vec<u8>, ManifestError> {
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)
-        .map_err(|e| format!("`{}`: {e}", path.display()))?;
+        .map_err(|e| ManifestError::os(path.display(), e))?;
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes)
-        .map_err(|e| format!("`{}`: {e}", path.display()))?;
+        .map_err(|e| ManifestError::os(path.display(), e))?;
     Ok(bytes)
 }
 
@@ -435,7 +481,7 @@ pub struct FileChange {
     /// Why the command may not make it; `None` when it was in scope.
     pub forbidden: Option<String>,
     /// For a forbidden change: whether it was undone.
-    pub restored: Option<Result<(), String>>,
+    pub restored: Option<Result<(), ManifestError>>,
 }
 
 /// The names whose company makes a directory a git directory: git takes one holding `HEAD`
@@ -790,10 +836,14 @@ pub fn settle(
             }
             (_, Some((bytes, mode))) => put_back(root, &c.rel, bytes, *mode)
                 .and_then(|()| same_content(root, &c.rel, bytes)),
-            (Some(w), None) if w.kind == Kind::File => set_mode(root, &c.rel, w.mode).and_then(|()| {
-                Err("its mode was put back, but not its content: no pre-image (not a protected file, or too large to keep)".into())
+            (Some(w), None) if w.kind == Kind::File => {
+                set_mode(root, &c.rel, w.mode).and(Err(ManifestError::NoPreImage {
+                    mode_restored: true,
+                }))
+            }
+            _ => Err(ManifestError::NoPreImage {
+                mode_restored: false,
             }),
-            _ => Err("no pre-image (not a protected file, or too large to keep)".into()),
         });
     }
     // A set-id bit is never the command's to set, in scope or not: stripped and named.
@@ -821,7 +871,7 @@ pub fn settle(
                 root,
                 std::fs::Permissions::from_mode(before.root_mode & 0o7777),
             )
-            .map_err(|e| e.to_string()),
+            .map_err(|e| ManifestError::os(".", e)),
         );
         changes.push(c);
     }
@@ -846,41 +896,41 @@ pub fn shown(rel: &Path) -> String {
 
 /// Every directory on the way to `rel` is a real directory (no link): nothing is removed or
 /// written through one.
-fn real_ancestors(root: &Path, rel: &Path) -> Result<(), String> {
+fn real_ancestors(root: &Path, rel: &Path) -> Result<(), ManifestError> {
     let mut at = root.to_path_buf();
     let parts: Vec<_> = rel.components().collect();
     for part in parts.iter().take(parts.len().saturating_sub(1)) {
         at.push(part);
         let meta =
-            std::fs::symlink_metadata(&at).map_err(|e| format!("`{}`: {e}", at.display()))?;
+            std::fs::symlink_metadata(&at).map_err(|e| ManifestError::os(at.display(), e))?;
         if !meta.is_dir() {
-            return Err(format!("`{}` is not a directory any more", at.display()));
+            return Err(ManifestError::NotDirectoryAnyMore(at.display().to_string()));
         }
     }
     Ok(())
 }
 
 /// Puts a mode back on `rel` (never through a link: a link in its place is not chmod-ed).
-fn set_mode(root: &Path, rel: &Path, mode: u32) -> Result<(), String> {
+fn set_mode(root: &Path, rel: &Path, mode: u32) -> Result<(), ManifestError> {
     real_ancestors(root, rel)?;
     let path = root.join(rel);
     let shown = shown(rel);
-    let meta = std::fs::symlink_metadata(&path).map_err(|e| format!("`{shown}`: {e}"))?;
+    let meta = std::fs::symlink_metadata(&path).map_err(|e| ManifestError::os(&shown, e))?;
     if meta.file_type().is_symlink() {
-        return Err(format!("`{shown}` is now a symlink"));
+        return Err(ManifestError::NowSymlink(shown));
     }
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode & 0o7777))
-        .map_err(|e| format!("`{shown}`: {e}"))
+        .map_err(|e| ManifestError::os(&shown, e))
 }
 
-fn remove_created(root: &Path, rel: &Path) -> Result<(), String> {
+fn remove_created(root: &Path, rel: &Path) -> Result<(), ManifestError> {
     real_ancestors(root, rel)?;
     let path = root.join(rel);
     let rel = shown(rel);
     let meta = match std::fs::symlink_metadata(&path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(ManifestError::os(&rel, e)),
     };
     // `remove_dir_all` does not follow links inside what it removes.
     if meta.is_dir() {
@@ -888,38 +938,38 @@ fn remove_created(root: &Path, rel: &Path) -> Result<(), String> {
     } else {
         std::fs::remove_file(&path)
     }
-    .map_err(|e| format!("`{rel}`: {e}"))
+    .map_err(|e| ManifestError::os(&rel, e))
 }
 
 /// Makes every directory on the way to `rel` (inclusive) a real directory: a link or file in
 /// its place is removed first.
-fn ensure_dir(root: &Path, rel: &Path) -> Result<(), String> {
+fn ensure_dir(root: &Path, rel: &Path) -> Result<(), ManifestError> {
     let mut at = root.to_path_buf();
     for part in rel.components() {
         at.push(part);
         match std::fs::symlink_metadata(&at) {
             Ok(m) if m.is_dir() => continue,
-            Ok(_) => std::fs::remove_file(&at).map_err(|e| format!("`{}`: {e}", at.display()))?,
+            Ok(_) => std::fs::remove_file(&at).map_err(|e| ManifestError::os(at.display(), e))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("`{}`: {e}", at.display())),
+            Err(e) => return Err(ManifestError::os(at.display(), e)),
         }
-        std::fs::create_dir(&at).map_err(|e| format!("`{}`: {e}", at.display()))?;
+        std::fs::create_dir(&at).map_err(|e| ManifestError::os(at.display(), e))?;
     }
     Ok(())
 }
 
 /// Whether `rel` now reads exactly `bytes` (after a put-back).
-fn same_content(root: &Path, rel: &Path, bytes: &[u8]) -> Result<(), String> {
+fn same_content(root: &Path, rel: &Path, bytes: &[u8]) -> Result<(), ManifestError> {
     match read_no_follow(&root.join(rel)) {
         Ok(now) if now == bytes => Ok(()),
-        Ok(_) => Err(format!("`{}` was put back but reads otherwise", shown(rel))),
+        Ok(_) => Err(ManifestError::ReadsOtherwise(shown(rel))),
         Err(e) => Err(e),
     }
 }
 
 /// Puts `bytes` back into the file at `rel` itself, not a new one: its other names (outside
 /// the workspace) read them again. Never through a link.
-fn rewrite_in_place(root: &Path, rel: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
+fn rewrite_in_place(root: &Path, rel: &Path, bytes: &[u8], mode: u32) -> Result<(), ManifestError> {
     use std::io::Write as _;
     use std::os::unix::fs::OpenOptionsExt;
     real_ancestors(root, rel)?;
@@ -929,17 +979,17 @@ fn rewrite_in_place(root: &Path, rel: &Path, bytes: &[u8], mode: u32) -> Result<
         .truncate(true)
         .custom_flags(libc::O_NOFOLLOW)
         .open(root.join(rel))
-        .map_err(|e| format!("`{shown}`: {e}"))?;
+        .map_err(|e| ManifestError::os(&shown, e))?;
     file.write_all(bytes)
         .and_then(|()| file.sync_all())
         .and_then(|()| file.set_permissions(std::fs::Permissions::from_mode(mode)))
-        .map_err(|e| format!("`{shown}`: {e}"))
+        .map_err(|e| ManifestError::os(&shown, e))
 }
 
-fn put_back(root: &Path, rel: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
+fn put_back(root: &Path, rel: &Path, bytes: &[u8], mode: u32) -> Result<(), ManifestError> {
     let name = rel
         .file_name()
-        .ok_or_else(|| format!("`{}`: no file name", shown(rel)))?;
+        .ok_or_else(|| ManifestError::NoFileName(shown(rel)))?;
     let parent = rel.parent().filter(|p| !p.as_os_str().is_empty());
     if let Some(parent) = parent {
         ensure_dir(root, parent)?;
@@ -950,15 +1000,15 @@ fn put_back(root: &Path, rel: &Path, bytes: &[u8], mode: u32) -> Result<(), Stri
     tmp_name.push(format!(".craik-restore-{}", std::process::id()));
     let tmp = dir.join(tmp_name);
     let _ = std::fs::remove_file(&tmp);
-    std::fs::write(&tmp, bytes).map_err(|e| format!("`{}`: {e}", tmp.display()))?;
+    std::fs::write(&tmp, bytes).map_err(|e| ManifestError::os(tmp.display(), e))?;
     std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))
-        .map_err(|e| format!("`{}`: {e}", tmp.display()))?;
+        .map_err(|e| ManifestError::os(tmp.display(), e))?;
     let target = dir.join(name);
     if std::fs::symlink_metadata(&target).is_ok_and(|m| m.is_dir()) {
-        std::fs::remove_dir_all(&target).map_err(|e| format!("`{}`: {e}", target.display()))?;
+        std::fs::remove_dir_all(&target).map_err(|e| ManifestError::os(target.display(), e))?;
     }
     // A rename replaces a link in the way; it never writes through it.
-    std::fs::rename(&tmp, &target).map_err(|e| format!("`{}`: {e}", target.display()))
+    std::fs::rename(&tmp, &target).map_err(|e| ManifestError::os(target.display(), e))
 }
 
 #[cfg(test)]
@@ -1075,9 +1125,12 @@ mod tests {
         let changes = settle_under_src(root, &before, &empty);
         let c = changes.iter().find(|c| c.path == "lib/g").unwrap();
         assert!(
-            c.restored
-                .as_ref()
-                .is_some_and(|r| r.as_ref().is_err_and(|e| e.contains("not its content"))),
+            c.restored.as_ref().is_some_and(|r| matches!(
+                r,
+                Err(ManifestError::NoPreImage {
+                    mode_restored: true
+                })
+            )),
             "{c:?}"
         );
     }
@@ -1638,9 +1691,12 @@ mod tests {
         );
         let a = changes.iter().find(|c| c.path == "src/a.rs").unwrap();
         assert!(
-            a.restored
-                .as_ref()
-                .is_some_and(|r| r.as_ref().is_err_and(|e| e.contains("not its content"))),
+            a.restored.as_ref().is_some_and(|r| matches!(
+                r,
+                Err(ManifestError::NoPreImage {
+                    mode_restored: true
+                })
+            )),
             "{a:?}"
         );
         let m = |p: &Path| std::fs::symlink_metadata(p).unwrap().mode() & 0o7777;

@@ -352,18 +352,24 @@ pub struct Directives {
     pub next: Option<NextStep>,
 }
 
+/// A runner broke the channel's contract: the type is the attribution (the step is a
+/// runner violation, signed as one); the text, composed by Craik, names what was wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Violation(pub String);
+
 /// Splits the reserved keys off `observed_output`; a malformed one names its key and why.
-pub fn directives(observed: &mut Object) -> Result<Directives, String> {
+pub fn directives(observed: &mut Object) -> Result<Directives, Violation> {
     fn take<T: serde::de::DeserializeOwned>(
         observed: &mut Object,
         key: &str,
-    ) -> Result<Option<T>, String> {
+    ) -> Result<Option<T>, Violation> {
         match observed.0.shift_remove(key) {
             None => Ok(None),
             Some(value) => serde_path_to_error::deserialize(value)
                 .map(Some)
                 .map_err(|e| {
-                    format!(
+                    Violation(format!(
                         "observed_output.{key}{}: {}",
                         match e.path().to_string().as_str() {
                             "." => String::new(),
@@ -371,7 +377,7 @@ pub fn directives(observed: &mut Object) -> Result<Directives, String> {
                             p => format!(".{p}"),
                         },
                         e.into_inner()
-                    )
+                    ))
                 }),
         }
     }

@@ -67,25 +67,29 @@ impl TokenUsage {
 /// bounds, at most [`MAX_MODEL_STEPS_PER_STEP`], and a cumulative total that stays within
 /// [`MAX_RUN_TOKENS`] (it only grows: every count is a non-negative integer). `Err` is the
 /// violation.
-pub fn check_reports(reports: &[ModelStepReport], so_far: u64) -> Result<(), String> {
+pub fn check_reports(
+    reports: &[ModelStepReport],
+    so_far: u64,
+) -> Result<(), crate::run::Violation> {
+    use crate::run::Violation;
     if reports.len() > MAX_MODEL_STEPS_PER_STEP {
-        return Err(format!(
+        return Err(Violation(format!(
             "{} model steps reported in one step; at most {MAX_MODEL_STEPS_PER_STEP}",
             reports.len()
-        ));
+        )));
     }
     let mut total = so_far;
     for (k, report) in reports.iter().enumerate() {
         if let Some(problem) = report.problem() {
-            return Err(format!("model step {k}: {problem}"));
+            return Err(Violation(format!("model step {k}: {problem}")));
         }
         total = total
             .checked_add(report.counts().map_or(0, |c| c.total))
             .filter(|t| *t <= MAX_RUN_TOKENS)
             .ok_or_else(|| {
-                format!(
+                Violation(format!(
                     "model step {k}: the run's cumulative total_tokens would pass {MAX_RUN_TOKENS}"
-                )
+                ))
             })?;
     }
     Ok(())

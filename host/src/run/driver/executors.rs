@@ -105,17 +105,23 @@ impl Host {
             }
         };
         let new_text = if patch {
-            self.workspace
-                .read_text(rel)
-                .and_then(|t| exec::apply_edits(&t, &p.edits))
-        } else {
-            Ok(p.content.clone().unwrap_or_default())
-        };
-        let new_text = match new_text {
-            Ok(t) => t,
-            Err(e) => {
-                return self.outcome_receipt(action, false, &format!("patch failed: {e}"), None);
+            let edited = match self.workspace.read_text(rel) {
+                Ok(text) => exec::apply_edits(&text, &p.edits).map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            match edited {
+                Ok(t) => t,
+                Err(e) => {
+                    return self.outcome_receipt(
+                        action,
+                        false,
+                        &format!("patch failed: {e}"),
+                        None,
+                    );
+                }
             }
+        } else {
+            p.content.clone().unwrap_or_default()
         };
         let post = exec::digest(new_text.as_bytes());
         self.executing_event(
@@ -136,7 +142,7 @@ impl Host {
                 let summary = format!("{verb} {rel} ({} bytes, {post})", new_text.len());
                 self.outcome_receipt(action, true, &summary, None)
             }
-            Err(e @ exec::WriteError::Uncertain(_)) => {
+            Err(e @ exec::WriteError::Uncertain { .. }) => {
                 // Not "write failed": the rename happened. Check the bytes now and record
                 // what is true: written, durability uncertain.
                 let landed = self.workspace.state(rel).ok();
@@ -189,6 +195,11 @@ impl Host {
         });
         let done = match ran {
             Ok(done) => done,
+            // Which of the two is the error's type, never its text (issue 30 item 1).
+            Err(e) if e.ran() => {
+                let why = format!("ran, then failed: {e}; confinement: {confinement}");
+                return self.command_outcome(action, false, &why, None, &changes);
+            }
             Err(e) => {
                 let why = format!("not run: {e}; confinement: {confinement}");
                 return self.command_outcome(action, false, &why, None, &changes);
@@ -255,7 +266,7 @@ impl Host {
         ok: bool,
         summary: &str,
         output: Option<String>,
-        changes: &Result<Vec<manifest::FileChange>, String>,
+        changes: &Result<Vec<manifest::FileChange>, SettleError>,
     ) -> Result<(), Error> {
         let (ok, summary, files) = match changes {
             Ok(changes) => {
@@ -304,7 +315,7 @@ impl Host {
     /// protected path) and its own HOME and TMPDIR, empty when it starts (under the run
     /// directory, outside the workspace), never Craik's home, and creates no socket. Landlock is required outside
     /// `trusted-local`; a sandbox that cannot be built refuses the command under every profile.
-    pub(super) fn command_env(&self, grants: &[String]) -> Result<CommandPlan, String> {
+    pub(super) fn command_env(&self, grants: &[String]) -> Result<CommandPlan, PlanError> {
         let root = self.workspace.root.clone();
         let root_text = self.workspace_root();
         let scopes = self.write_scopes(grants, &root_text)?;
@@ -327,7 +338,10 @@ impl Host {
         let base = self.dir.root().join("sandbox");
         let (home, tmp) = (base.join("home"), base.join("tmp"));
         for dir in [&home, &tmp] {
-            crate::fsio::empty_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            crate::fsio::empty_dir(dir).map_err(|source| PlanError::Scratch {
+                dir: dir.clone(),
+                source,
+            })?;
         }
         // Kept out of every grant: Craik's home, every protected path present, and the
         // protected names at the root even when absent (so nothing can create them).
@@ -339,7 +353,8 @@ impl Host {
         let mut hidden = crate::confine::keep_out_of_home(
             &self.home.root,
             &[root.clone(), home.clone(), tmp.clone()],
-        )?;
+        )
+        .map_err(crate::confine::ConfineError::Plan)?;
         hidden.extend(toolchains.iter().flat_map(|t| t.credentials()));
         // A Craik home left inside the workspace (`.craik/` at any depth: keys, journals) is
         // hidden, not just read-only: a read oracle (`grep -q`) would leak its key (found by
@@ -385,12 +400,10 @@ impl Host {
             })
             .collect();
         if let Some(first) = linked.get(manifest::MAX_LINKED_OUTSIDE) {
-            return Err(format!(
-                "the write scope holds {} files hard-linked to files outside the workspace or to protected files (e.g. `{}`), more than the {} a sandbox keeps read-only; a command could write through them: copy them (pnpm: `package-import-method=copy`) or narrow the write grant",
-                linked.len(),
-                manifest::shown(first),
-                manifest::MAX_LINKED_OUTSIDE
-            ));
+            return Err(PlanError::Linked {
+                count: linked.len(),
+                first: manifest::shown(first),
+            });
         }
         read_only.extend(linked.iter().map(|rel| root.join(rel)));
         let keep_out = crate::confine::Limits { hidden, read_only };
@@ -484,7 +497,11 @@ impl Host {
     /// The write scope of a command allowed by `grants`: what those grants name, else the
     /// profile's default (`trusted-local`: the workspace but protected paths; otherwise
     /// nothing).
-    fn write_scopes(&self, grants: &[String], root: &str) -> Result<Vec<manifest::Scope>, String> {
+    fn write_scopes(
+        &self,
+        grants: &[String],
+        root: &str,
+    ) -> Result<Vec<manifest::Scope>, manifest::ScopeError> {
         let named: Vec<&String> = self
             .inputs
             .grants
@@ -514,7 +531,10 @@ impl Host {
     pub(super) fn command_identity(&self, argv: &[String]) -> String {
         let program = argv.first().map_or_else(
             || Err("empty argv".to_owned()),
-            |p| exec::resolve_program_on(p, &self.workspace.root, &self.command_path()),
+            |p| {
+                exec::resolve_program_on(p, &self.workspace.root, &self.command_path())
+                    .map_err(|e| e.to_string())
+            },
         );
         match program {
             Ok(path) => format!(
@@ -608,6 +628,63 @@ impl Host {
 }
 
 /// A command about to run: its environment and what it is checked against after.
+/// Why a command's sandbox or workspace check could not be prepared: the command is not run.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum PlanError {
+    #[error(transparent)]
+    Scope(#[from] manifest::ScopeError),
+    #[error(transparent)]
+    ScopeDir(#[from] exec::ScopeDirError),
+    #[error(transparent)]
+    Workspace(#[from] manifest::ManifestError),
+    #[error("{}: {source}", dir.display())]
+    Scratch {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "the write scope holds {count} files hard-linked to files outside the workspace or to protected files (e.g. `{first}`), more than the {max} a sandbox keeps read-only; a command could write through them: copy them (pnpm: `package-import-method=copy`) or narrow the write grant",
+        max = manifest::MAX_LINKED_OUTSIDE
+    )]
+    Linked { count: usize, first: String },
+    #[error(transparent)]
+    Confine(#[from] crate::confine::ConfineError),
+}
+
+/// The workspace could not be walked after a command: the forbidden entries found by a
+/// sweep instead were undone (or not), and the step fails.
+#[derive(Debug)]
+pub(super) struct SettleError {
+    why: manifest::ManifestError,
+    undone: Vec<String>,
+    failed: Vec<String>,
+}
+
+impl std::fmt::Display for SettleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}; swept instead: {} forbidden entries undone",
+            self.why,
+            self.undone.len()
+        )?;
+        let shown: Vec<String> = self
+            .undone
+            .iter()
+            .take(20)
+            .map(|u| format!("`{}`", craik_contracts::Truncated(u)))
+            .collect();
+        if !shown.is_empty() {
+            write!(f, ": {}", shown.join(", "))?;
+        }
+        if !self.failed.is_empty() {
+            let failed: Vec<&str> = self.failed.iter().take(20).map(String::as_str).collect();
+            write!(f, "; NOT undone: {}", failed.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
 pub(super) struct CommandPlan {
     pub(super) env: exec::CommandEnv,
     check: std::sync::Arc<Check>,
@@ -636,7 +713,7 @@ impl CommandPlan {
         &self,
         root: &Path,
         command: impl FnOnce() -> T,
-    ) -> (T, Result<Vec<manifest::FileChange>, String>) {
+    ) -> (T, Result<Vec<manifest::FileChange>, SettleError>) {
         let check = std::sync::Arc::clone(&self.check);
         let at = root.to_path_buf();
         let scratch = [self.env.home.clone(), self.env.tmp.clone()];
@@ -663,7 +740,7 @@ impl CommandPlan {
 
 impl Check {
     /// What the command changed, forbidden changes undone.
-    fn settle(&self, root: &Path) -> Result<Vec<manifest::FileChange>, String> {
+    fn settle(&self, root: &Path) -> Result<Vec<manifest::FileChange>, SettleError> {
         manifest::unlock_dirs(root);
         let after = match manifest::Manifest::scan(root) {
             Ok(after) => after,
@@ -677,23 +754,11 @@ impl Check {
                     &self.immutable,
                     &self.pre,
                 );
-                let shown: Vec<String> = undone
-                    .iter()
-                    .take(20)
-                    .map(|u| format!("`{}`", craik_contracts::Truncated(u)))
-                    .collect();
-                let mut line = format!(
-                    "{why}; swept instead: {} forbidden entries undone",
-                    undone.len()
-                );
-                if !shown.is_empty() {
-                    line.push_str(&format!(": {}", shown.join(", ")));
-                }
-                if !failed.is_empty() {
-                    let failed: Vec<&str> = failed.iter().take(20).map(String::as_str).collect();
-                    line.push_str(&format!("; NOT undone: {}", failed.join(", ")));
-                }
-                return Err(line);
+                return Err(SettleError {
+                    why,
+                    undone,
+                    failed,
+                });
             }
         };
         Ok(manifest::settle(

@@ -852,8 +852,8 @@ impl Host {
         // signed, durable before anything of the step is accepted.
         let reports = self.runner.take_model_steps();
         if let Err(why) = check_reports(&reports, self.tokens.total_tokens) {
-            self.record_refused_reports(&request, reports.len(), &why)?;
-            return self.violation(&request, &why);
+            self.record_refused_reports(&request, reports.len(), &why.0)?;
+            return self.violation(&request, why);
         }
         self.record_model_steps(&request, &reports)?;
         let mut result = match asked {
@@ -891,7 +891,7 @@ impl Host {
         }
         let found = match checked_directives(phase, &request, &mut result) {
             Ok(d) => d,
-            Err(why) => return self.violation(&request, &why),
+            Err(why) => return self.violation(&request, why),
         };
         let n = self.step_count;
         let actions: Vec<ActionRecord> = found
@@ -931,7 +931,7 @@ impl Host {
             craik_contracts::NextStep::Stop => Next::Stop,
         });
         if let Err(e) = self.machine.accept(phase, result.status, next, at) {
-            return self.violation(&request, &e.to_string());
+            return self.violation(&request, crate::run::Violation(e.to_string()));
         }
         if self.stopped_by_step()? {
             return Ok(Flow::Stop);
@@ -1036,8 +1036,12 @@ impl Host {
     }
 
     /// A channel/contract violation by the runner: a denying kernel receipt, run failed.
-    fn violation(&mut self, request: &RunnerStepRequest, why: &str) -> Result<Flow, Error> {
-        self.runner_failed(request, &RunnerError::Failed(why.to_owned()))
+    fn violation(
+        &mut self,
+        request: &RunnerStepRequest,
+        why: crate::run::Violation,
+    ) -> Result<Flow, Error> {
+        self.runner_failed(request, &RunnerError::Failed(why.0))
     }
 
     /// The runner gave no acceptable answer: a denying kernel receipt, run failed. A setup
@@ -1284,7 +1288,10 @@ fn initial_run(inputs: &Inputs) -> TaskRun {
     }
 }
 
-fn check_result(request: &RunnerStepRequest, result: &RunnerStepResult) -> Result<(), String> {
+fn check_result(
+    request: &RunnerStepRequest,
+    result: &RunnerStepResult,
+) -> Result<(), crate::run::Violation> {
     let mut wrong = Vec::new();
     if result.request_id != request.id {
         wrong.push(format!(
@@ -1323,7 +1330,10 @@ fn check_result(request: &RunnerStepRequest, result: &RunnerStepResult) -> Resul
     if wrong.is_empty() {
         Ok(())
     } else {
-        Err(format!("step result has wrong {}", wrong.join(", ")))
+        Err(crate::run::Violation(format!(
+            "step result has wrong {}",
+            wrong.join(", ")
+        )))
     }
 }
 /// A step result's echo and directives, checked: the result answers `request`, its reserved
@@ -1333,29 +1343,31 @@ fn checked_directives(
     phase: Phase,
     request: &RunnerStepRequest,
     result: &mut RunnerStepResult,
-) -> Result<crate::run::Directives, String> {
+) -> Result<crate::run::Directives, crate::run::Violation> {
     check_result(request, result)?;
     let found = directives(&mut result.observed_output)?;
     if found.actions.len() > MAX_ACTIONS_PER_STEP || found.memory.len() > MAX_MEMORY_PER_STEP {
-        return Err(format!(
+        return Err(crate::run::Violation(format!(
             "{} actions and {} memory proposals in one step; at most {MAX_ACTIONS_PER_STEP} and {MAX_MEMORY_PER_STEP}",
             found.actions.len(),
             found.memory.len()
-        ));
+        )));
     }
     if !found.actions.is_empty() && !may_act(phase) {
-        return Err(format!(
+        return Err(crate::run::Violation(format!(
             "{} action(s) proposed in phase `{}`; side effects are proposed in `act` only",
             found.actions.len(),
             phase.as_str()
-        ));
+        )));
     }
     // Every action a receipt will name must be signable: a number outside ±(2^53−1) in a
     // proposed action is the runner's violation, not a run left half-finished (outside testing
     // round 10).
     for (k, action) in found.actions.iter().enumerate() {
         if let Err(why) = crate::digest::Digest::of_canonical(action) {
-            return Err(format!("proposed action {k} cannot be signed: {why}"));
+            return Err(crate::run::Violation(format!(
+                "proposed action {k} cannot be signed: {why}"
+            )));
         }
     }
     Ok(found)

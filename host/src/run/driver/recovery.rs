@@ -314,7 +314,7 @@ impl Host {
         if file_action {
             let current = TargetPath::normalize(&self.workspace_root(), &target)
                 .map_err(|e| e.to_string())
-                .and_then(|p| self.workspace.state(p.as_str()));
+                .and_then(|p| self.workspace.state(p.as_str()).map_err(|e| e.to_string()));
             match current {
                 Ok(state) if state.hash() == post.as_deref() => {
                     let summary = format!(

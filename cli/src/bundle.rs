@@ -12,6 +12,28 @@ pub(crate) use craik_host::policies::{
 
 use crate::exit::Failure;
 
+/// The bundle a policy command (`validate`, `explain`, `test`, `diff`, `show-grants`) loads:
+/// the same set a run here would — craik.toml's pinned custom directories plus `--custom`
+/// where the file allows it ([`craik_host::config::Loaded::custom_set`]) — and its origin
+/// says so. `CRAIK_CONFIG=none` loads the flags alone.
+pub(crate) fn load_args(
+    out: &mut crate::output::Out,
+    args: &crate::cli::BundleArgs,
+) -> Result<Loaded, Failure> {
+    let config = crate::cmd::config::project()?;
+    let custom = match config {
+        Some(c) => c.custom_set(&args.custom)?,
+        None => args.custom.clone(),
+    };
+    let mut loaded = load(args.policies.as_deref(), &custom)?;
+    if let Some(c) = config.filter(|c| !c.config.policy.custom.is_empty()) {
+        loaded.origin = format!("{} (the pinned set of {})", loaded.origin, c.path.display());
+        // Said where every policy command's output goes to a person (issue 31 item 3).
+        out.diag(format_args!("craik: policies: {}", loaded.origin))?;
+    }
+    Ok(loaded)
+}
+
 /// Loads a bundle; a refused bundle lists every problem, one per line (exit 3). On a
 /// terminal each problem is also drawn as a miette report over its source line.
 pub(crate) fn load(policies: Option<&Path>, custom: &[PathBuf]) -> Result<Loaded, Failure> {

@@ -682,9 +682,11 @@ fn run_command(
         Some(c) if args.command_read.is_empty() => c.command_read(),
         _ => args.command_read.clone(),
     };
+    // craik.toml's pinned set, always; `--custom` only adds to it where the file allows
+    // (issue 31 item 3: a flag naming another directory replaced the pinned set before).
     let custom = match config {
-        Some(c) if args.bundle.custom.is_empty() => c.custom_dirs()?,
-        _ => args.bundle.custom.clone(),
+        Some(c) => c.custom_set(&args.bundle.custom)?,
+        None => args.bundle.custom.clone(),
     };
     // Without a craik.toml, the default `craik init` writes: ADRs are immutable (a command
     // rewrote one in a repository without a config; found by outside testing).

@@ -79,6 +79,10 @@ pub struct PolicySection {
     /// Operator policy directories every run loads on top of the bundle, each pinned.
     #[serde(default)]
     pub custom: Vec<CustomDir>,
+    /// Whether `--custom DIR` may add directories to the pinned set (default: no). It never
+    /// removes or replaces a pinned directory.
+    #[serde(default)]
+    pub allow_extra_custom: bool,
 }
 
 /// One `[[policy.custom]]` entry.
@@ -210,6 +214,38 @@ impl Loaded {
                 .map(|c| self.resolve(&c.path)),
         );
         paths
+    }
+
+    /// The custom policy set a command loads under this config (issue 31 item 3): the pinned
+    /// directories, each checked against its pin, plus `flags` (`--custom DIR`). A flag naming
+    /// a pinned directory (however spelled) is that directory, pin checked; one naming another
+    /// directory is added only where `policy.allow_extra_custom = true` — or where this config
+    /// pins none — and never replaces the pinned set.
+    pub fn custom_set(&self, flags: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
+        let mut dirs = self.custom_dirs()?;
+        let real = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        let pinned: Vec<PathBuf> = dirs.iter().map(|d| real(d)).collect();
+        for flag in flags {
+            if pinned.contains(&real(flag)) {
+                continue;
+            }
+            if !dirs.is_empty() && !self.config.policy.allow_extra_custom {
+                return Err(Error::usage(format!(
+                    "--custom `{}`: {} pins the custom policy set ({}); add the directory as a [[policy.custom]] entry and run `craik policy pin`, or set policy.allow_extra_custom = true",
+                    flag.display(),
+                    self.path.display(),
+                    self.config
+                        .policy
+                        .custom
+                        .iter()
+                        .map(|c| format!("`{}`", c.path.display()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+            dirs.push(flag.clone());
+        }
+        Ok(dirs)
     }
 
     pub fn custom_dirs(&self) -> Result<Vec<PathBuf>, Error> {
@@ -613,6 +649,9 @@ command_read = []
 # [[policy.custom]]
 # path = "policies/org"
 # sha256 = "…written by craik policy pin…"
+# `--custom DIR` adds to the pinned set only where this is true (it never replaces it):
+# [policy]
+# allow_extra_custom = false
 
 [project]
 # The project's id: the default project of `craik task new` and `craik grants new --project`.
@@ -690,6 +729,44 @@ mod tests {
             assert!(err.contains(expected), "{text:?}: {err}");
             assert!(err.contains(FILE_NAME), "{err}");
         }
+    }
+
+    #[test]
+    fn issue_31_custom_flags_add_to_the_pinned_set_only_where_allowed() {
+        let dir = tempfile::tempdir().unwrap();
+        let org = dir.path().join("org");
+        let other = dir.path().join("other");
+        for d in [&org, &other] {
+            std::fs::create_dir(d).unwrap();
+            std::fs::write(d.join("p.cedar"), "// none\n").unwrap();
+        }
+        let path = dir.path().join("craik.toml");
+        std::fs::write(&path, "[[policy.custom]]\npath = \"org\"\n").unwrap();
+        pin(&load(&path).unwrap()).unwrap();
+        let pinned = load(&path).unwrap();
+        // Naming the pinned directory (another spelling) is the pinned one, pin checked.
+        let again = dir.path().join("./org");
+        assert_eq!(pinned.custom_set(&[again]).unwrap(), vec![org.clone()]);
+        // Another directory neither replaces the pinned set nor is added.
+        let err = pinned.custom_set(&[other.clone()]).unwrap_err().to_string();
+        assert!(err.contains("pins the custom policy set"), "{err}");
+        // A pinned directory edited afterwards is refused whatever the flags say.
+        std::fs::write(org.join("p.cedar"), "// edited\n").unwrap();
+        let err = pinned
+            .custom_set(std::slice::from_ref(&org))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("changed since it was pinned"), "{err}");
+        std::fs::write(org.join("p.cedar"), "// none\n").unwrap();
+        // Where the config allows extras, the flag adds to the pinned set.
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text = format!("[policy]\nallow_extra_custom = true\n\n{text}");
+        std::fs::write(&path, text).unwrap();
+        let allowing = load(&path).unwrap();
+        assert_eq!(
+            allowing.custom_set(std::slice::from_ref(&other)).unwrap(),
+            vec![org, other]
+        );
     }
 
     #[test]

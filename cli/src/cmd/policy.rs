@@ -20,7 +20,7 @@ pub(crate) fn validate(
     args: &BundleArgs,
     now: Option<&str>,
 ) -> Result<Exit, Failure> {
-    let loaded = load(args.policies.as_deref(), &args.custom)?;
+    let loaded = crate::bundle::load_args(out, args)?;
     let now = parse_now(now)?;
     let lints = loaded.bundle.lints(now.get().unix_timestamp());
     let policies: Vec<_> = loaded.bundle.policies().collect();
@@ -283,7 +283,7 @@ pub(crate) fn explain(
     format: Format,
     args: &ExplainArgs<'_>,
 ) -> Result<Exit, Failure> {
-    let loaded = load(args.bundle.policies.as_deref(), &args.bundle.custom)?;
+    let loaded = crate::bundle::load_args(out, args.bundle)?;
     let label = args.request.display().to_string();
     let input = if args.request.as_os_str() == "-" {
         Input::Stdin
@@ -454,8 +454,8 @@ fn default_cases(paths: &[PathBuf]) -> Vec<PathBuf> {
 }
 
 pub(crate) fn test(out: &mut Out, format: Format, args: &PolicyTestArgs) -> Result<Exit, Failure> {
-    let loaded = load(args.bundle.policies.as_deref(), &args.bundle.custom)
-        .map_err(|f| f.with_exit(Exit::Usage))?;
+    let loaded =
+        crate::bundle::load_args(out, &args.bundle).map_err(|f| f.with_exit(Exit::Usage))?;
     let filter = match &args.run {
         Some(re) => Some(regex::Regex::new(re).map_err(|e| {
             Failure::usage(format!(
@@ -849,7 +849,7 @@ pub(crate) fn show_grants(
     files: &[PathBuf],
     bundle: &BundleArgs,
 ) -> Result<Exit, Failure> {
-    let loaded = load(bundle.policies.as_deref(), &bundle.custom)?;
+    let loaded = crate::bundle::load_args(out, bundle)?;
     let grants = read_grants(files)?;
     let label = files
         .iter()

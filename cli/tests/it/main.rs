@@ -21,6 +21,7 @@ mod decisions;
 mod interop;
 mod ledger;
 mod modelsteps;
+mod pinned;
 mod policy;
 mod progress;
 mod prompt;

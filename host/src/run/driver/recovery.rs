@@ -10,6 +10,31 @@ impl Host {
     /// signed journal, never re-read here.
     pub fn recover(run: crate::run::locked::LockedRun, setup: Setup) -> Result<Self, Error> {
         let (home, dir, inputs, lock) = run.into_parts();
+        // A run continues only under the policy set it started with (issue 31 item 3): the
+        // set its `run.inputs` receipt signed (the inputs were verified against it), not
+        // whatever the policy directories hold now. Refused before anything is written.
+        if setup.bundle.hash() != inputs.policy_set {
+            return Err(Error::refused(format!(
+                "{}: the policy set changed since the run started (signed {}, loaded now {}); a run is resumed, recovered or cancelled only under the policies it started with: restore the policy files (`--policies` {}, custom {}) to their content at the start",
+                inputs.run_id,
+                inputs.policy_set,
+                setup.bundle.hash(),
+                inputs
+                    .policies
+                    .as_ref()
+                    .map_or_else(|| "embedded".to_owned(), |p| format!("`{}`", p.display())),
+                if inputs.custom.is_empty() {
+                    "none".to_owned()
+                } else {
+                    inputs
+                        .custom
+                        .iter()
+                        .map(|c| format!("`{}`", c.display()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            )));
+        }
         let mut notes = Vec::new();
         // The caller holds the run lock: a `.NAME.tmp-PID` here is an atomic write a crash
         // interrupted before its rename (the file it would have replaced is intact).
@@ -111,13 +136,6 @@ impl Host {
             host.signed_end = Some((status, reason));
         }
         host.ledger_started()?;
-        if host.bundle.hash() != host.inputs.policy_set {
-            host.notes.push(format!(
-                "the policy set changed since the run started ({} → {}); every further decision uses the current one",
-                host.inputs.policy_set,
-                host.bundle.hash()
-            ));
-        }
         Ok(host)
     }
 

@@ -408,25 +408,47 @@ fn append(
     // The head cache: advisory, unsigned, never fsynced (a stale or broken one only sends
     // the next append to the full read).
     if let Ok(len) = file.metadata().map(|m| m.len()) {
-        save_head(root, len, &writer, &seen);
+        save_head(root, len, &writer, &seen, signer);
     }
     Ok(count)
 }
 
 /// `ledger.head`: the ledger's length, its Merkle subtree roots and the (kind, target) pairs
-/// recorded, so an append reads one line instead of the whole ledger. Nothing in it is
-/// trusted: the nodes must fold to the root the last checkpoint signs.
+/// recorded, so an append reads one line instead of the whole ledger. The nodes must fold to
+/// the root the last checkpoint signs; and since the recorded pairs decide what an append
+/// skips (issue 31: a pair added by hand made the host skip a run's close entry, and a
+/// rolled-back journal then passed the home audit), the whole head is signed by the key that
+/// appends. A head that does not verify under it is ignored: the append reads the ledger.
 const HEAD_NAME: &str = "ledger.head";
+
+/// The DSSE payload type of a signed head: its signature can never pass for a receipt's or
+/// a checkpoint's.
+const HEAD_PAYLOAD_TYPE: &str = "application/vnd.craik.ledger-head+json";
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Head {
+    /// The signed bytes: a [`HeadBody`] as JSON.
+    body: String,
+    key_id: String,
+    /// Base64 ed25519 signature over the DSSE pre-authentication encoding of `body`.
+    sig: String,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct HeadBody {
     len: u64,
     nodes: Vec<String>,
     recorded: Vec<(String, String)>,
 }
 
-fn save_head(root: &Path, len: u64, writer: &JournalWriter, seen: &BTreeSet<(String, String)>) {
-    let head = Head {
+fn save_head(
+    root: &Path,
+    len: u64,
+    writer: &JournalWriter,
+    seen: &BTreeSet<(String, String)>,
+    signer: &Ed25519Signer,
+) {
+    let body = HeadBody {
         len,
         nodes: writer
             .tree_nodes()
@@ -434,6 +456,15 @@ fn save_head(root: &Path, len: u64, writer: &JournalWriter, seen: &BTreeSet<(Str
             .map(|n| craik_kernel::to_hex(n))
             .collect(),
         recorded: seen.iter().cloned().collect(),
+    };
+    let Ok(body) = serde_json::to_string(&body) else {
+        return;
+    };
+    let sig = signer.sign(&craik_kernel::pae(HEAD_PAYLOAD_TYPE, body.as_bytes()));
+    let head = Head {
+        body,
+        key_id: signer.key_id().to_owned(),
+        sig: base64::engine::general_purpose::STANDARD.encode(sig),
     };
     let tmp = root.join(format!(".{HEAD_NAME}.tmp-{}", std::process::id()));
     // Never through a link or onto a file someone placed there (outside testing round 6: a
@@ -459,7 +490,20 @@ fn save_head(root: &Path, len: u64, writer: &JournalWriter, seen: &BTreeSet<(Str
 /// The writer and recorded pairs from the head cache and the ledger's last line, when the
 /// cache matches the ledger (same length, nodes folding to the signed root); else `None`.
 fn from_head(root: &Path, path: &Path, ring: &KeyRing) -> Option<(JournalWriter, Recorded, bool)> {
-    let head: Head = serde_json::from_slice(&fs::read(root.join(HEAD_NAME)).ok()?).ok()?;
+    let signed: Head = serde_json::from_slice(&fs::read(root.join(HEAD_NAME)).ok()?).ok()?;
+    // Only a head this home's appending key signed is believed (strict ed25519).
+    let key = ring.get(&signed.key_id)?;
+    let sig: [u8; 64] = base64::engine::general_purpose::STANDARD
+        .decode(&signed.sig)
+        .ok()?
+        .try_into()
+        .ok()?;
+    key.verify_strict(
+        &craik_kernel::pae(HEAD_PAYLOAD_TYPE, signed.body.as_bytes()),
+        &ed25519_dalek::Signature::from_bytes(&sig),
+    )
+    .ok()?;
+    let head: HeadBody = serde_json::from_str(&signed.body).ok()?;
     let len = fs::metadata(path).ok()?.len();
     if len != head.len {
         return None;

@@ -465,8 +465,11 @@ fn issue_20_a_wrong_ledger_head_cache_changes_nothing() {
     assert_eq!(exit, 0);
     let head = home.join("ledger.head");
     let mut cached: Value = serde_json::from_slice(&std::fs::read(&head).unwrap()).unwrap();
-    // Subtree roots that do not fold to the signed root.
-    cached["nodes"][0] = "00".repeat(32).into();
+    // Subtree roots that do not fold to the signed root (and a signature that no longer
+    // covers them).
+    let mut body: Value = serde_json::from_str(cached["body"].as_str().unwrap()).unwrap();
+    body["nodes"][0] = "00".repeat(32).into();
+    cached["body"] = body.to_string().into();
     std::fs::write(&head, serde_json::to_vec(&cached).unwrap()).unwrap();
     let (exit, _, _) = run_example(&home, &example("docs-review"), &[]);
     assert_eq!(exit, 0);
@@ -478,6 +481,60 @@ fn issue_20_a_wrong_ledger_head_cache_changes_nothing() {
     let ledger = std::fs::read_to_string(home.join("ledger.jsonl")).unwrap();
     assert_eq!(ledger.lines().count(), 14, "{ledger}");
     // (verify_home checked that the ledger names all three runs, closed at their roots)
+}
+
+/// Issue 31 item 1: the head cache's recorded pairs decide nothing. Someone who can write the
+/// home but holds no key adds `["ledger.run_closed", RUN]` to it while RUN is parked — signed
+/// form kept, old unsigned form, or the signature of another head: the host still records
+/// RUN's close when it ends, so a journal rolled back later cannot pass the home audit.
+#[test]
+fn issue_31_a_poisoned_ledger_head_never_skips_an_entry() {
+    for variant in ["signed-body-edited", "unsigned", "other-signature"] {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let (exit, id, text) = run_example(&home, &example("approval"), &[]);
+        assert_eq!(exit, 6, "{variant}: {text}");
+        let head = home.join("ledger.head");
+        let cached: Value = serde_json::from_slice(&std::fs::read(&head).unwrap()).unwrap();
+        let mut body: Value = serde_json::from_str(cached["body"].as_str().unwrap()).unwrap();
+        body["recorded"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!(["ledger.run_closed", id]));
+        let poisoned = match variant {
+            "signed-body-edited" => {
+                let mut c = cached.clone();
+                c["body"] = body.to_string().into();
+                c
+            }
+            "unsigned" => body.clone(),
+            _ => {
+                // A real signature of the home's key, over another head's body.
+                let mut c = cached.clone();
+                c["body"] = body.to_string().into();
+                c["sig"] = cached["sig"].clone();
+                c
+            }
+        };
+        std::fs::write(&head, serde_json::to_vec(&poisoned).unwrap()).unwrap();
+        let approval = crate::runs::pending_approval(&home);
+        let ok = crate::runs::approve(&home, &approval, "user:alice");
+        assert_eq!(ok.status.code(), Some(0), "{variant}: {}", transcript(&ok));
+        let done = crate::runs::resume(&home, &id);
+        assert_eq!(
+            done.status.code(),
+            Some(0),
+            "{variant}: {}",
+            transcript(&done)
+        );
+        let closed = ledger_entries(&home)
+            .iter()
+            .filter(|e| e["capability"] == "ledger.run_closed" && e["target"] == id.as_str())
+            .count();
+        assert_eq!(closed, 1, "{variant}: the run's close is recorded once");
+        let ok = verify_home(&home, &home);
+        assert_eq!(ok.status.code(), Some(0), "{variant}: {}", transcript(&ok));
+    }
 }
 
 /// `craik bench run` reports the time the run spent appending to its home ledger.

@@ -41,7 +41,11 @@ fn issue_31_a_run_continues_only_under_the_policies_it_started_with() {
         (
             "edited",
             Box::new(|o| {
-                std::fs::write(o.join("quiet.cedar"), QUIET.replace("nothing here", "nothing at all")).unwrap()
+                std::fs::write(
+                    o.join("quiet.cedar"),
+                    QUIET.replace("nothing here", "nothing at all"),
+                )
+                .unwrap()
             }),
         ),
         (

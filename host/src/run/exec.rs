@@ -703,8 +703,8 @@ fn run_confined(
         exit_code,
         timed_out: false,
         truncated: stdout.truncated || stderr.truncated,
-        stdout: String::from_utf8_lossy(&stdout.kept).into_owned(),
-        stderr: String::from_utf8_lossy(&stderr.kept).into_owned(),
+        stdout: String::from_utf8_lossy(stdout.whole_words()).into_owned(),
+        stderr: String::from_utf8_lossy(stderr.whole_words()).into_owned(),
     })
 }
 
@@ -747,6 +747,24 @@ struct Capture {
 }
 
 impl Capture {
+    /// What was kept, ending at a word boundary when the stream was cut: the cut may fall
+    /// inside a host path or a secret, and half of one is recognised by neither the path roles
+    /// nor the redaction rules (outside testing round 12). So a truncated stream ends at its
+    /// last whitespace within the last 4 KiB (a path's longest), or loses those 4 KiB.
+    fn whole_words(&self) -> &[u8] {
+        const TAIL: usize = 4096;
+        if !self.truncated {
+            return &self.kept;
+        }
+        let from = self.kept.len().saturating_sub(TAIL);
+        let tail = self.kept.get(from..).unwrap_or_default();
+        let end = tail
+            .iter()
+            .rposition(u8::is_ascii_whitespace)
+            .map_or(from, |i| from + i + 1);
+        self.kept.get(..end).unwrap_or_default()
+    }
+
     fn new(fd: OwnedFd) -> Self {
         Self {
             open: Some(fd),
@@ -799,6 +817,34 @@ mod tests {
         std::fs::create_dir_all(tmp.path().join(".git")).unwrap();
         let ws = Workspace::open(tmp.path()).unwrap();
         (tmp, ws)
+    }
+
+    /// Outside testing round 12: a stream cut at the capture limit ends at a word boundary, so
+    /// no half path or half token survives the cut (neither roles nor rules recognise one).
+    #[test]
+    fn a_cut_stream_never_ends_inside_a_word() {
+        let (tmp, _) = workspace();
+        let fd = rustix::fs::open(tmp.path(), OFlags::RDONLY, Mode::empty()).unwrap();
+        for (text, kept) in [
+            (b"short".to_vec(), b"short".to_vec()),
+            (
+                [vec![b'x'; 100], b" /home/alice/wo".to_vec()].concat(),
+                [vec![b'x'; 100], b" ".to_vec()].concat(),
+            ),
+            (
+                [vec![b'x'; 100], b"\nAKIAIOSF".to_vec()].concat(),
+                [vec![b'x'; 100], b"\n".to_vec()].concat(),
+            ),
+            (vec![b'y'; 10_000], vec![b'y'; 10_000 - 4096]),
+        ] {
+            let truncated = text.len() > 5;
+            let c = Capture {
+                open: Some(rustix::io::fcntl_dupfd_cloexec(&fd, 0).unwrap()),
+                kept: text,
+                truncated,
+            };
+            assert_eq!(c.whole_words(), kept.as_slice());
+        }
     }
 
     /// Issue 30 item 1: whether the program ran is the error's variant (a receipt says "not

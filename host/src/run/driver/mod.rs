@@ -790,9 +790,14 @@ impl Host {
             .0
             .insert("profile".into(), json!(self.inputs.profile.as_str()));
         if phase == Phase::Observe {
-            let mut outcomes = crate::prompt::capped(&json(&self.outcomes));
+            // Host paths become roles before the cap cuts anything: a path cut in two no
+            // longer matches, and its first half would reach the runner (outside testing
+            // round 12).
+            let mut outcomes = json(&self.outcomes);
             self.private_paths(&mut outcomes);
-            context.0.insert("outcomes".into(), outcomes);
+            context
+                .0
+                .insert("outcomes".into(), crate::prompt::capped(&outcomes));
         }
         RunnerStepRequest {
             schema: Default::default(),

@@ -59,6 +59,20 @@
 //! of every sandbox's reach; the program itself as pid 1 would reap nothing (a chain's zombies
 //! pile up again) and would change its signal semantics. So, in [`spawn`]:
 //!
+//! As root (no user namespace to enter first) the calling thread makes the init itself —
+//! the first child's work is done by the init, and the thread waits for the init's word
+//! (the same futex) instead of a first child's exit: one task, one `clone`, one exit and one
+//! wake-up fewer per command (`start_init`):
+//!
+//! ```text
+//! Craik thread ── clone(VM|NEWPID|PIDFD) ──> init: pid 1, own stack, signals reset, stdio,
+//!   (futex wait, signals blocked)             cwd, setsid, PDEATHSIG, cgroup, mounts,
+//!   <── word (futex) ──────────────────────── clone(VM|VFORK) ──> program: pid 2,
+//!                                             reaps, forwards      steps 3–6, execve
+//! ```
+//!
+//! Otherwise (a user other than root, who needs the private user namespace's capability):
+//!
 //! ```text
 //! Craik thread ── clone(VM|VFORK|PIDFD) ──> first child: signals reset, stdio, cwd,
 //!   (suspended)                              steps 1–2, unshare(CLONE_NEWPID),
@@ -70,7 +84,7 @@
 //!                                       reaps, forwards               steps 3–6, execve
 //! ```
 //!
-//! - **Privilege.** `unshare(CLONE_NEWPID)` needs `CAP_SYS_ADMIN` in the caller's user
+//! - **Privilege.** `CLONE_NEWPID` needs `CAP_SYS_ADMIN` in the caller's user
 //!   namespace: root has it; a user other than root has it inside the private user namespace
 //!   the first child has just entered (`setns` into a user namespace gives every capability
 //!   in it), which then owns the new PID namespace. With neither (no unprivileged user
@@ -119,7 +133,14 @@
 //!   meanwhile. As a user other than root, [`Plan::process_limit`] (`RLIMIT_NPROC`) does: the
 //!   kernel counts it per user namespace, so in the private one it counts only the sandbox's
 //!   processes. As root nothing does (`RLIMIT_NPROC` never binds uid 0) but the step's
-//!   timeout: a delegated cgroup v2 `pids` controller would, and is not used yet.
+//!   timeout — where cgroup v2 is delegated, the command's own cgroup does (below).
+//! - **A cgroup of its own.** Where the caller made one ([`Plan::cgroup_procs`]: Craik, where
+//!   cgroup v2 is delegated to it), the init writes `0` into its `cgroup.procs` before it
+//!   starts the program — without a PID namespace the program's process does, before
+//!   `exec` — so every process of the command is born inside it and bound by its `pids.max`,
+//!   `memory.max` and `cpu.max`. The init's memory is Craik's (`CLONE_VM`) and stays charged
+//!   to Craik's cgroup; the program's, after `exec`, to the command's. The caller removes the
+//!   cgroup once the command has been reaped ([`Started::keep_until_reaped`]).
 
 use std::ffi::CStr;
 use std::ffi::CString;
@@ -168,6 +189,13 @@ pub struct Plan {
     /// PID namespace (Linux ≥ 6.14); on an older one, as root, the write would set the whole
     /// machine's. `None`: not set.
     pub pid_max: Option<u32>,
+    /// `cgroup.procs` of the command's own cgroup v2, open for writing, or `None` for none:
+    /// the init (without a PID namespace, the program's process) writes `0` into it — moves
+    /// itself there — before the program is started, so nothing of the program runs outside
+    /// it; a failed write refuses. The caller made the cgroup and set its limits, and removes
+    /// it once the command has been reaped ([`Started::keep_until_reaped`]). [`install`] and
+    /// [`apply`] ignore it.
+    pub cgroup_procs: Option<OwnedFd>,
 }
 
 /// Whether a command gets a PID namespace of its own, with Craik's init as its pid 1.
@@ -524,6 +552,17 @@ pub struct Started {
     init: Option<Stack>,
     /// Whether [`Started::wait`] reaped it.
     waited: std::sync::atomic::AtomicBool,
+    /// What the caller keeps alive until the child has been reaped (a cgroup to remove).
+    kept: std::sync::Mutex<Option<Kept>>,
+}
+
+/// A value [`Started`] drops once its child has been reaped (held only to be dropped).
+struct Kept(#[allow(dead_code, reason = "held only for its `Drop`")] Box<dyn std::any::Any + Send>);
+
+impl std::fmt::Debug for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Kept(..)")
+    }
 }
 
 /// How a program ended.
@@ -605,6 +644,7 @@ impl Started {
                     .or_else(|| s.terminating_signal().map(Ended::Signaled))
             })
             .ok_or_else(|| std::io::Error::other("the child exited without a status"))?;
+        self.release_kept();
         let recorded = self.init.as_ref().and_then(|stack| {
             Ended::decode(stack.slot().load(std::sync::atomic::Ordering::SeqCst))
         });
@@ -612,9 +652,26 @@ impl Started {
     }
 }
 
+impl Started {
+    /// Keeps `value` until the child has been reaped ([`Started::wait`], or this `Started`
+    /// dropped): what must outlive the command, such as its cgroup, whose `Drop` kills what
+    /// is left in it and removes it.
+    pub fn keep_until_reaped(&self, value: Box<dyn std::any::Any + Send>) {
+        if let Ok(mut kept) = self.kept.lock() {
+            *kept = Some(Kept(value));
+        }
+    }
+
+    fn release_kept(&self) {
+        let kept = self.kept.lock().ok().and_then(|mut k| k.take());
+        drop(kept);
+    }
+}
+
 impl Drop for Started {
     /// An init still running when its `Started` goes is killed (its namespace with it) and
     /// reaped before its stack is unmapped; if that cannot be confirmed the stack is leaked.
+    /// What [`Started::keep_until_reaped`] kept goes last.
     fn drop(&mut self) {
         use rustix::process::{WaitId, WaitIdOptions};
         let Some(stack) = self.init.take() else {
@@ -819,6 +876,22 @@ pub fn spawn(
         refused: AtomicBool::new(false),
         refusal: std::cell::UnsafeCell::new(None),
     };
+    // No PID namespace for this process after all (`start_init` answers `None`): the first
+    // child's path decides (it refuses or goes without one, as `plan.pid_ns` says).
+    if contain
+        && direct_init(plan)
+        && let Some((pid, pidfd)) = start_init(&handoff, init_stack.as_ref())?
+    {
+        drop(sources);
+        let pidfd = finish_direct(&handoff, pidfd)?;
+        return Ok(Started {
+            pid,
+            pidfd,
+            init: init_stack,
+            waited: AtomicBool::new(false),
+            kept: std::sync::Mutex::new(None),
+        });
+    }
     let stack = Stack::new()?;
     let mut pidfd: libc::c_int = -1;
     let pid = {
@@ -876,34 +949,15 @@ pub fn spawn(
             error: std::io::Error::from_raw_os_error(libc::ECHILD),
         });
     }
-    let refused = handoff.refused.load(Ordering::SeqCst);
-    let errno = handoff.errno.load(Ordering::SeqCst);
-    if refused || errno != 0 {
-        // The child that failed has exited: reap what is left, then say what failed.
-        match init {
-            Some(init) => {
-                let _ = rustix::process::waitpid(Some(init), rustix::process::WaitOptions::empty());
-            }
-            None => reap(&pidfd),
+    // The child that failed has exited: reap what is left, then say what failed.
+    let reap_rest = || match init {
+        Some(init) => {
+            let _ = rustix::process::waitpid(Some(init), rustix::process::WaitOptions::empty());
         }
-        if refused {
-            // SAFETY: written once by the child that refused, which has exited (see
-            // `Handoff::refuse`); nothing writes it any more.
-            #[allow(unsafe_code)]
-            let fail = unsafe { (*handoff.refusal.get()).take() };
-            if let Some(fail) = fail {
-                return Err(SpawnError::Refused(fail.refusal()));
-            }
-        }
-        let what = match handoff.stage.load(Ordering::SeqCst) {
-            STAGE_CHDIR => "cannot enter the working directory",
-            STAGE_STDIO => "cannot set up standard input and output",
-            _ => "cannot execute",
-        };
-        return Err(SpawnError::Start {
-            what,
-            error: std::io::Error::from_raw_os_error(errno.max(1)),
-        });
+        None => reap(&pidfd),
+    };
+    if let Some(error) = handoff_failure(&handoff, reap_rest) {
+        return Err(error);
     }
     let Some(init) = init else {
         return Ok(Started {
@@ -911,6 +965,7 @@ pub fn spawn(
             pidfd,
             init: None,
             waited: AtomicBool::new(false),
+            kept: std::sync::Mutex::new(None),
         });
     };
     match rustix::process::pidfd_open(init, rustix::process::PidfdFlags::empty()) {
@@ -919,6 +974,7 @@ pub fn spawn(
             pidfd: init_fd,
             init: init_stack,
             waited: AtomicBool::new(false),
+            kept: std::sync::Mutex::new(None),
         }),
         Err(e) => {
             let _ = rustix::process::kill_process(init, rustix::process::Signal::KILL);
@@ -926,6 +982,171 @@ pub fn spawn(
             Err(std::io::Error::from(e).into())
         }
     }
+}
+
+/// Whether [`spawn`] makes the init directly from the calling thread (`clone` with
+/// `CLONE_NEWPID`, no first child): as root, where no user namespace is entered first (the
+/// PID namespace must then be made inside it, by a child that has entered it).
+fn direct_init(plan: &Plan) -> bool {
+    let user = match &plan.mounts {
+        Some(MountNs::Make(mounts)) => mounts.user.is_some(),
+        Some(MountNs::Enter(namespace)) => namespace.user.is_some(),
+        None => false,
+    };
+    !user && rustix::process::geteuid().is_root()
+}
+
+/// The errors of `clone(CLONE_NEWPID)` that mean "no PID namespace for this process" (no
+/// `CAP_SYS_ADMIN`, a kernel without PID namespaces, the nesting limit): the first child's
+/// path is taken instead, and decides as it always did.
+fn no_pid_namespace(errno: i32) -> bool {
+    matches!(
+        errno,
+        libc::EPERM | libc::EINVAL | libc::ENOSPC | libc::EUSERS
+    )
+}
+
+/// Starts the init straight from the calling thread (issue 30 item 5, the cheaper path): `clone(CLONE_VM |
+/// CLONE_NEWPID | CLONE_PIDFD)` on `init_stack`, then waits (a futex, every signal blocked)
+/// until the init has started the program or failed, or has died. `None`: no PID namespace
+/// can be made here ([`no_pid_namespace`]); nothing was started.
+fn start_init(
+    handoff: &Handoff<'_>,
+    init_stack: Option<&Stack>,
+) -> Result<Option<(i32, OwnedFd)>, SpawnError> {
+    use std::sync::atomic::Ordering;
+    let Some(init_stack) = init_stack else {
+        return Ok(None);
+    };
+    // The init checks with this that Craik is still alive once its parent-death signal is
+    // set (its parent, this thread, lies outside its namespace: `getppid` answers 0 there).
+    // Its copy of the descriptor table holds it; this copy is closed when the init reports.
+    let me = rustix::process::pidfd_open(
+        rustix::process::getpid(),
+        rustix::process::PidfdFlags::empty(),
+    )
+    .map_err(std::io::Error::from)?;
+    handoff.parent.store(me.as_raw_fd(), Ordering::SeqCst);
+    let mut pidfd: libc::c_int = -1;
+    let _blocked = SignalsBlocked::new();
+    // SAFETY: `init_direct` runs on `init_stack` (mapped, with a guard page below it), which
+    // outlives it (`Started` keeps it until the init has been reaped; every early return
+    // below reaps it first). Until it sets `ready` it reads `handoff`, which lives in the
+    // caller's frame: this thread waits below for `ready` or the init's death and returns
+    // only then; after `ready` the init touches only its own stack. It shares this
+    // process's memory and thread-local storage; everything it runs is allocation- and
+    // lock-free, and this thread makes only raw system calls while it waits (no `errno`).
+    // Every signal is blocked, in this thread and (inherited) in the init.
+    #[allow(unsafe_code)]
+    let pid = unsafe {
+        libc::clone(
+            init_direct,
+            init_stack.top(),
+            libc::CLONE_VM | libc::CLONE_NEWPID | libc::CLONE_PIDFD | libc::SIGCHLD,
+            std::ptr::from_ref(handoff).cast_mut().cast(),
+            std::ptr::from_mut(&mut pidfd),
+        )
+    };
+    if pid < 0 {
+        let error = std::io::Error::last_os_error();
+        handoff.parent.store(-1, Ordering::SeqCst);
+        return match error.raw_os_error() {
+            Some(errno) if no_pid_namespace(errno) => Ok(None),
+            _ => Err(error.into()),
+        };
+    }
+    // SAFETY: with `CLONE_PIDFD` the kernel stored a new descriptor of the child here, owned
+    // by nobody else.
+    #[allow(unsafe_code)]
+    let pidfd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(pidfd) };
+    let slice = rustix::thread::futex::Timespec {
+        tv_sec: 0,
+        tv_nsec: 20_000_000,
+    };
+    while handoff.ready.load(Ordering::SeqCst) == 0 {
+        let _ = rustix::thread::futex::wait(
+            &handoff.ready,
+            rustix::thread::futex::Flags::PRIVATE,
+            0,
+            Some(&slice),
+        );
+        // An init that died without a word (killed): `finish_direct` reaps it.
+        if exited(pidfd.as_fd()) {
+            break;
+        }
+    }
+    drop(me);
+    Ok(Some((pid, pidfd)))
+}
+
+/// Whether the child `pidfd` holds has exited (not reaped: `WNOWAIT`). A raw system call:
+/// no `errno` is touched (the init may share this thread's).
+fn exited(pidfd: rustix::fd::BorrowedFd<'_>) -> bool {
+    use rustix::process::{WaitId, WaitIdOptions};
+    matches!(
+        rustix::process::waitid(
+            WaitId::PidFd(pidfd),
+            WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
+        ),
+        Ok(Some(_)) | Err(_)
+    )
+}
+
+/// After [`start_init`]: the init's pidfd when it has started the program, or — once it has
+/// been reaped — why no program runs.
+fn finish_direct(handoff: &Handoff<'_>, pidfd: OwnedFd) -> Result<OwnedFd, SpawnError> {
+    use std::sync::atomic::Ordering;
+    let reap = |fd: &OwnedFd| {
+        let _ = rustix::process::waitid(
+            rustix::process::WaitId::PidFd(fd.as_fd()),
+            rustix::process::WaitIdOptions::EXITED,
+        );
+    };
+    if handoff.ready.load(Ordering::SeqCst) == 0 {
+        // Killed before it said it was done with `handoff`: reaped (its namespace, the
+        // program's process included, is gone before its exit is reported) before
+        // `handoff` goes.
+        let _ = rustix::process::pidfd_send_signal(&pidfd, rustix::process::Signal::KILL);
+        reap(&pidfd);
+        return Err(SpawnError::Start {
+            what: "the init of the PID namespace ended before the program started",
+            error: std::io::Error::from_raw_os_error(libc::ECHILD),
+        });
+    }
+    if let Some(error) = handoff_failure(handoff, || reap(&pidfd)) {
+        return Err(error);
+    }
+    Ok(pidfd)
+}
+
+/// Why no program runs, when a child said so (a refusal, or a start failure), after `reap`
+/// has reaped what is left; `None` when none did.
+fn handoff_failure(handoff: &Handoff<'_>, reap: impl FnOnce()) -> Option<SpawnError> {
+    use std::sync::atomic::Ordering;
+    let refused = handoff.refused.load(Ordering::SeqCst);
+    let errno = handoff.errno.load(Ordering::SeqCst);
+    if !refused && errno == 0 {
+        return None;
+    }
+    reap();
+    if refused {
+        // SAFETY: written once by the child that refused, which has exited (see
+        // `Handoff::refuse`) and been reaped; nothing writes it any more.
+        #[allow(unsafe_code)]
+        let fail = unsafe { (*handoff.refusal.get()).take() };
+        if let Some(fail) = fail {
+            return Some(SpawnError::Refused(fail.refusal()));
+        }
+    }
+    let what = match handoff.stage.load(Ordering::SeqCst) {
+        STAGE_CHDIR => "cannot enter the working directory",
+        STAGE_STDIO => "cannot set up standard input and output",
+        _ => "cannot execute",
+    };
+    Some(SpawnError::Start {
+        what,
+        error: std::io::Error::from_raw_os_error(errno.max(1)),
+    })
 }
 
 fn nul_terminated(strings: &[CString]) -> Vec<*const libc::c_char> {
@@ -1087,13 +1308,10 @@ struct KernelSigaction {
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 compile_error!("craik-spawn knows the kernel's `struct sigaction` of x86_64 and aarch64 only");
 
-/// The first child of [`spawn`]: runs on its own stack in the parent's memory until it calls
-/// `execve` (no PID namespace) or the init it started is done with the handoff.
-extern "C" fn outer(arg: *mut libc::c_void) -> libc::c_int {
-    // SAFETY: `arg` is the `Handoff` of `spawn`, alive while this child runs (the parent
-    // thread is suspended until it calls `execve` or `_exit`).
-    #[allow(unsafe_code)]
-    let handoff = unsafe { &*arg.cast::<Handoff<'_>>() };
+/// What a child of [`spawn`] does first, whichever it is (the first child, or the init made
+/// directly): every signal handler back to the default, `stdio` on 0, 1 and 2, the working
+/// directory. A failure ends it ([`Handoff::failed`]).
+fn prelude(handoff: &Handoff<'_>) {
     // SAFETY: plain system calls on this child with stack-held values: the kernel reads and
     // writes only the `KernelSigaction` given, of the size given.
     #[allow(unsafe_code)]
@@ -1135,6 +1353,16 @@ extern "C" fn outer(arg: *mut libc::c_void) -> libc::c_int {
     if let Err(e) = rustix::process::chdir(handoff.program.cwd.as_c_str()) {
         handoff.failed(STAGE_CHDIR, e.raw_os_error());
     }
+}
+
+/// The first child of [`spawn`]: runs on its own stack in the parent's memory until it calls
+/// `execve` (no PID namespace) or the init it started is done with the handoff.
+extern "C" fn outer(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the `Handoff` of `spawn`, alive while this child runs (the parent
+    // thread is suspended until it calls `execve` or `_exit`).
+    #[allow(unsafe_code)]
+    let handoff = unsafe { &*arg.cast::<Handoff<'_>>() };
+    prelude(handoff);
     let plan = handoff.plan;
     if let Err(fail) = guard_parent(plan) {
         handoff.refuse(fail);
@@ -1191,6 +1419,9 @@ extern "C" fn outer(arg: *mut libc::c_void) -> libc::c_int {
         }
     }
     if !mounts_done && let Err(fail) = mounts(plan, user_entered) {
+        handoff.refuse(fail);
+    }
+    if let Err(fail) = join_cgroup(plan) {
         handoff.refuse(fail);
     }
     let _ = rustix::process::setsid();
@@ -1296,6 +1527,30 @@ fn contain(handoff: &Handoff<'_>, init_stack: &Stack) -> ! {
     }
 }
 
+/// The init made directly by [`start_init`] (as root): pid 1 of its new PID namespace, the
+/// calling Craik thread's child. It does what the first child does first ([`prelude`]),
+/// then everything [`init`] does — its parent-death signal and parent check (the pidfd
+/// `start_init` opened), the namespace's `pid_max`, the mounts, the program.
+extern "C" fn init_direct(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the `Handoff` of `spawn`, alive until this process sets `ready`
+    // (`start_init` waits for it, or for this process's death).
+    #[allow(unsafe_code)]
+    let handoff = unsafe { &*arg.cast::<Handoff<'_>>() };
+    prelude(handoff);
+    init(arg)
+}
+
+/// Moves the calling process into the command's cgroup ([`Plan::cgroup_procs`]), if it has
+/// one: `0` written to its `cgroup.procs` names the writer. Its children are born there.
+fn join_cgroup(plan: &Plan) -> Result<(), Fail<'static>> {
+    match &plan.cgroup_procs {
+        Some(procs) => rustix::io::write(procs, b"0").map(drop).map_err(|e| {
+            Fail::os("cannot enter the command's cgroup", e).in_stage(Stage::Privileges)
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Whether `fd` is readable now (a pidfd: its process has exited).
 fn readable(fd: rustix::fd::BorrowedFd<'_>) -> bool {
     let mut poll = libc::pollfd {
@@ -1353,6 +1608,9 @@ extern "C" fn init(arg: *mut libc::c_void) -> libc::c_int {
     #[allow(unsafe_code)]
     unsafe {
         libc::close(parent);
+    }
+    if let Err(fail) = join_cgroup(handoff.plan) {
+        handoff.refuse(fail);
     }
     if let Some(limit) = handoff.plan.pid_max {
         limit_pids(limit);

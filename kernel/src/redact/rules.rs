@@ -18,10 +18,12 @@
 
 use std::collections::BTreeMap;
 use std::ops::Range;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
-use regex::{Captures, Regex, RegexBuilder};
+use regex::{Captures, Regex, RegexBuilder, RegexSet, RegexSetBuilder};
+use regex_syntax::hir::Hir;
+use regex_syntax::hir::literal::Extractor;
 use serde::Deserialize;
 
 /// The gitleaks release whose default rule set is vendored.
@@ -167,6 +169,9 @@ struct Rule {
     /// `None` for path-only rules.
     regex: Option<Lazy>,
     has_groups: bool,
+    /// The search engine has no literal to skip ahead with: the pattern is run over every
+    /// byte (see [`is_heavy`]). Such rules are first tried together, in one [`RegexSet`].
+    heavy: bool,
     secret_group: usize,
     entropy: Option<f64>,
     allowlists: Vec<Allowlist>,
@@ -232,7 +237,23 @@ pub struct SecretRules {
     /// Rules the replacement text's own keywords enable.
     marker_enabled: Vec<bool>,
     gitleaks_ids: Vec<String>,
+    /// The heavy rules (indices into `rules`).
+    heavy: Vec<usize>,
+    /// Sets of heavy rules tried together (see [`SecretRules::heavy_absent`]), by the rules
+    /// they hold, compiled on first use; `None` for a set that does not compile (its rules
+    /// are then scanned one by one). At most [`HEAVY_SETS`] are kept.
+    heavy_sets: Mutex<Vec<(Vec<usize>, HeavySet)>>,
 }
+
+/// A compiled set of heavy rules, shared; `None` if it did not compile.
+type HeavySet = Arc<Option<RegexSet>>;
+
+/// How many sets of heavy rules are kept compiled; the rules of texts that need another set
+/// are scanned one by one. A text enables a few heavy rules, the same few in most texts.
+const HEAVY_SETS: usize = 32;
+
+/// Sets of more rules than this are not built (each rule is scanned alone).
+const HEAVY_SET_MAX: usize = 16;
 
 impl SecretRules {
     /// Loads and compiles both compiled-in rule files.
@@ -276,7 +297,12 @@ impl SecretRules {
             .kind(Some(AhoCorasickKind::DFA))
             .build(keywords.keys())
             .map_err(RuleSetError::Prefilter)?;
+        let heavy = (0..rules.len())
+            .filter(|&i| rules.get(i).is_some_and(|r| r.heavy))
+            .collect();
         let mut set = SecretRules {
+            heavy,
+            heavy_sets: Mutex::new(Vec::new()),
             marker_enabled: Vec::new(),
             rules,
             global,
@@ -385,8 +411,18 @@ impl SecretRules {
     /// Scans every enabled rule; with `recheck`, rules without a previous hit only in its
     /// windows.
     fn scan_all(&self, text: &str, pass: &mut Pass, recheck: Option<(&[bool], &[Range<usize>])>) {
+        let full_scan =
+            |i: usize| recheck.is_none_or(|(hit, _)| hit.get(i).copied().unwrap_or(true));
+        let absent = self.heavy_absent(text, |i| {
+            pass.enabled.get(i).copied().unwrap_or(false) && full_scan(i)
+        });
         for (i, rule) in self.rules.iter().enumerate() {
             if !pass.enabled.get(i).copied().unwrap_or(false) {
+                continue;
+            }
+            let full = full_scan(i);
+            // The set found no match of this rule anywhere in `text`: its scan finds none.
+            if full && absent.get(i).copied().unwrap_or(false) {
                 continue;
             }
             let Some(lazy) = &rule.regex else { continue };
@@ -394,7 +430,6 @@ impl SecretRules {
                 pass.broken = true;
                 continue;
             };
-            let full = recheck.is_none_or(|(hit, _)| hit.get(i).copied().unwrap_or(true));
             let windows: &[Range<usize>] = match recheck {
                 Some((_, w)) if !full => w,
                 _ => &[],
@@ -416,6 +451,69 @@ impl SecretRules {
                 }
             }
         }
+    }
+
+    /// Per rule: whether it is heavy and has no match anywhere in `text`, decided by one run of
+    /// a set of the heavy rules `wanted` (enabled, to be scanned whole) when there are at
+    /// least two; all false otherwise. A rule marked here would find nothing: skipping it
+    /// changes no result, only the cost (one pass over `text` for all of them instead of one
+    /// each: their patterns step through every byte, and a set steps through it once).
+    fn heavy_absent(&self, text: &str, wanted: impl Fn(usize) -> bool) -> Vec<bool> {
+        let mut absent = vec![false; self.rules.len()];
+        let members: Vec<usize> = self.heavy.iter().copied().filter(|&i| wanted(i)).collect();
+        if members.len() < 2 || members.len() > HEAVY_SET_MAX {
+            return absent;
+        }
+        let Some(set) = self.heavy_set(&members) else {
+            return absent;
+        };
+        let Some(set) = set.as_ref() else {
+            return absent;
+        };
+        // INVARIANT: heavy rules all have a pattern, so the set's pattern k is rule members[k].
+        if set.len() != members.len() {
+            return absent;
+        }
+        let matched = set.matches(text);
+        for (k, &i) in members.iter().enumerate() {
+            if !matched.matched(k)
+                && let Some(a) = absent.get_mut(i)
+            {
+                *a = true;
+            }
+        }
+        absent
+    }
+
+    /// The compiled set of rules `members`; `None` when it is not kept (too many sets).
+    fn heavy_set(&self, members: &[usize]) -> Option<HeavySet> {
+        if let Some((_, set)) = self
+            .heavy_sets
+            .lock()
+            .ok()?
+            .iter()
+            .find(|(m, _)| m.as_slice() == members)
+        {
+            return Some(Arc::clone(set));
+        }
+        // Compiled outside the lock; two threads may both compile the same set.
+        let set = RegexSetBuilder::new(
+            members
+                .iter()
+                .filter_map(|&i| self.rules.get(i)?.regex.as_ref())
+                .map(|l| l.pattern.as_str()),
+        )
+        .size_limit(64 << 20)
+        .dfa_size_limit(8 << 20)
+        .build()
+        .ok();
+        let set = Arc::new(set);
+        let mut sets = self.heavy_sets.lock().ok()?;
+        if sets.len() >= HEAVY_SETS {
+            return None;
+        }
+        sets.push((members.to_vec(), Arc::clone(&set)));
+        Some(set)
     }
 
     /// What the first secret in `text` is, if there is one.
@@ -465,7 +563,14 @@ impl SecretRules {
         mut found: impl FnMut(&'s Rule, Range<usize>) -> bool,
     ) -> bool {
         let enabled = self.enabled(text);
-        for (rule, _) in self.rules.iter().zip(&enabled).filter(|(_, on)| **on) {
+        let absent = self.heavy_absent(text, |i| enabled.get(i).copied().unwrap_or(false));
+        for ((rule, _), _) in self
+            .rules
+            .iter()
+            .zip(&enabled)
+            .zip(&absent)
+            .filter(|((_, on), absent)| **on && !**absent)
+        {
             let Some(lazy) = &rule.regex else { continue };
             let Some(regex) = lazy.get() else {
                 return false;
@@ -667,7 +772,11 @@ fn compile(file: &'static str, id: &str, pattern: &str) -> Result<Regex, RuleSet
 
 /// The translated pattern, parsed as `regex` parses it (so only its compiled size is left to
 /// fail), and its number of capture groups.
-fn checked(file: &'static str, id: &str, pattern: &str) -> Result<(String, usize), RuleSetError> {
+fn checked(
+    file: &'static str,
+    id: &str,
+    pattern: &str,
+) -> Result<(String, usize, bool), RuleSetError> {
     let translated = translate(pattern).map_err(|what| RuleSetError::Unsupported {
         file,
         id: id.to_owned(),
@@ -682,21 +791,30 @@ fn checked(file: &'static str, id: &str, pattern: &str) -> Result<(String, usize
             source: Box::new(e),
         })?;
     let groups = hir.properties().explicit_captures_len();
-    Ok((translated, groups))
+    Ok((translated, groups, is_heavy(&hir)))
+}
+
+/// Whether a pattern has no prefix literal of at least 3 bytes for the search engine to skip
+/// ahead with (a finite set of them), so that its search steps through every byte. Only a
+/// cost estimate: it decides which rules are tried together first, never what matches.
+fn is_heavy(hir: &Hir) -> bool {
+    let seq = Extractor::new().extract(hir);
+    seq.literals()
+        .is_none_or(|lits| lits.is_empty() || lits.iter().any(|l| l.as_bytes().len() < 3))
 }
 
 fn rule(file: &'static str, spec: &RuleSpec, is_gitleaks: bool) -> Result<Rule, RuleSetError> {
-    let (regex, groups) = match &spec.regex {
+    let (regex, groups, heavy) = match &spec.regex {
         Some(p) => {
-            let (pattern, groups) =
+            let (pattern, groups, heavy) =
                 checked(file, &spec.id, &p.replace("{secret_keys}", SECRET_KEYS))?;
             let lazy = Lazy {
                 pattern,
                 compiled: OnceLock::new(),
             };
-            (Some(lazy), groups)
+            (Some(lazy), groups, heavy)
         }
-        None => (None, 0),
+        None => (None, 0, false),
     };
     let secret_group = spec.secret_group.unwrap_or(0);
     if secret_group > groups {
@@ -720,6 +838,7 @@ fn rule(file: &'static str, spec: &RuleSpec, is_gitleaks: bool) -> Result<Rule, 
         keywords: spec.keywords.clone(),
         regex,
         has_groups: groups > 0,
+        heavy,
         secret_group,
         entropy: spec.entropy.filter(|e| *e != 0.0),
         allowlists,
@@ -892,6 +1011,7 @@ fn is_repetition(mut rest: impl Iterator<Item = char>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn translation_keeps_go_meaning() {
@@ -917,5 +1037,152 @@ mod tests {
     #[test]
     fn spans_merge() {
         assert_eq!(merge(vec![5..9, 0..3, 2..4, 9..10]), vec![0..4, 5..10]);
+    }
+
+    /// The reference path: every rule a keyword enables (found by a plain case-insensitive
+    /// substring search) run alone over the whole text, with gitleaks' checks; no keyword
+    /// automaton, no set of heavy rules, no windows.
+    fn reference_spans(rules: &SecretRules, text: &str) -> Vec<Range<usize>> {
+        let lower = text.to_ascii_lowercase();
+        let mut spans = Vec::new();
+        for rule in &rules.rules {
+            let Some(lazy) = &rule.regex else { continue };
+            if !rule.keywords.is_empty()
+                && !rule
+                    .keywords
+                    .iter()
+                    .any(|k| lower.contains(&k.to_lowercase()))
+            {
+                continue;
+            }
+            for caps in lazy.get().unwrap().captures_iter(text) {
+                spans.extend(rules.check(rule, text, &caps));
+            }
+        }
+        merge(spans)
+    }
+
+    /// Reference redaction: full passes of [`reference_spans`] until one finds nothing.
+    fn reference_redact(rules: &SecretRules, text: &str) -> String {
+        let mut out = text.to_owned();
+        for _ in 0..super::super::MAX_PASSES {
+            let spans = reference_spans(rules, &out);
+            if spans.is_empty() {
+                break;
+            }
+            let mut next = String::new();
+            let mut at = 0;
+            for span in spans {
+                next.push_str(&out[at..span.start]);
+                next.push_str(super::super::REDACTED);
+                at = span.end;
+            }
+            next.push_str(&out[at..]);
+            out = next;
+        }
+        out
+    }
+
+    #[derive(Deserialize)]
+    struct Samples {
+        sample: Vec<Sample>,
+    }
+
+    #[derive(Deserialize)]
+    struct Sample {
+        positive: String,
+        negative: String,
+    }
+
+    fn samples() -> &'static [Sample] {
+        static SAMPLES: OnceLock<Vec<Sample>> = OnceLock::new();
+        SAMPLES.get_or_init(|| {
+            toml::from_str::<Samples>(include_str!("../../tests/redaction/samples.toml"))
+                .unwrap()
+                .sample
+        })
+    }
+
+    fn keywords() -> &'static [String] {
+        static KEYWORDS: OnceLock<Vec<String>> = OnceLock::new();
+        KEYWORDS.get_or_init(|| {
+            let rules = super::super::secret_rules().unwrap();
+            let mut all: Vec<String> = rules
+                .rules
+                .iter()
+                .flat_map(|r| r.keywords.clone())
+                .collect();
+            all.sort();
+            all.dedup();
+            all
+        })
+    }
+
+    /// One piece of a generated text: a rule's positive or negative sample, a near miss (a
+    /// positive cut short or with a character dropped), a keyword in random case, noise,
+    /// or unicode (including `ſ` and the Kelvin sign, which `(?i)` folds to `s`/`k`).
+    fn piece() -> impl Strategy<Value = String> {
+        let n = samples().len();
+        let k = keywords().len();
+        prop_oneof![
+            (0..n).prop_map(|i| samples()[i].positive.clone()),
+            (0..n).prop_map(|i| samples()[i].negative.clone()),
+            (0..n, any::<prop::sample::Index>(), any::<bool>()).prop_map(|(i, cut, drop)| {
+                let p = &samples()[i].positive;
+                let at = cut.index(p.len() + 1);
+                let at = (0..=at).rev().find(|&a| p.is_char_boundary(a)).unwrap_or(0);
+                if drop {
+                    let mut s = p.clone();
+                    if at < s.len() {
+                        s.remove(at);
+                    }
+                    s
+                } else {
+                    p[..at].to_owned()
+                }
+            }),
+            (0..k, any::<u64>()).prop_map(|(i, case)| {
+                keywords()[i]
+                    .chars()
+                    .enumerate()
+                    .map(|(j, c)| {
+                        if case >> (j % 64) & 1 == 1 {
+                            c.to_ascii_uppercase()
+                        } else {
+                            c
+                        }
+                    })
+                    .collect()
+            }),
+            "[A-Za-z0-9_=:'\" ./+-]{0,40}",
+            "[ \t\n]{0,3}",
+            "[\u{17F}\u{212A}é€😀\u{0}-\u{7F}]{0,6}",
+            any::<String>().prop_map(|s| s.chars().take(12).collect()),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(192))]
+
+        /// The fast path (keyword automaton, heavy rules tried together first, later passes
+        /// only where replacing changed the text) redacts exactly what the reference path
+        /// (every enabled rule over the whole text, every pass) redacts.
+        #[test]
+        fn fast_path_redacts_exactly_what_the_reference_redacts(
+            pieces in prop::collection::vec(piece(), 1..14),
+            seps in prop::collection::vec("[ \n\t,;=:\"'/]{0,2}", 14),
+        ) {
+            let mut text = String::new();
+            for (p, sep) in pieces.iter().zip(&seps) {
+                text.push_str(p);
+                text.push_str(sep);
+            }
+            let rules = super::super::secret_rules().unwrap();
+            prop_assert_eq!(rules.spans(&text).spans, reference_spans(rules, &text));
+            prop_assert_eq!(
+                super::super::redact_text(&text).text,
+                reference_redact(rules, &text)
+            );
+        }
     }
 }

@@ -800,6 +800,91 @@ pub fn journals_on_disk(home: &Home) -> Vec<String> {
     out
 }
 
+/// What the verified home ledger records of one run (issue 31 item 1).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunRecord {
+    /// The `inputs_sha256` its `ledger.run_started` entry signs (its journal's first
+    /// receipt's `request_hash`).
+    pub started: Option<String>,
+    /// The tree size and root its `ledger.run_closed` entry signs.
+    pub closed: Option<(u64, String)>,
+}
+
+/// What the home's ledger records of `run_id`, read only after the whole ledger verifies with
+/// `keys` (and the keys its rotations vouch for); `None` when the home has no ledger. A ledger
+/// that does not verify is an error: the host acts on nothing it cannot check.
+pub fn run_record(root: &Path, keys: &KeyRing, run_id: &str) -> Result<Option<RunRecord>, Error> {
+    let path = root.join(LEDGER_NAME);
+    let bytes = match fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io(&path)(e)),
+    };
+    // A torn last line (an append cut short, never acknowledged) is the next append's to move
+    // aside; what is complete must verify.
+    let complete = bytes
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let bytes = bytes.get(..complete).unwrap_or_default();
+    let refuse = |why: String| {
+        Error::invalid(
+            format!(
+                "{}: the home ledger does not verify ({why}); nothing is continued against it: check the home with `craik receipts verify {}`",
+                path.display(),
+                root.display()
+            ),
+            Vec::new(),
+        )
+    };
+    let history = key_history(bytes, keys).map_err(refuse)?;
+    let report = craik_kernel::verify_journal_with(
+        bytes,
+        &history.ring,
+        VerifyOptions {
+            threads: 1,
+            allow_open: true,
+            ..VerifyOptions::default()
+        },
+        &mut |_, _| {},
+    );
+    if let Some(f) = &report.failure {
+        return Err(refuse(format!("line {}: {}: {}", f.line, f.what, f.why)));
+    }
+    if !history
+        .periods
+        .iter()
+        .any(|(id, _, _)| keys.get(id).is_some())
+    {
+        return Err(refuse("no line is signed by a key this home trusts".into()));
+    }
+    let mut record = RunRecord::default();
+    for (_, decoded) in decode_all(bytes) {
+        let Decoded::Receipt(r) = decoded else {
+            continue;
+        };
+        if r.target != run_id {
+            continue;
+        }
+        let m = &r.result.metadata.0;
+        match r.capability.as_str() {
+            RUN_STARTED => {
+                record.started = m
+                    .get("inputs_sha256")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+            }
+            RUN_CLOSED => {
+                let size = m.get("tree_size").and_then(Value::as_u64);
+                let root = m.get("root_hash").and_then(Value::as_str);
+                record.closed = size.zip(root).map(|(s, r)| (s, r.to_owned()));
+            }
+            _ => {}
+        }
+    }
+    Ok(Some(record))
+}
+
 /// What the ledger names: a journal (relative path) → (line, seq, kind) of the entry that
 /// names it, and its recorded close (tree size, root, line).
 #[derive(Debug, Default)]

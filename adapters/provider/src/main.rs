@@ -272,6 +272,22 @@ fn u64_at(v: &Value, path: &[&str]) -> Option<u64> {
         .and_then(Value::as_u64)
 }
 
+/// The input tokens of an Anthropic Messages `usage` object: `input_tokens` counts only what
+/// came after the last cache breakpoint, so the tokens written to and read from the cache are
+/// added (each billed; outside testing round 12: 900 000 cached tokens a call were receipted as
+/// 2). Absent or `null` cache fields mean no caching (the API's documented meaning): 0. A
+/// present field that is not a non-negative integer makes the count unknown, never 0.
+fn anthropic_input(usage: &Value) -> Option<u64> {
+    let mut total = usage.get("input_tokens").and_then(Value::as_u64)?;
+    for key in ["cache_creation_input_tokens", "cache_read_input_tokens"] {
+        match usage.get(key) {
+            None | Some(Value::Null) => {}
+            Some(v) => total = total.checked_add(v.as_u64()?)?,
+        }
+    }
+    Some(total)
+}
+
 /// A complete (non-streamed) response body.
 fn parse_body(api: Api, body: &Value) -> Normalised {
     let mut n = Normalised {
@@ -326,7 +342,7 @@ fn parse_body(api: Api, body: &Value) -> Normalised {
                     _ => {}
                 }
             }
-            n.input_tokens = u64_at(body, &["usage", "input_tokens"]);
+            n.input_tokens = body.get("usage").and_then(anthropic_input);
             n.output_tokens = u64_at(body, &["usage", "output_tokens"]);
             n.stop_reason = body
                 .get("stop_reason")
@@ -441,7 +457,10 @@ fn parse_stream(
             },
             Api::AnthropicMessages => match kind.as_str() {
                 "message_start" => {
-                    n.input_tokens = u64_at(&v, &["message", "usage", "input_tokens"]);
+                    n.input_tokens = v
+                        .get("message")
+                        .and_then(|m| m.get("usage"))
+                        .and_then(anthropic_input);
                     n.response_id = v
                         .get("message")
                         .and_then(|m| m.get("id"))
@@ -486,6 +505,11 @@ fn parse_stream(
                 }
                 "message_delta" => {
                     n.output_tokens = u64_at(&v, &["usage", "output_tokens"]);
+                    // Newer streams repeat the (cumulative) input counts here: the last word.
+                    if let Some(usage) = v.get("usage").filter(|u| u.get("input_tokens").is_some())
+                    {
+                        n.input_tokens = anthropic_input(usage);
+                    }
                     n.stop_reason = v
                         .get("delta")
                         .and_then(|d| d.get("stop_reason"))

@@ -1062,3 +1062,74 @@ fn issue_18_round_7_rebuild_refuses_a_journal_under_another_name() {
         );
     }
 }
+
+/// Issue 31 item 1: a completed run's directory put back as it was while parked (its
+/// approval file still `approved`: a restore from backup, a sync conflict — no key needed) is
+/// never continued: the ledger records the run closed at another root, so `runs resume`,
+/// `recover`, `cancel` and `approvals … --resume` refuse, sign nothing, and the approved
+/// action is not performed a second time.
+#[test]
+fn issue_31_a_run_put_back_from_an_earlier_copy_is_never_continued() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, id, text) = run_example(&home, &example("approval"), &[]);
+    assert_eq!(exit, 6, "{text}");
+    let approval = crate::runs::pending_approval(&home);
+    let ok = crate::runs::approve(&home, &approval, "user:alice");
+    assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
+    // The copy an attacker (or a backup) keeps: the run parked, its approval approved.
+    let run_dir = home.join("runs").join(&id);
+    let saved = dir.path().join("saved");
+    // (the run's approvals, `approved` now, live in its directory)
+    crate::policy::copy_dir(&run_dir, &saved.join("run"));
+    let done = crate::runs::resume(&home, &id);
+    assert_eq!(done.status.code(), Some(0), "{}", transcript(&done));
+    let performed = |home: &Path| {
+        receipts(home, &id)
+            .iter()
+            .filter(|r| {
+                r["decided_by"]["kind"] == "approval" && r["capability"] != "approval.review"
+            })
+            .count()
+    };
+    assert_eq!(performed(&home), 1);
+    // Put back.
+    std::fs::remove_dir_all(&run_dir).unwrap();
+    crate::policy::copy_dir(&saved.join("run"), &run_dir);
+    let journal = || std::fs::read(run_dir.join("receipts.jsonl")).unwrap();
+    let restored = journal();
+    for args in [
+        vec!["runs", "resume", id.as_str(), "--by", "user:op"],
+        vec!["runs", "recover", id.as_str(), "--by", "user:op"],
+        vec!["runs", "cancel", id.as_str(), "--by", "user:op"],
+        vec![
+            "approvals",
+            "approve",
+            approval.as_str(),
+            "--by",
+            "user:alice",
+            "--reason",
+            "x",
+            "--resume",
+        ],
+    ] {
+        let out = craik()
+            .args(&args)
+            .arg("--home")
+            .arg(&home)
+            .output()
+            .unwrap();
+        assert_ne!(out.status.code(), Some(0), "{args:?}: {}", transcript(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("the home ledger records this run closed")
+                || (args[0] == "approvals" && err.contains("already")),
+            "{args:?}: {}",
+            transcript(&out)
+        );
+        assert_eq!(journal(), restored, "{args:?}: nothing signed");
+    }
+    // The home audit still catches the put-back journal.
+    let check = verify_home(&home, &home);
+    assert_ne!(check.status.code(), Some(0), "{}", transcript(&check));
+}

@@ -677,3 +677,121 @@ fn issue_21_a_budget_too_large_is_refused_before_anything_is_written() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", transcript(&out));
 }
+
+/// A scripted adapter (`python3 SCRIPT PLAN MATRIX`): step k answers with `PLAN[k]`'s summary,
+/// after sending its `events` (model-step reports), or with error `error` instead.
+fn scripted_adapter(dir: &Path) -> PathBuf {
+    let script = dir.join("scripted.py");
+    std::fs::write(
+        &script,
+        r#"import json, sys
+plan = json.load(open(sys.argv[1]))
+matrix = json.load(open(sys.argv[2]))
+n = 0
+def send(o):
+    sys.stdout.write(json.dumps(o) + "\n"); sys.stdout.flush()
+for line in sys.stdin:
+    req = json.loads(line)
+    m = req.get("method")
+    if m == "initialize":
+        send({"id": req["id"], "result": {"protocol_version": "craik.channel/1", "runner": matrix["runner"], "matrix": matrix}}); continue
+    if m == "shutdown":
+        send({"id": req["id"], "result": {}}); break
+    if m != "step": continue
+    r = req["params"]["request"]
+    step = plan[n] if n < len(plan) else {"summary": "done"}
+    n += 1
+    for ev in step.get("events", []):
+        send({"method": "event", "params": {"request": req["id"], "kind": "model_step", "model_step": ev}})
+    if "error" in step:
+        send({"id": req["id"], "error": {"code": step["error"], "message": "unavailable, it says"}}); continue
+    observed = {"next": step["next"]} if "next" in step else {}
+    send({"id": req["id"], "result": {"result": {"schema": "craik.runner_step_result", "version": "0.1.0",
+        "id": r["id"].replace("runner_step_request_", "runner_step_result_"), "request_id": r["id"],
+        "run_id": r["run_id"], "task_id": r["task_id"], "phase": r["phase"], "runner": r["runner"],
+        "status": "completed", "summary": step["summary"], "observed_output": observed,
+        "diagnostics": [], "receipt_ids": [], "memory_proposal_ids": [], "artifacts": [],
+        "redacted": False, "created_at": r["created_at"]}}})
+"#,
+    )
+    .unwrap();
+    script
+}
+
+/// Outside testing round 12: unknown is not zero for a live runner either. One that answers
+/// without ever reporting a model step gets a host-signed step of unknown usage per answer
+/// (a budgeted run ends `interrupted`, not "0 of 1000 used"); one that reports usage and then
+/// answers `3 unavailable` has reached its provider — the budget ends the run, and nothing is
+/// signed as the operator's setup failure.
+#[test]
+fn a_live_runner_that_reports_nothing_or_fails_after_reporting_is_held_to_its_budget() {
+    let cases = [
+        (
+            "no report",
+            json!([{"summary":"plan"},{"summary":"act"},{"summary":"o"},{"summary":"e","next":"stop"}]),
+            "provider token budget cannot be enforced: 1 model step(s) of unknown usage",
+        ),
+        (
+            "usage then unavailable",
+            json!([{"summary":"plan","events":[model_step(900_000, 100_000)],"error":3}]),
+            "provider token budget exceeded: 1000000 of 1000 tokens used",
+        ),
+    ];
+    for (what, plan, reason) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let ex = scratch_example(
+            dir.path(),
+            "trusted-local",
+            &[],
+            json!([{"phase":"plan","summary":"plan"}]),
+            &[],
+        );
+        let script = scripted_adapter(dir.path());
+        let plan_file = dir.path().join("plan.json");
+        std::fs::write(&plan_file, plan.to_string()).unwrap();
+        let matrix = crate::repo_root().join("runners/provider.json");
+        let runner = format!(
+            "adapter:/usr/bin/python3 {} {} {}",
+            script.display(),
+            plan_file.display(),
+            matrix.display()
+        );
+        let home = dir.path().join("home");
+        let (exit, id, text) = run_example(
+            &home,
+            &ex,
+            &[
+                "--runner",
+                &runner,
+                "--runner-matrix",
+                "provider",
+                "--token-budget",
+                "1000",
+                "--step-timeout-secs",
+                "20",
+            ],
+        );
+        let run = run_json(&home, &id);
+        assert_eq!(run["status"], "interrupted", "{what}: {text}");
+        assert!(
+            run["stop_reason"].as_str().unwrap().starts_with(reason),
+            "{what}: {}",
+            run["stop_reason"]
+        );
+        assert_eq!(exit, 1, "{what}: {text}");
+        let rs = receipts(&home, &id);
+        assert!(
+            rs.iter().all(|r| r["determining_policies"]
+                .as_array()
+                .is_none_or(|p| !p.contains(&json!("kernel.runner-setup")))),
+            "{what}: signed as the operator's setup failure"
+        );
+        let steps = model_receipts(&home, &id);
+        assert_eq!(steps.len(), 1, "{what}");
+        if what == "no report" {
+            assert_eq!(steps[0]["result"]["metadata"]["usage"], "unknown");
+            assert_eq!(steps[0]["result"]["metadata"]["reported_by"], "host");
+        }
+        verify_run(&home, &id, false);
+    }
+}

@@ -748,6 +748,62 @@ fn issue_30_usage_a_provider_omits_or_lies_about_is_unknown_and_stops_a_budgeted
     }
 }
 
+/// Outside testing round 12: Anthropic's `input_tokens` leaves out the tokens written to and
+/// read from the prompt cache, which are billed; they are counted (900 000 cached tokens a
+/// call were receipted as 2 before). A cache count that is not a non-negative integer makes
+/// the step's usage unknown; an absent or `null` one means no caching.
+#[test]
+fn anthropic_cache_tokens_are_counted_and_a_lying_cache_count_is_unknown() {
+    for stream in [false, true] {
+        for (cache, expect) in [
+            (
+                r#","cache_creation_input_tokens":100,"cache_read_input_tokens":900"#,
+                Some(1012),
+            ),
+            (r#","cache_creation_input_tokens":null"#, Some(12)),
+            (r#","cache_read_input_tokens":"900""#, None),
+            (r#","cache_read_input_tokens":-5"#, None),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let cache_owned = cache.to_owned();
+            let (port, _) = serve(Arc::new(move |r: &Recorded, _| {
+                let (headers, body) = wire("anthropic-messages", stream, phase_of(&r.body));
+                let body = body.replace(
+                    r#""input_tokens":12"#,
+                    &format!(r#""input_tokens":12{cache_owned}"#),
+                );
+                (200, headers, body)
+            }));
+            let script = wrapper(dir.path(), "anthropic-messages", port, stream);
+            let (out, home) = run_provider_with(
+                dir.path(),
+                &script,
+                Some(("ANTHROPIC_API_KEY", "k")),
+                &["--step-timeout-secs", "20", "--token-budget", "1000000"],
+            );
+            let case = format!("stream={stream} {cache}");
+            let id = run_id(&out);
+            let rs = receipts(&home, &id);
+            let first = rs
+                .iter()
+                .find(|r| r["capability"] == "model.step")
+                .unwrap_or_else(|| panic!("{case}: no model.step: {}", transcript(&out)));
+            let m = &first["result"]["metadata"];
+            match expect {
+                Some(n) => {
+                    assert_eq!(m["input_tokens"], n, "{case}: {m}");
+                    assert_eq!(m["total_tokens"], n + 7, "{case}: {m}");
+                }
+                None => {
+                    assert_eq!(m["usage"], "unknown", "{case}: {m}");
+                    assert_eq!(run_json(&home, &id)["status"], "interrupted", "{case}");
+                }
+            }
+            verify_run(&home, &id, false);
+        }
+    }
+}
+
 /// Issue 30 item 4: a step cut off by its timeout leaves a host-signed `model.step` of
 /// unknown usage (the provider may have received and billed the request), and under a token
 /// budget the run ends `interrupted`.

@@ -147,6 +147,25 @@ impl Host {
         )
     }
 
+    /// A live runner answered a step without reporting any model step: it talked to its model
+    /// (that is what a live step is), so one exchange of unknown usage is signed by the host —
+    /// never a silent 0 (outside testing round 12: an adapter that never reported ran a
+    /// budgeted run to completion, "0 of 1000 tokens used").
+    pub(super) fn record_unreported_step(
+        &mut self,
+        request: &RunnerStepRequest,
+    ) -> Result<(), Error> {
+        self.record_unknown_steps(
+            request,
+            1,
+            ModelStepOutcome::Ok,
+            &format!(
+                "the live runner answered {} without reporting its model usage: unknown; recorded by the host",
+                request.id
+            ),
+        )
+    }
+
     /// Model steps the adapter reported but whose reports were refused (a count over its
     /// ceiling, a malformed field): the exchanges happened as far as anyone can tell, so each
     /// is signed — by the host, usage unknown — before the violation ends the run (outside

@@ -856,11 +856,25 @@ impl Host {
         // The model steps the runner reported (whether it answered or not): checked, then
         // signed, durable before anything of the step is accepted.
         let reports = self.runner.take_model_steps();
+        // An adapter that reported a model exchange has reached its provider: `unavailable`
+        // now is its own failure, not the operator's setup (outside testing round 12).
+        let asked = match asked {
+            Err(RunnerError::Setup(why)) if !reports.is_empty() => Err(RunnerError::Failed(
+                format!("after reporting {} model step(s): {why}", reports.len()),
+            )),
+            other => other,
+        };
         if let Err(why) = check_reports(&reports, self.tokens.total_tokens) {
             self.record_refused_reports(&request, reports.len(), &why.0)?;
             return self.violation(&request, why);
         }
         self.record_model_steps(&request, &reports)?;
+        if asked.is_ok()
+            && reports.is_empty()
+            && self.matrix.runner.mode == craik_contracts::RunnerMode::Live
+        {
+            self.record_unreported_step(&request)?;
+        }
         let mut result = match asked {
             Ok(r) => r,
             Err(why) => {
@@ -872,6 +886,12 @@ impl Host {
                         self.halt(TaskRunStatus::Interrupted, reason)?;
                         return Ok(Flow::Stop);
                     }
+                }
+                // Over the token budget with what it reported before failing: the budget ends
+                // the run, whatever the runner says went wrong.
+                if let Some(reason) = self.token_budget_exceeded() {
+                    self.halt(TaskRunStatus::Interrupted, reason)?;
+                    return Ok(Flow::Stop);
                 }
                 // Abandoned because the operator stopped the run: not the runner's doing.
                 if let Some(signal) = crate::confine::interrupted() {

@@ -62,6 +62,42 @@ impl Host {
                 )
             })?;
         let receipts = decode_receipts(&bytes);
+        // Nothing is continued against the home's signed ledger (issue 31 item 1): a run the
+        // ledger records closed is continued only from that very journal, and a run from the
+        // journal whose start it records. A run directory put back from an earlier copy (a
+        // backup, a sync conflict) is refused here, before anything is signed or performed —
+        // which also keeps a restored `approved` file from authorising a second execution.
+        if let Some(record) = crate::ledger::run_record(&home.root, &setup.keys, &inputs.run_id)? {
+            let put_back = |what: String| {
+                Error::refused(format!(
+                    "{}: {what}; the run directory was put back from an earlier copy or edited. Nothing was signed or performed; check the home with `craik receipts verify {}`",
+                    inputs.run_id,
+                    home.root.display()
+                ))
+            };
+            if let Some((size, root)) = &record.closed {
+                let here = crate::ledger::last_checkpoint(&journal_path)
+                    .filter(|c| c.is_final)
+                    .map(|c| (c.tree_size, c.root_hash));
+                if here.as_ref() != Some(&(*size, root.clone())) {
+                    return Err(put_back(format!(
+                        "the home ledger records this run closed (tree size {size}, root {root}), but its journal here {}",
+                        match here {
+                            Some((s, r)) => format!("closed at tree size {s}, root {r}"),
+                            None => "is not closed".to_owned(),
+                        }
+                    )));
+                }
+            }
+            if let (Some(started), Some(first)) = (&record.started, &receipts.first)
+                && *started != first.request_hash
+            {
+                return Err(put_back(format!(
+                    "the home ledger records this run started from inputs {started}, its journal here from {}",
+                    first.request_hash
+                )));
+            }
+        }
         let closed = receipts.closed;
         let journal = if closed {
             JournalWriter::new(&inputs.run_id, CHECKPOINT_EVERY)

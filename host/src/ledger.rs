@@ -822,10 +822,7 @@ pub fn run_record(root: &Path, keys: &KeyRing, run_id: &str) -> Result<Option<Ru
     };
     // A torn last line (an append cut short, never acknowledged) is the next append's to move
     // aside; what is complete must verify.
-    let complete = bytes
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |i| i + 1);
+    let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let bytes = bytes.get(..complete).unwrap_or_default();
     let refuse = |why: String| {
         Error::invalid(

@@ -1231,9 +1231,10 @@ pub(crate) fn recover(
 ) -> Result<Exit, Failure> {
     let (mut host, keys) = open_locked(home, run_id, out)?;
     operator(&host, by)?;
-    let found = host.settle()?;
-    // Who recovered it, signed while the journal is open (a run that ended has nothing left).
+    // Who recovered it, signed first, while the journal is open: settling may end the run
+    // (a command killed mid-way), and then it was never said who recovered it (issue 31).
     host.operator_receipt(OperatorAct::Recover, by, "recovered by the operator")?;
+    let found = host.settle()?;
     if format == Format::Human {
         if found.is_empty() {
             out.line(format_args!("{run_id}: nothing to recover"))?;
@@ -1281,6 +1282,8 @@ fn continue_run(
     if ended {
         return Err(ended_refusal(&host, run_id, "resumed").into());
     } else if !host.is_final() {
+        // Refused before anything is signed (a pending approval): no `run.resume` then.
+        host.check_reopen()?;
         host.operator_receipt(OperatorAct::Resume, by, "resumed by the operator")?;
         host.reopen()?;
         drive(&mut host, watching)?;

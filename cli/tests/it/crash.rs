@@ -467,3 +467,69 @@ fn issue_21_model_steps_are_counted_once_across_a_kill_at_every_durable_write() 
     // Some kill fell between a step's signed model steps and its recorded result.
     assert!(reasked > 0, "no step was asked again");
 }
+
+/// Issue 31 item 4: `runs recover` of a run killed (`kill -9`) while a command ran signs who
+/// recovered it — before settling, which ends the run — and every receipt verifies.
+#[test]
+fn issue_31_recover_after_a_kill_during_a_command_signs_run_recover() {
+    let dir = tempfile::tempdir().unwrap();
+    let steps = crate::runs::act(json!([
+        {"id":"action_slow","capability":"shell.test","operation":"execute","argv":["./slow.sh"]},
+    ]));
+    let ex = crate::runs::scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[("shell.test", &["./slow.sh"], &["execute"])],
+        steps,
+        &[("slow.sh", "#!/bin/sh\nsleep 30\n")],
+    );
+    crate::adapters::make_executable(&ex.join("workspace/slow.sh"));
+    let home = dir.path().join("home");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("craik"))
+        .arg("run")
+        .arg(&ex)
+        .arg("--home")
+        .arg(&home)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Until the command is executing (its `executing` event is on disk).
+    let runs = home.join("runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let id = loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never started"
+        );
+        let found = std::fs::read_dir(&runs).ok().and_then(|mut d| {
+            let id = d.next()?.ok()?.file_name().to_string_lossy().into_owned();
+            let events = std::fs::read_to_string(runs.join(&id).join("events.jsonl")).ok()?;
+            events.contains("\"event\":\"executing\"").then_some(id)
+        });
+        if let Some(id) = found {
+            break id;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = craik()
+        .args(["runs", "recover", &id, "--by", "user:op", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let rs = receipts(&home, &id);
+    let recovered: Vec<&Value> = rs
+        .iter()
+        .filter(|r| r["capability"] == "run.recover")
+        .collect();
+    assert_eq!(recovered.len(), 1, "{}", transcript(&out));
+    assert_eq!(recovered[0]["actor"], "user:op", "{}", recovered[0]);
+    verify_run(
+        &home,
+        &id,
+        crate::runs::run_json(&home, &id)["status"] != "failed",
+    );
+}

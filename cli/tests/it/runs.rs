@@ -241,9 +241,12 @@ fn approval_round_trip_from_the_cli() {
     assert!(text.contains("craik approvals approve"), "{text}");
     let approval = pending_approval(h);
     // Resuming before a decision refuses and changes nothing.
+    let before = receipts(h, &id).len();
     let early = resume(h, &id);
     assert_eq!(early.status.code(), Some(1), "{}", transcript(&early));
     assert!(String::from_utf8_lossy(&early.stderr).contains("still pending"));
+    // Issue 31: a refused resume signs nothing (no `run.resume`).
+    assert_eq!(receipts(h, &id).len(), before);
     // The runner can never approve; nor can a non-user principal.
     for by in ["user:runner_fixture", "runner_fixture", "user:", "user:a b"] {
         let out = approve(h, &approval, by);

@@ -411,28 +411,37 @@ impl Host {
     }
 
     /// Continues a parked or recovered run: a pending approval refuses; a denied one halts.
+    /// Why the run cannot be reopened now (a parked run's approval still pending), checked
+    /// before anything is signed: a refused resume signs no `run.resume` (issue 31).
+    pub fn check_reopen(&self) -> Result<(), Error> {
+        if self.is_final() || self.machine.run().status != TaskRunStatus::Blocked {
+            return Ok(());
+        }
+        let approvals = self.approvals()?;
+        if let Some(pending) = approvals.iter().find(|a| {
+            a.status == ApprovalStatus::Pending && self.pending.iter().any(|p| p.id == a.action.id)
+        }) {
+            return Err(Error::usage(format!(
+                "approval {} is still pending: `craik approvals approve {} --by user:NAME --reason TEXT` (or deny)",
+                pending.id, pending.id
+            ))
+            .with_kind(crate::ErrorKind::Refused));
+        }
+        Ok(())
+    }
+
     pub fn reopen(&mut self) -> Result<(), Error> {
         if self.is_final() {
             return Ok(());
         }
         let status = self.machine.run().status;
+        self.check_reopen()?;
         if status == TaskRunStatus::Blocked {
-            // Parked awaiting an approval: it must be decided.
             let approvals = self.approvals()?;
             let parked_for: Vec<&ApprovalRecord> = approvals
                 .iter()
                 .filter(|a| self.pending.iter().any(|p| p.id == a.action.id))
                 .collect();
-            if let Some(pending) = parked_for
-                .iter()
-                .find(|a| a.status == ApprovalStatus::Pending)
-            {
-                return Err(Error::usage(format!(
-                    "approval {} is still pending: `craik approvals approve {} --by user:NAME --reason TEXT` (or deny)",
-                    pending.id, pending.id
-                ))
-                .with_kind(crate::ErrorKind::Refused));
-            }
             // Each review is signed into the run's own journal as the run picks it up; a
             // denial's halt reason comes from its signed review, never from the plain file.
             let parked: Vec<ApprovalRecord> = parked_for.into_iter().cloned().collect();

@@ -1115,12 +1115,13 @@ pub fn rotate(home: &Home, by: &str, reason: &str, now: OffsetDateTime) -> Resul
     let bytes = read_repaired(&path)?;
     let mut resumed = false;
     if next.exists() {
-        // The successor's public key: still in `next/`, or already renamed into place.
-        let pending = crate::keys::read_public(&next.join(PUBLIC_NAME))
-            .or_else(|_| crate::keys::read_public(&keys_dir.join(PUBLIC_NAME)))
-            .ok()
-            .map(|p| craik_kernel::key_id_of(&p));
-        if pending.is_some_and(|id| rotations(&bytes).iter().any(|(new, _, _)| *new == id)) {
+        // Resumed only when what `next/` holds is the successor the ledger's LAST rotation
+        // names (issue 31: a second rotation killed between the new private key and its public
+        // half took the current key — an earlier rotation's successor — for the pending one,
+        // and moved the unrecorded key over it).
+        let pending = pending_successor(&next, &keys_dir);
+        let last = rotations(&bytes).into_iter().last().map(|(new, _, _)| new);
+        if pending.is_some() && pending == last {
             resumed = true;
         } else {
             // Never recorded: it never took effect.
@@ -1161,20 +1162,21 @@ pub fn rotate(home: &Home, by: &str, reason: &str, now: OffsetDateTime) -> Resul
             )],
         )?;
     }
-    // From here the ledger names the successor: finish the hand-over from what it records.
-    let new_public = crate::keys::read_public(&next.join(PUBLIC_NAME))
-        .or_else(|_| crate::keys::read_public(&keys_dir.join(PUBLIC_NAME)))?;
-    let new_id = craik_kernel::key_id_of(&new_public);
+    // From here the ledger names the successor: finish the hand-over from what it records —
+    // its last rotation, and only with the key it names.
     let now_bytes = fs::read(&path).map_err(io(&path))?;
-    let Some((_, retired_id, retired_hex)) = rotations(&now_bytes)
-        .into_iter()
-        .rfind(|(new, _, _)| *new == new_id)
-    else {
+    let Some((new_id, retired_id, retired_hex)) = rotations(&now_bytes).into_iter().last() else {
         return Err(Error::internal(format!(
-            "{}: records no rotation to `{new_id}`",
+            "{}: records no rotation",
             path.display()
         )));
     };
+    if pending_successor(&next, &keys_dir).as_deref() != Some(new_id.as_str()) {
+        return Err(Error::internal(format!(
+            "{}: does not hold the successor `{new_id}` the ledger's last rotation names; no key was moved",
+            next.display()
+        )));
+    }
     let retired_dir = keys_dir.join(crate::keys::RETIRED_DIR);
     fs::create_dir_all(&retired_dir).map_err(io(&retired_dir))?;
     let retired_public = retired_dir.join(format!(
@@ -1216,6 +1218,32 @@ pub fn rotate(home: &Home, by: &str, reason: &str, now: OffsetDateTime) -> Resul
         key: new_id,
         resumed,
     })
+}
+
+/// The key id of the successor a rotation left in `next/`, from what `next/` holds alone: its
+/// private key (which must parse: a torn one is no successor), else its public key (the
+/// private one already moved into place), else — `next/` empty, both moved — the key now in
+/// place. Never the current key while `next/` holds a file of its own.
+fn pending_successor(next: &Path, keys_dir: &Path) -> Option<String> {
+    use crate::keys::{PRIVATE_NAME, PUBLIC_NAME};
+    let private = next.join(PRIVATE_NAME);
+    if fs::symlink_metadata(&private).is_ok() {
+        return crate::keys::read_signer(&private)
+            .ok()
+            .map(|s| s.key_id().to_owned());
+    }
+    let public = next.join(PUBLIC_NAME);
+    if fs::symlink_metadata(&public).is_ok() {
+        return crate::keys::read_public(&public)
+            .ok()
+            .map(|p| craik_kernel::key_id_of(&p));
+    }
+    if fs::read_dir(next).ok()?.next().is_some() {
+        return None;
+    }
+    crate::keys::read_signer(&keys_dir.join(PRIVATE_NAME))
+        .ok()
+        .map(|s| s.key_id().to_owned())
 }
 
 /// Every rotation a ledger's bytes record: (successor, retired key id, retired public key

@@ -1133,3 +1133,68 @@ fn issue_31_a_run_put_back_from_an_earlier_copy_is_never_continued() {
     let check = verify_home(&home, &home);
     assert_ne!(check.status.code(), Some(0), "{}", transcript(&check));
 }
+
+/// Issue 31 item 2: a second `keys rotate` killed between the new private key and its public
+/// half (or with a torn private key, or with both halves but before the ledger entry) left a
+/// `next/` the next rotation took the current key for — and moved the unrecorded key over it,
+/// so every later run refused the home. Now the unrecorded pair is discarded, never moved;
+/// the current key stays; the rotation goes on; the home verifies and runs.
+#[test]
+fn issue_31_a_killed_second_rotation_never_replaces_the_current_key() {
+    let pem = |dir: &Path| {
+        let out = std::process::Command::new("openssl")
+            .args(["genpkey", "-algorithm", "ed25519", "-out"])
+            .arg(dir.join("signing.key.pem"))
+            .output()
+            .expect("openssl is needed for this test");
+        assert!(out.status.success(), "{}", transcript(&out));
+    };
+    for state in ["private only", "torn private", "both halves, not recorded"] {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let (exit, _, _) = run_example(&home, &example("docs-review"), &[]);
+        assert_eq!(exit, 0);
+        let out = rotate(&home);
+        assert_eq!(out.status.code(), Some(0), "{state}: {}", transcript(&out));
+        let current = std::fs::read(home.join("keys/signing.key.pem")).unwrap();
+        // The second rotation, killed.
+        let next = home.join("keys/next");
+        std::fs::create_dir(&next).unwrap();
+        pem(&next);
+        match state {
+            "torn private" => {
+                let bytes = std::fs::read(next.join("signing.key.pem")).unwrap();
+                std::fs::write(next.join("signing.key.pem"), &bytes[..bytes.len() / 2]).unwrap();
+            }
+            "both halves, not recorded" => {
+                let out = std::process::Command::new("openssl")
+                    .args(["pkey", "-pubout", "-in"])
+                    .arg(next.join("signing.key.pem"))
+                    .arg("-out")
+                    .arg(next.join("signing.pub.pem"))
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{}", transcript(&out));
+            }
+            _ => {}
+        }
+        let out = rotate(&home);
+        assert_eq!(out.status.code(), Some(0), "{state}: {}", transcript(&out));
+        assert!(!next.exists(), "{state}: next/ left");
+        // The key the home held is retired by a recorded rotation, never overwritten blind.
+        let rotations = ledger_entries(&home)
+            .iter()
+            .filter(|e| e["capability"] == "ledger.key_rotated")
+            .count();
+        assert_eq!(rotations, 2, "{state}");
+        assert_ne!(
+            std::fs::read(home.join("keys/signing.key.pem")).unwrap(),
+            current,
+            "{state}: rotated"
+        );
+        let (exit, _, text) = run_example(&home, &example("docs-review"), &[]);
+        assert_eq!(exit, 0, "{state}: {text}");
+        let ok = verify_home(&home, &home);
+        assert_eq!(ok.status.code(), Some(0), "{state}: {}", transcript(&ok));
+    }
+}

@@ -82,6 +82,66 @@ pub fn create_pair(dir: &Path) -> Result<(PathBuf, PathBuf, [u8; 32]), Error> {
     Ok((private, public, key.verifying_key().to_bytes()))
 }
 
+/// `keys/generate.lock`: held exclusively while a first key is generated or repaired.
+const GENERATE_LOCK_NAME: &str = "generate.lock";
+
+/// The exclusive generation lock of `keys_dir` (made, 0700, when missing), waited for.
+fn generation_lock(keys_dir: &Path) -> Result<std::fs::File, Error> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if !keys_dir.exists() {
+        match std::fs::create_dir_all(keys_dir.parent().unwrap_or(keys_dir))
+            .and_then(|()| std::fs::create_dir(keys_dir))
+        {
+            Ok(()) => std::fs::set_permissions(
+                keys_dir,
+                std::os::unix::fs::PermissionsExt::from_mode(0o700),
+            )
+            .map_err(|e| Error::io(format!("{}: {e}", keys_dir.display())))?,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => {
+                return Err(Error::io(format!(
+                    "{}: cannot create directory: {e}",
+                    keys_dir.display()
+                )));
+            }
+        }
+    }
+    let path = keys_dir.join(GENERATE_LOCK_NAME);
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .map_err(|e| Error::io(format!("{}: {e}", path.display())))?;
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
+        .map_err(|e| Error::io(format!("{}: {e}", path.display())))?;
+    Ok(file)
+}
+
+/// Temporary key files (`signing.key.tmp-PID`, `signing.pub.tmp-PID`) a killed generation
+/// left; removed under the generation lock (nothing else writes them).
+fn remove_stale_temporaries(keys_dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(keys_dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let stem = |file: &str| {
+            file.rsplit_once('.')
+                .map_or(file.to_owned(), |(s, _)| s.to_owned())
+        };
+        if [PRIVATE_NAME, PUBLIC_NAME]
+            .iter()
+            .any(|f| name.starts_with(&format!("{}.tmp-", stem(f))))
+        {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// `keys/next/`: a rotation's new pair until it is in place (`ledger::rotate`).
 pub const NEXT_DIR: &str = "next";
 /// `keys/retired/`: the public keys of rotated-out keys (`<hex>.pub.pem`).
@@ -170,13 +230,13 @@ fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Error> {
     let _ = mode;
     let mut file = options
         .open(&tmp)
-        .map_err(|e| Error::usage(format!("{}: cannot create: {e}", tmp.display())))?;
+        .map_err(|e| Error::io(format!("{}: cannot create: {e}", tmp.display())))?;
     let written = file
         .write_all(bytes)
         .and_then(|()| file.sync_all())
         .and_then(|()| std::fs::hard_link(&tmp, path));
     let _ = std::fs::remove_file(&tmp);
-    written.map_err(|e| Error::usage(format!("{}: cannot write: {e}", path.display())))?;
+    written.map_err(|e| Error::io(format!("{}: cannot write: {e}", path.display())))?;
     if let Some(dir) = path.parent() {
         let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
     }
@@ -286,24 +346,31 @@ pub fn load_or_create(keys_dir: &Path) -> Result<(Ed25519Signer, KeyRing, Vec<St
         return Err(interrupted());
     }
     let (private, public) = (keys_dir.join(PRIVATE_NAME), keys_dir.join(PUBLIC_NAME));
-    if !private.exists() && !public.exists() {
-        create_pair(keys_dir)?;
-        notes.push(format!(
-            "generated a receipt signing key: {} (mode 0600)",
-            private.display()
-        ));
+    if !private.exists() || !public.exists() {
+        // Generation and repair under one exclusive lock (issue 31 item 6: two first runs on
+        // a fresh home raced, and the loser exited 2 "File exists"; a kill left
+        // `signing.key.tmp-PID`): whoever comes second finds the key made.
+        let _generating = generation_lock(keys_dir)?;
+        if !private.exists() && !public.exists() {
+            remove_stale_temporaries(keys_dir);
+            create_pair(keys_dir)?;
+            notes.push(format!(
+                "generated a receipt signing key: {} (mode 0600)",
+                private.display()
+            ));
+        } else if private.exists() && !public.exists() {
+            remove_stale_temporaries(keys_dir);
+            restore_public(&private, &public)?;
+            notes.push(format!(
+                "{} was missing (key generation was interrupted); derived it from the private key",
+                public.display()
+            ));
+        }
     }
     // The key is read only under the shared key-use lock: a rotation finishes first.
     hold_key_use(keys_dir)?;
     if next.exists() {
         return Err(interrupted());
-    }
-    if private.exists() && !public.exists() {
-        restore_public(&private, &public)?;
-        notes.push(format!(
-            "{} was missing (key generation was interrupted); derived it from the private key",
-            public.display()
-        ));
     }
     let signer = read_signer(&private)?;
     let mut ring = KeyRing::new();

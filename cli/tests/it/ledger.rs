@@ -1198,3 +1198,40 @@ fn issue_31_a_killed_second_rotation_never_replaces_the_current_key() {
         assert_eq!(ok.status.code(), Some(0), "{state}: {}", transcript(&ok));
     }
 }
+
+/// Issue 31 item 6: first runs on a fresh home race on key generation — each completes, one
+/// key is made and the home verifies; a temporary key file a killed generation left is
+/// removed.
+#[test]
+fn issue_31_first_runs_racing_on_a_fresh_home_share_one_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    // What a generation killed before its rename leaves behind.
+    std::fs::create_dir_all(home.join("keys")).unwrap();
+    std::fs::write(home.join("keys/signing.key.tmp-99999"), b"-----BEGIN PRIV").unwrap();
+    let runs: Vec<std::process::Child> = (0..4)
+        .map(|_| {
+            std::process::Command::new(assert_cmd::cargo::cargo_bin("craik"))
+                .arg("run")
+                .arg(example("docs-review"))
+                .arg("--home")
+                .arg(&home)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in runs {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    }
+    assert!(!home.join("keys/signing.key.tmp-99999").exists());
+    let added = ledger_entries(&home)
+        .iter()
+        .filter(|e| e["capability"] == "ledger.key_added")
+        .count();
+    assert_eq!(added, 1, "one key");
+    let ok = verify_home(&home, &home);
+    assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
+}

@@ -1235,3 +1235,100 @@ fn issue_31_first_runs_racing_on_a_fresh_home_share_one_key() {
     let ok = verify_home(&home, &home);
     assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
 }
+
+/// Issue 31 items 2 and 6: an approval's signed review decides. Two reviewers at once: one
+/// decides, the other is told who did (exit 1, not a raw `File exists`). A decision killed
+/// after its review journal was written (the approval file still `pending`), or before it
+/// got its bytes (an empty review directory): running the command again finishes it; the
+/// other decision is refused naming the reviewer; the run then resumes once.
+#[test]
+fn issue_31_an_approvals_signed_review_decides_races_and_kills() {
+    for case in [
+        "race",
+        "killed after the review",
+        "killed before the review",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let (exit, id, text) = run_example(&home, &example("approval"), &[]);
+        assert_eq!(exit, 6, "{case}: {text}");
+        let approval = crate::runs::pending_approval(&home);
+        let file = home
+            .join("runs")
+            .join(&id)
+            .join("approvals")
+            .join(format!("{approval}.json"));
+        match case {
+            "race" => {
+                let spawn = |by: &str| {
+                    std::process::Command::new(assert_cmd::cargo::cargo_bin("craik"))
+                        .args([
+                            "approvals",
+                            "approve",
+                            &approval,
+                            "--by",
+                            by,
+                            "--reason",
+                            "ok",
+                            "--home",
+                        ])
+                        .arg(&home)
+                        .stdout(std::process::Stdio::piped())
+                        .stderr(std::process::Stdio::piped())
+                        .spawn()
+                        .unwrap()
+                };
+                let (a, b) = (spawn("user:alice"), spawn("user:bob"));
+                let outs = [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()];
+                let won = outs.iter().filter(|o| o.status.code() == Some(0)).count();
+                assert_eq!(won, 1, "{}\n{}", transcript(&outs[0]), transcript(&outs[1]));
+                let lost = outs.iter().find(|o| o.status.code() != Some(0)).unwrap();
+                assert_eq!(lost.status.code(), Some(1), "{}", transcript(lost));
+                assert!(
+                    String::from_utf8_lossy(&lost.stderr).contains("is already approved by user:"),
+                    "{}",
+                    transcript(lost)
+                );
+            }
+            "killed after the review" => {
+                let pending = std::fs::read(&file).unwrap();
+                let ok = crate::runs::approve(&home, &approval, "user:alice");
+                assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
+                std::fs::write(&file, &pending).unwrap();
+                let deny = crate::runs::review(&home, "deny", &approval, "user:bob", &[]);
+                assert_eq!(deny.status.code(), Some(1), "{}", transcript(&deny));
+                assert!(
+                    String::from_utf8_lossy(&deny.stderr)
+                        .contains("already approved by user:alice"),
+                    "{}",
+                    transcript(&deny)
+                );
+                let again = crate::runs::approve(&home, &approval, "user:alice");
+                assert_eq!(again.status.code(), Some(0), "{}", transcript(&again));
+            }
+            _ => {
+                std::fs::create_dir_all(home.join("reviews").join(&approval)).unwrap();
+                std::fs::write(
+                    home.join("reviews").join(&approval).join("receipts.jsonl"),
+                    b"",
+                )
+                .unwrap();
+                let ok = crate::runs::approve(&home, &approval, "user:alice");
+                assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
+            }
+        }
+        let record: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        assert_eq!(record["status"], "approved", "{case}");
+        let done = crate::runs::resume(&home, &id);
+        assert_eq!(done.status.code(), Some(0), "{case}: {}", transcript(&done));
+        let performed = receipts(&home, &id)
+            .iter()
+            .filter(|r| {
+                r["decided_by"]["kind"] == "approval" && r["capability"] != "approval.review"
+            })
+            .count();
+        assert_eq!(performed, 1, "{case}");
+        let ok = verify_home(&home, &home);
+        assert_eq!(ok.status.code(), Some(0), "{case}: {}", transcript(&ok));
+    }
+}

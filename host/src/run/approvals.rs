@@ -322,10 +322,22 @@ pub fn write_review(
             .map_err(|e| Error::internal(e.to_string()))?,
     );
     file.append(&bytes)
-        .map_err(|e| Error::internal(format!("{}: {e}", file.path().display())))?;
-    // The home ledger records the closed review: deleting it later is caught.
+        .map_err(|e| Error::io(format!("{}: {e}", file.path().display())))?;
     let path = dir.join(JOURNAL_NAME);
-    let receipt = crate::journal::decode_all(&bytes)
+    record_review(home, review_id, &bytes, signer, now)?;
+    Ok(path)
+}
+
+/// The home ledger records the closed review (idempotent): deleting it later is caught.
+fn record_review(
+    home: &Home,
+    review_id: &str,
+    bytes: &[u8],
+    signer: &Ed25519Signer,
+    now: OffsetDateTime,
+) -> Result<(), Error> {
+    let path = home.reviews().join(review_id).join(JOURNAL_NAME);
+    let receipt = crate::journal::decode_all(bytes)
         .into_iter()
         .find_map(|(_, d)| match d {
             crate::journal::Decoded::Receipt(r) => Some(*r),
@@ -343,7 +355,29 @@ pub fn write_review(
             )],
         )?;
     }
-    Ok(path)
+    Ok(())
+}
+
+/// The exclusive lock of one approval's decision (`reviews/.<id>.lock`), waited for: two
+/// reviewers deciding at once are served one after the other, and the second finds the first
+/// one's signed review.
+fn decision_lock(home: &Home, id: &str) -> Result<std::fs::File, Error> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = home.reviews();
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(format!("{}: {e}", dir.display())))?;
+    let path = dir.join(format!(".{id}.lock"));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .map_err(|e| Error::io(format!("{}: {e}", path.display())))?;
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
+        .map_err(|e| Error::io(format!("{}: {e}", path.display())))?;
+    Ok(file)
 }
 
 /// Every approval of every run under `home`, with its run directory.
@@ -392,8 +426,69 @@ pub fn decide_approval(
     (signer, ring): (&Ed25519Signer, &KeyRing),
     now: OffsetDateTime,
 ) -> Result<(ApprovalRecord, PathBuf), Error> {
+    // One decision at a time, read afresh under the lock (issue 31 item 6: the loser of two
+    // concurrent approvals got a raw EEXIST, exit 2).
+    let _deciding = decision_lock(home, id)?;
     let (dir, mut record) = find_approval(home, id)?;
     reviewer(by, &record.runner_id)?;
+    // The signed review decides, whatever the approval file says (issue 31 item 2: a decision
+    // killed after its review was written left the file `pending` and the approval
+    // undecidable): the file is brought in line with it, the ledger entry recorded, and the
+    // same decision asked again succeeds; another is refused naming who decided.
+    let review_dir = home.reviews().join(id);
+    let review_path = review_dir.join(JOURNAL_NAME);
+    if let Some(signed) = decided_review(home, ring, id, &record.run_id) {
+        if record.status == ApprovalStatus::Pending {
+            record.status = if signed.approved {
+                ApprovalStatus::Approved
+            } else {
+                ApprovalStatus::Denied
+            };
+            record.decided_by = Some(signed.approved_by.clone());
+            record.decided_at = serde_json::from_value(json!(signed.reviewed_at)).ok();
+            record.reason = Some(signed.reason.clone());
+            record.expires_at = signed.expires_at.clone();
+            record.review = Some(review_path.display().to_string());
+            write_approval(&dir, &record)?;
+        }
+        let bytes = std::fs::read(&review_path)
+            .map_err(|e| Error::io(format!("{}: {e}", review_path.display())))?;
+        record_review(home, id, &bytes, signer, now)?;
+        if signed.approved == approve
+            && signed.approved_by == by
+            && record.status != ApprovalStatus::Consumed
+        {
+            return Ok((record, review_path));
+        }
+        return Err(Error::refused(format!(
+            "approval {id} is already {} by {}; approvals are single use",
+            record.status.as_str(),
+            signed.approved_by
+        )));
+    }
+    // A review journal that never got its bytes (killed between making it and writing it)
+    // decided nothing: it goes. One with bytes that do not verify is evidence: refused.
+    match std::fs::read(&review_path) {
+        Ok(bytes) if bytes.is_empty() => {
+            std::fs::remove_dir_all(&review_dir)
+                .map_err(|e| Error::io(format!("{}: {e}", review_dir.display())))?;
+        }
+        Ok(_) => {
+            return Err(Error::invalid(
+                format!(
+                    "{}: a review journal that does not verify as this approval's decision; check the home with `craik receipts verify {}`",
+                    review_path.display(),
+                    home.root.display()
+                ),
+                Vec::new(),
+            ));
+        }
+        Err(_) if review_dir.exists() => {
+            std::fs::remove_dir_all(&review_dir)
+                .map_err(|e| Error::io(format!("{}: {e}", review_dir.display())))?;
+        }
+        Err(_) => {}
+    }
     // A reviewer approves what the run's signed journal parked, nothing else.
     approval_bound(&dir, &record, ring).map_err(|why| Error::invalid(why, Vec::new()))?;
     if reason.trim().is_empty() {

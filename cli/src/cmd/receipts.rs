@@ -790,6 +790,20 @@ fn print_result(out: &mut Out, verified: &Verified, allow_open: bool) -> Result<
                 "  {} receipts verified before it",
                 report.receipts
             ))?;
+            // A run killed between making its journal and signing its first receipt: say what
+            // to do (issue 31 item 2).
+            if f.what == "empty"
+                && report.receipts == 0
+                && let Some(run) = path
+                    .parent()
+                    .and_then(Path::file_name)
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with("run_"))
+            {
+                out.line(format_args!(
+                    "  a run killed before its first receipt has nothing signed: `craik runs recover {run} --by user:NAME` removes it (refused if the ledger records its start)"
+                ))?;
+            }
             if f.what == "not closed" && !allow_open && run_not_ended(path) {
                 out.line(
                     "  the run is parked or still going; to check what it has so far, pass --allow-open",

@@ -1229,6 +1229,16 @@ pub(crate) fn recover(
     run_id: &str,
     by: &str,
 ) -> Result<Exit, Failure> {
+    {
+        let home = Home::new(home);
+        let (_, ring) = keys(&home, out, false)?;
+        if craik_host::run::locked::discard_never_started(&home, run_id, &ring)? {
+            out.line(format_args!(
+                "{run_id}: never started (killed before its first receipt: nothing was signed or performed); its directory was removed"
+            ))?;
+            return Ok(Exit::Ok);
+        }
+    }
     let (mut host, keys) = open_locked(home, run_id, out)?;
     operator(&host, by)?;
     // Who recovered it, signed first, while the journal is open: settling may end the run

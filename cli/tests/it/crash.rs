@@ -533,3 +533,52 @@ fn issue_31_recover_after_a_kill_during_a_command_signs_run_recover() {
         crate::runs::run_json(&home, &id)["status"] != "failed",
     );
 }
+
+/// Issue 31 item 2: a run killed between the creation of its journal and its first receipt
+/// (its journal empty, no ledger entry) is recoverable: `receipts verify HOME` says what to do,
+/// `runs recover` removes it (nothing was signed or performed) and the home verifies again. A
+/// run whose start the ledger records is never removed so.
+#[test]
+fn issue_31_a_run_killed_before_its_first_receipt_is_recovered() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, done, _) =
+        crate::runs::run_example(&home, &crate::runs::example("docs-review"), &[]);
+    assert_eq!(exit, 0);
+    // What the kill leaves: a run directory with its inputs and an empty journal.
+    let ghost = "run_20261128t000000_0badc0";
+    let ghost_dir = home.join("runs").join(ghost);
+    std::fs::create_dir_all(&ghost_dir).unwrap();
+    std::fs::copy(
+        home.join("runs").join(&done).join("inputs.json"),
+        ghost_dir.join("inputs.json"),
+    )
+    .unwrap();
+    std::fs::write(ghost_dir.join("receipts.jsonl"), b"").unwrap();
+    let check = crate::ledger::verify_home_for(&home);
+    assert_ne!(check.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&check.stdout).contains(&format!("`craik runs recover {ghost}")),
+        "{}",
+        transcript(&check)
+    );
+    let out = craik()
+        .args(["runs", "recover", ghost, "--by", "user:op", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("never started"));
+    assert!(!ghost_dir.exists());
+    let check = crate::ledger::verify_home_for(&home);
+    assert_eq!(check.status.code(), Some(0), "{}", transcript(&check));
+    // A started run that lost its receipts is not discarded: recovery refuses it.
+    std::fs::write(home.join("runs").join(&done).join("receipts.jsonl"), b"").unwrap();
+    let out = craik()
+        .args(["runs", "recover", &done, "--by", "user:op", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0), "{}", transcript(&out));
+    assert!(home.join("runs").join(&done).exists());
+}

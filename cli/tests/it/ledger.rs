@@ -23,6 +23,11 @@ fn verify_home(home: &Path, key_home: &Path) -> Output {
         .unwrap()
 }
 
+/// `craik receipts verify HOME` with the home's own key.
+pub(crate) fn verify_home_for(home: &Path) -> Output {
+    verify_home(home, home)
+}
+
 fn audit_home(home: &Path, key_home: &Path) -> Output {
     craik()
         .arg("audit")

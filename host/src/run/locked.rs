@@ -103,3 +103,32 @@ pub fn placed_apart(home: &Home, dir: &RunDir, workspace: &Path) -> Result<(), E
     }
     Ok(())
 }
+
+/// A run killed between the creation of its journal and its first receipt (issue 31 item 2):
+/// its journal holds no complete line and the verified home ledger records no start of it, so
+/// nothing of it was signed or performed (the first receipt comes before anything else). Under
+/// its driver lock, its directory is removed; `true` when it was. Any other run is left as it
+/// is (`false`) for recovery proper.
+pub fn discard_never_started(home: &Home, run_id: &str, keys: &KeyRing) -> Result<bool, Error> {
+    let dir = home.run_dir(run_id)?;
+    let _lock = dir.lock()?;
+    let journal = dir.path.join(crate::journal::JOURNAL_NAME);
+    let bytes = match std::fs::read(&journal) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(Error::io(format!("{}: {e}", journal.display()))),
+    };
+    if bytes.contains(&b'\n') {
+        return Ok(false);
+    }
+    if crate::ledger::run_record(&home.root, keys, run_id)?
+        .is_some_and(|r| r.started.is_some() || r.closed.is_some())
+    {
+        return Ok(false);
+    }
+    std::fs::remove_dir_all(&dir.path)
+        .map_err(|e| Error::io(format!("{}: {e}", dir.path.display())))?;
+    crate::run::store::sync_dir(&home.runs())
+        .map_err(|e| Error::io(format!("{}: {e}", home.runs().display())))?;
+    Ok(true)
+}

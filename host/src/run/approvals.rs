@@ -447,7 +447,7 @@ pub fn decide_approval(
             record.decided_by = Some(signed.approved_by.clone());
             record.decided_at = serde_json::from_value(json!(signed.reviewed_at)).ok();
             record.reason = Some(signed.reason.clone());
-            record.expires_at = signed.expires_at.clone();
+            record.expires_at = signed.expires_at;
             record.review = Some(review_path.display().to_string());
             write_approval(&dir, &record)?;
         }

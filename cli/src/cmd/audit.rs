@@ -713,11 +713,17 @@ pub(crate) fn audit(out: &mut Out, format: Format, args: &AuditArgs<'_>) -> Resu
     })?;
     let mut page = args.html.map(html::Page::create).transpose()?;
     let mut counts = Counts::default();
+    // A run audited alone is checked against its home's ledger too (issue 31 item 1), as
+    // `receipts verify` does; the ledger's own section stays for a home audit.
+    let mut checked_against = homes.clone();
+    if home_target.is_none() {
+        checked_against.extend(receipts::enclosing_homes(&journals, &homes, &ring));
+    }
     let ctx = Ctx {
         ring: &ring,
         policy_set: expected_policy_set.as_deref(),
         expect: &expect,
-        homes: &homes,
+        homes: &checked_against,
         filters: args.filters,
     };
     let mut all_valid = ledger.is_none_or(craik_host::ledger::HomeCheck::is_valid);
@@ -725,7 +731,7 @@ pub(crate) fn audit(out: &mut Out, format: Format, args: &AuditArgs<'_>) -> Resu
         // A home's journals verify with its ledger's keys (earlier keys its rotations vouch
         // for), as `receipts verify` does.
         let ctx = Ctx {
-            ring: receipts::ring_for(&homes, journal, &ring),
+            ring: receipts::ring_for(&checked_against, journal, &ring),
             ..ctx
         };
         let valid = audit_run(&ctx, journal, &mut emit, page.as_mut(), &mut counts)?;

@@ -589,6 +589,28 @@ pub(crate) fn verify(
     let mut exit = Exit::Ok;
     // A home: its ledger first, then every journal against it.
     let homes = home_checks(paths, &ring);
+    // A journal inside a home given alone (`verify HOME/runs/RUN`) is checked against that
+    // home's ledger too (issue 31 item 1: a run cut back to a parked copy verified as "valid,
+    // open" though the ledger records it closed); said either way.
+    let enclosing = enclosing_homes(paths, &homes, &ring);
+    if format == Format::Human {
+        for path in paths.iter().filter(|p| !is_home(p)) {
+            match enclosing
+                .iter()
+                .find(|c| c.holds(&path.join("receipts.jsonl")) || c.holds(path))
+            {
+                Some(c) => out.diag(format_args!(
+                    "craik: {}: checked against the home ledger {}",
+                    path.display(),
+                    c.ledger.display()
+                ))?,
+                None => out.diag(format_args!(
+                    "craik: {}: no home ledger above it: not checked against one",
+                    path.display()
+                ))?,
+            }
+        }
+    }
     for check in &homes {
         let verified = ledger_result(check);
         if !verified.report.is_valid() {
@@ -616,7 +638,7 @@ pub(crate) fn verify(
             allow_open,
         };
         // A home's journals verify with its ledger's keys (earlier keys its rotations vouch for).
-        let ring = ring_for(&homes, &path, &ring);
+        let ring = ring_for(&homes, &path, ring_for(&enclosing, &path, &ring));
         let mut verifier = Verifier::new(ring, options);
         let mut buf = vec![0u8; 8 * 1024 * 1024];
         let mut done = 0usize;
@@ -641,9 +663,13 @@ pub(crate) fn verify(
             }
         }
         let report = against_ledger(
-            &homes,
+            &enclosing,
             &path,
-            checked(&path, verifier.finish(), ring, &expect),
+            against_ledger(
+                &homes,
+                &path,
+                checked(&path, verifier.finish(), ring, &expect),
+            ),
         );
         if show {
             out.end_progress()?;
@@ -689,6 +715,46 @@ pub(crate) fn verify(
         }
     }
     Ok(exit)
+}
+
+/// Whether `path` is a Craik home (a directory holding `runs/` or a ledger).
+fn is_home(path: &Path) -> bool {
+    path.join("runs").is_dir() || path.join(craik_host::ledger::LEDGER_NAME).is_file()
+}
+
+/// The ledger checks of the homes that hold the non-home `paths` (the nearest directory above
+/// one holding a ledger, with the path under its `runs/` or `reviews/`), leaving out homes
+/// already among `given`.
+pub(crate) fn enclosing_homes(
+    paths: &[PathBuf],
+    given: &[craik_host::ledger::HomeCheck],
+    ring: &KeyRing,
+) -> Vec<craik_host::ledger::HomeCheck> {
+    let mut roots: Vec<PathBuf> = Vec::new();
+    for path in paths.iter().filter(|p| !is_home(p)) {
+        let Ok(real) = path.canonicalize() else {
+            continue;
+        };
+        let Some(root) = real.ancestors().skip(1).find(|a| {
+            a.join(craik_host::ledger::LEDGER_NAME).is_file()
+                && (real.starts_with(a.join("runs")) || real.starts_with(a.join("reviews")))
+        }) else {
+            continue;
+        };
+        let root = root.to_path_buf();
+        let known = given
+            .iter()
+            .any(|c| c.ledger.parent().and_then(|p| p.canonicalize().ok()) == Some(root.clone()));
+        if !known && !roots.contains(&root) {
+            roots.push(root);
+        }
+    }
+    roots
+        .iter()
+        .map(|r| {
+            craik_host::ledger::check_home(&craik_host::run::store::Home::new(r), ring, threads())
+        })
+        .collect()
 }
 
 /// The ledger check of every home among `paths` (a directory holding `runs/`).

@@ -1137,6 +1137,18 @@ fn issue_31_a_run_put_back_from_an_earlier_copy_is_never_continued() {
     // The home audit still catches the put-back journal.
     let check = verify_home(&home, &home);
     assert_ne!(check.status.code(), Some(0), "{}", transcript(&check));
+    // So do the per-run commands: they consult the home's ledger and say so.
+    for args in [vec!["receipts", "verify", "--allow-open"], vec!["audit"]] {
+        let out = craik().args(&args).arg(&run_dir).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", transcript(&out));
+        if args[0] == "receipts" {
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("checked against the home ledger"),
+                "{}",
+                transcript(&out)
+            );
+        }
+    }
 }
 
 /// Issue 31 item 2: a second `keys rotate` killed between the new private key and its public

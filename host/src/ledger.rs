@@ -988,6 +988,15 @@ pub fn check_home(home: &Home, keys: &KeyRing, threads: usize) -> HomeCheck {
                 if report.closed { ", closed" } else { "" }
             ),
         });
+    } else if !bytes.is_empty() && last_checkpoint(&ledger).is_none() {
+        // Every append writes its entries and a checkpoint in one write: a ledger whose last
+        // line is an entry was cut (its checkpoint removed), and what that entry says would
+        // be signed by no checkpoint (issue 31 item 4).
+        check.problems.push(Problem {
+            journal: ledger.clone(),
+            what: "ledger".into(),
+            why: "its last entry has no checkpoint after it (every append ends with one): the ledger was cut or edited".into(),
+        });
     }
     check.report = Some(report);
     if !check.problems.is_empty() {

@@ -1349,3 +1349,25 @@ fn issue_31_an_approvals_signed_review_decides_races_and_kills() {
         assert_eq!(ok.status.code(), Some(0), "{case}: {}", transcript(&ok));
     }
 }
+
+/// Issue 31 item 4: the ledger's last entry needs its checkpoint — one cut off (the last
+/// line removed) no longer verifies.
+#[test]
+fn issue_31_the_ledgers_last_entry_needs_its_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, _, _) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0);
+    let path = home.join("ledger.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let cut = lines[..lines.len() - 1].join("\n") + "\n";
+    std::fs::write(&path, cut).unwrap();
+    let out = verify_home(&home, &home);
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("has no checkpoint after it"),
+        "{}",
+        transcript(&out)
+    );
+}

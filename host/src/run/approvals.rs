@@ -358,14 +358,13 @@ fn record_review(
     Ok(())
 }
 
-/// The exclusive lock of one approval's decision (`reviews/.<id>.lock`), waited for: two
-/// reviewers deciding at once are served one after the other, and the second finds the first
-/// one's signed review.
-fn decision_lock(home: &Home, id: &str) -> Result<std::fs::File, Error> {
+/// The exclusive lock of one approval's decision (`runs/<run>/approvals/.<id>.lock`, beside
+/// the approval's file; nothing reads hidden names there), waited for: two reviewers deciding
+/// at once are served one after the other, and the second finds the first one's signed
+/// review.
+fn decision_lock(dir: &RunDir, id: &str) -> Result<std::fs::File, Error> {
     use std::os::unix::fs::OpenOptionsExt;
-    let dir = home.reviews();
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io(format!("{}: {e}", dir.display())))?;
-    let path = dir.join(format!(".{id}.lock"));
+    let path = dir.path.join("approvals").join(format!(".{id}.lock"));
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -428,7 +427,8 @@ pub fn decide_approval(
 ) -> Result<(ApprovalRecord, PathBuf), Error> {
     // One decision at a time, read afresh under the lock (issue 31 item 6: the loser of two
     // concurrent approvals got a raw EEXIST, exit 2).
-    let _deciding = decision_lock(home, id)?;
+    let (dir, _) = find_approval(home, id)?;
+    let _deciding = decision_lock(&dir, id)?;
     let (dir, mut record) = find_approval(home, id)?;
     reviewer(by, &record.runner_id)?;
     // The signed review decides, whatever the approval file says (issue 31 item 2: a decision

@@ -394,6 +394,9 @@ struct MemoryReviewAudit {
     decision: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     by: Option<String>,
+    /// The reviewer's signed reason (issue 31: shown like an approval's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reviewed_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1161,18 +1164,21 @@ fn memory_review_of(
                     "rejected"
                 },
                 by: Some(review.by),
+                reason: Some(review.reason),
                 reviewed_at: Some(review.reviewed_at),
                 problem: None,
             },
             Ok(None) => MemoryReviewAudit {
                 decision: "pending",
                 by: None,
+                reason: None,
                 reviewed_at: None,
                 problem: None,
             },
             Err(why) => MemoryReviewAudit {
                 decision: "invalid",
                 by: None,
+                reason: None,
                 reviewed_at: None,
                 problem: Some(why),
             },
@@ -1568,8 +1574,9 @@ fn memory_line(m: &MemoryReviewAudit) -> String {
         (_, _, Some(why)) => format!("memory review INVALID: {why}"),
         ("pending", _, _) => "memory review: pending (no signed review yet)".to_owned(),
         (decision, by, _) => format!(
-            "memory review: {decision} by {} (signed review {})",
+            "memory review: {decision} by {}: \"{}\" (signed review {})",
             by.as_deref().unwrap_or("?"),
+            craik_contracts::one_line(m.reason.as_deref().unwrap_or_default()),
             m.reviewed_at.as_deref().unwrap_or("?")
         ),
     }

@@ -803,3 +803,43 @@ fn issue_20_bench_audit_reports_the_ratio_and_peak_memory() {
     assert!(r["html_bytes"].as_u64().unwrap() > 400 * 200, "{r}");
     assert_eq!(r["peaks_reset"], true, "each phase's peak is its own: {r}");
 }
+
+/// Issue 31 item 4: a memory reviewer's signed reason is shown like an approver's — in the
+/// human audit (escaped, on one line) and in the JSON.
+#[test]
+fn issue_31_a_memory_reviewers_reason_is_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, id, _) = crate::runs::run_example(&home, &crate::runs::example("docs-review"), &[]);
+    assert_eq!(exit, 0);
+    let list: Value = crate::runs::json_out(&home, &["memory", "list"]);
+    let memprop = list[0]["id"].as_str().unwrap().to_owned();
+    let out = crate::craik()
+        .args([
+            "memory", "approve", &memprop, "--by", "user:rev", "--reason",
+        ])
+        .arg("checked against src/lib.rs")
+        .arg("--home")
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", crate::transcript(&out));
+    let human = audit(&home, &[&id]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(
+        text.contains(
+            "memory review: approved by user:rev: \"checked against src/lib.rs\\u{1b}[2J\""
+        ),
+        "{text}"
+    );
+    let json = audit(&home, &[&id, "--format", "json"]);
+    let report: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let reviewed: Vec<&Value> = report["runs"][0]["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e.get("memory_review"))
+        .collect();
+    assert_eq!(reviewed.len(), 1);
+    assert_eq!(reviewed[0]["reason"], "checked against src/lib.rs");
+}

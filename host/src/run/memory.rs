@@ -191,6 +191,8 @@ pub fn memory_request_hash(proposal: &str, run_id: &str, content: &str) -> Resul
 pub struct SignedMemoryReview {
     pub approved: bool,
     pub by: String,
+    /// The reviewer's reason, as signed.
+    pub reason: String,
     pub run_id: String,
     pub content_sha256: String,
     pub reviewed_at: String,
@@ -253,6 +255,7 @@ pub fn signed_memory_review(
     Ok(Some(SignedMemoryReview {
         approved: receipt.decision == Decision::Allow,
         by: receipt.decided_by.by.clone(),
+        reason: receipt.reason.clone(),
         run_id: run_id.to_owned(),
         content_sha256: content.to_owned(),
         reviewed_at: receipt.created_at.clone(),

@@ -1371,3 +1371,52 @@ fn issue_31_the_ledgers_last_entry_needs_its_checkpoint() {
         transcript(&out)
     );
 }
+
+/// Issue 31 item 1: a terminal status and reason come only from signed receipts. An ending
+/// added to a parked run's events.jsonl (no key needed) is not believed: `runs recover` keeps
+/// the run parked and `runs cancel` signs its own ending — neither signs the forged one.
+#[test]
+fn issue_31_an_ending_written_into_events_is_never_signed() {
+    for verb in ["recover", "cancel"] {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let (exit, id, text) = run_example(&home, &example("approval"), &[]);
+        assert_eq!(exit, 6, "{text}");
+        let events = home.join("runs").join(&id).join("events.jsonl");
+        let body = std::fs::read_to_string(&events).unwrap();
+        let last: Value = serde_json::from_str(body.lines().last().unwrap()).unwrap();
+        let forged = serde_json::json!({"event":"halted","at":last["at"],"status":"failed",
+            "reason":"FORGED-REASON chosen by whoever could write the file"});
+        std::fs::write(&events, format!("{body}{forged}\n")).unwrap();
+        let out = craik()
+            .args(["runs", verb, &id, "--by", "user:op", "--home"])
+            .arg(&home)
+            .output()
+            .unwrap();
+        let all = receipts(&home, &id);
+        assert!(
+            all.iter().all(|r| !r.to_string().contains("FORGED-REASON")),
+            "{verb}: the forged ending was signed: {}",
+            transcript(&out)
+        );
+        let closed: Vec<&Value> = all
+            .iter()
+            .filter(|r| r["capability"] == "run.closed")
+            .collect();
+        match verb {
+            "recover" => {
+                assert_eq!(out.status.code(), Some(6), "{}", transcript(&out));
+                assert!(closed.is_empty(), "still parked");
+                assert!(
+                    String::from_utf8_lossy(&out.stdout).contains("not believed"),
+                    "{}",
+                    transcript(&out)
+                );
+            }
+            _ => {
+                assert_eq!(closed.len(), 1, "{}", transcript(&out));
+                assert_eq!(closed[0]["result"]["metadata"]["status"], "interrupted");
+            }
+        }
+    }
+}

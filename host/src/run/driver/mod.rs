@@ -1136,6 +1136,14 @@ impl Host {
         if self.halted.is_some() {
             return Ok(());
         }
+        // The ending is signed (durably) before it is written anywhere unsigned: recovery
+        // believes an ending only from the closing receipt, so a `halted` event an attacker
+        // adds to events.jsonl can never choose what the host signs (issue 31 item 1).
+        if !self.closed && self.signed_end.is_none() {
+            let draft = self.closing_draft(status, &reason);
+            self.receipt(draft)?;
+            self.signed_end = Some((status, reason.clone()));
+        }
         self.event(&Event::Halted {
             at: ts(self.clock.now()),
             status,

@@ -151,7 +151,9 @@ impl Host {
         for id in receipts.ids {
             host.machine.note_receipt(id);
         }
-        host.replay(events)?;
+        // A closed journal signs nothing more: its events may show how a run from before
+        // closing receipts ended.
+        host.replay(events, receipts.ending.is_some() || closed)?;
         // The signed closing receipt names the ending; the events and run.json are the host's
         // own account and never override it.
         if let Some((status, reason)) = receipts.ending {
@@ -175,7 +177,11 @@ impl Host {
         Ok(host)
     }
 
-    pub(super) fn replay(&mut self, events: Vec<Event>) -> Result<(), Error> {
+    /// Replays the run's events. `signed_ending`: whether a closing receipt signs an ending;
+    /// without one, a `halted` event is not believed (the ending is signed before that event
+    /// is written, so only an edit of events.jsonl makes one), and its status and reason are
+    /// never what the host signs.
+    pub(super) fn replay(&mut self, events: Vec<Event>, signed_ending: bool) -> Result<(), Error> {
         for event in events {
             self.note_wait(&event);
             match event {
@@ -221,11 +227,19 @@ impl Host {
                 Event::Parked { at, reason, .. } => self.machine.park(reason, at.get()),
                 Event::Reopened { at, .. } => self.machine.reopen(at.get()),
                 Event::Recovered { .. } => {}
-                Event::Halted { at, status, reason } => {
+                Event::Halted { at, status, reason } if signed_ending => {
                     // The recorded ending stands over one the replayed steps reached (a
-                    // completion the host refused: a required verification never ran).
+                    // completion the host refused: a required verification never ran); the
+                    // signed one is restored over both below.
                     self.machine.restore_end(status, reason.clone(), at.get());
                     self.halted = Some((status, reason));
+                }
+                Event::Halted { status, reason, .. } => {
+                    self.notes.push(format!(
+                        "events.jsonl records an ending ({}: {}) that no closing receipt signs: not believed; the run is recovered from what its receipts sign",
+                        status.as_str(),
+                        craik_contracts::Truncated(&craik_contracts::one_line(&reason))
+                    ));
                 }
             }
         }

@@ -539,9 +539,37 @@ fn check_signatures(
     results
 }
 
+/// Whether a signature may be checked in a batch: its `R` is a canonical encoding of a point of
+/// the prime-order subgroup other than a small-order one (the identity included), and so is the
+/// key. For such points the batch equation (cofactored) and `verify_strict`'s (cofactorless,
+/// refusing small-order `R` and keys) accept exactly the same signatures; any other signature
+/// is checked alone with `verify_strict`, so the verdict on a line never depends on the lines
+/// batched with it (issue 31 item 5: an identity-point `R` was accepted or refused depending on
+/// its batch).
+fn batchable(p: &Prepared) -> bool {
+    use curve25519_dalek::edwards::CompressedEdwardsY;
+    let prime_order = |bytes: [u8; 32]| {
+        CompressedEdwardsY(bytes).decompress().is_some_and(|point| {
+            point.compress().to_bytes() == bytes
+                && !point.is_small_order()
+                && point.is_torsion_free()
+        })
+    };
+    prime_order(p.signature.r_bytes().to_owned()) && prime_order(p.key.to_bytes())
+}
+
 fn check_chunk(part: &[Option<&Prepared>], batch: bool) -> Vec<bool> {
     let strict = |p: &Prepared| p.key.verify_strict(&p.message, &p.signature).is_ok();
-    let present: Vec<&Prepared> = part.iter().flatten().copied().collect();
+    let present: Vec<&Prepared> = part
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|p| batchable(p))
+        .collect();
+    if present.len() < part.iter().flatten().count() {
+        // Some line cannot be batched: every line is checked alone.
+        return part.iter().map(|p| p.is_some_and(strict)).collect();
+    }
     if batch && present.len() > 1 {
         let messages: Vec<&[u8]> = present.iter().map(|p| p.message.as_slice()).collect();
         let signatures: Vec<DalekSignature> = present.iter().map(|p| p.signature).collect();

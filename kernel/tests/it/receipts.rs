@@ -268,6 +268,99 @@ fn weak_keys_are_refused() {
     assert!(ring.add(&identity).is_err());
 }
 
+/// A signer holding the real key that signs one way `verify_strict` refuses but a batch
+/// equation may pass: `R` the identity (s = h·a), or `R` with a small-order component.
+struct Crafted {
+    key: ed25519_dalek::SigningKey,
+    id: String,
+    torsion: bool,
+}
+
+impl Signer for Crafted {
+    fn key_id(&self) -> &str {
+        &self.id
+    }
+    fn public_key(&self) -> [u8; 32] {
+        self.key.verifying_key().to_bytes()
+    }
+    fn sign(&self, message: &[u8]) -> [u8; 64] {
+        use curve25519_dalek::{Scalar, constants};
+        use sha2::{Digest, Sha512};
+        let a = self.key.to_scalar();
+        let (r_point, r) = if self.torsion {
+            let r = Scalar::from(12345u64);
+            (
+                constants::ED25519_BASEPOINT_POINT * r + constants::EIGHT_TORSION[1],
+                r,
+            )
+        } else {
+            (curve25519_dalek::EdwardsPoint::default(), Scalar::ZERO)
+        };
+        let r_bytes = r_point.compress().to_bytes();
+        let mut h = Sha512::new();
+        h.update(r_bytes);
+        h.update(self.public_key());
+        h.update(message);
+        let h = Scalar::from_bytes_mod_order_wide(&h.finalize().into());
+        let s = r + h * a;
+        let mut sig = [0u8; 64];
+        sig[..32].copy_from_slice(&r_bytes);
+        sig[32..].copy_from_slice(s.as_bytes());
+        sig
+    }
+}
+
+/// Issue 31 item 5: one answer per signature, whatever the path. A line signed (by the key's
+/// holder) with an identity-point `R`, or an `R` with a small-order component, is refused by
+/// `verify_strict` — and now by every batch and thread split too (the batch equation passed
+/// the first always and the second one time in eight before).
+#[test]
+fn a_small_order_or_mixed_order_r_is_refused_by_every_path() {
+    use craik_kernel::{VerifyOptions, verify_journal_with};
+    let signer = test_signer();
+    let keys = ring(&signer);
+    for torsion in [false, true] {
+        let crafted = Crafted {
+            key: ed25519_dalek::SigningKey::from_bytes(&[0x42; 32]),
+            id: signer.key_id().to_owned(),
+            torsion,
+        };
+        let mut writer = JournalWriter::new("run_test", 100);
+        let mut bytes = Vec::new();
+        for i in 0..6u64 {
+            let at = datetime!(2026-11-20 10:00 UTC) + time::Duration::seconds(i as i64);
+            let by: &dyn Signer = if i == 3 { &crafted } else { &signer };
+            bytes.extend(writer.append(draft(i), at, by).unwrap());
+        }
+        bytes.extend(
+            writer
+                .close(datetime!(2026-11-20 11:00 UTC), &signer)
+                .unwrap(),
+        );
+        for round in 0..24 {
+            for (threads, batch) in [(1, false), (1, true), (2, true), (3, true)] {
+                let report = verify_journal_with(
+                    &bytes,
+                    &keys,
+                    VerifyOptions {
+                        policy_set: None,
+                        threads,
+                        batch,
+                        allow_open: false,
+                    },
+                    &mut |_, _| {},
+                );
+                let failure = report.failure.as_ref();
+                assert_eq!(
+                    failure.map(|f| f.line),
+                    Some(4),
+                    "torsion {torsion}, round {round}, threads {threads}, batch {batch}: {report:?}"
+                );
+            }
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 

@@ -102,6 +102,14 @@ impl KeyRing {
         if key.is_weak() {
             return Err("weak (small-order) ed25519 public key refused".into());
         }
+        // A key with a small-order component (no honest key has one) would let the batch and
+        // the strict equation disagree; refused once here, so verification checks only `R`.
+        if !curve25519_dalek::edwards::CompressedEdwardsY(*public)
+            .decompress()
+            .is_some_and(|p| p.is_torsion_free())
+        {
+            return Err("ed25519 public key with a small-order component refused".into());
+        }
         let id = key_id_of(public);
         self.keys.insert(id.clone(), key);
         Ok(id)

@@ -811,11 +811,55 @@ pub struct RunRecord {
 }
 
 /// What the home's ledger records of `run_id`, read only after the whole ledger verifies with
-/// `keys` (and the keys its rotations vouch for); `None` when the home has no ledger. A ledger
-/// that does not verify is an error: the host acts on nothing it cannot check.
+/// `keys` (and the keys its rotations vouch for); `None` when the home has no ledger (or an
+/// empty one: a first append killed after creating it). A ledger that does not verify is an
+/// error: the host acts on nothing it cannot check.
 pub fn run_record(root: &Path, keys: &KeyRing, run_id: &str) -> Result<Option<RunRecord>, Error> {
+    let Some(entries) = verified_entries(root, keys)? else {
+        return Ok(None);
+    };
+    let mut record = RunRecord::default();
+    for r in entries.iter().filter(|r| r.target == run_id) {
+        let m = &r.result.metadata.0;
+        match r.capability.as_str() {
+            RUN_STARTED => {
+                record.started = m
+                    .get("inputs_sha256")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+            }
+            RUN_CLOSED => {
+                let size = m.get("tree_size").and_then(Value::as_u64);
+                let root = m.get("root_hash").and_then(Value::as_str);
+                record.closed = size.zip(root).map(|(s, r)| (s, r.to_owned()));
+            }
+            _ => {}
+        }
+    }
+    Ok(Some(record))
+}
+
+/// Whether the verified home ledger records review journal `review_id` closed (`None`: the
+/// home has no ledger). A review the host acts on must be one the ledger names: a review
+/// newer than the ledger means the ledger was put back (outside testing round 13).
+pub fn review_recorded(
+    root: &Path,
+    keys: &KeyRing,
+    review_id: &str,
+) -> Result<Option<bool>, Error> {
+    Ok(verified_entries(root, keys)?.map(|entries| {
+        entries
+            .iter()
+            .any(|r| r.capability == REVIEW_CLOSED && r.target == review_id)
+    }))
+}
+
+/// Every entry of the home's ledger, after the whole ledger verified (`None`: no ledger, or
+/// an empty one).
+fn verified_entries(root: &Path, keys: &KeyRing) -> Result<Option<Vec<ReceiptPayload>>, Error> {
     let path = root.join(LEDGER_NAME);
     let bytes = match fs::read(&path) {
+        Ok(b) if b.is_empty() => return Ok(None),
         Ok(b) => b,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io(&path)(e)),
@@ -855,31 +899,15 @@ pub fn run_record(root: &Path, keys: &KeyRing, run_id: &str) -> Result<Option<Ru
     {
         return Err(refuse("no line is signed by a key this home trusts".into()));
     }
-    let mut record = RunRecord::default();
-    for (_, decoded) in decode_all(bytes) {
-        let Decoded::Receipt(r) = decoded else {
-            continue;
-        };
-        if r.target != run_id {
-            continue;
-        }
-        let m = &r.result.metadata.0;
-        match r.capability.as_str() {
-            RUN_STARTED => {
-                record.started = m
-                    .get("inputs_sha256")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
-            }
-            RUN_CLOSED => {
-                let size = m.get("tree_size").and_then(Value::as_u64);
-                let root = m.get("root_hash").and_then(Value::as_str);
-                record.closed = size.zip(root).map(|(s, r)| (s, r.to_owned()));
-            }
-            _ => {}
-        }
-    }
-    Ok(Some(record))
+    Ok(Some(
+        decode_all(bytes)
+            .into_iter()
+            .filter_map(|(_, d)| match d {
+                Decoded::Receipt(r) => Some(*r),
+                _ => None,
+            })
+            .collect(),
+    ))
 }
 
 /// What the ledger names: a journal (relative path) → (line, seq, kind) of the entry that

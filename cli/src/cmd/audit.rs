@@ -718,15 +718,19 @@ pub(crate) fn audit(out: &mut Out, format: Format, args: &AuditArgs<'_>) -> Resu
     let mut counts = Counts::default();
     // A run audited alone is checked against its home's ledger too (issue 31 item 1), as
     // `receipts verify` does; the ledger's own section stays for a home audit.
+    let enclosing = if home_target.is_none() {
+        receipts::enclosing_homes(&journals, &homes, &ring)
+    } else {
+        Vec::new()
+    };
     let mut checked_against = homes.clone();
-    if home_target.is_none() {
-        checked_against.extend(receipts::enclosing_homes(&journals, &homes, &ring));
-    }
+    checked_against.extend(enclosing.iter().cloned());
     let ctx = Ctx {
         ring: &ring,
         policy_set: expected_policy_set.as_deref(),
         expect: &expect,
         homes: &checked_against,
+        enclosing: &enclosing,
         filters: args.filters,
     };
     let mut all_valid = ledger.is_none_or(craik_host::ledger::HomeCheck::is_valid);
@@ -798,6 +802,8 @@ struct Ctx<'a> {
     policy_set: Option<&'a str>,
     expect: &'a Expected,
     homes: &'a [craik_host::ledger::HomeCheck],
+    /// The homes that hold a run audited alone: a missing or broken ledger fails its journal.
+    enclosing: &'a [craik_host::ledger::HomeCheck],
     filters: &'a Filters,
 }
 
@@ -1017,10 +1023,14 @@ fn audit_run(
     counts: &mut Counts,
 ) -> Result<bool, Failure> {
     let (report, facts) = verify_pass(journal, ctx)?;
-    let mut report = receipts::against_ledger(
-        ctx.homes,
+    let mut report = receipts::ledger_unusable(
+        ctx.enclosing,
         journal,
-        receipts::checked(journal, report, ctx.ring, ctx.expect),
+        receipts::against_ledger(
+            ctx.homes,
+            journal,
+            receipts::checked(journal, report, ctx.ring, ctx.expect),
+        ),
     );
     // Lines before the first failing line verified. A failure of what the receipts bind (an
     // approval without its review, an edited inputs.json or memory file, an unclosed journal)

@@ -595,10 +595,7 @@ pub(crate) fn verify(
     let enclosing = enclosing_homes(paths, &homes, &ring);
     if format == Format::Human {
         for path in paths.iter().filter(|p| !is_home(p)) {
-            match enclosing
-                .iter()
-                .find(|c| c.holds(&path.join("receipts.jsonl")) || c.holds(path))
-            {
+            match enclosing.iter().find(|c| inside(c, path)) {
                 Some(c) => out.diag(format_args!(
                     "craik: {}: checked against the home ledger {}",
                     path.display(),
@@ -662,13 +659,17 @@ pub(crate) fn verify(
                 ))?;
             }
         }
-        let report = against_ledger(
+        let report = ledger_unusable(
             &enclosing,
             &path,
             against_ledger(
-                &homes,
+                &enclosing,
                 &path,
-                checked(&path, verifier.finish(), ring, &expect),
+                against_ledger(
+                    &homes,
+                    &path,
+                    checked(&path, verifier.finish(), ring, &expect),
+                ),
             ),
         );
         if show {
@@ -717,6 +718,43 @@ pub(crate) fn verify(
     Ok(exit)
 }
 
+/// Whether `path` lies in the home `check` is about.
+fn inside(check: &craik_host::ledger::HomeCheck, path: &Path) -> bool {
+    let root = check.ledger.parent().and_then(|p| p.canonicalize().ok());
+    let real = path.canonicalize().ok();
+    root.zip(real)
+        .is_some_and(|(root, real)| real.starts_with(root))
+}
+
+/// A journal of a home whose ledger is missing or does not verify fails with that (a run cut
+/// back, its ledger deleted, verified "valid" alone before: outside testing round 13).
+pub(crate) fn ledger_unusable(
+    homes: &[craik_host::ledger::HomeCheck],
+    path: &Path,
+    mut report: Report,
+) -> Report {
+    if report.failure.is_some() {
+        return report;
+    }
+    if let Some(problem) = homes
+        .iter()
+        .filter(|c| inside(c, path))
+        .find_map(|c| c.problems.iter().find(|p| p.what == "ledger"))
+    {
+        report.failure = Some(craik_kernel::Failure {
+            line: 0,
+            seq: None,
+            what: "ledger".to_owned(),
+            why: format!(
+                "the home's ledger {}: {}",
+                problem.journal.display(),
+                problem.why
+            ),
+        });
+    }
+    report
+}
+
 /// Whether `path` is a Craik home (a directory holding `runs/` or a ledger).
 fn is_home(path: &Path) -> bool {
     path.join("runs").is_dir() || path.join(craik_host::ledger::LEDGER_NAME).is_file()
@@ -735,8 +773,10 @@ pub(crate) fn enclosing_homes(
         let Ok(real) = path.canonicalize() else {
             continue;
         };
+        // A home by its layout (its keys, or a ledger), so a home whose ledger was deleted is
+        // still one, and its journals fail against it (outside testing round 13).
         let Some(root) = real.ancestors().skip(1).find(|a| {
-            a.join(craik_host::ledger::LEDGER_NAME).is_file()
+            (a.join(craik_host::ledger::LEDGER_NAME).is_file() || a.join("keys").is_dir())
                 && (real.starts_with(a.join("runs")) || real.starts_with(a.join("reviews")))
         }) else {
             continue;

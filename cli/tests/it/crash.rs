@@ -555,6 +555,17 @@ fn issue_31_a_run_killed_before_its_first_receipt_is_recovered() {
     )
     .unwrap();
     std::fs::write(ghost_dir.join("receipts.jsonl"), b"").unwrap();
+    // Killed before inputs.json was written too (outside testing round 13).
+    let bare = "run_20261128t000000_0badc1";
+    std::fs::create_dir_all(home.join("runs").join(bare)).unwrap();
+    std::fs::write(home.join("runs").join(bare).join("receipts.jsonl"), b"").unwrap();
+    let out = craik()
+        .args(["runs", "recover", bare, "--by", "user:op", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    assert!(!home.join("runs").join(bare).exists());
     let check = crate::ledger::verify_home_for(&home);
     assert_ne!(check.status.code(), Some(0));
     assert!(

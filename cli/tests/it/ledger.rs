@@ -1420,3 +1420,100 @@ fn issue_31_an_ending_written_into_events_is_never_signed() {
         }
     }
 }
+
+/// Outside testing round 13: a completed run put back to its parked copy together with a
+/// ledger deleted, emptied or cut to before the run's decision is not continued either (the
+/// journal is past its first receipt, or the consumed review is newer than the ledger); and
+/// `receipts verify RUN` fails when its home's ledger is gone.
+#[test]
+fn issue_31_a_run_put_back_with_its_ledger_removed_or_cut_is_never_continued() {
+    for mode in ["delete", "empty", "cut"] {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let (exit, id, text) = run_example(&home, &example("approval"), &[]);
+        assert_eq!(exit, 6, "{mode}: {text}");
+        let ledger = home.join("ledger.jsonl");
+        let parked_ledger = std::fs::read(&ledger).unwrap();
+        let approval = crate::runs::pending_approval(&home);
+        let ok = crate::runs::approve(&home, &approval, "user:alice");
+        assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
+        let run_dir = home.join("runs").join(&id);
+        let saved = dir.path().join("saved");
+        crate::policy::copy_dir(&run_dir, &saved);
+        let done = crate::runs::resume(&home, &id);
+        assert_eq!(done.status.code(), Some(0), "{}", transcript(&done));
+        std::fs::remove_dir_all(&run_dir).unwrap();
+        crate::policy::copy_dir(&saved, &run_dir);
+        let _ = std::fs::remove_file(home.join("ledger.head"));
+        match mode {
+            "delete" => std::fs::remove_file(&ledger).unwrap(),
+            "empty" => std::fs::write(&ledger, b"").unwrap(),
+            // The ledger as it was while the run was parked: it names the run's start.
+            _ => std::fs::write(&ledger, &parked_ledger).unwrap(),
+        }
+        let journal = std::fs::read(run_dir.join("receipts.jsonl")).unwrap();
+        let again = crate::runs::resume(&home, &id);
+        assert_ne!(
+            again.status.code(),
+            Some(0),
+            "{mode}: {}",
+            transcript(&again)
+        );
+        assert_eq!(
+            std::fs::read(run_dir.join("receipts.jsonl")).unwrap(),
+            journal,
+            "{mode}: nothing signed"
+        );
+        let verify = craik()
+            .args(["receipts", "verify", "--allow-open"])
+            .arg(&run_dir)
+            .output()
+            .unwrap();
+        if mode != "cut" {
+            assert_eq!(
+                verify.status.code(),
+                Some(1),
+                "{mode}: {}",
+                transcript(&verify)
+            );
+        }
+    }
+}
+
+/// Outside testing round 13: a `memory approve` killed after its review journal was written
+/// (the proposal file still `pending`) is finished by running it again; another decision is
+/// refused naming the reviewer.
+#[test]
+fn issue_31_a_killed_memory_review_is_finished_by_running_it_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, _, _) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0);
+    let list: Value = crate::runs::json_out(&home, &["memory", "list"]);
+    let id = list[0]["id"].as_str().unwrap().to_owned();
+    let file = home.join("memory").join(format!("{id}.json"));
+    let pending = std::fs::read(&file).unwrap();
+    let decide = |verb: &str, by: &str| {
+        craik()
+            .args([
+                "memory", verb, &id, "--by", by, "--reason", "checked", "--home",
+            ])
+            .arg(&home)
+            .output()
+            .unwrap()
+    };
+    let ok = decide("approve", "user:rev");
+    assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
+    std::fs::write(&file, &pending).unwrap();
+    let again = decide("approve", "user:rev");
+    assert_eq!(again.status.code(), Some(0), "{}", transcript(&again));
+    // And with the file put back once more, another decision is refused naming the reviewer.
+    std::fs::write(&file, &pending).unwrap();
+    let other = decide("reject", "user:other");
+    assert_eq!(other.status.code(), Some(1), "{}", transcript(&other));
+    assert!(String::from_utf8_lossy(&other.stderr).contains("already approved by user:rev"));
+    let record: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(record["status"], "approved");
+    let ok = verify_home(&home, &home);
+    assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
+}

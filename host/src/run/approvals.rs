@@ -329,7 +329,7 @@ pub fn write_review(
 }
 
 /// The home ledger records the closed review (idempotent): deleting it later is caught.
-fn record_review(
+pub(crate) fn record_review(
     home: &Home,
     review_id: &str,
     bytes: &[u8],

@@ -117,6 +117,43 @@ pub fn decide_memory(
                 Vec::new(),
             )
         })?;
+    // The signed review decides (outside testing round 13: a decision killed after its
+    // review journal was written, before the proposal file, could never be finished): the
+    // file is brought in line with it and the ledger entry recorded; the same decision asked
+    // again succeeds, another is refused naming the reviewer. A review journal that never got
+    // its bytes decided nothing and goes.
+    let review_dir = home.reviews().join(review_id(id));
+    let review_path = review_dir.join(crate::journal::JOURNAL_NAME);
+    match std::fs::read(&review_path) {
+        Ok(bytes) if bytes.is_empty() => std::fs::remove_dir_all(&review_dir)
+            .map_err(|e| Error::io(format!("{}: {e}", review_dir.display())))?,
+        Ok(bytes) => {
+            let review = signed_memory_review(home, &ring, id)
+                .map_err(|why| Error::invalid(why, Vec::new()))?
+                .ok_or_else(|| Error::internal(format!("{}: unreadable", review_path.display())))?;
+            m.status = if review.approved {
+                ProposalStatus::Approved
+            } else {
+                ProposalStatus::Rejected
+            };
+            m.decided_by = Some(review.by.clone());
+            m.decided_at = serde_json::from_value(json!(review.reviewed_at)).ok();
+            m.decision_reason = Some(review.reason.clone());
+            write_memory(home, &m)?;
+            crate::run::approvals::record_review(home, &review_id(id), &bytes, signer, now)?;
+            if review.approved == approve && review.by == by {
+                return Ok((m, review_path));
+            }
+            return Err(Error::refused(format!(
+                "{id} is already {} by {}",
+                m.status.as_str(),
+                review.by
+            )));
+        }
+        Err(_) if review_dir.exists() => std::fs::remove_dir_all(&review_dir)
+            .map_err(|e| Error::io(format!("{}: {e}", review_dir.display())))?,
+        Err(_) => {}
+    }
     // Only what the run proposed is reviewed: a file edited since is refused, naming why.
     if let Some(why) = memory_tampered(home, &ring, &m) {
         return Err(Error::invalid(format!("{why}; not signed"), Vec::new()));

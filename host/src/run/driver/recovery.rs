@@ -67,7 +67,25 @@ impl Host {
         // journal whose start it records. A run directory put back from an earlier copy (a
         // backup, a sync conflict) is refused here, before anything is signed or performed —
         // which also keeps a restored `approved` file from authorising a second execution.
-        if let Some(record) = crate::ledger::run_record(&home.root, &setup.keys, &inputs.run_id)? {
+        let record = crate::ledger::run_record(&home.root, &setup.keys, &inputs.run_id)?;
+        // The ledger names a run from its first receipt on (the entry is appended right after
+        // it): a journal past that first receipt whose run the ledger does not record started
+        // means the ledger was deleted, emptied, cut or replaced by an older copy (outside
+        // testing round 13: the rolled-back run then performed its approved action again).
+        if receipts.ids.len() > 1 && record.as_ref().is_none_or(|r| r.started.is_none()) {
+            return Err(Error::refused(format!(
+                "{}: its journal holds {} receipts but the home ledger {} its start: the ledger was deleted, cut or replaced by an older copy. Nothing was signed or performed; check the home with `craik receipts verify {}` (`craik ledger rebuild` only once you know why)",
+                inputs.run_id,
+                receipts.ids.len(),
+                if record.is_none() {
+                    "(missing or empty) cannot record"
+                } else {
+                    "does not record"
+                },
+                home.root.display()
+            )));
+        }
+        if let Some(record) = record {
             let put_back = |what: String| {
                 Error::refused(format!(
                     "{}: {what}; the run directory was put back from an earlier copy or edited. Nothing was signed or performed; check the home with `craik receipts verify {}`",
@@ -440,6 +458,29 @@ impl Host {
                 pending.id, pending.id
             ))
             .with_kind(crate::ErrorKind::Refused));
+        }
+        // A decided review the run would act on must be named by the home ledger (recorded
+        // before the approval file says decided): one it does not name means the ledger was
+        // put back to before the decision (outside testing round 13). Checked before anything
+        // is signed.
+        let ring = {
+            use craik_kernel::Signer as _;
+            let mut ring = KeyRing::new();
+            ring.add(&self.signer.public_key())
+                .map_err(|e| Error::internal(format!("signing key: {e}")))?;
+            ring
+        };
+        for decided in approvals.iter().filter(|a| {
+            matches!(a.status, ApprovalStatus::Approved | ApprovalStatus::Denied)
+                && self.pending.iter().any(|p| p.id == a.action.id)
+        }) {
+            if crate::ledger::review_recorded(&self.home.root, &ring, &decided.id)? == Some(false) {
+                return Err(Error::refused(format!(
+                    "approval {}: its signed review is not named by the home ledger: the ledger was cut or replaced by an older copy. Nothing was signed or performed; check the home with `craik receipts verify {}`",
+                    decided.id,
+                    self.home.root.display()
+                )));
+            }
         }
         Ok(())
     }

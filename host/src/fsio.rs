@@ -230,3 +230,21 @@ mod tests {
         assert!(fresh.is_dir());
     }
 }
+
+/// Opens (creating, `0600`, never through a symlink) the lock file `path` and waits for its
+/// exclusive `flock`, held until the file is dropped.
+pub fn lock_exclusive(path: &Path) -> Result<fs::File, crate::Error> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| crate::Error::io(format!("{}: {e}", path.display())))?;
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
+        .map_err(|e| crate::Error::io(format!("{}: {e}", path.display())))?;
+    Ok(file)
+}

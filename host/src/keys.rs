@@ -87,7 +87,6 @@ const GENERATE_LOCK_NAME: &str = "generate.lock";
 
 /// The exclusive generation lock of `keys_dir` (made, 0700, when missing), waited for.
 fn generation_lock(keys_dir: &Path) -> Result<std::fs::File, Error> {
-    use std::os::unix::fs::OpenOptionsExt;
     if !keys_dir.exists() {
         match std::fs::create_dir_all(keys_dir.parent().unwrap_or(keys_dir))
             .and_then(|()| std::fs::create_dir(keys_dir))
@@ -106,19 +105,7 @@ fn generation_lock(keys_dir: &Path) -> Result<std::fs::File, Error> {
             }
         }
     }
-    let path = keys_dir.join(GENERATE_LOCK_NAME);
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&path)
-        .map_err(|e| Error::io(format!("{}: {e}", path.display())))?;
-    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
-        .map_err(|e| Error::io(format!("{}: {e}", path.display())))?;
-    Ok(file)
+    crate::fsio::lock_exclusive(&keys_dir.join(GENERATE_LOCK_NAME))
 }
 
 /// Temporary key files (`signing.key.tmp-PID`, `signing.pub.tmp-PID`) a killed generation

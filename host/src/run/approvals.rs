@@ -363,20 +363,7 @@ pub(crate) fn record_review(
 /// at once are served one after the other, and the second finds the first one's signed
 /// review.
 fn decision_lock(dir: &RunDir, id: &str) -> Result<std::fs::File, Error> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let path = dir.path.join("approvals").join(format!(".{id}.lock"));
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&path)
-        .map_err(|e| Error::io(format!("{}: {e}", path.display())))?;
-    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
-        .map_err(|e| Error::io(format!("{}: {e}", path.display())))?;
-    Ok(file)
+    crate::fsio::lock_exclusive(&dir.path.join("approvals").join(format!(".{id}.lock")))
 }
 
 /// Every approval of every run under `home`, with its run directory.

@@ -748,7 +748,10 @@ mod tests {
         let again = dir.path().join("./org");
         assert_eq!(pinned.custom_set(&[again]).unwrap(), vec![org.clone()]);
         // Another directory neither replaces the pinned set nor is added.
-        let err = pinned.custom_set(&[other.clone()]).unwrap_err().to_string();
+        let err = pinned
+            .custom_set(std::slice::from_ref(&other))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("pins the custom policy set"), "{err}");
         // A pinned directory edited afterwards is refused whatever the flags say.
         std::fs::write(org.join("p.cedar"), "// edited\n").unwrap();

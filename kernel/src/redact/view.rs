@@ -29,8 +29,6 @@ struct Edit {
     view: usize,
     /// How many bytes it reads as in the view (0 or 1: one ASCII character).
     view_len: usize,
-    /// How many bytes of the text it is.
-    orig_len: usize,
 }
 
 /// The view of a text, and how to trace a view span back to it.
@@ -195,7 +193,6 @@ impl View {
             edits.push(Edit {
                 view: view.len(),
                 view_len: read.map_or(0, char::len_utf8),
-                orig_len: len,
             });
             if let Some(r) = read {
                 view.push(r);

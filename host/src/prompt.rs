@@ -134,10 +134,11 @@ pub fn compile(req: &Request<'_>) -> Result<Compiled, Error> {
     Ok(Compiled { prompt, bytes })
 }
 
-/// `text` with its secrets replaced. A rule set that did not load withholds it whole.
+/// `text` in canonical form with its secrets replaced. A rule set that did not load withholds
+/// it whole.
 fn redacted(text: String) -> String {
     match craik_kernel::redact_checked(&text) {
-        Ok(r) if r.replaced == 0 => text,
+        Ok(r) if !r.changed() => text,
         Ok(r) => r.text,
         Err(_) => craik_kernel::REDACTED.to_owned(),
     }

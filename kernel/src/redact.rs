@@ -8,17 +8,41 @@
 //! else its first non-empty group, else the match) is replaced by `[REDACTED]`; the rest of the
 //! text stays. Redaction runs to a fixed point, so its output holds nothing any rule finds.
 //!
+//! Every entry point ([`redact_text`], [`redact_checked`], [`redact_value`], [`still_secret`])
+//! works on the text's canonical form (`redact/canon.rs`: ANSI/VT escape sequences, control
+//! characters but `\n` and `\t`, and Unicode format and default-ignorable characters
+//! removed; backspaces and carriage returns resolved as a terminal shows them), and its
+//! output is that form: what a terminal or a model reads is what the rules saw. There is no
+//! entry point without it (red team round 12, F1: a colour code inside a token hid its tail
+//! from the rules and not from the reader). A text whose canonical form differs is reported
+//! as changed ([`Redacted::removed`]) even when nothing was a secret; bytes Craik writes or
+//! runs are the caller's to keep (the host keeps a proposal's content and argv verbatim
+//! unless a secret is found in them).
+//!
+//! The rules also read a view of the canonical text (`redact/view.rs`): a tab pushed into a
+//! token, JSON `\u` and HTML escapes of ASCII characters and look-alike Cyrillic or Greek
+//! letters are undone there, and what the rules find in the view is replaced over exactly the
+//! bytes of the text that spell it. A word character glued before a token with a distinctive
+//! prefix (`id_AKIA…`) does not hide it (`redact/rules.rs`, "glued prefixes"). Not handled,
+//! and why, is written in `redact/view.rs` and SECURITY.md: a token split by a space or a line
+//! break, look-alikes beyond a small table, decoding (base64, hex, percent).
+//!
 //! Fail closed where it is needed: if the rule set did not load (a file that does not parse, a
 //! rule that does not compile), [`redact_text`] returns only `[REDACTED]` and
 //! [`still_secret`]/[`redact_checked`] refuse every text. A text is never refused because one
 //! short token-shaped string is in it (issue 30): such strings are rules, and are replaced.
 
+use std::ops::Range;
 use std::sync::OnceLock;
 
 use regex::Regex;
 use serde_json::Value;
 
+mod canon;
 mod rules;
+mod view;
+
+use view::View;
 
 pub use rules::{GITLEAKS_VERSION, RuleSetError, SecretFinding, SecretRules};
 
@@ -40,88 +64,153 @@ const UNCHECKABLE: &str = "text the redactor cannot check (the secret rule set d
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Redacted {
     pub text: String,
+    /// Secrets replaced by [`REDACTED`].
     pub replaced: usize,
+    /// Escape sequences and invisible characters removed or changed by canonicalisation
+    /// (`redact/canon.rs`); not secrets.
+    pub removed: usize,
 }
 
-/// Replaces every recognised secret in `text`.
+impl Redacted {
+    /// Whether the text differs from the one given.
+    pub fn changed(&self) -> bool {
+        self.replaced > 0 || self.removed > 0
+    }
+
+    /// Everything withheld: the rule set or the Unicode tables did not load, or an invariant
+    /// broke.
+    fn withheld(replaced: usize) -> (Redacted, bool) {
+        (
+            Redacted {
+                text: REDACTED.to_owned(),
+                replaced: replaced + 1,
+                removed: 0,
+            },
+            false,
+        )
+    }
+}
+
+/// Replaces every recognised secret in `text`, in its canonical form.
 pub fn redact_text(text: &str) -> Redacted {
     redact_to_fixed_point(text).0
 }
 
-/// The redacted text, and whether it is clean (the last pass found nothing).
+/// The redacted canonical text, and whether it is clean (neither it nor its view holds
+/// anything a rule finds).
+// INVARIANT: this is the only way text is redacted, so every caller gets the canonical form
+// and the view: there is no entry point that skips them.
 fn redact_to_fixed_point(text: &str) -> (Redacted, bool) {
     let Ok(rules) = secret_rules() else {
-        return (
-            Redacted {
-                text: REDACTED.to_owned(),
-                replaced: 1,
-            },
-            false,
-        );
+        return Redacted::withheld(0);
     };
-    let mut out = text.to_owned();
+    let Some((canonical, removed)) = canon::canonical(text) else {
+        return Redacted::withheld(0);
+    };
+    let done = |text: String, replaced: usize, clean: bool| {
+        (
+            Redacted {
+                text,
+                replaced,
+                removed,
+            },
+            clean,
+        )
+    };
+    let mut out = canonical.into_owned();
+    let mut replaced = 0;
+    for _ in 0..MAX_PASSES {
+        // The view first (tabs in a token, JSON and HTML escapes, look-alike letters): a token
+        // it reads whole is replaced whole, over the bytes that spell it, before a rule on the
+        // text takes a piece of it.
+        let mut view_found = false;
+        if let Some(view) = View::of(&out) {
+            let pass = rules.spans(&view.text);
+            if pass.broken {
+                return Redacted::withheld(replaced);
+            }
+            if !pass.spans.is_empty() {
+                let spans = rules::merge(pass.spans.iter().map(|s| view.original(s)).collect());
+                let Some((next, _)) = replace_spans(&out, &spans) else {
+                    return Redacted::withheld(replaced);
+                };
+                replaced += spans.len();
+                out = next;
+                view_found = true;
+            }
+        }
+        let Some((next, more, clean)) = fixed_point(rules, out) else {
+            return Redacted::withheld(replaced);
+        };
+        out = next;
+        replaced += more;
+        if !clean {
+            return done(out, replaced, false);
+        }
+        // Clean, and so is its view: the one just scanned (nothing replaced since), or none.
+        if !view_found && (more == 0 || View::of(&out).is_none()) {
+            return done(out, replaced, true);
+        }
+    }
+    let clean = rules.first(&out).is_none()
+        && View::of(&out).is_none_or(|v| rules.first(&v.text).is_none());
+    done(out, replaced, clean)
+}
+
+/// `text` with each of `spans` (sorted, disjoint char-boundary ranges) replaced by
+/// [`REDACTED`], and where the markers are in the result; `None` if a span is not on char
+/// boundaries.
+fn replace_spans(text: &str, spans: &[Range<usize>]) -> Option<(String, Vec<Range<usize>>)> {
+    let mut next = String::with_capacity(text.len());
+    let mut markers = Vec::with_capacity(spans.len());
+    let mut at = 0;
+    for span in spans {
+        next.push_str(text.get(at..span.start)?);
+        text.get(span.clone())?;
+        markers.push(next.len()..next.len() + REDACTED.len());
+        next.push_str(REDACTED);
+        at = span.end;
+    }
+    next.push_str(text.get(at..)?);
+    Some((next, markers))
+}
+
+/// Redacts `text` (as given) to a fixed point: the text, the replacements made, and whether
+/// the last pass found nothing. `None`: a rule that had to be tried does not compile, or an
+/// invariant broke.
+fn fixed_point(rules: &SecretRules, text: String) -> Option<(String, usize, bool)> {
+    let mut out = text;
     let mut replaced = 0;
     let mut pass = rules.spans(&out);
     for _ in 0..MAX_PASSES {
         if pass.broken {
-            return (
-                Redacted {
-                    text: REDACTED.to_owned(),
-                    replaced: replaced + 1,
-                },
-                false,
-            );
+            return None;
         }
         if pass.spans.is_empty() {
-            return (
-                Redacted {
-                    text: out,
-                    replaced,
-                },
-                true,
-            );
+            return Some((out, replaced, true));
         }
-        let mut next = String::with_capacity(out.len());
-        let mut markers = Vec::with_capacity(pass.spans.len());
-        let mut at = 0;
-        for span in &pass.spans {
-            let (Some(keep), true) = (out.get(at..span.start), out.is_char_boundary(span.end))
-            else {
-                // INVARIANT: spans come from matches on `out`, so they are char boundaries.
-                return (
-                    Redacted {
-                        text: REDACTED.to_owned(),
-                        replaced: replaced + 1,
-                    },
-                    false,
-                );
-            };
-            next.push_str(keep);
-            markers.push(next.len()..next.len() + REDACTED.len());
-            next.push_str(REDACTED);
-            at = span.end;
-        }
-        next.push_str(out.get(at..).unwrap_or(""));
+        // INVARIANT: spans come from matches on `out`, so they are char boundaries.
+        let (next, markers) = replace_spans(&out, &pass.spans)?;
         replaced += pass.spans.len();
         out = next;
         pass = rules.respans(&out, &pass, &markers);
     }
     let clean = rules.first(&out).is_none();
-    (
-        Redacted {
-            text: out,
-            replaced,
-        },
-        clean,
-    )
+    Some((out, replaced, clean))
 }
 
-/// What still looks like a secret in `text` (after redaction), if anything.
+/// What still looks like a secret in `text` (after redaction), if anything: in its canonical
+/// form or in that form's view.
 pub fn still_secret(text: &str) -> Option<&'static str> {
-    match secret_rules() {
-        Err(_) => Some(UNCHECKABLE),
-        Ok(rules) => rules.first(text),
-    }
+    let Ok(rules) = secret_rules() else {
+        return Some(UNCHECKABLE);
+    };
+    let Some((canonical, _)) = canon::canonical(text) else {
+        return Some(UNCHECKABLE);
+    };
+    rules
+        .first(&canonical)
+        .or_else(|| View::of(&canonical).and_then(|v| rules.first(&v.text)))
 }
 
 /// Redacts `text`; refuses it only if the rule set did not load or a secret survived every
@@ -133,14 +222,15 @@ pub fn redact_checked(text: &str) -> Result<Redacted, &'static str> {
     }
 }
 
-/// Redacts every string (keys included) of a JSON value in place; returns the replacements
-/// made, or what still looked like a secret.
+/// Redacts every string (keys included) of a JSON value in place; returns the changes made
+/// (secrets replaced, and escape sequences and invisible characters removed: 0 means the
+/// value is unchanged), or what still looked like a secret.
 pub fn redact_value(value: &mut Value) -> Result<usize, &'static str> {
     match value {
         Value::String(s) => {
             let r = redact_checked(s)?;
             *s = r.text;
-            Ok(r.replaced)
+            Ok(r.replaced + r.removed)
         }
         Value::Array(items) => items
             .iter_mut()
@@ -150,7 +240,7 @@ pub fn redact_value(value: &mut Value) -> Result<usize, &'static str> {
             let old = std::mem::take(map);
             for (key, mut v) in old {
                 let k = redact_checked(&key)?;
-                n += k.replaced + redact_value(&mut v)?;
+                n += k.replaced + k.removed + redact_value(&mut v)?;
                 // A key that names a secret hides its whole (string) value.
                 if is_secret_key(&k.text)
                     && let Value::String(s) = &mut v

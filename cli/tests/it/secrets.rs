@@ -185,3 +185,125 @@ fn issue_30_no_rule_sample_reaches_requests_journal_case_prompt_or_audit() {
         }
     }
 }
+
+/// Every string in `text`: each JSON line's string values (what a reader of the JSON sees,
+/// escapes decoded), else the text itself.
+fn strings(text: &str) -> Vec<String> {
+    fn walk(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::String(s) => out.push(s.clone()),
+            serde_json::Value::Array(a) => a.iter().for_each(|v| walk(v, out)),
+            serde_json::Value::Object(m) => m.iter().for_each(|(k, v)| {
+                out.push(k.clone());
+                walk(v, out);
+            }),
+            _ => {}
+        }
+    }
+    let mut out = vec![text.to_owned()];
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(text) {
+        walk(&v, &mut out);
+    }
+    for line in text.lines() {
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
+            walk(&v, &mut out);
+        }
+    }
+    out
+}
+
+/// What a terminal or a model reads: escape sequences, controls (but `\n`), format and
+/// default-ignorable characters, and tabs inside a word gone.
+fn read(text: &str) -> String {
+    let escapes = regex::Regex::new(
+        r"(?:\x1b|\x{9b})\[?[0-?]*[ -/]*[@-~]|(?:\x1b\]|\x{9d})[^\x07\x1b\n]*(?:\x07|\x1b\\)?|[^\n]\x08",
+    )
+    .unwrap();
+    let invisible =
+        regex::Regex::new(r"[[\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}]--[\n]]").unwrap();
+    invisible
+        .replace_all(&escapes.replace_all(text, ""), "")
+        .into_owned()
+}
+
+/// Red team round 12, F1: a granted command prints real-format tokens coloured by
+/// `grep --color=always`, split by a zero-width space, a NUL, a soft hyphen, a backspace or a
+/// tab, and glued to a word character. The next step request (the observe request in
+/// `events.jsonl`), the journal and everything else the run keeps hold none of them, even
+/// once escape sequences and invisible characters are dropped.
+#[test]
+fn r12_f1_coloured_split_and_glued_tokens_reach_neither_the_runner_nor_the_journal() {
+    let tokens = [
+        "AKIAUJZDEGXDNCF32EPF",
+        "sk-ant-api03-r3yBdGBLEPH1qhT61qtc4xatws8phP9nhFyJfm5di4PzJ59FHz5r1pY4OjE2jBMptUsGr7CmY-uCu3ZR1zTOlUcR64cXQAA",
+        "sk_live_3RZJzzzzgEOzdmenCkhvMdga",
+        "ghp_JBd0Kh8oOOL8dKLzdocJ2isAjIhKtJ0RlgLK",
+        "xoxb-276842684656-3212233079244-ajAIxNKu8iS2G8NPRVdD53X8",
+        "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",
+        "npm_BkdfQ1y3GQsMpSscDlkrCaqx9vJupc94tnwl",
+        "AIzaSyD3xQ9vLmN2pR7tK4wJ8hF6gC1bE5aZ0yX",
+    ];
+    let mut env = String::new();
+    let mut printed = String::new();
+    for (i, t) in tokens.iter().enumerate() {
+        env.push_str(&format!("T{i}_TOKEN={t}\n"));
+        let (a, b) = t.split_at(6);
+        // The prefix is what `grep --color=always` is asked for, coloured; then split tokens.
+        printed.push_str(&format!(
+            "id_{t}\n9{t}\n{a}\u{200b}{b}\n{a}\\000{b}\n{a}\u{ad}{b}\n{a}Q\\b{b}\n{a}\\t{b}\n"
+        ));
+    }
+    let mut probe = String::from("#!/bin/sh\n");
+    for t in &tokens {
+        probe.push_str(&format!("grep --color=always '{}' .env\n", &t[..4]));
+    }
+    probe.push_str("printf \"$(cat printed.txt)\\n\"\n");
+    let dir = tempfile::tempdir().unwrap();
+    let ex = crate::runs::scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[("shell.test", &["./probe.sh"], &["execute"])],
+        crate::runs::act(json!([
+            {"id":"action_probe","capability":"shell.test","operation":"execute","argv":["./probe.sh"]},
+        ])),
+        &[
+            ("probe.sh", &probe),
+            (".env", &env),
+            ("printed.txt", &printed),
+        ],
+    );
+    make_executable(&ex.join("workspace/probe.sh"));
+    let home = dir.path().join("home");
+    let (_, id, text) = run_example(&home, &ex, &[]);
+    let run = home.join("runs").join(&id);
+    let events = std::fs::read_to_string(run.join("events.jsonl")).unwrap();
+    let observe = events
+        .lines()
+        .find(|l| l.contains("\"outcomes\""))
+        .unwrap_or_else(|| panic!("no observe request: {text}\n{events}"));
+    // The command ran, printed, and its output reached the runner redacted.
+    assert!(
+        observe.matches("[REDACTED]").count() >= tokens.len() * 7,
+        "{observe}"
+    );
+    let mut kept: Vec<(String, String)> = vec![("observe request".into(), observe.to_owned())];
+    for file in files(&home) {
+        let bytes = std::fs::read(&file).unwrap();
+        kept.push((
+            file.display().to_string(),
+            String::from_utf8_lossy(&bytes).into_owned(),
+        ));
+    }
+    assert!(kept.iter().any(|(w, _)| w.ends_with("receipts.jsonl")));
+    for (what, text) in &kept {
+        for s in strings(text) {
+            let seen = read(&s);
+            for t in &tokens {
+                assert!(!s.contains(t), "{what} holds {t}: {s:?}");
+                // A tab between two parts of a token: read as one word.
+                let joined = seen.replace('\t', "");
+                assert!(!joined.contains(t), "{what} holds {t} once read: {s:?}");
+            }
+        }
+    }
+}

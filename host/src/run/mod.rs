@@ -135,6 +135,10 @@ impl ActionRecord {
     }
 
     /// Records a proposal; a secret anywhere in it is redacted out and the action refused.
+    /// What Craik would write or run (`refuse`: content, edits, argv, target) is kept byte for
+    /// byte when it holds no secret: canonicalisation (escape sequences, invisible characters
+    /// removed) is for text shown or sent, not for bytes written to the workspace or passed to
+    /// a command; a secret found in the canonical form or its view refuses the action.
     pub fn new(id: String, mut proposed: ProposedAction) -> Self {
         let mut found = None;
         let mut clean = |text: &mut String, refuse: bool| {
@@ -143,11 +147,11 @@ impl ActionRecord {
             if (r.replaced > 0 || still.is_some()) && refuse && found.is_none() {
                 found = Some(still.unwrap_or("a secret").to_owned());
             }
-            *text = if still.is_some() {
-                craik_kernel::REDACTED.to_owned()
-            } else {
-                r.text
-            };
+            if still.is_some() {
+                *text = craik_kernel::REDACTED.to_owned();
+            } else if r.replaced > 0 || !refuse {
+                *text = r.text;
+            }
         };
         if let Some(t) = proposed.target.as_mut() {
             clean(t, true);

@@ -14,7 +14,22 @@
 //! - path-only rules (`pkcs12-file`) are loaded and listed but cannot match text;
 //! - RE2 classes `\w \d \s \b` are ASCII as in Go, written as explicit ASCII classes (see
 //!   [`translate`]); Rust's Unicode `(?i)` still folds `ſ` and `K` into `s`/`k`, which only
-//!   widens a match.
+//!   widens a match;
+//! - glued prefixes (red team round 12, F1): a rule whose pattern opens with `\b` right
+//!   before its secret, when the secret starts with a distinctive literal prefix, is compiled
+//!   without that `\b`, so `id_AKIA…`, `_sk-ant-api03-…` or `xAIza…` is found. gitleaks wants
+//!   the boundary to keep false positives out of repository scans; a redactor that misses a
+//!   token because a word character was printed before it fails open. Distinctive (decided
+//!   at load from the pattern, by [`unglued`]): every literal the secret can start with (the
+//!   `regex-syntax` prefix extractor) is at least 4 bytes (`AKIA`, `ghp_`, `AIza`, `dapi`,
+//!   `sk_live_`), or 3 bytes that are not a run of one case of letters and digits (`hf_`,
+//!   `SG.`, `eyJ`) in a secret of at least 24 bytes. Rules whose secret follows a keyword
+//!   (`generic-api-key`, `key=value` rules), short or common prefixes (`sk-` alone, which
+//!   `risk-assessment-…` holds; `MII`, which any base64 text holds) and alternations with one
+//!   short branch (`craik-provider-token-piece`'s `SK`) keep their `\b`. Over 256 MB of
+//!   source (the cargo registry and this repository) the relaxed rules found 5 secrets after
+//!   a word character: two base64 OpenSSH keys and three spellings of a rule's own pattern.
+//!   [`SecretRules::glued_ids`] lists them; `pattern` gives the compiled (relaxed) pattern.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -22,8 +37,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use regex::{Captures, Regex, RegexBuilder, RegexSet, RegexSetBuilder};
-use regex_syntax::hir::Hir;
 use regex_syntax::hir::literal::Extractor;
+use regex_syntax::hir::{Capture, Hir, HirKind, Look};
 use serde::Deserialize;
 
 /// The gitleaks release whose default rule set is vendored.
@@ -172,6 +187,9 @@ struct Rule {
     /// The search engine has no literal to skip ahead with: the pattern is run over every
     /// byte (see [`is_heavy`]). Such rules are first tried together, in one [`RegexSet`].
     heavy: bool,
+    /// Its leading `\b` was dropped: a word character glued before its secret's distinctive
+    /// prefix does not hide it (see [`unglued`]).
+    glued: bool,
     secret_group: usize,
     entropy: Option<f64>,
     allowlists: Vec<Allowlist>,
@@ -340,6 +358,12 @@ impl SecretRules {
             .iter()
             .find(|r| r.id == id)
             .map_or(&[], |r| r.keywords.as_slice())
+    }
+
+    /// Ids of rules whose leading word boundary was dropped, so that a word character glued
+    /// before the secret's distinctive prefix does not hide it (module docs).
+    pub fn glued_ids(&self) -> impl Iterator<Item = &str> {
+        self.rules.iter().filter(|r| r.glued).map(|r| r.id.as_str())
     }
 
     /// Ids of rules that can match text (all but path-only rules).
@@ -715,7 +739,7 @@ fn line_around(text: &str, span: Range<usize>) -> &str {
 }
 
 /// Sorted, with overlapping and touching ranges joined.
-fn merge(mut spans: Vec<Range<usize>>) -> Vec<Range<usize>> {
+pub(crate) fn merge(mut spans: Vec<Range<usize>>) -> Vec<Range<usize>> {
     spans.sort_by_key(|s| (s.start, s.end));
     let mut out: Vec<Range<usize>> = Vec::with_capacity(spans.len());
     for s in spans {
@@ -771,12 +795,8 @@ fn compile(file: &'static str, id: &str, pattern: &str) -> Result<Regex, RuleSet
 }
 
 /// The translated pattern, parsed as `regex` parses it (so only its compiled size is left to
-/// fail), and its number of capture groups.
-fn checked(
-    file: &'static str,
-    id: &str,
-    pattern: &str,
-) -> Result<(String, usize, bool), RuleSetError> {
+/// fail).
+fn checked(file: &'static str, id: &str, pattern: &str) -> Result<(String, Hir), RuleSetError> {
     let translated = translate(pattern).map_err(|what| RuleSetError::Unsupported {
         file,
         id: id.to_owned(),
@@ -790,8 +810,69 @@ fn checked(
             id: id.to_owned(),
             source: Box::new(e),
         })?;
-    let groups = hir.properties().explicit_captures_len();
-    Ok((translated, groups, is_heavy(&hir)))
+    Ok((translated, hir))
+}
+
+/// A secret's literal prefix this long (bytes) is distinctive on its own (`AKIA`, `ghp_`,
+/// `AIza`, `dapi`, `sk_live_`) ...
+const DISTINCT_PREFIX: usize = 4;
+/// ... and one this long is when it is not a run of one case of letters and digits (`hf_`,
+/// `SG.`, `eyJ`; not `MII`, which any base64 text holds) and the secret is at least
+/// [`SHORT_PREFIX_MIN_LEN`] bytes long.
+const SHORT_PREFIX: usize = 3;
+const SHORT_PREFIX_MIN_LEN: usize = 24;
+
+/// The rule's pattern without its leading word boundary, when that boundary stands right
+/// before the secret and the secret starts with a distinctive literal prefix (module docs,
+/// "glued prefixes"); `None` to keep the pattern as it is. `secret`: the secret group's
+/// index, `None` when the whole match is the secret.
+fn unglued(hir: &Hir, secret: Option<u32>) -> Option<Hir> {
+    let (relaxed, secret_part) = drop_leading_boundary(hir, secret.is_none(), secret)?;
+    let literals = Extractor::new().extract(&secret_part);
+    let long = secret_part.properties().minimum_len().unwrap_or(0) >= SHORT_PREFIX_MIN_LEN;
+    let distinctive = |l: &[u8]| {
+        let mixed = l.iter().any(|b| !b.is_ascii_alphanumeric())
+            || (l.iter().any(u8::is_ascii_uppercase) && l.iter().any(u8::is_ascii_lowercase));
+        l.len() >= DISTINCT_PREFIX || (l.len() >= SHORT_PREFIX && mixed && long)
+    };
+    let lits = literals.literals()?;
+    (!lits.is_empty() && lits.iter().all(|l| distinctive(l.as_bytes()))).then_some(relaxed)
+}
+
+/// `hir` without the word boundary it starts with, and the secret that follows that
+/// boundary; `None` if it does not start with one, or the secret does not start right after.
+fn drop_leading_boundary(hir: &Hir, in_secret: bool, secret: Option<u32>) -> Option<(Hir, Hir)> {
+    match hir.kind() {
+        HirKind::Capture(c) => {
+            let in_secret = in_secret || Some(c.index) == secret;
+            let (sub, secret_part) = drop_leading_boundary(&c.sub, in_secret, secret)?;
+            let capture = Capture {
+                index: c.index,
+                name: c.name.clone(),
+                sub: Box::new(sub),
+            };
+            Some((Hir::capture(capture), secret_part))
+        }
+        HirKind::Concat(subs) => {
+            let (first, rest) = subs.split_first()?;
+            if let HirKind::Look(Look::WordAscii | Look::WordUnicode) = first.kind() {
+                let secret_part = if in_secret {
+                    Hir::concat(rest.to_vec())
+                } else {
+                    match rest.first()?.kind() {
+                        HirKind::Capture(c) if Some(c.index) == secret => (*c.sub).clone(),
+                        _ => return None,
+                    }
+                };
+                return Some((Hir::concat(rest.to_vec()), secret_part));
+            }
+            let (first, secret_part) = drop_leading_boundary(first, in_secret, secret)?;
+            let mut all = vec![first];
+            all.extend(rest.iter().cloned());
+            Some((Hir::concat(all), secret_part))
+        }
+        _ => None,
+    }
 }
 
 /// Whether a pattern has no prefix literal of at least 3 bytes for the search engine to skip
@@ -804,19 +885,32 @@ fn is_heavy(hir: &Hir) -> bool {
 }
 
 fn rule(file: &'static str, spec: &RuleSpec, is_gitleaks: bool) -> Result<Rule, RuleSetError> {
-    let (regex, groups, heavy) = match &spec.regex {
+    let secret_group = spec.secret_group.unwrap_or(0);
+    let (regex, groups, heavy, glued) = match &spec.regex {
         Some(p) => {
-            let (pattern, groups, heavy) =
-                checked(file, &spec.id, &p.replace("{secret_keys}", SECRET_KEYS))?;
+            let (pattern, hir) = checked(file, &spec.id, &p.replace("{secret_keys}", SECRET_KEYS))?;
+            let groups = hir.properties().explicit_captures_len();
+            let secret = match (groups, secret_group) {
+                (0, _) => None,
+                (_, 0) => Some(1),
+                (_, g) => u32::try_from(g).ok(),
+            };
+            // The relaxed pattern is printed from its HIR; kept only if that text parses back
+            // with the same groups (else the pattern stays as written).
+            let relaxed = unglued(&hir, secret).map(|h| h.to_string()).and_then(|p| {
+                let h = regex_syntax::ParserBuilder::new().build().parse(&p).ok()?;
+                (h.properties().explicit_captures_len() == groups).then_some((p, h))
+            });
+            let glued = relaxed.is_some();
+            let (pattern, hir) = relaxed.unwrap_or((pattern, hir));
             let lazy = Lazy {
                 pattern,
                 compiled: OnceLock::new(),
             };
-            (Some(lazy), groups, heavy)
+            (Some(lazy), groups, is_heavy(&hir), glued)
         }
-        None => (None, 0, false),
+        None => (None, 0, false, false),
     };
-    let secret_group = spec.secret_group.unwrap_or(0);
     if secret_group > groups {
         return Err(RuleSetError::SecretGroup {
             file,
@@ -839,6 +933,7 @@ fn rule(file: &'static str, spec: &RuleSpec, is_gitleaks: bool) -> Result<Rule, 
         regex,
         has_groups: groups > 0,
         heavy,
+        glued,
         secret_group,
         entropy: spec.entropy.filter(|e| *e != 0.0),
         allowlists,
@@ -1062,14 +1157,11 @@ mod tests {
         merge(spans)
     }
 
-    /// Reference redaction: full passes of [`reference_spans`] until one finds nothing.
+    /// Reference redaction: the canonical form, then full passes of [`reference_spans`] until
+    /// one finds nothing; then, while its view finds something, that replaced over the bytes
+    /// that spell it and full passes again.
     fn reference_redact(rules: &SecretRules, text: &str) -> String {
-        let mut out = text.to_owned();
-        for _ in 0..super::super::MAX_PASSES {
-            let spans = reference_spans(rules, &out);
-            if spans.is_empty() {
-                break;
-            }
+        let replace = |out: &str, spans: Vec<Range<usize>>| {
             let mut next = String::new();
             let mut at = 0;
             for span in spans {
@@ -1078,7 +1170,32 @@ mod tests {
                 at = span.end;
             }
             next.push_str(&out[at..]);
-            out = next;
+            next
+        };
+        let passes = |mut out: String| {
+            for _ in 0..super::super::MAX_PASSES {
+                let spans = reference_spans(rules, &out);
+                if spans.is_empty() {
+                    break;
+                }
+                out = replace(&out, spans);
+            }
+            out
+        };
+        let mut out = super::super::canon::canonical(text).unwrap().0.into_owned();
+        for _ in 0..super::super::MAX_PASSES {
+            let before = out.clone();
+            if let Some(view) = super::super::View::of(&out) {
+                let spans = reference_spans(rules, &view.text);
+                if !spans.is_empty() {
+                    let spans = merge(spans.iter().map(|s| view.original(s)).collect());
+                    out = replace(&out, spans);
+                }
+            }
+            out = passes(out);
+            if out == before {
+                break;
+            }
         }
         out
     }

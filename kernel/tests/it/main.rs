@@ -10,6 +10,7 @@
 
 mod bundle;
 mod decide;
+mod evasion;
 mod laws;
 mod receipts;
 mod redaction;

@@ -1571,7 +1571,7 @@ trait RedactedRequest {
 impl RedactedRequest for RunnerStepRequest {
     fn redacted(mut self) -> Self {
         match redact_checked(&self.input_prompt) {
-            Ok(r) if r.replaced > 0 => self.input_prompt = r.text,
+            Ok(r) if r.changed() => self.input_prompt = r.text,
             Ok(_) => {}
             Err(_) => self.input_prompt = craik_kernel::REDACTED.to_owned(),
         }

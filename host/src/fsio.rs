@@ -164,6 +164,24 @@ pub fn lexical(path: &Path) -> PathBuf {
     out
 }
 
+/// Opens (creating, `0600`, never through a symlink) the lock file `path` and waits for its
+/// exclusive `flock`, held until the file is dropped.
+pub fn lock_exclusive(path: &Path) -> Result<fs::File, crate::Error> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| crate::Error::io(format!("{}: {e}", path.display())))?;
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
+        .map_err(|e| crate::Error::io(format!("{}: {e}", path.display())))?;
+    Ok(file)
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(
@@ -229,22 +247,4 @@ mod tests {
         empty_dir(&fresh).unwrap();
         assert!(fresh.is_dir());
     }
-}
-
-/// Opens (creating, `0600`, never through a symlink) the lock file `path` and waits for its
-/// exclusive `flock`, held until the file is dropped.
-pub fn lock_exclusive(path: &Path) -> Result<fs::File, crate::Error> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(|e| crate::Error::io(format!("{}: {e}", path.display())))?;
-    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
-        .map_err(|e| crate::Error::io(format!("{}: {e}", path.display())))?;
-    Ok(file)
 }

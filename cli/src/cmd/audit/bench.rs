@@ -179,7 +179,9 @@ pub(crate) fn audit(out: &mut Out, format: Format, args: &BenchArgs<'_>) -> Resu
     let runs = root.join("runs");
     std::fs::create_dir_all(&runs)
         .map_err(|e| Failure::usage(format!("{}: cannot create: {e}", runs.display())))?;
-    let (private, public, _) = craik_host::keys::create_pair(&root.join("keys"))?;
+    // The key beside, not in `keys/`: the directory is no Craik home (one without a ledger
+    // fails every journal it holds), only journals to verify.
+    let (private, public, _) = craik_host::keys::create_pair(&root.join("bench-keys"))?;
     let signer = crate::cmd::keys::read_signer(&private)?;
 
     // Generate: journals named like runs' directories but not `run_*`, so no run-bound check

@@ -29,7 +29,7 @@ pub use policy::*;
 pub use receipt::*;
 pub use redact::{
     GITLEAKS_VERSION, REDACTED, Redacted, RuleSetError, SecretFinding, SecretRules, redact_checked,
-    redact_text, redact_value, secret_rules, still_secret,
+    redact_record, redact_text, redact_value, secret_rules, still_secret,
 };
 pub use run::{Gate, LoopError, Next, RunLoop, is_terminal};
 

@@ -13,11 +13,14 @@
 //! characters but `\n` and `\t`, and Unicode format and default-ignorable characters
 //! removed; backspaces and carriage returns resolved as a terminal shows them), and its
 //! output is that form: what a terminal or a model reads is what the rules saw. There is no
-//! entry point without it (red team round 12, F1: a colour code inside a token hid its tail
-//! from the rules and not from the reader). A text whose canonical form differs is reported
-//! as changed ([`Redacted::removed`]) even when nothing was a secret; bytes Craik writes or
-//! runs are the caller's to keep (the host keeps a proposal's content and argv verbatim
-//! unless a secret is found in them).
+//! entry point whose rules skip it (red team round 12, F1: a colour code inside a token hid
+//! its tail from the rules and not from the reader). A text whose canonical form differs is
+//! reported as changed ([`Redacted::removed`]) even when nothing was a secret. Records keep
+//! their bytes where no secret is found: [`redact_record`] and [`redact_value`] (events, case
+//! file, step-request context, the audit's receipts, the live status line, which escapes
+//! controls visibly) change only text holding a secret, and the host keeps a proposal's content,
+//! edits and argv verbatim unless a secret is found in them — recovery re-hashes recorded
+//! proposals against their approvals, and bytes Craik writes or runs are not reformatted.
 //!
 //! The rules also read a view of the canonical text (`redact/view.rs`): a tab pushed into a
 //! token, JSON `\u` and HTML escapes of ASCII characters and look-alike Cyrillic or Greek
@@ -222,15 +225,40 @@ pub fn redact_checked(text: &str) -> Result<Redacted, &'static str> {
     }
 }
 
-/// Redacts every string (keys included) of a JSON value in place; returns the changes made
-/// (secrets replaced, and escape sequences and invisible characters removed: 0 means the
-/// value is unchanged), or what still looked like a secret.
+/// Redacts a record's or a display's text: `text` itself, byte for byte, when no secret is
+/// found in its canonical form or view; else its canonical, redacted form (as
+/// [`redact_checked`]). For text whose exact bytes matter (recorded proposals are hashed
+/// again at recovery; the audit shows signed receipts as signed) or whose display escapes
+/// every control visibly (`craik_contracts::one_line`), where removing an escape would also
+/// hide that a runner tried one.
+pub fn redact_record(text: &str) -> Result<Redacted, &'static str> {
+    let r = redact_checked(text)?;
+    Ok(if r.replaced > 0 {
+        r
+    } else {
+        Redacted {
+            text: text.to_owned(),
+            replaced: 0,
+            removed: 0,
+        }
+    })
+}
+
+/// Redacts every string (keys included) of a JSON value in place; returns the replacements
+/// made, or what still looked like a secret. A JSON value is a record (an event, a case file,
+/// a step request's context): a string in which no secret is found keeps its bytes, escape
+/// sequences and invisible characters included (recovery replays recorded proposals and hashes
+/// them; the display layers escape controls); one in which a secret is found — in its
+/// canonical form or its view, like every entry point — is replaced by its canonical,
+/// redacted form.
 pub fn redact_value(value: &mut Value) -> Result<usize, &'static str> {
     match value {
         Value::String(s) => {
             let r = redact_checked(s)?;
-            *s = r.text;
-            Ok(r.replaced + r.removed)
+            if r.replaced > 0 {
+                *s = r.text;
+            }
+            Ok(r.replaced)
         }
         Value::Array(items) => items
             .iter_mut()
@@ -240,8 +268,9 @@ pub fn redact_value(value: &mut Value) -> Result<usize, &'static str> {
             let old = std::mem::take(map);
             for (key, mut v) in old {
                 let k = redact_checked(&key)?;
-                n += k.replaced + k.removed + redact_value(&mut v)?;
-                // A key that names a secret hides its whole (string) value.
+                n += k.replaced + redact_value(&mut v)?;
+                // A key that names a secret (in its canonical form) hides its whole (string)
+                // value.
                 if is_secret_key(&k.text)
                     && let Value::String(s) = &mut v
                     && s != REDACTED
@@ -250,7 +279,7 @@ pub fn redact_value(value: &mut Value) -> Result<usize, &'static str> {
                     *s = REDACTED.to_owned();
                     n += 1;
                 }
-                map.insert(k.text, v);
+                map.insert(if k.replaced > 0 { k.text } else { key }, v);
             }
             Ok(n)
         }

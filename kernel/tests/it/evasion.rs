@@ -292,3 +292,40 @@ fn r12_f1_canonical_form_keeps_what_a_reader_needs() {
     let r = redact_checked(plain).unwrap();
     assert_eq!((r.text.as_str(), r.changed()), (plain, false));
 }
+
+/// Records keep their bytes where no secret is found (recovery hashes recorded proposals
+/// against their approvals: an edit writing `\e[2J` must replay as it was approved); a
+/// string whose canonical form or view holds a secret is replaced by its redacted canonical
+/// form.
+#[test]
+fn r12_f1_json_records_keep_their_bytes_unless_a_secret_is_found() {
+    let mut value = serde_json::json!({
+        "edit": "Status: current\u{1b}[2J\r\n",
+        "out": "id_AKIA\u{1b}[m\u{1b}[KUJZDEGXDNCF32EPF done\u{200b}",
+        "pass\u{200b}word": "hunter2hunter2",
+    });
+    let n = craik_kernel::redact_value(&mut value).unwrap();
+    assert_eq!(
+        value,
+        serde_json::json!({
+            "edit": "Status: current\u{1b}[2J\r\n",
+            "out": "id_[REDACTED] done",
+            // The key is not a secret (kept); it names one in its canonical form.
+            "pass\u{200b}word": "[REDACTED]",
+        })
+    );
+    assert_eq!(n, 2);
+}
+
+/// A record or an escaping display keeps its bytes unless a secret is found (then the
+/// canonical redacted form, as `redact_checked`).
+#[test]
+fn r12_f1_redact_record_changes_only_text_holding_a_secret() {
+    let hostile = "ok\r\u{1b}[2J\u{1b}]0;pwned\u{7}\u{202e}evil";
+    let r = craik_kernel::redact_record(hostile).unwrap();
+    assert_eq!((r.text.as_str(), r.replaced, r.removed), (hostile, 0, 0));
+    let split = "key AKIA\u{1b}[0mUJZDEGXDNCF32EPF\u{202e} end";
+    let r = craik_kernel::redact_record(split).unwrap();
+    assert_eq!(r.text, "key [REDACTED] end");
+    assert_eq!(r, redact_checked(split).unwrap());
+}

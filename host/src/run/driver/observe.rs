@@ -109,7 +109,9 @@ fn stream(line: &mut String, delta: &str) -> Option<String> {
     if complete.is_empty() {
         return None;
     }
-    let redacted = match craik_kernel::redact_checked(complete) {
+    // Its controls are shown escaped (the runner's attempt stays visible), so only a secret
+    // changes it.
+    let redacted = match craik_kernel::redact_record(complete) {
         Ok(r) => r.text,
         Err(_) => "[streamed text withheld: it looks like a secret]".to_owned(),
     };

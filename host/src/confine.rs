@@ -184,10 +184,7 @@ impl Sandbox {
             let real = rules::real(&path)
                 .ok_or_else(|| format!("`{}`: a write grant must exist", path.display()))?;
             if inside(&unwritable, &real) {
-                return Err(ConfineError::Plan(format!(
-                    "`{}` is protected; a confined process may never write it",
-                    real.display()
-                )));
+                return Err(ConfineError::Protected(real));
             }
             granted_write.extend(rules::around(real, &unwritable)?);
         }
@@ -443,6 +440,10 @@ pub enum ConfineError {
     /// naming operator-given paths.
     #[error("{0}")]
     Plan(String),
+    /// A write grant names a protected path (Craik's home, a protected workspace path, a
+    /// credential file): refused by its type, the path Craik resolved.
+    #[error("`{}` is protected; a confined process may never write it", .0.display())]
+    Protected(PathBuf),
     /// The confined child refused before `exec`, reported in the memory it shared with Craik:
     /// the program never ran.
     #[error("{prefix} {0}", prefix = craik_spawn::REFUSED_PREFIX)]
@@ -1850,7 +1851,7 @@ mod tests {
                 true,
             );
             assert!(
-                matches!(refused, Err(ConfineError::Plan(ref why)) if why.contains("protected")),
+                matches!(refused, Err(ConfineError::Protected(_))),
                 "{bad:?}"
             );
         }

@@ -43,6 +43,11 @@ pub const LEDGER_ID: &str = "ledger";
 pub const RUN_STARTED: &str = "ledger.run_started";
 /// A run's journal closed: its final checkpoint (tree size and root).
 pub const RUN_CLOSED: &str = "ledger.run_closed";
+/// An open run's journal reached a point the host acts from (a park awaiting approval, an
+/// approval consumed): its tree size and root. Resume, recovery and `receipts verify HOME`
+/// refuse a journal that does not extend the last one recorded (issue 31 item 1: a run
+/// directory put back from a copy saved while parked consumed the same approval twice).
+pub const RUN_CHECKPOINT: &str = "ledger.run_checkpoint";
 /// A review journal (an approval's or a memory proposal's decision) closed.
 pub const REVIEW_CLOSED: &str = "ledger.review_closed";
 /// A signing key signed its first ledger entry (a new home, or a new key file).
@@ -134,6 +139,41 @@ impl Entry {
                 ("status_reason", json!(reason)),
             ]),
         }
+    }
+
+    /// An open run's journal at `tree_size` receipts with Merkle root `root_hash` (what a
+    /// checkpoint at that size would sign); `why`: `parked` or `approval_used`.
+    pub fn run_checkpoint(
+        first: &ReceiptPayload,
+        tree_size: u64,
+        root_hash: &str,
+        last_receipt_hash: Option<&str>,
+        why: &str,
+    ) -> Self {
+        Self {
+            kind: RUN_CHECKPOINT,
+            target: first.run_id.clone(),
+            task_id: first.task_id.clone(),
+            actor: first.actor.clone(),
+            profile: first.policy_profile,
+            policy_set: first.policy_set.clone(),
+            request_hash: root_hash.to_owned(),
+            reason: format!("an open run's journal reached a point the host acts from ({why})"),
+            metadata: meta(&[
+                ("journal", json!(run_journal(&first.run_id))),
+                ("run_id", json!(first.run_id)),
+                ("tree_size", json!(tree_size)),
+                ("root_hash", json!(root_hash)),
+                ("last_receipt_hash", json!(last_receipt_hash)),
+                ("why", json!(why)),
+            ]),
+        }
+    }
+
+    /// What makes two entries the same for [`record`]'s idempotence: kind and target, and
+    /// for a run checkpoint its tree size (a run records one per point it acts from).
+    fn key(&self) -> (String, String) {
+        seen_key(self.kind, &self.target, &self.metadata)
     }
 
     /// A review journal closed at `checkpoint` (`kind`: `approval` or `memory`).
@@ -296,12 +336,27 @@ fn read_repaired(path: &Path) -> Result<Vec<u8>, Error> {
 /// The (kind, target) pairs a ledger records.
 type Recorded = BTreeSet<(String, String)>;
 
-/// The (kind, target) of every entry of a ledger's bytes (decoded; the caller verified).
+/// An entry's identity for idempotent appends: (kind, target), the target of a
+/// [`RUN_CHECKPOINT`] suffixed with `@<tree size>`.
+fn seen_key(kind: &str, target: &str, metadata: &Object) -> (String, String) {
+    if kind == RUN_CHECKPOINT {
+        let size = metadata
+            .0
+            .get("tree_size")
+            .and_then(Value::as_u64)
+            .unwrap_or(u64::MAX);
+        (kind.to_owned(), format!("{target}@{size}"))
+    } else {
+        (kind.to_owned(), target.to_owned())
+    }
+}
+
+/// The identities of every entry of a ledger's bytes (decoded; the caller verified).
 fn recorded(bytes: &[u8]) -> Recorded {
     decode_all(bytes)
         .into_iter()
         .filter_map(|(_, d)| match d {
-            Decoded::Receipt(r) => Some((r.capability, r.target)),
+            Decoded::Receipt(r) => Some(seen_key(&r.capability, &r.target, &r.result.metadata)),
             _ => None,
         })
         .collect()
@@ -359,6 +414,23 @@ fn append(
                 )));
             }
             let ring = history.ring;
+            // A new ledger only in a home whose journals it is about to name: one holding
+            // others had its ledger deleted or emptied, and a fresh one would leave them
+            // unnamed for good (outside testing round 13: a run resumed against a deleted
+            // ledger signed into a new one).
+            let rebuilding = entries
+                .iter()
+                .any(|e| e.metadata.0.get("rebuilt") == Some(&Value::Bool(true)));
+            if bytes.is_empty() && !rebuilding {
+                let naming: BTreeSet<String> = entries
+                    .iter()
+                    .filter_map(|e| e.metadata.0.get("journal").and_then(Value::as_str))
+                    .map(str::to_owned)
+                    .collect();
+                if let Some(why) = unledgered(root, &naming) {
+                    return Err(cannot(why));
+                }
+            }
             let writer = if bytes.is_empty() {
                 JournalWriter::new(LEDGER_ID, 1)
             } else {
@@ -375,7 +447,7 @@ fn append(
         seen.insert(key);
     }
     for entry in entries {
-        if seen.insert((entry.kind.to_owned(), entry.target.clone())) {
+        if seen.insert(entry.key()) {
             todo.push(entry);
         }
     }
@@ -411,6 +483,56 @@ fn append(
         save_head(root, len, &writer, &seen, signer);
     }
     Ok(count)
+}
+
+/// Why a new ledger may not be started in the home at `root` (`None`: it may): the home
+/// holds journals other than `naming` (the ones the first entries name), so its ledger was
+/// deleted or emptied, and a new one would leave them unnamed for good.
+fn unledgered(root: &Path, naming: &BTreeSet<String>) -> Option<String> {
+    // A run starting (its first receipt written, its ledger entry not yet: driven by a live
+    // process) or killed there (one receipt, which `runs recover` records) is ahead of the
+    // ledger by design: two first runs on a fresh home race here.
+    let starting = |journal: &str| {
+        let path = root.join(journal);
+        journal.starts_with("runs/")
+            && (being_written(&path).is_some_and(|pid| pid.is_some())
+                || fs::read(&path).is_ok_and(|b| b.iter().filter(|&&c| c == b'\n').count() <= 1))
+    };
+    let others: Vec<String> = journals_on_disk(&Home::new(root))
+        .into_iter()
+        .filter(|j| !naming.contains(j) && !starting(j))
+        .collect();
+    others.first().map(|first| {
+        format!(
+            "it is missing or empty, and the home holds {} journal(s) it does not name (first {first}): it was deleted or emptied; nothing was recorded (`craik ledger rebuild --home {}` records them once you know why)",
+            others.len(),
+            root.display()
+        )
+    })
+}
+
+/// Refuses a new run in a home whose ledger was deleted or emptied while it holds journals,
+/// before the run's directory exists (its start could never be recorded).
+pub fn ready_for_new_run(root: &Path) -> Result<(), Error> {
+    let path = root.join(LEDGER_NAME);
+    let empty = match fs::metadata(&path) {
+        Ok(m) => m.len() == 0,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => true,
+        Err(e) => return Err(io(&path)(e)),
+    };
+    if !empty {
+        return Ok(());
+    }
+    match unledgered(root, &BTreeSet::new()) {
+        Some(why) => Err(Error::invalid(
+            format!(
+                "{}: the home ledger cannot be continued: {why}",
+                path.display()
+            ),
+            Vec::new(),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// `ledger.head`: the ledger's length, its Merkle subtree roots and the (kind, target) pairs
@@ -808,6 +930,41 @@ pub struct RunRecord {
     pub started: Option<String>,
     /// The tree size and root its `ledger.run_closed` entry signs.
     pub closed: Option<(u64, String)>,
+    /// The tree size and root of each `ledger.run_checkpoint` entry, in ledger order.
+    pub checkpoints: Vec<(u64, String)>,
+}
+
+impl RunRecord {
+    /// Whether a journal whose receipts' leaf hashes are `leaves` extends every checkpoint
+    /// the ledger records of its run; `Err` names the first it does not.
+    pub fn extended_by(&self, leaves: &[[u8; 32]]) -> Result<(), String> {
+        for (size, root) in &self.checkpoints {
+            let here = usize::try_from(*size)
+                .ok()
+                .and_then(|n| leaves.get(..n))
+                .map(|prefix| {
+                    format!(
+                        "sha256:{}",
+                        craik_kernel::to_hex(&craik_kernel::tree_root(prefix))
+                    )
+                });
+            match here {
+                Some(r) if r == *root => {}
+                Some(r) => {
+                    return Err(format!(
+                        "the home ledger records this run's journal at {size} receipts with root {root}; its first {size} receipts here have root {r}"
+                    ));
+                }
+                None => {
+                    return Err(format!(
+                        "the home ledger records this run's journal at {size} receipts (root {root}); it holds only {} here",
+                        leaves.len()
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// What the home's ledger records of `run_id`, read only after the whole ledger verifies with
@@ -832,6 +989,13 @@ pub fn run_record(root: &Path, keys: &KeyRing, run_id: &str) -> Result<Option<Ru
                 let size = m.get("tree_size").and_then(Value::as_u64);
                 let root = m.get("root_hash").and_then(Value::as_str);
                 record.closed = size.zip(root).map(|(s, r)| (s, r.to_owned()));
+            }
+            RUN_CHECKPOINT => {
+                let size = m.get("tree_size").and_then(Value::as_u64);
+                let root = m.get("root_hash").and_then(Value::as_str);
+                record
+                    .checkpoints
+                    .extend(size.zip(root).map(|(s, r)| (s, r.to_owned())));
             }
             _ => {}
         }
@@ -916,14 +1080,118 @@ fn verified_entries(root: &Path, keys: &KeyRing) -> Result<Option<Vec<ReceiptPay
 struct Named {
     named_at: Option<(usize, u64)>,
     closed: Option<(u64, String, usize)>,
+    /// Its `ledger.run_checkpoint` entries: tree size, root, ledger line.
+    points: Vec<(u64, String, usize)>,
+}
+
+/// What is wrong when the open journal at `path` does not extend each recorded point (`None`
+/// when it does, or holds none). Its receipts are hashed as written: whether they verify is
+/// the journal's own check.
+fn behind_ledger(path: &Path, points: &[(u64, String, usize)], shown: &str) -> Option<String> {
+    if points.is_empty() {
+        return None;
+    }
+    let leaves = match fs::read(path) {
+        Ok(bytes) => {
+            let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            match craik_kernel::JournalTree::from_verified(
+                bytes.get(..complete).unwrap_or_default(),
+            ) {
+                Ok(tree) => tree.leaves,
+                Err(why) => return Some(format!("cannot be read against the ledger: {why}")),
+            }
+        }
+        Err(e) => return Some(format!("cannot be read: {e}")),
+    };
+    let record = RunRecord {
+        checkpoints: points.iter().map(|(s, r, _)| (*s, r.clone())).collect(),
+        ..RunRecord::default()
+    };
+    record.extended_by(&leaves).err().map(|why| {
+        let line = points.last().map_or(0, |p| p.2);
+        format!("{why} (ledger {shown}:{line}): put back from an earlier copy, cut or rewritten")
+    })
 }
 
 /// Verifies the home's ledger with `keys`, then checks it against the journals on disk:
 /// every journal it names exists and ends at its recorded close (a journal it records as not
 /// yet closed must not be closed), and every journal on disk is named.
+///
+/// A home with a run going is checked at a consistent point (issue 31 item 6: a verifier
+/// polling a live home reported 4 of 113 healthy states INVALID). The ledger is read before
+/// the journals are listed, so a journal it names was on disk when it was named; and the two
+/// moments a journal is ahead of the ledger by design (its first receipt written, its
+/// `ledger.run_started` not yet; its final checkpoint written, its `ledger.run_closed` not
+/// yet) last one ledger append: a problem about a journal whose run a live process drives, or
+/// that was written in the last [`LIVE_WINDOW`], is checked again after a short wait, up to
+/// that window, then reported with what holds it. Waiting never hides a problem: one that
+/// persists is reported like any other.
 pub fn check_home(home: &Home, keys: &KeyRing, threads: usize) -> HomeCheck {
+    let started = std::time::Instant::now();
+    loop {
+        let mut check = check_home_once(home, keys, threads);
+        let live: Vec<(usize, Option<String>)> = check
+            .problems
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| being_written(&p.journal).map(|pid| (i, pid)))
+            .collect();
+        if live.is_empty() {
+            return check;
+        }
+        if started.elapsed() >= LIVE_WINDOW {
+            for (i, pid) in live {
+                if let (Some(problem), Some(pid)) = (check.problems.get_mut(i), pid) {
+                    problem.why.push_str(&format!(
+                        " (process {pid} still drives this run: if it is writing, verify again once it ends)"
+                    ));
+                }
+            }
+            return check;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// How long [`check_home`] waits for a live writer to reach a consistent point.
+const LIVE_WINDOW: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Whether the journal at `path` may be mid-way between a write and its ledger entry: its run
+/// is driven by a live process (`Some(Some(pid))`), or it was modified within [`LIVE_WINDOW`]
+/// (`Some(None)`).
+fn being_written(path: &Path) -> Option<Option<String>> {
+    let dir = path.parent()?;
+    if let Ok(file) = File::open(dir.join(crate::run::store::LOCK))
+        && rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockShared).is_err()
+    {
+        let pid = fs::read_to_string(dir.join(crate::run::store::LOCK)).unwrap_or_default();
+        return Some(Some(pid.trim().to_owned()).filter(|p| !p.is_empty()));
+    }
+    let modified = fs::metadata(path).and_then(|m| m.modified()).ok()?;
+    let age = std::time::SystemTime::now()
+        .duration_since(modified)
+        .unwrap_or_default();
+    (age < LIVE_WINDOW).then_some(None)
+}
+
+/// A home without a ledger (or with an empty one): a problem when it holds journals.
+fn missing_ledger(mut check: HomeCheck, on_disk: &[String], home: &Home) -> HomeCheck {
+    if !on_disk.is_empty() {
+        check.problems.push(Problem {
+            journal: check.ledger.clone(),
+            what: "ledger".into(),
+            why: format!(
+                "missing or empty: the home holds {} journal(s) and no ledger names them (deleted, or a home written before the ledger: `craik ledger rebuild --home {}`)",
+                on_disk.len(),
+                home.root.display()
+            ),
+        });
+    }
+    check
+}
+
+fn check_home_once(home: &Home, keys: &KeyRing, threads: usize) -> HomeCheck {
     let ledger = home.root.join(LEDGER_NAME);
-    let on_disk = journals_on_disk(home);
     let mut check = HomeCheck {
         ledger: ledger.clone(),
         report: None,
@@ -934,21 +1202,16 @@ pub fn check_home(home: &Home, keys: &KeyRing, threads: usize) -> HomeCheck {
         open: Vec::new(),
     };
     let shown = ledger.display().to_string();
-    let bytes = match fs::read(&ledger) {
-        Ok(b) => b,
+    let read = fs::read(&ledger);
+    // After the ledger: every journal it names was on disk before this listing.
+    let on_disk = journals_on_disk(home);
+    let bytes = match read {
+        // An empty ledger (a first append killed right after creating it) is no ledger: what
+        // a missing one means holds for it.
+        Ok(b) if !b.is_empty() => b,
+        Ok(_) => return missing_ledger(check, &on_disk, home),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            if !on_disk.is_empty() {
-                check.problems.push(Problem {
-                    journal: ledger.clone(),
-                    what: "ledger".into(),
-                    why: format!(
-                        "missing: the home holds {} journal(s) and no ledger names them (deleted, or a home written before the ledger: `craik ledger rebuild --home {}`)",
-                        on_disk.len(),
-                        home.root.display()
-                    ),
-                });
-            }
-            return check;
+            return missing_ledger(check, &on_disk, home);
         }
         Err(e) => {
             check.problems.push(Problem {
@@ -1041,7 +1304,7 @@ pub fn check_home(home: &Home, keys: &KeyRing, threads: usize) -> HomeCheck {
             check.rebuilt += 1;
         }
         let journal = match r.capability.as_str() {
-            RUN_STARTED | RUN_CLOSED => run_journal(&r.target),
+            RUN_STARTED | RUN_CLOSED | RUN_CHECKPOINT => run_journal(&r.target),
             REVIEW_CLOSED => review_journal(&r.target),
             _ => continue,
         };
@@ -1053,7 +1316,12 @@ pub fn check_home(home: &Home, keys: &KeyRing, threads: usize) -> HomeCheck {
         }
         let slot = named.entry(journal).or_default();
         slot.named_at.get_or_insert((line, r.seq));
-        if r.capability != RUN_STARTED {
+        if r.capability == RUN_CHECKPOINT {
+            let size = m.get("tree_size").and_then(Value::as_u64);
+            let root = m.get("root_hash").and_then(Value::as_str);
+            slot.points
+                .extend(size.zip(root).map(|(s, r)| (s, r.to_owned(), line)));
+        } else if r.capability != RUN_STARTED {
             let size = m
                 .get("tree_size")
                 .and_then(Value::as_u64)
@@ -1112,7 +1380,20 @@ pub fn check_home(home: &Home, keys: &KeyRing, threads: usize) -> HomeCheck {
                     cp.tree_size
                 ),
             }),
-            (None, None) => check.open.push(path),
+            (None, None) => {
+                // Open: it must extend every point the ledger recorded the host acting from
+                // (a copy saved while parked and put back after an approval was used holds
+                // fewer receipts, or others).
+                if let Some(why) = behind_ledger(&path, &n.points, &shown) {
+                    check.problems.push(Problem {
+                        journal: path,
+                        what: "ledger".into(),
+                        why,
+                    });
+                } else {
+                    check.open.push(path);
+                }
+            }
         }
     }
     check
@@ -1335,7 +1616,8 @@ pub fn rebuild(
     // is retired (its private half may be what was lost; outside testing round 6).
     let mut ring = keys.clone();
     let mut named = Recorded::new();
-    if path.is_file() {
+    // An empty ledger (a first append killed right after creating it) is no ledger.
+    if path.is_file() && fs::metadata(&path).map_err(io(&path))?.len() > 0 {
         let bytes = fs::read(&path).map_err(io(&path))?;
         let whole = bytes
             .iter()

@@ -92,7 +92,7 @@ fn issue_20_deleting_a_journal_a_run_directory_or_a_review_journal_is_caught() {
         text.lines()
             .next()
             .unwrap()
-            .contains("ledger.jsonl: valid — 6 receipts, 6 checkpoints, open (run ledger)"),
+            .contains("ledger.jsonl: valid — 8 receipts, 8 checkpoints, open (run ledger)"),
         "{text}"
     );
     assert_eq!(audit_home(&home, &home).status.code(), Some(0));
@@ -1516,4 +1516,274 @@ fn issue_31_a_killed_memory_review_is_finished_by_running_it_again() {
     assert_eq!(record["status"], "approved");
     let ok = verify_home(&home, &home);
     assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
+}
+
+/// The approval example with a second act step that needs its own approval: the run parks
+/// twice (approval A, then B).
+fn two_approvals(dir: &Path) -> PathBuf {
+    let ex = dir.join("two-approvals");
+    copy_dir(&example("approval"), &ex);
+    let path = ex.join("scenario.json");
+    let mut scenario: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let steps = scenario["steps"].as_array_mut().unwrap();
+    let last = steps.last_mut().unwrap();
+    assert_eq!(last["next"], "stop", "{last}");
+    last["next"] = "continue".into();
+    steps.extend(serde_json::from_value::<Vec<Value>>(serde_json::json!([
+        {"phase": "plan", "summary": "notes"},
+        {"phase": "act", "summary": "Writing notes.", "proposed_actions": [
+            {"id": "action_notes", "capability": "repo.write.docs", "operation": "write",
+             "target": "docs/notes.md", "content": "notes\n", "reason": "a second approved write"}
+        ]},
+        {"phase": "observe", "summary": "ok"},
+        {"phase": "evaluate", "summary": "Done.", "next": "stop"}
+    ])).unwrap());
+    std::fs::write(&path, serde_json::to_vec_pretty(&scenario).unwrap()).unwrap();
+    ex
+}
+
+/// Outside testing round 13 (F1): a run that parks twice. After approval A was used (its write
+/// performed, the run parked again for B), the run directory alone is put back as it was
+/// between `approvals approve A` and `runs resume` — ledger, head and reviews untouched. The
+/// ledger recorded the journal at every point the host acted from (the park, the approval
+/// consumed), so the copy is refused: nothing signed, the write not performed again, and
+/// `receipts verify HOME --allow-open` names the run.
+#[test]
+fn issue_31_an_open_run_put_back_from_a_copy_never_uses_an_approval_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, id, text) = run_example(&home, &two_approvals(dir.path()), &[]);
+    assert_eq!(exit, 6, "{text}");
+    let a = pending_approval(&home);
+    let ok = approve(&home, &a, "user:alice");
+    assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
+    let run_dir = home.join("runs").join(&id);
+    let saved = dir.path().join("saved");
+    copy_dir(&run_dir, &saved);
+    let parked_again = resume(&home, &id);
+    assert_eq!(
+        parked_again.status.code(),
+        Some(6),
+        "{}",
+        transcript(&parked_again)
+    );
+    let status =
+        || std::fs::read_to_string(run_dir.join("workspace/docs/status.md")).unwrap_or_default();
+    assert!(status().contains("Status: current"), "{}", status());
+    let points = ledger_entries(&home)
+        .into_iter()
+        .filter(|e| e["capability"] == "ledger.run_checkpoint" && e["target"] == id.as_str())
+        .map(|e| e["result"]["metadata"]["why"].as_str().unwrap().to_owned())
+        .collect::<Vec<_>>();
+    assert_eq!(points, ["parked", "approval_used", "parked"]);
+    let valid = verify_home_with(&home, &["--allow-open"]);
+    assert_eq!(valid.status.code(), Some(0), "{}", transcript(&valid));
+    // Put back: the run directory only.
+    std::fs::remove_dir_all(&run_dir).unwrap();
+    copy_dir(&saved, &run_dir);
+    let journal = || std::fs::read(run_dir.join("receipts.jsonl")).unwrap();
+    let restored = journal();
+    for args in [
+        vec!["runs", "resume", id.as_str(), "--by", "user:op"],
+        vec!["runs", "recover", id.as_str(), "--by", "user:op"],
+        vec!["runs", "cancel", id.as_str(), "--by", "user:op"],
+    ] {
+        let out = craik()
+            .args(&args)
+            .arg("--home")
+            .arg(&home)
+            .output()
+            .unwrap();
+        assert_ne!(out.status.code(), Some(0), "{args:?}: {}", transcript(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("the home ledger records this run's journal at")
+                && err.contains("put back from an earlier copy"),
+            "{args:?}: {}",
+            transcript(&out)
+        );
+        assert_eq!(journal(), restored, "{args:?}: nothing signed");
+        assert!(
+            status().contains("Status: stale"),
+            "{args:?}: performed again"
+        );
+    }
+    let check = verify_home_with(&home, &["--allow-open"]);
+    assert_eq!(check.status.code(), Some(1), "{}", transcript(&check));
+    let out = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        out.contains(&id) && out.contains("put back from an earlier copy"),
+        "{out}"
+    );
+}
+
+/// `craik receipts verify HOME --key HOME/keys/signing.pub.pem ARGS…`.
+fn verify_home_with(home: &Path, args: &[&str]) -> Output {
+    craik()
+        .args(["receipts", "verify"])
+        .arg(home)
+        .arg("--key")
+        .arg(home.join("keys/signing.pub.pem"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Outside testing round 13 (F2, F7, O1): a ledger deleted or emptied in a home that holds
+/// journals is never replaced by a new one the host makes up — not by a resume, not by a new
+/// run — and an empty ledger means what a missing one means to `verify HOME` and `rebuild`.
+#[test]
+fn issue_31_a_deleted_or_emptied_ledger_is_not_replaced_by_a_new_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, _, text) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0, "{text}");
+    let ledger = home.join("ledger.jsonl");
+    for emptied in [false, true] {
+        if emptied {
+            std::fs::write(&ledger, b"").unwrap();
+        } else {
+            std::fs::remove_file(&ledger).unwrap();
+        }
+        let out = craik()
+            .arg("run")
+            .arg(example("docs-review"))
+            .arg("--home")
+            .arg(&home)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "emptied {emptied}: {}",
+            transcript(&out)
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("deleted or emptied") && err.contains("craik ledger rebuild"),
+            "emptied {emptied}: {err}"
+        );
+        assert_eq!(
+            std::fs::read_dir(home.join("runs")).unwrap().count(),
+            1,
+            "emptied {emptied}: a run directory was made"
+        );
+        assert_eq!(
+            std::fs::metadata(&ledger).map(|m| m.len()).unwrap_or(0),
+            0,
+            "emptied {emptied}: a new ledger was started"
+        );
+        let check = verify_home_for(&home);
+        assert_eq!(check.status.code(), Some(1), "{}", transcript(&check));
+        assert!(
+            String::from_utf8_lossy(&check.stdout).contains("missing or empty"),
+            "{}",
+            transcript(&check)
+        );
+    }
+    // `ledger rebuild` takes an empty ledger for a missing one.
+    let out = craik()
+        .args(["ledger", "rebuild", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let check = verify_home_for(&home);
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{}\n{}",
+        transcript(&out),
+        transcript(&check)
+    );
+}
+
+/// Outside testing round 13 (F4): `receipts verify HOME` polled while runs append reported
+/// healthy moments INVALID — a journal closed whose `ledger.run_closed` is one append away.
+/// A problem about a journal written a moment ago is checked again for a short while: here
+/// the run's close entry is recorded 300 ms after the verification starts, and it passes. A
+/// problem that persists is still reported.
+#[test]
+fn issue_31_verifying_a_home_mid_append_waits_for_a_consistent_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, id, text) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0, "{text}");
+    let ledger = home.join("ledger.jsonl");
+    let whole = std::fs::read_to_string(&ledger).unwrap();
+    let lines: Vec<&str> = whole.lines().collect();
+    assert_eq!(lines.len(), 6, "{whole}");
+    // The moment between the journal's final checkpoint and the ledger's close entry.
+    let cut = lines[..4].join("\n") + "\n";
+    let journal = home.join("runs").join(&id).join("receipts.jsonl");
+    let at_close = |journal: &Path| {
+        std::fs::write(&ledger, &cut).unwrap();
+        let bytes = std::fs::read(journal).unwrap();
+        std::fs::write(journal, bytes).unwrap(); // written just now
+    };
+    at_close(&journal);
+    let recorder = {
+        let (home, id) = (home.clone(), id.clone());
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            craik()
+                .args(["runs", "recover", &id, "--by", "user:op", "--home"])
+                .arg(&home)
+                .output()
+                .unwrap()
+        })
+    };
+    let started = std::time::Instant::now();
+    let out = verify_home_for(&home);
+    let recovered = recorder.join().unwrap();
+    assert_eq!(
+        recovered.status.code(),
+        Some(0),
+        "{}",
+        transcript(&recovered)
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    assert!(started.elapsed() >= std::time::Duration::from_millis(300));
+    // Nobody records it: after the wait the problem is reported as before.
+    at_close(&journal);
+    let out = verify_home_for(&home);
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    assert!(
+        stdout(&out).contains("records no close"),
+        "{}",
+        transcript(&out)
+    );
+}
+
+/// Outside testing round 13 (O2): the reason of a park shown and saved by `runs recover` is
+/// the one the `run.parked` receipt signs, never an edited `parked` event's.
+#[test]
+fn issue_31_a_parked_runs_reason_comes_from_its_receipt_not_its_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, id, text) = run_example(&home, &example("approval"), &[]);
+    assert_eq!(exit, 6, "{text}");
+    let events = home.join("runs").join(&id).join("events.jsonl");
+    let edited = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut e: Value = serde_json::from_str(l).unwrap();
+            if e["event"] == "parked" {
+                e["reason"] = "ATTACKER-CHOSEN REASON".into();
+            }
+            serde_json::to_string(&e).unwrap() + "\n"
+        })
+        .collect::<String>();
+    assert!(edited.contains("ATTACKER-CHOSEN"), "{edited}");
+    std::fs::write(&events, edited).unwrap();
+    let out = craik()
+        .args(["runs", "recover", &id, "--by", "user:op", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let shown = transcript(&out);
+    assert!(!shown.contains("ATTACKER-CHOSEN"), "{shown}");
+    assert!(shown.contains("awaiting approval"), "{shown}");
+    let state = std::fs::read_to_string(home.join("runs").join(&id).join("run.json")).unwrap();
+    assert!(!state.contains("ATTACKER-CHOSEN"), "{state}");
 }

@@ -675,11 +675,16 @@ impl RunStore for RunDir {
         match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {}
             Err(rustix::io::Errno::WOULDBLOCK) => {
+                // The holder writes its pid just after it locks: read in between, it is not
+                // there yet.
                 let pid = fs::read_to_string(&path).unwrap_or_default();
+                let by = match pid.trim() {
+                    "" => "another process".to_owned(),
+                    pid => format!("process {pid}"),
+                };
                 return Err(Error::usage(format!(
-                    "{}: the run is being driven by process {}",
-                    self.path.display(),
-                    pid.trim()
+                    "{}: the run is being driven by {by}",
+                    self.path.display()
                 )));
             }
             Err(e) => {
@@ -742,6 +747,7 @@ pub fn create_run(
     seed: Option<&Path>,
     workspace: Option<&Path>,
 ) -> Result<(RunDir, PathBuf), Error> {
+    crate::ledger::ready_for_new_run(&home.root)?;
     let dir = RunDir::create(home, run_id)
         .map_err(|e| Error::usage(format!("{}: {e}", home.runs().display())))?;
     let chosen = match (seed, workspace) {

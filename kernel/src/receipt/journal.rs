@@ -292,6 +292,12 @@ impl JournalWriter {
         self.tree.nodes()
     }
 
+    /// The Merkle root over the receipts so far, `sha256:<hex>` (what a checkpoint now would
+    /// sign as `root_hash`).
+    pub fn root_hash(&self) -> String {
+        format!("sha256:{}", crate::policy::hex(&self.tree.root()))
+    }
+
     /// The time of the last entry written or read.
     pub fn last_time(&self) -> Option<OffsetDateTime> {
         self.last_time

@@ -110,6 +110,10 @@ impl Host {
         self.observe_decision(|| observe::DecisionNote::of(at, action, &verdict, &receipt));
         if let Some(id) = &verdict.approval {
             self.used_approvals.insert(id.clone());
+            // The ledger records the journal with the consuming receipt before the approval
+            // file says consumed and before the effect: a copy of the run from before it can
+            // never be resumed to use the approval again.
+            self.ledger_checkpoint("approval_used")?;
             self.set_approval_status(id, ApprovalStatus::Consumed)?;
         }
         if verdict.policy_exception {
@@ -325,6 +329,7 @@ impl Host {
             .checkpoint_now(self.clock.now(), &self.signer)
             .map_err(|e| Error::internal(format!("checkpoint: {e}")))?;
         self.journal_line(&line)?;
+        self.ledger_checkpoint("parked")?;
         self.save_run()
     }
 

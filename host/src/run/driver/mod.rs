@@ -14,7 +14,7 @@
 //! step's result (its actions) is durable before the first of their receipts is written, so
 //! no receipt names an action the events lost.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -130,6 +130,8 @@ pub struct Host {
     /// Receipts by action (decisions, then outcome), from the journal.
     receipts_by_action: BTreeMap<String, Vec<ReceiptPayload>>,
     used_approvals: HashSet<String>,
+    /// The signed reason of each park (recovery: never the events' text).
+    parked_reasons: HashMap<String, String>,
     /// Run outputs already written (a step re-asked after a crash is not written twice).
     output_ids: HashSet<String>,
     halted: Option<(TaskRunStatus, String)>,
@@ -311,6 +313,22 @@ impl Host {
         )])
     }
 
+    /// A `ledger.run_checkpoint` entry at the journal's current size (synced first): the host
+    /// is about to act from this point (`why`: `parked`, `approval_used`), and a journal put
+    /// back from an earlier copy can then never be continued (issue 31 item 1).
+    fn ledger_checkpoint(&mut self, why: &str) -> Result<(), Error> {
+        let Some(first) = self.first.clone() else {
+            return Ok(());
+        };
+        self.sync_journal()?;
+        let (size, root) = (self.journal.len(), self.journal.root_hash());
+        let last = self.journal.last_hash().map(str::to_owned);
+        self.ledger(vec![
+            crate::ledger::Entry::run_started(&first, &self.inputs.task.requested_by),
+            crate::ledger::Entry::run_checkpoint(&first, size, &root, last.as_deref(), why),
+        ])
+    }
+
     /// The run's `ledger.run_closed` entry from its journal's final checkpoint (with the
     /// started entry, should a crash have lost it).
     fn ledger_closed(&mut self) -> Result<(), Error> {
@@ -481,6 +499,7 @@ impl Host {
             policy_exceptions: Vec::new(),
             receipts_by_action: BTreeMap::new(),
             used_approvals: HashSet::new(),
+            parked_reasons: HashMap::new(),
             output_ids: HashSet::new(),
             halted: None,
             cancelled: false,

@@ -85,7 +85,7 @@ impl Host {
                 home.root.display()
             )));
         }
-        if let Some(record) = record {
+        if let Some(record) = &record {
             let put_back = |what: String| {
                 Error::refused(format!(
                     "{}: {what}; the run directory was put back from an earlier copy or edited. Nothing was signed or performed; check the home with `craik receipts verify {}`",
@@ -132,6 +132,24 @@ impl Host {
                 },
             )?
         };
+        // The journal (verified above when open, by the run's opening when closed) must extend
+        // every point the ledger recorded the host acting from: a park, an approval consumed.
+        // A copy saved while parked, put back after the approval was used, holds fewer
+        // receipts or others (outside testing round 13: the approval was used twice).
+        if let Some(record) = &record
+            && !record.checkpoints.is_empty()
+        {
+            let tree = craik_kernel::JournalTree::from_verified(&bytes).map_err(|why| {
+                Error::invalid(format!("{}: {why}", journal_path.display()), Vec::new())
+            })?;
+            if let Err(why) = record.extended_by(&tree.leaves) {
+                return Err(Error::refused(format!(
+                    "{}: {why}; the run directory was put back from an earlier copy or edited. Nothing was signed or performed; check the home with `craik receipts verify {}`",
+                    inputs.run_id,
+                    home.root.display()
+                )));
+            }
+        }
         let journal_file = dir.open_journal().map_err(io(dir.root()))?;
         let events: Vec<Event> = dir
             .read_lines(EVENTS)
@@ -166,6 +184,7 @@ impl Host {
         host.notes = notes;
         host.first = receipts.first;
         host.tokens = receipts.tokens;
+        host.parked_reasons = receipts.parked;
         for id in receipts.ids {
             host.machine.note_receipt(id);
         }
@@ -242,7 +261,30 @@ impl Host {
                     self.outcomes.push(outcome.clone());
                     self.all_outcomes.push(outcome);
                 }
-                Event::Parked { at, reason, .. } => self.machine.park(reason, at.get()),
+                // The reason shown is the one the park's receipt signs (outside testing round
+                // 13: an edited `parked` event's reason was shown and saved as the run's
+                // state); a park no receipt signs yet (a crash between the event and its
+                // receipt) is shown by its approval id alone.
+                Event::Parked {
+                    at,
+                    reason,
+                    approval,
+                } => {
+                    let signed = self.parked_reasons.get(&approval).cloned();
+                    if signed.is_none() {
+                        self.notes.push(format!(
+                            "events.jsonl records a park that no receipt signs (`{}`): its reason is not believed",
+                            craik_contracts::Truncated(&craik_contracts::one_line(&reason))
+                        ));
+                    }
+                    let reason = signed.unwrap_or_else(|| {
+                        format!(
+                            "awaiting approval {}",
+                            craik_contracts::Truncated(&craik_contracts::one_line(&approval))
+                        )
+                    });
+                    self.machine.park(reason, at.get());
+                }
                 Event::Reopened { at, .. } => self.machine.reopen(at.get()),
                 Event::Recovered { .. } => {}
                 Event::Halted { at, status, reason } if signed_ending => {
@@ -546,6 +588,8 @@ pub(super) struct Indexed {
     /// What the `model.step` receipts count: each receipt once, whether or not its step's
     /// result survived (the tokens were spent either way).
     tokens: TokenUsage,
+    /// The signed reason of each `run.parked` receipt, by the approval it awaits.
+    parked: HashMap<String, String>,
 }
 
 pub(super) fn decode_receipts(bytes: &[u8]) -> Indexed {
@@ -558,6 +602,7 @@ pub(super) fn decode_receipts(bytes: &[u8]) -> Indexed {
         ids: Vec::new(),
         closed: false,
         tokens: TokenUsage::default(),
+        parked: HashMap::new(),
     };
     for (_, decoded) in crate::journal::decode_all(bytes) {
         match decoded {
@@ -574,6 +619,16 @@ pub(super) fn decode_receipts(bytes: &[u8]) -> Indexed {
                 out.tokens.add_receipt(&r);
                 if out.first.is_none() {
                     out.first = Some((*r).clone());
+                }
+                if r.capability == RUN_PARKED
+                    && let Some(approval) = r
+                        .result
+                        .metadata
+                        .0
+                        .get("awaiting_approval")
+                        .and_then(Value::as_str)
+                {
+                    out.parked.insert(approval.to_owned(), r.reason.clone());
                 }
                 if r.capability == RUN_CLOSED
                     && let Some((status, reason, _)) =

@@ -1492,9 +1492,22 @@ pub(crate) fn show(
         .map_err(Clone::clone);
     // Budgets used and left: tokens from the verified `model.step` receipts, budgets from
     // the signed `run.inputs`, wall clock from the run's times and its waits for approvals.
-    let events: Vec<craik_host::run::Event> = dir
-        .read_lines(craik_host::run::store::EVENTS)
-        .unwrap_or_default();
+    // Only the waits matter here: one event in memory at a time, the waits kept.
+    let events: Vec<craik_host::run::Event> =
+        craik_host::run::store::json_lines(&dir.file(craik_host::run::store::EVENTS))
+            .map(|lines| {
+                lines
+                    .map_while(Result::ok)
+                    .filter(|e| {
+                        matches!(
+                            e,
+                            craik_host::run::Event::Parked { .. }
+                                | craik_host::run::Event::Reopened { .. }
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
     let budget = verified.as_ref().ok().map(|receipts| {
         craik_host::run::driver::BudgetReport::of(
             &run,

@@ -25,7 +25,7 @@
 //! bytes to `<name>.torn` and truncates them away, and says so.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
@@ -486,29 +486,10 @@ pub trait RunStoreExt: RunStore {
     }
 
     /// Reads a JSON-lines file (missing: empty). A torn last line is an error here; recovery
-    /// repairs it first with [`RunStore::repair_torn`].
+    /// repairs it first with [`RunStore::repair_torn`]. The whole file is held: for a run's
+    /// `events.jsonl` or `outputs.jsonl`, whose size the runner drives, use [`json_lines`].
     fn read_lines<T: DeserializeOwned>(&self, name: &str) -> Result<Vec<T>, String> {
-        let path = self.file(name);
-        let bytes = match self.read_bytes(name) {
-            Ok(Some(b)) => b,
-            Ok(None) => return Ok(Vec::new()),
-            Err(e) => return Err(format!("{}: {e}", path.display())),
-        };
-        if !bytes.is_empty() && !bytes.ends_with(b"\n") {
-            return Err(format!(
-                "{}: torn last line (a crash?); run `craik runs recover` first",
-                path.display()
-            ));
-        }
-        bytes
-            .split(|&b| b == b'\n')
-            .filter(|l| !l.is_empty())
-            .enumerate()
-            .map(|(i, line)| {
-                serde_json::from_slice(line)
-                    .map_err(|e| format!("{}: line {}: {e}", path.display(), i + 1))
-            })
-            .collect()
+        json_lines(&self.file(name))?.collect()
     }
 
     /// Writes a JSON document atomically; with `sync`, durably.
@@ -613,16 +594,38 @@ impl RunStore for RunDir {
 
     fn repair_torn(&self, name: &str) -> io::Result<usize> {
         let path = self.file(name);
-        let bytes = match fs::read(&path) {
-            Ok(b) => b,
+        // From the tail: the file's size is the runner's to drive (issue 31 item 6).
+        let mut file = match File::open(&path) {
+            Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
             Err(e) => return Err(e),
         };
-        if bytes.is_empty() || bytes.ends_with(b"\n") {
+        let len = file.metadata()?.len();
+        let mut end = len;
+        let mut tail: Vec<u8> = Vec::new();
+        let keep = loop {
+            if end == 0 {
+                break 0;
+            }
+            let start = end.saturating_sub(64 * 1024);
+            let mut chunk = vec![0; usize::try_from(end - start).unwrap_or(0)];
+            file.seek(SeekFrom::Start(start))?;
+            file.read_exact(&mut chunk)?;
+            if end == len && chunk.last() == Some(&b'\n') {
+                return Ok(0);
+            }
+            chunk.extend_from_slice(&tail);
+            if let Some(i) = chunk.iter().rposition(|&b| b == b'\n') {
+                tail = chunk.split_off(i + 1);
+                break start + u64::try_from(i).unwrap_or(0) + 1;
+            }
+            tail = chunk;
+            end = start;
+        };
+        let torn = tail.as_slice();
+        if torn.is_empty() {
             return Ok(0);
         }
-        let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        let torn = bytes.get(keep..).unwrap_or_default();
         let mut saved = OpenOptions::new()
             .create(true)
             .append(true)
@@ -630,7 +633,7 @@ impl RunStore for RunDir {
         saved.write_all(torn)?;
         saved.sync_all()?;
         let file = OpenOptions::new().write(true).open(&path)?;
-        file.set_len(u64::try_from(keep).unwrap_or(u64::MAX))?;
+        file.set_len(keep)?;
         file.sync_all()?;
         Ok(torn.len())
     }
@@ -701,6 +704,55 @@ impl RunStore for RunDir {
             .and_then(|()| writeln!(file, "{}", std::process::id()));
         Ok(RunLock { _file: file })
     }
+}
+
+/// The values of a JSON-lines file, one line in memory at a time (issue 31 item 6: a run whose
+/// adapter stayed under the channel limits made the host read hundreds of MB of events and
+/// outputs whole). Missing: none. A torn last line (no newline) is an error, as is a line
+/// that does not parse, naming the file and line.
+pub fn json_lines<T: DeserializeOwned>(
+    path: &Path,
+) -> Result<impl Iterator<Item = Result<T, String>> + use<T>, String> {
+    use std::io::BufRead as _;
+    let file = match File::open(path) {
+        Ok(f) => Some(io::BufReader::with_capacity(64 * 1024, f)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let shown = path.display().to_string();
+    let mut reader = file;
+    let mut number = 0usize;
+    let mut line = Vec::new();
+    Ok(std::iter::from_fn(move || {
+        loop {
+            let r = reader.as_mut()?;
+            line.clear();
+            match r.read_until(b'\n', &mut line) {
+                Ok(0) => {
+                    reader = None;
+                    return None;
+                }
+                Ok(_) if !line.ends_with(b"\n") => {
+                    reader = None;
+                    return Some(Err(format!(
+                        "{shown}: torn last line (a crash?); run `craik runs recover` first"
+                    )));
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    reader = None;
+                    return Some(Err(format!("{shown}: {e}")));
+                }
+            }
+            if line.len() == 1 {
+                continue;
+            }
+            number += 1;
+            return Some(
+                serde_json::from_slice(&line).map_err(|e| format!("{shown}: line {number}: {e}")),
+            );
+        }
+    }))
 }
 
 /// The run's lock, held while this lives (the file stays; removing it would let a second

@@ -211,9 +211,12 @@ impl Host {
     }
 
     pub(super) fn actions_by_id(&self) -> BTreeMap<String, ActionRecord> {
-        let events: Vec<Event> = self.dir.read_lines(EVENTS).unwrap_or_default();
+        // One event in memory at a time: only the actions are kept.
+        let Ok(events) = crate::run::store::json_lines::<Event>(&self.dir.file(EVENTS)) else {
+            return BTreeMap::new();
+        };
         events
-            .into_iter()
+            .map_while(Result::ok)
             .filter_map(|e| match e {
                 Event::StepResult { actions, .. } => Some(actions),
                 _ => None,

@@ -151,15 +151,16 @@ impl Host {
             }
         }
         let journal_file = dir.open_journal().map_err(io(dir.root()))?;
-        let events: Vec<Event> = dir
-            .read_lines(EVENTS)
+        // Events and outputs are read one line at a time (their size is the runner's to
+        // drive): the outputs only for their ids, the events as they are replayed.
+        let events = crate::run::store::json_lines::<Event>(&dir.file(EVENTS))
             .map_err(|e| Error::invalid(e, Vec::new()))?;
-        let output_ids: HashSet<String> = dir
-            .read_lines::<RunOutput>(OUTPUTS)
-            .map_err(|e| Error::invalid(e, Vec::new()))?
-            .into_iter()
-            .map(|o| o.id)
-            .collect();
+        let output_ids: HashSet<String> =
+            crate::run::store::json_lines::<OutputId>(&dir.file(OUTPUTS))
+                .map_err(|e| Error::invalid(e, Vec::new()))?
+                .map(|o| o.map(|o| o.id))
+                .collect::<Result<_, _>>()
+                .map_err(|e| Error::invalid(e, Vec::new()))?;
         let workspace = Workspace::open(&inputs.workspace).map_err(Error::usage)?;
         let budget = budget_of(&inputs);
         let mut run = initial_run(&inputs);
@@ -218,8 +219,13 @@ impl Host {
     /// without one, a `halted` event is not believed (the ending is signed before that event
     /// is written, so only an edit of events.jsonl makes one), and its status and reason are
     /// never what the host signs.
-    pub(super) fn replay(&mut self, events: Vec<Event>, signed_ending: bool) -> Result<(), Error> {
+    pub(super) fn replay(
+        &mut self,
+        events: impl Iterator<Item = Result<Event, String>>,
+        signed_ending: bool,
+    ) -> Result<(), Error> {
         for event in events {
+            let event = event.map_err(|e| Error::invalid(e, Vec::new()))?;
             self.note_wait(&event);
             match event {
                 Event::StepRequest { .. } => {}
@@ -571,6 +577,12 @@ impl Host {
         self.machine.reopen(at);
         self.save_run()
     }
+}
+
+/// A run output's id, all recovery reads of it.
+#[derive(serde::Deserialize)]
+struct OutputId {
+    id: String,
 }
 
 /// Receipts of a journal, indexed for recovery.

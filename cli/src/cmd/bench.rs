@@ -325,6 +325,12 @@ struct RunResult {
     ledger_s: f64,
     ledger_share_of_run: f64,
     ledger_prefilled_runs: usize,
+    /// What `runs resume`/`recover` check before they append (issue 31 item 1): the whole
+    /// home ledger verified, the run's record read from it, the journal's Merkle leaves
+    /// checked against every point the ledger recorded. Median of 3, in the bench home.
+    resume_checks_s: f64,
+    resume_checks_share_of_run: f64,
+    resume_checks_target: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     adapter_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -651,7 +657,7 @@ pub(crate) fn run(
         steps,
         Box::new(craik_host::run::FixtureStepRunner::new(scenario.clone())),
     )?;
-    let (governed_s, fsyncs, journal_valid, receipts, ledger_s) = in_process;
+    let (governed_s, fsyncs, journal_valid, receipts, ledger_s, resume_checks_s) = in_process;
     let through_adapter = if adapter {
         let program = craik_host::adapter::shipped("fixture").map_err(Failure::usage)?;
         let spec = craik_host::adapter::AdapterSpec::new(
@@ -668,6 +674,7 @@ pub(crate) fn run(
             steps,
             Box::new(craik_host::adapter::AdapterRunner::new(spec)),
         )?)
+        .map(|(s, f, v, r, l, _)| (s, f, v, r, l))
     } else {
         None
     };
@@ -699,6 +706,9 @@ pub(crate) fn run(
         journal_valid,
         ledger_s,
         ledger_share_of_run: ledger_s / governed_s,
+        resume_checks_s,
+        resume_checks_share_of_run: resume_checks_s / governed_s,
+        resume_checks_target: 0.05,
         ledger_prefilled_runs: LEDGER_PREFILL,
         adapter_s: through_adapter.as_ref().map(|t| t.0),
         adapter_steps_per_s: through_adapter.as_ref().map(|t| steps_f / t.0),
@@ -755,6 +765,17 @@ pub(crate) fn run(
                 result.ledger_share_of_run * 100.0,
                 result.ledger_prefilled_runs
             ))?;
+            out.line(format_args!(
+                "  checks       {:.2} ms ({:.2} % of the run; target ≤ {:.0} %: {}) for what a resume or recovery checks before it appends: the whole ledger verified, the run's record read, its journal checked against every point the ledger recorded",
+                result.resume_checks_s * 1000.0,
+                result.resume_checks_share_of_run * 100.0,
+                result.resume_checks_target * 100.0,
+                if result.resume_checks_share_of_run <= result.resume_checks_target {
+                    "met"
+                } else {
+                    "NOT met"
+                }
+            ))?;
             let c = &result.confinement;
             out.line(format_args!(
                 "  confinement  {:.0} µs per command confined vs {:.0} µs plain (medians of {} each, alternating): {:.2} ms overhead per spawned command ({:.0} µs of it planning in Craik's process, its Landlock ruleset and mount namespace reused); {:.2} ms when the sandbox is new, both made ({:.0} µs planning); CPU {:.0} vs {:.0} µs per command [{}]",
@@ -792,7 +813,8 @@ pub(crate) fn run(
 const LEDGER_PREFILL: usize = 1000;
 
 /// One governed run of the bench scenario in `root`: (seconds, fsyncs, journal valid, receipts,
-/// seconds of it spent appending to the home ledger).
+/// seconds of it spent appending to the home ledger, seconds of the checks a resume of it
+/// makes before appending).
 fn governed_run(
     root: &Path,
     workspace: &Path,
@@ -800,7 +822,7 @@ fn governed_run(
     scenario_bytes: &[u8],
     steps: usize,
     runner: Box<dyn craik_host::run::StepRunner>,
-) -> std::result::Result<(f64, u64, bool, u64, f64), Failure> {
+) -> std::result::Result<(f64, u64, bool, u64, f64, f64), Failure> {
     use craik_host::run::driver::{Host, Setup};
     use craik_host::run::store::{Home, RunDir};
     let grant: craik_contracts::CapabilityGrant = serde_json::from_value(serde_json::json!({
@@ -892,12 +914,27 @@ fn governed_run(
     let journal = std::fs::read(host.journal_path()).map_err(io_at(&host.journal_path()))?;
     let report = verify_journal_with(&journal, &keys, VerifyOptions::default(), &mut |_, _| {});
     let fsyncs = host.fsyncs();
+    let ledger_s = host.ledger_time().as_secs_f64();
+    drop(host);
+    let home_root = root.join("home");
+    let mut checks = Vec::new();
+    for _ in 0..3 {
+        let t = Instant::now();
+        let record = craik_host::ledger::run_record(&home_root, &keys, "run_bench")?
+            .ok_or_else(|| Failure::internal("the bench home has no ledger"))?;
+        let tree = craik_kernel::JournalTree::from_verified(&journal).map_err(Failure::internal)?;
+        record
+            .extended_by(&tree.leaves)
+            .map_err(Failure::internal)?;
+        checks.push(t.elapsed().as_secs_f64());
+    }
     Ok((
         governed_s,
         fsyncs,
         report.is_valid(),
         report.receipts,
-        host.ledger_time().as_secs_f64(),
+        ledger_s,
+        median(&mut checks),
     ))
 }
 

@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 
 use craik_contracts::channel::{ChannelError, InitializeResult, codes};
 use craik_contracts::{
-    FixtureScenario, Object, RunnerCapabilityMatrix, RunnerStepRequest, RunnerStepResult,
+    FixtureScenario, RunnerCapabilityMatrix, RunnerStepRequest, RunnerStepResult,
 };
 use serde_json::{Value, json};
 
@@ -50,17 +50,59 @@ impl Cli {
 
     /// The arguments: never the prompt, which goes to the CLI's standard input (issue 30: an
     /// argument is readable by every local user in `/proc/PID/cmdline`, and a prompt over
-    /// 128 KiB failed to start with "Argument list too long").
+    /// 128 KiB failed to start with "Argument list too long"). Each CLI is told to propose,
+    /// not act (issue 32), with the flags its own `--help` documents (checked against
+    /// `@openai/codex` 0.169.0, `@anthropic-ai/claude-code` 2.1.328, `@google/gemini-cli`
+    /// 0.61.0): codex's read-only sandbox, no session files, no user config or rules, outside
+    /// a git repository; claude with no built-in tools, plan mode, no MCP servers but the
+    /// (empty) configured set, no session files; gemini in read-only plan mode with JSON events.
+    /// Whatever the CLI still does on its own ends the step as a runner violation ([`acted`]).
     fn args(self) -> Vec<String> {
-        match self {
-            Self::Codex => vec!["exec".into(), "--json".into(), "-".into()],
-            Self::Claude => vec![
-                "-p".into(),
-                "--output-format".into(),
-                "stream-json".into(),
-                "--verbose".into(),
+        let args: &[&str] = match self {
+            Self::Codex => &[
+                "exec",
+                "--json",
+                "--sandbox",
+                "read-only",
+                "--skip-git-repo-check",
+                "--ephemeral",
+                "--ignore-user-config",
+                "--ignore-rules",
+                "--color",
+                "never",
+                "-",
             ],
-            Self::Gemini => Vec::new(),
+            Self::Claude => &[
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--tools",
+                "",
+                "--permission-mode",
+                "plan",
+                "--strict-mcp-config",
+                "--no-session-persistence",
+            ],
+            // Plan mode holds only in a trusted folder (else 0.61.0 falls back to `default`,
+            // saying so): the adapter's own working directory is trusted for this session.
+            Self::Gemini => &[
+                "--output-format",
+                "stream-json",
+                "--approval-mode",
+                "plan",
+                "--skip-trust",
+            ],
+        };
+        args.iter().map(|a| (*a).to_owned()).collect()
+    }
+
+    /// The `provider` its model-step reports name (usage as the CLI reports it).
+    fn provider(self) -> &'static str {
+        match self {
+            Self::Codex => "codex-cli",
+            Self::Claude => "claude-code",
+            Self::Gemini => "gemini-cli",
         }
     }
 }
@@ -134,11 +176,22 @@ impl Handoff {
                     ),
                 )
             })?;
-        let mut child = Command::new(&program)
+        // A private, writable temporary directory for the CLI (issue 32: claude could not
+        // create its own under a read-only /tmp): under the adapter's HOME, which the host
+        // makes new and empty for each run.
+        let mut command = Command::new(&program);
+        if let Some(home) = std::env::var_os("HOME") {
+            let tmp = std::path::Path::new(&home).join(".craik-cli-tmp");
+            if std::fs::create_dir_all(&tmp).is_ok() {
+                command.env("TMPDIR", &tmp);
+            }
+        }
+        let started = std::time::Instant::now();
+        let mut child = command
             .args(self.cli.args())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| error(codes::UNAVAILABLE, format!("`{program}`: {e}")))?;
         // The prompt on standard input, written beside the reading of the output (a CLI that
@@ -153,38 +206,60 @@ impl Handoff {
             let mut stdin = stdin;
             stdin.write_all(prompt.as_bytes())
         });
+        // The CLI's stderr: its last lines kept (bounded) for when it fails.
+        let stderr = child
+            .stderr
+            .take()
+            .ok_or_else(|| error(codes::RUNNER_FAILED, "no stderr"))?;
+        let tail = std::thread::spawn(move || stderr_tail(stderr));
         let stdout = child
             .stdout
             .take()
             .ok_or_else(|| error(codes::RUNNER_FAILED, "no stdout"))?;
-        let mut final_text = String::new();
+        let mut read = Read::default();
+        let mut acted = None;
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
-            match self.cli {
-                Cli::Gemini => {
-                    events.text(&format!("{line}\n"));
-                    final_text.push_str(&line);
-                    final_text.push('\n');
-                }
-                Cli::Codex | Cli::Claude => {
-                    let Ok(value) = serde_json::from_str::<Value>(&line) else {
-                        events.log("warn", "the CLI wrote a line that is not JSON");
-                        continue;
-                    };
-                    map_event(self.cli, &value, events, &mut final_text);
-                }
+            let Ok(value) = serde_json::from_str::<Value>(&line) else {
+                events.log("warn", "the CLI wrote a line that is not JSON");
+                continue;
+            };
+            if let Err(what) = map_event(self.cli, &value, events, &mut read) {
+                acted = Some(what);
+                break;
             }
+        }
+        if acted.is_some() {
+            let _ = child.kill();
         }
         let status = child
             .wait()
             .map_err(|e| error(codes::RUNNER_FAILED, format!("waiting for the CLI: {e}")))?;
+        let stderr_tail = tail.join().unwrap_or_default();
+        // Usage first: what the CLI spent is reported whatever happens next (unknown when it
+        // said nothing; never zero).
+        events.model_step(self.report(
+            request,
+            &read,
+            started.elapsed(),
+            acted.is_none() && status.success(),
+        ));
+        if let Some(what) = acted {
+            return Err(error(
+                codes::RUNNER_FAILED,
+                format!(
+                    "`{program}` acted on its own ({what}); a runner only proposes, and Craik executes what it decides"
+                ),
+            ));
+        }
         match writer.join() {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
                 return Err(error(
                     codes::RUNNER_FAILED,
                     format!(
-                        "`{program}` did not read the whole prompt from its standard input: {e}"
+                        "`{program}` did not read the whole prompt from its standard input: {e}{}",
+                        shown_tail(&stderr_tail)
                     ),
                 ));
             }
@@ -193,14 +268,132 @@ impl Handoff {
         if !status.success() {
             return Err(error(
                 codes::RUNNER_FAILED,
-                format!("`{program}` exited with {status}"),
+                format!(
+                    "`{program}` exited with {status}{}",
+                    shown_tail(&stderr_tail)
+                ),
             ));
         }
         Ok(crate::answer::result_from_text(
             request,
-            &final_text,
+            &read.text,
             serde_json::Map::new(),
         ))
+    }
+
+    /// The model-step report of one CLI invocation: the tokens its own events reported
+    /// (`None`, unknown, when it reported none that can be read exactly), the model it named
+    /// (else `unknown`), and the sha256 of the prompt handed to it (the request bodies the CLI
+    /// builds are its own; the endpoint is its configuration's, `unknown` here).
+    fn report(
+        &self,
+        request: &RunnerStepRequest,
+        read: &Read,
+        took: std::time::Duration,
+        completed: bool,
+    ) -> craik_contracts::channel::ModelStepReport {
+        use sha2::Digest as _;
+        let digest = sha2::Sha256::digest(request.input_prompt.as_bytes());
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        let (input, output) = read
+            .usage()
+            .map_or((None, None), |(i, o)| (Some(i), Some(o)));
+        craik_contracts::channel::ModelStepReport {
+            provider: self.cli.provider().into(),
+            model: read
+                .model
+                .clone()
+                .filter(|m| {
+                    !m.is_empty() && m.len() <= 200 && m.chars().all(|c| c.is_ascii_graphic())
+                })
+                .unwrap_or_else(|| "unknown".into()),
+            endpoint_host: "unknown".into(),
+            request_sha256: format!("sha256:{hex}"),
+            response_id: None,
+            input_tokens: input,
+            output_tokens: output,
+            total_tokens: input.zip(output).and_then(|(i, o)| i.checked_add(o)),
+            latency_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+            retries: 0,
+            streamed: true,
+            outcome: if completed {
+                craik_contracts::channel::ModelStepOutcome::Ok
+            } else {
+                craik_contracts::channel::ModelStepOutcome::Failed
+            },
+        }
+    }
+}
+
+/// What was read of a CLI's events: its answer's text, the usage it reported (input, output
+/// tokens, summed over its turns) and the model it named.
+#[derive(Debug, Default)]
+struct Read {
+    text: String,
+    /// Summed usage; `None` before any turn reported one.
+    summed: Option<(u64, u64)>,
+    /// A turn reported usage that cannot be read exactly (missing, negative, fractional, not a
+    /// number, overflowing): the whole invocation's usage is unknown, never a partial sum.
+    unreadable: bool,
+    model: Option<String>,
+}
+
+impl Read {
+    /// Adds one turn's usage (`None`: a count that cannot be read exactly).
+    fn add_usage(&mut self, turn: Option<(u64, u64)>) {
+        let Some((i, o)) = turn else {
+            self.unreadable = true;
+            return;
+        };
+        let (pi, po) = self.summed.unwrap_or((0, 0));
+        match pi.checked_add(i).zip(po.checked_add(o)) {
+            Some(sum) => self.summed = Some(sum),
+            None => self.unreadable = true,
+        }
+    }
+
+    /// The invocation's usage: `None` (unknown) when no turn reported one or any was
+    /// unreadable.
+    fn usage(&self) -> Option<(u64, u64)> {
+        self.summed.filter(|_| !self.unreadable)
+    }
+}
+
+/// A token count as the CLI wrote it: a non-negative integer, else unreadable.
+fn count(value: Option<&Value>) -> Option<u64> {
+    value.and_then(Value::as_u64)
+}
+
+/// The last 4 KiB of a CLI's stderr, whole lines (the cause of a failure is rarely its last
+/// line alone: issue 32).
+fn stderr_tail(stderr: std::process::ChildStderr) -> String {
+    const KEEP: usize = 4096;
+    let mut kept: std::collections::VecDeque<String> = std::collections::VecDeque::new();
+    let mut size = 0;
+    for line in BufReader::new(stderr).lines() {
+        let Ok(line) = line else { break };
+        let line: String = line.chars().take(KEEP).collect();
+        size += line.len();
+        kept.push_back(line);
+        while size > KEEP {
+            let Some(first) = kept.pop_front() else { break };
+            size -= first.len();
+        }
+    }
+    kept.into_iter().collect::<Vec<_>>().join("\n")
+}
+
+/// `; its stderr ended: …` (one line), or nothing.
+fn shown_tail(tail: &str) -> String {
+    let lines: Vec<&str> = tail
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    if lines.is_empty() {
+        String::new()
+    } else {
+        format!("; its stderr ended: {}", lines.join(" | "))
     }
 }
 
@@ -213,71 +406,165 @@ fn find_on_path(program: &str) -> Option<String> {
         .map(|p| p.display().to_string())
 }
 
-/// Maps one JSON event of a CLI into channel events; agent text accumulates in `text`.
-fn map_event(cli: Cli, value: &Value, events: &mut Events<'_>, text: &mut String) {
+/// Maps one JSON event of a CLI into channel events and what is read (text, usage, model).
+/// `Err` names what the CLI did on its own: by an allow-list of what only talks (issue 32: a
+/// codex `command_execution` was a warning and the run completed) — anything else a CLI
+/// reports doing, tool use of any kind and every kind not known, ends the step.
+fn map_event(
+    cli: Cli,
+    value: &Value,
+    events: &mut Events<'_>,
+    read: &mut Read,
+) -> Result<(), String> {
+    let kind = value
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_owned);
     match cli {
-        Cli::Codex => {
-            // Current `codex exec --json`: {"type":"item.completed","item":{"type":"agent_message","text":...}};
-            // older: {"msg":{"type":"agent_message","message":...}}.
-            let item = value.get("item");
-            let kind = item.and_then(|i| i.get("type")).and_then(Value::as_str);
-            let message = match kind {
-                Some("agent_message") => item.and_then(|i| i.get("text")).and_then(Value::as_str),
-                _ => value
-                    .get("msg")
-                    .filter(|m| m.get("type").and_then(Value::as_str) == Some("agent_message"))
-                    .and_then(|m| m.get("message"))
-                    .and_then(Value::as_str),
-            };
-            if let Some(m) = message {
-                events.text(m);
-                text.clear();
-                text.push_str(m);
+        // `codex exec --json` (codex-rs exec_events.rs): thread.started, turn.started,
+        // item.started|updated|completed {item: {type, …}}, turn.completed {usage},
+        // turn.failed {error}, error {message}.
+        Cli::Codex => match kind {
+            "thread.started" | "turn.started" | "turn.failed" | "error" => Ok(()),
+            "item.started" | "item.updated" | "item.completed" => {
+                let item = value.get("item").unwrap_or(&Value::Null);
+                match item.get("type").and_then(Value::as_str).unwrap_or_default() {
+                    "agent_message" => {
+                        if kind == "item.completed"
+                            && let Some(m) = text(item, "text")
+                        {
+                            events.text(&m);
+                            read.text = m;
+                        }
+                        Ok(())
+                    }
+                    "reasoning" | "todo_list" | "error" => Ok(()),
+                    other => Err(format!(
+                        "a codex `{}` item",
+                        craik_contracts::one_line(other)
+                    )),
+                }
             }
-            if kind == Some("command_execution") || kind == Some("file_change") {
-                events.log(
-                    "warn",
-                    "the CLI reported acting on its own; Craik only executes what it decides",
+            "turn.completed" => {
+                let usage = value.get("usage");
+                read.add_usage(
+                    count(usage.and_then(|u| u.get("input_tokens")))
+                        .zip(count(usage.and_then(|u| u.get("output_tokens")))),
                 );
+                Ok(())
             }
-        }
-        Cli::Claude => match value.get("type").and_then(Value::as_str) {
-            Some("assistant") => {
-                let blocks = value
-                    .get("message")
-                    .and_then(|m| m.get("content"))
-                    .and_then(Value::as_array);
+            other => Err(format!(
+                "a codex `{}` event",
+                craik_contracts::one_line(other)
+            )),
+        },
+        // `claude -p --output-format stream-json --verbose`: system (init: model, tools),
+        // assistant {message: {model, content: [blocks]}}, user (tool results), result
+        // {result, usage}. Anthropic's input_tokens leave out the cache's: all three count.
+        Cli::Claude => match kind {
+            "system" => {
+                if read.model.is_none() {
+                    read.model = text(value, "model");
+                }
+                Ok(())
+            }
+            "assistant" => {
+                let message = value.get("message").unwrap_or(&Value::Null);
+                if let Some(model) = text(message, "model") {
+                    read.model = Some(model);
+                }
+                let blocks = message.get("content").and_then(Value::as_array);
                 for block in blocks.into_iter().flatten() {
-                    match block.get("type").and_then(Value::as_str) {
-                        Some("text") => {
-                            if let Some(t) = block.get("text").and_then(Value::as_str) {
-                                events.text(t);
-                                text.push_str(t);
+                    match block
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                    {
+                        "text" => {
+                            if let Some(t) = text(block, "text") {
+                                events.text(&t);
+                                read.text.push_str(&t);
                             }
                         }
-                        Some("tool_use") => {
-                            let name = block.get("name").and_then(Value::as_str).unwrap_or("?");
-                            let args = block
-                                .get("input")
-                                .and_then(Value::as_object)
-                                .cloned()
-                                .map(Object)
-                                .unwrap_or_default();
-                            events.tool_call(name, args);
+                        "thinking" | "redacted_thinking" => {}
+                        other => {
+                            let name = text(block, "name").unwrap_or_default();
+                            return Err(format!(
+                                "a claude `{}` block{}",
+                                craik_contracts::one_line(other),
+                                if name.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!(" (`{}`)", craik_contracts::one_line(&name))
+                                }
+                            ));
                         }
-                        _ => {}
                     }
                 }
+                Ok(())
             }
-            Some("result") => {
-                if let Some(r) = value.get("result").and_then(Value::as_str) {
-                    text.clear();
-                    text.push_str(r);
+            "result" => {
+                if let Some(r) = text(value, "result") {
+                    read.text = r;
                 }
+                let usage = value.get("usage");
+                let field = |k: &str| count(usage.and_then(|u| u.get(k)));
+                // The cache fields are absent when no cache was used: absent is 0 there, a
+                // present unreadable one is not.
+                let cache = |k: &str| match usage.and_then(|u| u.get(k)) {
+                    None | Some(Value::Null) => Some(0),
+                    Some(v) => v.as_u64(),
+                };
+                let input = field("input_tokens").and_then(|i| {
+                    i.checked_add(cache("cache_creation_input_tokens")?)?
+                        .checked_add(cache("cache_read_input_tokens")?)
+                });
+                read.add_usage(input.zip(field("output_tokens")));
+                Ok(())
             }
-            _ => {}
+            // What only informs (2.1.328's event kinds: rate limits, auth status, keep-alives,
+            // partial-message stream events).
+            "rate_limit_event" | "auth_status" | "keep_alive" | "stream_event" => Ok(()),
+            // The CLI's tool results (a tool ran); `tool_progress`, `tool_use_summary`,
+            // `control_request` (a permission asked) and any kind not known fall below.
+            "user" => Err("a claude tool result (a tool ran)".into()),
+            other => Err(format!(
+                "a claude `{}` event",
+                craik_contracts::one_line(other)
+            )),
         },
-        Cli::Gemini => {}
+        // `gemini --output-format stream-json` (gemini-cli JsonStreamEventType): init {model},
+        // message {role, content, delta}, tool_use, tool_result, error, result {status,
+        // stats: {input_tokens, output_tokens, total_tokens, …}}. Its total counts thoughts
+        // and tool-use prompts beside input and output: what is above the input is output.
+        Cli::Gemini => match kind {
+            "init" => {
+                read.model = text(value, "model");
+                Ok(())
+            }
+            "message" => {
+                if text(value, "role").as_deref() == Some("assistant")
+                    && let Some(t) = text(value, "content")
+                {
+                    events.text(&t);
+                    read.text.push_str(&t);
+                }
+                Ok(())
+            }
+            "error" => Ok(()),
+            "result" => {
+                let stats = value.get("stats");
+                let input = count(stats.and_then(|s| s.get("input_tokens")));
+                let total = count(stats.and_then(|s| s.get("total_tokens")));
+                read.add_usage(input.zip(total.zip(input).and_then(|(t, i)| t.checked_sub(i))));
+                Ok(())
+            }
+            other => Err(format!(
+                "a gemini `{}` event",
+                craik_contracts::one_line(other)
+            )),
+        },
     }
 }
 

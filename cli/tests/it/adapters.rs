@@ -505,35 +505,67 @@ fn bench_channel_and_adapter_run_smoke() {
 }
 
 /// A stand-in for a live CLI: answers each phase of the compiled prompt in the CLI's own
-/// output format.
+/// output format (event kinds and usage fields as the real CLIs write them: codex 0.169.0
+/// `exec --json`, claude-code 2.1.328 `stream-json`, gemini-cli 0.61.0 `stream-json`), with
+/// the usage it reports per invocation.
 pub(crate) fn fake_cli(dir: &Path, cli: &str) -> PathBuf {
+    fake_cli_with(dir, cli, false)
+}
+
+/// [`fake_cli`]; with `acting`, the CLI reports running a tool itself in the act phase.
+pub(crate) fn fake_cli_with(dir: &Path, cli: &str, acting: bool) -> PathBuf {
+    let esc = r#""$(printf '%s' "$msg" | sed 's/"/\\"/g')""#;
     let wrap = match cli {
-        "codex" => {
-            r##"printf '{"type":"thread.started"}\n'; printf '{"type":"item.completed","item":{"type":"agent_message","text":"%s"}}\n' "$(printf '%s' "$msg" | sed 's/"/\\"/g')""##
-        }
-        "claude" => {
-            r##"printf '{"type":"system","subtype":"init"}\n'; printf '{"type":"assistant","message":{"content":[{"type":"text","text":"thinking"},{"type":"tool_use","name":"Read","input":{"path":"README.md"}}]}}\n'; printf '{"type":"result","result":"%s","is_error":false}\n' "$(printf '%s' "$msg" | sed 's/"/\\"/g')""##
-        }
-        _ => r##"printf 'Here is my answer.\n%s\n' "$msg""##,
+        "codex" => format!(
+            r#"printf '{{"type":"thread.started","thread_id":"t1"}}\n{{"type":"turn.started"}}\n'; [ -n "$act" ] && printf '{{"type":"item.completed","item":{{"id":"item_0","type":"command_execution","command":"touch x","aggregated_output":"","exit_code":0,"status":"completed"}}}}\n'; printf '{{"type":"item.completed","item":{{"id":"item_1","type":"reasoning","text":"r"}}}}\n{{"type":"item.completed","item":{{"id":"item_2","type":"agent_message","text":"%s"}}}}\n{{"type":"turn.completed","usage":{{"input_tokens":100,"cached_input_tokens":40,"output_tokens":20}}}}\n' {esc}"#
+        ),
+        "claude" => format!(
+            r#"printf '{{"type":"system","subtype":"init","model":"claude-test","tools":[]}}\n'; [ -n "$act" ] && printf '{{"type":"assistant","message":{{"model":"claude-test","content":[{{"type":"tool_use","id":"toolu_1","name":"Bash","input":{{"command":"touch x"}}}}]}}}}\n'; printf '{{"type":"assistant","message":{{"model":"claude-test","content":[{{"type":"thinking","thinking":"t"}},{{"type":"text","text":"%s"}}]}}}}\n{{"type":"result","subtype":"success","is_error":false,"result":"%s","usage":{{"input_tokens":10,"cache_creation_input_tokens":5,"cache_read_input_tokens":3,"output_tokens":7}}}}\n' {esc} {esc}"#
+        ),
+        _ => format!(
+            r#"printf '{{"type":"init","session_id":"s","model":"gemini-test"}}\n'; [ -n "$act" ] && printf '{{"type":"tool_use","tool_name":"run_shell_command","tool_id":"t1","parameters":{{"command":"touch x"}}}}\n'; printf '{{"type":"message","role":"user","content":"p"}}\n{{"type":"message","role":"assistant","content":"%s","delta":true}}\n{{"type":"result","status":"success","stats":{{"total_tokens":45,"input_tokens":30,"output_tokens":9,"cached":0,"input":30,"duration_ms":5,"tool_calls":0}}}}\n' {esc}"#
+        ),
     };
-    let script = dir.join(format!("fake-{cli}"));
+    let script = dir.join(format!("fake-{cli}{}", if acting { "-acting" } else { "" }));
     let body = format!(
         r##"#!/bin/sh
 prompt="$(cat)"
 case "$*" in *"Phase:"*) echo "the prompt came as an argument" >&2; exit 9;; esac
+act=""
 case "$prompt" in *"Phase: plan"*) p=plan;; *"Phase: act"*) p=act;; *"Phase: observe"*) p=observe;; *) p=evaluate;; esac
 case "$p" in
   plan) msg='{{"status":"completed","summary":"plan: read the README"}}';;
-  act) msg='{{"status":"completed","summary":"reading","proposed_actions":[{{"id":"action_read","capability":"repo.read","operation":"read","target":"README.md"}}]}}';;
+  act) msg='{{"status":"completed","summary":"reading","proposed_actions":[{{"id":"action_read","capability":"repo.read","operation":"read","target":"README.md"}}]}}'; act="{acting}";;
   observe) msg='{{"status":"completed","summary":"the README is short"}}';;
   *) msg='{{"status":"completed","summary":"done","next":"stop"}}';;
 esac
+[ "$act" = "false" ] && act=""
 {wrap}
 "##
     );
     std::fs::write(&script, body).unwrap();
     make_executable(&script);
     script
+}
+
+/// What [`fake_cli_with`]'s acting CLI is refused for.
+pub(crate) fn acting_words(cli: &str) -> &'static str {
+    match cli {
+        "codex" => "a codex `command_execution` item",
+        "claude" => "a claude `tool_use` block (`Bash`)",
+        _ => "a gemini `tool_use` event",
+    }
+}
+
+/// The tokens [`fake_cli`] reports per invocation, as a model step counts them: codex's input
+/// as given (cached is part of it), claude's input with both cache counts, gemini's output as
+/// what its total holds above the input.
+pub(crate) fn fake_cli_tokens(cli: &str) -> (u64, u64, u64) {
+    match cli {
+        "codex" => (100, 20, 120),
+        "claude" => (18, 7, 25),
+        _ => (30, 15, 45),
+    }
 }
 
 /// Issue 30 item 6: the prompt reaches the CLI on its standard input, never as an argument
@@ -598,6 +630,81 @@ fn live_mode_maps_each_cli_into_step_results() {
             prompt.len() > 200 * 1024,
             "{cli}: the prompt is only {} bytes",
             prompt.len()
+        );
+        verify_run(&home, &id, false);
+        // Issue 32: the run names the runner launched, live; each CLI invocation's usage, as
+        // its own events report it, is a signed model step.
+        let run = run_json(&home, &id);
+        assert_eq!(run["runner_id"], format!("runner_{cli}"), "{cli}: {run}");
+        let matrix: Value = serde_json::from_slice(
+            &std::fs::read(repo_root().join(format!("runners/{cli}.json"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(run["runner_mode"], matrix["runner"]["mode"], "{cli}: {run}");
+        let steps: Vec<Value> = receipts(&home, &id)
+            .into_iter()
+            .filter(|r| r["capability"] == "model.step")
+            .collect();
+        assert_eq!(steps.len(), 4, "{cli}: one per step");
+        let (input, output, total) = fake_cli_tokens(cli);
+        for step in &steps {
+            let m = &step["result"]["metadata"];
+            assert_eq!(
+                (&m["input_tokens"], &m["output_tokens"], &m["total_tokens"]),
+                (&json!(input), &json!(output), &json!(total)),
+                "{cli}: {m}"
+            );
+        }
+        // A CLI that runs a tool itself ends the run: a signed runner violation naming what
+        // it did, the step's usage still signed.
+        let acting = fake_cli_with(dir.path(), cli, true);
+        let wrapper = dir.path().join(format!("acting-{cli}.sh"));
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\nexec {} --cli {}\n",
+                bin.display(),
+                acting.display()
+            ),
+        )
+        .unwrap();
+        make_executable(&wrapper);
+        let home = dir.path().join("home-acting");
+        let (exit, id, text) = run_example(
+            &home,
+            &ex,
+            &[
+                "--runner",
+                &format!("adapter:{}", wrapper.display()),
+                "--runner-matrix",
+                cli,
+                "--adapter-read",
+                acting.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(exit, 1, "{cli}: {text}");
+        let run = run_json(&home, &id);
+        assert_eq!(run["status"], "failed", "{cli}: {run}");
+        let reason = run["stop_reason"].as_str().unwrap();
+        assert!(
+            reason.starts_with("runner violation:")
+                && reason.contains("acted on its own")
+                && reason.contains(acting_words(cli)),
+            "{cli}: {reason}"
+        );
+        let all = receipts(&home, &id);
+        assert!(
+            all.iter().any(|r| r["determining_policies"]
+                .as_array()
+                .is_some_and(|p| p.contains(&json!("kernel.runner-violation")))),
+            "{cli}: no signed violation"
+        );
+        assert_eq!(
+            all.iter()
+                .filter(|r| r["capability"] == "model.step")
+                .count(),
+            2,
+            "{cli}: plan's and the acting act step's usage"
         );
         verify_run(&home, &id, false);
     }

@@ -234,7 +234,7 @@ impl Host {
         let journal_file = dir.create_journal().map_err(io(dir.root()))?;
         dir.write_json(crate::run::store::INPUTS, &inputs, true)
             .map_err(io(dir.root()))?;
-        let run = initial_run(&inputs);
+        let run = initial_run(&inputs, &setup.matrix);
         let workspace = Workspace::open(&inputs.workspace).map_err(Error::usage)?;
         let budget = budget_of(&inputs);
         let mut host = Self::assemble(
@@ -1309,7 +1309,10 @@ fn budget_of(inputs: &Inputs) -> Option<time::Duration> {
         .map(|s| time::Duration::seconds(i64::try_from(s).unwrap_or(i64::MAX)))
 }
 
-fn initial_run(inputs: &Inputs) -> TaskRun {
+/// A run's state before its first step. The runner is the one launched, as its matrix names
+/// it: id and mode, the mode the host holds it to (issue 32: every run was recorded as
+/// `runner_fixture` in fixture mode).
+fn initial_run(inputs: &Inputs, matrix: &craik_contracts::RunnerCapabilityMatrix) -> TaskRun {
     TaskRun {
         schema: Default::default(),
         version: Default::default(),
@@ -1321,8 +1324,8 @@ fn initial_run(inputs: &Inputs) -> TaskRun {
             |e| e.id.clone(),
         ),
         intent_lock_id: inputs.intent.as_ref().map(|i| i.id.clone()),
-        runner_id: "runner_fixture".into(),
-        runner_mode: craik_contracts::RunnerMode::Fixture,
+        runner_id: matrix.runner.id.clone(),
+        runner_mode: matrix.runner.mode,
         status: TaskRunStatus::Pending,
         phase: Phase::Plan,
         iteration: 0,

@@ -163,7 +163,7 @@ impl Host {
                 .map_err(|e| Error::invalid(e, Vec::new()))?;
         let workspace = Workspace::open(&inputs.workspace).map_err(Error::usage)?;
         let budget = budget_of(&inputs);
-        let mut run = initial_run(&inputs);
+        let mut run = initial_run(&inputs, &setup.matrix);
         run.status = TaskRunStatus::Running;
         let mut host = Self::assemble(
             home,

@@ -54,6 +54,7 @@ pub fn build_runner(
         }
         spec.extra_read.clone_from(&options.adapter_read);
         spec.extra_read.extend(read.iter().cloned());
+        spec.extra_read.extend(launch.read.iter().cloned());
         spec.env = env;
         spec.home = Some(home.clone());
         spec.home_read = launch.home_read;
@@ -84,6 +85,7 @@ pub fn build_runner(
             program_sha256: sha256.clone(),
             args: words.collect(),
             home_read: Vec::new(),
+            read: Vec::new(),
             record: RunnerRecord {
                 id: "adapter".into(),
                 backend: "program".into(),

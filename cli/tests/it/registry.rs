@@ -1167,3 +1167,112 @@ fn issue_22_an_entry_changed_after_install_is_refused() {
         transcript(&again)
     );
 }
+
+/// Issue 32 item 1: a `cli` entry is pinned whole. A launcher inside an npm package (a JS shim
+/// that loads its chunks) is refused as a single-file pin, naming the fix; pinned as a tree
+/// (`--install prebundled`), it runs live through the shipped handoff adapter, and a byte
+/// appended to a file the launcher loads — not the launcher — is refused at launch.
+#[test]
+fn issue_32_a_cli_is_pinned_with_every_file_of_its_package() {
+    crate::ensure_adapters();
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let pkg = dir.path().join("prefix/node_modules/fake-agent");
+    std::fs::create_dir_all(pkg.join("bin")).unwrap();
+    std::fs::create_dir_all(pkg.join("lib")).unwrap();
+    std::fs::write(
+        pkg.join("package.json"),
+        r#"{"name":"fake-agent","bin":{"fake-agent":"bin/cli"}}"#,
+    )
+    .unwrap();
+    // The launcher runs its chunk, as a bundle imports one.
+    let chunk = pkg.join("lib/chunk.sh");
+    std::fs::copy(fake_cli(dir.path(), "codex"), &chunk).unwrap();
+    std::fs::write(
+        pkg.join("bin/cli"),
+        "#!/bin/sh\nexec /bin/sh \"$(dirname \"$0\")/../lib/chunk.sh\" \"$@\"\n",
+    )
+    .unwrap();
+    crate::adapters::make_executable(&pkg.join("bin/cli"));
+    let launcher = pkg.join("bin/cli");
+    for install in ["cache", "installed"] {
+        let id = format!("agent-{install}");
+        ok(&runners(
+            &home,
+            &[
+                "add",
+                &id,
+                "--backend",
+                "cli",
+                "--adapter",
+                "codex",
+                "--command",
+                launcher.to_str().unwrap(),
+                "--install",
+                install,
+            ],
+        ));
+        let out = runners(&home, &["install", &id]);
+        assert_ne!(
+            out.status.code(),
+            Some(0),
+            "{install}: {}",
+            transcript(&out)
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("a launcher inside an npm package")
+                && err.contains("--install prebundled"),
+            "{install}: {err}"
+        );
+    }
+    let prefix = dir.path().join("prefix/node_modules");
+    ok(&runners(
+        &home,
+        &[
+            "add",
+            "agent",
+            "--backend",
+            "cli",
+            "--adapter",
+            "codex",
+            "--install",
+            "prebundled",
+            "--source",
+            prefix.to_str().unwrap(),
+            "--command",
+            "fake-agent/bin/cli",
+        ],
+    ));
+    ok(&runners(&home, &["install", "agent"]));
+    ok(&runners(&home, &["check", "agent"]));
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[],
+        simple_steps(),
+        &[("README.md", "hello\n")],
+    );
+    let task = ex.join("task_request.json");
+    let ws = ex.join("workspace");
+    let (exit, id, text) = run_example(
+        &home,
+        &task,
+        &["--runner", "agent", "--workspace", ws.to_str().unwrap()],
+    );
+    assert_eq!(exit, 0, "{text}");
+    verify_run(&home, &id, false);
+    // A file the launcher loads changes: refused at check and at launch.
+    let mut bytes = std::fs::read(&chunk).unwrap();
+    bytes.extend_from_slice(b"\necho injected >&2\n");
+    std::fs::write(&chunk, bytes).unwrap();
+    let out = runners(&home, &["check", "agent"]);
+    assert_ne!(out.status.code(), Some(0), "{}", transcript(&out));
+    let (exit, text) = refused_run(
+        &home,
+        &task,
+        &["--runner", "agent", "--workspace", ws.to_str().unwrap()],
+    );
+    assert_eq!(exit, 1, "{text}");
+    assert!(text.contains("changed since it was installed"), "{text}");
+}

@@ -54,7 +54,30 @@ pub struct Launch {
     pub args: Vec<String>,
     /// Paths inside the home the adapter may read (its cache directory).
     pub home_read: Vec<PathBuf>,
+    /// Paths outside the home it may read (a `cli` entry's pinned package tree).
+    pub read: Vec<PathBuf>,
     pub record: RunnerRecord,
+}
+
+/// Why a `cli` entry's command cannot be pinned as one file (`None`: it can): it lies in an
+/// npm package (a `node_modules` directory, or beside or under a `package.json`), so it loads
+/// other files — a JS shim that starts a native binary from another package, a bundle that
+/// imports its chunks — which a pin of the launcher alone would not cover (issue 32: code
+/// appended to an imported chunk passed `runners check`).
+fn launcher_of_a_package(real: &Path) -> Option<String> {
+    let dir = real.parent()?;
+    let in_node_modules = real.components().any(|c| c.as_os_str() == "node_modules");
+    let package = [Some(dir), dir.parent()]
+        .into_iter()
+        .flatten()
+        .find(|d| d.join("package.json").is_file());
+    (in_node_modules || package.is_some()).then(|| {
+        format!(
+            "`{}` is a launcher inside an npm package ({}): a pin of it alone does not cover the files it loads; pin the whole tree: `--install prebundled --source <the install prefix or package root> --command <the launcher, relative to it>`",
+            real.display(),
+            package.map_or_else(|| "under node_modules".to_owned(), |p| format!("`{}`", p.join("package.json").display()))
+        )
+    })
 }
 
 fn absolute_home(home: &Path) -> Result<PathBuf, Error> {
@@ -183,11 +206,26 @@ fn artefact(entry: &Entry, home: &Path) -> Result<Artefact, String> {
                     (Backend::Cli, None) => entry.adapter.clone().unwrap_or_default(),
                     _ => command()?,
                 };
-                resolve_command(&name).map(Artefact::File)
+                let found = resolve_command(&name)?;
+                if entry.backend == Backend::Cli
+                    && let Some(why) = launcher_of_a_package(&found)
+                {
+                    return Err(why);
+                }
+                Ok(Artefact::File(found))
             }
-            Install::Cache => Ok(Artefact::File(
-                dir.join("bin").join(file_name(&command()?)?),
-            )),
+            Install::Cache => {
+                if entry.backend == Backend::Cli
+                    && let Some(why) = resolve_command(&command()?)
+                        .ok()
+                        .and_then(|real| launcher_of_a_package(&real))
+                {
+                    return Err(why);
+                }
+                Ok(Artefact::File(
+                    dir.join("bin").join(file_name(&command()?)?),
+                ))
+            }
             Install::Prebundled => {
                 let source = entry.source.clone().ok_or("`prebundled` needs `source`")?;
                 let real = source
@@ -414,10 +452,31 @@ pub fn verify(entry: &Entry, home: &Path) -> Result<Launch, Error> {
         Vec::new()
     };
     let shipped = |name: &str| crate::adapter::shipped(name).map_err(fail);
+    let mut tree_read = Vec::new();
     let (program, mut args): (PathBuf, Vec<String>) = match (entry.backend, &target) {
         (Backend::Program, Artefact::File(p)) => (p.clone(), Vec::new()),
         (Backend::Cli, Artefact::File(p)) if entry.origin == Origin::Builtin => {
             (p.clone(), Vec::new())
+        }
+        // A CLI pinned as a whole tree (its package and what it loads): the shipped handoff
+        // adapter runs the launcher inside it and may read the tree.
+        (Backend::Cli, Artefact::Tree(dir)) => {
+            let command = entry.command.as_deref().unwrap_or_default();
+            let inside = dir.join(command);
+            let real = inside
+                .canonicalize()
+                .map_err(|e| fail(format!("{}: {e}", inside.display())))?;
+            if !real.starts_with(dir) {
+                return Err(fail(format!(
+                    "`{command}` lies outside the pinned tree `{}`",
+                    dir.display()
+                )));
+            }
+            tree_read.push(dir.clone());
+            (
+                shipped(entry.adapter.as_deref().unwrap_or_default())?,
+                vec!["--cli".into(), real.display().to_string()],
+            )
         }
         (Backend::Program, Artefact::Tree(dir)) => {
             let command = entry.command.as_deref().unwrap_or_default();
@@ -484,6 +543,7 @@ pub fn verify(entry: &Entry, home: &Path) -> Result<Launch, Error> {
         program_sha256,
         args,
         home_read,
+        read: tree_read,
         record,
     })
 }

@@ -333,8 +333,10 @@ fn read_repaired(path: &Path) -> Result<Vec<u8>, Error> {
     Ok(bytes.get(..keep).unwrap_or_default().to_vec())
 }
 
-/// The (kind, target) pairs a ledger records.
-type Recorded = BTreeSet<(String, String)>;
+/// What a ledger records: each entry's identity ([`seen_key`]) → its `request_hash` (the root,
+/// inputs hash or key id it signs), so an append can tell "already recorded" from "recorded
+/// otherwise".
+type Recorded = BTreeMap<(String, String), String>;
 
 /// An entry's identity for idempotent appends: (kind, target), the target of a
 /// [`RUN_CHECKPOINT`] suffixed with `@<tree size>`.
@@ -356,7 +358,10 @@ fn recorded(bytes: &[u8]) -> Recorded {
     decode_all(bytes)
         .into_iter()
         .filter_map(|(_, d)| match d {
-            Decoded::Receipt(r) => Some(seen_key(&r.capability, &r.target, &r.result.metadata)),
+            Decoded::Receipt(r) => Some((
+                seen_key(&r.capability, &r.target, &r.result.metadata),
+                r.request_hash,
+            )),
             _ => None,
         })
         .collect()
@@ -442,13 +447,30 @@ fn append(
     };
     let mut todo = Vec::new();
     let key = (KEY_ADDED.to_owned(), signer.key_id().to_owned());
-    if !seen.contains(&key) {
+    if !seen.contains_key(&key) {
         todo.push(Entry::key_added(signer.key_id()));
-        seen.insert(key);
+        seen.insert(key, signer.key_id().to_owned());
     }
     for entry in entries {
-        if seen.insert(entry.key()) {
-            todo.push(entry);
+        // Recorded already: skipped when it says the same, refused when it says otherwise (a
+        // second journal of one run or review, a copy continued beside the original: outside
+        // testing round 14 forked a run directory and both copies used one approval).
+        match seen.get(&entry.key()) {
+            Some(hash) if *hash == entry.request_hash => {}
+            Some(hash) => {
+                return Err(Error::refused(format!(
+                    "{}: the home ledger already records {} `{}` as {hash}, and this says {}: another copy of this run or review was continued (a directory put back, copied or forked). Nothing was recorded; check the home with `craik receipts verify {}`",
+                    path.display(),
+                    entry.kind,
+                    entry.target,
+                    entry.request_hash,
+                    root.display()
+                )));
+            }
+            None => {
+                seen.insert(entry.key(), entry.request_hash.clone());
+                todo.push(entry);
+            }
         }
     }
     if todo.is_empty() {
@@ -485,22 +507,24 @@ fn append(
     Ok(count)
 }
 
+/// Whether `journal` (relative to the home at `root`) is a run's ahead of the ledger by
+/// design: a run starting (its first receipt written, its ledger entry not yet: driven by a
+/// live process), or killed there (one receipt, which `runs recover` records). Two first runs
+/// on a fresh home race here.
+fn starting(root: &Path, journal: &str) -> bool {
+    let path = root.join(journal);
+    journal.starts_with("runs/")
+        && (being_written(&path).is_some_and(|pid| pid.is_some())
+            || fs::read(&path).is_ok_and(|b| b.iter().filter(|&&c| c == b'\n').count() <= 1))
+}
+
 /// Why a new ledger may not be started in the home at `root` (`None`: it may): the home
 /// holds journals other than `naming` (the ones the first entries name), so its ledger was
 /// deleted or emptied, and a new one would leave them unnamed for good.
 fn unledgered(root: &Path, naming: &BTreeSet<String>) -> Option<String> {
-    // A run starting (its first receipt written, its ledger entry not yet: driven by a live
-    // process) or killed there (one receipt, which `runs recover` records) is ahead of the
-    // ledger by design: two first runs on a fresh home race here.
-    let starting = |journal: &str| {
-        let path = root.join(journal);
-        journal.starts_with("runs/")
-            && (being_written(&path).is_some_and(|pid| pid.is_some())
-                || fs::read(&path).is_ok_and(|b| b.iter().filter(|&&c| c == b'\n').count() <= 1))
-    };
     let others: Vec<String> = journals_on_disk(&Home::new(root))
         .into_iter()
-        .filter(|j| !naming.contains(j) && !starting(j))
+        .filter(|j| !naming.contains(j) && !starting(root, j))
         .collect();
     others.first().map(|first| {
         format!(
@@ -560,14 +584,14 @@ struct Head {
 struct HeadBody {
     len: u64,
     nodes: Vec<String>,
-    recorded: Vec<(String, String)>,
+    recorded: Vec<(String, String, String)>,
 }
 
 fn save_head(
     root: &Path,
     len: u64,
     writer: &JournalWriter,
-    seen: &BTreeSet<(String, String)>,
+    seen: &Recorded,
     signer: &Ed25519Signer,
 ) {
     let body = HeadBody {
@@ -577,7 +601,10 @@ fn save_head(
             .iter()
             .map(|n| craik_kernel::to_hex(n))
             .collect(),
-        recorded: seen.iter().cloned().collect(),
+        recorded: seen
+            .iter()
+            .map(|((k, t), h)| (k.clone(), t.clone(), h.clone()))
+            .collect(),
     };
     let Ok(body) = serde_json::to_string(&body) else {
         return;
@@ -643,7 +670,14 @@ fn from_head(root: &Path, path: &Path, ring: &KeyRing) -> Option<(JournalWriter,
         })
         .collect::<Option<_>>()?;
     let writer = JournalWriter::resume_from_head(LEDGER_ID, &line, &nodes, ring, 1).ok()?;
-    Some((writer, head.recorded.into_iter().collect(), false))
+    Some((
+        writer,
+        head.recorded
+            .into_iter()
+            .map(|(k, t, h)| ((k, t), h))
+            .collect(),
+        false,
+    ))
 }
 
 /// The last complete line of a file, from its tail (`None` if it does not end in a newline).
@@ -932,6 +966,14 @@ pub struct RunRecord {
     pub closed: Option<(u64, String)>,
     /// The tree size and root of each `ledger.run_checkpoint` entry, in ledger order.
     pub checkpoints: Vec<(u64, String)>,
+    /// Its `ledger.run_started` entry was written by `craik ledger rebuild`: the ledger vouches
+    /// for the journal only from then.
+    pub rebuilt: bool,
+    /// Journals of the home the ledger does not name (other than this run's, one a run is
+    /// starting with, and one holding a single receipt, a start a crash cut short): a ledger
+    /// older than the home (outside testing round 14: an older ledger put back with a run
+    /// directory let it use its approval again, though a newer journal sat beside it).
+    pub unnamed: Vec<String>,
 }
 
 impl RunRecord {
@@ -976,6 +1018,19 @@ pub fn run_record(root: &Path, keys: &KeyRing, run_id: &str) -> Result<Option<Ru
         return Ok(None);
     };
     let mut record = RunRecord::default();
+    let named: BTreeSet<String> = entries
+        .iter()
+        .filter_map(|r| match r.capability.as_str() {
+            RUN_STARTED | RUN_CLOSED | RUN_CHECKPOINT => Some(run_journal(&r.target)),
+            REVIEW_CLOSED => Some(review_journal(&r.target)),
+            _ => None,
+        })
+        .collect();
+    let own = run_journal(run_id);
+    record.unnamed = journals_on_disk(&Home::new(root))
+        .into_iter()
+        .filter(|j| *j != own && !named.contains(j) && !starting(root, j))
+        .collect();
     for r in entries.iter().filter(|r| r.target == run_id) {
         let m = &r.result.metadata.0;
         match r.capability.as_str() {
@@ -984,6 +1039,7 @@ pub fn run_record(root: &Path, keys: &KeyRing, run_id: &str) -> Result<Option<Ru
                     .get("inputs_sha256")
                     .and_then(Value::as_str)
                     .map(str::to_owned);
+                record.rebuilt = m.get("rebuilt") == Some(&Value::Bool(true));
             }
             RUN_CLOSED => {
                 let size = m.get("tree_size").and_then(Value::as_u64);
@@ -1003,19 +1059,42 @@ pub fn run_record(root: &Path, keys: &KeyRing, run_id: &str) -> Result<Option<Ru
     Ok(Some(record))
 }
 
-/// Whether the verified home ledger records review journal `review_id` closed (`None`: the
-/// home has no ledger). A review the host acts on must be one the ledger names: a review
-/// newer than the ledger means the ledger was put back (outside testing round 13).
-pub fn review_recorded(
-    root: &Path,
-    keys: &KeyRing,
-    review_id: &str,
-) -> Result<Option<bool>, Error> {
-    Ok(verified_entries(root, keys)?.map(|entries| {
-        entries
-            .iter()
-            .any(|r| r.capability == REVIEW_CLOSED && r.target == review_id)
-    }))
+/// What the verified home ledger says of review journal `review_id`, against the journal on
+/// disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReviewState {
+    /// The home has no ledger (or an empty one).
+    NoLedger,
+    /// The ledger records no review of this id.
+    NotRecorded,
+    /// The ledger records it, and the journal on disk closes at the recorded root.
+    Matches,
+    /// The ledger records it at `root`, and the journal on disk is missing or closes
+    /// elsewhere: a decision deleted or replaced (outside testing round 14: a deleted denial
+    /// was decided again as an approval, and the denied write ran).
+    Differs { root: String },
+}
+
+/// [`ReviewState`] of review `review_id` (the whole ledger verified first).
+pub fn review_state(root: &Path, keys: &KeyRing, review_id: &str) -> Result<ReviewState, Error> {
+    let Some(entries) = verified_entries(root, keys)? else {
+        return Ok(ReviewState::NoLedger);
+    };
+    let Some(recorded) = entries
+        .iter()
+        .find(|r| r.capability == REVIEW_CLOSED && r.target == review_id)
+        .map(|r| r.request_hash.clone())
+    else {
+        return Ok(ReviewState::NotRecorded);
+    };
+    let here = last_checkpoint(&root.join(review_journal(review_id)))
+        .filter(|c| c.is_final)
+        .map(|c| c.root_hash);
+    Ok(if here.as_deref() == Some(recorded.as_str()) {
+        ReviewState::Matches
+    } else {
+        ReviewState::Differs { root: recorded }
+    })
 }
 
 /// Every entry of the home's ledger, after the whole ledger verified (`None`: no ledger, or
@@ -1437,9 +1516,9 @@ pub fn rotate(home: &Home, by: &str, reason: &str, now: OffsetDateTime) -> Resul
     if !resumed {
         let recorded = recorded(&bytes);
         let open: Vec<&str> = recorded
-            .iter()
+            .keys()
             .filter(|(kind, run)| {
-                kind == RUN_STARTED && !recorded.contains(&(RUN_CLOSED.to_owned(), run.clone()))
+                kind == RUN_STARTED && !recorded.contains_key(&(RUN_CLOSED.to_owned(), run.clone()))
             })
             .map(|(_, run)| run.as_str())
             .collect();
@@ -1646,7 +1725,7 @@ pub fn rebuild(
         let is_named = journal.split('/').nth(1).is_some_and(|id| {
             [RUN_STARTED, REVIEW_CLOSED]
                 .iter()
-                .any(|kind| named.contains(&((*kind).to_owned(), id.to_owned())))
+                .any(|kind| named.contains_key(&((*kind).to_owned(), id.to_owned())))
         });
         let verify = |ring: &KeyRing| craik_kernel::verify_open_journal(&bytes, ring);
         let report = verify(if is_named { &ring } else { keys });
@@ -1749,12 +1828,12 @@ pub fn rebuild(
     let seen = recorded(&before);
     let fresh: Vec<Entry> = entries
         .into_iter()
-        .filter(|e| !seen.contains(&(e.kind.to_owned(), e.target.clone())))
+        .filter(|e| !seen.contains_key(&e.key()))
         .collect();
     for e in &fresh {
         out.recorded.push(format!("{} {}", e.kind, e.target));
     }
-    if !seen.contains(&(KEY_ADDED.to_owned(), signer.key_id().to_owned())) {
+    if !seen.contains_key(&(KEY_ADDED.to_owned(), signer.key_id().to_owned())) {
         out.recorded
             .insert(0, format!("{KEY_ADDED} {}", signer.key_id()));
     }

@@ -700,8 +700,9 @@ pub(crate) fn run(
         fsyncs_per_iteration: fsyncs as f64 / iterations as f64,
         fsyncs_per_step_target: 2.5,
         // Group commit (host/src/run/driver/mod.rs, docs/runs.md "Durability and recovery"):
-        // receipts + events before the write starts, the file's data + its directory.
-        fsyncs_per_write_side_effect: 4,
+        // receipts + events before the write starts, the ledger's checkpoint of the journal,
+        // the file's data + its directory.
+        fsyncs_per_write_side_effect: 5,
         fsyncs_per_read: 0,
         journal_valid,
         ledger_s,
@@ -736,7 +737,7 @@ pub(crate) fn run(
                 result.governed_vs_ungoverned, result.overhead_per_step_us
             ))?;
             out.line(format_args!(
-                "  durability   {} fsyncs: {:.2} per step (target ≤ {}: {}), {:.2} per iteration; group commit: {} per file write (receipts + events before it starts, file, directory), {} per read (its receipts ride on the commit before the next runner request), 2 per act step result (outputs, events), 1 before the observe request (receipts)",
+                "  durability   {} fsyncs: {:.2} per step (target ≤ {}: {}), {:.2} per iteration; group commit: {} per file write (receipts + events before it starts, the ledger's checkpoint, file, directory), {} per read (its receipts ride on the commit before the next runner request), 2 per act step result (outputs, events), 1 before the observe request (receipts)",
                 result.fsyncs,
                 result.fsyncs_per_step,
                 result.fsyncs_per_step_target,

@@ -702,8 +702,25 @@ pub(crate) struct DiffArgs<'a> {
 
 pub(crate) fn diff(out: &mut Out, format: Format, args: &DiffArgs<'_>) -> Result<Exit, Failure> {
     let (old, new) = (side(args.old), side(args.new));
-    let old_dirs = [args.custom, args.old_custom].concat();
-    let new_dirs = [args.custom, args.new_custom].concat();
+    // Both sides hold the set a run would: craik.toml's pinned custom directories (checked
+    // against their pins) and what `--custom` adds where it allows (issue 31 item 3; outside
+    // testing round 14: `policy diff` compared the embedded set without them).
+    let config = crate::cmd::config::project()?;
+    let common: Vec<PathBuf> = match &config {
+        Some(c) => c.custom_set(args.custom)?,
+        None => args.custom.to_vec(),
+    };
+    if let Some(c) = config
+        .as_ref()
+        .filter(|c| !c.config.policy.custom.is_empty())
+    {
+        out.diag(format_args!(
+            "craik: policies: both sides hold the pinned set of {}",
+            c.path.display()
+        ))?;
+    }
+    let old_dirs = [common.as_slice(), args.old_custom].concat();
+    let new_dirs = [common.as_slice(), args.new_custom].concat();
     let before = load(old, &old_dirs).map_err(|f| f.with_exit(Exit::Usage))?;
     let after = load(new, &new_dirs).map_err(|f| f.with_exit(Exit::Usage))?;
     let cases = policytest::load_cases(&default_cases(args.cases))?;
@@ -733,20 +750,8 @@ pub(crate) fn diff(out: &mut Out, format: Format, args: &DiffArgs<'_>) -> Result
             )
         } else {
             if !bundles.contains_key(&case.custom) {
-                let o = diff_dirs(
-                    args.custom,
-                    args.old_custom,
-                    &either,
-                    &case.custom,
-                    &mut shared,
-                );
-                let n = diff_dirs(
-                    args.custom,
-                    args.new_custom,
-                    &either,
-                    &case.custom,
-                    &mut shared,
-                );
+                let o = diff_dirs(&common, args.old_custom, &either, &case.custom, &mut shared);
+                let n = diff_dirs(&common, args.new_custom, &either, &case.custom, &mut shared);
                 let old_b = load(old, &o).map_err(|f| f.with_exit(Exit::Usage))?.bundle;
                 let new_b = load(new, &n).map_err(|f| f.with_exit(Exit::Usage))?.bundle;
                 bundles.insert(case.custom.clone(), (old_b, new_b));

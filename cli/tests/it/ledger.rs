@@ -154,8 +154,9 @@ fn issue_20_a_deleted_ledger_entry_or_an_old_ledger_copy_put_back_is_caught() {
     assert_eq!(verify_home(&home, &home).status.code(), Some(0));
     let ledger = std::fs::read_to_string(home.join("ledger.jsonl")).unwrap();
     let lines: Vec<&str> = ledger.lines().collect();
-    // key, started, closed for each run: an entry and its checkpoint each.
-    assert_eq!(lines.len(), 10, "{ledger}");
+    // key; for each run started, a checkpoint before each of its 3 side effects, closed: an
+    // entry and its checkpoint each.
+    assert_eq!(lines.len(), 22, "{ledger}");
 
     // An older copy put back: the second run is named by nothing.
     let h = copy_home(&home, &dir.path().join("replayed"));
@@ -1711,9 +1712,15 @@ fn issue_31_verifying_a_home_mid_append_waits_for_a_consistent_point() {
     let ledger = home.join("ledger.jsonl");
     let whole = std::fs::read_to_string(&ledger).unwrap();
     let lines: Vec<&str> = whole.lines().collect();
-    assert_eq!(lines.len(), 6, "{whole}");
-    // The moment between the journal's final checkpoint and the ledger's close entry.
-    let cut = lines[..4].join("\n") + "\n";
+    // The moment between the journal's final checkpoint and the ledger's close entry (the
+    // close entry and its checkpoint are the last two lines).
+    assert_eq!(
+        ledger_entries(&home)
+            .last()
+            .map(|e| e["capability"].clone()),
+        Some(serde_json::json!("ledger.run_closed"))
+    );
+    let cut = lines[..lines.len() - 2].join("\n") + "\n";
     let journal = home.join("runs").join(&id).join("receipts.jsonl");
     let at_close = |journal: &Path| {
         std::fs::write(&ledger, &cut).unwrap();
@@ -1786,4 +1793,213 @@ fn issue_31_a_parked_runs_reason_comes_from_its_receipt_not_its_events() {
     assert!(shown.contains("awaiting approval"), "{shown}");
     let state = std::fs::read_to_string(home.join("runs").join(&id).join("run.json")).unwrap();
     assert!(!state.contains("ATTACKER-CHOSEN"), "{state}");
+}
+
+/// Outside testing round 14 (N0): a human's denial the ledger records is final. Its review
+/// journal deleted and the approval file put back to `pending`, a new decision is refused
+/// (approve, with or without `--resume`), nothing is signed, the denied write never runs.
+#[test]
+fn issue_31_a_recorded_denial_is_never_decided_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, id, text) = run_example(&home, &example("approval"), &[]);
+    assert_eq!(exit, 6, "{text}");
+    let a = pending_approval(&home);
+    let file = home
+        .join("runs")
+        .join(&id)
+        .join("approvals")
+        .join(format!("{a}.json"));
+    let pending = std::fs::read(&file).unwrap();
+    let denied = crate::runs::review(&home, "deny", &a, "user:alice", &[]);
+    assert_eq!(denied.status.code(), Some(0), "{}", transcript(&denied));
+    std::fs::write(&file, &pending).unwrap();
+    std::fs::remove_dir_all(home.join("reviews").join(&a)).unwrap();
+    let journal = || std::fs::read(home.join("runs").join(&id).join("receipts.jsonl")).unwrap();
+    let before = journal();
+    for extra in [&[][..], &["--resume"][..]] {
+        let out = crate::runs::review(&home, "approve", &a, "user:mallory", extra);
+        assert_ne!(
+            out.status.code(),
+            Some(0),
+            "{extra:?}: {}",
+            transcript(&out)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("records a decision of it already"),
+            "{extra:?}: {}",
+            transcript(&out)
+        );
+        assert!(
+            !home.join("reviews").join(&a).exists(),
+            "{extra:?}: a review was written"
+        );
+        assert_eq!(journal(), before, "{extra:?}: signed");
+    }
+    let status = crate::runs::workspace_text(&home, &id, "docs/status.md");
+    assert!(status.contains("Status: stale"), "{status}");
+}
+
+/// Outside testing round 14 (N1): a run directory copied under another name is never driven:
+/// its receipts are signed for the run its original directory names.
+#[test]
+fn issue_31_a_forked_run_directory_is_never_driven() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, id, text) = run_example(&home, &example("approval"), &[]);
+    assert_eq!(exit, 6, "{text}");
+    let a = pending_approval(&home);
+    assert_eq!(approve(&home, &a, "user:alice").status.code(), Some(0));
+    let fork = format!("{id}x");
+    copy_dir(&home.join("runs").join(&id), &home.join("runs").join(&fork));
+    for args in [
+        vec!["runs", "resume", fork.as_str(), "--by", "user:op"],
+        vec!["runs", "recover", fork.as_str(), "--by", "user:op"],
+        vec!["runs", "cancel", fork.as_str(), "--by", "user:op"],
+    ] {
+        let out = craik()
+            .args(&args)
+            .arg("--home")
+            .arg(&home)
+            .output()
+            .unwrap();
+        assert_ne!(out.status.code(), Some(0), "{args:?}: {}", transcript(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("signed for run"),
+            "{args:?}: {}",
+            transcript(&out)
+        );
+    }
+    let done = resume(&home, &id);
+    assert_eq!(done.status.code(), Some(0), "{}", transcript(&done));
+}
+
+/// Outside testing round 14 (N2): a run killed after its side effects started, its journal
+/// cut back to its first receipt and its events emptied, is never continued: the ledger
+/// recorded the journal before each side effect.
+#[test]
+fn issue_31_a_killed_run_cut_back_never_repeats_its_side_effects() {
+    let mut tried = 0;
+    for n in (20..200u64).step_by(7) {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        if !crate::crash::run_and_kill(&example("docs-review"), &home, n) {
+            break;
+        }
+        let Some(id) = std::fs::read_dir(home.join("runs"))
+            .ok()
+            .and_then(|mut d| d.next())
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        else {
+            continue;
+        };
+        let run = home.join("runs").join(&id);
+        let journal = std::fs::read_to_string(run.join("receipts.jsonl")).unwrap_or_default();
+        // A kill after a side effect started, before the close: the ledger holds an
+        // `executing` point and no close.
+        let entries = if home.join("ledger.jsonl").is_file() {
+            ledger_entries(&home)
+        } else {
+            Vec::new()
+        };
+        if !entries.iter().any(|e| {
+            e["capability"] == "ledger.run_checkpoint"
+                && e["result"]["metadata"]["why"] == "executing"
+        }) || entries
+            .iter()
+            .any(|e| e["capability"] == "ledger.run_closed")
+        {
+            continue;
+        }
+        tried += 1;
+        let first = journal.lines().next().unwrap().to_owned() + "\n";
+        std::fs::write(run.join("receipts.jsonl"), &first).unwrap();
+        std::fs::write(run.join("events.jsonl"), b"").unwrap();
+        std::fs::write(run.join("outputs.jsonl"), b"").unwrap();
+        let out = resume(&home, &id);
+        assert_ne!(out.status.code(), Some(0), "{n}: {}", transcript(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("records this run's journal at"),
+            "{n}: {}",
+            transcript(&out)
+        );
+        assert_eq!(
+            std::fs::read_to_string(run.join("receipts.jsonl")).unwrap(),
+            first,
+            "{n}: signed"
+        );
+        if tried >= 3 {
+            break;
+        }
+    }
+    assert!(tried > 0, "no kill point after a side effect started");
+}
+
+/// Outside testing round 14 (N3, N4): an older ledger put back with a run directory, while a
+/// newer journal of the home sits beside it, is refused before anything is signed; so is a
+/// journal cut to its first receipt whose events name outcomes no receipt signs.
+#[test]
+fn issue_31_an_older_ledger_or_a_cut_journal_is_never_continued() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, r1, text) = run_example(&home, &example("approval"), &[]);
+    assert_eq!(exit, 6, "{text}");
+    let a = pending_approval(&home);
+    assert_eq!(approve(&home, &a, "user:alice").status.code(), Some(0));
+    let saved = dir.path().join("saved");
+    copy_dir(&home.join("runs").join(&r1), &saved.join("run"));
+    let old_ledger = std::fs::read(home.join("ledger.jsonl")).unwrap();
+    assert_eq!(resume(&home, &r1).status.code(), Some(0));
+    let (exit, _, text) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0, "{text}");
+    std::fs::remove_dir_all(home.join("runs").join(&r1)).unwrap();
+    copy_dir(&saved.join("run"), &home.join("runs").join(&r1));
+    std::fs::write(home.join("ledger.jsonl"), &old_ledger).unwrap();
+    let _ = std::fs::remove_file(home.join("ledger.head"));
+    let journal = || std::fs::read(home.join("runs").join(&r1).join("receipts.jsonl")).unwrap();
+    let before = journal();
+    let out = resume(&home, &r1);
+    assert_ne!(out.status.code(), Some(0), "{}", transcript(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the home ledger does not name"),
+        "{}",
+        transcript(&out)
+    );
+    assert_eq!(journal(), before, "signed");
+
+    // N4: a completed run's journal cut to its first receipt, the ledger cut before its
+    // start: its events name outcomes whose receipts are gone.
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, r1, text) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0, "{text}");
+    let lines: Vec<String> = std::fs::read_to_string(home.join("ledger.jsonl"))
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    // key_added + checkpoint: the ledger before the run's start.
+    std::fs::write(home.join("ledger.jsonl"), lines[..2].join("\n") + "\n").unwrap();
+    let _ = std::fs::remove_file(home.join("ledger.head"));
+    let run = home.join("runs").join(&r1);
+    let first = std::fs::read_to_string(run.join("receipts.jsonl"))
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned()
+        + "\n";
+    std::fs::write(run.join("receipts.jsonl"), &first).unwrap();
+    let out = resume(&home, &r1);
+    assert_ne!(out.status.code(), Some(0), "{}", transcript(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("whose receipt"),
+        "{}",
+        transcript(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(run.join("receipts.jsonl")).unwrap(),
+        first,
+        "signed"
+    );
 }

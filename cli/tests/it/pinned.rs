@@ -219,4 +219,34 @@ fn issue_31_custom_flags_never_replace_the_pinned_set() {
         origin.contains("org") && origin.contains("other"),
         "{origin}"
     );
+    // `policy diff` holds the pinned set on both sides and checks its pin (outside testing
+    // round 14: it compared the embedded set alone, and passed after an unpinned edit).
+    let cases = dir.path().join("cases");
+    std::fs::create_dir(&cases).unwrap();
+    let diff = || {
+        with_config()
+            .args(["policy", "diff", "embedded", "embedded", "--cases"])
+            .arg(&cases)
+            .output()
+            .unwrap()
+    };
+    let out = diff();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the pinned set of"),
+        "{}",
+        transcript(&out)
+    );
+    std::fs::write(
+        org.join("quiet.cedar"),
+        QUIET.replace("nothing here", "nothing at all"),
+    )
+    .unwrap();
+    let out = diff();
+    assert_eq!(out.status.code(), Some(2), "{}", transcript(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("changed since it was pinned"),
+        "{}",
+        transcript(&out)
+    );
 }

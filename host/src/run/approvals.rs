@@ -394,6 +394,42 @@ pub fn find_approval(home: &Home, id: &str) -> Result<(RunDir, ApprovalRecord), 
         })
 }
 
+/// Refuses to act on review `id` unless the home ledger records it at the root its journal
+/// closes at: one it does not name means the ledger was put back to before the decision
+/// (outside testing round 13); one it names otherwise, a decision deleted or replaced (round
+/// 14). With no ledger at all, the recovery check has refused any run past its first receipt.
+pub fn review_agrees(home: &Home, ring: &KeyRing, id: &str) -> Result<(), Error> {
+    let refuse = |what: String| {
+        Error::refused(format!(
+            "approval {id}: {what}. Nothing was signed or performed; check the home with `craik receipts verify {}`",
+            home.root.display()
+        ))
+    };
+    match crate::ledger::review_state(&home.root, ring, id)? {
+        crate::ledger::ReviewState::NoLedger | crate::ledger::ReviewState::Matches => Ok(()),
+        crate::ledger::ReviewState::NotRecorded => Err(refuse(
+            "its signed review is not named by the home ledger: the ledger was cut or replaced by an older copy".into(),
+        )),
+        crate::ledger::ReviewState::Differs { root } => Err(refuse(format!(
+            "the home ledger records its review closed at root {root}, and the review journal here is missing or another: a decision was deleted or replaced"
+        ))),
+    }
+}
+
+/// Refuses a new decision on review `id` when the home ledger already records one (its
+/// journal deleted or replaced): a recorded decision is final.
+pub fn refuse_if_decided(home: &Home, ring: &KeyRing, id: &str, what: &str) -> Result<(), Error> {
+    match crate::ledger::review_state(&home.root, ring, id)? {
+        crate::ledger::ReviewState::NoLedger | crate::ledger::ReviewState::NotRecorded => Ok(()),
+        crate::ledger::ReviewState::Matches | crate::ledger::ReviewState::Differs { .. } => {
+            Err(Error::refused(format!(
+                "{what} {id}: the home ledger records a decision of it already, and its review journal is missing or another: a recorded decision is final (deleted or replaced?). Nothing was signed; check the home with `craik receipts verify {}`",
+                home.root.display()
+            )))
+        }
+    }
+}
+
 /// A reviewer's decision on approval `id`: checked (a reviewer who is not the runner, a
 /// reason, the record bound to what the signed journal parked, pending, a profile that admits
 /// approvals), signed as its own review journal, then recorded. An approval expires
@@ -453,6 +489,9 @@ pub fn decide_approval(
             signed.approved_by
         )));
     }
+    // No valid review here: a decision the ledger records was deleted or replaced, never
+    // decided again.
+    refuse_if_decided(home, ring, id, "approval")?;
     // A review journal that never got its bytes (killed between making it and writing it)
     // decided nothing: it goes. One with bytes that do not verify is evidence: refused.
     match std::fs::read(&review_path) {

@@ -53,6 +53,21 @@ impl LockedRun {
     pub fn open(home: Home, dir: RunDir, keys: &KeyRing) -> Result<Self, Error> {
         let lock = dir.lock()?;
         let inputs = crate::run::signed::bound_inputs(&dir, keys)?;
+        // Only the directory its signed run id names is driven (outside testing round 14: a
+        // run directory copied under another name was resumed beside the original, and both
+        // used one approval): the lock, the approvals and the ledger's record are per run.
+        let name = dir
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+        if name.as_deref() != Some(inputs.run_id.as_str()) {
+            return Err(Error::refused(format!(
+                "{}: its receipts are signed for run `{}`, but it sits in `{}`: a run directory copied, moved or forked; nothing was signed or performed",
+                dir.path.display(),
+                inputs.run_id,
+                name.unwrap_or_default()
+            )));
+        }
         placed_apart(&home, &dir, &inputs.workspace)?;
         Ok(Self {
             home,

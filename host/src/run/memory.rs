@@ -154,6 +154,9 @@ pub fn decide_memory(
             .map_err(|e| Error::io(format!("{}: {e}", review_dir.display())))?,
         Err(_) => {}
     }
+    // No review here: a decision the ledger records was deleted, never decided again
+    // (outside testing round 14: a deleted rejection was approved by another reviewer).
+    crate::run::approvals::refuse_if_decided(home, &ring, &review_id(id), "memory proposal")?;
     // Only what the run proposed is reviewed: a file edited since is refused, naming why.
     if let Some(why) = memory_tampered(home, &ring, &m) {
         return Err(Error::invalid(format!("{why}; not signed"), Vec::new()));

@@ -698,6 +698,22 @@ impl RunStore for RunDir {
                 )));
             }
         }
+        // The lock holds only while the name still leads to the file locked (outside testing
+        // round 14: `lock` unlinked while a driver held it let a second driver lock a new
+        // file, and both drove the run): checked after locking, and a lost race is refused.
+        let locked = file
+            .metadata()
+            .map_err(|e| Error::usage(format!("{}: {e}", path.display())))?;
+        let named = fs::symlink_metadata(&path).ok();
+        {
+            use std::os::unix::fs::MetadataExt as _;
+            if named.is_none_or(|n| n.dev() != locked.dev() || n.ino() != locked.ino()) {
+                return Err(Error::usage(format!(
+                    "{}: the run's lock file was replaced or removed while it was being taken (another process drives the run, or a file was moved); nothing was done: try again once no other command drives it",
+                    self.path.display()
+                )));
+            }
+        }
         // For people reading the directory; the lock itself is the flock.
         let _ = file
             .set_len(0)

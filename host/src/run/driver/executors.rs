@@ -62,7 +62,12 @@ impl Host {
             post,
         };
         if durable {
-            self.event(&event)
+            self.event(&event)?;
+            // The ledger records the journal up to this decision before the effect starts
+            // (outside testing round 14: a run killed mid-way, its journal cut back to its
+            // first receipt, performed its signed side effects again on resume): a journal
+            // put back or cut behind it is never continued.
+            self.ledger_checkpoint("executing")
         } else {
             self.event_lazy(&event)
         }

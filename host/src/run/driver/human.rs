@@ -185,13 +185,7 @@ impl Host {
             // approval file says decided): one it does not name means the ledger was put back
             // to before the decision (outside testing round 13). With no ledger at all, the
             // recovery check has refused any run past its first receipt already.
-            if crate::ledger::review_recorded(&self.home.root, &ring, &record.id)? == Some(false) {
-                return Err(Error::refused(format!(
-                    "approval {}: its signed review is not named by the home ledger: the ledger was cut or replaced by an older copy. Nothing was signed or performed; check the home with `craik receipts verify {}`",
-                    record.id,
-                    self.home.root.display()
-                )));
-            }
+            crate::run::approvals::review_agrees(&self.home, &ring, &record.id)?;
             // Signed already (a resume after an earlier one): the journal, read at recovery.
             let signed_here = self.receipts_by_action.get(&record.id);
             let has =

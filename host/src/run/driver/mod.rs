@@ -314,8 +314,10 @@ impl Host {
     }
 
     /// A `ledger.run_checkpoint` entry at the journal's current size (synced first): the host
-    /// is about to act from this point (`why`: `parked`, `approval_used`), and a journal put
-    /// back from an earlier copy can then never be continued (issue 31 item 1).
+    /// is about to act from this point (`why`: `parked`, `approval_used`, `executing` before a
+    /// side effect), and a journal put back from an earlier copy or cut can then never be
+    /// continued (issue 31 item 1). An entry the ledger records otherwise (another copy of the
+    /// run reached this size first) refuses: the effect does not start.
     fn ledger_checkpoint(&mut self, why: &str) -> Result<(), Error> {
         let Some(first) = self.first.clone() else {
             return Ok(());

@@ -85,6 +85,27 @@ impl Host {
                 home.root.display()
             )));
         }
+        if let Some(first) = record.as_ref().and_then(|r| r.unnamed.first()) {
+            return Err(Error::refused(format!(
+                "{}: the home ledger does not name {} journal(s) of this home (first {first}): it is older than the home (an older copy put back, or cut). Nothing was signed or performed; check the home with `craik receipts verify {}` (a killed `approvals approve|deny` or `memory approve|reject` is finished by running it again)",
+                inputs.run_id,
+                record.as_ref().map_or(0, |r| r.unnamed.len()),
+                home.root.display()
+            )));
+        }
+        // A run `ledger rebuild` recorded open is never continued: the ledger vouches for its
+        // journal only from the rebuild, so a run directory put back before it (its approval
+        // then used again) cannot be told from the original (outside testing round 14).
+        if record
+            .as_ref()
+            .is_some_and(|r| r.rebuilt && r.closed.is_none())
+            && !receipts.closed
+        {
+            return Err(Error::refused(format!(
+                "{}: the home ledger records this run's start from `craik ledger rebuild`, which vouches for its journal only from the rebuild: an open run it recorded is not continued (nothing was signed or performed); start the task again",
+                inputs.run_id
+            )));
+        }
         if let Some(record) = &record {
             let put_back = |what: String| {
                 Error::refused(format!(
@@ -224,8 +245,24 @@ impl Host {
         events: impl Iterator<Item = Result<Event, String>>,
         signed_ending: bool,
     ) -> Result<(), Error> {
+        // Every outcome event names its receipt, which is durable before the event is written:
+        // one naming a receipt the journal does not hold means the journal was cut or the
+        // events edited (outside testing round 14: a journal cut to its first receipt was
+        // closed `completed` from outcomes no receipt signed), and nothing is continued.
+        let signed: HashSet<String> = self.machine.run().receipt_ids.iter().cloned().collect();
         for event in events {
             let event = event.map_err(|e| Error::invalid(e, Vec::new()))?;
+            if let Event::Outcome { outcome, .. } = &event
+                && !signed.contains(&outcome.receipt)
+            {
+                return Err(Error::refused(format!(
+                    "{}: events.jsonl records an outcome of {} whose receipt {} the journal does not hold: the journal was cut or the events edited. Nothing was signed or performed; check the home with `craik receipts verify {}`",
+                    self.inputs.run_id,
+                    craik_contracts::one_line(&outcome.action),
+                    craik_contracts::one_line(&outcome.receipt),
+                    self.home.root.display()
+                )));
+            }
             self.note_wait(&event);
             match event {
                 Event::StepRequest { .. } => {}
@@ -522,13 +559,7 @@ impl Host {
             matches!(a.status, ApprovalStatus::Approved | ApprovalStatus::Denied)
                 && self.pending.iter().any(|p| p.id == a.action.id)
         }) {
-            if crate::ledger::review_recorded(&self.home.root, &ring, &decided.id)? == Some(false) {
-                return Err(Error::refused(format!(
-                    "approval {}: its signed review is not named by the home ledger: the ledger was cut or replaced by an older copy. Nothing was signed or performed; check the home with `craik receipts verify {}`",
-                    decided.id,
-                    self.home.root.display()
-                )));
-            }
+            crate::run::approvals::review_agrees(&self.home, &ring, &decided.id)?;
         }
         Ok(())
     }

@@ -1156,3 +1156,318 @@ fn issue_30_a_home_is_verified_with_its_own_key() {
         );
     }
 }
+
+/// The `n`th checkpoint line (1-based) of a journal's text, with its newline.
+fn checkpoint_line(text: &str, n: usize) -> String {
+    let line = text
+        .lines()
+        .filter(|l| l.contains("vnd.craik.checkpoint"))
+        .nth(n - 1)
+        .unwrap();
+    format!("{line}\n")
+}
+
+/// `receipts consistency OLD CURRENT --key k/signing.pub.pem --format json` in `dir`, plus
+/// `extra`: (exit, report).
+fn consistency(dir: &Path, old: &str, current: &str, extra: &[&str]) -> (i32, serde_json::Value) {
+    let mut args = vec![
+        "receipts",
+        "consistency",
+        old,
+        current,
+        "--key",
+        "k/signing.pub.pem",
+        "--format",
+        "json",
+    ];
+    args.extend(extra);
+    let o = run_in(dir, &args);
+    let code = o.status.code().unwrap();
+    let report = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|_| serde_json::json!({ "stderr": String::from_utf8_lossy(&o.stderr) }));
+    (code, report)
+}
+
+/// Signs `note`'s text again with a fresh key under `name` (Python `cryptography`): the same
+/// tree size and root, another signer. Prints the note, then its verifier key.
+fn resign_note(note: &str, name: &str) -> (String, String) {
+    let script = r#"
+import base64, hashlib, sys
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives import serialization
+note, name = sys.argv[1], sys.argv[2]
+text = note.split("\n\n", 1)[0] + "\n"
+key = Ed25519PrivateKey.generate()
+pub = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+khash = hashlib.sha256(name.encode() + b"\n\x01" + pub).digest()[:4]
+sig = base64.b64encode(khash + key.sign(text.encode())).decode()
+vkey = name + "+" + khash.hex() + "+" + base64.b64encode(b"\x01" + pub).decode()
+sys.stdout.write(text + "\n\u2014 " + name + " " + sig + "\n" + "\0" + vkey)
+"#;
+    let py = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(note)
+        .arg(name)
+        .output()
+        .unwrap();
+    assert!(py.status.success(), "{}", transcript(&py));
+    let out = String::from_utf8(py.stdout).unwrap();
+    let (note, vkey) = out.split_once('\0').unwrap();
+    (note.to_owned(), vkey.to_owned())
+}
+
+/// Issue 31 item 4: `receipts consistency` works from what a witness keeps — the journal's
+/// last checkpoint line, or the C2SP note `receipts checkpoint` printed — as well as from a
+/// saved copy: a journal that grew is consistent with each; a journal rewritten under the same
+/// key, or cut shorter than the witness's size, is not (exit 1, saying which); a note signed
+/// by a key nobody trusts, or changed after signing, and a changed checkpoint line are
+/// refused before any proof (exit 1).
+#[test]
+fn issue_31_consistency_from_a_witness_checkpoint_line_or_note() {
+    let dir = setup(30);
+    let d = dir.path();
+    // A home whose key signed the journal, so `receipts checkpoint` can sign notes.
+    fs::create_dir_all(d.join("h/keys")).unwrap();
+    for f in ["signing.key.pem", "signing.pub.pem"] {
+        fs::copy(d.join("k").join(f), d.join("h/keys").join(f)).unwrap();
+    }
+    let text = fs::read_to_string(d.join("journal.jsonl")).unwrap();
+    // The journal as it stood at 8 receipts (through its second checkpoint), what a witness
+    // kept of it then (that checkpoint line; the note over it), and the final line now.
+    let cut: String = {
+        let at = text.find(&checkpoint_line(&text, 2)).unwrap() + checkpoint_line(&text, 2).len();
+        text[..at].to_owned()
+    };
+    fs::write(d.join("old.jsonl"), &cut).unwrap();
+    fs::write(d.join("cp8.line"), checkpoint_line(&text, 2)).unwrap();
+    fs::write(
+        d.join("cp30.line"),
+        text.lines().last().unwrap().to_owned() + "\n",
+    )
+    .unwrap();
+    let note_of = |journal: &str| {
+        let o = run_in(
+            d,
+            &[
+                "receipts",
+                "checkpoint",
+                journal,
+                "--home",
+                "h",
+                "--format",
+                "json",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", transcript(&o));
+        let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        (
+            r["note"].as_str().unwrap().to_owned(),
+            r["verifier_key"].as_str().unwrap().to_owned(),
+        )
+    };
+    let (note8, vkey) = note_of("old.jsonl");
+    fs::write(d.join("note8.txt"), &note8).unwrap();
+    let (note30, _) = note_of("journal.jsonl");
+    fs::write(d.join("note30.txt"), &note30).unwrap();
+
+    // A good extension, from each form.
+    for (old, form) in [
+        ("old.jsonl", "journal"),
+        ("cp8.line", "checkpoint"),
+        ("note8.txt", "note"),
+    ] {
+        let (code, r) = consistency(d, old, "journal.jsonl", &[]);
+        assert_eq!(code, 0, "{old}: {r}");
+        assert_eq!(r["old_form"], form, "{r}");
+        assert_eq!(r["consistent"], true, "{r}");
+        assert_eq!(
+            (r["old_size"].as_u64(), r["new_size"].as_u64()),
+            (Some(8), Some(30))
+        );
+        assert!(!r["proof"].as_array().unwrap().is_empty(), "{r}");
+    }
+    // The same size: the witness's own head, consistent with an empty proof.
+    let (code, r) = consistency(d, "cp30.line", "journal.jsonl", &[]);
+    assert_eq!((code, r["consistent"].as_bool()), (0, Some(true)), "{r}");
+    // The note names its key: its verifier key alone is enough (a witness's configuration).
+    let (code, r) = consistency(d, "note8.txt", "journal.jsonl", &["--verifier-key", &vkey]);
+    assert_eq!(code, 0, "{r}");
+
+    // History rewritten under the same key: the same run id, other receipts.
+    let o = run_in(
+        d,
+        &[
+            "bench",
+            "receipts",
+            "--count",
+            "12",
+            "--key",
+            "k/signing.key.pem",
+            "--out",
+            "rewritten.jsonl",
+            "--checkpoint-every",
+            "4",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", transcript(&o));
+    for old in ["cp8.line", "note8.txt"] {
+        let (code, r) = consistency(d, old, "rewritten.jsonl", &[]);
+        assert_eq!(code, 1, "{old}: {r}");
+        assert_eq!(r["consistent"], false, "{r}");
+        assert_eq!(r["inconsistency"], "rewritten", "{r}");
+        assert_ne!(r["current_root_at_old_size"], r["old_root"], "{r}");
+    }
+    let o = run_in(
+        d,
+        &[
+            "receipts",
+            "consistency",
+            "note8.txt",
+            "rewritten.jsonl",
+            "--key",
+            "k/signing.pub.pem",
+        ],
+    );
+    assert!(
+        stdout(&o).contains("NOT CONSISTENT: the current journal rewrote history (its first 8 receipts hash to sha256:"),
+        "{}",
+        transcript(&o)
+    );
+
+    // Cut short: the current journal is shorter than what the witness saw.
+    for old in ["cp30.line", "note30.txt"] {
+        let (code, r) = consistency(d, old, "old.jsonl", &[]);
+        assert_eq!(code, 1, "{old}: {r}");
+        assert_eq!(r["inconsistency"], "cut_short", "{r}");
+    }
+
+    // A note of the same tree signed by another key: refused, whatever its name says; with
+    // that key's verifier key given, it is the witness's and it holds.
+    let default_name = note8
+        .lines()
+        .last()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .to_owned();
+    let (forged, forged_vkey) = resign_note(&note8, &default_name);
+    fs::write(d.join("forged.txt"), &forged).unwrap();
+    let (code, r) = consistency(d, "forged.txt", "journal.jsonl", &[]);
+    assert_eq!(code, 1, "{r}");
+    let err = r["stderr"].as_str().unwrap();
+    assert!(err.contains("no signature by a trusted key"), "{err}");
+    let (code, r) = consistency(
+        d,
+        "forged.txt",
+        "journal.jsonl",
+        &["--verifier-key", &forged_vkey],
+    );
+    assert_eq!((code, r["consistent"].as_bool()), (0, Some(true)), "{r}");
+
+    // A tampered note (size or root changed after signing) and a tampered checkpoint line.
+    let lines: Vec<&str> = note8.lines().collect();
+    let smaller = note8.replacen("\n8\n", "\n7\n", 1);
+    let mut root = lines[2].to_owned();
+    root.replace_range(0..1, if &root[0..1] == "A" { "B" } else { "A" });
+    let other_root = note8.replacen(lines[2], &root, 1);
+    for (name, bad) in [("smaller", smaller), ("root", other_root)] {
+        assert_ne!(bad, note8);
+        fs::write(d.join("bad.txt"), &bad).unwrap();
+        let (code, r) = consistency(d, "bad.txt", "journal.jsonl", &[]);
+        assert_eq!(code, 1, "{name}: {r}");
+        let err = r["stderr"].as_str().unwrap();
+        assert!(
+            err.contains("does not verify over the note"),
+            "{name}: {err}"
+        );
+    }
+    let cp = checkpoint_line(&text, 2);
+    let bad = cp.replacen("\"payload\":\"", "\"payload\":\"A", 1);
+    fs::write(d.join("bad.line"), bad).unwrap();
+    let (code, r) = consistency(d, "bad.line", "journal.jsonl", &[]);
+    assert_eq!(code, 1, "{r}");
+    assert!(
+        r["stderr"].as_str().unwrap().contains("bad.line: line 1"),
+        "{r}"
+    );
+    // A verifier key whose hash is not its own is a usage error.
+    let (code, _) = consistency(
+        d,
+        "note8.txt",
+        "journal.jsonl",
+        &["--verifier-key", "craik+00000000+AQ=="],
+    );
+    assert_eq!(code, 2);
+}
+
+/// Issue 31 item 4: a witness of a home's ledger. The note `receipts checkpoint HOME` prints
+/// (and the ledger's last line) stay consistent as the home records more runs; a ledger put
+/// back to an earlier copy is cut short of what the witness saw.
+#[test]
+fn issue_31_a_witness_of_the_home_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let home = d.join("home");
+    let ex = repo_root().join("examples/docs-review");
+    let (exit, _, _) = crate::runs::run_example(&home, &ex, &[]);
+    assert_eq!(exit, 0);
+    let h = home.to_str().unwrap();
+    let ledger = home.join("ledger.jsonl");
+    let early = fs::read_to_string(&ledger).unwrap();
+    fs::write(
+        d.join("ledger.line"),
+        early.lines().last().unwrap().to_owned() + "\n",
+    )
+    .unwrap();
+    let o = run_in(
+        d,
+        &["receipts", "checkpoint", h, "--home", h, "--format", "json"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", transcript(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(r["origin"].as_str().unwrap().ends_with("/ledger"), "{r}");
+    fs::write(d.join("ledger.note"), r["note"].as_str().unwrap()).unwrap();
+    let (exit, _, _) = crate::runs::run_example(&home, &ex, &[]);
+    assert_eq!(exit, 0);
+    let key = home.join("keys/signing.pub.pem");
+    let check = |old: &str| {
+        let o = crate::craik()
+            .current_dir(d)
+            .args([
+                "receipts",
+                "consistency",
+                old,
+                h,
+                "--home",
+                h,
+                "--format",
+                "json",
+                "--key",
+            ])
+            .arg(&key)
+            .output()
+            .unwrap();
+        let r: serde_json::Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", transcript(&o)));
+        (o.status.code().unwrap(), r)
+    };
+    for old in ["ledger.line", "ledger.note"] {
+        let (code, r) = check(old);
+        assert_eq!(code, 0, "{old}: {r}");
+        assert_eq!(r["run_id"], "ledger", "{r}");
+        assert!(r["new_size"].as_u64() > r["old_size"].as_u64(), "{r}");
+    }
+    // The witness saw the ledger now; then the earlier copy is put back.
+    let now = fs::read_to_string(&ledger).unwrap();
+    fs::write(
+        d.join("ledger.line"),
+        now.lines().last().unwrap().to_owned() + "\n",
+    )
+    .unwrap();
+    fs::write(&ledger, &early).unwrap();
+    let (code, r) = check("ledger.line");
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(r["inconsistency"], "cut_short", "{r}");
+}

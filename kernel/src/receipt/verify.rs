@@ -611,6 +611,120 @@ fn decided_by_form(r: &ReceiptPayload) -> Result<(), String> {
     }
 }
 
+/// A signed payload parsed, once its signature verified: JSON holding no float and no integer
+/// outside ±(2^53−1), in its one canonical form (RFC 8785).
+fn canonical_payload(payload: &[u8]) -> Result<serde_json::Value, LineError> {
+    let json: serde_json::Value = serde_json::from_slice(payload)
+        .map_err(|e| (None, "payload", format!("signed payload is not JSON: {e}")))?;
+    check_json_numbers(&json, "$").map_err(|e| (None, "payload", e))?;
+    // The signed bytes must be the one canonical form (RFC 8785) of what they say: no
+    // other spelling, no duplicate key (a duplicate never survives re-canonicalisation),
+    // so two readers can never disagree about a signed payload.
+    // Fast path: the canonical writer's bytes equal the payload. Otherwise `serde_jcs`
+    // has the last word (and the error to give), as before.
+    let mut canonical = Vec::with_capacity(payload.len());
+    let fast = crate::receipt::payload::write_canonical(&json, &mut canonical).is_ok()
+        && canonical == payload;
+    match if fast {
+        Ok(canonical)
+    } else {
+        serde_jcs::to_vec(&json)
+    } {
+        Ok(canonical) if canonical == payload => {}
+        Ok(_) => {
+            return Err((
+                    None,
+                    "payload",
+                    "signed payload is not canonical JSON (RFC 8785): key order, spacing, escapes or a duplicate key differ from its one canonical form".into(),
+                ));
+        }
+        Err(e) => return Err((None, "payload", format!("cannot canonicalise: {e}"))),
+    }
+    Ok(json)
+}
+
+/// One checkpoint line kept apart from its journal — what a witness keeps of a journal it has
+/// seen (docs/receipts.md, "Witnesses"): the line is a DSSE envelope in its one compact form,
+/// of a checkpoint, signed (`verify_strict`) by a key in `keys`, whose payload is canonical
+/// and a `craik.receipt_checkpoint` 0.1.0 naming that key, with an RFC 3339 UTC `created_at`.
+/// Nothing about the journal it came from is checked here: the caller proves that a verified
+/// journal extends the tree it signs.
+pub fn open_checkpoint_line(line: &[u8], keys: &KeyRing) -> Result<Checkpoint, Failure> {
+    let mut state = State {
+        keys,
+        policy_set: None,
+        report: Report::default(),
+        prev: None,
+        tree: MerkleRange::new(),
+        last_time: None,
+        run_id: None,
+    };
+    let fail = |(seq, what, why): LineError| Failure {
+        line: 1,
+        seq,
+        what: what.to_owned(),
+        why: craik_contracts::one_line(&why),
+    };
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    if line.contains(&b'\n') {
+        return Err(fail((None, "envelope", "more than one line".into())));
+    }
+    let item = state.prepare(line, Vec::new()).map_err(fail)?;
+    if item.payload_type != CHECKPOINT_PAYLOAD_TYPE {
+        return Err(fail((
+            None,
+            "payload",
+            format!(
+                "payload type `{}`, not a checkpoint's",
+                craik_contracts::Truncated(&item.payload_type)
+            ),
+        )));
+    }
+    if item
+        .key
+        .verify_strict(&item.message, &item.signature)
+        .is_err()
+    {
+        return Err(fail((
+            None,
+            "signature",
+            "signature does not verify over the payload".into(),
+        )));
+    }
+    let json = canonical_payload(item.payload()).map_err(fail)?;
+    let cp: Checkpoint = serde_json::from_value(json)
+        .map_err(|e| fail((None, "checkpoint", format!("not a checkpoint: {e}"))))?;
+    if cp.schema != "craik.receipt_checkpoint" || cp.version != craik_contracts::CONTRACT_VERSION {
+        return Err(fail((
+            None,
+            "checkpoint",
+            format!(
+                "schema `{}` version `{}`, expected craik.receipt_checkpoint 0.1.0",
+                cp.schema, cp.version
+            ),
+        )));
+    }
+    if cp.key_id != item.keyid {
+        return Err(fail((
+            None,
+            "key_id",
+            format!(
+                "checkpoint names key `{}` but was signed by `{}`",
+                cp.key_id, item.keyid
+            ),
+        )));
+    }
+    state.time(&cp.created_at, None).map_err(fail)?;
+    if crate::receipt::proof::parse_digest(&cp.root_hash).is_none() {
+        return Err(fail((
+            None,
+            "checkpoint",
+            format!("root_hash `{}` is not sha256:<64 hex>", cp.root_hash),
+        )));
+    }
+    Ok(cp)
+}
+
 impl State<'_> {
     fn fail(mut self, line: usize, seq: Option<u64>, what: &str, why: String) -> Report {
         self.report.failure = Some(Failure {
@@ -686,33 +800,7 @@ impl State<'_> {
 
     /// A line whose signature verified: only now is its payload parsed.
     fn finish(&mut self, item: &Prepared) -> Result<Option<ReceiptPayload>, LineError> {
-        let payload = item.payload();
-        let json: serde_json::Value = serde_json::from_slice(payload)
-            .map_err(|e| (None, "payload", format!("signed payload is not JSON: {e}")))?;
-        check_json_numbers(&json, "$").map_err(|e| (None, "payload", e))?;
-        // The signed bytes must be the one canonical form (RFC 8785) of what they say: no
-        // other spelling, no duplicate key (a duplicate never survives re-canonicalisation),
-        // so two readers can never disagree about a signed payload.
-        // Fast path: the canonical writer's bytes equal the payload. Otherwise `serde_jcs`
-        // has the last word (and the error to give), as before.
-        let mut canonical = Vec::with_capacity(payload.len());
-        let fast = crate::receipt::payload::write_canonical(&json, &mut canonical).is_ok()
-            && canonical == payload;
-        match if fast {
-            Ok(canonical)
-        } else {
-            serde_jcs::to_vec(&json)
-        } {
-            Ok(canonical) if canonical == payload => {}
-            Ok(_) => {
-                return Err((
-                    None,
-                    "payload",
-                    "signed payload is not canonical JSON (RFC 8785): key order, spacing, escapes or a duplicate key differ from its one canonical form".into(),
-                ));
-            }
-            Err(e) => return Err((None, "payload", format!("cannot canonicalise: {e}"))),
-        }
+        let json = canonical_payload(item.payload())?;
         if !self.report.key_ids.contains(&item.keyid) {
             self.report.key_ids.push(item.keyid.clone());
         }
@@ -729,7 +817,6 @@ impl State<'_> {
             )),
         }
     }
-
     fn time(&mut self, text: &str, seq: Option<u64>) -> Result<(), LineError> {
         let at = OffsetDateTime::parse(text, &Rfc3339)
             .map_err(|e| (seq, "created_at", format!("`{text}` is not RFC 3339: {e}")))?;

@@ -687,12 +687,12 @@ pub(crate) fn verify(
         }
         results.push(verified);
     }
-    // Journals the ledger names that are gone.
-    for problem in homes
-        .iter()
-        .flat_map(|c| c.problems.iter())
-        .filter(|p| p.what == "missing")
-    {
+    // Journals the ledger names that are gone, and files under `audits/` that are no journal
+    // (a journal there is reported above, with its problem).
+    for problem in homes.iter().flat_map(|c| c.problems.iter()).filter(|p| {
+        p.what == "missing"
+            || (p.what == craik_host::audits::PROBLEM && !p.journal.ends_with(JOURNAL_NAME))
+    }) {
         let verified = Verified {
             path: problem.journal.display().to_string(),
             report: missing_report(problem),
@@ -803,7 +803,14 @@ pub(crate) fn home_checks(paths: &[PathBuf], ring: &KeyRing) -> Vec<craik_host::
         .iter()
         .filter(|p| p.join("runs").is_dir() || p.join(craik_host::ledger::LEDGER_NAME).is_file())
         .map(|p| {
-            craik_host::ledger::check_home(&craik_host::run::store::Home::new(p), ring, threads())
+            let mut check = craik_host::ledger::check_home(
+                &craik_host::run::store::Home::new(p),
+                ring,
+                threads(),
+            );
+            // Its signed audit summaries: every file under `audits/` named, as named.
+            craik_host::audits::check(p, &mut check);
+            check
         })
         .collect()
 }

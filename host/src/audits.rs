@@ -8,7 +8,7 @@
 //! summaries a crash (or an older release) left unnamed. Must not: judge a summary's content
 //! (`craik receipts verify` checks each summary journal as a journal and as a summary).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
@@ -109,11 +109,15 @@ pub fn record_written(
     Ok(true)
 }
 
-/// What the verified ledger names under `audits/`: relative path → (sha256, ledger line).
-/// `Err` when the ledger no longer verifies as it did for `check` (changed meanwhile).
-fn named(check: &HomeCheck) -> Result<BTreeMap<String, (String, usize)>, String> {
+/// What the verified ledger names under `audits/` (relative path → (sha256, ledger line)),
+/// and the journals (relative paths) whose entries `craik ledger rebuild` wrote. `Err` when
+/// the ledger no longer verifies as it did for `check` (changed meanwhile).
+type Named = (BTreeMap<String, (String, usize)>, BTreeSet<String>);
+
+fn named(check: &HomeCheck) -> Result<Named, String> {
     let bytes = fs::read(&check.ledger).map_err(|e| format!("cannot read: {e}"))?;
     let mut found: BTreeMap<String, (String, usize)> = BTreeMap::new();
+    let mut rebuilt: BTreeSet<String> = BTreeSet::new();
     let mut bad: Option<String> = None;
     let report = {
         let mut verifier = Verifier::new(
@@ -124,11 +128,22 @@ fn named(check: &HomeCheck) -> Result<BTreeMap<String, (String, usize)>, String>
             },
         )
         .visiting(|line, r: &ReceiptPayload| {
+            let m = &r.result.metadata.0;
+            let text = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or_default();
+            if m.get("rebuilt") == Some(&Value::Bool(true)) {
+                let journal = match r.capability.as_str() {
+                    crate::ledger::RUN_STARTED | crate::ledger::RUN_CLOSED => {
+                        Some(crate::ledger::run_journal(&r.target))
+                    }
+                    crate::ledger::REVIEW_CLOSED => Some(crate::ledger::review_journal(&r.target)),
+                    AUDIT_WRITTEN => Some(text("journal").to_owned()),
+                    _ => None,
+                };
+                rebuilt.extend(journal);
+            }
             if r.capability != AUDIT_WRITTEN {
                 return;
             }
-            let m = &r.result.metadata.0;
-            let text = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or_default();
             match plain(Path::new(text("journal")))
                 .filter(|p| p.starts_with(&format!("{AUDITS_DIR}/")))
             {
@@ -154,7 +169,7 @@ fn named(check: &HomeCheck) -> Result<BTreeMap<String, (String, usize)>, String>
             f.line, f.what, f.why
         ));
     }
-    bad.map_or(Ok(found), Err)
+    bad.map_or(Ok((found, rebuilt)), Err)
 }
 
 /// Every file below `dir` (relative to `root`), sorted; directories deeper than
@@ -188,7 +203,8 @@ fn files_below(root: &Path, dir: &Path, depth: usize, out: &mut Vec<Result<Strin
     }
 }
 
-/// Checks `<home>/audits/` against the verified ledger `check` was made of (only when the ledger
+/// Notes which journals `craik ledger rebuild` entered (`HomeCheck::rebuilt_journals`), and
+/// checks `<home>/audits/` against the verified ledger `check` was made of (only when the ledger
 /// itself verified: one that does not names nothing), adding its problems to it:
 /// a file no `ledger.audit_written` entry names, one whose bytes do not hash to what its entry
 /// signs (`audit`), a named one that is gone (`missing`).
@@ -203,7 +219,10 @@ pub fn check(home: &Path, check: &mut HomeCheck) {
     }
     let ledger = check.ledger.display().to_string();
     let named = match named(check) {
-        Ok(named) => named,
+        Ok((named, rebuilt)) => {
+            check.rebuilt_journals = rebuilt.iter().map(|rel| home.join(rel)).collect();
+            named
+        }
         Err(why) => {
             check.problems.push(Problem {
                 journal: check.ledger.clone(),
@@ -230,7 +249,7 @@ pub fn check(home: &Path, check: &mut HomeCheck) {
         });
         return;
     }
-    let mut seen = std::collections::BTreeSet::new();
+    let mut seen = BTreeSet::new();
     for file in on_disk {
         let rel = match file {
             Ok(rel) => rel,
@@ -300,7 +319,7 @@ pub fn rebuild(
     }
     let ledger = root.join(LEDGER_NAME);
     // What the ledger already names (read after `ledger::rebuild`, which verified it).
-    let named: std::collections::BTreeSet<String> = fs::read(&ledger)
+    let named: BTreeSet<String> = fs::read(&ledger)
         .map(|b| {
             crate::journal::decode_all(&b)
                 .into_iter()
@@ -382,4 +401,12 @@ pub fn rebuild(
         crate::ledger::record(root, signer, now, entries)?;
     }
     Ok((recorded, refused))
+}
+
+/// Whether `check`'s ledger entered `journal` through `craik ledger rebuild` (its entries carry
+/// `rebuilt: true`), comparing real paths.
+pub fn entered_by_rebuild(check: &HomeCheck, journal: &Path) -> bool {
+    let real = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let journal = real(journal);
+    check.rebuilt_journals.iter().any(|p| real(p) == journal)
 }

@@ -1517,3 +1517,99 @@ fn issue_31_a_killed_memory_review_is_finished_by_running_it_again() {
     let ok = verify_home(&home, &home);
     assert_eq!(ok.status.code(), Some(0), "{}", transcript(&ok));
 }
+
+/// Issue 31 item 4: a run entered into the ledger by `craik ledger rebuild` is marked wherever
+/// it is shown — `receipts verify` (HOME and the run alone, human and JSON), `audit RUN` and
+/// `audit HOME` (human, JSON, HTML) — and a run the ledger recorded as it happened is not.
+#[test]
+fn issue_31_runs_entered_by_ledger_rebuild_are_marked_where_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, old, _) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0);
+    // A home from before the ledger: rebuilt, then a run recorded as it happens.
+    std::fs::remove_file(home.join("ledger.jsonl")).unwrap();
+    let _ = std::fs::remove_file(home.join("ledger.head"));
+    let out = craik()
+        .args(["ledger", "rebuild", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    let (exit, new, _) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0);
+    let mark = "entered into the ledger by `craik ledger rebuild` (rebuilt)";
+    let line_of = |text: &str, id: &str| {
+        text.lines()
+            .find(|l| l.contains(&format!("runs/{id}/")) && l.contains("valid"))
+            .unwrap_or_else(|| panic!("no line for {id}:\n{text}"))
+            .to_owned()
+    };
+    let v = verify_home(&home, &home);
+    assert_eq!(v.status.code(), Some(0), "{}", transcript(&v));
+    assert!(line_of(&stdout(&v), &old).contains(mark), "{}", stdout(&v));
+    assert!(
+        !line_of(&stdout(&v), &new).contains("rebuilt"),
+        "{}",
+        stdout(&v)
+    );
+    let alone = |id: &str| {
+        craik()
+            .args(["receipts", "verify", "--format", "json"])
+            .arg(home.join("runs").join(id))
+            .output()
+            .unwrap()
+    };
+    let r: Value = serde_json::from_slice(&alone(&old).stdout).unwrap();
+    assert_eq!(r[0]["rebuilt"], true, "{r}");
+    let r: Value = serde_json::from_slice(&alone(&new).stdout).unwrap();
+    assert!(r[0].get("rebuilt").is_none(), "{r}");
+
+    let audit = |target: &Path, extra: &[&str]| {
+        let out = craik()
+            .arg("audit")
+            .arg(target)
+            .arg("--home")
+            .arg(&home)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+        stdout(&out)
+    };
+    let marked = "entered by `craik ledger rebuild` (rebuilt)";
+    assert!(audit(&home.join("runs").join(&old), &[]).contains(marked));
+    assert!(!audit(&home.join("runs").join(&new), &[]).contains(marked));
+    let text = audit(&home, &[]);
+    let sections: Vec<&str> = text.split("audit of ").collect();
+    let section = |id: &str| {
+        sections
+            .iter()
+            .find(|s| s.contains(&format!("runs/{id}/")))
+            .unwrap()
+            .to_owned()
+    };
+    assert!(section(&old).contains(marked), "{text}");
+    assert!(!section(&new).contains(marked), "{text}");
+    let json: Value = serde_json::from_str(&audit(&home, &["--format", "json"])).unwrap();
+    let by_id = |id: &str| {
+        json["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["run_id"] == id)
+            .unwrap()["rebuilt"]
+            .clone()
+    };
+    assert_eq!(
+        (by_id(&old), by_id(&new)),
+        (Value::Bool(true), Value::Bool(false))
+    );
+    let page = dir.path().join("report.html");
+    audit(&home, &["--html", page.to_str().unwrap()]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(
+        html.matches("<span class=\"badge\">rebuilt</span>").count(),
+        1
+    );
+}

@@ -102,13 +102,15 @@ def verify(key, key_id, data):
         raise Invalid("torn last line")
     state = {"seq": 0, "prev": None, "run": None, "time": None, "leaves": [], "index": 0,
              "closed": False}
+    number = 0
     for number, raw in enumerate(data[:-1].split(b"\n"), start=1):
         try:
             verify_line(key, key_id, raw, state)
         except Invalid as e:
             raise Invalid(f"line {number}: {e}") from None
     if not state["closed"]:
-        raise Invalid("not closed")
+        # Reported at the journal's last line: the final checkpoint should follow it.
+        raise Invalid(f"line {number}: not closed")
 
 
 def verify_line(key, key_id, raw, state):
@@ -133,8 +135,17 @@ def verify_line(key, key_id, raw, state):
     if keyid != key_id:
         raise Invalid("signed by an untrusted key")
     pae = b"DSSEv1 %d %s %d " % (len(ptype.encode()), ptype.encode(), len(payload)) + payload
+    signature = base64.b64decode(sig_b64, validate=True)
+    # Strict, cofactorless ed25519 (docs/receipts.md): OpenSSL checks the cofactorless
+    # equation and S < L, but accepts a small-order R (the identity included), which the spec
+    # refuses: a key holder can make one verify for any message.
+    r = bytearray(signature[:32])
+    if len(r) == 32:
+        r[31] &= 0x7F
+    if bytes(r) in SMALL_ORDER:
+        raise Invalid("a signature whose R is a small-order point (refused by strict ed25519)")
     try:
-        key.verify(base64.b64decode(sig_b64, validate=True), pae)
+        key.verify(signature, pae)
     except InvalidSignature:
         raise Invalid("signature does not verify") from None
     body = json.loads(payload.decode("utf-8"), object_pairs_hook=no_duplicates)

@@ -425,10 +425,10 @@ pub(crate) fn checked(
     if report.failure.is_none() && !report.closed && !signed_open(path, ring) {
         report.failure = Some(fail(
             "not closed",
-            // After the last line: where the closing checkpoint should be.
+            // The journal's last line (after which its final checkpoint is missing), as the
+            // kernel's verifier reports it: one line number for one finding (issue 31 item 5).
             usize::try_from(report.receipts.saturating_add(report.checkpoints))
-                .unwrap_or(usize::MAX)
-                .saturating_add(1),
+                .unwrap_or(usize::MAX),
             "journal not closed, and nothing signed says its run is parked or running (truncated?); --allow-open accepts only a journal ending in a `run.parked` receipt or one its home ledger records as started and not closed".into(),
         ));
     }

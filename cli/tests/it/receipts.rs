@@ -961,6 +961,9 @@ fn issue_20_the_docs_vectors_hold_for_craik_and_an_independent_verifier() {
         let expected: serde_json::Value =
             serde_json::from_slice(&fs::read(dir.join("expected.json")).unwrap()).unwrap();
         let journal = dir.join("journal.jsonl");
+        // A vector made with a key of its own (one its holder had to sign with) carries it.
+        let own = dir.join("signing.pub.pem");
+        let key = if own.is_file() { own } else { key.clone() };
         let o = crate::craik()
             .args(["receipts", "verify", "--format", "json", "--key"])
             .arg(&key)
@@ -1470,4 +1473,134 @@ fn issue_31_a_witness_of_the_home_ledger() {
     let (code, r) = check("ledger.line");
     assert_eq!(code, 1, "{r}");
     assert_eq!(r["inconsistency"], "cut_short", "{r}");
+}
+
+/// Issue 31 item 5: the spec points settled in docs/receipts.md hold on their vectors for
+/// `craik` and the independent verifier: a journal that is not closed is reported at its last
+/// line whichever path reports it (with `--allow-open` and nothing signed saying its run goes
+/// on, too); a signature whose R is the identity point is refused by both (strict,
+/// cofactorless ed25519 — OpenSSL alone accepts it); the C2SP note vector verifies under its
+/// key and under its verifier key, whose base64 holds `+`.
+#[test]
+fn issue_31_spec_points_hold_on_their_vectors() {
+    let vectors = repo_root().join("docs/vectors");
+    let verify = |dir: &str, extra: &[&str]| {
+        let d = vectors.join(dir);
+        let key = if d.join("signing.pub.pem").is_file() {
+            d.join("signing.pub.pem")
+        } else {
+            vectors.join("signing.pub.pem")
+        };
+        let o = crate::craik()
+            .args(["receipts", "verify", "--format", "json", "--key"])
+            .arg(&key)
+            .arg(d.join("journal.jsonl"))
+            .args(extra)
+            .output()
+            .unwrap();
+        let r: serde_json::Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", transcript(&o)));
+        let py = Command::new("python3")
+            .arg(repo_root().join("cli/tests/independent_verifier.py"))
+            .arg(&key)
+            .arg(d.join("journal.jsonl"))
+            .output()
+            .unwrap();
+        (
+            o.status.code().unwrap(),
+            r[0]["failure"].clone(),
+            String::from_utf8_lossy(&py.stdout).trim().to_owned(),
+        )
+    };
+    let lines = |dir: &str| {
+        fs::read_to_string(vectors.join(dir).join("journal.jsonl"))
+            .unwrap()
+            .lines()
+            .count()
+    };
+    let last = lines("final-checkpoint-removed");
+    for extra in [&[][..], &["--allow-open"][..]] {
+        let (code, failure, py) = verify("final-checkpoint-removed", extra);
+        assert_eq!(code, 1, "{extra:?}");
+        assert_eq!(failure["what"], "not closed", "{extra:?}");
+        assert_eq!(failure["line"], last, "{extra:?}: its last line");
+        assert_eq!(py, format!("invalid: line {last}: not closed"));
+    }
+    let (code, failure, py) = verify("small-order-r", &[]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        (failure["line"].as_u64(), failure["what"].as_str()),
+        (Some(2), Some("signature"))
+    );
+    assert!(
+        py.starts_with("invalid: line 2: a signature whose R is a small-order point"),
+        "{py}"
+    );
+    // Only that line differs from a valid journal: OpenSSL's verify alone (cofactorless, but
+    // accepting a small-order R) says the line verifies.
+    let journal = fs::read_to_string(vectors.join("small-order-r/journal.jsonl")).unwrap();
+    let line2: serde_json::Value = serde_json::from_str(journal.lines().nth(1).unwrap()).unwrap();
+    let sig = line2["signatures"][0]["sig"].as_str().unwrap();
+    use base64::Engine as _;
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(sig)
+        .unwrap();
+    assert_eq!(&raw[..32], &{
+        let mut r = [0u8; 32];
+        r[0] = 1;
+        r
+    });
+    let script = r#"
+import base64, json, sys
+from cryptography.hazmat.primitives import serialization
+key = serialization.load_pem_public_key(open(sys.argv[1], "rb").read())
+e = json.loads(open(sys.argv[2], "rb").read().split(b"\n")[1])
+t, p = e["payloadType"].encode(), base64.b64decode(e["payload"])
+key.verify(base64.b64decode(e["signatures"][0]["sig"]), b"DSSEv1 %d %s %d " % (len(t), t, len(p)) + p)
+"#;
+    let py = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(vectors.join("small-order-r/signing.pub.pem"))
+        .arg(vectors.join("small-order-r/journal.jsonl"))
+        .output()
+        .unwrap();
+    assert!(
+        py.status.success(),
+        "OpenSSL accepts it: {}",
+        transcript(&py)
+    );
+
+    // The note vector: its verifier key's base64 holds `+` (split at the first two only).
+    let d = vectors.join("checkpoint-note");
+    let want: serde_json::Value =
+        serde_json::from_slice(&fs::read(d.join("note.json")).unwrap()).unwrap();
+    let vkey = want["verifier_key"].as_str().unwrap();
+    assert!(vkey.splitn(3, '+').nth(2).unwrap().contains('+'), "{vkey}");
+    let consistency = |old: &str, extra: &[&str]| {
+        let o = crate::craik()
+            .args(["receipts", "consistency", "--format", "json", "--key"])
+            .arg(d.join("signing.pub.pem"))
+            .arg(d.join(old))
+            .arg(d.join("journal.jsonl"))
+            .args(extra)
+            .output()
+            .unwrap();
+        let r: serde_json::Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", transcript(&o)));
+        (o.status.code().unwrap(), r)
+    };
+    for (old, extra) in [
+        ("note.txt", &[][..]),
+        ("note.txt", &["--verifier-key", vkey][..]),
+        ("checkpoint.line", &[][..]),
+    ] {
+        let (code, r) = consistency(old, extra);
+        assert_eq!(code, 0, "{old}: {r}");
+        assert_eq!(r["old_size"], want["tree_size"], "{r}");
+        assert_eq!(r["old_root"], want["root_hash"], "{r}");
+    }
+    let (_, r) = consistency("note.txt", &[]);
+    assert_eq!(r["old_origin"], want["origin"]);
+    assert_eq!(r["old_key_name"], want["key_name"]);
 }

@@ -1604,3 +1604,63 @@ key.verify(base64.b64decode(e["signatures"][0]["sig"]), b"DSSEv1 %d %s %d " % (l
     assert_eq!(r["old_origin"], want["origin"]);
     assert_eq!(r["old_key_name"], want["key_name"]);
 }
+
+/// Issue 31 item 5: a memory proposal's `content_sha256` has one text an independent
+/// verifier reproduces from the spec (RFC 8785, floats in ECMAScript form): the independent
+/// verifier computes the vector's (a confidence of `0.00001`, nested metadata out of order)
+/// byte for byte, and the hash a real run signed in its `memory.propose` receipt from the
+/// proposal file alone — and a changed confidence no longer matches.
+#[test]
+fn issue_31_memory_content_sha256_is_reproducible_from_the_spec() {
+    let content = |path: &Path| {
+        let py = Command::new("python3")
+            .arg(repo_root().join("cli/tests/independent_verifier.py"))
+            .arg("--content")
+            .arg(path)
+            .output()
+            .unwrap();
+        assert!(py.status.success(), "{}", transcript(&py));
+        (
+            stdout(&py).trim().to_owned(),
+            String::from_utf8(py.stderr).unwrap(),
+        )
+    };
+    let v = repo_root().join("docs/vectors/memory-content");
+    let want: serde_json::Value =
+        serde_json::from_slice(&fs::read(v.join("content.json")).unwrap()).unwrap();
+    let (hash, text) = content(&v.join("proposal.json"));
+    assert_eq!(hash, want["content_sha256"].as_str().unwrap());
+    assert_eq!(text, fs::read_to_string(v.join("canonical.json")).unwrap());
+    assert!(text.contains("\"confidence\":0.00001"), "{text}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, id, _) =
+        crate::runs::run_example(&home, &repo_root().join("examples/docs-review"), &[]);
+    assert_eq!(exit, 0);
+    let proposals: Vec<_> = fs::read_dir(home.join("memory"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(proposals.len(), 1);
+    let signed: Vec<String> = crate::runs::receipts(&home, &id)
+        .iter()
+        .filter(|r| r["capability"] == "memory.propose" && r["decision"] == "allow")
+        .map(|r| {
+            r["result"]["metadata"]["content_sha256"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(signed.len(), 1);
+    assert_eq!(content(&proposals[0]).0, signed[0]);
+    let text = fs::read_to_string(&proposals[0]).unwrap();
+    assert!(text.contains("\"confidence\": 0.9"), "{text}");
+    fs::write(
+        &proposals[0],
+        text.replace("\"confidence\": 0.9", "\"confidence\": 0.90001"),
+    )
+    .unwrap();
+    assert_ne!(content(&proposals[0]).0, signed[0]);
+}

@@ -1,4 +1,6 @@
-//! Signed audit summaries (`craik audit --summary`) named by the home ledger: each summary
+//! What the home ledger names beyond what `ledger::check_home` checks: the journals `craik
+//! ledger rebuild` entered, each `ledger.run_closed` entry's signed ending (it must be the
+//! journal's closing receipt's), and signed audit summaries (`craik audit --summary`): each summary
 //! written under `<home>/audits/` gets a `ledger.audit_written` entry naming its file and the
 //! SHA-256 of its bytes, and a home's check requires every file under `audits/` to be named,
 //! to hash to what its entry signs, and every named one to exist (issue 31 item 4: nothing
@@ -112,12 +114,21 @@ pub fn record_written(
 /// What the verified ledger names under `audits/` (relative path → (sha256, ledger line)),
 /// and the journals (relative paths) whose entries `craik ledger rebuild` wrote. `Err` when
 /// the ledger no longer verifies as it did for `check` (changed meanwhile).
-type Named = (BTreeMap<String, (String, usize)>, BTreeSet<String>);
+type Named = (
+    BTreeMap<String, (String, usize)>,
+    BTreeSet<String>,
+    Vec<ClosedEntry>,
+);
+
+/// A `ledger.run_closed` entry's signed ending: the run journal (relative), status, reason
+/// and the ledger line.
+type ClosedEntry = (String, String, String, usize);
 
 fn named(check: &HomeCheck) -> Result<Named, String> {
     let bytes = fs::read(&check.ledger).map_err(|e| format!("cannot read: {e}"))?;
     let mut found: BTreeMap<String, (String, usize)> = BTreeMap::new();
     let mut rebuilt: BTreeSet<String> = BTreeSet::new();
+    let mut closed: Vec<ClosedEntry> = Vec::new();
     let mut bad: Option<String> = None;
     let report = {
         let mut verifier = Verifier::new(
@@ -140,6 +151,14 @@ fn named(check: &HomeCheck) -> Result<Named, String> {
                     _ => None,
                 };
                 rebuilt.extend(journal);
+            }
+            if r.capability == crate::ledger::RUN_CLOSED {
+                closed.push((
+                    crate::ledger::run_journal(&r.target),
+                    text("status").to_owned(),
+                    text("status_reason").to_owned(),
+                    line,
+                ));
             }
             if r.capability != AUDIT_WRITTEN {
                 return;
@@ -169,7 +188,7 @@ fn named(check: &HomeCheck) -> Result<Named, String> {
             f.line, f.what, f.why
         ));
     }
-    bad.map_or(Ok((found, rebuilt)), Err)
+    bad.map_or(Ok((found, rebuilt, closed)), Err)
 }
 
 /// Every file below `dir` (relative to `root`), sorted; directories deeper than
@@ -203,6 +222,73 @@ fn files_below(root: &Path, dir: &Path, depth: usize, out: &mut Vec<Result<Strin
     }
 }
 
+/// Each `ledger.run_closed` entry's `status` and `status_reason` must be the journal's
+/// closing receipt's (`run.closed`: its `result.metadata.status` and `reason`), or `unsigned`
+/// and `""` for a journal closed without one (issue 31 item 5: a mismatch is invalid, as a
+/// tree size or root that differs is). Reported on the run's journal (`what` `status`); a
+/// journal that is gone is `check_home`'s to report.
+fn closed_statuses(home: &Path, check: &mut HomeCheck, closed: &[ClosedEntry]) {
+    let ledger = check.ledger.display().to_string();
+    for (rel, status, reason, line) in closed {
+        let path = home.join(rel);
+        if !path.is_file() {
+            continue;
+        }
+        let (got_status, got_reason) = if let Some(last) = closing_receipt(&path) {
+            (
+                last.result
+                    .metadata
+                    .0
+                    .get("status")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                last.reason.clone(),
+            )
+        } else {
+            ("unsigned".to_owned(), String::new())
+        };
+        if (got_status.as_str(), got_reason.as_str()) != (status.as_str(), reason.as_str()) {
+            check.problems.push(Problem {
+                journal: path,
+                what: "status".into(),
+                why: format!(
+                    "the ledger {ledger}:{line} records it closed `{}` ({}); its closing receipt signs `{}` ({})",
+                    craik_contracts::one_line(status),
+                    craik_contracts::one_line(reason),
+                    craik_contracts::one_line(&got_status),
+                    craik_contracts::one_line(&got_reason)
+                ),
+            });
+        }
+    }
+}
+
+/// The journal's closing receipt (`run.closed`), decoded from its tail: the last one near its
+/// end (a `run.recover` may follow it when recovery closed the journal of a run that had
+/// signed its end). Not verified here: the journal is verified on its own by the same
+/// command.
+fn closing_receipt(path: &Path) -> Option<ReceiptPayload> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(256 * 1024)))
+        .ok()?;
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail).ok()?;
+    let lines: Vec<&[u8]> = tail.split(|&b| b == b'\n').collect();
+    lines.iter().rev().find_map(|line| {
+        match crate::journal::decode_all(line).into_iter().next()?.1 {
+            crate::journal::Decoded::Receipt(r)
+                if r.capability == crate::run::signed::RUN_CLOSED =>
+            {
+                Some(*r)
+            }
+            _ => None,
+        }
+    })
+}
+
 /// Notes which journals `craik ledger rebuild` entered (`HomeCheck::rebuilt_journals`), and
 /// checks `<home>/audits/` against the verified ledger `check` was made of (only when the ledger
 /// itself verified: one that does not names nothing), adding its problems to it:
@@ -219,8 +305,9 @@ pub fn check(home: &Path, check: &mut HomeCheck) {
     }
     let ledger = check.ledger.display().to_string();
     let named = match named(check) {
-        Ok((named, rebuilt)) => {
+        Ok((named, rebuilt, closed)) => {
             check.rebuilt_journals = rebuilt.iter().map(|rel| home.join(rel)).collect();
+            closed_statuses(home, check, &closed);
             named
         }
         Err(why) => {

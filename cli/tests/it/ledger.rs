@@ -1613,3 +1613,80 @@ fn issue_31_runs_entered_by_ledger_rebuild_are_marked_where_shown() {
         1
     );
 }
+
+/// Issue 31 item 5: a `ledger.run_closed` entry whose signed `status` is not the journal's
+/// closing receipt's is invalid, as a size or root that differs is. Here the holder of the
+/// home's key re-signs the whole ledger with the run recorded `failed` (every chain hash,
+/// checkpoint and signature made anew, so the ledger itself verifies): `receipts verify HOME`
+/// and `audit HOME` name the run's journal and both statuses.
+#[test]
+fn issue_31_a_run_closed_status_other_than_the_closing_receipts_is_invalid() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, id, _) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0);
+    assert_eq!(verify_home(&home, &home).status.code(), Some(0));
+    let script = r#"
+import base64, hashlib, json, sys
+sys.path.insert(0, sys.argv[1])
+import independent_verifier as v
+from cryptography.hazmat.primitives import serialization
+key = serialization.load_pem_private_key(open(sys.argv[2], "rb").read(), password=None)
+ledger = sys.argv[3]
+lines = open(ledger, "rb").read().split(b"\n")[:-1]
+def sign(ptype, payload):
+    env = json.loads(lines[0])
+    pae = b"DSSEv1 %d %s %d " % (len(ptype), ptype.encode(), len(payload)) + payload
+    sig = base64.b64encode(key.sign(pae)).decode()
+    return json.dumps({"payloadType": ptype, "payload": base64.b64encode(payload).decode(),
+                       "signatures": [{"keyid": env["signatures"][0]["keyid"], "sig": sig}]},
+                      separators=(",", ":")).encode()
+out, prev, leaves = [], None, []
+for raw in lines:
+    env = json.loads(raw)
+    body = json.loads(base64.b64decode(env["payload"]))
+    if env["payloadType"] == v.RECEIPT:
+        if body["capability"] == "ledger.run_closed":
+            body["result"]["metadata"]["status"] = "failed"
+        body["prev"] = prev
+        payload = v.canonical(body).encode()
+        prev = "sha256:" + hashlib.sha256(payload).hexdigest()
+        leaves.append(v.leaf(hashlib.sha256(payload).digest()))
+    else:
+        body["tree_size"] = len(leaves)
+        body["root_hash"] = "sha256:" + v.root(leaves).hex()
+        body["last_receipt_hash"] = prev
+        payload = v.canonical(body).encode()
+    out.append(sign(env["payloadType"], payload))
+open(ledger, "wb").write(b"\n".join(out) + b"\n")
+"#;
+    let py = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(crate::repo_root().join("cli/tests"))
+        .arg(home.join("keys/signing.key.pem"))
+        .arg(home.join("ledger.jsonl"))
+        .output()
+        .unwrap();
+    assert!(py.status.success(), "{}", transcript(&py));
+    let journal = format!("runs/{id}/receipts.jsonl");
+    for (name, out) in [
+        ("verify", verify_home(&home, &home)),
+        ("audit", audit_home(&home, &home)),
+    ] {
+        assert_eq!(out.status.code(), Some(1), "{name}: {}", transcript(&out));
+        let text = stdout(&out);
+        assert!(
+            text.lines().any(|l| l.contains(&journal)
+                && l.contains("status")
+                && l.contains("records it closed `failed`")
+                && l.contains("its closing receipt signs `completed`")),
+            "{name}: {text}"
+        );
+    }
+    // The ledger itself verifies: only the status differs.
+    assert!(
+        stdout(&verify_home(&home, &home)).contains("ledger.jsonl: valid"),
+        "the re-signed ledger verifies"
+    );
+}

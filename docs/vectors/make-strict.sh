@@ -42,12 +42,21 @@ sys.stdout.buffer.write(b"\n".join(lines) + b"\n")
 PY
 printf '{\n  "valid": false,\n  "line": 2,\n  "what": "signature"\n}\n' > "$out/small-order-r/expected.json"
 
+# outcome-reason-free: receipt 1 made an outcome (`decided_by` `outcome`) whose reason is not
+# `outcome of <action>`: the reason is not part of the form, so the journal is valid.
+mkdir -p "$out/outcome-reason-free"
+cp "$tmp/sor/signing.pub.pem" "$out/outcome-reason-free/signing.pub.pem"
+python3 "$out/resign.py" "$tmp/sor/signing.key.pem" "$tmp/sor.jsonl" 1 \
+  '{"decided_by": {"kind": "outcome", "by": ""}, "determining_policies": [], "reason": "wrote docs/page-1.md (a bench outcome: any text)"}' \
+  > "$out/outcome-reason-free/journal.jsonl"
+printf '{\n  "valid": true,\n  "line": null,\n  "what": null\n}\n' > "$out/outcome-reason-free/expected.json"
+
 # checkpoint-note: a home whose key's verifier key holds `+` in its base64.
 i=0
 while :; do
   i=$((i + 1))
   [ "$i" -le 64 ] || { echo "no key with + in 64 tries" >&2; exit 1; }
-  rm -rf "$tmp/home"
+  rm -rf "$tmp/home" "$tmp/journal.jsonl"
   "$craik" keys generate --out "$tmp/home/keys" >/dev/null
   "$craik" bench receipts --count 10 --checkpoint-every 4 --key "$tmp/home/keys/signing.key.pem" --out "$tmp/journal.jsonl" >/dev/null
   "$craik" receipts checkpoint "$tmp/journal.jsonl" --home "$tmp/home" --format json > "$tmp/note.json"

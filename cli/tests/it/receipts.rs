@@ -1010,7 +1010,7 @@ fn issue_20_the_docs_vectors_hold_for_craik_and_an_independent_verifier() {
             }
         }
     }
-    assert_eq!(valid, 2);
+    assert_eq!(valid, 3);
     let weak = vectors.join("small-order-key/signing.pub.pem");
     let o = crate::craik()
         .args(["receipts", "verify", "--key"])

@@ -891,6 +891,38 @@ fn issue_31_audit_summaries_are_named_by_the_ledger() {
         std::path::PathBuf::from(shown["signed"].as_str().unwrap())
     };
     let file = summary(&[]);
+    // `ledger.entries` is a count: the summary's `last_hash` is the hash of the entry with seq
+    // `entries - 1` (the entry naming the summary itself came after).
+    {
+        use base64::Engine as _;
+        let line = std::fs::read_to_string(&file).unwrap();
+        let e: Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+        let p: Value = serde_json::from_slice(
+            &base64::engine::general_purpose::STANDARD
+                .decode(e["payload"].as_str().unwrap())
+                .unwrap(),
+        )
+        .unwrap();
+        let head = &p["result"]["metadata"]["ledger"];
+        let hashes: Vec<String> = std::fs::read_to_string(home.join("ledger.jsonl"))
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("capability-receipt"))
+            .map(|l| {
+                let e: Value = serde_json::from_str(l).unwrap();
+                let payload = base64::engine::general_purpose::STANDARD
+                    .decode(e["payload"].as_str().unwrap())
+                    .unwrap();
+                format!(
+                    "sha256:{}",
+                    craik_kernel::to_hex(&sha2::Sha256::digest(&payload))
+                )
+            })
+            .collect();
+        let entries = head["entries"].as_u64().unwrap() as usize;
+        assert_eq!(entries, hashes.len() - 1, "{head}");
+        assert_eq!(head["last_hash"], hashes[entries - 1], "{head}");
+    }
     let id = file
         .parent()
         .unwrap()

@@ -207,7 +207,7 @@ pub fn open_checkpoint_note(
         let (Some(hash), Some(sig)) = (blob.get(..4), blob.get(4..)) else {
             continue;
         };
-        let candidates = keys
+        let mut candidates = keys
             .iter()
             .filter(|k| note_key_hash(name, k) == hash)
             .chain(
@@ -216,7 +216,8 @@ pub fn open_checkpoint_note(
                     .filter(|(n, k)| n == name && note_key_hash(n, k) == hash)
                     .map(|(_, k)| k),
             );
-        for public in candidates {
+        // The key hash picks the key: the first known key it names decides this line.
+        if let Some(public) = candidates.next() {
             let key = VerifyingKey::from_bytes(public).map_err(|e| e.to_string())?;
             let ok = Signature::from_slice(sig)
                 .ok()
@@ -228,9 +229,6 @@ pub fn open_checkpoint_note(
                 ));
             }
             found = Some((name.to_owned(), crate::key_id_of(public)));
-            break;
-        }
-        if found.is_some() {
             break;
         }
     }

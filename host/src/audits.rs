@@ -135,6 +135,7 @@ fn named(check: &HomeCheck) -> Result<Named, String> {
             &check.ring,
             VerifyOptions {
                 allow_open: true,
+                threads: std::thread::available_parallelism().map_or(1, usize::from),
                 ..VerifyOptions::default()
             },
         )
@@ -272,10 +273,25 @@ fn closing_receipt(path: &Path) -> Option<ReceiptPayload> {
     use std::io::{Read, Seek, SeekFrom};
     let mut file = fs::File::open(path).ok()?;
     let len = file.metadata().ok()?.len();
-    file.seek(SeekFrom::Start(len.saturating_sub(256 * 1024)))
-        .ok()?;
-    let mut tail = Vec::new();
-    file.read_to_end(&mut tail).ok()?;
+    // The closing receipt is among the last lines: a small tail first (a home of many runs
+    // reads a few KiB of each), a larger one only when it is not there.
+    for tail_len in [16 * 1024, 256 * 1024] {
+        file.seek(SeekFrom::Start(len.saturating_sub(tail_len)))
+            .ok()?;
+        let mut tail = Vec::new();
+        file.read_to_end(&mut tail).ok()?;
+        if let Some(found) = closing_in(&tail) {
+            return Some(found);
+        }
+        if len <= tail_len {
+            break;
+        }
+    }
+    None
+}
+
+/// The last `run.closed` receipt among the complete lines of `tail`.
+fn closing_in(tail: &[u8]) -> Option<ReceiptPayload> {
     let lines: Vec<&[u8]> = tail.split(|&b| b == b'\n').collect();
     lines.iter().rev().find_map(|line| {
         match crate::journal::decode_all(line).into_iter().next()?.1 {

@@ -228,8 +228,8 @@ fn legacy_content_digest(m: &MemoryProposal) -> Result<String, String> {
     Ok(crate::run::exec::digest(&bytes))
 }
 
-/// Which of `signed` proposal `m`'s content hashes to (by the current recipe, or the one
-/// runs signed before it); `Ok(None)` when none, with the current digest to name.
+/// Whether proposal `m`'s content hashes to one of `signed` (by the current recipe, or the
+/// one runs signed before it): `Ok(Ok(()))`, or `Ok(Err(current digest))` to name when not.
 fn content_signed(m: &MemoryProposal, signed: &[String]) -> Result<Result<(), String>, String> {
     let current = content_digest(m)?;
     if signed.contains(&current) || signed.contains(&legacy_content_digest(m)?) {

@@ -1690,3 +1690,50 @@ open(ledger, "wb").write(b"\n".join(out) + b"\n")
         "the re-signed ledger verifies"
     );
 }
+
+/// Issue 31 item 5 (the stale "cannot catch" sentence): a memory proposal reset to `pending`
+/// with its review journal deleted is caught — the home ledger names the review journal
+/// (`ledger.review_closed`), so `receipts verify HOME` reports it missing; only a rollback of
+/// the whole home, ledger included, remains for a head kept elsewhere to catch.
+#[test]
+fn issue_31_a_memory_review_deleted_with_its_proposal_reset_is_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, _, _) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0);
+    let list = json_out(&home, &["memory", "list"]);
+    let id = list[0]["id"].as_str().unwrap().to_owned();
+    let proposal = home.join("memory").join(format!("{id}.json"));
+    let pending = std::fs::read(&proposal).unwrap();
+    let out = craik()
+        .args([
+            "memory",
+            "approve",
+            &id,
+            "--by",
+            "user:alice",
+            "--reason",
+            "ok",
+            "--home",
+        ])
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    assert_eq!(verify_home(&home, &home).status.code(), Some(0));
+    let review = home
+        .join("reviews")
+        .join(format!("review_{}", id.trim_start_matches("memprop_")));
+    std::fs::remove_dir_all(&review).unwrap();
+    std::fs::write(&proposal, &pending).unwrap();
+    let out = verify_home(&home, &home);
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    let text = stdout(&out);
+    assert!(
+        text.lines()
+            .any(|l| l.contains(&review.display().to_string())
+                && l.contains("missing")
+                && l.contains("named by the ledger")),
+        "{text}"
+    );
+}

@@ -545,16 +545,25 @@ pub(crate) enum ReceiptsCommand {
         #[arg(long, value_name = "DIR", env = "CRAIK_HOME")]
         home: Option<PathBuf>,
     },
-    /// Prove that a journal extends a copy saved earlier (RFC 9162 consistency proof between
-    /// the two journals' last checkpoints); exit 1 when it does not.
+    /// Prove that a journal extends what was kept of it earlier (RFC 9162 consistency proof
+    /// from the older tree to the current journal's last checkpoint); exit 1 when it does not.
     Consistency {
-        /// The saved copy: a journal file or run directory.
+        /// What was kept, a file: a copy of the journal, its last checkpoint line (a DSSE
+        /// envelope), or the C2SP signed note `receipts checkpoint` printed.
         old: String,
-        /// The journal now: a run id (under `--home`), a run directory, or a journal file.
+        /// The journal now: a run id (under `--home`), a run directory, a journal file, or a
+        /// home (its ledger).
         current: String,
         /// Trusted public key PEM files (default: the home's).
         #[arg(long = "key", value_name = "PUB.pem")]
         keys: Vec<PathBuf>,
+        /// A note's verifier key, `<name>+<hex hash>+<base64 key>`, as `receipts checkpoint`
+        /// prints it (a note also verifies under any trusted --key).
+        #[arg(long = "verifier-key", value_name = "VKEY")]
+        verifier_keys: Vec<String>,
+        /// The origin a note must carry (default: one ending in `/<journal id>`).
+        #[arg(long)]
+        origin: Option<String>,
         /// Craik's state directory.
         #[arg(long, value_name = "DIR", env = "CRAIK_HOME")]
         home: Option<PathBuf>,

@@ -102,13 +102,15 @@ def verify(key, key_id, data):
         raise Invalid("torn last line")
     state = {"seq": 0, "prev": None, "run": None, "time": None, "leaves": [], "index": 0,
              "closed": False}
+    number = 0
     for number, raw in enumerate(data[:-1].split(b"\n"), start=1):
         try:
             verify_line(key, key_id, raw, state)
         except Invalid as e:
             raise Invalid(f"line {number}: {e}") from None
     if not state["closed"]:
-        raise Invalid("not closed")
+        # Reported at the journal's last line: the final checkpoint should follow it.
+        raise Invalid(f"line {number}: not closed")
 
 
 def verify_line(key, key_id, raw, state):
@@ -133,8 +135,17 @@ def verify_line(key, key_id, raw, state):
     if keyid != key_id:
         raise Invalid("signed by an untrusted key")
     pae = b"DSSEv1 %d %s %d " % (len(ptype.encode()), ptype.encode(), len(payload)) + payload
+    signature = base64.b64decode(sig_b64, validate=True)
+    # Strict, cofactorless ed25519 (docs/receipts.md): OpenSSL checks the cofactorless
+    # equation and S < L, but accepts a small-order R (the identity included), which the spec
+    # refuses: a key holder can make one verify for any message.
+    r = bytearray(signature[:32])
+    if len(r) == 32:
+        r[31] &= 0x7F
+    if bytes(r) in SMALL_ORDER:
+        raise Invalid("a signature whose R is a small-order point (refused by strict ed25519)")
     try:
-        key.verify(base64.b64decode(sig_b64, validate=True), pae)
+        key.verify(signature, pae)
     except InvalidSignature:
         raise Invalid("signature does not verify") from None
     body = json.loads(payload.decode("utf-8"), object_pairs_hook=no_duplicates)
@@ -344,7 +355,69 @@ def recompute(key, key_id, run_dir):
     return counts
 
 
+def es_number(x):
+    """A JSON number's text in RFC 8785: ECMAScript's Number::toString (shortest digits that
+    round-trip, exponent form only below 1e-6 or from 1e21)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise Invalid(f"not a number: {x!r}")
+    if isinstance(x, int):
+        if abs(x) > MAX_SAFE:
+            raise Invalid("an integer outside +-(2^53-1)")
+        return str(x)
+    if x != x or x in (float("inf"), float("-inf")):
+        raise Invalid("NaN or infinity")
+    if x == 0:
+        return "0"
+    if x < 0:
+        return "-" + es_number(-x)
+    mantissa, _, exp = repr(x).partition("e")
+    whole, _, frac = mantissa.partition(".")
+    digits = whole + frac
+    zeros = len(digits) - len(digits.lstrip("0"))
+    s = digits.lstrip("0").rstrip("0")
+    n = len(whole) - zeros + int(exp or 0)
+    k = len(s)
+    if k <= n <= 21:
+        return s + "0" * (n - k)
+    if 0 < n <= 21:
+        return s[:n] + "." + s[n:]
+    if -6 < n <= 0:
+        return "0." + "0" * -n + s
+    e = n - 1
+    return (s[0] + ("." + s[1:] if k > 1 else "")) + "e" + ("+" if e >= 0 else "-") + str(abs(e))
+
+
+def canonical_es(value):
+    """RFC 8785 with floats: keys sorted by UTF-16 code units at every level, numbers as
+    ECMAScript writes them, strings with the minimal escapes."""
+    if isinstance(value, dict):
+        items = sorted(value.items(), key=lambda kv: kv[0].encode("utf-16-be"))
+        return "{" + ",".join(json.dumps(k, ensure_ascii=False) + ":" + canonical_es(v)
+                              for k, v in items) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(canonical_es(v) for v in value) + "]"
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return es_number(value)
+
+
+def content_sha256(proposal):
+    """A memory proposal's `content_sha256` (docs/receipts.md, "Memory reviews"): the proposal
+    as its run wrote it — status pending, review fields and handoff_id null — in RFC 8785."""
+    bare = dict(proposal)
+    bare.update(status="pending", decided_by=None, decided_at=None, decision_reason=None,
+                handoff_id=None)
+    return canonical_es(bare)
+
+
 def main():
+    if sys.argv[1] == "--content":
+        # independent_verifier.py --content PROPOSAL.json: its canonical text's sha256, and
+        # the text itself on stderr.
+        text = content_sha256(json.load(open(sys.argv[2], encoding="utf-8")))
+        sys.stderr.write(text)
+        print(digest(text.encode("utf-8")))
+        return
     if sys.argv[1] == "--hashes":
         # independent_verifier.py --hashes PUBLIC_KEY.pem RUN_DIR: recompute, print the counts.
         key, key_id = load_key(sys.argv[2])

@@ -58,7 +58,11 @@ PY
 # The expected verdicts, as craik gives them (review each by hand after regenerating).
 for d in "$out"/*/; do
   [ -f "$d/journal.jsonl" ] || continue
+  # A vector with its own key is made (and its verdict written) by make-strict.sh.
+  [ -f "$d/signing.pub.pem" ] && continue
   "$craik" receipts verify "$d/journal.jsonl" --key "$out/signing.pub.pem" --format json \
     | python3 -c 'import json,sys; r=json.load(sys.stdin)[0]; f=r.get("failure"); print(json.dumps({"valid": f is None, "line": f and f["line"], "what": f and f["what"]}, indent=2))' \
     > "$d/expected.json" || true
 done
+# The vectors that carry their own key (issue 31 item 5).
+sh "$out/make-strict.sh" "$craik"

@@ -878,6 +878,11 @@ pub struct HomeCheck {
     /// not ended).
     #[serde(skip)]
     pub open: Vec<PathBuf>,
+    /// The journals whose ledger entries `craik ledger rebuild` wrote (`rebuilt: true`): the
+    /// ledger vouches for them only from the rebuild on. Filled by
+    /// [`crate::audits::check`], which reads the verified ledger's entries.
+    #[serde(skip)]
+    pub rebuilt_journals: BTreeSet<PathBuf>,
 }
 
 impl HomeCheck {
@@ -1267,6 +1272,7 @@ fn check_home_once(home: &Home, keys: &KeyRing, threads: usize) -> HomeCheck {
         ring: keys.clone(),
         journal_keys: BTreeMap::new(),
         open: Vec::new(),
+        rebuilt_journals: BTreeSet::new(),
     };
     let shown = ledger.display().to_string();
     let read = fs::read(&ledger);

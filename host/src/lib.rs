@@ -11,6 +11,7 @@
 //! - [`journal`]: a run's receipt journal on disk;
 //! - [`keys`]: the receipt signing key on disk;
 //! - [`ledger`]: the home ledger naming every journal of a home, and the check against it;
+//!   [`audits`]: the audit summaries it names;
 //! - [`policies`], [`embedded`]: policy bundles and grants from files, and the default bundle;
 //! - [`project`], [`case`], [`prompt`]: the project profile, the case file and the compiled
 //!   prompt assembled before a run;
@@ -24,6 +25,7 @@
 //! kernel confines re-executes the running binary (see [`confine`]).
 
 pub mod adapter;
+pub mod audits;
 pub mod case;
 pub mod clock;
 pub mod config;

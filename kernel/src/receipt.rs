@@ -25,7 +25,10 @@ mod verify;
 pub use dsse::{CHECKPOINT_PAYLOAD_TYPE, Envelope, RECEIPT_PAYLOAD_TYPE, Signature, pae};
 pub use journal::{JournalError, JournalWriter, ReceiptDraft};
 pub use merkle::{MerkleRange, leaf_hash, node_hash};
-pub use note::{checkpoint_note, note_key_hash, note_verifier_key, open_note};
+pub use note::{
+    OpenedNote, checkpoint_note, note_key_hash, note_verifier_key, open_checkpoint_note, open_note,
+    parse_note_verifier_key,
+};
 pub use payload::{
     Checkpoint, DecidedBy, DecidedByKind, MAX_SAFE_INTEGER, ReceiptPayload, canonical_bytes,
     check_json_numbers, payload_schema_text, receipt_hash,
@@ -36,6 +39,6 @@ pub use proof::{
 };
 pub use signer::{Ed25519Signer, KeyRing, Signer, key_id_of, spki_der};
 pub use verify::{
-    Failure, Report, Verifier, VerifyOptions, verify_journal, verify_journal_with,
-    verify_open_journal,
+    Failure, Report, Verifier, VerifyOptions, open_checkpoint_line, verify_journal,
+    verify_journal_with, verify_open_journal,
 };

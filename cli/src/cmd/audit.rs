@@ -209,6 +209,9 @@ struct RunHead {
     /// the counts are adapter-reported).
     #[serde(skip_serializing_if = "Option::is_none")]
     model_steps: Option<ModelSteps>,
+    /// The home ledger names this journal only through `craik ledger rebuild` (its entries
+    /// carry `rebuilt: true`): it vouches for it from the rebuild on (issue 31 item 4).
+    rebuilt: bool,
 }
 
 /// A file of the run directory whose sha256 the run's `run.inputs` receipt signs.
@@ -1074,6 +1077,10 @@ fn audit_run(
     let model_steps = ModelSteps::of(&facts);
     let head = RunHead {
         model_steps,
+        rebuilt: ctx
+            .homes
+            .iter()
+            .any(|c| craik_host::audits::entered_by_rebuild(c, journal)),
         journal: journal.display().to_string(),
         run_id: report.run_id.clone(),
         policy_sets: facts.policy_sets,
@@ -1375,6 +1382,11 @@ fn human_head(out: &mut Out, shown: &Shown, run: &RunHead, v: &Report) -> Result
         "  run         {}",
         run.run_id.as_deref().unwrap_or("?")
     ))?;
+    if run.rebuilt {
+        out.line(
+            "  ledger      entered by `craik ledger rebuild` (rebuilt): the ledger vouches for this journal from the rebuild on, not from when it was written",
+        )?;
+    }
     out.line(format_args!(
         "  policy set  {}{}",
         run.policy_sets.join(", "),

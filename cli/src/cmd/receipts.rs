@@ -83,6 +83,10 @@ struct Verified {
     path: String,
     #[serde(flatten)]
     report: Report,
+    /// The home ledger names this journal only through `craik ledger rebuild` (issue 31 item
+    /// 4): it vouches for it from the rebuild on, not from when the journal was written.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    rebuilt: bool,
 }
 
 /// A check on what a journal binds that failed: the journal line of the receipt concerned,
@@ -421,10 +425,10 @@ pub(crate) fn checked(
     if report.failure.is_none() && !report.closed && !signed_open(path, ring) {
         report.failure = Some(fail(
             "not closed",
-            // After the last line: where the closing checkpoint should be.
+            // The journal's last line (after which its final checkpoint is missing), as the
+            // kernel's verifier reports it: one line number for one finding (issue 31 item 5).
             usize::try_from(report.receipts.saturating_add(report.checkpoints))
-                .unwrap_or(usize::MAX)
-                .saturating_add(1),
+                .unwrap_or(usize::MAX),
             "journal not closed, and nothing signed says its run is parked or running (truncated?); --allow-open accepts only a journal ending in a `run.parked` receipt or one its home ledger records as started and not closed".into(),
         ));
     }
@@ -678,24 +682,30 @@ pub(crate) fn verify(
         if !report.is_valid() {
             exit = Exit::CheckFailed;
         }
+        let rebuilt = homes
+            .iter()
+            .chain(&enclosing)
+            .any(|c| craik_host::audits::entered_by_rebuild(c, &path));
         let verified = Verified {
             path: path.display().to_string(),
             report,
+            rebuilt,
         };
         if format == Format::Human {
             print_result(out, &verified, allow_open)?;
         }
         results.push(verified);
     }
-    // Journals the ledger names that are gone.
-    for problem in homes
-        .iter()
-        .flat_map(|c| c.problems.iter())
-        .filter(|p| p.what == "missing")
-    {
+    // Journals the ledger names that are gone, and files under `audits/` that are no journal
+    // (a journal there is reported above, with its problem).
+    for problem in homes.iter().flat_map(|c| c.problems.iter()).filter(|p| {
+        p.what == "missing"
+            || (p.what == craik_host::audits::PROBLEM && !p.journal.ends_with(JOURNAL_NAME))
+    }) {
         let verified = Verified {
             path: problem.journal.display().to_string(),
             report: missing_report(problem),
+            rebuilt: false,
         };
         exit = Exit::CheckFailed;
         if format == Format::Human {
@@ -789,12 +799,7 @@ pub(crate) fn enclosing_homes(
             roots.push(root);
         }
     }
-    roots
-        .iter()
-        .map(|r| {
-            craik_host::ledger::check_home(&craik_host::run::store::Home::new(r), ring, threads())
-        })
-        .collect()
+    roots.iter().map(|r| check_home(r, ring)).collect()
 }
 
 /// The ledger check of every home among `paths` (a directory holding `runs/`).
@@ -802,10 +807,18 @@ pub(crate) fn home_checks(paths: &[PathBuf], ring: &KeyRing) -> Vec<craik_host::
     paths
         .iter()
         .filter(|p| p.join("runs").is_dir() || p.join(craik_host::ledger::LEDGER_NAME).is_file())
-        .map(|p| {
-            craik_host::ledger::check_home(&craik_host::run::store::Home::new(p), ring, threads())
-        })
+        .map(|p| check_home(p, ring))
         .collect()
+}
+
+/// The ledger check of the home at `root`, with what it names beyond run and review journals:
+/// its signed audit summaries (every file under `audits/` named, as named) and the journals
+/// `craik ledger rebuild` entered.
+fn check_home(root: &Path, ring: &KeyRing) -> craik_host::ledger::HomeCheck {
+    let mut check =
+        craik_host::ledger::check_home(&craik_host::run::store::Home::new(root), ring, threads());
+    craik_host::audits::check(root, &mut check);
+    check
 }
 
 /// The keys to verify `journal` with: its home's (the trusted keys and those its ledger's
@@ -869,6 +882,7 @@ fn ledger_result(check: &craik_host::ledger::HomeCheck) -> Verified {
     Verified {
         path: check.ledger.display().to_string(),
         report,
+        rebuilt: false,
     }
 }
 
@@ -876,12 +890,17 @@ fn print_result(out: &mut Out, verified: &Verified, allow_open: bool) -> Result<
     let (report, path) = (&verified.report, Path::new(&verified.path));
     match &report.failure {
         None => out.line(format_args!(
-            "{}: valid — {} receipts, {} checkpoints, {} (run {})",
+            "{}: valid — {} receipts, {} checkpoints, {} (run {}){}",
             path.display(),
             report.receipts,
             report.checkpoints,
             if report.closed { "closed" } else { "open" },
-            report.run_id.as_deref().unwrap_or("?")
+            report.run_id.as_deref().unwrap_or("?"),
+            if verified.rebuilt {
+                "; entered into the ledger by `craik ledger rebuild` (rebuilt): vouched for from the rebuild on"
+            } else {
+                ""
+            }
         ))?,
         Some(f) => {
             let seq = f.seq.map(|s| format!(" (seq {s})")).unwrap_or_default();

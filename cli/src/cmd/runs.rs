@@ -1323,7 +1323,12 @@ fn ended_refusal(host: &Host, run_id: &str, verb: &str) -> craik_host::Error {
 pub(crate) fn ledger_rebuild(out: &mut Out, format: Format, home: &Path) -> Result<Exit, Failure> {
     let home = Home::new(home);
     let (signer, ring) = keys(&home, out, false)?;
-    let done = craik_host::ledger::rebuild(&home, &signer, &ring, OffsetDateTime::now_utc())?;
+    let mut done = craik_host::ledger::rebuild(&home, &signer, &ring, OffsetDateTime::now_utc())?;
+    // Audit summaries the ledger does not name (written before it named them, or a crash).
+    let (recorded, refused) =
+        craik_host::audits::rebuild(&home, &signer, &ring, OffsetDateTime::now_utc())?;
+    done.recorded.extend(recorded);
+    done.refused.extend(refused);
     match format {
         Format::Human => {
             for line in &done.recorded {

@@ -842,3 +842,201 @@ fn issue_31_a_memory_reviewers_reason_is_shown() {
     assert_eq!(reviewed.len(), 1);
     assert_eq!(reviewed[0]["reason"], "checked against src/lib.rs");
 }
+
+/// Every `ledger.audit_written` entry of a home's ledger: (target, metadata).
+fn audit_entries(home: &Path) -> Vec<(String, Value)> {
+    use base64::Engine as _;
+    std::fs::read_to_string(home.join("ledger.jsonl"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let e: Value = serde_json::from_str(l).unwrap();
+            let p: Value = serde_json::from_slice(
+                &base64::engine::general_purpose::STANDARD
+                    .decode(e["payload"].as_str().unwrap())
+                    .unwrap(),
+            )
+            .unwrap();
+            (p["capability"] == "ledger.audit_written").then(|| {
+                (
+                    p["target"].as_str().unwrap().to_owned(),
+                    p["result"]["metadata"].clone(),
+                )
+            })
+        })
+        .collect()
+}
+
+/// Issue 31 item 4: audit summaries are named by the home ledger. `audit --summary` records a
+/// `ledger.audit_written` entry (target the audit id, metadata the file and its sha256); then
+/// `receipts verify HOME` and `audit HOME` catch a summary replaced, deleted or planted (a
+/// stray file too), naming it, and `ledger rebuild` records a summary a crash left unnamed
+/// (marked rebuilt) but refuses a file that is no summary.
+#[test]
+fn issue_31_audit_summaries_are_named_by_the_ledger() {
+    use sha2::Digest as _;
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, _, _) = run_example(&home, &crate::runs::example("docs-review"), &[]);
+    assert_eq!(exit, 0);
+    let h = home.to_str().unwrap();
+    let summary = |extra: &[&str]| {
+        let out = craik()
+            .args(["audit", h, "--summary", "--format", "json", "--home", h])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", crate::transcript(&out));
+        let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+        std::path::PathBuf::from(shown["signed"].as_str().unwrap())
+    };
+    let file = summary(&[]);
+    // `ledger.entries` is a count: the summary's `last_hash` is the hash of the entry with seq
+    // `entries - 1` (the entry naming the summary itself came after).
+    {
+        use base64::Engine as _;
+        let line = std::fs::read_to_string(&file).unwrap();
+        let e: Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+        let p: Value = serde_json::from_slice(
+            &base64::engine::general_purpose::STANDARD
+                .decode(e["payload"].as_str().unwrap())
+                .unwrap(),
+        )
+        .unwrap();
+        let head = &p["result"]["metadata"]["ledger"];
+        let hashes: Vec<String> = std::fs::read_to_string(home.join("ledger.jsonl"))
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("capability-receipt"))
+            .map(|l| {
+                let e: Value = serde_json::from_str(l).unwrap();
+                let payload = base64::engine::general_purpose::STANDARD
+                    .decode(e["payload"].as_str().unwrap())
+                    .unwrap();
+                format!(
+                    "sha256:{}",
+                    craik_kernel::to_hex(&sha2::Sha256::digest(&payload))
+                )
+            })
+            .collect();
+        let entries = head["entries"].as_u64().unwrap() as usize;
+        assert_eq!(entries, hashes.len() - 1, "{head}");
+        assert_eq!(head["last_hash"], hashes[entries - 1], "{head}");
+    }
+    let id = file
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let sha = format!(
+        "sha256:{}",
+        craik_kernel::to_hex(&sha2::Sha256::digest(std::fs::read(&file).unwrap()))
+    );
+    assert_eq!(
+        audit_entries(&home),
+        vec![(
+            id.clone(),
+            serde_json::json!({
+                "journal": format!("audits/{id}/receipts.jsonl"),
+                "audit_id": id,
+                "sha256": sha,
+            })
+        )]
+    );
+    let verify = || crate::ledger::verify_home_for(&home);
+    let audit = || craik().args(["audit", h, "--home", h]).output().unwrap();
+    let (v, a) = (verify(), audit());
+    assert_eq!(v.status.code(), Some(0), "{}", crate::transcript(&v));
+    assert_eq!(a.status.code(), Some(0), "{}", crate::transcript(&a));
+    // A second summary (the first is named and checked while it is made).
+    let second = summary(&[]);
+    assert_eq!(audit_entries(&home).len(), 2);
+    let v = verify();
+    assert_eq!(v.status.code(), Some(0), "{}", crate::transcript(&v));
+
+    let expect_bad = |needle: &str, path: &Path| {
+        let shown = path.display().to_string();
+        for (name, out) in [("verify", verify()), ("audit", audit())] {
+            assert_eq!(
+                out.status.code(),
+                Some(1),
+                "{name}: {}",
+                crate::transcript(&out)
+            );
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert!(
+                text.lines()
+                    .any(|l| l.contains(&shown) && l.contains(needle)),
+                "{name}: no line naming {shown} with `{needle}`:\n{text}"
+            );
+        }
+    };
+    // Replaced by another summary signed with the same key (each verifies on its own).
+    let kept = std::fs::read(&file).unwrap();
+    std::fs::copy(&second, &file).unwrap();
+    expect_bad("replaced or changed", &file);
+    // Deleted.
+    std::fs::remove_file(&file).unwrap();
+    expect_bad("missing", &file);
+    std::fs::write(&file, &kept).unwrap();
+    assert_eq!(verify().status.code(), Some(0));
+    // A stray file, and a summary planted under a name of its own.
+    let stray = home.join("audits/notes.txt");
+    std::fs::write(&stray, "hello\n").unwrap();
+    expect_bad("not named by the ledger", &stray);
+    std::fs::remove_file(&stray).unwrap();
+
+    // A summary a crash left unnamed (written, not yet recorded): here one written outside
+    // the home (never recorded) and moved into `audits/` under its own id.
+    let outside = dir.path().join("s.jsonl");
+    let written = summary(&["--summary-out", outside.to_str().unwrap()]);
+    assert_eq!(written, outside);
+    assert_eq!(
+        audit_entries(&home).len(),
+        2,
+        "a summary outside the home is not named"
+    );
+    let line = std::fs::read_to_string(&outside).unwrap();
+    let other_id = {
+        use base64::Engine as _;
+        let e: Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+        let p: Value = serde_json::from_slice(
+            &base64::engine::general_purpose::STANDARD
+                .decode(e["payload"].as_str().unwrap())
+                .unwrap(),
+        )
+        .unwrap();
+        p["run_id"].as_str().unwrap().to_owned()
+    };
+    let planted = home.join("audits").join(&other_id).join("receipts.jsonl");
+    std::fs::create_dir_all(planted.parent().unwrap()).unwrap();
+    std::fs::copy(&outside, &planted).unwrap();
+    expect_bad("not named by the ledger", &planted);
+    std::fs::write(&stray, "hello\n").unwrap();
+    let out = craik()
+        .args(["ledger", "rebuild", "--home", h])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", crate::transcript(&out));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        text.contains(&format!(
+            "recorded  ledger.audit_written {other_id} (rebuilt)"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("notes.txt"),
+        "the stray file is refused: {text}"
+    );
+    let entries = audit_entries(&home);
+    assert_eq!(entries.len(), 3);
+    assert_eq!(entries[2].0, other_id);
+    assert_eq!(entries[2].1["rebuilt"], true);
+    std::fs::remove_file(&stray).unwrap();
+    let v = verify();
+    assert_eq!(v.status.code(), Some(0), "{}", crate::transcript(&v));
+}

@@ -961,6 +961,9 @@ fn issue_20_the_docs_vectors_hold_for_craik_and_an_independent_verifier() {
         let expected: serde_json::Value =
             serde_json::from_slice(&fs::read(dir.join("expected.json")).unwrap()).unwrap();
         let journal = dir.join("journal.jsonl");
+        // A vector made with a key of its own (one its holder had to sign with) carries it.
+        let own = dir.join("signing.pub.pem");
+        let key = if own.is_file() { own } else { key.clone() };
         let o = crate::craik()
             .args(["receipts", "verify", "--format", "json", "--key"])
             .arg(&key)
@@ -1007,7 +1010,7 @@ fn issue_20_the_docs_vectors_hold_for_craik_and_an_independent_verifier() {
             }
         }
     }
-    assert_eq!(valid, 2);
+    assert_eq!(valid, 3);
     let weak = vectors.join("small-order-key/signing.pub.pem");
     let o = crate::craik()
         .args(["receipts", "verify", "--key"])
@@ -1155,4 +1158,509 @@ fn issue_30_a_home_is_verified_with_its_own_key() {
             crate::transcript(&out)
         );
     }
+}
+
+/// The `n`th checkpoint line (1-based) of a journal's text, with its newline.
+fn checkpoint_line(text: &str, n: usize) -> String {
+    let line = text
+        .lines()
+        .filter(|l| l.contains("vnd.craik.checkpoint"))
+        .nth(n - 1)
+        .unwrap();
+    format!("{line}\n")
+}
+
+/// `receipts consistency OLD CURRENT --key k/signing.pub.pem --format json` in `dir`, plus
+/// `extra`: (exit, report).
+fn consistency(dir: &Path, old: &str, current: &str, extra: &[&str]) -> (i32, serde_json::Value) {
+    let mut args = vec![
+        "receipts",
+        "consistency",
+        old,
+        current,
+        "--key",
+        "k/signing.pub.pem",
+        "--format",
+        "json",
+    ];
+    args.extend(extra);
+    let o = run_in(dir, &args);
+    let code = o.status.code().unwrap();
+    let report = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|_| serde_json::json!({ "stderr": String::from_utf8_lossy(&o.stderr) }));
+    (code, report)
+}
+
+/// Signs `note`'s text again with a fresh key under `name` (Python `cryptography`): the same
+/// tree size and root, another signer. Prints the note, then its verifier key.
+fn resign_note(note: &str, name: &str) -> (String, String) {
+    let script = r#"
+import base64, hashlib, sys
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives import serialization
+note, name = sys.argv[1], sys.argv[2]
+text = note.split("\n\n", 1)[0] + "\n"
+key = Ed25519PrivateKey.generate()
+pub = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+khash = hashlib.sha256(name.encode() + b"\n\x01" + pub).digest()[:4]
+sig = base64.b64encode(khash + key.sign(text.encode())).decode()
+vkey = name + "+" + khash.hex() + "+" + base64.b64encode(b"\x01" + pub).decode()
+sys.stdout.write(text + "\n\u2014 " + name + " " + sig + "\n" + "\0" + vkey)
+"#;
+    let py = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(note)
+        .arg(name)
+        .output()
+        .unwrap();
+    assert!(py.status.success(), "{}", transcript(&py));
+    let out = String::from_utf8(py.stdout).unwrap();
+    let (note, vkey) = out.split_once('\0').unwrap();
+    (note.to_owned(), vkey.to_owned())
+}
+
+/// Issue 31 item 4: `receipts consistency` works from what a witness keeps — the journal's
+/// last checkpoint line, or the C2SP note `receipts checkpoint` printed — as well as from a
+/// saved copy: a journal that grew is consistent with each; a journal rewritten under the same
+/// key, or cut shorter than the witness's size, is not (exit 1, saying which); a note signed
+/// by a key nobody trusts, or changed after signing, and a changed checkpoint line are
+/// refused before any proof (exit 1).
+#[test]
+fn issue_31_consistency_from_a_witness_checkpoint_line_or_note() {
+    let dir = setup(30);
+    let d = dir.path();
+    // A home whose key signed the journal, so `receipts checkpoint` can sign notes.
+    fs::create_dir_all(d.join("h/keys")).unwrap();
+    for f in ["signing.key.pem", "signing.pub.pem"] {
+        fs::copy(d.join("k").join(f), d.join("h/keys").join(f)).unwrap();
+    }
+    let text = fs::read_to_string(d.join("journal.jsonl")).unwrap();
+    // The journal as it stood at 8 receipts (through its second checkpoint), what a witness
+    // kept of it then (that checkpoint line; the note over it), and the final line now.
+    let cut: String = {
+        let at = text.find(&checkpoint_line(&text, 2)).unwrap() + checkpoint_line(&text, 2).len();
+        text[..at].to_owned()
+    };
+    fs::write(d.join("old.jsonl"), &cut).unwrap();
+    fs::write(d.join("cp8.line"), checkpoint_line(&text, 2)).unwrap();
+    fs::write(
+        d.join("cp30.line"),
+        text.lines().last().unwrap().to_owned() + "\n",
+    )
+    .unwrap();
+    let note_of = |journal: &str| {
+        let o = run_in(
+            d,
+            &[
+                "receipts",
+                "checkpoint",
+                journal,
+                "--home",
+                "h",
+                "--format",
+                "json",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", transcript(&o));
+        let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        (
+            r["note"].as_str().unwrap().to_owned(),
+            r["verifier_key"].as_str().unwrap().to_owned(),
+        )
+    };
+    let (note8, vkey) = note_of("old.jsonl");
+    fs::write(d.join("note8.txt"), &note8).unwrap();
+    let (note30, _) = note_of("journal.jsonl");
+    fs::write(d.join("note30.txt"), &note30).unwrap();
+
+    // A good extension, from each form.
+    for (old, form) in [
+        ("old.jsonl", "journal"),
+        ("cp8.line", "checkpoint"),
+        ("note8.txt", "note"),
+    ] {
+        let (code, r) = consistency(d, old, "journal.jsonl", &[]);
+        assert_eq!(code, 0, "{old}: {r}");
+        assert_eq!(r["old_form"], form, "{r}");
+        assert_eq!(r["consistent"], true, "{r}");
+        assert_eq!(
+            (r["old_size"].as_u64(), r["new_size"].as_u64()),
+            (Some(8), Some(30))
+        );
+        assert!(!r["proof"].as_array().unwrap().is_empty(), "{r}");
+    }
+    // The same size: the witness's own head, consistent with an empty proof.
+    let (code, r) = consistency(d, "cp30.line", "journal.jsonl", &[]);
+    assert_eq!((code, r["consistent"].as_bool()), (0, Some(true)), "{r}");
+    // The note names its key: its verifier key alone is enough (a witness's configuration).
+    let (code, r) = consistency(d, "note8.txt", "journal.jsonl", &["--verifier-key", &vkey]);
+    assert_eq!(code, 0, "{r}");
+
+    // History rewritten under the same key: the same run id, other receipts.
+    let o = run_in(
+        d,
+        &[
+            "bench",
+            "receipts",
+            "--count",
+            "12",
+            "--key",
+            "k/signing.key.pem",
+            "--out",
+            "rewritten.jsonl",
+            "--checkpoint-every",
+            "4",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", transcript(&o));
+    for old in ["cp8.line", "note8.txt"] {
+        let (code, r) = consistency(d, old, "rewritten.jsonl", &[]);
+        assert_eq!(code, 1, "{old}: {r}");
+        assert_eq!(r["consistent"], false, "{r}");
+        assert_eq!(r["inconsistency"], "rewritten", "{r}");
+        assert_ne!(r["current_root_at_old_size"], r["old_root"], "{r}");
+    }
+    let o = run_in(
+        d,
+        &[
+            "receipts",
+            "consistency",
+            "note8.txt",
+            "rewritten.jsonl",
+            "--key",
+            "k/signing.pub.pem",
+        ],
+    );
+    assert!(
+        stdout(&o).contains("NOT CONSISTENT: the current journal rewrote history (its first 8 receipts hash to sha256:"),
+        "{}",
+        transcript(&o)
+    );
+
+    // Cut short: the current journal is shorter than what the witness saw.
+    for old in ["cp30.line", "note30.txt"] {
+        let (code, r) = consistency(d, old, "old.jsonl", &[]);
+        assert_eq!(code, 1, "{old}: {r}");
+        assert_eq!(r["inconsistency"], "cut_short", "{r}");
+    }
+
+    // A note of the same tree signed by another key: refused, whatever its name says; with
+    // that key's verifier key given, it is the witness's and it holds.
+    let default_name = note8
+        .lines()
+        .last()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .to_owned();
+    let (forged, forged_vkey) = resign_note(&note8, &default_name);
+    fs::write(d.join("forged.txt"), &forged).unwrap();
+    let (code, r) = consistency(d, "forged.txt", "journal.jsonl", &[]);
+    assert_eq!(code, 1, "{r}");
+    let err = r["stderr"].as_str().unwrap();
+    assert!(err.contains("no signature by a trusted key"), "{err}");
+    let (code, r) = consistency(
+        d,
+        "forged.txt",
+        "journal.jsonl",
+        &["--verifier-key", &forged_vkey],
+    );
+    assert_eq!((code, r["consistent"].as_bool()), (0, Some(true)), "{r}");
+
+    // A tampered note (size or root changed after signing) and a tampered checkpoint line.
+    let lines: Vec<&str> = note8.lines().collect();
+    let smaller = note8.replacen("\n8\n", "\n7\n", 1);
+    let mut root = lines[2].to_owned();
+    root.replace_range(0..1, if &root[0..1] == "A" { "B" } else { "A" });
+    let other_root = note8.replacen(lines[2], &root, 1);
+    for (name, bad) in [("smaller", smaller), ("root", other_root)] {
+        assert_ne!(bad, note8);
+        fs::write(d.join("bad.txt"), &bad).unwrap();
+        let (code, r) = consistency(d, "bad.txt", "journal.jsonl", &[]);
+        assert_eq!(code, 1, "{name}: {r}");
+        let err = r["stderr"].as_str().unwrap();
+        assert!(
+            err.contains("does not verify over the note"),
+            "{name}: {err}"
+        );
+    }
+    let cp = checkpoint_line(&text, 2);
+    let bad = cp.replacen("\"payload\":\"", "\"payload\":\"A", 1);
+    fs::write(d.join("bad.line"), bad).unwrap();
+    let (code, r) = consistency(d, "bad.line", "journal.jsonl", &[]);
+    assert_eq!(code, 1, "{r}");
+    assert!(
+        r["stderr"].as_str().unwrap().contains("bad.line: line 1"),
+        "{r}"
+    );
+    // A verifier key whose hash is not its own is a usage error.
+    let (code, _) = consistency(
+        d,
+        "note8.txt",
+        "journal.jsonl",
+        &["--verifier-key", "craik+00000000+AQ=="],
+    );
+    assert_eq!(code, 2);
+}
+
+/// Issue 31 item 4: a witness of a home's ledger. The note `receipts checkpoint HOME` prints
+/// (and the ledger's last line) stay consistent as the home records more runs; a ledger put
+/// back to an earlier copy is cut short of what the witness saw.
+#[test]
+fn issue_31_a_witness_of_the_home_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let home = d.join("home");
+    let ex = repo_root().join("examples/docs-review");
+    let (exit, _, _) = crate::runs::run_example(&home, &ex, &[]);
+    assert_eq!(exit, 0);
+    let h = home.to_str().unwrap();
+    let ledger = home.join("ledger.jsonl");
+    let early = fs::read_to_string(&ledger).unwrap();
+    fs::write(
+        d.join("ledger.line"),
+        early.lines().last().unwrap().to_owned() + "\n",
+    )
+    .unwrap();
+    let o = run_in(
+        d,
+        &["receipts", "checkpoint", h, "--home", h, "--format", "json"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", transcript(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(r["origin"].as_str().unwrap().ends_with("/ledger"), "{r}");
+    fs::write(d.join("ledger.note"), r["note"].as_str().unwrap()).unwrap();
+    let (exit, _, _) = crate::runs::run_example(&home, &ex, &[]);
+    assert_eq!(exit, 0);
+    let key = home.join("keys/signing.pub.pem");
+    let check = |old: &str| {
+        let o = crate::craik()
+            .current_dir(d)
+            .args([
+                "receipts",
+                "consistency",
+                old,
+                h,
+                "--home",
+                h,
+                "--format",
+                "json",
+                "--key",
+            ])
+            .arg(&key)
+            .output()
+            .unwrap();
+        let r: serde_json::Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", transcript(&o)));
+        (o.status.code().unwrap(), r)
+    };
+    for old in ["ledger.line", "ledger.note"] {
+        let (code, r) = check(old);
+        assert_eq!(code, 0, "{old}: {r}");
+        assert_eq!(r["run_id"], "ledger", "{r}");
+        assert!(r["new_size"].as_u64() > r["old_size"].as_u64(), "{r}");
+    }
+    // The witness saw the ledger now; then the earlier copy is put back.
+    let now = fs::read_to_string(&ledger).unwrap();
+    fs::write(
+        d.join("ledger.line"),
+        now.lines().last().unwrap().to_owned() + "\n",
+    )
+    .unwrap();
+    fs::write(&ledger, &early).unwrap();
+    let (code, r) = check("ledger.line");
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(r["inconsistency"], "cut_short", "{r}");
+}
+
+/// Issue 31 item 5: the spec points settled in docs/receipts.md hold on their vectors for
+/// `craik` and the independent verifier: a journal that is not closed is reported at its last
+/// line whichever path reports it (with `--allow-open` and nothing signed saying its run goes
+/// on, too); a signature whose R is the identity point is refused by both (strict,
+/// cofactorless ed25519 — OpenSSL alone accepts it); the C2SP note vector verifies under its
+/// key and under its verifier key, whose base64 holds `+`.
+#[test]
+fn issue_31_spec_points_hold_on_their_vectors() {
+    let vectors = repo_root().join("docs/vectors");
+    let verify = |dir: &str, extra: &[&str]| {
+        let d = vectors.join(dir);
+        let key = if d.join("signing.pub.pem").is_file() {
+            d.join("signing.pub.pem")
+        } else {
+            vectors.join("signing.pub.pem")
+        };
+        let o = crate::craik()
+            .args(["receipts", "verify", "--format", "json", "--key"])
+            .arg(&key)
+            .arg(d.join("journal.jsonl"))
+            .args(extra)
+            .output()
+            .unwrap();
+        let r: serde_json::Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", transcript(&o)));
+        let py = Command::new("python3")
+            .arg(repo_root().join("cli/tests/independent_verifier.py"))
+            .arg(&key)
+            .arg(d.join("journal.jsonl"))
+            .output()
+            .unwrap();
+        (
+            o.status.code().unwrap(),
+            r[0]["failure"].clone(),
+            String::from_utf8_lossy(&py.stdout).trim().to_owned(),
+        )
+    };
+    let lines = |dir: &str| {
+        fs::read_to_string(vectors.join(dir).join("journal.jsonl"))
+            .unwrap()
+            .lines()
+            .count()
+    };
+    let last = lines("final-checkpoint-removed");
+    for extra in [&[][..], &["--allow-open"][..]] {
+        let (code, failure, py) = verify("final-checkpoint-removed", extra);
+        assert_eq!(code, 1, "{extra:?}");
+        assert_eq!(failure["what"], "not closed", "{extra:?}");
+        assert_eq!(failure["line"], last, "{extra:?}: its last line");
+        assert_eq!(py, format!("invalid: line {last}: not closed"));
+    }
+    let (code, failure, py) = verify("small-order-r", &[]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        (failure["line"].as_u64(), failure["what"].as_str()),
+        (Some(2), Some("signature"))
+    );
+    assert!(
+        py.starts_with("invalid: line 2: a signature whose R is a small-order point"),
+        "{py}"
+    );
+    // Only that line differs from a valid journal: OpenSSL's verify alone (cofactorless, but
+    // accepting a small-order R) says the line verifies.
+    let journal = fs::read_to_string(vectors.join("small-order-r/journal.jsonl")).unwrap();
+    let line2: serde_json::Value = serde_json::from_str(journal.lines().nth(1).unwrap()).unwrap();
+    let sig = line2["signatures"][0]["sig"].as_str().unwrap();
+    use base64::Engine as _;
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(sig)
+        .unwrap();
+    assert_eq!(&raw[..32], &{
+        let mut r = [0u8; 32];
+        r[0] = 1;
+        r
+    });
+    let script = r#"
+import base64, json, sys
+from cryptography.hazmat.primitives import serialization
+key = serialization.load_pem_public_key(open(sys.argv[1], "rb").read())
+e = json.loads(open(sys.argv[2], "rb").read().split(b"\n")[1])
+t, p = e["payloadType"].encode(), base64.b64decode(e["payload"])
+key.verify(base64.b64decode(e["signatures"][0]["sig"]), b"DSSEv1 %d %s %d " % (len(t), t, len(p)) + p)
+"#;
+    let py = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(vectors.join("small-order-r/signing.pub.pem"))
+        .arg(vectors.join("small-order-r/journal.jsonl"))
+        .output()
+        .unwrap();
+    assert!(
+        py.status.success(),
+        "OpenSSL accepts it: {}",
+        transcript(&py)
+    );
+
+    // The note vector: its verifier key's base64 holds `+` (split at the first two only).
+    let d = vectors.join("checkpoint-note");
+    let want: serde_json::Value =
+        serde_json::from_slice(&fs::read(d.join("note.json")).unwrap()).unwrap();
+    let vkey = want["verifier_key"].as_str().unwrap();
+    assert!(vkey.splitn(3, '+').nth(2).unwrap().contains('+'), "{vkey}");
+    let consistency = |old: &str, extra: &[&str]| {
+        let o = crate::craik()
+            .args(["receipts", "consistency", "--format", "json", "--key"])
+            .arg(d.join("signing.pub.pem"))
+            .arg(d.join(old))
+            .arg(d.join("journal.jsonl"))
+            .args(extra)
+            .output()
+            .unwrap();
+        let r: serde_json::Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", transcript(&o)));
+        (o.status.code().unwrap(), r)
+    };
+    for (old, extra) in [
+        ("note.txt", &[][..]),
+        ("note.txt", &["--verifier-key", vkey][..]),
+        ("checkpoint.line", &[][..]),
+    ] {
+        let (code, r) = consistency(old, extra);
+        assert_eq!(code, 0, "{old}: {r}");
+        assert_eq!(r["old_size"], want["tree_size"], "{r}");
+        assert_eq!(r["old_root"], want["root_hash"], "{r}");
+    }
+    let (_, r) = consistency("note.txt", &[]);
+    assert_eq!(r["old_origin"], want["origin"]);
+    assert_eq!(r["old_key_name"], want["key_name"]);
+}
+
+/// Issue 31 item 5: a memory proposal's `content_sha256` has one text an independent
+/// verifier reproduces from the spec (RFC 8785, floats in ECMAScript form): the independent
+/// verifier computes the vector's (a confidence of `0.00001`, nested metadata out of order)
+/// byte for byte, and the hash a real run signed in its `memory.propose` receipt from the
+/// proposal file alone — and a changed confidence no longer matches.
+#[test]
+fn issue_31_memory_content_sha256_is_reproducible_from_the_spec() {
+    let content = |path: &Path| {
+        let py = Command::new("python3")
+            .arg(repo_root().join("cli/tests/independent_verifier.py"))
+            .arg("--content")
+            .arg(path)
+            .output()
+            .unwrap();
+        assert!(py.status.success(), "{}", transcript(&py));
+        (
+            stdout(&py).trim().to_owned(),
+            String::from_utf8(py.stderr).unwrap(),
+        )
+    };
+    let v = repo_root().join("docs/vectors/memory-content");
+    let want: serde_json::Value =
+        serde_json::from_slice(&fs::read(v.join("content.json")).unwrap()).unwrap();
+    let (hash, text) = content(&v.join("proposal.json"));
+    assert_eq!(hash, want["content_sha256"].as_str().unwrap());
+    assert_eq!(text, fs::read_to_string(v.join("canonical.json")).unwrap());
+    assert!(text.contains("\"confidence\":0.00001"), "{text}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, id, _) =
+        crate::runs::run_example(&home, &repo_root().join("examples/docs-review"), &[]);
+    assert_eq!(exit, 0);
+    let proposals: Vec<_> = fs::read_dir(home.join("memory"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(proposals.len(), 1);
+    let signed: Vec<String> = crate::runs::receipts(&home, &id)
+        .iter()
+        .filter(|r| r["capability"] == "memory.propose" && r["decision"] == "allow")
+        .map(|r| {
+            r["result"]["metadata"]["content_sha256"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(signed.len(), 1);
+    assert_eq!(content(&proposals[0]).0, signed[0]);
+    let text = fs::read_to_string(&proposals[0]).unwrap();
+    assert!(text.contains("\"confidence\": 0.9"), "{text}");
+    fs::write(
+        &proposals[0],
+        text.replace("\"confidence\": 0.9", "\"confidence\": 0.90001"),
+    )
+    .unwrap();
+    assert_ne!(content(&proposals[0]).0, signed[0]);
 }

@@ -200,19 +200,45 @@ pub fn review_id(id: &str) -> String {
     format!("review_{}", id.trim_start_matches("memprop_"))
 }
 
-/// `sha256:` of a proposal's content: its compact JSON as Craik writes the contract (fields
-/// in the schema's order) — every field, with `status` `pending` and the review fields
-/// (`decided_by`, `decided_at`, `decision_reason`) and `handoff_id` null. Not RFC 8785: a
-/// proposal's `confidence` is a float, which canonical JSON here refuses.
-pub fn content_digest(m: &MemoryProposal) -> Result<String, String> {
+/// The proposal as its run wrote it: every field, with `status` `pending` and the review
+/// fields (`decided_by`, `decided_at`, `decision_reason`) and `handoff_id` null.
+fn bare(m: &MemoryProposal) -> MemoryProposal {
     let mut bare = m.clone();
     bare.status = ProposalStatus::Pending;
     bare.decided_by = None;
     bare.decided_at = None;
     bare.decision_reason = None;
     bare.handoff_id = None;
-    let bytes = serde_json::to_vec(&bare).map_err(|e| format!("{}: {e}", m.id))?;
+    bare
+}
+
+/// `sha256:` of a proposal's content (`content_sha256`): the **RFC 8785** canonical JSON of
+/// the proposal as its run wrote it ([`bare`]) — keys sorted by UTF-16 code units at every
+/// level, and numbers in their ECMAScript form, so a float has one text an independent
+/// verifier reproduces (`0.00001`, `1e-7`; issue 31 item 5: the compact form wrote `1e-5`,
+/// Python `1e-05`). docs/receipts.md, "Memory reviews"; vector `docs/vectors/memory-content/`.
+pub fn content_digest(m: &MemoryProposal) -> Result<String, String> {
+    let value = serde_json::to_value(bare(m)).map_err(|e| format!("{}: {e}", m.id))?;
+    let bytes = serde_jcs::to_vec(&value).map_err(|e| format!("{}: {e}", m.id))?;
     Ok(crate::run::exec::digest(&bytes))
+}
+
+/// `content_sha256` as runs before issue 31 signed it: the proposal's compact JSON in the
+/// contract's field order (`serde_json`'s float text). Accepted when checking what such a run
+/// signed; never written.
+fn legacy_content_digest(m: &MemoryProposal) -> Result<String, String> {
+    let bytes = serde_json::to_vec(&bare(m)).map_err(|e| format!("{}: {e}", m.id))?;
+    Ok(crate::run::exec::digest(&bytes))
+}
+
+/// Whether proposal `m`'s content hashes to one of `signed` (by the current recipe, or the
+/// one runs signed before it): `Ok(Ok(()))`, or `Ok(Err(current digest))` to name when not.
+fn content_signed(m: &MemoryProposal, signed: &[String]) -> Result<Result<(), String>, String> {
+    let current = content_digest(m)?;
+    if signed.contains(&current) || signed.contains(&legacy_content_digest(m)?) {
+        return Ok(Ok(()));
+    }
+    Ok(Err(current))
 }
 
 /// A memory review's `request_hash`: `sha256:` of the canonical JSON
@@ -353,9 +379,9 @@ pub fn memory_tampered_given(
 ) -> Option<String> {
     let file = format!("memory/{}.json", m.id);
     if !signed.is_empty() {
-        match content_digest(m) {
-            Ok(c) if signed.contains(&c) => {}
-            Ok(c) => {
+        match content_signed(m, signed) {
+            Ok(Ok(())) => {}
+            Ok(Err(c)) => {
                 return Some(format!(
                     "{file}: its content ({c}: fact, evidence, operation, ...) is not what the run signed when it proposed it ({})",
                     signed.join(", ")
@@ -404,12 +430,60 @@ pub fn memory_tampered_given(
             r.run_id
         ));
     }
-    match content_digest(m) {
-        Ok(c) if c == r.content_sha256 => None,
-        Ok(c) => Some(format!(
+    match content_signed(m, std::slice::from_ref(&r.content_sha256)) {
+        Ok(Ok(())) => None,
+        Ok(Err(c)) => Some(format!(
             "{file}: its content ({c}: fact, evidence, operation, ...) is not what the review signed ({})",
             r.content_sha256
         )),
         Err(e) => Some(format!("{file}: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests fail loudly")]
+
+    use super::*;
+
+    fn vector(name: &str) -> Vec<u8> {
+        std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../docs/vectors/memory-content")
+                .join(name),
+        )
+        .unwrap()
+    }
+
+    /// Issue 31 item 5: `content_sha256` is the RFC 8785 form of the proposal as its run wrote
+    /// it, floats in their ECMAScript text (`0.00001`, `1e-7`, `1e+21`), keys sorted at every
+    /// level — the exact bytes and hash of docs/vectors/memory-content/, which the independent
+    /// verifier reproduces too (`cli` test `receipts::issue_31_memory_content_sha256_...`).
+    #[test]
+    fn content_sha256_is_rfc_8785_with_ecmascript_numbers() {
+        let m: MemoryProposal = craik_contracts::decode_single(&vector("proposal.json")).unwrap();
+        let value = serde_json::to_value(bare(&m)).unwrap();
+        let canonical = serde_jcs::to_vec(&value).unwrap();
+        assert_eq!(
+            String::from_utf8(canonical).unwrap(),
+            String::from_utf8(vector("canonical.json")).unwrap()
+        );
+        let want: serde_json::Value = serde_json::from_slice(&vector("content.json")).unwrap();
+        assert_eq!(
+            content_digest(&m).unwrap(),
+            want["content_sha256"].as_str().unwrap()
+        );
+        // The recipe runs signed before is another text of the same proposal: accepted when
+        // checking, never written.
+        let legacy = legacy_content_digest(&m).unwrap();
+        assert_ne!(legacy, content_digest(&m).unwrap());
+        assert_eq!(content_signed(&m, &[legacy]).unwrap(), Ok(()));
+        let mut other = m.clone();
+        other.fact.confidence = serde_json::from_value(serde_json::json!(0.00002)).unwrap();
+        assert!(
+            content_signed(&other, &[content_digest(&m).unwrap()])
+                .unwrap()
+                .is_err()
+        );
     }
 }

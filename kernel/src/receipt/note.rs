@@ -113,6 +113,177 @@ pub fn open_note<'a>(note: &'a str, key_name: &str, public: &[u8; 32]) -> Result
     ))
 }
 
+/// Reads a verifier key, `<name>+<hex key hash>+<base64(0x01 ‖ key)>`: split at the first two
+/// `+` only (a name holds none; the base64 may), the hash eight lowercase hex digits, the key
+/// data standard padded base64 of 33 bytes beginning 0x01 (ed25519), and the hash the one
+/// [`note_key_hash`] gives for that name and key. Returns the name and the raw key.
+pub fn parse_note_verifier_key(text: &str) -> Result<(String, [u8; 32]), String> {
+    let shown = || craik_contracts::Truncated(text).to_string();
+    let mut parts = text.splitn(3, '+');
+    let (Some(name), Some(hash), Some(data)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(format!(
+            "verifier key `{}`: expected <name>+<hex key hash>+<base64 key>",
+            shown()
+        ));
+    };
+    check_name("key name", name)?;
+    if hash.len() != 8 || !hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return Err(format!(
+            "verifier key `{}`: the key hash must be 8 lowercase hex digits",
+            shown()
+        ));
+    }
+    let data = STANDARD
+        .decode(data)
+        .map_err(|e| format!("verifier key `{}`: key data is not base64: {e}", shown()))?;
+    let Some((&1, key)) = data.split_first() else {
+        return Err(format!(
+            "verifier key `{}`: key data must begin with 0x01 (ed25519)",
+            shown()
+        ));
+    };
+    let public: [u8; 32] = key.try_into().map_err(|_| {
+        format!(
+            "verifier key `{}`: an ed25519 key is 32 bytes, not {}",
+            shown(),
+            key.len()
+        )
+    })?;
+    if crate::policy::hex(&note_key_hash(name, &public)) != hash {
+        return Err(format!(
+            "verifier key `{}`: the key hash is not the name's and key's",
+            shown()
+        ));
+    }
+    Ok((name.to_owned(), public))
+}
+
+/// A C2SP `tlog-checkpoint` note whose signature verified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenedNote {
+    pub origin: String,
+    pub tree_size: u64,
+    pub root: [u8; 32],
+    /// The name on the signature line that verified, and the key's id (`sha256:` of its SPKI).
+    pub key_name: String,
+    pub key_id: String,
+}
+
+/// Opens a checkpoint note a witness kept: one of its signature lines must verify (strict
+/// ed25519 over the note text) under a key of `keys`, under whatever name the line gives
+/// (the key hash picks the key), or under one of `named` (name, key) pairs — verifier keys.
+/// A line naming a known key whose signature does not verify is an error (a changed note),
+/// as is a note no known key signed. The text must then be exactly the three lines Craik
+/// writes: origin, tree size (ASCII decimal, no leading zero), root (standard base64 of 32
+/// bytes).
+pub fn open_checkpoint_note(
+    note: &str,
+    keys: &[[u8; 32]],
+    named: &[(String, [u8; 32])],
+) -> Result<OpenedNote, String> {
+    let (head, sigs) = note
+        .split_once("\n\n")
+        .ok_or("not a signed note: no blank line before its signatures")?;
+    let text = note.get(..head.len() + 1).ok_or("a note without text")?;
+    if !sigs.ends_with('\n') {
+        return Err("not a signed note: its last line has no newline".into());
+    }
+    let mut names = Vec::new();
+    let mut found = None;
+    for line in sigs.lines() {
+        let Some((name, b64)) = line
+            .strip_prefix("\u{2014} ")
+            .and_then(|rest| rest.split_once(' '))
+        else {
+            return Err(format!(
+                "not a signature line: `{}`",
+                craik_contracts::Truncated(line)
+            ));
+        };
+        names.push(name.to_owned());
+        let Ok(blob) = STANDARD.decode(b64) else {
+            continue;
+        };
+        let (Some(hash), Some(sig)) = (blob.get(..4), blob.get(4..)) else {
+            continue;
+        };
+        let mut candidates = keys
+            .iter()
+            .filter(|k| note_key_hash(name, k) == hash)
+            .chain(
+                named
+                    .iter()
+                    .filter(|(n, k)| n == name && note_key_hash(n, k) == hash)
+                    .map(|(_, k)| k),
+            );
+        // The key hash picks the key: the first known key it names decides this line.
+        if let Some(public) = candidates.next() {
+            let key = VerifyingKey::from_bytes(public).map_err(|e| e.to_string())?;
+            let ok = Signature::from_slice(sig)
+                .ok()
+                .is_some_and(|s| key.verify_strict(text.as_bytes(), &s).is_ok());
+            if !ok {
+                return Err(format!(
+                    "the signature by `{name}` (key {}) does not verify over the note: the note was changed",
+                    crate::key_id_of(public)
+                ));
+            }
+            found = Some((name.to_owned(), crate::key_id_of(public)));
+            break;
+        }
+    }
+    let Some((key_name, key_id)) = found else {
+        return Err(format!(
+            "no signature by a trusted key (signed as {})",
+            if names.is_empty() {
+                "nobody".to_owned()
+            } else {
+                names
+                    .iter()
+                    .map(|n| format!("`{}`", craik_contracts::Truncated(n)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        ));
+    };
+    let lines: Vec<&str> = head.split('\n').collect();
+    let [origin, size, root] = lines.as_slice() else {
+        return Err(format!(
+            "a checkpoint note's text is 3 lines (origin, tree size, root); this has {}",
+            lines.len()
+        ));
+    };
+    let tree_size = (!size.is_empty()
+        && size.bytes().all(|b| b.is_ascii_digit())
+        && (*size == "0" || !size.starts_with('0')))
+    .then(|| size.parse::<u64>().ok())
+    .flatten()
+    .filter(|n| *n <= crate::MAX_SAFE_INTEGER)
+    .ok_or_else(|| {
+        format!(
+            "tree size `{}` is not ASCII decimal without leading zeros",
+            craik_contracts::Truncated(size)
+        )
+    })?;
+    let root: [u8; 32] = STANDARD
+        .decode(root)
+        .ok()
+        .and_then(|r| r.try_into().ok())
+        .ok_or_else(|| {
+            format!(
+                "root `{}` is not the base64 of 32 bytes",
+                craik_contracts::Truncated(root)
+            )
+        })?;
+    Ok(OpenedNote {
+        origin: (*origin).to_owned(),
+        tree_size,
+        root,
+        key_name,
+        key_id,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests fail loudly")]
@@ -167,5 +338,58 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_verifier_key_round_trips_even_when_its_base64_holds_a_plus() {
+        // Find a key whose base64 holds `+` (and `/`): split at the first two `+` only.
+        let mut seed = 0u8;
+        let (signer, vkey) = loop {
+            let signer = Ed25519Signer::from_seed(&[seed; 32]);
+            let vkey = note_verifier_key("craik/abc", &signer.public_key()).unwrap();
+            if vkey.matches('+').count() > 2 {
+                break (signer, vkey);
+            }
+            seed += 1;
+        };
+        assert_eq!(
+            parse_note_verifier_key(&vkey).unwrap(),
+            ("craik/abc".to_owned(), signer.public_key())
+        );
+        let mut wrong_hash = vkey.clone();
+        wrong_hash.replace_range(10..11, if &vkey[10..11] == "0" { "1" } else { "0" });
+        assert!(parse_note_verifier_key(&wrong_hash).is_err());
+        assert!(parse_note_verifier_key("craik").is_err());
+        assert!(parse_note_verifier_key(&vkey.to_uppercase()).is_err());
+    }
+
+    #[test]
+    fn a_checkpoint_note_opens_under_a_trusted_key_and_nothing_else() {
+        let signer = Ed25519Signer::from_seed(&[7; 32]);
+        let note = checkpoint_note("craik/x/run_a", 30, &[9; 32], "craik/x", &signer).unwrap();
+        let opened = open_checkpoint_note(&note, &[signer.public_key()], &[]).unwrap();
+        assert_eq!(
+            opened,
+            OpenedNote {
+                origin: "craik/x/run_a".into(),
+                tree_size: 30,
+                root: [9; 32],
+                key_name: "craik/x".into(),
+                key_id: crate::key_id_of(&signer.public_key()),
+            }
+        );
+        let named = [("craik/x".to_owned(), signer.public_key())];
+        assert_eq!(open_checkpoint_note(&note, &[], &named).unwrap(), opened);
+        // Another key: no trusted signature. A changed size: the signature fails.
+        let other = Ed25519Signer::from_seed(&[8; 32]);
+        let err = open_checkpoint_note(&note, &[other.public_key()], &[]).unwrap_err();
+        assert!(err.contains("no signature by a trusted key"), "{err}");
+        let changed = note.replacen("\n30\n", "\n31\n", 1);
+        let err = open_checkpoint_note(&changed, &[signer.public_key()], &[]).unwrap_err();
+        assert!(err.contains("does not verify"), "{err}");
+        // A leading zero is another spelling of the size: refused even when signed.
+        let text = format!("o\n030\n{}\n", STANDARD.encode([9u8; 32]));
+        let zero = sign_note(&text, "k", &signer);
+        assert!(open_checkpoint_note(&zero, &[signer.public_key()], &[]).is_err());
     }
 }

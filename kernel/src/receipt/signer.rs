@@ -124,4 +124,15 @@ impl KeyRing {
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
     }
+
+    /// Every trusted key's raw 32 bytes, sorted by key id (what a C2SP note's key hash is
+    /// computed over).
+    pub fn public_keys(&self) -> Vec<[u8; 32]> {
+        let mut ids: Vec<&String> = self.keys.keys().collect();
+        ids.sort();
+        ids.into_iter()
+            .filter_map(|id| self.keys.get(id))
+            .map(VerifyingKey::to_bytes)
+            .collect()
+    }
 }

@@ -521,22 +521,49 @@ fn check_signatures(
     let first = parts.next().unwrap_or_default();
     let mut results = Vec::with_capacity(items.len());
     std::thread::scope(|scope| {
+        // A thread that cannot be started (a process or thread limit, memory: `bench audit`
+        // died with "failed to spawn thread" under load, issue 31 item 5) is no failure: its
+        // part is checked on this thread instead. Fewer threads, the same verdict.
         let handles: Vec<_> = parts
-            .map(|part| {
-                (
-                    part.len(),
-                    scope.spawn(move || check_chunk(part, options.batch)),
-                )
+            .map(|part| match spawn_checker(scope, part, options.batch) {
+                Ok(handle) => Checked::Thread(part.len(), handle),
+                Err(_) => Checked::Here(part, options.batch),
             })
             .collect();
         results.extend(check_chunk(first, options.batch));
-        for (len, handle) in handles {
-            // A panicking verifier thread verifies nothing: its lines stay `false` (invalid).
-            let part = handle.join().unwrap_or_else(|_| vec![false; len]);
-            results.extend(part.into_iter().chain(std::iter::repeat(false)).take(len));
+        for checked in handles {
+            match checked {
+                Checked::Thread(len, handle) => {
+                    // A panicking verifier thread verifies nothing: its lines stay `false`.
+                    let part = handle.join().unwrap_or_else(|_| vec![false; len]);
+                    results.extend(part.into_iter().chain(std::iter::repeat(false)).take(len));
+                }
+                Checked::Here(part, batch) => results.extend(check_chunk(part, batch)),
+            }
         }
     });
     results
+}
+
+/// A part of a window: checked by a thread of its own, or (none could be started) here.
+enum Checked<'scope, 'a> {
+    Thread(usize, std::thread::ScopedJoinHandle<'scope, Vec<bool>>),
+    Here(&'a [Option<&'a Prepared>], bool),
+}
+
+/// Starts a thread checking `part`; an error when the OS refuses one.
+fn spawn_checker<'scope, 'env>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    part: &'env [Option<&'env Prepared>],
+    batch: bool,
+) -> std::io::Result<std::thread::ScopedJoinHandle<'scope, Vec<bool>>> {
+    #[cfg(test)]
+    if tests::REFUSE_THREADS.with(std::cell::Cell::get) {
+        return Err(std::io::Error::other("thread refused (test)"));
+    }
+    std::thread::Builder::new()
+        .name("craik-verify".into())
+        .spawn_scoped(scope, move || check_chunk(part, batch))
 }
 
 /// Whether a signature may be checked in a batch: its `R` is a canonical encoding of a point of
@@ -609,6 +636,120 @@ fn decided_by_form(r: &ReceiptPayload) -> Result<(), String> {
             r.decision
         ))
     }
+}
+
+/// A signed payload parsed, once its signature verified: JSON holding no float and no integer
+/// outside ±(2^53−1), in its one canonical form (RFC 8785).
+fn canonical_payload(payload: &[u8]) -> Result<serde_json::Value, LineError> {
+    let json: serde_json::Value = serde_json::from_slice(payload)
+        .map_err(|e| (None, "payload", format!("signed payload is not JSON: {e}")))?;
+    check_json_numbers(&json, "$").map_err(|e| (None, "payload", e))?;
+    // The signed bytes must be the one canonical form (RFC 8785) of what they say: no
+    // other spelling, no duplicate key (a duplicate never survives re-canonicalisation),
+    // so two readers can never disagree about a signed payload.
+    // Fast path: the canonical writer's bytes equal the payload. Otherwise `serde_jcs`
+    // has the last word (and the error to give), as before.
+    let mut canonical = Vec::with_capacity(payload.len());
+    let fast = crate::receipt::payload::write_canonical(&json, &mut canonical).is_ok()
+        && canonical == payload;
+    match if fast {
+        Ok(canonical)
+    } else {
+        serde_jcs::to_vec(&json)
+    } {
+        Ok(canonical) if canonical == payload => {}
+        Ok(_) => {
+            return Err((
+                    None,
+                    "payload",
+                    "signed payload is not canonical JSON (RFC 8785): key order, spacing, escapes or a duplicate key differ from its one canonical form".into(),
+                ));
+        }
+        Err(e) => return Err((None, "payload", format!("cannot canonicalise: {e}"))),
+    }
+    Ok(json)
+}
+
+/// One checkpoint line kept apart from its journal — what a witness keeps of a journal it has
+/// seen (docs/receipts.md, "Witnesses"): the line is a DSSE envelope in its one compact form,
+/// of a checkpoint, signed (`verify_strict`) by a key in `keys`, whose payload is canonical
+/// and a `craik.receipt_checkpoint` 0.1.0 naming that key, with an RFC 3339 UTC `created_at`.
+/// Nothing about the journal it came from is checked here: the caller proves that a verified
+/// journal extends the tree it signs.
+pub fn open_checkpoint_line(line: &[u8], keys: &KeyRing) -> Result<Checkpoint, Failure> {
+    let mut state = State {
+        keys,
+        policy_set: None,
+        report: Report::default(),
+        prev: None,
+        tree: MerkleRange::new(),
+        last_time: None,
+        run_id: None,
+    };
+    let fail = |(seq, what, why): LineError| Failure {
+        line: 1,
+        seq,
+        what: what.to_owned(),
+        why: craik_contracts::one_line(&why),
+    };
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    if line.contains(&b'\n') {
+        return Err(fail((None, "envelope", "more than one line".into())));
+    }
+    let item = state.prepare(line, Vec::new()).map_err(fail)?;
+    if item.payload_type != CHECKPOINT_PAYLOAD_TYPE {
+        return Err(fail((
+            None,
+            "payload",
+            format!(
+                "payload type `{}`, not a checkpoint's",
+                craik_contracts::Truncated(&item.payload_type)
+            ),
+        )));
+    }
+    if item
+        .key
+        .verify_strict(&item.message, &item.signature)
+        .is_err()
+    {
+        return Err(fail((
+            None,
+            "signature",
+            "signature does not verify over the payload".into(),
+        )));
+    }
+    let json = canonical_payload(item.payload()).map_err(fail)?;
+    let cp: Checkpoint = serde_json::from_value(json)
+        .map_err(|e| fail((None, "checkpoint", format!("not a checkpoint: {e}"))))?;
+    if cp.schema != "craik.receipt_checkpoint" || cp.version != craik_contracts::CONTRACT_VERSION {
+        return Err(fail((
+            None,
+            "checkpoint",
+            format!(
+                "schema `{}` version `{}`, expected craik.receipt_checkpoint 0.1.0",
+                cp.schema, cp.version
+            ),
+        )));
+    }
+    if cp.key_id != item.keyid {
+        return Err(fail((
+            None,
+            "key_id",
+            format!(
+                "checkpoint names key `{}` but was signed by `{}`",
+                cp.key_id, item.keyid
+            ),
+        )));
+    }
+    state.time(&cp.created_at, None).map_err(fail)?;
+    if crate::receipt::proof::parse_digest(&cp.root_hash).is_none() {
+        return Err(fail((
+            None,
+            "checkpoint",
+            format!("root_hash `{}` is not sha256:<64 hex>", cp.root_hash),
+        )));
+    }
+    Ok(cp)
 }
 
 impl State<'_> {
@@ -686,33 +827,7 @@ impl State<'_> {
 
     /// A line whose signature verified: only now is its payload parsed.
     fn finish(&mut self, item: &Prepared) -> Result<Option<ReceiptPayload>, LineError> {
-        let payload = item.payload();
-        let json: serde_json::Value = serde_json::from_slice(payload)
-            .map_err(|e| (None, "payload", format!("signed payload is not JSON: {e}")))?;
-        check_json_numbers(&json, "$").map_err(|e| (None, "payload", e))?;
-        // The signed bytes must be the one canonical form (RFC 8785) of what they say: no
-        // other spelling, no duplicate key (a duplicate never survives re-canonicalisation),
-        // so two readers can never disagree about a signed payload.
-        // Fast path: the canonical writer's bytes equal the payload. Otherwise `serde_jcs`
-        // has the last word (and the error to give), as before.
-        let mut canonical = Vec::with_capacity(payload.len());
-        let fast = crate::receipt::payload::write_canonical(&json, &mut canonical).is_ok()
-            && canonical == payload;
-        match if fast {
-            Ok(canonical)
-        } else {
-            serde_jcs::to_vec(&json)
-        } {
-            Ok(canonical) if canonical == payload => {}
-            Ok(_) => {
-                return Err((
-                    None,
-                    "payload",
-                    "signed payload is not canonical JSON (RFC 8785): key order, spacing, escapes or a duplicate key differ from its one canonical form".into(),
-                ));
-            }
-            Err(e) => return Err((None, "payload", format!("cannot canonicalise: {e}"))),
-        }
+        let json = canonical_payload(item.payload())?;
         if !self.report.key_ids.contains(&item.keyid) {
             self.report.key_ids.push(item.keyid.clone());
         }
@@ -729,7 +844,6 @@ impl State<'_> {
             )),
         }
     }
-
     fn time(&mut self, text: &str, seq: Option<u64>) -> Result<(), LineError> {
         let at = OffsetDateTime::parse(text, &Rfc3339)
             .map_err(|e| (seq, "created_at", format!("`{text}` is not RFC 3339: {e}")))?;
@@ -934,6 +1048,90 @@ impl State<'_> {
 mod tests {
     use super::*;
     use crate::receipt::dsse::Envelope;
+
+    thread_local! {
+        /// Set by a test: no verifier thread can be started from this thread (as under a
+        /// process or thread limit).
+        pub(super) static REFUSE_THREADS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// A closed journal of `n` receipts signed by a fixed test key, a checkpoint every 8.
+    fn journal_of(n: u64, signer: &crate::Ed25519Signer) -> Vec<u8> {
+        use craik_contracts::{Object, PolicyProfile, ReceiptResult, ReceiptStatus};
+        let mut writer = crate::JournalWriter::new("run_threads", 8);
+        let at = time::macros::datetime!(2026-11-20 10:00 UTC);
+        let mut out = Vec::new();
+        for i in 0..n {
+            let draft = crate::ReceiptDraft {
+                task_id: "task_t".into(),
+                actor: "runner_fixture".into(),
+                capability: "repo.read".into(),
+                target: format!("docs/{i}.md"),
+                policy_profile: PolicyProfile::Strict,
+                fail_open: false,
+                reason: "r".into(),
+                result: ReceiptResult {
+                    status: ReceiptStatus::Passed,
+                    summary: "s".into(),
+                    metadata: Object::new(),
+                },
+                redacted: true,
+                policy_set: "sha256:00".into(),
+                request_hash: String::new(),
+                decision: crate::Decision::Allow,
+                determining_policies: Vec::new(),
+                decided_by: crate::DecidedBy {
+                    kind: DecidedByKind::Policy,
+                    by: String::new(),
+                },
+                mode: crate::Mode::Enforce,
+                action: None,
+            };
+            out.extend(writer.append(draft, at, signer).unwrap());
+        }
+        out.extend(writer.close(at, signer).unwrap());
+        out
+    }
+
+    /// Issue 31 item 5: verifiers degrade to fewer threads rather than fail. With no thread
+    /// to be had, verification with any thread count checks every part on the calling thread
+    /// and reaches the same report as one thread — on a valid journal and on one whose line
+    /// 30 was changed.
+    #[test]
+    fn no_thread_to_be_had_means_fewer_threads_and_the_same_verdict() {
+        let signer = crate::Ed25519Signer::from_seed(&[0x31; 32]);
+        let mut ring = KeyRing::new();
+        ring.add(&crate::Signer::public_key(&signer)).unwrap();
+        let good = journal_of(40, &signer);
+        let mut bad_lines: Vec<Vec<u8>> = good.split(|b| *b == b'\n').map(<[u8]>::to_vec).collect();
+        let line = &mut bad_lines[29];
+        let at = line.windows(10).position(|w| w == b"\"payload\":").unwrap() + 20;
+        line[at] = if line[at] == b'A' { b'B' } else { b'A' };
+        let bad = bad_lines.join(&b'\n');
+        for bytes in [&good, &bad] {
+            let verify = |threads| {
+                verify_journal_with(
+                    bytes,
+                    &ring,
+                    VerifyOptions {
+                        threads,
+                        ..VerifyOptions::default()
+                    },
+                    &mut |_, _| {},
+                )
+            };
+            let reference = verify(1);
+            REFUSE_THREADS.with(|r| r.set(true));
+            let refused: Vec<Report> = [2, 4, 16].into_iter().map(verify).collect();
+            REFUSE_THREADS.with(|r| r.set(false));
+            for report in refused {
+                assert_eq!(report, reference);
+            }
+        }
+        assert!(verify_journal(&good, &ring, None).is_valid());
+        let failure = verify_journal(&bad, &ring, None).failure.unwrap();
+        assert_eq!((failure.line, failure.what.as_str()), (30, "signature"));
+    }
 
     /// Issue 20: the message built around the decoded payload is the plain `pae` of it, for
     /// every length (padding 0, 1 and 2) and an empty payload.

@@ -224,6 +224,9 @@ impl Page {
             "<tr><th>journal</th><td>{verdict}<br><span class=\"unsigned\"><code>{}</code> <span class=\"badge\">not signed</span> (the path on this machine)</span></td></tr>",
             esc(&run.journal)
         );
+        if run.rebuilt {
+            h.push_str("<tr><th>ledger</th><td><span class=\"badge\">rebuilt</span> entered by <code>craik ledger rebuild</code>: the ledger vouches for this journal from the rebuild on, not from when it was written</td></tr>");
+        }
         let compared = match (shown.expected_policy_set, v.is_valid()) {
             (true, true) => " — matches the bundle given",
             (true, false) => "",

@@ -195,6 +195,7 @@ pub(super) struct Signing {
     signer: Ed25519Signer,
     id: String,
     path: PathBuf,
+    home: PathBuf,
 }
 
 impl Signing {
@@ -224,7 +225,12 @@ impl Signing {
                 path.display()
             )));
         }
-        Ok(Self { signer, id, path })
+        Ok(Self {
+            signer,
+            id,
+            path,
+            home: home.to_owned(),
+        })
     }
 
     /// Signs `summary` as a one-receipt, closed journal and writes it; returns its path.
@@ -283,6 +289,9 @@ impl Signing {
         }
         craik_host::fsio::write_atomic(&self.path, &bytes)
             .map_err(|e| Failure::usage(format!("{}: cannot write: {e}", self.path.display())))?;
+        // A summary in the home's `audits/` is named by the home's ledger (issue 31 item 4), so
+        // deleting, replacing or planting one is caught; one written elsewhere is the caller's.
+        craik_host::audits::record_written(&self.home, &self.path, &self.id, &self.signer, now)?;
         Ok(self.path.clone())
     }
 }

@@ -1226,12 +1226,16 @@ pub fn check_home(home: &Home, keys: &KeyRing, threads: usize) -> HomeCheck {
 }
 
 /// How long [`check_home`] waits for a live writer to reach a consistent point.
-const LIVE_WINDOW: std::time::Duration = std::time::Duration::from_secs(2);
+pub const LIVE_WINDOW: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// How recently a journal no live process drives must have been written to be waited for (a
+/// review journal's decision is one ledger append away from its entry).
+const RECENT: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Whether the journal at `path` may be mid-way between a write and its ledger entry: its run
-/// is driven by a live process (`Some(Some(pid))`), or it was modified within [`LIVE_WINDOW`]
+/// is driven by a live process (`Some(Some(pid))`), or it was modified within [`RECENT`]
 /// (`Some(None)`).
-fn being_written(path: &Path) -> Option<Option<String>> {
+pub fn being_written(path: &Path) -> Option<Option<String>> {
     let dir = path.parent()?;
     if let Ok(file) = File::open(dir.join(crate::run::store::LOCK))
         && rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockShared).is_err()
@@ -1243,7 +1247,7 @@ fn being_written(path: &Path) -> Option<Option<String>> {
     let age = std::time::SystemTime::now()
         .duration_since(modified)
         .unwrap_or_default();
-    (age < LIVE_WINDOW).then_some(None)
+    (age < RECENT).then_some(None)
 }
 
 /// A home without a ledger (or with an empty one): a problem when it holds journals.

@@ -92,7 +92,7 @@ fn issue_20_deleting_a_journal_a_run_directory_or_a_review_journal_is_caught() {
         text.lines()
             .next()
             .unwrap()
-            .contains("ledger.jsonl: valid — 8 receipts, 8 checkpoints, open (run ledger)"),
+            .contains("ledger.jsonl: valid — 11 receipts, 11 checkpoints, open (run ledger)"),
         "{text}"
     );
     assert_eq!(audit_home(&home, &home).status.code(), Some(0));
@@ -1706,9 +1706,9 @@ fn issue_31_a_deleted_or_emptied_ledger_is_not_replaced_by_a_new_one() {
 
 /// Outside testing round 13 (F4): `receipts verify HOME` polled while runs append reported
 /// healthy moments INVALID — a journal closed whose `ledger.run_closed` is one append away.
-/// A problem about a journal written a moment ago is checked again for a short while: here
-/// the run's close entry is recorded 300 ms after the verification starts, and it passes. A
-/// problem that persists is still reported.
+/// A problem about a journal whose run a live process drives is checked again for a short
+/// while: here the driver (this test, holding the run's lock) records the close 300 ms after
+/// the verification starts, and it passes. A problem that persists is still reported.
 #[test]
 fn issue_31_verifying_a_home_mid_append_waits_for_a_consistent_point() {
     let dir = tempfile::tempdir().unwrap();
@@ -1716,48 +1716,42 @@ fn issue_31_verifying_a_home_mid_append_waits_for_a_consistent_point() {
     let (exit, id, text) = run_example(&home, &example("docs-review"), &[]);
     assert_eq!(exit, 0, "{text}");
     let ledger = home.join("ledger.jsonl");
-    let whole = std::fs::read_to_string(&ledger).unwrap();
-    let lines: Vec<&str> = whole.lines().collect();
-    // The moment between the journal's final checkpoint and the ledger's close entry (the
-    // close entry and its checkpoint are the last two lines).
+    let whole = std::fs::read(&ledger).unwrap();
     assert_eq!(
         ledger_entries(&home)
             .last()
             .map(|e| e["capability"].clone()),
         Some(serde_json::json!("ledger.run_closed"))
     );
+    // The moment between the journal's final checkpoint and the ledger's close entry (the
+    // close entry and its checkpoint are the last two lines).
+    let text = String::from_utf8(whole.clone()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
     let cut = lines[..lines.len() - 2].join("\n") + "\n";
-    let journal = home.join("runs").join(&id).join("receipts.jsonl");
-    let at_close = |journal: &Path| {
-        std::fs::write(&ledger, &cut).unwrap();
-        let bytes = std::fs::read(journal).unwrap();
-        std::fs::write(journal, bytes).unwrap(); // written just now
-    };
-    at_close(&journal);
-    let recorder = {
-        let (home, id) = (home.clone(), id.clone());
+    std::fs::write(&ledger, &cut).unwrap();
+    let _ = std::fs::remove_file(home.join("ledger.head"));
+    let lock_path = home.join("runs").join(&id).join("lock");
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&lock_path)
+        .unwrap();
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    let driver = {
+        let (ledger, whole) = (ledger.clone(), whole.clone());
         std::thread::spawn(move || {
             std::thread::sleep(std::time::Duration::from_millis(300));
-            craik()
-                .args(["runs", "recover", &id, "--by", "user:op", "--home"])
-                .arg(&home)
-                .output()
-                .unwrap()
+            std::fs::write(&ledger, &whole).unwrap();
+            drop(lock);
         })
     };
     let started = std::time::Instant::now();
     let out = verify_home_for(&home);
-    let recovered = recorder.join().unwrap();
-    assert_eq!(
-        recovered.status.code(),
-        Some(0),
-        "{}",
-        transcript(&recovered)
-    );
+    driver.join().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
     assert!(started.elapsed() >= std::time::Duration::from_millis(300));
-    // Nobody records it: after the wait the problem is reported as before.
-    at_close(&journal);
+    // Nobody records it: once no process drives the run, the problem is reported.
+    std::fs::write(&ledger, &cut).unwrap();
     let out = verify_home_for(&home);
     assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
     assert!(
@@ -1876,6 +1870,10 @@ fn issue_31_a_forked_run_directory_is_never_driven() {
             transcript(&out)
         );
     }
+    // While the copy sits in the home, the ledger does not name it: nothing is continued.
+    let out = resume(&home, &id);
+    assert_ne!(out.status.code(), Some(0), "{}", transcript(&out));
+    std::fs::remove_dir_all(home.join("runs").join(&fork)).unwrap();
     let done = resume(&home, &id);
     assert_eq!(done.status.code(), Some(0), "{}", transcript(&done));
 }

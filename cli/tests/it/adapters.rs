@@ -548,6 +548,38 @@ esac
     script
 }
 
+/// A run of `ex` in `home` through the shipped `cli` handoff adapter in live mode, wrapping
+/// the stand-in `fake` (a wrapper script passes `--cli`; the confined adapter may read only
+/// what it is given, so the stand-in is named to it).
+fn live_run(dir: &Path, cli: &str, fake: &Path, home: &Path, ex: &Path) -> (i32, String, String) {
+    let wrapper = dir.join(format!(
+        "live-{}.sh",
+        fake.file_name().unwrap().to_string_lossy()
+    ));
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec {} --cli {}\n",
+            adapter_bin(cli).display(),
+            fake.display()
+        ),
+    )
+    .unwrap();
+    make_executable(&wrapper);
+    run_example(
+        home,
+        ex,
+        &[
+            "--runner",
+            &format!("adapter:{}", wrapper.display()),
+            "--runner-matrix",
+            cli,
+            "--adapter-read",
+            fake.to_str().unwrap(),
+        ],
+    )
+}
+
 /// What [`fake_cli_with`]'s acting CLI is refused for.
 pub(crate) fn acting_words(cli: &str) -> &'static str {
     match cli {
@@ -592,33 +624,9 @@ fn live_mode_maps_each_cli_into_step_results() {
         let out = conformance(&[bin.to_str().unwrap(), "--cli", fake.to_str().unwrap()]);
         assert_eq!(out.status.code(), Some(0), "{cli}: {}", transcript(&out));
         // A whole run in live mode, through a wrapper that passes --cli.
-        let wrapper = dir.path().join(format!("live-{cli}.sh"));
-        std::fs::write(
-            &wrapper,
-            format!(
-                "#!/bin/sh\nexec {} --cli {}\n",
-                bin.display(),
-                fake.display()
-            ),
-        )
-        .unwrap();
-        make_executable(&wrapper);
         let ex = scratch_example(dir.path(), "trusted-local", &[], simple_steps(), &files);
         let home = dir.path().join("home");
-        let (exit, id, text) = run_example(
-            &home,
-            &ex,
-            &[
-                "--runner",
-                &format!("adapter:{}", wrapper.display()),
-                "--runner-matrix",
-                cli,
-                // The wrapper names the fake CLI; the confined adapter may read only what it
-                // is given.
-                "--adapter-read",
-                fake.to_str().unwrap(),
-            ],
-        );
+        let (exit, id, text) = live_run(dir.path(), cli, &fake, &home, &ex);
         assert_eq!(exit, 0, "{cli}: {text}");
         let outputs =
             std::fs::read_to_string(home.join("runs").join(&id).join("outputs.jsonl")).unwrap();
@@ -658,30 +666,8 @@ fn live_mode_maps_each_cli_into_step_results() {
         // A CLI that runs a tool itself ends the run: a signed runner violation naming what
         // it did, the step's usage still signed.
         let acting = fake_cli_with(dir.path(), cli, true);
-        let wrapper = dir.path().join(format!("acting-{cli}.sh"));
-        std::fs::write(
-            &wrapper,
-            format!(
-                "#!/bin/sh\nexec {} --cli {}\n",
-                bin.display(),
-                acting.display()
-            ),
-        )
-        .unwrap();
-        make_executable(&wrapper);
         let home = dir.path().join("home-acting");
-        let (exit, id, text) = run_example(
-            &home,
-            &ex,
-            &[
-                "--runner",
-                &format!("adapter:{}", wrapper.display()),
-                "--runner-matrix",
-                cli,
-                "--adapter-read",
-                acting.to_str().unwrap(),
-            ],
-        );
+        let (exit, id, text) = live_run(dir.path(), cli, &acting, &home, &ex);
         assert_eq!(exit, 1, "{cli}: {text}");
         let run = run_json(&home, &id);
         assert_eq!(run["status"], "failed", "{cli}: {run}");

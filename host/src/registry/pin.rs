@@ -408,6 +408,23 @@ fn changed(entry: &Entry, path: &Path, expected: &str, found: &str) -> Error {
     ))
 }
 
+/// `command` resolved inside the pinned tree `dir` (relative to it; an absolute path, or one
+/// through a link, must still lie inside it).
+fn in_tree(dir: &Path, command: &str) -> Result<PathBuf, String> {
+    let inside = dir.join(command);
+    let real = inside
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", inside.display()))?;
+    if real.starts_with(dir) {
+        Ok(real)
+    } else {
+        Err(format!(
+            "`{command}` lies outside the pinned tree `{}`",
+            dir.display()
+        ))
+    }
+}
+
 /// Checks an entry against its pin and says how to launch it. Every registry entry outside
 /// the built-ins must be installed; a built-in without a pin is hashed and recorded
 /// (unpinned), with one it is checked like any other.
@@ -461,38 +478,17 @@ pub fn verify(entry: &Entry, home: &Path) -> Result<Launch, Error> {
         // A CLI pinned as a whole tree (its package and what it loads): the shipped handoff
         // adapter runs the launcher inside it and may read the tree.
         (Backend::Cli, Artefact::Tree(dir)) => {
-            let command = entry.command.as_deref().unwrap_or_default();
-            let inside = dir.join(command);
-            let real = inside
-                .canonicalize()
-                .map_err(|e| fail(format!("{}: {e}", inside.display())))?;
-            if !real.starts_with(dir) {
-                return Err(fail(format!(
-                    "`{command}` lies outside the pinned tree `{}`",
-                    dir.display()
-                )));
-            }
+            let real = in_tree(dir, entry.command.as_deref().unwrap_or_default()).map_err(fail)?;
             tree_read.push(dir.clone());
             (
                 shipped(entry.adapter.as_deref().unwrap_or_default())?,
                 vec!["--cli".into(), real.display().to_string()],
             )
         }
-        (Backend::Program, Artefact::Tree(dir)) => {
-            let command = entry.command.as_deref().unwrap_or_default();
-            // Relative to the bundle (an absolute path must lie inside it).
-            let inside = dir.join(command);
-            let real = inside
-                .canonicalize()
-                .map_err(|e| fail(format!("{}: {e}", inside.display())))?;
-            if !real.starts_with(dir) {
-                return Err(fail(format!(
-                    "`{command}` lies outside the bundle `{}`",
-                    dir.display()
-                )));
-            }
-            (real, Vec::new())
-        }
+        (Backend::Program, Artefact::Tree(dir)) => (
+            in_tree(dir, entry.command.as_deref().unwrap_or_default()).map_err(fail)?,
+            Vec::new(),
+        ),
         (Backend::Cli, Artefact::File(cli)) => (
             shipped(entry.adapter.as_deref().unwrap_or_default())?,
             vec!["--cli".into(), cli.display().to_string()],

@@ -171,6 +171,27 @@ impl Scope {
         })
     }
 
+    /// The pattern this scope was parsed from, normalised (`**`, `DIR/**` or a file's path).
+    pub fn pattern(&self) -> String {
+        match self {
+            Self::All => "**".to_owned(),
+            Self::Under(dir) => format!("{dir}/**"),
+            Self::File(file) => file.clone(),
+        }
+    }
+
+    /// A scope back from [`Scope::pattern`] (a persisted, signed record: already checked
+    /// when it was parsed).
+    pub fn from_pattern(pattern: &str) -> Self {
+        if pattern == "**" {
+            Self::All
+        } else if let Some(dir) = pattern.strip_suffix("/**") {
+            Self::Under(dir.to_owned())
+        } else {
+            Self::File(pattern.to_owned())
+        }
+    }
+
     /// Whether `rel` (as [`shown`]) lies in this scope.
     pub fn holds(&self, rel: &str) -> bool {
         match self {
@@ -1009,6 +1030,209 @@ fn put_back(root: &Path, rel: &Path, bytes: &[u8], mode: u32) -> Result<(), Mani
     }
     // A rename replaces a link in the way; it never writes through it.
     std::fs::rename(&tmp, &target).map_err(|e| ManifestError::os(target.display(), e))
+}
+
+/// A [`Manifest`] as persisted before a command ([`crate::run::precommand`]): every entry with
+/// its name's exact bytes (base64), so a recovery after a crash diffs the workspace against
+/// exactly what the command started from.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SavedManifest {
+    root_mode: u32,
+    entries: Vec<SavedEntry>,
+}
+
+/// One [`Entry`] as persisted.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SavedEntry {
+    /// The relative path's bytes, base64 (standard, padded).
+    path: String,
+    kind: SavedKind,
+    size: u64,
+    mode: u32,
+    ino: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    link: Option<String>,
+    nlink: u64,
+    dev: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum SavedKind {
+    File,
+    Dir,
+    Link,
+    Other,
+    Deep,
+}
+
+/// One kept pre-image as persisted: its bytes follow the record's header, in order.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SavedPreimage {
+    /// The relative path's bytes, base64 (standard, padded).
+    path: String,
+    mode: u32,
+    len: u64,
+}
+
+/// Why a persisted manifest or its pre-images cannot be taken back.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SavedError {
+    #[error("a path is not base64: {0}")]
+    Base64(String),
+    #[error("`{0}` is not a relative path inside the workspace")]
+    NotRelative(String),
+    #[error("the pre-images hold {held} bytes, their list names {named}")]
+    Length { held: u64, named: u64 },
+}
+
+fn path_b64(rel: &Path) -> String {
+    use base64::Engine as _;
+    use std::os::unix::ffi::OsStrExt;
+    base64::engine::general_purpose::STANDARD.encode(rel.as_os_str().as_bytes())
+}
+
+/// A persisted path back: only plain relative components (never `..`, `/` or `.`).
+fn path_from_b64(text: &str) -> Result<PathBuf, SavedError> {
+    use base64::Engine as _;
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|e| SavedError::Base64(e.to_string()))?;
+    let path = PathBuf::from(std::ffi::OsStr::from_bytes(&bytes));
+    let plain = !bytes.is_empty()
+        && path
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+    if !plain {
+        return Err(SavedError::NotRelative(shown(&path)));
+    }
+    Ok(path)
+}
+
+impl Manifest {
+    /// This manifest, to persist.
+    pub fn saved(&self) -> SavedManifest {
+        SavedManifest {
+            root_mode: self.root_mode,
+            entries: self
+                .entries
+                .iter()
+                .map(|(rel, e)| SavedEntry {
+                    path: path_b64(rel),
+                    kind: match e.kind {
+                        Kind::File => SavedKind::File,
+                        Kind::Dir => SavedKind::Dir,
+                        Kind::Link => SavedKind::Link,
+                        Kind::Other => SavedKind::Other,
+                        Kind::Deep => SavedKind::Deep,
+                    },
+                    size: e.size,
+                    mode: e.mode,
+                    ino: e.ino,
+                    mtime: e.mtime,
+                    ctime: e.ctime,
+                    link: e.link.as_deref().map(|l| {
+                        use base64::Engine as _;
+                        use std::os::unix::ffi::OsStrExt;
+                        base64::engine::general_purpose::STANDARD.encode(l.as_os_str().as_bytes())
+                    }),
+                    nlink: e.nlink,
+                    dev: e.dev,
+                })
+                .collect(),
+        }
+    }
+
+    /// A persisted manifest back (its paths checked: relative, plain components).
+    pub fn from_saved(saved: SavedManifest) -> Result<Self, SavedError> {
+        use base64::Engine as _;
+        use std::os::unix::ffi::OsStrExt;
+        let mut entries = BTreeMap::new();
+        for e in saved.entries {
+            let link = match e.link {
+                Some(l) => Some(PathBuf::from(std::ffi::OsStr::from_bytes(
+                    &base64::engine::general_purpose::STANDARD
+                        .decode(l)
+                        .map_err(|e| SavedError::Base64(e.to_string()))?,
+                ))),
+                None => None,
+            };
+            entries.insert(
+                path_from_b64(&e.path)?,
+                Entry {
+                    kind: match e.kind {
+                        SavedKind::File => Kind::File,
+                        SavedKind::Dir => Kind::Dir,
+                        SavedKind::Link => Kind::Link,
+                        SavedKind::Other => Kind::Other,
+                        SavedKind::Deep => Kind::Deep,
+                    },
+                    size: e.size,
+                    mode: e.mode,
+                    ino: e.ino,
+                    mtime: e.mtime,
+                    ctime: e.ctime,
+                    link,
+                    nlink: e.nlink,
+                    dev: e.dev,
+                },
+            );
+        }
+        Ok(Self {
+            entries,
+            root_mode: saved.root_mode,
+        })
+    }
+}
+
+impl Preimages {
+    /// The kept pre-images, to persist: their list, and their bytes one after another.
+    pub fn saved(&self) -> (Vec<SavedPreimage>, Vec<&[u8]>) {
+        self.files
+            .iter()
+            .map(|(rel, (bytes, mode))| {
+                (
+                    SavedPreimage {
+                        path: path_b64(rel),
+                        mode: *mode,
+                        len: bytes.len() as u64,
+                    },
+                    bytes.as_slice(),
+                )
+            })
+            .unzip()
+    }
+
+    /// Persisted pre-images back from their list and `blob` (their bytes one after another;
+    /// it must hold exactly what the list names).
+    pub fn from_saved(
+        list: Vec<SavedPreimage>,
+        blob: &[u8],
+        skipped: Vec<String>,
+    ) -> Result<Self, SavedError> {
+        let named = list.iter().fold(0u64, |n, p| n.saturating_add(p.len));
+        let held = blob.len() as u64;
+        if named != held {
+            return Err(SavedError::Length { held, named });
+        }
+        let mut files = BTreeMap::new();
+        let mut rest = blob;
+        for p in list {
+            let len = usize::try_from(p.len).map_err(|_| SavedError::Length { held, named })?;
+            let (bytes, after) = rest
+                .split_at_checked(len)
+                .ok_or(SavedError::Length { held, named })?;
+            files.insert(path_from_b64(&p.path)?, (bytes.to_vec(), p.mode & 0o7777));
+            rest = after;
+        }
+        Ok(Self { files, skipped })
+    }
 }
 
 #[cfg(test)]

@@ -637,7 +637,11 @@ impl RunStore for RunDir {
 
     fn clean_leftovers(&self) -> io::Result<Vec<String>> {
         let mut removed = Vec::new();
-        for dir in [self.path.clone(), self.file("approvals")] {
+        for dir in [
+            self.path.clone(),
+            self.file("approvals"),
+            self.file(crate::run::precommand::DIR),
+        ] {
             let before = removed.len();
             let entries = match fs::read_dir(&dir) {
                 Ok(e) => e,

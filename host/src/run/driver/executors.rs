@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::*;
-use crate::run::manifest;
+use crate::run::{manifest, precommand};
 
 impl Host {
     /// Performs an allowed action, write-ahead: the decision receipt is already on disk.
@@ -174,6 +174,15 @@ impl Host {
         };
         let env = &plan.env;
         let confinement = env.sandbox.describe();
+        // What the command is checked against is durable before it starts (issue 31 item 2):
+        // killed while it runs, `runs recover` diffs the workspace against it and puts back
+        // what it may not change. Not persisted, the command does not run (fail closed).
+        if let Err(e) = self.persist_precommand(action, &plan) {
+            let why = format!(
+                "not run: its pre-command record could not be made durable: {e}; confinement: {confinement}"
+            );
+            return self.outcome_receipt(action, false, &why, None);
+        }
         self.executing_event(action, None, None, true)?;
         // Never past the wall-clock budget (at least a second, so a command can start).
         let left = self
@@ -268,6 +277,19 @@ impl Host {
         output: Option<String>,
         changes: &Result<Vec<manifest::FileChange>, SettleError>,
     ) -> Result<(), Error> {
+        self.command_outcome_signed(action, ok, summary, output, changes)
+            .map(drop)
+    }
+
+    /// [`Self::command_outcome`], returning the summary it signed.
+    fn command_outcome_signed(
+        &mut self,
+        action: &ActionRecord,
+        ok: bool,
+        summary: &str,
+        output: Option<String>,
+        changes: &Result<Vec<manifest::FileChange>, SettleError>,
+    ) -> Result<String, Error> {
         let (ok, summary, files) = match changes {
             Ok(changes) => {
                 let bad: Vec<String> = changes
@@ -307,7 +329,109 @@ impl Host {
         // A command's outcome cannot be read back from the workspace the way a file write's
         // can (its bytes): lost to a power loss, the command would be uncertain and the run
         // blocked. So it is made durable now, not at the next commit.
-        self.sync_journal()
+        self.sync_journal()?;
+        // Signed and durable: its pre-command record has served.
+        self.drop_precommand(&action.id);
+        Ok(summary)
+    }
+
+    /// Persists what `plan` checks the command of `action` against (durably, atomically),
+    /// signed with the run's key: [`crate::run::precommand`].
+    fn persist_precommand(
+        &mut self,
+        action: &ActionRecord,
+        plan: &CommandPlan,
+    ) -> Result<(), PersistError> {
+        let name = precommand::name(&action.id)
+            .ok_or_else(|| precommand::PrecommandError::Name(action.id.clone()))?;
+        let check = &plan.check;
+        let bytes = precommand::encode(
+            &self.inputs.run_id,
+            &action.id,
+            &check.scopes,
+            &check.immutable,
+            &check.before,
+            &check.pre,
+            &self.signer,
+        )?;
+        self.dir.replace(&name, &bytes, true)?;
+        self.crash.synced(2);
+        self.crash.point();
+        Ok(())
+    }
+
+    /// Removes `action`'s pre-command record, best effort: one left behind is removed by the
+    /// next recovery, which finds the action's outcome signed.
+    pub(super) fn drop_precommand(&mut self, action: &str) {
+        if let Some(name) = precommand::name(action) {
+            let _ = std::fs::remove_file(self.dir.file(&name));
+        }
+    }
+
+    /// A command of `action` was running when the process stopped (started, no outcome):
+    /// the workspace is checked against its persisted pre-command record — forbidden changes
+    /// undone (protected files put back from their pre-images, plants removed) — and the
+    /// outcome, failed and uncertain (its exit is unknown), names every change it made; it is
+    /// never run again. Without a record that verifies, what it changed is unknown, and the
+    /// outcome says why. The record is removed once the outcome is signed.
+    pub(super) fn recover_command(&mut self, action: &ActionRecord) -> Result<String, Error> {
+        // What it left in its HOME and TMPDIR goes (the directories are the run's).
+        let base = self.dir.root().join("sandbox");
+        for dir in [base.join("home"), base.join("tmp")] {
+            if dir.is_dir() {
+                let _ = crate::fsio::empty_dir(&dir);
+            }
+        }
+        let uncertain = "uncertain: the process stopped while this ran; it is never re-run blindly";
+        let name = precommand::name(&action.id).unwrap_or_default();
+        let record: Result<Option<precommand::Record>, PersistError> = if name.is_empty() {
+            Err(precommand::PrecommandError::Name(action.id.clone()).into())
+        } else {
+            match self.dir.read_bytes(&name) {
+                Ok(Some(bytes)) => {
+                    precommand::decode(&bytes, &self.inputs.run_id, &action.id, &self.keys)
+                        .map(Some)
+                        .map_err(PersistError::from)
+                }
+                Ok(None) => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        };
+        let summary = match record {
+            Ok(Some(record)) => {
+                let check = Check {
+                    protected_in_scope: Vec::new(),
+                    scopes: record.scopes,
+                    immutable: record.immutable,
+                    before: record.before,
+                    pre: record.pre,
+                };
+                let changes = check.settle(&self.workspace.root);
+                let summary = format!(
+                    "{uncertain}; the workspace was checked against its pre-command manifest"
+                );
+                self.command_outcome_signed(action, false, &summary, None, &changes)?
+            }
+            Ok(None) => {
+                let summary = format!(
+                    "{uncertain}; no pre-command manifest was persisted, so what it changed is unknown"
+                );
+                self.outcome_receipt(action, false, &summary, None)?;
+                self.sync_journal()?;
+                summary
+            }
+            Err(why) => {
+                let summary = format!(
+                    "{uncertain}; its pre-command manifest `{}` cannot be used ({why}), so what it changed is unknown",
+                    self.dir.file(&name).display()
+                );
+                self.outcome_receipt(action, false, &summary, None)?;
+                self.sync_journal()?;
+                self.drop_precommand(&action.id);
+                summary
+            }
+        };
+        Ok(summary)
     }
 
     /// A command's sandbox and the workspace manifest it is checked against: it reads the
@@ -627,7 +751,16 @@ impl Host {
     }
 }
 
-/// A command about to run: its environment and what it is checked against after.
+/// Why a command's pre-command record could not be made durable (the command is not run),
+/// or read back after a crash (what it changed is unknown).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum PersistError {
+    #[error(transparent)]
+    Record(#[from] precommand::PrecommandError),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
 /// Why a command's sandbox or workspace check could not be prepared: the command is not run.
 #[derive(Debug, thiserror::Error)]
 pub(super) enum PlanError {

@@ -593,3 +593,262 @@ fn issue_31_a_run_killed_before_its_first_receipt_is_recovered() {
     assert_ne!(out.status.code(), Some(0), "{}", transcript(&out));
     assert!(home.join("runs").join(&done).exists());
 }
+
+/// Spawns `craik run EXAMPLE --home HOME` and waits until `ready(run directory)` holds (the
+/// command is running); returns the child and the run id.
+fn run_until(
+    ex: &Path,
+    home: &Path,
+    ready: impl Fn(&Path) -> bool,
+) -> (std::process::Child, String) {
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("craik"))
+        .arg("run")
+        .arg(ex)
+        .arg("--home")
+        .arg(home)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let runs = home.join("runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never got there"
+        );
+        let found = std::fs::read_dir(&runs)
+            .ok()
+            .and_then(|mut d| d.next()?.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|id| ready(&runs.join(id)));
+        if let Some(id) = found {
+            return (child, id);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Issue 31 item 2: the host is killed (`kill -9`) while a confined command runs, after the
+/// command planted a git directory (its `config` names a pager) in its write scope and wrote
+/// files it may write. Its pre-command manifest was persisted before it started, so
+/// `runs recover` diffs the workspace against it: the plant is removed, the allowed files
+/// stay, and the command's signed outcome (failed, uncertain) names every change and what was
+/// undone. The record is removed once that outcome is signed; the command never runs again
+/// (recovering twice signs nothing more), and the home verifies.
+#[test]
+fn issue_31_recover_after_a_kill_during_a_command_undoes_and_names_its_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let steps = crate::runs::act(json!([
+        {"id":"action_plant","capability":"shell.test","operation":"execute","argv":["./plant.sh"]},
+    ]));
+    let script = "#!/bin/sh\n\
+        echo ran >> src/runs.txt\n\
+        mkdir -p src/v/objects\n\
+        echo 'ref: refs/heads/main' > src/v/HEAD\n\
+        printf '[core]\\n\\tpager = touch /tmp/pwned\\n' > src/v/config\n\
+        echo ok > src/ok.txt\n\
+        echo planted > src/.planted\n\
+        sleep 30\n";
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[("shell.test", &["./plant.sh"], &["execute"])],
+        steps,
+        &[("plant.sh", script), ("src/lib.rs", "// lib\n")],
+    );
+    crate::adapters::make_executable(&ex.join("workspace/plant.sh"));
+    let home = dir.path().join("home");
+    let (mut child, id) = run_until(&ex, &home, |run| {
+        run.join("workspace/src/.planted").exists()
+    });
+    let run_dir = home.join("runs").join(&id);
+    // Persisted before the command started.
+    let records: Vec<String> = std::fs::read_dir(run_dir.join("precommand"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert!(records[0].ends_with(".pre"), "{records:?}");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let ws = run_dir.join("workspace");
+    assert!(
+        ws.join("src/v/config").exists(),
+        "the plant is there before"
+    );
+
+    let out = craik()
+        .args(["runs", "recover", &id, "--by", "user:op", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let run = run_json(&home, &id);
+    assert_eq!(run["status"], "blocked", "{}", transcript(&out));
+    assert!(
+        run["stop_reason"].as_str().unwrap().contains("uncertain"),
+        "{}",
+        run["stop_reason"]
+    );
+    // Undone: the git directory; kept: what the scope allows.
+    for gone in ["src/v/HEAD", "src/v/config", "src/v/objects"] {
+        assert!(
+            std::fs::symlink_metadata(ws.join(gone)).is_err(),
+            "{gone} left: {}",
+            transcript(&out)
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(ws.join("src/ok.txt")).unwrap(),
+        "ok\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("src/lib.rs")).unwrap(),
+        "// lib\n"
+    );
+    // The signed outcome names every change and what was undone.
+    let outcomes: Vec<Value> = outcome_receipts(&home, &id)
+        .into_iter()
+        .filter(|r| r["capability"] == "shell.test")
+        .collect();
+    assert_eq!(outcomes.len(), 1, "{}", transcript(&out));
+    let result = &outcomes[0]["result"];
+    assert_eq!(result["status"], "failed");
+    let summary = result["summary"].as_str().unwrap();
+    assert!(summary.contains("uncertain"), "{summary}");
+    assert!(
+        summary.contains("checked against its pre-command manifest"),
+        "{summary}"
+    );
+    assert!(summary.contains("FORBIDDEN WRITES"), "{summary}");
+    let files: Vec<(String, String, Option<bool>)> = result["metadata"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap().to_owned(),
+                f["change"].as_str().unwrap().to_owned(),
+                f["forbidden"].is_string().then(|| f["restored"] == true),
+            )
+        })
+        .collect();
+    let want = |p: &str, c: &str, r: Option<bool>| (p.to_owned(), c.to_owned(), r);
+    assert_eq!(
+        files,
+        vec![
+            want("src/.planted", "created", None),
+            want("src/ok.txt", "created", None),
+            want("src/runs.txt", "created", None),
+            want("src/v", "created", None),
+            want("src/v/HEAD", "created", Some(true)),
+            want("src/v/config", "created", Some(true)),
+            want("src/v/objects", "created", Some(true)),
+        ]
+    );
+    // The record has served; the sandbox's scratch directories are empty.
+    assert_eq!(
+        std::fs::read_dir(run_dir.join("precommand"))
+            .unwrap()
+            .count(),
+        0
+    );
+    // Never again: a second recover and a resume sign no second outcome, run nothing.
+    for args in [
+        vec!["runs", "recover", id.as_str(), "--by", "user:op"],
+        vec!["runs", "resume", id.as_str(), "--by", "user:op"],
+    ] {
+        let again = craik()
+            .args(&args)
+            .arg("--home")
+            .arg(&home)
+            .output()
+            .unwrap();
+        let n = outcome_receipts(&home, &id)
+            .iter()
+            .filter(|r| r["capability"] == "shell.test")
+            .count();
+        assert_eq!(n, 1, "{args:?}: {}", transcript(&again));
+    }
+    assert_eq!(
+        std::fs::read_to_string(ws.join("src/runs.txt")).unwrap(),
+        "ran\n"
+    );
+    verify_run(&home, &id, false);
+    let check = crate::ledger::verify_home_for(&home);
+    assert_eq!(check.status.code(), Some(0), "{}", transcript(&check));
+}
+
+/// Issue 31 item 2: a pre-command record edited after the kill (by someone without the key)
+/// is never used — nothing of it is written to the workspace — and the command's signed
+/// outcome says why what it changed is unknown.
+#[test]
+fn issue_31_an_edited_pre_command_record_is_never_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let steps = crate::runs::act(json!([
+        {"id":"action_slow","capability":"shell.test","operation":"execute","argv":["./slow.sh"]},
+    ]));
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[("shell.test", &["./slow.sh"], &["execute"])],
+        steps,
+        &[
+            (
+                "slow.sh",
+                "#!/bin/sh\necho started > src/started\nsleep 30\n",
+            ),
+            ("src/lib.rs", "// lib\n"),
+        ],
+    );
+    crate::adapters::make_executable(&ex.join("workspace/slow.sh"));
+    let home = dir.path().join("home");
+    let (mut child, id) = run_until(&ex, &home, |run| run.join("workspace/src/started").exists());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let run_dir = home.join("runs").join(&id);
+    let record = std::fs::read_dir(run_dir.join("precommand"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    // The header names the workspace's entries: one renamed (`c3JjL2xpYi5ycw==` is
+    // `src/lib.rs`, now `src/lib.rt`): a diff against it would sign changes never made.
+    let text = std::fs::read(&record).unwrap();
+    let at = text
+        .windows(b"c3JjL2xpYi5ycw==".len())
+        .position(|w| w == b"c3JjL2xpYi5ycw==")
+        .unwrap();
+    let mut edited = text.clone();
+    edited[at..at + 16].copy_from_slice(b"c3JjL2xpYi5ydA==");
+    std::fs::write(&record, &edited).unwrap();
+    let out = craik()
+        .args(["runs", "recover", &id, "--by", "user:op", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let outcomes: Vec<Value> = outcome_receipts(&home, &id)
+        .into_iter()
+        .filter(|r| r["capability"] == "shell.test")
+        .collect();
+    assert_eq!(outcomes.len(), 1, "{}", transcript(&out));
+    let summary = outcomes[0]["result"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("cannot be used") && summary.contains("does not match its signed sha256"),
+        "{summary}"
+    );
+    assert!(
+        outcomes[0]["result"]["metadata"]["files"].is_null(),
+        "{}",
+        outcomes[0]
+    );
+    let ws = run_dir.join("workspace");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("src/lib.rs")).unwrap(),
+        "// lib\n"
+    );
+    assert!(ws.join("src/started").exists());
+    assert_eq!(run_json(&home, &id)["status"], "blocked");
+    verify_run(&home, &id, false);
+}

@@ -222,11 +222,13 @@ fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Error> {
         .write_all(bytes)
         .and_then(|()| file.sync_all())
         .and_then(|()| std::fs::hard_link(&tmp, path));
+    crate::fsio::durable_point();
     let _ = std::fs::remove_file(&tmp);
     written.map_err(|e| Error::io(format!("{}: cannot write: {e}", path.display())))?;
     if let Some(dir) = path.parent() {
         let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
     }
+    crate::fsio::durable_point();
     Ok(())
 }
 

@@ -852,3 +852,407 @@ fn issue_31_an_edited_pre_command_record_is_never_used() {
     assert_eq!(run_json(&home, &id)["status"], "blocked");
     verify_run(&home, &id, false);
 }
+
+/// `craik ARGS` with `CRAIK_TEST_KILL_AT=n`: SIGKILLed where it pauses (its n-th durable
+/// write of any of Craik's files). Returns false when it finished before reaching it.
+fn kill_at_write(args: &[&std::ffi::OsStr], n: u64) -> bool {
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("craik"))
+        .args(args)
+        .env("CRAIK_TEST_KILL_AT", n.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let paused = BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .any(|line| line.starts_with("craik-test: paused at durable write"));
+    if paused {
+        child.kill().unwrap(); // SIGKILL
+    }
+    child.wait().unwrap();
+    paused
+}
+
+/// The home at `home` made again from `saved` (same path: run inputs name it).
+fn put_home_back(saved: &Path, home: &Path) {
+    if home.exists() {
+        std::fs::remove_dir_all(home).unwrap();
+    }
+    crate::policy::copy_dir(saved, home);
+}
+
+/// `craik receipts verify HOME [--allow-open]` with the home's key.
+fn verify_home_open(home: &Path) -> std::process::Output {
+    craik()
+        .args(["receipts", "verify"])
+        .arg(home)
+        .arg("--key")
+        .arg(home.join("keys/signing.pub.pem"))
+        .arg("--allow-open")
+        .output()
+        .unwrap()
+}
+
+fn os(args: &[&str], home: &Path) -> Vec<std::ffi::OsString> {
+    let mut v: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+    v.push("--home".into());
+    v.push(home.into());
+    v
+}
+
+fn refs(v: &[std::ffi::OsString]) -> Vec<&std::ffi::OsStr> {
+    v.iter().map(std::ffi::OsString::as_os_str).collect()
+}
+
+/// Issue 31 item 2: `keys rotate` (a first and a second rotation) killed at every durable
+/// write: its documented fix — `keys rotate` again — always works, the home verifies, and
+/// the next run signs and completes.
+#[test]
+fn issue_31_keys_rotate_killed_at_every_durable_write_is_finished_by_running_it_again() {
+    for second in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let saved = dir.path().join("saved");
+        let (exit, _, _) =
+            crate::runs::run_example(&home, &crate::runs::example("docs-review"), &[]);
+        assert_eq!(exit, 0);
+        let rotate = |reason: &str| {
+            craik()
+                .args([
+                    "keys", "rotate", "--by", "user:x", "--reason", reason, "--home",
+                ])
+                .arg(&home)
+                .output()
+                .unwrap()
+        };
+        if second {
+            let first = rotate("first");
+            assert_eq!(first.status.code(), Some(0), "{}", transcript(&first));
+        }
+        crate::policy::copy_dir(&home, &saved);
+        let args = os(
+            &["keys", "rotate", "--by", "user:x", "--reason", "killed"],
+            &home,
+        );
+        let mut points = 0;
+        for n in 1..=200u64 {
+            put_home_back(&saved, &home);
+            if !kill_at_write(&refs(&args), n) {
+                break;
+            }
+            points += 1;
+            let again = rotate("again");
+            assert_eq!(
+                again.status.code(),
+                Some(0),
+                "second {second}, point {n}: {}",
+                transcript(&again)
+            );
+            let check = crate::ledger::verify_home_for(&home);
+            assert_eq!(
+                check.status.code(),
+                Some(0),
+                "second {second}, point {n}: {}",
+                transcript(&check)
+            );
+            let (exit, id, _) =
+                crate::runs::run_example(&home, &crate::runs::example("docs-review"), &[]);
+            assert_eq!(exit, 0, "second {second}, point {n}: the next run");
+            verify_run(&home, &id, false);
+        }
+        assert!(points >= 5, "second {second}: only {points} kill points");
+    }
+}
+
+/// Issue 31 item 2: `approvals approve` and `approvals deny` killed at every durable write:
+/// running the decision again always works (done now, or "already decided by" the same
+/// reviewer), the home verifies (the run open), and `runs resume` continues the run as
+/// decided — approved: completed; denied: blocked — with every journal of the home valid.
+#[test]
+fn issue_31_approvals_killed_at_every_durable_write_are_finished_by_running_them_again() {
+    for verb in ["approve", "deny"] {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let saved = dir.path().join("saved");
+        let (exit, id, _) = crate::runs::run_example(&home, &crate::runs::example("approval"), &[]);
+        assert_eq!(exit, 6, "parked");
+        let approval = crate::runs::pending_approval(&home);
+        crate::policy::copy_dir(&home, &saved);
+        let args = os(
+            &[
+                "approvals",
+                verb,
+                &approval,
+                "--by",
+                "user:alice",
+                "--reason",
+                "checked",
+            ],
+            &home,
+        );
+        let mut points = 0;
+        for n in 1..=200u64 {
+            put_home_back(&saved, &home);
+            if !kill_at_write(&refs(&args), n) {
+                break;
+            }
+            points += 1;
+            let again = crate::runs::review(&home, verb, &approval, "user:alice", &[]);
+            let text = transcript(&again);
+            assert!(
+                again.status.code() == Some(0)
+                    || (again.status.code() == Some(1) && text.contains("already")),
+                "{verb}, point {n}: {text}"
+            );
+            let check = verify_home_open(&home);
+            assert_eq!(
+                check.status.code(),
+                Some(0),
+                "{verb}, point {n}: {}",
+                transcript(&check)
+            );
+            let resumed = crate::runs::resume(&home, &id);
+            let (status, reason) = crate::runs::stopped(&home, &id);
+            let want = if verb == "approve" {
+                "completed"
+            } else {
+                "blocked"
+            };
+            assert_eq!(
+                status,
+                want,
+                "{verb}, point {n}: {reason}\n{}",
+                transcript(&resumed)
+            );
+            if verb == "deny" {
+                assert!(
+                    reason.contains("denied by user:alice"),
+                    "{verb}, point {n}: {reason}"
+                );
+            }
+            let check = crate::ledger::verify_home_for(&home);
+            assert_eq!(
+                check.status.code(),
+                Some(0),
+                "{verb}, point {n}: {}",
+                transcript(&check)
+            );
+        }
+        assert!(points >= 5, "{verb}: only {points} kill points");
+    }
+}
+
+/// Issue 31 item 2: `memory approve` and `memory reject` killed at every durable write:
+/// running the review again always works (done now, or "already" decided), the proposal ends
+/// as decided, and the home verifies.
+#[test]
+fn issue_31_memory_reviews_killed_at_every_durable_write_are_finished_by_running_them_again() {
+    for verb in ["approve", "reject"] {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let saved = dir.path().join("saved");
+        let (exit, _, _) =
+            crate::runs::run_example(&home, &crate::runs::example("docs-review"), &[]);
+        assert_eq!(exit, 0);
+        let proposal = std::fs::read_dir(home.join("memory"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .find_map(|n| n.strip_suffix(".json").map(str::to_owned))
+            .expect("docs-review proposes memory");
+        crate::policy::copy_dir(&home, &saved);
+        let review = [
+            "memory",
+            verb,
+            proposal.as_str(),
+            "--by",
+            "user:alice",
+            "--reason",
+            "checked",
+        ];
+        let args = os(&review, &home);
+        let mut points = 0;
+        for n in 1..=200u64 {
+            put_home_back(&saved, &home);
+            if !kill_at_write(&refs(&args), n) {
+                break;
+            }
+            points += 1;
+            let again = craik()
+                .args(review)
+                .arg("--home")
+                .arg(&home)
+                .output()
+                .unwrap();
+            let text = transcript(&again);
+            assert!(
+                again.status.code() == Some(0)
+                    || (again.status.code() == Some(1) && text.contains("already")),
+                "{verb}, point {n}: {text}"
+            );
+            let stored: Value = serde_json::from_slice(
+                &std::fs::read(home.join("memory").join(format!("{proposal}.json"))).unwrap(),
+            )
+            .unwrap();
+            let want = if verb == "approve" {
+                "approved"
+            } else {
+                "rejected"
+            };
+            assert_eq!(stored["status"], want, "{verb}, point {n}: {text}");
+            let check = crate::ledger::verify_home_for(&home);
+            assert_eq!(
+                check.status.code(),
+                Some(0),
+                "{verb}, point {n}: {}",
+                transcript(&check)
+            );
+        }
+        assert!(points >= 3, "{verb}: only {points} kill points");
+    }
+}
+
+/// Issue 31 item 2: `craik run` on a fresh home (key generation, ledger, run start) of a
+/// command that plants a git directory in its write scope (the check after it undoes that),
+/// killed at every durable write of any of Craik's files: `runs recover` of whatever run is
+/// there always works, no plant survives, the command ran at most once, the next run
+/// completes, and the home verifies.
+#[test]
+fn issue_31_run_start_and_a_command_undo_killed_at_every_durable_write_recover() {
+    let dir = tempfile::tempdir().unwrap();
+    let steps = crate::runs::act(json!([
+        {"id":"action_plant","capability":"shell.test","operation":"execute","argv":["./plant.sh"]},
+    ]));
+    let script = "#!/bin/sh\n\
+        echo ran >> src/runs.txt\n\
+        mkdir -p src/v/objects\n\
+        echo 'ref: refs/heads/main' > src/v/HEAD\n\
+        printf '[core]\\n\\tpager = touch /tmp/pwned\\n' > src/v/config\n\
+        echo ok > src/ok.txt\n";
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[("shell.test", &["./plant.sh"], &["execute"])],
+        steps,
+        &[("plant.sh", script), ("src/lib.rs", "// lib\n")],
+    );
+    crate::adapters::make_executable(&ex.join("workspace/plant.sh"));
+    let home = dir.path().join("home");
+    let args: Vec<std::ffi::OsString> = vec!["run".into(), ex.clone().into_os_string()]
+        .into_iter()
+        .chain(os(&[], &home))
+        .collect();
+    let mut points = 0;
+    let mut recovered = std::collections::BTreeMap::<String, usize>::new();
+    for n in 1..=400u64 {
+        if home.exists() {
+            std::fs::remove_dir_all(&home).unwrap();
+        }
+        if !kill_at_write(&refs(&args), n) {
+            break;
+        }
+        points += 1;
+        let runs: Vec<String> = std::fs::read_dir(home.join("runs"))
+            .map(|d| {
+                d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        for id in &runs {
+            let out = craik()
+                .args(["runs", "recover", id, "--by", "user:op", "--home"])
+                .arg(&home)
+                .output()
+                .unwrap();
+            let code = out.status.code();
+            assert!(
+                code == Some(0) || code == Some(1),
+                "point {n}: {}",
+                transcript(&out)
+            );
+            let ws = home.join("runs").join(id).join("workspace");
+            if !home.join("runs").join(id).exists() {
+                *recovered.entry("removed".into()).or_default() += 1;
+                continue;
+            }
+            // Recovered and still open (killed between steps): resumed to its end.
+            let resumed = crate::runs::resume(&home, id);
+            let status = run_json(&home, id)["status"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            assert!(
+                ["completed", "failed", "blocked"].contains(&status.as_str()),
+                "point {n}: {status}\n{}\n{}",
+                transcript(&out),
+                transcript(&resumed)
+            );
+            *recovered.entry(status).or_default() += 1;
+            for plant in ["src/v/HEAD", "src/v/config", "src/v/objects"] {
+                assert!(
+                    std::fs::symlink_metadata(ws.join(plant)).is_err(),
+                    "point {n}: {plant} survived: {}",
+                    transcript(&out)
+                );
+            }
+            let ran = std::fs::read_to_string(ws.join("src/runs.txt")).unwrap_or_default();
+            assert!(ran.lines().count() <= 1, "point {n}: ran {ran:?}");
+            // The command ran (whole: no durable write falls while it runs): its signed
+            // outcome names the plant it made and that it was undone, wherever the kill fell.
+            if ran.lines().count() == 1 {
+                let outcomes: Vec<Value> = outcome_receipts(&home, id)
+                    .into_iter()
+                    .filter(|r| r["capability"] == "shell.test")
+                    .collect();
+                assert_eq!(outcomes.len(), 1, "point {n}: {}", transcript(&out));
+                let named = outcomes[0]["result"]["metadata"]["files"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|f| {
+                        f["path"] == "src/v/config"
+                            && f["forbidden"].is_string()
+                            && f["restored"] == true
+                    });
+                assert!(named, "point {n}: {}", outcomes[0]["result"]);
+            }
+            verify_run(&home, id, false);
+            assert_eq!(
+                std::fs::read_dir(home.join("runs").join(id).join("precommand"))
+                    .map(Iterator::count)
+                    .unwrap_or(0),
+                0,
+                "point {n}: a pre-command record left"
+            );
+        }
+        // The next run works on what the kill left (it ends failed: its command's forbidden
+        // writes, undone), and then the whole home verifies.
+        let next = craik().args(refs(&args)).output().unwrap();
+        assert_eq!(
+            next.status.code(),
+            Some(1),
+            "point {n}: {}",
+            transcript(&next)
+        );
+        assert!(
+            String::from_utf8_lossy(&next.stdout).contains(
+                "FORBIDDEN WRITES: created `src/v/HEAD` (protected (a git directory); restored)"
+            ),
+            "point {n}: {}",
+            transcript(&next)
+        );
+        let check = crate::ledger::verify_home_for(&home);
+        assert_eq!(
+            check.status.code(),
+            Some(0),
+            "point {n}: {}",
+            transcript(&check)
+        );
+    }
+    assert!(points >= 30, "only {points} kill points");
+    #[allow(clippy::print_stderr, reason = "the count is the test's report")]
+    {
+        eprintln!("kill -9 at {points} durable writes: {recovered:?}");
+    }
+}

@@ -9,7 +9,14 @@
 //! never pass for a receipt's) over the run, the action and the `sha256` of the rest; a
 //! record that does not verify is never used, and nothing of it is written to the workspace.
 //!
+//! When the command has ended, what the check after it finds (every change, and how each
+//! forbidden one is undone) is persisted the same way, signed, before anything is undone: an
+//! undo a crash cuts short is finished from it, and the outcome names what the command did,
+//! not what was left of it.
+//!
 //! ```text
+//! runs/<run>/precommand/<action>.found   envelope line, then {schema, version, run, action,
+//!                                         changes}
 //! runs/<run>/precommand/<action>.pre
 //!   line 1   DSSE envelope: {"run_id","action","sha256"} signed with the run's key
 //!   line 2   header: schema, version, run, action, scopes, immutable globs, manifest,
@@ -29,6 +36,10 @@ pub const DIR: &str = "precommand";
 /// What the record's envelope says it holds (never a receipt's type).
 pub const PAYLOAD_TYPE: &str = "application/vnd.craik.precommand+json; version=0.1.0";
 const SCHEMA: &str = "craik.precommand";
+/// What a command's findings' envelope says they hold.
+pub const FINDINGS_PAYLOAD_TYPE: &str =
+    "application/vnd.craik.command-findings+json; version=0.1.0";
+const FINDINGS_SCHEMA: &str = "craik.command_findings";
 const VERSION: &str = "0.1.0";
 
 /// The store name of `action`'s record (`precommand/<action>.pre`); `None` for an id that is
@@ -138,6 +149,18 @@ pub fn encode(
     for blob in blobs {
         body.extend_from_slice(blob);
     }
+    seal(PAYLOAD_TYPE, run_id, action, body, signer)
+}
+
+/// `body` behind an envelope line signed by `signer` that binds it (its sha256) to `run_id`'s
+/// `action`, under `payload_type`.
+fn seal(
+    payload_type: &str,
+    run_id: &str,
+    action: &str,
+    body: Vec<u8>,
+    signer: &dyn Signer,
+) -> Result<Vec<u8>, PrecommandError> {
     let binding = Binding {
         run_id: run_id.into(),
         action: action.into(),
@@ -145,23 +168,23 @@ pub fn encode(
     };
     let payload =
         serde_json::to_vec(&binding).map_err(|e| PrecommandError::Encode(e.to_string()))?;
-    let sig = signer.sign(&craik_kernel::pae(PAYLOAD_TYPE, &payload));
-    let line = Envelope::new(PAYLOAD_TYPE, &payload, signer.key_id(), &sig)
+    let sig = signer.sign(&craik_kernel::pae(payload_type, &payload));
+    let mut out = Envelope::new(payload_type, &payload, signer.key_id(), &sig)
         .to_line()
         .map_err(PrecommandError::Encode)?;
-    let mut out = line;
     out.extend_from_slice(&body);
     Ok(out)
 }
 
-/// The record in `bytes`, verified: signed by a key of `keys`, for `run_id`'s `action`, its
-/// content as signed. Nothing of a record that fails is returned.
-pub fn decode(
-    bytes: &[u8],
+/// The body [`seal`] sealed in `bytes`, verified: `payload_type`, a key of `keys`, bound to
+/// `run_id`'s `action`, its content as signed.
+fn open<'a>(
+    payload_type: &str,
+    bytes: &'a [u8],
     run_id: &str,
     action: &str,
     keys: &KeyRing,
-) -> Result<Record, PrecommandError> {
+) -> Result<&'a [u8], PrecommandError> {
     let newline = bytes
         .iter()
         .position(|b| *b == b'\n')
@@ -170,7 +193,7 @@ pub fn decode(
     let body = body.get(1..).unwrap_or_default();
     let envelope: Envelope =
         serde_json::from_slice(line).map_err(|e| PrecommandError::Envelope(e.to_string()))?;
-    if envelope.payload_type != PAYLOAD_TYPE {
+    if envelope.payload_type != payload_type {
         return Err(PrecommandError::PayloadType(envelope.payload_type));
     }
     let [signature] = envelope.signatures.as_slice() else {
@@ -190,7 +213,7 @@ pub fn decode(
         .and_then(|s| s.try_into().ok())
         .ok_or(PrecommandError::Signature)?;
     key.verify_strict(
-        &craik_kernel::pae(PAYLOAD_TYPE, &payload),
+        &craik_kernel::pae(payload_type, &payload),
         &ed25519_dalek::Signature::from_bytes(&sig),
     )
     .map_err(|_| PrecommandError::Signature)?;
@@ -205,6 +228,18 @@ pub fn decode(
     if crate::run::exec::digest(body) != binding.sha256 {
         return Err(PrecommandError::Digest);
     }
+    Ok(body)
+}
+
+/// The record in `bytes`, verified: signed by a key of `keys`, for `run_id`'s `action`, its
+/// content as signed. Nothing of a record that fails is returned.
+pub fn decode(
+    bytes: &[u8],
+    run_id: &str,
+    action: &str,
+    keys: &KeyRing,
+) -> Result<Record, PrecommandError> {
+    let body = open(PAYLOAD_TYPE, bytes, run_id, action, keys)?;
     let newline = body
         .iter()
         .position(|b| *b == b'\n')
@@ -240,6 +275,70 @@ pub fn decode(
         before: Manifest::from_saved(header.manifest)?,
         pre: Preimages::from_saved(header.preimages, blob, header.skipped)?,
     })
+}
+
+/// The store name of `action`'s findings (`precommand/<action>.found`): what the check after
+/// its command found, persisted before anything is undone.
+pub fn findings_name(action: &str) -> Option<String> {
+    name(action).map(|n| format!("{}.found", n.trim_end_matches(".pre")))
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Findings {
+    schema: String,
+    version: String,
+    run_id: String,
+    action: String,
+    changes: Vec<manifest::SavedChange>,
+}
+
+/// What the check after `action`'s command found (before undoing any of it), signed by
+/// `signer`.
+pub fn encode_findings(
+    run_id: &str,
+    action: &str,
+    changes: &[manifest::FileChange],
+    signer: &dyn Signer,
+) -> Result<Vec<u8>, PrecommandError> {
+    let findings = Findings {
+        schema: FINDINGS_SCHEMA.into(),
+        version: VERSION.into(),
+        run_id: run_id.into(),
+        action: action.into(),
+        changes: changes.iter().map(manifest::FileChange::saved).collect(),
+    };
+    let body = serde_json::to_vec(&findings).map_err(|e| PrecommandError::Encode(e.to_string()))?;
+    seal(FINDINGS_PAYLOAD_TYPE, run_id, action, body, signer)
+}
+
+/// The findings in `bytes`, verified as [`decode`] verifies a record.
+pub fn decode_findings(
+    bytes: &[u8],
+    run_id: &str,
+    action: &str,
+    keys: &KeyRing,
+) -> Result<Vec<manifest::FileChange>, PrecommandError> {
+    let body = open(FINDINGS_PAYLOAD_TYPE, bytes, run_id, action, keys)?;
+    let findings: Findings =
+        serde_json::from_slice(body).map_err(|e| PrecommandError::Header(e.to_string()))?;
+    if findings.schema != FINDINGS_SCHEMA || findings.version != VERSION {
+        return Err(PrecommandError::Schema {
+            schema: findings.schema,
+            version: findings.version,
+        });
+    }
+    if findings.run_id != run_id || findings.action != action {
+        return Err(PrecommandError::Elsewhere {
+            run: findings.run_id,
+            action: findings.action,
+        });
+    }
+    findings
+        .changes
+        .into_iter()
+        .map(|c| manifest::FileChange::from_saved(c).map_err(PrecommandError::from))
+        .collect()
 }
 
 #[cfg(test)]

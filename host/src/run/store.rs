@@ -555,6 +555,7 @@ impl RunStore for RunDir {
         if sync {
             file.sync_data()?;
         }
+        crate::fsio::durable_point();
         if created {
             sync_dir(&self.path)?;
         }
@@ -562,7 +563,9 @@ impl RunStore for RunDir {
     }
 
     fn sync_file(&self, name: &str) -> io::Result<()> {
-        File::open(self.file(name))?.sync_data()
+        File::open(self.file(name))?.sync_data()?;
+        crate::fsio::durable_point();
+        Ok(())
     }
 
     fn read_bytes(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
@@ -734,7 +737,9 @@ pub fn io_at(path: &Path) -> impl Fn(io::Error) -> Error + '_ {
 
 /// fsync a directory, so a rename or a new entry in it is durable.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
+    File::open(dir)?.sync_all()?;
+    crate::fsio::durable_point();
+    Ok(())
 }
 
 /// Creates run `run_id`'s directory and settles its workspace: `workspace` when given, else a

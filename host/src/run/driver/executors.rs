@@ -194,7 +194,24 @@ impl Host {
             .map_or(exec::MAX_TIMEOUT, Duration::from_millis)
             .min(left.unwrap_or(exec::MAX_TIMEOUT));
         let root = self.workspace.root.clone();
-        let (ran, changes) = plan.run_checked(&root, || {
+        // What the check after the command finds is persisted (signed, durable) before
+        // anything is undone when something must be: an undo a crash cuts short is finished
+        // from it by `runs recover`. Not persisted, the undo still runs (the outcome, signed
+        // right after, names it); only that crash window loses the finer record.
+        let persist = |changes: &[manifest::FileChange]| {
+            if !changes.iter().any(|c| c.forbidden.is_some()) {
+                return;
+            }
+            let Some(name) = precommand::findings_name(&action.id) else {
+                return;
+            };
+            if let Ok(bytes) =
+                precommand::encode_findings(&self.inputs.run_id, &action.id, changes, &self.signer)
+            {
+                let _ = self.dir.replace(&name, &bytes, true);
+            }
+        };
+        let (ran, changes) = plan.run_checked(&root, &persist, || {
             let ran = exec::run_command(&argv, &root, timeout, env);
             // What the command left in its HOME and TMPDIR dies with it.
             for dir in [&env.home, &env.tmp] {
@@ -363,7 +380,10 @@ impl Host {
     /// Removes `action`'s pre-command record, best effort: one left behind is removed by the
     /// next recovery, which finds the action's outcome signed.
     pub(super) fn drop_precommand(&mut self, action: &str) {
-        if let Some(name) = precommand::name(action) {
+        for name in [precommand::name(action), precommand::findings_name(action)]
+            .into_iter()
+            .flatten()
+        {
             let _ = std::fs::remove_file(self.dir.file(&name));
         }
     }
@@ -399,17 +419,48 @@ impl Host {
         };
         let summary = match record {
             Ok(Some(record)) => {
-                let check = Check {
-                    protected_in_scope: Vec::new(),
-                    scopes: record.scopes,
-                    immutable: record.immutable,
-                    before: record.before,
-                    pre: record.pre,
+                let root = self.workspace.root.clone();
+                // The check after the command had found what it changed and begun to undo it:
+                // that undo is finished from its findings (what it writes comes from the signed
+                // record only), and the outcome names what the command did.
+                let found = precommand::findings_name(&action.id)
+                    .and_then(|n| self.dir.read_bytes(&n).ok().flatten())
+                    .map(|bytes| {
+                        precommand::decode_findings(
+                            &bytes,
+                            &self.inputs.run_id,
+                            &action.id,
+                            &self.keys,
+                        )
+                    });
+                let (changes, how) = match found {
+                    Some(Ok(mut changes)) => {
+                        manifest::unlock_dirs(&root);
+                        manifest::undo(&root, &record.before, &mut changes, &record.pre);
+                        (
+                            Ok(changes),
+                            "it had ended and the check after it had begun; that check was finished from its persisted findings".to_owned(),
+                        )
+                    }
+                    found => {
+                        let check = Check {
+                            protected_in_scope: Vec::new(),
+                            scopes: record.scopes,
+                            immutable: record.immutable,
+                            before: record.before,
+                            pre: record.pre,
+                        };
+                        let how = match found {
+                            Some(Err(e)) => format!(
+                                "its persisted findings cannot be used ({e}); the workspace was checked against its pre-command manifest"
+                            ),
+                            _ => "the workspace was checked against its pre-command manifest"
+                                .to_owned(),
+                        };
+                        (check.settle(&root, &|_| {}), how)
+                    }
                 };
-                let changes = check.settle(&self.workspace.root);
-                let summary = format!(
-                    "{uncertain}; the workspace was checked against its pre-command manifest"
-                );
+                let summary = format!("{uncertain}; {how}");
                 self.command_outcome_signed(action, false, &summary, None, &changes)?
             }
             Ok(None) => {
@@ -845,6 +896,7 @@ impl CommandPlan {
     fn run_checked<T>(
         &self,
         root: &Path,
+        persist: &dyn Fn(&[manifest::FileChange]),
         command: impl FnOnce() -> T,
     ) -> (T, Result<Vec<manifest::FileChange>, SettleError>) {
         let check = std::sync::Arc::clone(&self.check);
@@ -856,7 +908,7 @@ impl CommandPlan {
             for dir in &scratch {
                 let _ = crate::fsio::empty_dir(dir);
             }
-            match check.settle(&at) {
+            match check.settle(&at, &|_| {}) {
                 Ok(changes) => format!(
                     "the workspace was checked: {} change(s), {} forbidden and undone",
                     changes.len(),
@@ -866,14 +918,19 @@ impl CommandPlan {
             }
         })));
         let out = command();
-        let settled = crate::confine::while_exit_check_held(|| self.check.settle(root));
+        let settled = crate::confine::while_exit_check_held(|| self.check.settle(root, persist));
         (out, settled)
     }
 }
 
 impl Check {
-    /// What the command changed, forbidden changes undone.
-    fn settle(&self, root: &Path) -> Result<Vec<manifest::FileChange>, SettleError> {
+    /// What the command changed, forbidden changes undone — after `persist` was given what
+    /// was found.
+    fn settle(
+        &self,
+        root: &Path,
+        persist: &dyn Fn(&[manifest::FileChange]),
+    ) -> Result<Vec<manifest::FileChange>, SettleError> {
         manifest::unlock_dirs(root);
         let after = match manifest::Manifest::scan(root) {
             Ok(after) => after,
@@ -894,14 +951,17 @@ impl Check {
                 });
             }
         };
-        Ok(manifest::settle(
+        let mut changes = manifest::findings(
             root,
             &self.before,
             &after,
             &self.scopes,
             &self.immutable,
             &self.pre,
-        ))
+        );
+        persist(&changes);
+        manifest::undo(root, &self.before, &mut changes, &self.pre);
+        Ok(changes)
     }
 }
 

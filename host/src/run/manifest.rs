@@ -933,16 +933,30 @@ pub fn findings(
 /// writes comes from `before` and `pre` (never from the change itself): run again on the same
 /// findings — a check a crash cut short — it does the same, and what is already undone stays.
 pub fn undo(root: &Path, before: &Manifest, changes: &mut [FileChange], pre: &Preimages) {
+    // A directory goes no earlier than anything it holds: its rank is the highest of what is
+    // removed under it.
+    let mut rank_of: BTreeMap<&Path, u8> = changes
+        .iter()
+        .filter_map(|c| match c.undo {
+            Some(Undo::Remove { rank }) => Some((c.rel.as_path(), rank)),
+            _ => None,
+        })
+        .collect();
+    let ranked: Vec<(&Path, u8)> = rank_of.iter().map(|(p, r)| (*p, *r)).collect();
+    for (rel, rank) in ranked {
+        for up in rel.ancestors().skip(1) {
+            if let Some(r) = rank_of.get_mut(up) {
+                *r = (*r).max(rank);
+            }
+        }
+    }
     let mut removals: Vec<(u8, usize)> = changes
         .iter()
         .enumerate()
         .rev()
-        .filter_map(|(i, c)| match c.undo {
-            Some(Undo::Remove { rank }) => Some((rank, i)),
-            _ => None,
-        })
+        .filter_map(|(i, c)| Some((*rank_of.get(c.rel.as_path())?, i)))
         .collect();
-    // Stable: deepest first within a rank.
+    // Stable: deepest first within a rank (the changes are sorted by path).
     removals.sort_by_key(|(rank, _)| *rank);
     for (_, i) in removals {
         if let Some(c) = changes.get_mut(i) {
@@ -1040,7 +1054,14 @@ fn set_mode(root: &Path, rel: &Path, mode: u32) -> Result<(), ManifestError> {
 }
 
 fn remove_created(root: &Path, rel: &Path) -> Result<(), ManifestError> {
-    real_ancestors(root, rel)?;
+    match real_ancestors(root, rel) {
+        // A directory on the way is gone: so is what it held (an undo finished again).
+        Err(ManifestError::Os {
+            kind: std::io::ErrorKind::NotFound,
+            ..
+        }) => return Ok(()),
+        other => other?,
+    }
     let path = root.join(rel);
     let rel = shown(rel);
     let meta = match std::fs::symlink_metadata(&path) {

@@ -514,4 +514,87 @@ mod tests {
         assert_eq!(action_of("action_1_0.pre"), Some("action_1_0"));
         assert_eq!(action_of(".action_1_0.pre.tmp-12"), None);
     }
+
+    /// Issue 31 item 2: the check after a command persists its findings before undoing; an
+    /// undo cut short (here: only the first removal done) is finished from them, whatever was
+    /// already undone, and they still name everything the command did. A record cannot pass
+    /// for findings, nor findings for a record.
+    #[test]
+    fn issue_31_an_undo_cut_short_is_finished_from_its_persisted_findings() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        workspace(root);
+        let before = Manifest::scan(root).unwrap();
+        let immutable = craik_kernel::ImmutablePaths::default();
+        let pre = Preimages::take(root, &before, &immutable);
+        let scopes = vec![Scope::Under("src".into())];
+        let s = signer(7);
+        let keys = ring(&s);
+        // The command: a git directory planted in scope, a protected file rewritten.
+        std::fs::create_dir_all(root.join("src/v/objects")).unwrap();
+        std::fs::write(root.join("src/v/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(root.join("src/v/config"), "[core]\n\tpager = evil\n").unwrap();
+        std::fs::write(root.join(".git/config"), "[core]\n\tfsmonitor = evil\n").unwrap();
+        let after = Manifest::scan(root).unwrap();
+        let found = manifest::findings(root, &before, &after, &scopes, &immutable, &pre);
+        let bytes = encode_findings("run_x", "action_1_0", &found, &s).unwrap();
+        // Cut short: the first removal only (what is not a marker goes first).
+        std::fs::remove_file(root.join("src/v/config")).unwrap();
+        let mut again = decode_findings(&bytes, "run_x", "action_1_0", &keys).unwrap();
+        assert_eq!(
+            again.iter().map(|c| &c.path).collect::<Vec<_>>(),
+            found.iter().map(|c| &c.path).collect::<Vec<_>>()
+        );
+        manifest::undo(root, &before, &mut again, &pre);
+        let forbidden: Vec<(&str, bool)> = again
+            .iter()
+            .filter(|c| c.forbidden.is_some())
+            .map(|c| (c.path.as_str(), matches!(c.restored, Some(Ok(())))))
+            .collect();
+        assert_eq!(
+            forbidden,
+            vec![
+                (".git/config", true),
+                ("src/v/HEAD", true),
+                ("src/v/config", true),
+                ("src/v/objects", true),
+            ]
+        );
+        for gone in ["src/v/HEAD", "src/v/config", "src/v/objects"] {
+            assert!(
+                std::fs::symlink_metadata(root.join(gone)).is_err(),
+                "{gone}"
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(root.join(".git/config")).unwrap(),
+            "[core]\n"
+        );
+        // Run once more: nothing left to do, every entry still undone.
+        manifest::undo(root, &before, &mut again, &pre);
+        assert!(
+            again
+                .iter()
+                .filter(|c| c.forbidden.is_some())
+                .all(|c| matches!(c.restored, Some(Ok(()))))
+        );
+        let record = encode(
+            "run_x",
+            "action_1_0",
+            &scopes,
+            &immutable,
+            &before,
+            &pre,
+            &s,
+        )
+        .unwrap();
+        assert!(matches!(
+            decode_findings(&record, "run_x", "action_1_0", &keys),
+            Err(PrecommandError::PayloadType(_))
+        ));
+        assert!(matches!(
+            decode(&bytes, "run_x", "action_1_0", &keys),
+            Err(PrecommandError::PayloadType(_))
+        ));
+    }
 }

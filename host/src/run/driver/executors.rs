@@ -31,6 +31,25 @@ impl Host {
         if verdict.decision != Decision::Allow {
             return self.outcome_receipt(action, false, "not allowed; not executed", None);
         }
+        // What has a signed outcome is never performed again, whatever the events say
+        // (issue 31 item 2): events lost past the crash model re-ask a step, and its actions
+        // come back under the ids the journal already holds outcomes for.
+        if let Some(done) = self
+            .receipts_by_action
+            .get(&action.id)
+            .and_then(|rs| {
+                rs.iter()
+                    .rev()
+                    .find(|r| r.decided_by.kind == DecidedByKind::Outcome)
+            })
+            .map(|r| r.id.clone())
+        {
+            let why = format!(
+                "not executed: {} already has a signed outcome ({done}); the run's events lost steps its journal signs, and what was performed is never performed again",
+                action.id
+            );
+            return self.outcome_receipt(action, false, &why, None);
+        }
         match effect {
             Some(Effect::ReadFile) => self.read_file(action, &rel),
             Some(effect @ (Effect::WriteFile | Effect::PatchFile)) => {

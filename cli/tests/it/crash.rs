@@ -1339,7 +1339,7 @@ fn issue_31_what_has_a_signed_outcome_never_runs_again_whatever_the_events_say()
             .iter()
             .any(|r| r["action"] == "action_1_3" && r["result"]["status"] == "passed");
         let events = home.join("runs").join(&id).join("events.jsonl");
-        let text = std::fs::read_to_string(&events).unwrap();
+        let text = std::fs::read_to_string(&events).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
         let Some(act) = lines.iter().position(|l| {
             l.starts_with(r#"{"event":"step_result""#) && l.contains(r#""phase":"act""#)
@@ -1384,6 +1384,15 @@ fn issue_31_what_has_a_signed_outcome_never_runs_again_whatever_the_events_say()
                 "point {n}: {mkdir:?}"
             );
         }
+        // Nor any other side effect: the patch, applied once, would not apply again.
+        assert!(
+            outcomes.iter().all(|r| !r["result"]["summary"]
+                .as_str()
+                .unwrap()
+                .contains("patch failed")),
+            "point {n}: the patch ran twice: {}",
+            transcript(&out)
+        );
         verify_run(&home, &id, true);
         if tried >= 4 {
             break;

@@ -596,6 +596,10 @@ fn issue_31_a_run_killed_before_its_first_receipt_is_recovered() {
 
 /// Spawns `craik run EXAMPLE --home HOME` and waits until `ready(run directory)` holds (the
 /// command is running); returns the child and the run id.
+#[expect(
+    clippy::zombie_processes,
+    reason = "the caller kills the child and waits for it"
+)]
 fn run_until(
     ex: &Path,
     home: &Path,

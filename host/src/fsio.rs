@@ -49,6 +49,36 @@ pub fn tmp_beside(path: &Path, what: &str) -> io::Result<std::path::PathBuf> {
     Ok(dir.join(format!(".{name}.{what}-{}", std::process::id())))
 }
 
+/// The test hook at every durable write of the host's own files (keys, journals, ledger,
+/// approvals, memory, run records, a command's undo), for every command: with the
+/// `crash-points` feature (test builds only), `CRAIK_TEST_KILL_AT=N` makes the process stop
+/// at the N-th, print `craik-test: paused at durable write N` on stderr and wait forever, so
+/// a test can `kill -9` it there. Pausing never changes an outcome. Without the feature the
+/// variable is never read. (The run driver's own points, `CRAIK_TEST_PAUSE_AT`, count only
+/// the driver's writes: [`crate::run::store::CrashPoints`].)
+pub fn durable_point() {
+    #[cfg(feature = "crash-points")]
+    {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static COUNT: AtomicU64 = AtomicU64::new(0);
+        static AT: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+        let at = *AT.get_or_init(|| {
+            std::env::var("CRAIK_TEST_KILL_AT")
+                .ok()
+                .and_then(|v| v.parse().ok())
+        });
+        let n = COUNT.fetch_add(1, Ordering::SeqCst).saturating_add(1);
+        if at == Some(n) {
+            let mut err = io::stderr();
+            let _ = writeln!(err, "craik-test: paused at durable write {n}");
+            let _ = err.flush();
+            loop {
+                std::thread::park();
+            }
+        }
+    }
+}
+
 /// Writes `bytes` to `path` via a temporary file in the same directory and a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let tmp = tmp_beside(path, "tmp")?;
@@ -56,7 +86,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         let mut file = fs::File::create(&tmp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
-        fs::rename(&tmp, path)
+        durable_point();
+        fs::rename(&tmp, path)?;
+        durable_point();
+        Ok(())
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);

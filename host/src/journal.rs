@@ -42,6 +42,7 @@ impl JournalFile {
             .create_new(true)
             .open(&path)?;
         File::open(dir)?.sync_all()?;
+        crate::fsio::durable_point();
         Ok(Self {
             file,
             path,
@@ -94,6 +95,7 @@ impl JournalFile {
         }
         self.file.sync_data()?;
         self.durable = self.len;
+        crate::fsio::durable_point();
         Ok(true)
     }
 

@@ -496,6 +496,7 @@ fn append(
     file.write_all(&lines)
         .and_then(|()| file.sync_data())
         .map_err(io(&path))?;
+    crate::fsio::durable_point();
     if created {
         sync_dir(root).map_err(io(root))?;
     }
@@ -633,6 +634,7 @@ fn save_head(
     });
     if written.is_some() {
         let _ = fs::rename(&tmp, root.join(HEAD_NAME));
+        crate::fsio::durable_point();
     }
 }
 
@@ -1591,11 +1593,13 @@ pub fn rotate(home: &Home, by: &str, reason: &str, now: OffsetDateTime) -> Resul
         let from = next.join(name);
         if from.exists() {
             fs::rename(&from, keys_dir.join(name)).map_err(io(&from))?;
+            crate::fsio::durable_point();
         }
     }
     sync_dir(&keys_dir).map_err(io(&keys_dir))?;
     if next.exists() {
         fs::remove_dir(&next).map_err(io(&next))?;
+        crate::fsio::durable_point();
         sync_dir(&keys_dir).map_err(io(&keys_dir))?;
     }
     let signer = crate::keys::read_signer(&keys_dir.join(PRIVATE_NAME))?;

@@ -194,7 +194,7 @@ pub(crate) fn init(out: &mut Out, format: Format, args: &InitArgs<'_>) -> Result
     // The file just written must load (it is what every command will read).
     craik_host::config::load(&file)?;
     let created = craik_host::run::store::create_home(&home)
-        .map_err(|e| Failure::usage(format!("{}: {e}", home.display())))?;
+        .map_err(craik_host::run::store::home_io(&home))?;
     let keys = craik_host::run::store::Home::new(&home).keys();
     let (_, _, notes) = craik_host::keys::load_or_create(&keys)?;
     let report = Initialised {

@@ -255,7 +255,7 @@ fn keys(home: &Home, out: &mut Out, create: bool) -> Result<(Ed25519Signer, KeyR
     let private = home.keys().join(craik_host::keys::PRIVATE_NAME);
     if create {
         craik_host::run::store::create_home(&home.root)
-            .map_err(|e| Failure::usage(format!("{}: {e}", home.root.display())))?;
+            .map_err(craik_host::run::store::home_io(&home.root))?;
     } else if !private.exists() {
         return Err(Failure::usage(format!(
             "`{}`: no signing key in this home (is it the home you meant? a home gets its key from `craik init` or its first `craik run`)",

@@ -593,3 +593,817 @@ fn issue_31_a_run_killed_before_its_first_receipt_is_recovered() {
     assert_ne!(out.status.code(), Some(0), "{}", transcript(&out));
     assert!(home.join("runs").join(&done).exists());
 }
+
+/// Spawns `craik run EXAMPLE --home HOME` and waits until `ready(run directory)` holds (the
+/// command is running); returns the child and the run id.
+#[expect(
+    clippy::zombie_processes,
+    reason = "the caller kills the child and waits for it"
+)]
+fn run_until(
+    ex: &Path,
+    home: &Path,
+    ready: impl Fn(&Path) -> bool,
+) -> (std::process::Child, String) {
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("craik"))
+        .arg("run")
+        .arg(ex)
+        .arg("--home")
+        .arg(home)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let runs = home.join("runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never got there"
+        );
+        let found = std::fs::read_dir(&runs)
+            .ok()
+            .and_then(|mut d| d.next()?.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|id| ready(&runs.join(id)));
+        if let Some(id) = found {
+            return (child, id);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Issue 31 item 2: the host is killed (`kill -9`) while a confined command runs, after the
+/// command planted a git directory (its `config` names a pager) in its write scope and wrote
+/// files it may write. Its pre-command manifest was persisted before it started, so
+/// `runs recover` diffs the workspace against it: the plant is removed, the allowed files
+/// stay, and the command's signed outcome (failed, uncertain) names every change and what was
+/// undone. The record is removed once that outcome is signed; the command never runs again
+/// (recovering twice signs nothing more), and the home verifies.
+#[test]
+fn issue_31_recover_after_a_kill_during_a_command_undoes_and_names_its_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let steps = crate::runs::act(json!([
+        {"id":"action_plant","capability":"shell.test","operation":"execute","argv":["./plant.sh"]},
+    ]));
+    let script = "#!/bin/sh\n\
+        echo ran >> src/runs.txt\n\
+        mkdir -p src/v/objects\n\
+        echo 'ref: refs/heads/main' > src/v/HEAD\n\
+        printf '[core]\\n\\tpager = touch /tmp/pwned\\n' > src/v/config\n\
+        echo ok > src/ok.txt\n\
+        echo planted > src/.planted\n\
+        sleep 30\n";
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[("shell.test", &["./plant.sh"], &["execute"])],
+        steps,
+        &[("plant.sh", script), ("src/lib.rs", "// lib\n")],
+    );
+    crate::adapters::make_executable(&ex.join("workspace/plant.sh"));
+    let home = dir.path().join("home");
+    let (mut child, id) = run_until(&ex, &home, |run| {
+        run.join("workspace/src/.planted").exists()
+    });
+    let run_dir = home.join("runs").join(&id);
+    // Persisted before the command started.
+    let records: Vec<String> = std::fs::read_dir(run_dir.join("precommand"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert!(records[0].ends_with(".pre"), "{records:?}");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let ws = run_dir.join("workspace");
+    assert!(
+        ws.join("src/v/config").exists(),
+        "the plant is there before"
+    );
+
+    let out = craik()
+        .args(["runs", "recover", &id, "--by", "user:op", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let run = run_json(&home, &id);
+    assert_eq!(run["status"], "blocked", "{}", transcript(&out));
+    assert!(
+        run["stop_reason"].as_str().unwrap().contains("uncertain"),
+        "{}",
+        run["stop_reason"]
+    );
+    // Undone: the git directory; kept: what the scope allows.
+    for gone in ["src/v/HEAD", "src/v/config", "src/v/objects"] {
+        assert!(
+            std::fs::symlink_metadata(ws.join(gone)).is_err(),
+            "{gone} left: {}",
+            transcript(&out)
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(ws.join("src/ok.txt")).unwrap(),
+        "ok\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("src/lib.rs")).unwrap(),
+        "// lib\n"
+    );
+    // The signed outcome names every change and what was undone.
+    let outcomes: Vec<Value> = outcome_receipts(&home, &id)
+        .into_iter()
+        .filter(|r| r["capability"] == "shell.test")
+        .collect();
+    assert_eq!(outcomes.len(), 1, "{}", transcript(&out));
+    let result = &outcomes[0]["result"];
+    assert_eq!(result["status"], "failed");
+    let summary = result["summary"].as_str().unwrap();
+    assert!(summary.contains("uncertain"), "{summary}");
+    assert!(
+        summary.contains("checked against its pre-command manifest"),
+        "{summary}"
+    );
+    assert!(summary.contains("FORBIDDEN WRITES"), "{summary}");
+    let files: Vec<(String, String, Option<bool>)> = result["metadata"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap().to_owned(),
+                f["change"].as_str().unwrap().to_owned(),
+                f["forbidden"].is_string().then(|| f["restored"] == true),
+            )
+        })
+        .collect();
+    let want = |p: &str, c: &str, r: Option<bool>| (p.to_owned(), c.to_owned(), r);
+    assert_eq!(
+        files,
+        vec![
+            want("src/.planted", "created", None),
+            want("src/ok.txt", "created", None),
+            want("src/runs.txt", "created", None),
+            want("src/v", "created", None),
+            want("src/v/HEAD", "created", Some(true)),
+            want("src/v/config", "created", Some(true)),
+            want("src/v/objects", "created", Some(true)),
+        ]
+    );
+    // The record has served; the sandbox's scratch directories are empty.
+    assert_eq!(
+        std::fs::read_dir(run_dir.join("precommand"))
+            .unwrap()
+            .count(),
+        0
+    );
+    // Never again: a second recover and a resume sign no second outcome, run nothing.
+    for args in [
+        vec!["runs", "recover", id.as_str(), "--by", "user:op"],
+        vec!["runs", "resume", id.as_str(), "--by", "user:op"],
+    ] {
+        let again = craik()
+            .args(&args)
+            .arg("--home")
+            .arg(&home)
+            .output()
+            .unwrap();
+        let n = outcome_receipts(&home, &id)
+            .iter()
+            .filter(|r| r["capability"] == "shell.test")
+            .count();
+        assert_eq!(n, 1, "{args:?}: {}", transcript(&again));
+    }
+    assert_eq!(
+        std::fs::read_to_string(ws.join("src/runs.txt")).unwrap(),
+        "ran\n"
+    );
+    verify_run(&home, &id, false);
+    let check = crate::ledger::verify_home_for(&home);
+    assert_eq!(check.status.code(), Some(0), "{}", transcript(&check));
+}
+
+/// Issue 31 item 2: a pre-command record edited after the kill (by someone without the key)
+/// is never used — nothing of it is written to the workspace — and the command's signed
+/// outcome says why what it changed is unknown.
+#[test]
+fn issue_31_an_edited_pre_command_record_is_never_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let steps = crate::runs::act(json!([
+        {"id":"action_slow","capability":"shell.test","operation":"execute","argv":["./slow.sh"]},
+    ]));
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[("shell.test", &["./slow.sh"], &["execute"])],
+        steps,
+        &[
+            (
+                "slow.sh",
+                "#!/bin/sh\necho started > src/started\nsleep 30\n",
+            ),
+            ("src/lib.rs", "// lib\n"),
+        ],
+    );
+    crate::adapters::make_executable(&ex.join("workspace/slow.sh"));
+    let home = dir.path().join("home");
+    let (mut child, id) = run_until(&ex, &home, |run| run.join("workspace/src/started").exists());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let run_dir = home.join("runs").join(&id);
+    let record = std::fs::read_dir(run_dir.join("precommand"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    // The header names the workspace's entries: one renamed (`c3JjL2xpYi5ycw==` is
+    // `src/lib.rs`, now `src/lib.rt`): a diff against it would sign changes never made.
+    let text = std::fs::read(&record).unwrap();
+    let at = text
+        .windows(b"c3JjL2xpYi5ycw==".len())
+        .position(|w| w == b"c3JjL2xpYi5ycw==")
+        .unwrap();
+    let mut edited = text.clone();
+    edited[at..at + 16].copy_from_slice(b"c3JjL2xpYi5ydA==");
+    std::fs::write(&record, &edited).unwrap();
+    let out = craik()
+        .args(["runs", "recover", &id, "--by", "user:op", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let outcomes: Vec<Value> = outcome_receipts(&home, &id)
+        .into_iter()
+        .filter(|r| r["capability"] == "shell.test")
+        .collect();
+    assert_eq!(outcomes.len(), 1, "{}", transcript(&out));
+    let summary = outcomes[0]["result"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("cannot be used") && summary.contains("does not match its signed sha256"),
+        "{summary}"
+    );
+    assert!(
+        outcomes[0]["result"]["metadata"]["files"].is_null(),
+        "{}",
+        outcomes[0]
+    );
+    let ws = run_dir.join("workspace");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("src/lib.rs")).unwrap(),
+        "// lib\n"
+    );
+    assert!(ws.join("src/started").exists());
+    assert_eq!(run_json(&home, &id)["status"], "blocked");
+    verify_run(&home, &id, false);
+}
+
+/// `craik ARGS` with `CRAIK_TEST_KILL_AT=n`: SIGKILLed where it pauses (its n-th durable
+/// write of any of Craik's files). Returns false when it finished before reaching it.
+fn kill_at_write(args: &[&std::ffi::OsStr], n: u64) -> bool {
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("craik"))
+        .args(args)
+        .env("CRAIK_TEST_KILL_AT", n.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let paused = BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .any(|line| line.starts_with("craik-test: paused at durable write"));
+    if paused {
+        child.kill().unwrap(); // SIGKILL
+    }
+    child.wait().unwrap();
+    paused
+}
+
+/// The home at `home` made again from `saved` (same path: run inputs name it).
+fn put_home_back(saved: &Path, home: &Path) {
+    if home.exists() {
+        std::fs::remove_dir_all(home).unwrap();
+    }
+    crate::policy::copy_dir(saved, home);
+}
+
+/// `craik receipts verify HOME [--allow-open]` with the home's key.
+fn verify_home_open(home: &Path) -> std::process::Output {
+    craik()
+        .args(["receipts", "verify"])
+        .arg(home)
+        .arg("--key")
+        .arg(home.join("keys/signing.pub.pem"))
+        .arg("--allow-open")
+        .output()
+        .unwrap()
+}
+
+fn os(args: &[&str], home: &Path) -> Vec<std::ffi::OsString> {
+    let mut v: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+    v.push("--home".into());
+    v.push(home.into());
+    v
+}
+
+fn refs(v: &[std::ffi::OsString]) -> Vec<&std::ffi::OsStr> {
+    v.iter().map(std::ffi::OsString::as_os_str).collect()
+}
+
+/// Issue 31 item 2: `keys rotate` (a first and a second rotation) killed at every durable
+/// write: its documented fix — `keys rotate` again — always works, the home verifies, and
+/// the next run signs and completes.
+#[test]
+fn issue_31_keys_rotate_killed_at_every_durable_write_is_finished_by_running_it_again() {
+    for second in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let saved = dir.path().join("saved");
+        let (exit, _, _) =
+            crate::runs::run_example(&home, &crate::runs::example("docs-review"), &[]);
+        assert_eq!(exit, 0);
+        let rotate = |reason: &str| {
+            craik()
+                .args([
+                    "keys", "rotate", "--by", "user:x", "--reason", reason, "--home",
+                ])
+                .arg(&home)
+                .output()
+                .unwrap()
+        };
+        if second {
+            let first = rotate("first");
+            assert_eq!(first.status.code(), Some(0), "{}", transcript(&first));
+        }
+        crate::policy::copy_dir(&home, &saved);
+        let args = os(
+            &["keys", "rotate", "--by", "user:x", "--reason", "killed"],
+            &home,
+        );
+        let mut points = 0;
+        for n in 1..=200u64 {
+            put_home_back(&saved, &home);
+            if !kill_at_write(&refs(&args), n) {
+                break;
+            }
+            points += 1;
+            let again = rotate("again");
+            assert_eq!(
+                again.status.code(),
+                Some(0),
+                "second {second}, point {n}: {}",
+                transcript(&again)
+            );
+            let check = crate::ledger::verify_home_for(&home);
+            assert_eq!(
+                check.status.code(),
+                Some(0),
+                "second {second}, point {n}: {}",
+                transcript(&check)
+            );
+            let (exit, id, _) =
+                crate::runs::run_example(&home, &crate::runs::example("docs-review"), &[]);
+            assert_eq!(exit, 0, "second {second}, point {n}: the next run");
+            verify_run(&home, &id, false);
+        }
+        assert!(points >= 5, "second {second}: only {points} kill points");
+    }
+}
+
+/// Issue 31 item 2: `approvals approve` and `approvals deny` killed at every durable write:
+/// running the decision again always works (done now, or "already decided by" the same
+/// reviewer), the home verifies (the run open), and `runs resume` continues the run as
+/// decided — approved: completed; denied: blocked — with every journal of the home valid.
+#[test]
+fn issue_31_approvals_killed_at_every_durable_write_are_finished_by_running_them_again() {
+    for verb in ["approve", "deny"] {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let saved = dir.path().join("saved");
+        let (exit, id, _) = crate::runs::run_example(&home, &crate::runs::example("approval"), &[]);
+        assert_eq!(exit, 6, "parked");
+        let approval = crate::runs::pending_approval(&home);
+        crate::policy::copy_dir(&home, &saved);
+        let args = os(
+            &[
+                "approvals",
+                verb,
+                &approval,
+                "--by",
+                "user:alice",
+                "--reason",
+                "checked",
+            ],
+            &home,
+        );
+        let mut points = 0;
+        for n in 1..=200u64 {
+            put_home_back(&saved, &home);
+            if !kill_at_write(&refs(&args), n) {
+                break;
+            }
+            points += 1;
+            let again = crate::runs::review(&home, verb, &approval, "user:alice", &[]);
+            let text = transcript(&again);
+            assert!(
+                again.status.code() == Some(0)
+                    || (again.status.code() == Some(1) && text.contains("already")),
+                "{verb}, point {n}: {text}"
+            );
+            let check = verify_home_open(&home);
+            assert_eq!(
+                check.status.code(),
+                Some(0),
+                "{verb}, point {n}: {}",
+                transcript(&check)
+            );
+            let resumed = crate::runs::resume(&home, &id);
+            let (status, reason) = crate::runs::stopped(&home, &id);
+            let want = if verb == "approve" {
+                "completed"
+            } else {
+                "blocked"
+            };
+            assert_eq!(
+                status,
+                want,
+                "{verb}, point {n}: {reason}\n{}",
+                transcript(&resumed)
+            );
+            if verb == "deny" {
+                assert!(
+                    reason.contains("denied by user:alice"),
+                    "{verb}, point {n}: {reason}"
+                );
+            }
+            let check = crate::ledger::verify_home_for(&home);
+            assert_eq!(
+                check.status.code(),
+                Some(0),
+                "{verb}, point {n}: {}",
+                transcript(&check)
+            );
+        }
+        assert!(points >= 5, "{verb}: only {points} kill points");
+    }
+}
+
+/// Issue 31 item 2: `memory approve` and `memory reject` killed at every durable write:
+/// running the review again always works (done now, or "already" decided), the proposal ends
+/// as decided, and the home verifies.
+#[test]
+fn issue_31_memory_reviews_killed_at_every_durable_write_are_finished_by_running_them_again() {
+    for verb in ["approve", "reject"] {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let saved = dir.path().join("saved");
+        let (exit, _, _) =
+            crate::runs::run_example(&home, &crate::runs::example("docs-review"), &[]);
+        assert_eq!(exit, 0);
+        let proposal = std::fs::read_dir(home.join("memory"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .find_map(|n| n.strip_suffix(".json").map(str::to_owned))
+            .expect("docs-review proposes memory");
+        crate::policy::copy_dir(&home, &saved);
+        let review = [
+            "memory",
+            verb,
+            proposal.as_str(),
+            "--by",
+            "user:alice",
+            "--reason",
+            "checked",
+        ];
+        let args = os(&review, &home);
+        let mut points = 0;
+        for n in 1..=200u64 {
+            put_home_back(&saved, &home);
+            if !kill_at_write(&refs(&args), n) {
+                break;
+            }
+            points += 1;
+            let again = craik()
+                .args(review)
+                .arg("--home")
+                .arg(&home)
+                .output()
+                .unwrap();
+            let text = transcript(&again);
+            assert!(
+                again.status.code() == Some(0)
+                    || (again.status.code() == Some(1) && text.contains("already")),
+                "{verb}, point {n}: {text}"
+            );
+            let stored: Value = serde_json::from_slice(
+                &std::fs::read(home.join("memory").join(format!("{proposal}.json"))).unwrap(),
+            )
+            .unwrap();
+            let want = if verb == "approve" {
+                "approved"
+            } else {
+                "rejected"
+            };
+            assert_eq!(stored["status"], want, "{verb}, point {n}: {text}");
+            let check = crate::ledger::verify_home_for(&home);
+            assert_eq!(
+                check.status.code(),
+                Some(0),
+                "{verb}, point {n}: {}",
+                transcript(&check)
+            );
+        }
+        assert!(points >= 3, "{verb}: only {points} kill points");
+    }
+}
+
+/// Issue 31 item 2: `craik run` on a fresh home (key generation, ledger, run start) of a
+/// command that plants a git directory in its write scope (the check after it undoes that),
+/// killed at every durable write of any of Craik's files: `runs recover` of whatever run is
+/// there always works, no plant survives, the command ran at most once, the next run
+/// completes, and the home verifies.
+#[test]
+fn issue_31_run_start_and_a_command_undo_killed_at_every_durable_write_recover() {
+    let dir = tempfile::tempdir().unwrap();
+    let steps = crate::runs::act(json!([
+        {"id":"action_plant","capability":"shell.test","operation":"execute","argv":["./plant.sh"]},
+    ]));
+    let script = "#!/bin/sh\n\
+        echo ran >> src/runs.txt\n\
+        mkdir -p src/v/objects\n\
+        echo 'ref: refs/heads/main' > src/v/HEAD\n\
+        printf '[core]\\n\\tpager = touch /tmp/pwned\\n' > src/v/config\n\
+        echo ok > src/ok.txt\n";
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[("shell.test", &["./plant.sh"], &["execute"])],
+        steps,
+        &[("plant.sh", script), ("src/lib.rs", "// lib\n")],
+    );
+    crate::adapters::make_executable(&ex.join("workspace/plant.sh"));
+    let home = dir.path().join("home");
+    let args: Vec<std::ffi::OsString> = vec!["run".into(), ex.clone().into_os_string()]
+        .into_iter()
+        .chain(os(&[], &home))
+        .collect();
+    let mut points = 0;
+    let mut recovered = std::collections::BTreeMap::<String, usize>::new();
+    for n in 1..=400u64 {
+        if home.exists() {
+            std::fs::remove_dir_all(&home).unwrap();
+        }
+        if !kill_at_write(&refs(&args), n) {
+            break;
+        }
+        points += 1;
+        let runs: Vec<String> = std::fs::read_dir(home.join("runs"))
+            .map(|d| {
+                d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        for id in &runs {
+            let out = craik()
+                .args(["runs", "recover", id, "--by", "user:op", "--home"])
+                .arg(&home)
+                .output()
+                .unwrap();
+            let code = out.status.code();
+            assert!(
+                code == Some(0) || code == Some(1),
+                "point {n}: {}",
+                transcript(&out)
+            );
+            let ws = home.join("runs").join(id).join("workspace");
+            if !home.join("runs").join(id).exists() {
+                *recovered.entry("removed".into()).or_default() += 1;
+                continue;
+            }
+            // Recovered and still open (killed between steps): resumed to its end.
+            let resumed = crate::runs::resume(&home, id);
+            let status = run_json(&home, id)["status"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            assert!(
+                ["completed", "failed", "blocked"].contains(&status.as_str()),
+                "point {n}: {status}\n{}\n{}",
+                transcript(&out),
+                transcript(&resumed)
+            );
+            *recovered.entry(status).or_default() += 1;
+            for plant in ["src/v/HEAD", "src/v/config", "src/v/objects"] {
+                assert!(
+                    std::fs::symlink_metadata(ws.join(plant)).is_err(),
+                    "point {n}: {plant} survived: {}",
+                    transcript(&out)
+                );
+            }
+            let ran = std::fs::read_to_string(ws.join("src/runs.txt")).unwrap_or_default();
+            assert!(ran.lines().count() <= 1, "point {n}: ran {ran:?}");
+            // The command ran (whole: no durable write falls while it runs): its signed
+            // outcome names the plant it made and that it was undone, wherever the kill fell.
+            if ran.lines().count() == 1 {
+                let outcomes: Vec<Value> = outcome_receipts(&home, id)
+                    .into_iter()
+                    .filter(|r| r["capability"] == "shell.test")
+                    .collect();
+                assert_eq!(outcomes.len(), 1, "point {n}: {}", transcript(&out));
+                let named = outcomes[0]["result"]["metadata"]["files"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|f| {
+                        f["path"] == "src/v/config"
+                            && f["forbidden"].is_string()
+                            && f["restored"] == true
+                    });
+                assert!(named, "point {n}: {}", outcomes[0]["result"]);
+            }
+            verify_run(&home, id, false);
+            assert_eq!(
+                std::fs::read_dir(home.join("runs").join(id).join("precommand"))
+                    .map(Iterator::count)
+                    .unwrap_or(0),
+                0,
+                "point {n}: a pre-command record left"
+            );
+        }
+        // The next run works on what the kill left (it ends failed: its command's forbidden
+        // writes, undone), and then the whole home verifies.
+        let next = craik().args(refs(&args)).output().unwrap();
+        assert_eq!(
+            next.status.code(),
+            Some(1),
+            "point {n}: {}",
+            transcript(&next)
+        );
+        assert!(
+            String::from_utf8_lossy(&next.stdout).contains(
+                "FORBIDDEN WRITES: created `src/v/HEAD` (protected (a git directory); restored)"
+            ),
+            "point {n}: {}",
+            transcript(&next)
+        );
+        let check = crate::ledger::verify_home_for(&home);
+        assert_eq!(
+            check.status.code(),
+            Some(0),
+            "point {n}: {}",
+            transcript(&check)
+        );
+    }
+    assert!(points >= 30, "only {points} kill points");
+    #[allow(clippy::print_stderr, reason = "the count is the test's report")]
+    {
+        eprintln!("kill -9 at {points} durable writes: {recovered:?}");
+    }
+}
+
+/// Issue 31 item 6: a full disk while a home is created and its first key generated exits 5
+/// (an i/o failure on Craik's own files, README "Exit codes"), naming the path, the cause and
+/// the fix, and leaves no temporary key file — for `craik run` on a new home (the key itself
+/// or the home's `.gitignore` cut off), on an empty home directory, and for `craik keys
+/// generate`. The disk is a 64 KiB tmpfs, filled, in a
+/// user and mount namespace of the test's own (`unshare -rm`: no privilege needed); where
+/// the system allows no user namespace the test is skipped, loudly (in CI it fails).
+#[test]
+#[expect(clippy::print_stderr, reason = "a skip must say so loudly")]
+fn issue_31_a_full_disk_while_generating_a_key_exits_5() {
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    // Room for the home's `.gitignore` (one page), none for the key.
+    let tight = dir.path().join("tight");
+    std::fs::create_dir(&tight).unwrap();
+    let script = r#"mount -t tmpfs -o size=64k tmpfs "$1" || exit 97
+        mount -t tmpfs -o size=8k tmpfs "$5" || exit 97
+        dd if=/dev/zero of="$5/fill" bs=1k count=4 2>/dev/null
+        "$2" run "$3" --home "$5/home" >/dev/null 2>"$4/err-tight"; echo "tight $?"
+        mkdir "$1/empty-home"
+        dd if=/dev/zero of="$1/fill" bs=1k count=256 2>/dev/null
+        "$2" run "$3" --home "$1/new-home" >/dev/null 2>"$4/err-new"; echo "new $?"
+        "$2" run "$3" --home "$1/empty-home" >/dev/null 2>"$4/err-empty"; echo "empty $?"
+        "$2" keys generate --out "$1/keys" >/dev/null 2>"$4/err-keys"; echo "keys $?"
+        cat "$4/err-tight" "$4/err-new" "$4/err-empty" "$4/err-keys"
+        ls -aR "$1" "$5""#;
+    let out = std::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c", script, "sh"])
+        .arg(&mnt)
+        .arg(assert_cmd::cargo::cargo_bin("craik"))
+        .arg(crate::runs::example("docs-review"))
+        .arg(dir.path())
+        .arg(&tight)
+        .output();
+    let usable = out.as_ref().is_ok_and(|o| o.status.code() == Some(0));
+    if !usable {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no user namespace for a tmpfs: {out:?}"
+        );
+        eprintln!("SKIPPED: no unprivileged user namespace to mount a full tmpfs: {out:?}");
+        return;
+    }
+    let out = out.unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in ["tight 5", "new 5", "empty 5", "keys 5"] {
+        assert!(text.lines().any(|l| l == line), "{line}:\n{text}");
+    }
+    assert!(
+        text.contains("signing.key.pem: No space left on device (os error 28); free disk space"),
+        "the key's own write named:\n{text}"
+    );
+    assert!(
+        text.matches("No space left on device").count() >= 4,
+        "{text}"
+    );
+    assert!(text.matches("free disk space").count() >= 4, "{text}");
+    assert!(!text.contains(".tmp-"), "a temporary file left:\n{text}");
+}
+
+/// Issue 31 item 2: `events.jsonl` losing more than the crash model allows (here: every line
+/// from the act step's result on) never makes a side effect with a signed outcome run again.
+/// At kill points where the journal signs the mkdir command's outcome, the events are cut
+/// back to before that step and the run resumed: the re-asked step's actions come back under
+/// the same ids, and the command is not performed again (its outcome says why), and the
+/// journal verifies.
+#[test]
+fn issue_31_what_has_a_signed_outcome_never_runs_again_whatever_the_events_say() {
+    let mut tried = 0;
+    for n in 1..=400u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let ex = crash_example(dir.path());
+        let home = dir.path().join("home");
+        if !run_and_kill(&ex, &home, n) {
+            break;
+        }
+        let id = only_run(&home, n);
+        let signed = outcome_receipts(&home, &id)
+            .iter()
+            .any(|r| r["action"] == "action_1_3" && r["result"]["status"] == "passed");
+        let events = home.join("runs").join(&id).join("events.jsonl");
+        let text = std::fs::read_to_string(&events).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        let Some(act) = lines.iter().position(|l| {
+            l.starts_with(r#"{"event":"step_result""#) && l.contains(r#""phase":"act""#)
+        }) else {
+            continue;
+        };
+        if !signed || text.contains(r#"{"event":"halted""#) {
+            continue;
+        }
+        tried += 1;
+        let kept: String = lines[..act].iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(&events, kept).unwrap();
+        let out = crate::runs::resume(&home, &id);
+        let outcomes = outcome_receipts(&home, &id);
+        let mkdir: Vec<&Value> = outcomes
+            .iter()
+            .filter(|r| r["action"] == "action_1_3")
+            .collect();
+        assert!(
+            mkdir.iter().all(|r| !r["result"]["summary"]
+                .as_str()
+                .unwrap()
+                .contains("exited 1")),
+            "point {n}: ran twice: {}",
+            transcript(&out)
+        );
+        assert_eq!(
+            mkdir
+                .iter()
+                .filter(|r| r["result"]["status"] == "passed")
+                .count(),
+            1,
+            "point {n}: {}",
+            transcript(&out)
+        );
+        if mkdir.len() > 1 {
+            assert!(
+                mkdir.iter().any(|r| r["result"]["summary"]
+                    .as_str()
+                    .unwrap()
+                    .contains("already has a signed outcome")),
+                "point {n}: {mkdir:?}"
+            );
+        }
+        // Nor any other side effect: the patch, applied once, would not apply again.
+        assert!(
+            outcomes.iter().all(|r| !r["result"]["summary"]
+                .as_str()
+                .unwrap()
+                .contains("patch failed")),
+            "point {n}: the patch ran twice: {}",
+            transcript(&out)
+        );
+        verify_run(&home, &id, true);
+        if tried >= 4 {
+            break;
+        }
+    }
+    assert!(
+        tried >= 1,
+        "no kill point with the command's outcome signed"
+    );
+}

@@ -171,6 +171,27 @@ impl Scope {
         })
     }
 
+    /// The pattern this scope was parsed from, normalised (`**`, `DIR/**` or a file's path).
+    pub fn pattern(&self) -> String {
+        match self {
+            Self::All => "**".to_owned(),
+            Self::Under(dir) => format!("{dir}/**"),
+            Self::File(file) => file.clone(),
+        }
+    }
+
+    /// A scope back from [`Scope::pattern`] (a persisted, signed record: already checked
+    /// when it was parsed).
+    pub fn from_pattern(pattern: &str) -> Self {
+        if pattern == "**" {
+            Self::All
+        } else if let Some(dir) = pattern.strip_suffix("/**") {
+            Self::Under(dir.to_owned())
+        } else {
+            Self::File(pattern.to_owned())
+        }
+    }
+
     /// Whether `rel` (as [`shown`]) lies in this scope.
     pub fn holds(&self, rel: &str) -> bool {
         match self {
@@ -480,6 +501,8 @@ pub struct FileChange {
     pub sha256: Option<String>,
     /// Why the command may not make it; `None` when it was in scope.
     pub forbidden: Option<String>,
+    /// For a forbidden change: how it is undone.
+    pub undo: Option<Undo>,
     /// For a forbidden change: whether it was undone.
     pub restored: Option<Result<(), ManifestError>>,
 }
@@ -721,8 +744,47 @@ fn common_dir(root: &Path, dir: &Path) -> Option<Common> {
     }
 }
 
-/// The changes between two manifests of `root`, forbidden ones restored from `pre`.
+/// The changes between two manifests of `root`, forbidden ones restored from `pre`:
+/// [`findings`], then [`undo`].
 pub fn settle(
+    root: &Path,
+    before: &Manifest,
+    after: &Manifest,
+    scopes: &[Scope],
+    immutable: &craik_kernel::ImmutablePaths,
+    pre: &Preimages,
+) -> Vec<FileChange> {
+    let mut changes = findings(root, before, after, scopes, immutable, pre);
+    undo(root, before, &mut changes, pre);
+    changes
+}
+
+/// How a forbidden change is undone (decided when it is found, so a check cut short by a
+/// crash is finished the same way from its persisted findings).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Undo {
+    /// A created entry, removed. `rank`: what marks a directory goes last (see [`undo`]).
+    Remove { rank: u8 },
+    /// A directory made a directory again with its mode from before.
+    Dir,
+    /// A file hard-linked outside the workspace, rewritten in place from its pre-image.
+    InPlace,
+    /// A file put back from its pre-image.
+    PutBack,
+    /// A file without a pre-image: only its mode from before is put back.
+    ModeOnly,
+    /// Nothing Craik can put back.
+    Nothing,
+    /// A set-id bit stripped.
+    StripSetId,
+    /// The workspace root's mode from before.
+    RootMode,
+}
+
+/// The changes between two manifests of `root`, each forbidden one with how it is undone
+/// ([`FileChange::undo`]); nothing is undone yet.
+pub fn findings(
     root: &Path,
     before: &Manifest,
     after: &Manifest,
@@ -765,6 +827,7 @@ pub fn settle(
                     "a hard link to a file outside the workspace (a write through it writes outside)".to_owned()
                 })
             }),
+        undo: None,
         restored: None,
     }
     };
@@ -803,61 +866,53 @@ pub fn settle(
         }
     }
     changes.sort_by(|a, b| a.rel.cmp(&b.rel));
-    // Undo forbidden changes: removals of created entries deepest first, then pre-images.
-    let created: Vec<usize> = (0..changes.len())
-        .rev()
-        .filter(|i| {
-            changes
-                .get(*i)
-                .is_some_and(|c| c.forbidden.is_some() && c.change == Change::Created)
-        })
-        .collect();
-    for i in created {
-        if let Some(c) = changes.get_mut(i) {
-            c.restored = Some(remove_created(root, &c.rel));
-        }
-    }
-    for c in changes
-        .iter_mut()
-        .filter(|c| c.forbidden.is_some() && c.change != Change::Created)
-    {
+    for c in changes.iter_mut().filter(|c| c.forbidden.is_some()) {
         let was = before.entries.get(&c.rel);
         // A file is put back from its pre-image whenever it changed, whatever its size and
         // times say (outside testing: rewritten in place at the same size, its mtime set back,
         // a "mode only" guess chmod-ed it and signed it restored), and read back to prove it.
         // Without a pre-image, only the mode can be put back, and that is said.
-        c.restored = Some(match (was, pre.files.get(&c.rel)) {
-            (Some(w), _) if w.kind == Kind::Dir => {
-                ensure_dir(root, &c.rel).and_then(|()| set_mode(root, &c.rel, w.mode))
+        c.undo = Some(if c.change == Change::Created {
+            // INVARIANT: what marks a directory (`HEAD` and `objects`/`refs`/`commondir`, a
+            // `task_request.json`) is removed last, `HEAD` and `task_request.json` very last:
+            // an undo cut short by a crash leaves a layout still marked (and the rest of it
+            // listed in the persisted findings), or only inert markers — never a planted
+            // `config` in a directory no longer taken for a git directory (found by the
+            // kill-at-every-durable-write test).
+            let in_marked = c
+                .rel
+                .parent()
+                .is_some_and(|p| marked.iter().any(|(d, _)| d == p));
+            let rank = match c.rel.file_name() {
+                Some(n) if in_marked && (n == "HEAD" || n == "task_request.json") => 2,
+                Some(n) if in_marked && GIT_DIR_NAMES.iter().any(|g| n == *g) => 1,
+                _ => 0,
+            };
+            Undo::Remove { rank }
+        } else {
+            match (was, pre.files.get(&c.rel)) {
+                (Some(w), _) if w.kind == Kind::Dir => Undo::Dir,
+                (_, Some(_)) if outside.contains(&c.rel) => Undo::InPlace,
+                (_, Some(_)) => Undo::PutBack,
+                (Some(w), None) if w.kind == Kind::File => Undo::ModeOnly,
+                _ => Undo::Nothing,
             }
-            (_, Some((bytes, mode))) if outside.contains(&c.rel) => {
-                rewrite_in_place(root, &c.rel, bytes, *mode)
-                    .and_then(|()| same_content(root, &c.rel, bytes))
-            }
-            (_, Some((bytes, mode))) => put_back(root, &c.rel, bytes, *mode)
-                .and_then(|()| same_content(root, &c.rel, bytes)),
-            (Some(w), None) if w.kind == Kind::File => {
-                set_mode(root, &c.rel, w.mode).and(Err(ManifestError::NoPreImage {
-                    mode_restored: true,
-                }))
-            }
-            _ => Err(ManifestError::NoPreImage {
-                mode_restored: false,
-            }),
         });
     }
     // A set-id bit is never the command's to set, in scope or not: stripped and named.
     for (rel, now) in &after.entries {
         let had = before.entries.get(rel).map_or(0, |e| e.mode & 0o6000);
         if now.kind == Kind::File && now.mode & 0o6000 & !had != 0 {
-            let restored = set_mode(root, rel, now.mode & !0o6000);
             if let Some(c) = changes.iter_mut().find(|c| c.rel == *rel) {
-                c.forbidden = Some("a set-id bit".into());
-                c.restored = Some(restored);
+                // A created entry removed whole needs no stripping.
+                if !matches!(c.undo, Some(Undo::Remove { .. })) {
+                    c.forbidden = Some("a set-id bit".into());
+                    c.undo = Some(Undo::StripSetId);
+                }
             } else {
                 let mut c = change_of(rel, Change::Changed, None);
                 c.forbidden = Some("a set-id bit".into());
-                c.restored = Some(restored);
+                c.undo = Some(Undo::StripSetId);
                 changes.push(c);
             }
         }
@@ -866,16 +921,91 @@ pub fn settle(
         let mut c = change_of(Path::new(""), Change::Changed, None);
         c.path = ".".into();
         c.forbidden = Some("the workspace root's mode".into());
-        c.restored = Some(
-            std::fs::set_permissions(
+        c.undo = Some(Undo::RootMode);
+        changes.push(c);
+    }
+    changes
+}
+
+/// Undoes every forbidden change of `changes` as its [`Undo`] says, recording each result in
+/// [`FileChange::restored`]: removals of created entries first (deepest first, what marks a
+/// directory last), then restores in order, set-id bits, the root's mode. Everything it
+/// writes comes from `before` and `pre` (never from the change itself): run again on the same
+/// findings — a check a crash cut short — it does the same, and what is already undone stays.
+pub fn undo(root: &Path, before: &Manifest, changes: &mut [FileChange], pre: &Preimages) {
+    // A directory goes no earlier than anything it holds: its rank is the highest of what is
+    // removed under it.
+    let mut rank_of: BTreeMap<&Path, u8> = changes
+        .iter()
+        .filter_map(|c| match c.undo {
+            Some(Undo::Remove { rank }) => Some((c.rel.as_path(), rank)),
+            _ => None,
+        })
+        .collect();
+    let ranked: Vec<(&Path, u8)> = rank_of.iter().map(|(p, r)| (*p, *r)).collect();
+    for (rel, rank) in ranked {
+        for up in rel.ancestors().skip(1) {
+            if let Some(r) = rank_of.get_mut(up) {
+                *r = (*r).max(rank);
+            }
+        }
+    }
+    let mut removals: Vec<(u8, usize)> = changes
+        .iter()
+        .enumerate()
+        .rev()
+        .filter_map(|(i, c)| Some((*rank_of.get(c.rel.as_path())?, i)))
+        .collect();
+    // Stable: deepest first within a rank (the changes are sorted by path).
+    removals.sort_by_key(|(rank, _)| *rank);
+    for (_, i) in removals {
+        if let Some(c) = changes.get_mut(i) {
+            // Only what was not there before is ever removed.
+            c.restored = Some(if before.entries.contains_key(&c.rel) {
+                Err(ManifestError::NoPreImage {
+                    mode_restored: false,
+                })
+            } else {
+                remove_created(root, &c.rel)
+            });
+        }
+    }
+    let mode_of = |rel: &Path| before.entries.get(rel).map(|e| e.mode);
+    for c in changes.iter_mut() {
+        let Some(how) = c.undo.clone() else {
+            continue;
+        };
+        let image = pre.files.get(&c.rel);
+        let restored = match (how, image, mode_of(&c.rel)) {
+            (Undo::Remove { .. }, _, _) => continue,
+            (Undo::Dir, _, Some(mode)) => {
+                ensure_dir(root, &c.rel).and_then(|()| set_mode(root, &c.rel, mode))
+            }
+            (Undo::InPlace, Some((bytes, mode)), _) => rewrite_in_place(root, &c.rel, bytes, *mode)
+                .and_then(|()| same_content(root, &c.rel, bytes)),
+            (Undo::PutBack, Some((bytes, mode)), _) => put_back(root, &c.rel, bytes, *mode)
+                .and_then(|()| same_content(root, &c.rel, bytes)),
+            (Undo::ModeOnly, _, Some(mode)) => {
+                set_mode(root, &c.rel, mode).and(Err(ManifestError::NoPreImage {
+                    mode_restored: true,
+                }))
+            }
+            (Undo::StripSetId, _, _) => std::fs::symlink_metadata(root.join(&c.rel))
+                .map_err(|e| ManifestError::os(&c.path, e))
+                .and_then(|m| set_mode(root, &c.rel, m.mode() & !0o6000)),
+            (Undo::RootMode, _, _) => std::fs::set_permissions(
                 root,
                 std::fs::Permissions::from_mode(before.root_mode & 0o7777),
             )
             .map_err(|e| ManifestError::os(".", e)),
-        );
-        changes.push(c);
+            (Undo::Dir | Undo::InPlace | Undo::PutBack | Undo::ModeOnly | Undo::Nothing, _, _) => {
+                Err(ManifestError::NoPreImage {
+                    mode_restored: false,
+                })
+            }
+        };
+        c.restored = Some(restored);
     }
-    changes
 }
 
 /// A relative path as shown to people and classified: UTF-8 as it is; any other byte as
@@ -924,7 +1054,14 @@ fn set_mode(root: &Path, rel: &Path, mode: u32) -> Result<(), ManifestError> {
 }
 
 fn remove_created(root: &Path, rel: &Path) -> Result<(), ManifestError> {
-    real_ancestors(root, rel)?;
+    match real_ancestors(root, rel) {
+        // A directory on the way is gone: so is what it held (an undo finished again).
+        Err(ManifestError::Os {
+            kind: std::io::ErrorKind::NotFound,
+            ..
+        }) => return Ok(()),
+        other => other?,
+    }
     let path = root.join(rel);
     let rel = shown(rel);
     let meta = match std::fs::symlink_metadata(&path) {
@@ -938,7 +1075,9 @@ fn remove_created(root: &Path, rel: &Path) -> Result<(), ManifestError> {
     } else {
         std::fs::remove_file(&path)
     }
-    .map_err(|e| ManifestError::os(&rel, e))
+    .map_err(|e| ManifestError::os(&rel, e))?;
+    crate::fsio::durable_point();
+    Ok(())
 }
 
 /// Makes every directory on the way to `rel` (inclusive) a real directory: a link or file in
@@ -1008,7 +1147,273 @@ fn put_back(root: &Path, rel: &Path, bytes: &[u8], mode: u32) -> Result<(), Mani
         std::fs::remove_dir_all(&target).map_err(|e| ManifestError::os(target.display(), e))?;
     }
     // A rename replaces a link in the way; it never writes through it.
-    std::fs::rename(&tmp, &target).map_err(|e| ManifestError::os(target.display(), e))
+    std::fs::rename(&tmp, &target).map_err(|e| ManifestError::os(target.display(), e))?;
+    crate::fsio::durable_point();
+    Ok(())
+}
+
+/// A [`Manifest`] as persisted before a command ([`crate::run::precommand`]): every entry with
+/// its name's exact bytes (base64), so a recovery after a crash diffs the workspace against
+/// exactly what the command started from.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SavedManifest {
+    root_mode: u32,
+    entries: Vec<SavedEntry>,
+}
+
+/// One [`Entry`] as persisted.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SavedEntry {
+    /// The relative path's bytes, base64 (standard, padded).
+    path: String,
+    kind: SavedKind,
+    size: u64,
+    mode: u32,
+    ino: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    link: Option<String>,
+    nlink: u64,
+    dev: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum SavedKind {
+    File,
+    Dir,
+    Link,
+    Other,
+    Deep,
+}
+
+/// One kept pre-image as persisted: its bytes follow the record's header, in order.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SavedPreimage {
+    /// The relative path's bytes, base64 (standard, padded).
+    path: String,
+    mode: u32,
+    len: u64,
+}
+
+/// Why a persisted manifest or its pre-images cannot be taken back.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SavedError {
+    #[error("a path is not base64: {0}")]
+    Base64(String),
+    #[error("`{0}` is not a relative path inside the workspace")]
+    NotRelative(String),
+    #[error("the pre-images hold {held} bytes, their list names {named}")]
+    Length { held: u64, named: u64 },
+    #[error("`{0}` is not a change (created, changed, removed)")]
+    Change(String),
+}
+
+fn path_b64(rel: &Path) -> String {
+    use base64::Engine as _;
+    use std::os::unix::ffi::OsStrExt;
+    base64::engine::general_purpose::STANDARD.encode(rel.as_os_str().as_bytes())
+}
+
+/// A persisted path back: only plain relative components (never `..`, `/` or `.`).
+fn path_from_b64(text: &str) -> Result<PathBuf, SavedError> {
+    use base64::Engine as _;
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|e| SavedError::Base64(e.to_string()))?;
+    let path = PathBuf::from(std::ffi::OsStr::from_bytes(&bytes));
+    let plain = !bytes.is_empty()
+        && path
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+    if !plain {
+        return Err(SavedError::NotRelative(shown(&path)));
+    }
+    Ok(path)
+}
+
+/// A [`FileChange`] as persisted after a command and before its undo (its findings; see
+/// [`crate::run::precommand`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SavedChange {
+    /// The relative path's bytes, base64 (empty: the workspace root).
+    path: String,
+    change: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    forbidden: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    undo: Option<Undo>,
+}
+
+impl FileChange {
+    /// This change, to persist (what was undone is not: the findings come before the undo).
+    pub fn saved(&self) -> SavedChange {
+        SavedChange {
+            path: if self.rel.as_os_str().is_empty() {
+                String::new()
+            } else {
+                path_b64(&self.rel)
+            },
+            change: self.change.as_str().to_owned(),
+            sha256: self.sha256.clone(),
+            forbidden: self.forbidden.clone(),
+            undo: self.undo.clone(),
+        }
+    }
+
+    /// A persisted change back (its path checked; only the root's mode names the root).
+    pub fn from_saved(saved: SavedChange) -> Result<Self, SavedError> {
+        let (rel, path) = if saved.path.is_empty() && saved.undo == Some(Undo::RootMode) {
+            (PathBuf::new(), ".".to_owned())
+        } else {
+            let rel = path_from_b64(&saved.path)?;
+            let path = shown(&rel);
+            (rel, path)
+        };
+        let change = match saved.change.as_str() {
+            "created" => Change::Created,
+            "changed" => Change::Changed,
+            "removed" => Change::Removed,
+            other => return Err(SavedError::Change(other.to_owned())),
+        };
+        Ok(Self {
+            path,
+            rel,
+            change,
+            sha256: saved.sha256,
+            forbidden: saved.forbidden,
+            undo: saved.undo,
+            restored: None,
+        })
+    }
+}
+
+impl Manifest {
+    /// This manifest, to persist.
+    pub fn saved(&self) -> SavedManifest {
+        SavedManifest {
+            root_mode: self.root_mode,
+            entries: self
+                .entries
+                .iter()
+                .map(|(rel, e)| SavedEntry {
+                    path: path_b64(rel),
+                    kind: match e.kind {
+                        Kind::File => SavedKind::File,
+                        Kind::Dir => SavedKind::Dir,
+                        Kind::Link => SavedKind::Link,
+                        Kind::Other => SavedKind::Other,
+                        Kind::Deep => SavedKind::Deep,
+                    },
+                    size: e.size,
+                    mode: e.mode,
+                    ino: e.ino,
+                    mtime: e.mtime,
+                    ctime: e.ctime,
+                    link: e.link.as_deref().map(|l| {
+                        use base64::Engine as _;
+                        use std::os::unix::ffi::OsStrExt;
+                        base64::engine::general_purpose::STANDARD.encode(l.as_os_str().as_bytes())
+                    }),
+                    nlink: e.nlink,
+                    dev: e.dev,
+                })
+                .collect(),
+        }
+    }
+
+    /// A persisted manifest back (its paths checked: relative, plain components).
+    pub fn from_saved(saved: SavedManifest) -> Result<Self, SavedError> {
+        use base64::Engine as _;
+        use std::os::unix::ffi::OsStrExt;
+        let mut entries = BTreeMap::new();
+        for e in saved.entries {
+            let link = match e.link {
+                Some(l) => Some(PathBuf::from(std::ffi::OsStr::from_bytes(
+                    &base64::engine::general_purpose::STANDARD
+                        .decode(l)
+                        .map_err(|e| SavedError::Base64(e.to_string()))?,
+                ))),
+                None => None,
+            };
+            entries.insert(
+                path_from_b64(&e.path)?,
+                Entry {
+                    kind: match e.kind {
+                        SavedKind::File => Kind::File,
+                        SavedKind::Dir => Kind::Dir,
+                        SavedKind::Link => Kind::Link,
+                        SavedKind::Other => Kind::Other,
+                        SavedKind::Deep => Kind::Deep,
+                    },
+                    size: e.size,
+                    mode: e.mode,
+                    ino: e.ino,
+                    mtime: e.mtime,
+                    ctime: e.ctime,
+                    link,
+                    nlink: e.nlink,
+                    dev: e.dev,
+                },
+            );
+        }
+        Ok(Self {
+            entries,
+            root_mode: saved.root_mode,
+        })
+    }
+}
+
+impl Preimages {
+    /// The kept pre-images, to persist: their list, and their bytes one after another.
+    pub fn saved(&self) -> (Vec<SavedPreimage>, Vec<&[u8]>) {
+        self.files
+            .iter()
+            .map(|(rel, (bytes, mode))| {
+                (
+                    SavedPreimage {
+                        path: path_b64(rel),
+                        mode: *mode,
+                        len: bytes.len() as u64,
+                    },
+                    bytes.as_slice(),
+                )
+            })
+            .unzip()
+    }
+
+    /// Persisted pre-images back from their list and `blob` (their bytes one after another;
+    /// it must hold exactly what the list names).
+    pub fn from_saved(
+        list: Vec<SavedPreimage>,
+        blob: &[u8],
+        skipped: Vec<String>,
+    ) -> Result<Self, SavedError> {
+        let named = list.iter().fold(0u64, |n, p| n.saturating_add(p.len));
+        let held = blob.len() as u64;
+        if named != held {
+            return Err(SavedError::Length { held, named });
+        }
+        let mut files = BTreeMap::new();
+        let mut rest = blob;
+        for p in list {
+            let len = usize::try_from(p.len).map_err(|_| SavedError::Length { held, named })?;
+            let (bytes, after) = rest
+                .split_at_checked(len)
+                .ok_or(SavedError::Length { held, named })?;
+            files.insert(path_from_b64(&p.path)?, (bytes.to_vec(), p.mode & 0o7777));
+            rest = after;
+        }
+        Ok(Self { files, skipped })
+    }
 }
 
 #[cfg(test)]

@@ -536,6 +536,7 @@ impl RunStore for RunDir {
         if sync {
             file.sync_data()?;
         }
+        crate::fsio::durable_point();
         if created {
             sync_dir(&self.path)?;
         }
@@ -543,7 +544,9 @@ impl RunStore for RunDir {
     }
 
     fn sync_file(&self, name: &str) -> io::Result<()> {
-        File::open(self.file(name))?.sync_data()
+        File::open(self.file(name))?.sync_data()?;
+        crate::fsio::durable_point();
+        Ok(())
     }
 
     fn read_bytes(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
@@ -640,7 +643,11 @@ impl RunStore for RunDir {
 
     fn clean_leftovers(&self) -> io::Result<Vec<String>> {
         let mut removed = Vec::new();
-        for dir in [self.path.clone(), self.file("approvals")] {
+        for dir in [
+            self.path.clone(),
+            self.file("approvals"),
+            self.file(crate::run::precommand::DIR),
+        ] {
             let before = removed.len();
             let entries = match fs::read_dir(&dir) {
                 Ok(e) => e,
@@ -801,9 +808,36 @@ pub fn io_at(path: &Path) -> impl Fn(io::Error) -> Error + '_ {
     }
 }
 
+/// A failure to create or write Craik's home (its directory, `.gitignore`, keys) at `path`:
+/// an i/o failure (exit 5: disk full, quota, read-only, permission denied, an I/O error),
+/// unless the path itself cannot be a home (a file on the way, an invalid name: usage,
+/// exit 2). Names the path, the cause and the fix.
+pub fn home_io(path: &Path) -> impl Fn(io::Error) -> Error + '_ {
+    move |e| {
+        let advice = match e.kind() {
+            io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => "free disk space",
+            io::ErrorKind::PermissionDenied => "check the permissions of Craik's home",
+            io::ErrorKind::ReadOnlyFilesystem => "use a writable home (--home)",
+            io::ErrorKind::NotADirectory
+            | io::ErrorKind::NotFound
+            | io::ErrorKind::InvalidInput
+            | io::ErrorKind::InvalidFilename => {
+                return Error::usage(format!(
+                    "{}: {e}; give a directory path for the home (--home)",
+                    path.display()
+                ));
+            }
+            _ => "check the disk",
+        };
+        Error::io(format!("{}: {e}; {advice}", path.display()))
+    }
+}
+
 /// fsync a directory, so a rename or a new entry in it is durable.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
+    File::open(dir)?.sync_all()?;
+    crate::fsio::durable_point();
+    Ok(())
 }
 
 /// Creates run `run_id`'s directory and settles its workspace: `workspace` when given, else a

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::*;
-use crate::run::manifest;
+use crate::run::{manifest, precommand};
 
 impl Host {
     /// Performs an allowed action, write-ahead: the decision receipt is already on disk.
@@ -30,6 +30,25 @@ impl Host {
         let effect = Effect::of(&p.capability, &p.operation);
         if verdict.decision != Decision::Allow {
             return self.outcome_receipt(action, false, "not allowed; not executed", None);
+        }
+        // What has a signed outcome is never performed again, whatever the events say
+        // (issue 31 item 2): events lost past the crash model re-ask a step, and its actions
+        // come back under the ids the journal already holds outcomes for.
+        if let Some(done) = self
+            .receipts_by_action
+            .get(&action.id)
+            .and_then(|rs| {
+                rs.iter()
+                    .rev()
+                    .find(|r| r.decided_by.kind == DecidedByKind::Outcome)
+            })
+            .map(|r| r.id.clone())
+        {
+            let why = format!(
+                "not executed: {} already has a signed outcome ({done}); the run's events lost steps its journal signs, and what was performed is never performed again",
+                action.id
+            );
+            return self.outcome_receipt(action, false, &why, None);
         }
         match effect {
             Some(Effect::ReadFile) => self.read_file(action, &rel),
@@ -179,6 +198,15 @@ impl Host {
         };
         let env = &plan.env;
         let confinement = env.sandbox.describe();
+        // What the command is checked against is durable before it starts (issue 31 item 2):
+        // killed while it runs, `runs recover` diffs the workspace against it and puts back
+        // what it may not change. Not persisted, the command does not run (fail closed).
+        if let Err(e) = self.persist_precommand(action, &plan) {
+            let why = format!(
+                "not run: its pre-command record could not be made durable: {e}; confinement: {confinement}"
+            );
+            return self.outcome_receipt(action, false, &why, None);
+        }
         self.executing_event(action, None, None, true)?;
         // Never past the wall-clock budget (at least a second, so a command can start).
         let left = self
@@ -190,7 +218,24 @@ impl Host {
             .map_or(exec::MAX_TIMEOUT, Duration::from_millis)
             .min(left.unwrap_or(exec::MAX_TIMEOUT));
         let root = self.workspace.root.clone();
-        let (ran, changes) = plan.run_checked(&root, || {
+        // What the check after the command finds is persisted (signed, durable) before
+        // anything is undone when something must be: an undo a crash cuts short is finished
+        // from it by `runs recover`. Not persisted, the undo still runs (the outcome, signed
+        // right after, names it); only that crash window loses the finer record.
+        let persist = |changes: &[manifest::FileChange]| {
+            if !changes.iter().any(|c| c.forbidden.is_some()) {
+                return;
+            }
+            let Some(name) = precommand::findings_name(&action.id) else {
+                return;
+            };
+            if let Ok(bytes) =
+                precommand::encode_findings(&self.inputs.run_id, &action.id, changes, &self.signer)
+            {
+                let _ = self.dir.replace(&name, &bytes, true);
+            }
+        };
+        let (ran, changes) = plan.run_checked(&root, &persist, || {
             let ran = exec::run_command(&argv, &root, timeout, env);
             // What the command left in its HOME and TMPDIR dies with it.
             for dir in [&env.home, &env.tmp] {
@@ -273,6 +318,19 @@ impl Host {
         output: Option<String>,
         changes: &Result<Vec<manifest::FileChange>, SettleError>,
     ) -> Result<(), Error> {
+        self.command_outcome_signed(action, ok, summary, output, changes)
+            .map(drop)
+    }
+
+    /// [`Self::command_outcome`], returning the summary it signed.
+    fn command_outcome_signed(
+        &mut self,
+        action: &ActionRecord,
+        ok: bool,
+        summary: &str,
+        output: Option<String>,
+        changes: &Result<Vec<manifest::FileChange>, SettleError>,
+    ) -> Result<String, Error> {
         let (ok, summary, files) = match changes {
             Ok(changes) => {
                 let bad: Vec<String> = changes
@@ -312,7 +370,143 @@ impl Host {
         // A command's outcome cannot be read back from the workspace the way a file write's
         // can (its bytes): lost to a power loss, the command would be uncertain and the run
         // blocked. So it is made durable now, not at the next commit.
-        self.sync_journal()
+        self.sync_journal()?;
+        // Signed and durable: its pre-command record has served.
+        self.drop_precommand(&action.id);
+        Ok(summary)
+    }
+
+    /// Persists what `plan` checks the command of `action` against (durably, atomically),
+    /// signed with the run's key: [`crate::run::precommand`].
+    fn persist_precommand(
+        &mut self,
+        action: &ActionRecord,
+        plan: &CommandPlan,
+    ) -> Result<(), PersistError> {
+        let name = precommand::name(&action.id)
+            .ok_or_else(|| precommand::PrecommandError::Name(action.id.clone()))?;
+        let check = &plan.check;
+        let bytes = precommand::encode(
+            &self.inputs.run_id,
+            &action.id,
+            &check.scopes,
+            &check.immutable,
+            &check.before,
+            &check.pre,
+            &self.signer,
+        )?;
+        self.dir.replace(&name, &bytes, true)?;
+        self.crash.synced(2);
+        self.crash.point();
+        Ok(())
+    }
+
+    /// Removes `action`'s pre-command record, best effort: one left behind is removed by the
+    /// next recovery, which finds the action's outcome signed.
+    pub(super) fn drop_precommand(&mut self, action: &str) {
+        for name in [precommand::name(action), precommand::findings_name(action)]
+            .into_iter()
+            .flatten()
+        {
+            let _ = std::fs::remove_file(self.dir.file(&name));
+        }
+    }
+
+    /// A command of `action` was running when the process stopped (started, no outcome):
+    /// the workspace is checked against its persisted pre-command record — forbidden changes
+    /// undone (protected files put back from their pre-images, plants removed) — and the
+    /// outcome, failed and uncertain (its exit is unknown), names every change it made; it is
+    /// never run again. Without a record that verifies, what it changed is unknown, and the
+    /// outcome says why. The record is removed once the outcome is signed.
+    pub(super) fn recover_command(&mut self, action: &ActionRecord) -> Result<String, Error> {
+        // What it left in its HOME and TMPDIR goes (the directories are the run's).
+        let base = self.dir.root().join("sandbox");
+        for dir in [base.join("home"), base.join("tmp")] {
+            if dir.is_dir() {
+                let _ = crate::fsio::empty_dir(&dir);
+            }
+        }
+        let uncertain = "uncertain: the process stopped while this ran; it is never re-run blindly";
+        let name = precommand::name(&action.id).unwrap_or_default();
+        let record: Result<Option<precommand::Record>, PersistError> = if name.is_empty() {
+            Err(precommand::PrecommandError::Name(action.id.clone()).into())
+        } else {
+            match self.dir.read_bytes(&name) {
+                Ok(Some(bytes)) => {
+                    precommand::decode(&bytes, &self.inputs.run_id, &action.id, &self.keys)
+                        .map(Some)
+                        .map_err(PersistError::from)
+                }
+                Ok(None) => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        };
+        let summary = match record {
+            Ok(Some(record)) => {
+                let root = self.workspace.root.clone();
+                // The check after the command had found what it changed and begun to undo it:
+                // that undo is finished from its findings (what it writes comes from the signed
+                // record only), and the outcome names what the command did.
+                let found = precommand::findings_name(&action.id)
+                    .and_then(|n| self.dir.read_bytes(&n).ok().flatten())
+                    .map(|bytes| {
+                        precommand::decode_findings(
+                            &bytes,
+                            &self.inputs.run_id,
+                            &action.id,
+                            &self.keys,
+                        )
+                    });
+                let (changes, how) = match found {
+                    Some(Ok(mut changes)) => {
+                        manifest::unlock_dirs(&root);
+                        manifest::undo(&root, &record.before, &mut changes, &record.pre);
+                        (
+                            Ok(changes),
+                            "it had ended and the check after it had begun; that check was finished from its persisted findings".to_owned(),
+                        )
+                    }
+                    found => {
+                        let check = Check {
+                            protected_in_scope: Vec::new(),
+                            scopes: record.scopes,
+                            immutable: record.immutable,
+                            before: record.before,
+                            pre: record.pre,
+                        };
+                        let how = match found {
+                            Some(Err(e)) => format!(
+                                "its persisted findings cannot be used ({e}); the workspace was checked against its pre-command manifest"
+                            ),
+                            _ => "the workspace was checked against its pre-command manifest"
+                                .to_owned(),
+                        };
+                        (check.settle(&root, &|_| {}), how)
+                    }
+                };
+                let summary = format!("{uncertain}; {how}");
+                self.command_outcome_signed(action, false, &summary, None, &changes)?
+            }
+            Ok(None) => {
+                let summary = format!(
+                    "{uncertain}; no pre-command manifest was persisted, so what it changed is unknown"
+                );
+                self.outcome_receipt(action, false, &summary, None)?;
+                self.sync_journal()?;
+                summary
+            }
+            Err(why) => {
+                let summary = format!(
+                    "{uncertain}; its pre-command manifest `{}` cannot be used ({why}), so what it changed is unknown",
+                    self.dir.file(&name).display()
+                );
+                self.outcome_receipt(action, false, &summary, None)?;
+                self.sync_journal()?;
+                self.drop_precommand(&action.id);
+                summary
+            }
+        };
+        Ok(summary)
     }
 
     /// A command's sandbox and the workspace manifest it is checked against: it reads the
@@ -632,7 +826,16 @@ impl Host {
     }
 }
 
-/// A command about to run: its environment and what it is checked against after.
+/// Why a command's pre-command record could not be made durable (the command is not run),
+/// or read back after a crash (what it changed is unknown).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum PersistError {
+    #[error(transparent)]
+    Record(#[from] precommand::PrecommandError),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
 /// Why a command's sandbox or workspace check could not be prepared: the command is not run.
 #[derive(Debug, thiserror::Error)]
 pub(super) enum PlanError {
@@ -717,6 +920,7 @@ impl CommandPlan {
     fn run_checked<T>(
         &self,
         root: &Path,
+        persist: &dyn Fn(&[manifest::FileChange]),
         command: impl FnOnce() -> T,
     ) -> (T, Result<Vec<manifest::FileChange>, SettleError>) {
         let check = std::sync::Arc::clone(&self.check);
@@ -728,7 +932,7 @@ impl CommandPlan {
             for dir in &scratch {
                 let _ = crate::fsio::empty_dir(dir);
             }
-            match check.settle(&at) {
+            match check.settle(&at, &|_| {}) {
                 Ok(changes) => format!(
                     "the workspace was checked: {} change(s), {} forbidden and undone",
                     changes.len(),
@@ -738,14 +942,19 @@ impl CommandPlan {
             }
         })));
         let out = command();
-        let settled = crate::confine::while_exit_check_held(|| self.check.settle(root));
+        let settled = crate::confine::while_exit_check_held(|| self.check.settle(root, persist));
         (out, settled)
     }
 }
 
 impl Check {
-    /// What the command changed, forbidden changes undone.
-    fn settle(&self, root: &Path) -> Result<Vec<manifest::FileChange>, SettleError> {
+    /// What the command changed, forbidden changes undone — after `persist` was given what
+    /// was found.
+    fn settle(
+        &self,
+        root: &Path,
+        persist: &dyn Fn(&[manifest::FileChange]),
+    ) -> Result<Vec<manifest::FileChange>, SettleError> {
         manifest::unlock_dirs(root);
         let after = match manifest::Manifest::scan(root) {
             Ok(after) => after,
@@ -766,14 +975,17 @@ impl Check {
                 });
             }
         };
-        Ok(manifest::settle(
+        let mut changes = manifest::findings(
             root,
             &self.before,
             &after,
             &self.scopes,
             &self.immutable,
             &self.pre,
-        ))
+        );
+        persist(&changes);
+        manifest::undo(root, &self.before, &mut changes, &self.pre);
+        Ok(changes)
     }
 }
 

@@ -100,6 +100,8 @@ pub struct Host {
     bundle: Bundle,
     grants: GrantSet,
     signer: Ed25519Signer,
+    /// The keys this home trusts (a pre-command record is verified against them).
+    keys: KeyRing,
     journal: JournalWriter,
     journal_file: JournalFile,
     machine: RunLoop,
@@ -487,6 +489,7 @@ impl Host {
             bundle: setup.bundle,
             grants: setup.grants,
             signer: setup.signer,
+            keys: setup.keys,
             journal_file,
             machine,
             workspace,

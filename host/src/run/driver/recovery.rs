@@ -359,6 +359,7 @@ impl Host {
 
     fn settle_pending(&mut self) -> Result<Vec<String>, Error> {
         let mut found = std::mem::take(&mut self.notes);
+        self.sweep_precommand(&mut found)?;
         if self.finish_ended(&mut found)? {
             return Ok(found);
         }
@@ -376,6 +377,39 @@ impl Host {
             })?;
         }
         Ok(found)
+    }
+
+    /// Removes the pre-command records of actions whose outcome is signed (the process
+    /// stopped between the outcome and the removal) or that never started; keeps those of
+    /// commands that started and have no outcome ([`Self::settle_started`] uses them).
+    fn sweep_precommand(&mut self, found: &mut Vec<String>) -> Result<(), Error> {
+        let names = self
+            .dir
+            .list(crate::run::precommand::DIR)
+            .map_err(io(&self.dir.file(crate::run::precommand::DIR)))?;
+        for file in names {
+            let Some(action) = crate::run::precommand::action_of(&file) else {
+                continue;
+            };
+            let signed = self.receipts_by_action.get(action).is_some_and(|rs| {
+                rs.iter()
+                    .any(|r| r.decided_by.kind == DecidedByKind::Outcome)
+            });
+            let started = self.executing.contains_key(action);
+            if signed || !started {
+                let action = action.to_owned();
+                self.drop_precommand(&action);
+                found.push(format!(
+                    "{action}: its pre-command record removed ({})",
+                    if signed {
+                        "its outcome is signed"
+                    } else {
+                        "it never started"
+                    }
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// A run that had ended or halted but was not finalised is finalised (idempotently).
@@ -421,6 +455,9 @@ impl Host {
             .rev()
             .find(|r| r.decided_by.kind == DecidedByKind::Outcome)
         {
+            // Its pre-command record (a command killed after its outcome was signed) has
+            // served.
+            self.drop_precommand(&action.id);
             // Outcome receipted, event lost: restore the event from the receipt.
             let restored = Outcome {
                 action: action.id.clone(),
@@ -436,6 +473,9 @@ impl Host {
             return Ok(false);
         }
         let Some((pre, post)) = self.executing.get(&action.id).cloned() else {
+            // Never started: a pre-command record persisted just before is stale (the
+            // command is decided again, and a new one is made if it runs).
+            self.drop_precommand(&action.id);
             let last = receipts
                 .iter()
                 .rev()
@@ -511,11 +551,19 @@ impl Host {
             }
         }
         let summary = if file_action {
-            "uncertain: the process stopped during the write and the file holds neither the old nor the new bytes; not retried".to_owned()
+            let summary = "uncertain: the process stopped during the write and the file holds neither the old nor the new bytes; not retried".to_owned();
+            self.outcome_receipt(action, false, &summary, None)?;
+            summary
+        } else if effect == Some(Effect::Execute) {
+            // Checked against its persisted pre-command manifest (issue 31 item 2).
+            self.recover_command(action)?
         } else {
-            "uncertain: the process stopped while this ran; it is never re-run blindly".to_owned()
+            let summary =
+                "uncertain: the process stopped while this ran; it is never re-run blindly"
+                    .to_owned();
+            self.outcome_receipt(action, false, &summary, None)?;
+            summary
         };
-        self.outcome_receipt(action, false, &summary, None)?;
         found.push(format!("{}: {summary}", action.id));
         self.halt(
             TaskRunStatus::Blocked,

@@ -1021,23 +1021,13 @@ impl RunRecord {
 /// empty one: a first append killed after creating it). A ledger that does not verify is an
 /// error: the host acts on nothing it cannot check.
 pub fn run_record(root: &Path, keys: &KeyRing, run_id: &str) -> Result<Option<RunRecord>, Error> {
-    let Some(entries) = verified_entries(root, keys)? else {
+    let Some((entries, unnamed)) = settled(root, keys, &run_journal(run_id))? else {
         return Ok(None);
     };
-    let mut record = RunRecord::default();
-    let named: BTreeSet<String> = entries
-        .iter()
-        .filter_map(|r| match r.capability.as_str() {
-            RUN_STARTED | RUN_CLOSED | RUN_CHECKPOINT => Some(run_journal(&r.target)),
-            REVIEW_CLOSED => Some(review_journal(&r.target)),
-            _ => None,
-        })
-        .collect();
-    let own = run_journal(run_id);
-    record.unnamed = journals_on_disk(&Home::new(root))
-        .into_iter()
-        .filter(|j| *j != own && !named.contains(j) && !starting(root, j))
-        .collect();
+    let mut record = RunRecord {
+        unnamed,
+        ..RunRecord::default()
+    };
     for r in entries.iter().filter(|r| r.target == run_id) {
         let m = &r.result.metadata.0;
         match r.capability.as_str() {
@@ -1066,6 +1056,50 @@ pub fn run_record(root: &Path, keys: &KeyRing, run_id: &str) -> Result<Option<Ru
     Ok(Some(record))
 }
 
+/// The verified ledger's entries and the journals of the home it does not name (other than
+/// `own`), read again for a short while when every one of those is being written (another
+/// command's decision or run one append away from its entry: outside testing round 15, a
+/// resume beside a concurrent approval was refused as "older ledger"). `None`: no ledger.
+#[allow(clippy::type_complexity, reason = "a pair read at one moment")]
+fn settled(
+    root: &Path,
+    keys: &KeyRing,
+    own: &str,
+) -> Result<Option<(Vec<ReceiptPayload>, Vec<String>)>, Error> {
+    let started = std::time::Instant::now();
+    loop {
+        let Some(entries) = verified_entries(root, keys)? else {
+            return Ok(None);
+        };
+        let unnamed = unnamed_in(root, &entries, own);
+        let live = !unnamed.is_empty()
+            && unnamed
+                .iter()
+                .all(|j| being_written(&root.join(j)).is_some());
+        if !live || started.elapsed() >= LIVE_WINDOW {
+            return Ok(Some((entries, unnamed)));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// The journals of the home at `root` that `entries` (a verified ledger's) do not name, other
+/// than `own` and a run's being started or cut short at its start ([`starting`]).
+fn unnamed_in(root: &Path, entries: &[ReceiptPayload], own: &str) -> Vec<String> {
+    let named: BTreeSet<String> = entries
+        .iter()
+        .filter_map(|r| match r.capability.as_str() {
+            RUN_STARTED | RUN_CLOSED | RUN_CHECKPOINT => Some(run_journal(&r.target)),
+            REVIEW_CLOSED => Some(review_journal(&r.target)),
+            _ => None,
+        })
+        .collect();
+    journals_on_disk(&Home::new(root))
+        .into_iter()
+        .filter(|j| j != own && !named.contains(j) && !starting(root, j))
+        .collect()
+}
+
 /// What the verified home ledger says of review journal `review_id`, against the journal on
 /// disk.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1080,11 +1114,16 @@ pub enum ReviewState {
     /// elsewhere: a decision deleted or replaced (outside testing round 14: a deleted denial
     /// was decided again as an approval, and the denied write ran).
     Differs { root: String },
+    /// The ledger does not name journals the home holds (`unnamed`, the first): it is older
+    /// than the home — cut or put back — so what it does not record may have been decided
+    /// (outside testing round 15: a ledger cut before a denial's entry let it be decided
+    /// again).
+    OlderThanHome { unnamed: String },
 }
 
 /// [`ReviewState`] of review `review_id` (the whole ledger verified first).
 pub fn review_state(root: &Path, keys: &KeyRing, review_id: &str) -> Result<ReviewState, Error> {
-    let Some(entries) = verified_entries(root, keys)? else {
+    let Some((entries, unnamed)) = settled(root, keys, &review_journal(review_id))? else {
         return Ok(ReviewState::NoLedger);
     };
     let Some(recorded) = entries
@@ -1092,6 +1131,11 @@ pub fn review_state(root: &Path, keys: &KeyRing, review_id: &str) -> Result<Revi
         .find(|r| r.capability == REVIEW_CLOSED && r.target == review_id)
         .map(|r| r.request_hash.clone())
     else {
+        if let Some(first) = unnamed.first() {
+            return Ok(ReviewState::OlderThanHome {
+                unnamed: first.clone(),
+            });
+        }
         return Ok(ReviewState::NotRecorded);
     };
     let here = last_checkpoint(&root.join(review_journal(review_id)))
@@ -1239,9 +1283,12 @@ const RECENT: std::time::Duration = std::time::Duration::from_millis(500);
 /// (`Some(None)`).
 pub fn being_written(path: &Path) -> Option<Option<String>> {
     let dir = path.parent()?;
-    if let Ok(file) = File::open(dir.join(crate::run::store::LOCK))
-        && rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockShared).is_err()
-    {
+    let held = |p: &Path| {
+        File::open(p).is_ok_and(|f| {
+            rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockShared).is_err()
+        })
+    };
+    if held(dir) || held(&dir.join(crate::run::store::LOCK)) {
         let pid = fs::read_to_string(dir.join(crate::run::store::LOCK)).unwrap_or_default();
         return Some(Some(pid.trim().to_owned()).filter(|p| !p.is_empty()));
     }
@@ -1697,6 +1744,10 @@ pub fn rebuild(
     // is retired (its private half may be what was lost; outside testing round 6).
     let mut ring = keys.clone();
     let mut named = Recorded::new();
+    // When the ledger's first entry was signed: a journal begun after it, that it does not
+    // name, was written while the ledger existed — the ledger was cut or put back, and the
+    // rebuild would bless what it lost (outside testing round 14/15).
+    let mut ledger_began: Option<OffsetDateTime> = None;
     // An empty ledger (a first append killed right after creating it) is no ledger.
     if path.is_file() && fs::metadata(&path).map_err(io(&path))?.len() > 0 {
         let bytes = fs::read(&path).map_err(io(&path))?;
@@ -1714,6 +1765,14 @@ pub fn rebuild(
             })?
             .ring;
         named = recorded(whole);
+        ledger_began = decode_all(whole).into_iter().find_map(|(_, d)| match d {
+            Decoded::Receipt(r) => time::OffsetDateTime::parse(
+                &r.created_at,
+                &time::format_description::well_known::Rfc3339,
+            )
+            .ok(),
+            _ => None,
+        });
         let report = craik_kernel::verify_open_journal(whole, &ring);
         if let Some(f) = report.failure {
             return Err(Error::invalid(
@@ -1792,6 +1851,24 @@ pub fn rebuild(
             ));
             continue;
         };
+        let begun = time::OffsetDateTime::parse(
+            &first.created_at,
+            &time::format_description::well_known::Rfc3339,
+        )
+        .ok();
+        if let (Some(ledger), Some(begun)) = (ledger_began, begun)
+            && begun >= ledger
+        {
+            out.refused.push(format!(
+                "{}: begun {} while the ledger existed (its first entry {}), and not named by it: the ledger was cut or an older copy put back, and recording it would bless what the ledger lost; not recorded (a run killed at its start is recorded by `craik runs recover RUN`; a killed decision is finished by running it again)",
+                file.display(),
+                first.created_at,
+                ledger
+                    .format(&time::format_description::well_known::Rfc3339)
+                    .unwrap_or_default()
+            ));
+            continue;
+        }
         let checkpoint = last_checkpoint(&file).filter(|c| c.is_final);
         if let Some(review) = journal
             .strip_prefix("reviews/")

@@ -2227,3 +2227,56 @@ fn issue_31_a_memory_review_deleted_with_its_proposal_reset_is_caught() {
         "{text}"
     );
 }
+
+/// Outside testing round 15 (N10, N12): the ledger cut to before a recorded denial (a valid
+/// prefix), the review deleted and the approval file put back to `pending`, while a later
+/// run's journal sits in the home. A new decision is refused (the ledger is older than the
+/// home), and `ledger rebuild` does not bless the later journal: it was begun while the ledger
+/// existed, so the ledger lost it.
+#[test]
+fn issue_31_a_ledger_cut_before_a_decision_never_lets_it_be_made_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, id, text) = run_example(&home, &example("approval"), &[]);
+    assert_eq!(exit, 6, "{text}");
+    let a = pending_approval(&home);
+    let file = home
+        .join("runs")
+        .join(&id)
+        .join("approvals")
+        .join(format!("{a}.json"));
+    let pending = std::fs::read(&file).unwrap();
+    let ledger_before = std::fs::read(home.join("ledger.jsonl")).unwrap();
+    let denied = crate::runs::review(&home, "deny", &a, "user:alice", &[]);
+    assert_eq!(denied.status.code(), Some(0), "{}", transcript(&denied));
+    let (exit, later, text) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0, "{text}");
+    std::fs::write(home.join("ledger.jsonl"), &ledger_before).unwrap();
+    let _ = std::fs::remove_file(home.join("ledger.head"));
+    std::fs::remove_dir_all(home.join("reviews").join(&a)).unwrap();
+    std::fs::write(&file, &pending).unwrap();
+    let out = crate::runs::review(&home, "approve", &a, "user:mallory", &[]);
+    assert_ne!(out.status.code(), Some(0), "{}", transcript(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("older than the home"),
+        "{}",
+        transcript(&out)
+    );
+    assert!(
+        !home.join("reviews").join(&a).exists(),
+        "a review was written"
+    );
+    let out = craik()
+        .args(["ledger", "rebuild", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0), "{}", transcript(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains(&later) && text.contains("while the ledger existed"),
+        "{text}"
+    );
+    let check = verify_home_for(&home);
+    assert_eq!(check.status.code(), Some(1), "{}", transcript(&check));
+}

@@ -413,6 +413,9 @@ pub fn review_agrees(home: &Home, ring: &KeyRing, id: &str) -> Result<(), Error>
         crate::ledger::ReviewState::Differs { root } => Err(refuse(format!(
             "the home ledger records its review closed at root {root}, and the review journal here is missing or another: a decision was deleted or replaced"
         ))),
+        crate::ledger::ReviewState::OlderThanHome { unnamed } => Err(refuse(format!(
+            "its signed review is not named by the home ledger, which does not name {unnamed} either: the ledger is older than the home (cut or put back)"
+        ))),
     }
 }
 
@@ -427,6 +430,10 @@ pub fn refuse_if_decided(home: &Home, ring: &KeyRing, id: &str, what: &str) -> R
                 home.root.display()
             )))
         }
+        crate::ledger::ReviewState::OlderThanHome { unnamed } => Err(Error::refused(format!(
+            "{what} {id}: the home ledger does not name {unnamed}: it is older than the home (cut or put back), and a decision it lost may have been made. Nothing was signed; check the home with `craik receipts verify {}` (a killed decision is finished by running the same command again)",
+            home.root.display()
+        ))),
     }
 }
 

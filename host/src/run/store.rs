@@ -395,6 +395,16 @@ impl RunDir {
 
     /// The pid written by the live process holding the lock, if one holds it.
     pub fn locked_by_live(&self) -> Option<String> {
+        if let Ok(dir) = File::open(&self.path)
+            && rustix::fs::flock(&dir, rustix::fs::FlockOperation::NonBlockingLockShared).is_err()
+        {
+            return Some(
+                fs::read_to_string(self.file(LOCK))
+                    .unwrap_or_default()
+                    .trim()
+                    .to_owned(),
+            );
+        }
         let path = self.file(LOCK);
         let file = File::open(&path).ok()?;
         match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockShared) {
@@ -674,6 +684,33 @@ impl RunStore for RunDir {
     }
 
     fn lock(&self) -> Result<RunLock, Error> {
+        // The run's directory itself is locked first: a lock file can be unlinked and made
+        // anew by any process of the user while a driver holds it (outside testing rounds
+        // 14-15: two drivers then ran one run), a directory holding the run cannot.
+        let dir = File::open(&self.path)
+            .map_err(|e| Error::usage(format!("{}: {e}", self.path.display())))?;
+        if let Err(e) =
+            rustix::fs::flock(&dir, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+        {
+            return Err(Error::usage(match e {
+                rustix::io::Errno::WOULDBLOCK => {
+                    let pid = fs::read_to_string(self.file(LOCK)).unwrap_or_default();
+                    format!(
+                        "{}: the run is being driven by {}",
+                        self.path.display(),
+                        match pid.trim() {
+                            "" => "another process".to_owned(),
+                            pid => format!("process {pid}"),
+                        }
+                    )
+                }
+                e => format!(
+                    "{}: cannot lock: {}",
+                    self.path.display(),
+                    io::Error::from(e)
+                ),
+            }));
+        }
         let path = self.file(LOCK);
         let mut file = OpenOptions::new()
             .read(true)
@@ -725,7 +762,10 @@ impl RunStore for RunDir {
         let _ = file
             .set_len(0)
             .and_then(|()| writeln!(file, "{}", std::process::id()));
-        Ok(RunLock { _file: file })
+        Ok(RunLock {
+            _file: file,
+            _dir: dir,
+        })
     }
 }
 
@@ -783,6 +823,8 @@ pub fn json_lines<T: DeserializeOwned>(
 #[derive(Debug)]
 pub struct RunLock {
     _file: File,
+    /// The run's directory, `flock`ed too.
+    _dir: File,
 }
 
 pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, String> {

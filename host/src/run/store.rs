@@ -14,7 +14,8 @@
 //!     sandbox/<action>/home, tmp   a command's fresh HOME and TMPDIR (removed after it)
 //!     handoff.json     craik.handoff, at a terminal state
 //!     workspace/       scratch copy of an example's workspace, when run from an example
-//!     lock             flock'ed by the process driving the run (its pid inside, for people)
+//!     lock             flock'ed by the process driving the run, with the directory itself (its pid
+//!                      inside, for people)
 //!   memory/<memprop id>.json
 //!   reviews/<id>/receipts.jsonl   one small signed journal per human review decision
 //! ```

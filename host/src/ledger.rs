@@ -447,9 +447,9 @@ fn append(
     };
     let mut todo = Vec::new();
     let key = (KEY_ADDED.to_owned(), signer.key_id().to_owned());
-    if !seen.contains_key(&key) {
+    if let std::collections::btree_map::Entry::Vacant(slot) = seen.entry(key) {
+        slot.insert(signer.key_id().to_owned());
         todo.push(Entry::key_added(signer.key_id()));
-        seen.insert(key, signer.key_id().to_owned());
     }
     for entry in entries {
         // Recorded already: skipped when it says the same, refused when it says otherwise (a

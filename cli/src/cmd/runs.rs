@@ -1497,18 +1497,18 @@ pub(crate) fn show(
         .map_err(Clone::clone);
     // Budgets used and left: tokens from the verified `model.step` receipts, budgets from
     // the signed `run.inputs`, wall clock from the run's times and its waits for approvals.
-    // Only the waits matter here: one event in memory at a time, the waits kept.
+    // One event in memory at a time; kept: the waits (budgets) and failed outcomes (shown,
+    // each output capped when it was recorded).
     let events: Vec<craik_host::run::Event> =
         craik_host::run::store::json_lines(&dir.file(craik_host::run::store::EVENTS))
             .map(|lines| {
                 lines
                     .map_while(Result::ok)
-                    .filter(|e| {
-                        matches!(
-                            e,
-                            craik_host::run::Event::Parked { .. }
-                                | craik_host::run::Event::Reopened { .. }
-                        )
+                    .filter(|e| match e {
+                        craik_host::run::Event::Parked { .. }
+                        | craik_host::run::Event::Reopened { .. } => true,
+                        craik_host::run::Event::Outcome { outcome, .. } => !outcome.ok,
+                        _ => false,
                     })
                     .collect()
             })

@@ -1407,3 +1407,47 @@ fn issue_31_what_has_a_signed_outcome_never_runs_again_whatever_the_events_say()
         "no kill point with the command's outcome signed"
     );
 }
+
+/// Outside testing round 16 (F2): the pre-command record deleted after a `kill -9` during a
+/// command. It is written before every command starts, so recovery signs that it is missing —
+/// tampered or lost — and never that nothing was persisted.
+#[test]
+fn issue_31_a_deleted_pre_command_record_is_signed_as_tampered_or_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let steps = crate::runs::act(json!([
+        {"id":"action_plant","capability":"shell.test","operation":"execute","argv":["./plant.sh"]},
+    ]));
+    let script = "#!/bin/sh\necho planted > src/.planted\nsleep 30\n";
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[("shell.test", &["./plant.sh"], &["execute"])],
+        steps,
+        &[("plant.sh", script), ("src/lib.rs", "// lib\n")],
+    );
+    crate::adapters::make_executable(&ex.join("workspace/plant.sh"));
+    let home = dir.path().join("home");
+    let (mut child, id) = run_until(&ex, &home, |run| {
+        run.join("workspace/src/.planted").exists()
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let run_dir = home.join("runs").join(&id);
+    std::fs::remove_dir_all(run_dir.join("precommand")).unwrap();
+    let out = craik()
+        .args(["runs", "recover", &id, "--by", "user:op", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let outcome = crate::runs::receipts(&home, &id)
+        .into_iter()
+        .rev()
+        .find(|r| r["decided_by"]["kind"] == "outcome")
+        .unwrap_or_else(|| panic!("no outcome: {}", transcript(&out)));
+    let summary = outcome["result"]["summary"].as_str().unwrap();
+    assert!(summary.contains("TAMPERED OR LOST"), "{summary}");
+    assert!(
+        !summary.contains("no pre-command manifest was persisted"),
+        "{summary}"
+    );
+}

@@ -2255,7 +2255,14 @@ fn issue_31_a_ledger_cut_before_a_decision_never_lets_it_be_made_again() {
     let _ = std::fs::remove_file(home.join("ledger.head"));
     std::fs::remove_dir_all(home.join("reviews").join(&a)).unwrap();
     std::fs::write(&file, &pending).unwrap();
+    // Round 16: a lock held on the later run (any process of the user can hold one) does not
+    // hide it: a run past its first receipt is always named by an honest ledger.
+    let later_dir = home.join("runs").join(&later);
+    std::fs::write(later_dir.join("lock"), b"1\n").unwrap();
+    let held = std::fs::File::open(&later_dir).unwrap();
+    rustix::fs::flock(&held, rustix::fs::FlockOperation::LockExclusive).unwrap();
     let out = crate::runs::review(&home, "approve", &a, "user:mallory", &[]);
+    drop(held);
     assert_ne!(out.status.code(), Some(0), "{}", transcript(&out));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("older than the home"),

@@ -488,8 +488,12 @@ impl Host {
                 self.command_outcome_signed(action, false, &summary, None, &changes)?
             }
             Ok(None) => {
+                // The record is written, durably, before every command starts (before its
+                // `executing` event): missing now, it was deleted or lost (outside testing
+                // round 16: deleting it hid what a killed command planted). Said so, signed.
                 let summary = format!(
-                    "{uncertain}; no pre-command manifest was persisted, so what it changed is unknown"
+                    "{uncertain}; TAMPERED OR LOST: its pre-command record `{}` is missing, though it is written before every command starts, so what the command changed cannot be checked or undone: check the workspace by hand",
+                    self.dir.file(&name).display()
                 );
                 self.outcome_receipt(action, false, &summary, None)?;
                 self.sync_journal()?;

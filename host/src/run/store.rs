@@ -828,6 +828,19 @@ pub struct RunLock {
     _dir: File,
 }
 
+impl RunLock {
+    /// Whether `path` still names the directory this lock holds (a run directory renamed
+    /// away and copied back while driven is another directory, which another driver may
+    /// lock: outside testing round 16).
+    pub fn still_at(&self, path: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt as _;
+        match (self._dir.metadata(), fs::metadata(path)) {
+            (Ok(held), Ok(named)) => held.dev() == named.dev() && held.ino() == named.ino(),
+            _ => false,
+        }
+    }
+}
+
 pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, String> {
     let bytes = fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))

@@ -634,6 +634,15 @@ impl Host {
     /// nothing is pending), then writes the events held for them. Called before anything
     /// reaches the runner: no outcome is told before its receipt is durable.
     fn sync_journal(&mut self) -> Result<(), Error> {
+        // Every commit comes before an effect: the run's directory must still be the one this
+        // driver locked, or it was replaced under it and another driver may hold the copy.
+        if !self._lock.still_at(self.dir.root()) {
+            return Err(Error::refused(format!(
+                "{}: the run's directory was moved or replaced while this process drove it; it stops here, before anything more takes effect: check the home with `craik receipts verify {}`",
+                self.dir.root().display(),
+                self.home.root.display()
+            )));
+        }
         let synced = self
             .journal_file
             .sync()

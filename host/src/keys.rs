@@ -57,7 +57,7 @@ pub fn create_pair(dir: &Path) -> Result<(PathBuf, PathBuf, [u8; 32]), Error> {
                 Ok(())
             }
         })
-        .map_err(crate::run::store::home_io(dir))?;
+        .map_err(crate::fsio::home_io(dir))?;
     let mut seed = [0u8; 32];
     getrandom::fill(&mut seed)
         .map_err(|e| Error::internal(format!("no randomness from the operating system: {e}")))?;
@@ -215,16 +215,14 @@ fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Error> {
     }
     #[cfg(not(unix))]
     let _ = mode;
-    let mut file = options
-        .open(&tmp)
-        .map_err(crate::run::store::home_io(&tmp))?;
+    let mut file = options.open(&tmp).map_err(crate::fsio::home_io(&tmp))?;
     let written = file
         .write_all(bytes)
         .and_then(|()| file.sync_all())
         .and_then(|()| std::fs::hard_link(&tmp, path));
     crate::fsio::durable_point();
     let _ = std::fs::remove_file(&tmp);
-    written.map_err(crate::run::store::home_io(path))?;
+    written.map_err(crate::fsio::home_io(path))?;
     if let Some(dir) = path.parent() {
         let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
     }

@@ -122,7 +122,7 @@ const LAYERS: &[&[&str]] = &[
     ],
     // `case` (the case file) and `project` (the profile) read a home's runs and memory, and a
     // run binds its case file: one layer with `run`.
-    &["run", "ledger", "case", "project", "prompt"],
+    &["run", "ledger", "audits", "case", "project", "prompt"],
     // The runner registry pins and resolves adapters; the adapter checks the bytes it runs
     // against the registry's digest: one layer.
     &["adapter", "registry"],

@@ -864,30 +864,9 @@ pub fn io_at(path: &Path) -> impl Fn(io::Error) -> Error + '_ {
     }
 }
 
-/// A failure to create or write Craik's home (its directory, `.gitignore`, keys) at `path`:
-/// an i/o failure (exit 5: disk full, quota, read-only, permission denied, an I/O error),
-/// unless the path itself cannot be a home (a file on the way, an invalid name: usage,
-/// exit 2). Names the path, the cause and the fix.
-pub fn home_io(path: &Path) -> impl Fn(io::Error) -> Error + '_ {
-    move |e| {
-        let advice = match e.kind() {
-            io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => "free disk space",
-            io::ErrorKind::PermissionDenied => "check the permissions of Craik's home",
-            io::ErrorKind::ReadOnlyFilesystem => "use a writable home (--home)",
-            io::ErrorKind::NotADirectory
-            | io::ErrorKind::NotFound
-            | io::ErrorKind::InvalidInput
-            | io::ErrorKind::InvalidFilename => {
-                return Error::usage(format!(
-                    "{}: {e}; give a directory path for the home (--home)",
-                    path.display()
-                ));
-            }
-            _ => "check the disk",
-        };
-        Error::io(format!("{}: {e}; {advice}", path.display()))
-    }
-}
+/// A failure to create or write Craik's home: [`crate::fsio::home_io`] (kept here for its
+/// callers; it lives below the keys, which use it too).
+pub use crate::fsio::home_io;
 
 /// fsync a directory, so a rename or a new entry in it is durable.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {

@@ -215,6 +215,31 @@ pub fn lock_exclusive(path: &Path) -> Result<fs::File, crate::Error> {
     Ok(file)
 }
 
+/// A failure to create or write Craik's home (its directory, `.gitignore`, keys) at `path`:
+/// an i/o failure (exit 5: disk full, quota, read-only, permission denied, an I/O error),
+/// unless the path itself cannot be a home (a file on the way, an invalid name: usage,
+/// exit 2). Names the path, the cause and the fix.
+pub fn home_io(path: &Path) -> impl Fn(io::Error) -> crate::Error + '_ {
+    move |e| {
+        let advice = match e.kind() {
+            io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => "free disk space",
+            io::ErrorKind::PermissionDenied => "check the permissions of Craik's home",
+            io::ErrorKind::ReadOnlyFilesystem => "use a writable home (--home)",
+            io::ErrorKind::NotADirectory
+            | io::ErrorKind::NotFound
+            | io::ErrorKind::InvalidInput
+            | io::ErrorKind::InvalidFilename => {
+                return crate::Error::usage(format!(
+                    "{}: {e}; give a directory path for the home (--home)",
+                    path.display()
+                ));
+            }
+            _ => "check the disk",
+        };
+        crate::Error::io(format!("{}: {e}; {advice}", path.display()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(
@@ -279,30 +304,5 @@ mod tests {
         std::fs::write(&fresh, "f").unwrap();
         empty_dir(&fresh).unwrap();
         assert!(fresh.is_dir());
-    }
-}
-
-/// A failure to create or write Craik's home (its directory, `.gitignore`, keys) at `path`:
-/// an i/o failure (exit 5: disk full, quota, read-only, permission denied, an I/O error),
-/// unless the path itself cannot be a home (a file on the way, an invalid name: usage,
-/// exit 2). Names the path, the cause and the fix.
-pub fn home_io(path: &Path) -> impl Fn(io::Error) -> crate::Error + '_ {
-    move |e| {
-        let advice = match e.kind() {
-            io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => "free disk space",
-            io::ErrorKind::PermissionDenied => "check the permissions of Craik's home",
-            io::ErrorKind::ReadOnlyFilesystem => "use a writable home (--home)",
-            io::ErrorKind::NotADirectory
-            | io::ErrorKind::NotFound
-            | io::ErrorKind::InvalidInput
-            | io::ErrorKind::InvalidFilename => {
-                return crate::Error::usage(format!(
-                    "{}: {e}; give a directory path for the home (--home)",
-                    path.display()
-                ));
-            }
-            _ => "check the disk",
-        };
-        crate::Error::io(format!("{}: {e}; {advice}", path.display()))
     }
 }

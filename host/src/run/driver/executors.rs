@@ -487,26 +487,25 @@ impl Host {
                 let summary = format!("{uncertain}; {how}");
                 self.command_outcome_signed(action, false, &summary, None, &changes)?
             }
-            Ok(None) => {
-                // The record is written, durably, before every command starts (before its
-                // `executing` event): missing now, it was deleted or lost (outside testing
-                // round 16: deleting it hid what a killed command planted). Said so, signed.
-                let summary = format!(
-                    "{uncertain}; TAMPERED OR LOST: its pre-command record `{}` is missing, though it is written before every command starts, so what the command changed cannot be checked or undone: check the workspace by hand",
-                    self.dir.file(&name).display()
-                );
+            // Nothing to check the workspace against: the outcome says why, signed. The record
+            // is written, durably, before every command starts (before its `executing` event):
+            // missing now, it was deleted or lost (outside testing round 16: deleting it hid
+            // what a killed command planted).
+            unusable => {
+                let shown = self.dir.file(&name).display().to_string();
+                let summary = match &unusable {
+                    Ok(_) => format!(
+                        "{uncertain}; TAMPERED OR LOST: its pre-command record `{shown}` is missing, though it is written before every command starts, so what the command changed cannot be checked or undone: check the workspace by hand"
+                    ),
+                    Err(why) => format!(
+                        "{uncertain}; its pre-command manifest `{shown}` cannot be used ({why}), so what it changed is unknown"
+                    ),
+                };
                 self.outcome_receipt(action, false, &summary, None)?;
                 self.sync_journal()?;
-                summary
-            }
-            Err(why) => {
-                let summary = format!(
-                    "{uncertain}; its pre-command manifest `{}` cannot be used ({why}), so what it changed is unknown",
-                    self.dir.file(&name).display()
-                );
-                self.outcome_receipt(action, false, &summary, None)?;
-                self.sync_journal()?;
-                self.drop_precommand(&action.id);
+                if unusable.is_err() {
+                    self.drop_precommand(&action.id);
+                }
                 summary
             }
         };

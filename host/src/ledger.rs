@@ -170,10 +170,10 @@ impl Entry {
         }
     }
 
-    /// What makes two entries the same for [`record`]'s idempotence: kind and target, and
-    /// for a run checkpoint its tree size (a run records one per point it acts from).
+    /// What makes two entries the same for [`record`]'s idempotence: kind and target (a run
+    /// checkpoint is judged against its run's latest: [`Recorded::admit`]).
     fn key(&self) -> (String, String) {
-        seen_key(self.kind, &self.target, &self.metadata)
+        seen_key(self.kind, &self.target)
     }
 
     /// A review journal closed at `checkpoint` (`kind`: `approval` or `memory`).
@@ -333,38 +333,128 @@ fn read_repaired(path: &Path) -> Result<Vec<u8>, Error> {
     Ok(bytes.get(..keep).unwrap_or_default().to_vec())
 }
 
-/// What a ledger records: each entry's identity ([`seen_key`]) → its `request_hash` (the root,
-/// inputs hash or key id it signs), so an append can tell "already recorded" from "recorded
-/// otherwise".
-type Recorded = BTreeMap<(String, String), String>;
+/// What a ledger records: each entry's identity (kind, target) → its `request_hash` (the
+/// root, inputs hash or key id it signs), so an append can tell "already recorded" from
+/// "recorded otherwise"; and of each open run only its latest `ledger.run_checkpoint` (tree
+/// size, root). Earlier checkpoints and a closed run's are not kept: a run's checkpoints only
+/// grow and none follows its close, so the latest is all an append needs to decide.
+///
+/// Read from the signed head it is `partial`: the home's keys and its open runs only, so the
+/// head a step's append re-signs is the size of what is running, not of the home's history
+/// (issue 31: re-signing every entry a home of 1000 runs recorded at each of a run's appends
+/// cost 19 % of `craik bench run`); an entry about anything else takes the full read.
+#[derive(Default)]
+struct Recorded {
+    named: BTreeMap<(String, String), String>,
+    latest: BTreeMap<String, (u64, String)>,
+    partial: bool,
+}
 
-/// An entry's identity for idempotent appends: (kind, target), the target of a
-/// [`RUN_CHECKPOINT`] suffixed with `@<tree size>`.
-fn seen_key(kind: &str, target: &str, metadata: &Object) -> (String, String) {
-    if kind == RUN_CHECKPOINT {
-        let size = metadata
-            .0
-            .get("tree_size")
-            .and_then(Value::as_u64)
-            .unwrap_or(u64::MAX);
-        (kind.to_owned(), format!("{target}@{size}"))
-    } else {
-        (kind.to_owned(), target.to_owned())
+/// What [`Recorded::admit`] makes of an entry.
+enum Admit {
+    /// Not recorded: append it.
+    New,
+    /// Recorded with the same hash: skip it (appends are idempotent).
+    Same,
+    /// Recorded otherwise: refuse, saying why.
+    Conflict(String),
+}
+
+impl Recorded {
+    fn contains_key(&self, key: &(String, String)) -> bool {
+        self.named.contains_key(key)
+    }
+
+    /// The runs started and not closed, with the inputs hash their start records.
+    fn open_runs(&self) -> impl Iterator<Item = (&String, &String)> {
+        self.named.iter().filter_map(|((kind, run), hash)| {
+            (kind == RUN_STARTED
+                && !self
+                    .named
+                    .contains_key(&(RUN_CLOSED.to_owned(), run.clone())))
+            .then_some((run, hash))
+        })
+    }
+
+    /// Whether this (perhaps partial) record can decide `entry`: a full one always; one
+    /// from the head only for an entry about a run it holds open.
+    fn answers(&self, entry: &Entry) -> bool {
+        !self.partial
+            || ([RUN_STARTED, RUN_CHECKPOINT, RUN_CLOSED].contains(&entry.kind)
+                && self
+                    .named
+                    .contains_key(&(RUN_STARTED.to_owned(), entry.target.clone())))
+    }
+
+    /// Folds one recorded entry in, in ledger order.
+    fn fold(&mut self, kind: &str, target: &str, size: Option<u64>, hash: &str) {
+        match kind {
+            RUN_CHECKPOINT => {
+                let size = size.unwrap_or(u64::MAX);
+                let newer = self.latest.get(target).is_none_or(|(s, _)| size >= *s);
+                if newer
+                    && !self
+                        .named
+                        .contains_key(&(RUN_CLOSED.to_owned(), target.to_owned()))
+                {
+                    self.latest
+                        .insert(target.to_owned(), (size, hash.to_owned()));
+                }
+            }
+            _ => {
+                if kind == RUN_CLOSED {
+                    self.latest.remove(target);
+                }
+                self.named
+                    .insert((kind.to_owned(), target.to_owned()), hash.to_owned());
+            }
+        }
+    }
+
+    /// Whether `entry` is new, a repeat or a contradiction of what is recorded.
+    fn admit(&self, entry: &Entry) -> Admit {
+        if entry.kind == RUN_CHECKPOINT {
+            let size = entry
+                .metadata
+                .0
+                .get("tree_size")
+                .and_then(Value::as_u64)
+                .unwrap_or(u64::MAX);
+            if self.contains_key(&(RUN_CLOSED.to_owned(), entry.target.clone())) {
+                return Admit::Conflict("closed, and this is a point of it still open".into());
+            }
+            return match self.latest.get(&entry.target) {
+                None => Admit::New,
+                Some((s, _)) if size > *s => Admit::New,
+                Some((s, h)) if size == *s && *h == entry.request_hash => Admit::Same,
+                Some((s, h)) => Admit::Conflict(format!(
+                    "at {s} receipts with root {h}, and this is a point at {size} receipts"
+                )),
+            };
+        }
+        match self.named.get(&entry.key()) {
+            None => Admit::New,
+            Some(hash) if *hash == entry.request_hash => Admit::Same,
+            Some(hash) => Admit::Conflict(format!("as {hash}")),
+        }
     }
 }
 
-/// The identities of every entry of a ledger's bytes (decoded; the caller verified).
+/// An entry's identity for idempotent appends: (kind, target).
+fn seen_key(kind: &str, target: &str) -> (String, String) {
+    (kind.to_owned(), target.to_owned())
+}
+
+/// What the entries of a ledger's bytes record (decoded; the caller verified).
 fn recorded(bytes: &[u8]) -> Recorded {
-    decode_all(bytes)
-        .into_iter()
-        .filter_map(|(_, d)| match d {
-            Decoded::Receipt(r) => Some((
-                seen_key(&r.capability, &r.target, &r.result.metadata),
-                r.request_hash,
-            )),
-            _ => None,
-        })
-        .collect()
+    let mut out = Recorded::default();
+    for (_, d) in decode_all(bytes) {
+        if let Decoded::Receipt(r) = d {
+            let size = r.result.metadata.0.get("tree_size").and_then(Value::as_u64);
+            out.fold(&r.capability, &r.target, size, &r.request_hash);
+        }
+    }
+    out
 }
 
 /// Appends `entries` to the home's ledger, each followed by its checkpoint, in one write and
@@ -393,7 +483,10 @@ fn append(
     ring.add(&signer.public_key())
         .map_err(|e| Error::invalid(format!("signing key: {e}"), Vec::new()))?;
     let path = root.join(LEDGER_NAME);
-    let (mut writer, mut seen, empty) = match from_head(root, &path, &ring) {
+    let key = (KEY_ADDED.to_owned(), signer.key_id().to_owned());
+    let fast = from_head(root, &path, &ring)
+        .filter(|(_, seen, _)| seen.contains_key(&key) && entries.iter().all(|e| seen.answers(e)));
+    let (mut writer, mut seen, empty) = match fast {
         Some(fast) => fast,
         None => {
             let bytes = read_repaired(&path)?;
@@ -446,20 +539,19 @@ fn append(
         }
     };
     let mut todo = Vec::new();
-    let key = (KEY_ADDED.to_owned(), signer.key_id().to_owned());
-    if let std::collections::btree_map::Entry::Vacant(slot) = seen.entry(key) {
-        slot.insert(signer.key_id().to_owned());
+    if !seen.contains_key(&key) {
+        seen.fold(KEY_ADDED, signer.key_id(), None, signer.key_id());
         todo.push(Entry::key_added(signer.key_id()));
     }
     for entry in entries {
         // Recorded already: skipped when it says the same, refused when it says otherwise (a
         // second journal of one run or review, a copy continued beside the original: outside
         // testing round 14 forked a run directory and both copies used one approval).
-        match seen.get(&entry.key()) {
-            Some(hash) if *hash == entry.request_hash => {}
-            Some(hash) => {
+        match seen.admit(&entry) {
+            Admit::Same => {}
+            Admit::Conflict(recorded) => {
                 return Err(Error::refused(format!(
-                    "{}: the home ledger already records {} `{}` as {hash}, and this says {}: another copy of this run or review was continued (a directory put back, copied or forked). Nothing was recorded; check the home with `craik receipts verify {}`",
+                    "{}: the home ledger already records {} `{}` {recorded}, and this says {}: another copy of this run or review was continued (a directory put back, copied or forked). Nothing was recorded; check the home with `craik receipts verify {}`",
                     path.display(),
                     entry.kind,
                     entry.target,
@@ -467,8 +559,9 @@ fn append(
                     root.display()
                 )));
             }
-            None => {
-                seen.insert(entry.key(), entry.request_hash.clone());
+            Admit::New => {
+                let size = entry.metadata.0.get("tree_size").and_then(Value::as_u64);
+                seen.fold(entry.kind, &entry.target, size, &entry.request_hash);
                 todo.push(entry);
             }
         }
@@ -588,12 +681,14 @@ pub fn ready_for_new_run(root: &Path) -> Result<(), Error> {
     }
 }
 
-/// `ledger.head`: the ledger's length, its Merkle subtree roots and the (kind, target) pairs
-/// recorded, so an append reads one line instead of the whole ledger. The nodes must fold to
-/// the root the last checkpoint signs; and since the recorded pairs decide what an append
-/// skips (issue 31: a pair added by hand made the host skip a run's close entry, and a
-/// rolled-back journal then passed the home audit), the whole head is signed by the key that
-/// appends. A head that does not verify under it is ignored: the append reads the ledger.
+/// `ledger.head`: the ledger's length, its Merkle subtree roots, the keys that signed it and
+/// its open runs (each with its inputs hash and latest checkpoint), so a running step's
+/// append reads one line instead of the whole ledger. The nodes must fold to the root the
+/// last checkpoint signs; and since what the head records decides what an append skips
+/// (issue 31: a pair added by hand made the host skip a run's close entry, and a rolled-back
+/// journal then passed the home audit), the whole head is signed by the key that appends. A
+/// head that does not verify under it is ignored, and an entry about anything it does not
+/// hold (a new run, a review, a closed run, a new key) is decided by reading the ledger.
 const HEAD_NAME: &str = "ledger.head";
 
 /// The DSSE payload type of a signed head: its signature can never pass for a receipt's or
@@ -613,7 +708,12 @@ struct Head {
 struct HeadBody {
     len: u64,
     nodes: Vec<String>,
-    recorded: Vec<(String, String, String)>,
+    /// The key ids that have signed the ledger.
+    keys: Vec<String>,
+    /// (run, inputs hash) of each run started and not closed.
+    open: Vec<(String, String)>,
+    /// (run, tree size, root) of each open run's latest checkpoint.
+    latest: Vec<(String, u64, String)>,
 }
 
 fn save_head(
@@ -630,9 +730,20 @@ fn save_head(
             .iter()
             .map(|n| craik_kernel::to_hex(n))
             .collect(),
-        recorded: seen
+        keys: seen
+            .named
+            .keys()
+            .filter(|(kind, _)| kind == KEY_ADDED)
+            .map(|(_, id)| id.clone())
+            .collect(),
+        open: seen
+            .open_runs()
+            .map(|(run, inputs)| (run.clone(), inputs.clone()))
+            .collect(),
+        latest: seen
+            .latest
             .iter()
-            .map(|((k, t), h)| (k.clone(), t.clone(), h.clone()))
+            .map(|(run, (size, root))| (run.clone(), *size, root.clone()))
             .collect(),
     };
     let Ok(body) = serde_json::to_string(&body) else {
@@ -700,14 +811,24 @@ fn from_head(root: &Path, path: &Path, ring: &KeyRing) -> Option<(JournalWriter,
         })
         .collect::<Option<_>>()?;
     let writer = JournalWriter::resume_from_head(LEDGER_ID, &line, &nodes, ring, 1).ok()?;
-    Some((
-        writer,
-        head.recorded
+    let keys = head
+        .keys
+        .into_iter()
+        .map(|id| ((KEY_ADDED.to_owned(), id.clone()), id));
+    let open = head
+        .open
+        .into_iter()
+        .map(|(run, inputs)| ((RUN_STARTED.to_owned(), run), inputs));
+    let recorded = Recorded {
+        named: keys.chain(open).collect(),
+        latest: head
+            .latest
             .into_iter()
-            .map(|(k, t, h)| ((k, t), h))
+            .map(|(run, size, root)| (run, (size, root)))
             .collect(),
-        false,
-    ))
+        partial: true,
+    };
+    Some((writer, recorded, false))
 }
 
 /// The last complete line of a file, from its tail (`None` if it does not end in a newline).
@@ -1603,6 +1724,7 @@ pub fn rotate(home: &Home, by: &str, reason: &str, now: OffsetDateTime) -> Resul
     if !resumed {
         let recorded = recorded(&bytes);
         let open: Vec<&str> = recorded
+            .named
             .keys()
             .filter(|(kind, run)| {
                 kind == RUN_STARTED && !recorded.contains_key(&(RUN_CLOSED.to_owned(), run.clone()))
@@ -1771,7 +1893,7 @@ pub fn rebuild(
     // a journal of a retired key the ledger never named cannot be vouched for once that key
     // is retired (its private half may be what was lost; outside testing round 6).
     let mut ring = keys.clone();
-    let mut named = Recorded::new();
+    let mut named = Recorded::default();
     // When the ledger's first entry was signed: a journal begun after it, that it does not
     // name, was written while the ledger existed — the ledger was cut or put back, and the
     // rebuild would bless what it lost (outside testing round 14/15).
@@ -1958,4 +2080,151 @@ pub fn rebuild(
     }
     record(&home.root, signer, now, fresh)?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(kind: &'static str, run: &str, size: Option<u64>, hash: &str) -> Entry {
+        let mut pairs = vec![("run_id", json!(run))];
+        if let Some(size) = size {
+            pairs.push(("tree_size", json!(size)));
+        }
+        Entry {
+            kind,
+            target: run.to_owned(),
+            task_id: "task".into(),
+            actor: "host".into(),
+            profile: PolicyProfile::Strict,
+            policy_set: "sha256:00".into(),
+            request_hash: hash.to_owned(),
+            reason: "test".into(),
+            metadata: meta(&pairs),
+        }
+    }
+
+    fn admits(seen: &Recorded, e: &Entry) -> &'static str {
+        match seen.admit(e) {
+            Admit::New => "new",
+            Admit::Same => "same",
+            Admit::Conflict(_) => "conflict",
+        }
+    }
+
+    #[test]
+    fn a_run_keeps_only_its_latest_checkpoint_and_none_once_closed() {
+        let mut seen = Recorded::default();
+        seen.fold(RUN_STARTED, "r", None, "inputs");
+        for size in [3, 5, 9] {
+            seen.fold(RUN_CHECKPOINT, "r", Some(size), &format!("root{size}"));
+        }
+        assert_eq!(seen.latest.get("r"), Some(&(9, "root9".to_owned())));
+        let cp = |size, hash| entry(RUN_CHECKPOINT, "r", Some(size), hash);
+        assert_eq!(admits(&seen, &cp(9, "root9")), "same");
+        assert_eq!(admits(&seen, &cp(9, "other")), "conflict");
+        // Behind the latest point: a copy cut back, never a repeat (sizes only grow).
+        assert_eq!(admits(&seen, &cp(5, "root5")), "conflict");
+        assert_eq!(admits(&seen, &cp(10, "root10")), "new");
+        assert_eq!(
+            admits(&seen, &entry(RUN_STARTED, "r", None, "inputs")),
+            "same"
+        );
+        assert_eq!(
+            admits(&seen, &entry(RUN_STARTED, "r", None, "x")),
+            "conflict"
+        );
+
+        seen.fold(RUN_CLOSED, "r", Some(12), "root12");
+        assert!(seen.latest.is_empty(), "a closed run keeps no checkpoint");
+        assert_eq!(admits(&seen, &cp(13, "root13")), "conflict");
+        assert_eq!(
+            admits(&seen, &entry(RUN_CLOSED, "r", Some(12), "root12")),
+            "same"
+        );
+        // A checkpoint folded after the close (never written so) stays out.
+        seen.fold(RUN_CHECKPOINT, "r", Some(14), "root14");
+        assert!(seen.latest.is_empty());
+    }
+
+    #[test]
+    fn the_head_stays_the_size_of_the_runs_not_of_their_checkpoints() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        let signer = Ed25519Signer::from_seed(&[7; 32]);
+        let now = OffsetDateTime::UNIX_EPOCH;
+        let head = || fs::metadata(root.join(HEAD_NAME)).expect("head").len();
+        // A home with history: 40 runs started and closed.
+        for i in 0..40 {
+            let old = format!("old{i}");
+            let entries = vec![
+                entry(RUN_STARTED, &old, None, "inputs"),
+                entry(RUN_CLOSED, &old, Some(3), "closed"),
+            ];
+            record(root, &signer, now, entries).expect("history");
+        }
+        record(
+            root,
+            &signer,
+            now,
+            vec![entry(RUN_STARTED, "r", None, "inputs")],
+        )
+        .expect("start");
+        let mut sizes = Vec::new();
+        for size in 1..=60_u64 {
+            let written = record(
+                root,
+                &signer,
+                now,
+                vec![entry(
+                    RUN_CHECKPOINT,
+                    "r",
+                    Some(size),
+                    &format!("root{size}"),
+                )],
+            )
+            .expect("checkpoint");
+            assert_eq!(written, 1);
+            sizes.push(head());
+        }
+        // What the head records stays two entries and one latest point; only its Merkle
+        // nodes vary (one per set bit of the entry count).
+        let signed: Head =
+            serde_json::from_slice(&fs::read(root.join(HEAD_NAME)).expect("read")).expect("head");
+        let body: HeadBody = serde_json::from_str(&signed.body).expect("body");
+        assert_eq!(
+            (body.keys.len(), body.open.len(), body.latest.len()),
+            (1, 1, 1),
+            "{sizes:?}"
+        );
+        assert!(
+            sizes.iter().all(|s| *s < 1200),
+            "head grew with checkpoints: {sizes:?}"
+        );
+        // A repeat is skipped, a point behind the latest refused, both through the head.
+        let again = vec![entry(RUN_CHECKPOINT, "r", Some(60), "root60")];
+        assert_eq!(record(root, &signer, now, again).expect("repeat"), 0);
+        let behind = vec![entry(RUN_CHECKPOINT, "r", Some(59), "root59")];
+        assert!(record(root, &signer, now, behind.clone()).is_err());
+        // And so without the head (the full read folds the same way).
+        fs::remove_file(root.join(HEAD_NAME)).expect("rm head");
+        assert!(record(root, &signer, now, behind).is_err());
+        record(
+            root,
+            &signer,
+            now,
+            vec![entry(RUN_CLOSED, "r", Some(61), "root61")],
+        )
+        .expect("close");
+        let after = vec![entry(RUN_CHECKPOINT, "r", Some(62), "root62")];
+        assert!(record(root, &signer, now, after).is_err());
+        // What the head leaves out (closed runs) is decided by the full read: a repeat is
+        // skipped, a second start of a closed run refused.
+        let repeat = vec![entry(RUN_STARTED, "old3", None, "inputs")];
+        assert_eq!(record(root, &signer, now, repeat).expect("repeat"), 0);
+        let fork = vec![entry(RUN_STARTED, "old3", None, "other")];
+        assert!(record(root, &signer, now, fork).is_err());
+        let reopened = vec![entry(RUN_CHECKPOINT, "old3", Some(4), "root4")];
+        assert!(record(root, &signer, now, reopened).is_err());
+    }
 }

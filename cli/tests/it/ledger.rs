@@ -496,9 +496,10 @@ fn issue_20_a_wrong_ledger_head_cache_changes_nothing() {
 }
 
 /// Issue 31 item 1: the head cache's recorded pairs decide nothing. Someone who can write the
-/// home but holds no key adds `["ledger.run_closed", RUN]` to it while RUN is parked — signed
-/// form kept, old unsigned form, or the signature of another head: the host still records
-/// RUN's close when it ends, so a journal rolled back later cannot pass the home audit.
+/// home but holds no key edits it while RUN is parked (RUN no longer open, a checkpoint far
+/// ahead recorded for it) — signed form kept, old unsigned form, or the signature of another
+/// head: the host still records RUN's close when it ends, so a journal rolled back later
+/// cannot pass the home audit.
 #[test]
 fn issue_31_a_poisoned_ledger_head_never_skips_an_entry() {
     for variant in ["signed-body-edited", "unsigned", "other-signature"] {
@@ -509,10 +510,12 @@ fn issue_31_a_poisoned_ledger_head_never_skips_an_entry() {
         let head = home.join("ledger.head");
         let cached: Value = serde_json::from_slice(&std::fs::read(&head).unwrap()).unwrap();
         let mut body: Value = serde_json::from_str(cached["body"].as_str().unwrap()).unwrap();
-        body["recorded"]
+        // The run made to look closed (not open) and recorded far ahead of its journal.
+        body["open"] = serde_json::json!([]);
+        body["latest"]
             .as_array_mut()
             .unwrap()
-            .push(serde_json::json!(["ledger.run_closed", id]));
+            .push(serde_json::json!([id, 1_000_000, "sha256:00"]));
         let poisoned = match variant {
             "signed-body-edited" => {
                 let mut c = cached.clone();

@@ -755,24 +755,47 @@ fn save_head(
         key_id: signer.key_id().to_owned(),
         sig: base64::engine::general_purpose::STANDARD.encode(sig),
     };
-    let tmp = root.join(format!(".{HEAD_NAME}.tmp-{}", std::process::id()));
-    // Never through a link or onto a file someone placed there (outside testing round 6: a
-    // planted link made a root Craik overwrite any file): a stale one is removed, then the
-    // name is created exclusively.
-    let _ = fs::remove_file(&tmp);
-    let written = serde_json::to_vec(&head).ok().and_then(|bytes| {
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut file = OpenOptions::new()
+    let Ok(bytes) = serde_json::to_vec(&head) else {
+        return;
+    };
+    // Rewritten in place, never renamed over: ext4 writes a file renamed over another out at
+    // once (auto_da_alloc), which cost each append twice its own fdatasync. A head torn by a
+    // crash fails its signature and sends the next append to the full read. Never through a
+    // link or onto a file someone placed there (outside testing round 6: a planted link made
+    // a root Craik overwrite any file): opened without following a link, and written only if
+    // it is a regular file of this user with one name; else removed and created exclusively.
+    use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+    let path = root.join(HEAD_NAME);
+    let euid = rustix::process::geteuid().as_raw();
+    let ours = |file: &File| {
+        file.metadata()
+            .is_ok_and(|m| m.is_file() && m.nlink() == 1 && m.uid() == euid)
+    };
+    let open = |fresh: bool| {
+        OpenOptions::new()
             .write(true)
-            .create_new(true)
+            .create(!fresh)
+            .create_new(fresh)
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW)
-            .open(&tmp)
-            .ok()?;
-        file.write_all(&bytes).ok()
-    });
-    if written.is_some() {
-        let _ = fs::rename(&tmp, root.join(HEAD_NAME));
+            .open(&path)
+    };
+    let file = match open(false) {
+        Ok(file) if ours(&file) => Some(file),
+        _ => {
+            let _ = fs::remove_file(&path);
+            open(true).ok().filter(ours)
+        }
+    };
+    let Some(file) = file else {
+        return;
+    };
+    let len = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+    if file
+        .write_all_at(&bytes, 0)
+        .and_then(|()| file.set_len(len))
+        .is_ok()
+    {
         crate::fsio::durable_point();
     }
 }
@@ -2226,5 +2249,47 @@ mod tests {
         assert!(record(root, &signer, now, fork).is_err());
         let reopened = vec![entry(RUN_CHECKPOINT, "old3", Some(4), "root4")];
         assert!(record(root, &signer, now, reopened).is_err());
+    }
+
+    #[test]
+    fn the_head_is_never_written_through_a_link() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("home");
+        fs::create_dir(&root).expect("home");
+        let signer = Ed25519Signer::from_seed(&[9; 32]);
+        let now = OffsetDateTime::UNIX_EPOCH;
+        let victim = dir.path().join("victim");
+        let step = |n: u64| {
+            let e = entry(RUN_CHECKPOINT, "r", Some(n), &format!("root{n}"));
+            record(&root, &signer, now, vec![e]).expect("append");
+        };
+        record(
+            &root,
+            &signer,
+            now,
+            vec![entry(RUN_STARTED, "r", None, "in")],
+        )
+        .expect("start");
+        for (n, link) in [(1, "hard"), (2, "symbolic")] {
+            fs::write(&victim, b"precious").expect("victim");
+            let head = root.join(HEAD_NAME);
+            let _ = fs::remove_file(&head);
+            if link == "hard" {
+                fs::hard_link(&victim, &head).expect("link");
+            } else {
+                std::os::unix::fs::symlink(&victim, &head).expect("symlink");
+            }
+            step(n);
+            assert_eq!(fs::read(&victim).expect("read"), b"precious", "{link}");
+            let meta = fs::symlink_metadata(&head).expect("head");
+            assert!(
+                meta.is_file(),
+                "{link}: the head is a file of its own again"
+            );
+        }
+        // The head written in place is believed by the next append (no full read needed to
+        // decide: a repeat is skipped).
+        step(3);
+        step(3);
     }
 }

@@ -9,7 +9,7 @@ use std::process::Stdio;
 
 use serde_json::{Value, json};
 
-use crate::runs::{receipts, run_json, scratch_example, verify_run};
+use crate::runs::{example, receipts, run_json, scratch_example, verify_run};
 use crate::{craik, transcript};
 
 fn scenario() -> Value {
@@ -1450,4 +1450,94 @@ fn issue_31_a_deleted_pre_command_record_is_signed_as_tampered_or_lost() {
         !summary.contains("no pre-command manifest was persisted"),
         "{summary}"
     );
+}
+
+/// Round 16 F3, deterministic: a driver paused at each early durable write while its run's
+/// directory is renamed away and a copy put in its place (a process of the user, a sync tool)
+/// stops at its next commit, before anything more takes effect: neither copy's workspace is
+/// written and the copy's journal is not extended.
+#[test]
+fn issue_31_a_run_directory_replaced_under_its_driver_stops_it() {
+    for n in [2_u64, 4, 6] {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("craik"))
+            .arg("run")
+            .arg(example("docs-review"))
+            .arg("--home")
+            .arg(&home)
+            .env("CRAIK_CONFIG", "none")
+            .env("XDG_STATE_HOME", dir.path().join("state"))
+            .env("CRAIK_TEST_PAUSE_AT", n.to_string())
+            .env("CRAIK_TEST_PAUSE_STOP", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        while stderr.read_line(&mut line).unwrap() > 0 && !line.contains("craik-test: paused at") {
+            line.clear();
+        }
+        assert!(line.contains("paused at"), "{n}: never paused");
+        // Stopped (state T) before the home is changed under it.
+        let stat = format!("/proc/{}/stat", child.id());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !std::fs::read_to_string(&stat)
+            .unwrap_or_default()
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('T'))
+        {
+            assert!(std::time::Instant::now() < deadline, "{n}: never stopped");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let runs = home.join("runs");
+        let id = std::fs::read_dir(&runs)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .file_name();
+        let (run, away) = (runs.join(&id), dir.path().join("away"));
+        std::fs::rename(&run, &away).unwrap();
+        let copied = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(&away)
+            .arg(&run)
+            .status()
+            .unwrap();
+        assert!(copied.success());
+        let journal_len = |d: &Path| {
+            std::fs::metadata(d.join("receipts.jsonl"))
+                .map(|m| m.len())
+                .unwrap_or(0)
+        };
+        let copy_len = journal_len(&run);
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap(),
+            rustix::process::Signal::CONT,
+        )
+        .unwrap();
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+        let status = child.wait().unwrap();
+        assert_ne!(status.code(), Some(0), "{n}: {rest}");
+        assert!(
+            rest.contains("was moved or replaced while this process drove it"),
+            "{n}: {rest}"
+        );
+        for ws in [&run, &away] {
+            let page = std::fs::read_to_string(ws.join("workspace/docs/status.md")).unwrap();
+            assert!(
+                page.contains("Status: stale"),
+                "{n}: {}: written",
+                ws.display()
+            );
+        }
+        assert_eq!(
+            journal_len(&run),
+            copy_len,
+            "{n}: the copy's journal was extended"
+        );
+    }
 }

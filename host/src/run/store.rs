@@ -47,8 +47,9 @@ pub const CANCEL: &str = "cancel";
 /// the test hook: `CRAIK_TEST_PAUSE_AT=N` makes the process stop at its N-th write to a run
 /// file or fsync (after it, before whatever follows it), print `craik-test: paused at N
 /// (durable: receipts.jsonl=A events.jsonl=B outputs.jsonl=C)` on stderr (the bytes of each
-/// group-committed file known durable, for power-loss tests) and wait forever, so a test can `kill -9` it at a precise point. Pausing never changes an
-/// outcome. Without the feature the variable is never read.
+/// group-committed file known durable, for power-loss tests) and wait forever, so a test can `kill -9` it at a precise point (with
+/// `CRAIK_TEST_PAUSE_STOP` set, stop itself instead, to be continued). Pausing never changes an
+/// outcome. Without the feature the variables are never read.
 #[derive(Debug, Default)]
 pub struct CrashPoints {
     #[cfg_attr(
@@ -116,6 +117,13 @@ impl CrashPoints {
                 durable.join(" ")
             );
             let _ = err.flush();
+            // `CRAIK_TEST_PAUSE_STOP=1`: stop (SIGSTOP) instead, so a test can change the home
+            // under the paused driver and let it go on with SIGCONT.
+            if std::env::var_os("CRAIK_TEST_PAUSE_STOP").is_some() {
+                let me = rustix::process::getpid();
+                let _ = rustix::process::kill_process(me, rustix::process::Signal::STOP);
+                return;
+            }
             loop {
                 std::thread::park();
             }

@@ -72,6 +72,15 @@ pub struct Entry {
     pub metadata: Object,
 }
 
+/// A side effect about to start, as a `ledger.run_checkpoint` (why `executing`) names it: the
+/// action and, for a file write, the file's hashes before and after.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Starting {
+    pub action: String,
+    pub pre: Option<String>,
+    pub post: Option<String>,
+}
+
 /// `runs/<run id>/receipts.jsonl`, relative to the home.
 pub fn run_journal(run_id: &str) -> String {
     format!("runs/{run_id}/{JOURNAL_NAME}")
@@ -142,14 +151,30 @@ impl Entry {
     }
 
     /// An open run's journal at `tree_size` receipts with Merkle root `root_hash` (what a
-    /// checkpoint at that size would sign); `why`: `parked` or `approval_used`.
+    /// checkpoint at that size would sign); `why`: `parked`, `approval_used` or `executing`;
+    /// for `executing`, `starting` names the side effect about to start (recovery knows it
+    /// started whatever `events.jsonl` says: outside testing round 17).
     pub fn run_checkpoint(
         first: &ReceiptPayload,
         tree_size: u64,
         root_hash: &str,
         last_receipt_hash: Option<&str>,
         why: &str,
+        starting: Option<&Starting>,
     ) -> Self {
+        let mut metadata = meta(&[
+            ("journal", json!(run_journal(&first.run_id))),
+            ("run_id", json!(first.run_id)),
+            ("tree_size", json!(tree_size)),
+            ("root_hash", json!(root_hash)),
+            ("last_receipt_hash", json!(last_receipt_hash)),
+            ("why", json!(why)),
+        ]);
+        if let Some(s) = starting {
+            metadata.0.insert("action".into(), json!(s.action));
+            metadata.0.insert("pre".into(), json!(s.pre));
+            metadata.0.insert("post".into(), json!(s.post));
+        }
         Self {
             kind: RUN_CHECKPOINT,
             target: first.run_id.clone(),
@@ -159,14 +184,7 @@ impl Entry {
             policy_set: first.policy_set.clone(),
             request_hash: root_hash.to_owned(),
             reason: format!("an open run's journal reached a point the host acts from ({why})"),
-            metadata: meta(&[
-                ("journal", json!(run_journal(&first.run_id))),
-                ("run_id", json!(first.run_id)),
-                ("tree_size", json!(tree_size)),
-                ("root_hash", json!(root_hash)),
-                ("last_receipt_hash", json!(last_receipt_hash)),
-                ("why", json!(why)),
-            ]),
+            metadata,
         }
     }
 
@@ -426,7 +444,15 @@ impl Recorded {
             return match self.latest.get(&entry.target) {
                 None => Admit::New,
                 Some((s, _)) if size > *s => Admit::New,
-                Some((s, h)) if size == *s && *h == entry.request_hash => Admit::Same,
+                // A side effect starting at a point recorded already (an approval consumed
+                // just before) is recorded too: recovery must know it started.
+                Some((s, h)) if size == *s && *h == entry.request_hash => {
+                    if entry.metadata.0.contains_key("action") {
+                        Admit::New
+                    } else {
+                        Admit::Same
+                    }
+                }
                 Some((s, h)) => Admit::Conflict(format!(
                     "at {s} receipts with root {h}, and this is a point at {size} receipts"
                 )),
@@ -1145,6 +1171,8 @@ pub struct RunRecord {
     pub closed: Option<(u64, String)>,
     /// The tree size and root of each `ledger.run_checkpoint` entry, in ledger order.
     pub checkpoints: Vec<(u64, String)>,
+    /// The side effects its `executing` checkpoints name, in ledger order: each started.
+    pub starting: Vec<Starting>,
     /// Its `ledger.run_started` entry was written by `craik ledger rebuild`: the ledger vouches
     /// for the journal only from then.
     pub rebuilt: bool,
@@ -1221,6 +1249,14 @@ pub fn run_record(root: &Path, keys: &KeyRing, run_id: &str) -> Result<Option<Ru
                 record
                     .checkpoints
                     .extend(size.zip(root).map(|(s, r)| (s, r.to_owned())));
+                let text = |k: &str| m.get(k).and_then(Value::as_str).map(str::to_owned);
+                if let Some(action) = text("action") {
+                    record.starting.push(Starting {
+                        action,
+                        pre: text("pre"),
+                        post: text("post"),
+                    });
+                }
             }
             _ => {}
         }

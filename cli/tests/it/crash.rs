@@ -1410,46 +1410,74 @@ fn issue_31_what_has_a_signed_outcome_never_runs_again_whatever_the_events_say()
 
 /// Outside testing round 16 (F2): the pre-command record deleted after a `kill -9` during a
 /// command. It is written before every command starts, so recovery signs that it is missing —
-/// tampered or lost — and never that nothing was persisted.
+/// tampered or lost — and never that nothing was persisted. Round 17 (N1): with the command's
+/// `executing` event deleted from `events.jsonl` as well, the ledger's signed `executing`
+/// checkpoint still says it started: it is never decided or run again.
 #[test]
 fn issue_31_a_deleted_pre_command_record_is_signed_as_tampered_or_lost() {
-    let dir = tempfile::tempdir().unwrap();
-    let steps = crate::runs::act(json!([
-        {"id":"action_plant","capability":"shell.test","operation":"execute","argv":["./plant.sh"]},
-    ]));
-    let script = "#!/bin/sh\necho planted > src/.planted\nsleep 30\n";
-    let ex = scratch_example(
-        dir.path(),
-        "trusted-local",
-        &[("shell.test", &["./plant.sh"], &["execute"])],
-        steps,
-        &[("plant.sh", script), ("src/lib.rs", "// lib\n")],
-    );
-    crate::adapters::make_executable(&ex.join("workspace/plant.sh"));
-    let home = dir.path().join("home");
-    let (mut child, id) = run_until(&ex, &home, |run| {
-        run.join("workspace/src/.planted").exists()
-    });
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let run_dir = home.join("runs").join(&id);
-    std::fs::remove_dir_all(run_dir.join("precommand")).unwrap();
-    let out = craik()
-        .args(["runs", "recover", &id, "--by", "user:op", "--home"])
-        .arg(&home)
-        .output()
-        .unwrap();
-    let outcome = crate::runs::receipts(&home, &id)
-        .into_iter()
-        .rev()
-        .find(|r| r["decided_by"]["kind"] == "outcome")
-        .unwrap_or_else(|| panic!("no outcome: {}", transcript(&out)));
-    let summary = outcome["result"]["summary"].as_str().unwrap();
-    assert!(summary.contains("TAMPERED OR LOST"), "{summary}");
-    assert!(
-        !summary.contains("no pre-command manifest was persisted"),
-        "{summary}"
-    );
+    for (variant, command) in [
+        ("record", "recover"),
+        ("record+event", "recover"),
+        ("record+event", "resume"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let steps = crate::runs::act(json!([
+            {"id":"action_plant","capability":"shell.test","operation":"execute","argv":["./plant.sh"]},
+        ]));
+        let script = "#!/bin/sh\necho ran >> src/.count\necho planted > src/.planted\nsleep 30\n";
+        let ex = scratch_example(
+            dir.path(),
+            "trusted-local",
+            &[("shell.test", &["./plant.sh"], &["execute"])],
+            steps,
+            &[("plant.sh", script), ("src/lib.rs", "// lib\n")],
+        );
+        crate::adapters::make_executable(&ex.join("workspace/plant.sh"));
+        let home = dir.path().join("home");
+        let (mut child, id) = run_until(&ex, &home, |run| {
+            run.join("workspace/src/.planted").exists()
+        });
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let run_dir = home.join("runs").join(&id);
+        std::fs::remove_dir_all(run_dir.join("precommand")).unwrap();
+        if variant == "record+event" {
+            let events = std::fs::read_to_string(run_dir.join("events.jsonl")).unwrap();
+            let kept: String = events
+                .lines()
+                .filter(|l| !l.contains("\"executing\""))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            assert_ne!(kept.len(), events.len(), "{variant}: no executing event");
+            std::fs::write(run_dir.join("events.jsonl"), kept).unwrap();
+        }
+        let out = craik()
+            .args(["runs", command, &id, "--by", "user:op", "--home"])
+            .arg(&home)
+            .output()
+            .unwrap();
+        let outcome = crate::runs::receipts(&home, &id)
+            .into_iter()
+            .rev()
+            .find(|r| r["decided_by"]["kind"] == "outcome")
+            .unwrap_or_else(|| panic!("{variant} {command}: no outcome: {}", transcript(&out)));
+        let summary = outcome["result"]["summary"].as_str().unwrap();
+        assert!(
+            summary.contains("TAMPERED OR LOST"),
+            "{variant} {command}: {summary}"
+        );
+        assert!(
+            !summary.contains("no pre-command manifest was persisted"),
+            "{summary}"
+        );
+        let count = std::fs::read_to_string(run_dir.join("workspace/src/.count")).unwrap();
+        assert_eq!(count.lines().count(), 1, "{variant} {command}: ran again");
+        let decisions = crate::runs::receipts(&home, &id)
+            .iter()
+            .filter(|r| r["action"] == outcome["action"] && r["decided_by"]["kind"] != "outcome")
+            .count();
+        assert_eq!(decisions, 1, "{variant} {command}: decided again");
+    }
 }
 
 /// Round 16 F3, deterministic: a driver paused at each early durable write while its run's
@@ -1540,4 +1568,74 @@ fn issue_31_a_run_directory_replaced_under_its_driver_stops_it() {
             "{n}: the copy's journal was extended"
         );
     }
+}
+
+/// Outside testing round 17 (N2): a run killed after a write's decision and before it started;
+/// the write's content edited in `events.jsonl`. Recovery and resume refuse (the events
+/// propose a request other than the one the decision signs): the edited write never lands
+/// and no second decision is signed for the action.
+#[test]
+fn issue_31_an_action_edited_in_the_events_after_its_decision_is_refused() {
+    let steps = crate::runs::act(json!([
+        {"id":"action_w","capability":"repo.write.docs","operation":"write","target":"docs/b.md","content":"original\n"},
+    ]));
+    let mut tried = 0;
+    for n in 1..=60_u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let ex = scratch_example(
+            dir.path(),
+            "trusted-local",
+            &[("repo.write.docs", &["docs/**"], &["write"])],
+            steps.clone(),
+            &[("docs/a.md", "a\n")],
+        );
+        let home = dir.path().join("home");
+        if !run_and_kill(&ex, &home, n) {
+            break;
+        }
+        let id = only_run(&home, n);
+        let run_dir = home.join("runs").join(&id);
+        let events = std::fs::read_to_string(run_dir.join("events.jsonl")).unwrap_or_default();
+        let decided = receipts(&home, &id)
+            .iter()
+            .any(|r| r["capability"] == "repo.write.docs" && r["decided_by"]["kind"] != "outcome");
+        if !decided || events.contains("\"executing\"") || !events.contains("original") {
+            continue;
+        }
+        tried += 1;
+        std::fs::write(
+            run_dir.join("events.jsonl"),
+            events.replace("original", "INJECTED"),
+        )
+        .unwrap();
+        for command in ["recover", "resume"] {
+            let out = craik()
+                .args(["runs", command, &id, "--by", "user:op", "--home"])
+                .arg(&home)
+                .output()
+                .unwrap();
+            assert_ne!(out.status.code(), Some(0), "point {n} {command}");
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("the events were edited"),
+                "point {n} {command}: {}",
+                transcript(&out)
+            );
+        }
+        let page = std::fs::read_to_string(run_dir.join("workspace/docs/b.md")).unwrap_or_default();
+        assert!(
+            !page.contains("INJECTED"),
+            "point {n}: the edited write landed"
+        );
+        let decisions = receipts(&home, &id)
+            .iter()
+            .filter(|r| {
+                r["capability"] == "repo.write.docs" && r["decided_by"]["kind"] != "outcome"
+            })
+            .count();
+        assert_eq!(decisions, 1, "point {n}: decided again");
+    }
+    assert!(
+        tried > 0,
+        "no kill point between the write's decision and its start"
+    );
 }

@@ -113,7 +113,7 @@ impl Host {
             // The ledger records the journal with the consuming receipt before the approval
             // file says consumed and before the effect: a copy of the run from before it can
             // never be resumed to use the approval again.
-            self.ledger_checkpoint("approval_used")?;
+            self.ledger_checkpoint("approval_used", None)?;
             self.set_approval_status(id, ApprovalStatus::Consumed)?;
         }
         if verdict.policy_exception {
@@ -329,7 +329,7 @@ impl Host {
             .checkpoint_now(self.clock.now(), &self.signer)
             .map_err(|e| Error::internal(format!("checkpoint: {e}")))?;
         self.journal_line(&line)?;
-        self.ledger_checkpoint("parked")?;
+        self.ledger_checkpoint("parked", None)?;
         self.save_run()
     }
 

@@ -74,6 +74,11 @@ impl Host {
         post: Option<String>,
         durable: bool,
     ) -> Result<(), Error> {
+        let starting = crate::ledger::Starting {
+            action: action.id.clone(),
+            pre: pre.clone(),
+            post: post.clone(),
+        };
         let event = Event::Executing {
             at: ts(self.clock.now()),
             action: action.id.clone(),
@@ -85,8 +90,9 @@ impl Host {
             // The ledger records the journal up to this decision before the effect starts
             // (outside testing round 14: a run killed mid-way, its journal cut back to its
             // first receipt, performed its signed side effects again on resume): a journal
-            // put back or cut behind it is never continued.
-            self.ledger_checkpoint("executing")
+            // put back or cut behind it is never continued. It names the effect, so recovery
+            // knows it started though `events.jsonl` lose the event (round 17 N1).
+            self.ledger_checkpoint("executing", Some(&starting))
         } else {
             self.event_lazy(&event)
         }

@@ -320,7 +320,11 @@ impl Host {
     /// side effect), and a journal put back from an earlier copy or cut can then never be
     /// continued (issue 31 item 1). An entry the ledger records otherwise (another copy of the
     /// run reached this size first) refuses: the effect does not start.
-    fn ledger_checkpoint(&mut self, why: &str) -> Result<(), Error> {
+    fn ledger_checkpoint(
+        &mut self,
+        why: &str,
+        starting: Option<&crate::ledger::Starting>,
+    ) -> Result<(), Error> {
         let Some(first) = self.first.clone() else {
             return Ok(());
         };
@@ -329,7 +333,14 @@ impl Host {
         let last = self.journal.last_hash().map(str::to_owned);
         self.ledger(vec![
             crate::ledger::Entry::run_started(&first, &self.inputs.task.requested_by),
-            crate::ledger::Entry::run_checkpoint(&first, size, &root, last.as_deref(), why),
+            crate::ledger::Entry::run_checkpoint(
+                &first,
+                size,
+                &root,
+                last.as_deref(),
+                why,
+                starting,
+            ),
         ])
     }
 

@@ -213,6 +213,16 @@ impl Host {
         // A closed journal signs nothing more: its events may show how a run from before
         // closing receipts ended.
         host.replay(events, receipts.ending.is_some() || closed)?;
+        // A side effect the ledger records starting did start, whatever events.jsonl says
+        // (outside testing round 17 N1: with the `executing` event deleted after a kill, the
+        // command was decided and run again): its file hashes come from the ledger, and one
+        // the events no longer propose means they were cut or edited.
+        if let Some(record) = &record
+            && !closed
+            && receipts.ending.is_none()
+        {
+            host.believe_ledger_starts(&record.starting)?;
+        }
         // The signed closing receipt names the ending; the events and run.json are the host's
         // own account and never override it.
         if let Some((status, reason)) = receipts.ending {
@@ -349,6 +359,35 @@ impl Host {
         Ok(())
     }
 
+    /// Marks each side effect `starting` (from the ledger) that has no signed outcome as
+    /// started; refuses when the events do not propose it.
+    fn believe_ledger_starts(&mut self, starting: &[crate::ledger::Starting]) -> Result<(), Error> {
+        for s in starting {
+            let has_outcome = self.receipts_by_action.get(&s.action).is_some_and(|rs| {
+                rs.iter()
+                    .any(|r| r.decided_by.kind == DecidedByKind::Outcome)
+            });
+            if has_outcome || self.executing.contains_key(&s.action) {
+                continue;
+            }
+            if !self.pending.iter().any(|a| a.id == s.action) {
+                return Err(Error::refused(format!(
+                    "{}: the home ledger records that {} started, and events.jsonl neither proposes it nor records its outcome: the events were cut or edited. Nothing was signed or performed; check the home with `craik receipts verify {}`",
+                    self.inputs.run_id,
+                    craik_contracts::one_line(&s.action),
+                    self.home.root.display()
+                )));
+            }
+            self.executing
+                .insert(s.action.clone(), (s.pre.clone(), s.post.clone()));
+            self.notes.push(format!(
+                "{}: events.jsonl does not record that it started; the home ledger signs that it did",
+                craik_contracts::one_line(&s.action)
+            ));
+        }
+        Ok(())
+    }
+
     /// Resolves what a crash left behind: finishes an interrupted finalisation, and records
     /// every uncertain action (decided, started, no outcome). Returns what it found.
     pub fn settle(&mut self) -> Result<Vec<String>, Error> {
@@ -480,6 +519,24 @@ impl Host {
                 .iter()
                 .rev()
                 .find(|r| r.decided_by.kind != DecidedByKind::Outcome);
+            // The action the events propose must be the request its signed decision hashes
+            // (outside testing round 17 N2: an edited `step_result` got a second, different
+            // decision for one action id, and the edited write was performed).
+            if let Some(signed) = last {
+                let request = self.decision_request(action, Vec::new());
+                let here =
+                    craik_kernel::request_hash(&self.bundle, &request, &self.workspace_root());
+                if here.as_deref() != Ok(signed.request_hash.as_str()) {
+                    return Err(Error::refused(format!(
+                        "{}: events.jsonl proposes {} as a request other than the one its signed decision {} hashes ({}): the events were edited. Nothing was signed or performed; check the home with `craik receipts verify {}`",
+                        self.inputs.run_id,
+                        craik_contracts::one_line(&action.id),
+                        signed.id,
+                        signed.request_hash,
+                        self.home.root.display()
+                    )));
+                }
+            }
             if last.is_none() {
                 found.push(format!("{}: not decided yet; will be decided", action.id));
             } else if last.is_some_and(|r| r.decision != Decision::Allow) {

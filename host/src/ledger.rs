@@ -1488,7 +1488,7 @@ const RECENT: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Whether the journal at `path` may be mid-way between a write and its ledger entry: its run
 /// is driven by a live process (`Some(Some(pid))`), or it was modified within [`RECENT`]
-/// (`Some(None)`).
+/// (`Some(None)`; an empty one within [`LIVE_WINDOW`]).
 pub fn being_written(path: &Path) -> Option<Option<String>> {
     let dir = path.parent()?;
     let held = |p: &Path| {
@@ -1500,11 +1500,14 @@ pub fn being_written(path: &Path) -> Option<Option<String>> {
         let pid = fs::read_to_string(dir.join(crate::run::store::LOCK)).unwrap_or_default();
         return Some(Some(pid.trim().to_owned()).filter(|p| !p.is_empty()));
     }
-    let modified = fs::metadata(path).and_then(|m| m.modified()).ok()?;
+    let meta = fs::metadata(path).ok()?;
     let age = std::time::SystemTime::now()
-        .duration_since(modified)
+        .duration_since(meta.modified().ok()?)
         .unwrap_or_default();
-    (age < RECENT).then_some(None)
+    // A journal just made and not yet filled (its directory synced before its first line:
+    // slow on a loaded disk, outside testing round 17) is waited for as long as any writer.
+    let window = if meta.len() == 0 { LIVE_WINDOW } else { RECENT };
+    (age < window).then_some(None)
 }
 
 /// A home without a ledger (or with an empty one): a problem when it holds journals.
@@ -1773,7 +1776,16 @@ pub fn rotate(home: &Home, by: &str, reason: &str, now: OffsetDateTime) -> Resul
         // and moved the unrecorded key over it).
         let pending = pending_successor(&next, &keys_dir);
         let last = rotations(&bytes).into_iter().last().map(|(new, _, _)| new);
-        if pending.is_some() && pending == last {
+        // An empty `next/` with the last successor in place is a hand-over cut short only
+        // until that key's first entry: once the ledger records it (the hand-over's last
+        // step), `next/` was made by a later rotation killed at once, which took nothing
+        // over (outside testing round 17 N4: it was reported as the earlier rotation
+        // finishing, and the rotation asked for never happened).
+        let empty = fs::read_dir(&next).is_ok_and(|mut d| d.next().is_none());
+        let handed_over = pending
+            .as_ref()
+            .is_some_and(|id| recorded(&bytes).contains_key(&(KEY_ADDED.to_owned(), id.clone())));
+        if pending.is_some() && pending == last && !(empty && handed_over) {
             resumed = true;
         } else {
             // Never recorded: it never took effect.

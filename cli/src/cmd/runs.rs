@@ -747,7 +747,13 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         let path = dir.path.join(name);
         if let Err(e) = craik_host::fsio::write_atomic(&path, bytes) {
             let _ = std::fs::remove_dir_all(&dir.path);
-            return Err(Failure::usage(format!("{}: {e}", path.display())));
+            // Craik's own file (exit 5, as every other write of the home: outside testing
+            // round 17 found this one exiting 2 on a full disk).
+            return Err(Failure::usage(format!(
+                "{}: {e}; the run did not start and nothing of it was kept",
+                path.display()
+            ))
+            .with_exit(crate::exit::Exit::Io));
         }
     }
     let Prepared {
@@ -1288,7 +1294,7 @@ fn continue_run(
     operator(&host, by)?;
     let ended = host.is_final();
     let watching = if ended { None } else { watch(out, &mut host)? };
-    let found = host.settle()?;
+    let found = host.settle_for(by)?;
     if ended {
         return Err(ended_refusal(&host, run_id, "resumed").into());
     } else if !host.is_final() {

@@ -1477,6 +1477,11 @@ fn issue_31_a_deleted_pre_command_record_is_signed_as_tampered_or_lost() {
             .filter(|r| r["action"] == outcome["action"] && r["decided_by"]["kind"] != "outcome")
             .count();
         assert_eq!(decisions, 1, "{variant} {command}: decided again");
+        // Who settled it is signed, by either command (round 17 N8: a resume named no one).
+        let named = crate::runs::receipts(&home, &id)
+            .iter()
+            .any(|r| r["capability"] == "run.recover" && r["actor"] == "user:op");
+        assert!(named, "{variant} {command}: no run.recover by the operator");
     }
 }
 
@@ -1638,4 +1643,212 @@ fn issue_31_an_action_edited_in_the_events_after_its_decision_is_refused() {
         tried > 0,
         "no kill point between the write's decision and its start"
     );
+}
+
+/// Outside testing round 17 (N3): a run killed after the runner's last answer and before its
+/// ending is signed; that answer's status edited to `failed` in `events.jsonl`. The ending
+/// is signed from receipts only: recovery signs no `failed` (the answer is set aside and the
+/// step asked again), and the resumed run ends as the runner really answers.
+#[test]
+fn issue_31_an_unsigned_ending_in_the_events_is_never_signed() {
+    let steps = crate::runs::act(json!([
+        {"id":"action_r","capability":"repo.read","operation":"read","target":"a.md"},
+    ]));
+    let mut tried = 0;
+    for n in 1..=60_u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let ex = scratch_example(
+            dir.path(),
+            "trusted-local",
+            &[("repo.read", &["**"], &["read"])],
+            steps.clone(),
+            &[("a.md", "a\n")],
+        );
+        let home = dir.path().join("home");
+        if !run_and_kill(&ex, &home, n) {
+            break;
+        }
+        let id = only_run(&home, n);
+        let run_dir = home.join("runs").join(&id);
+        let events = std::fs::read_to_string(run_dir.join("events.jsonl")).unwrap_or_default();
+        let closed = receipts(&home, &id)
+            .iter()
+            .any(|r| r["capability"] == "run.closed");
+        let last_answer = events
+            .lines()
+            .filter(|l| l.contains("\"step_result\""))
+            .last()
+            .unwrap_or_default()
+            .to_owned();
+        if closed || !last_answer.contains("\"evaluate\"") {
+            continue;
+        }
+        tried += 1;
+        let forged = last_answer.replace("\"status\":\"completed\"", "\"status\":\"failed\"");
+        assert_ne!(forged, last_answer, "point {n}: {last_answer}");
+        std::fs::write(
+            run_dir.join("events.jsonl"),
+            events.replace(&last_answer, &forged),
+        )
+        .unwrap();
+        let out = craik()
+            .args(["runs", "recover", &id, "--by", "user:op", "--home"])
+            .arg(&home)
+            .output()
+            .unwrap();
+        let failed = |home: &Path| {
+            receipts(home, &id).iter().any(|r| {
+                r["capability"] == "run.closed" && r["result"]["metadata"]["status"] == "failed"
+            })
+        };
+        assert!(!failed(&home), "point {n}: {}", transcript(&out));
+        let out = crate::runs::resume(&home, &id);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "point {n}: {}",
+            transcript(&out)
+        );
+        assert_eq!(run_json(&home, &id)["status"], "completed", "point {n}");
+        assert!(!failed(&home), "point {n}");
+        verify_run(&home, &id, false);
+    }
+    assert!(
+        tried > 0,
+        "no kill point between the last answer and the signed ending"
+    );
+}
+
+/// Outside testing round 17 (N6): a disk that fills at any point of a run's start or of the
+/// run (tmpfs homes of 8 KiB to 4 MiB) exits 5 with "No space left on device" naming the file
+/// — never 2 (usage), as the case file's and compiled prompt's writes did. Skipped loudly
+/// where no user namespace can mount a tmpfs (in CI it fails).
+#[test]
+#[expect(clippy::print_stderr, reason = "a skip must say so loudly")]
+fn issue_31_a_full_disk_anywhere_in_a_run_exits_5() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = r#"for s in 8 12 16 20 24 32 48 64 96 128 160 256 512 1024 4096; do
+            mkdir "$1/m$s" && mount -t tmpfs -o size=${s}k tmpfs "$1/m$s" || exit 97
+            "$2" run "$3" --home "$1/m$s/home" >/dev/null 2>"$1/err$s"; rc=$?
+            echo "size $s rc $rc"
+            [ "$rc" = 0 ] || [ "$rc" = 1 ] || cat "$1/err$s"
+        done"#;
+    let out = std::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c", script, "sh"])
+        .arg(dir.path())
+        .arg(assert_cmd::cargo::cargo_bin("craik"))
+        .arg(crate::runs::example("docs-review"))
+        .output();
+    let usable = out.as_ref().is_ok_and(|o| o.status.code() == Some(0));
+    if !usable {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no user namespace for a tmpfs: {out:?}"
+        );
+        eprintln!("SKIPPED: no unprivileged user namespace to mount a full tmpfs: {out:?}");
+        return;
+    }
+    let text = String::from_utf8_lossy(&out.unwrap().stdout).into_owned();
+    let codes: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("size "))
+        .collect();
+    assert_eq!(codes.len(), 15, "{text}");
+    assert!(
+        codes
+            .iter()
+            .all(|c| c.ends_with("rc 0") || c.ends_with("rc 5")),
+        "{text}"
+    );
+    assert!(
+        codes.iter().any(|c| c.ends_with("rc 5")),
+        "no size filled up: {text}"
+    );
+    assert!(
+        codes.iter().any(|c| c.ends_with("rc 0")),
+        "no size had room: {text}"
+    );
+}
+
+/// Outside testing round 17 (N7): `runs recover` of a command killed mid-way is itself killed
+/// at every durable write of its check and undo; the next `runs recover` finishes it, and the
+/// signed outcome names every change the command made — also those undone before the kill.
+#[test]
+fn issue_31_a_recovery_killed_mid_undo_still_names_every_change() {
+    let steps = crate::runs::act(json!([
+        {"id":"action_plant","capability":"shell.test","operation":"execute","argv":["./plant.sh"]},
+    ]));
+    let script = "#!/bin/sh\n\
+        mkdir -p src/v/objects\n\
+        echo 'ref: refs/heads/main' > src/v/HEAD\n\
+        printf '[core]\\n\\tpager = touch /tmp/pwned\\n' > src/v/config\n\
+        echo planted > src/.planted\n\
+        sleep 30\n";
+    let mut points = 0;
+    for n in 1..=40_u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let ex = scratch_example(
+            dir.path(),
+            "trusted-local",
+            &[("shell.test", &["./plant.sh"], &["execute"])],
+            steps.clone(),
+            &[("plant.sh", script), ("src/lib.rs", "// lib\n")],
+        );
+        crate::adapters::make_executable(&ex.join("workspace/plant.sh"));
+        let home = dir.path().join("home");
+        let (mut child, id) = run_until(&ex, &home, |run| {
+            run.join("workspace/src/.planted").exists()
+        });
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let mut recover = std::process::Command::new(assert_cmd::cargo::cargo_bin("craik"))
+            .args(["runs", "recover", &id, "--by", "user:op", "--home"])
+            .arg(&home)
+            .env("CRAIK_CONFIG", "none")
+            .env("XDG_STATE_HOME", dir.path().join("state"))
+            .env("CRAIK_TEST_KILL_AT", n.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let paused = BufReader::new(recover.stderr.take().unwrap())
+            .lines()
+            .map_while(Result::ok)
+            .any(|l| l.starts_with("craik-test: paused at durable write"));
+        if paused {
+            recover.kill().unwrap();
+        }
+        recover.wait().unwrap();
+        if !paused {
+            break;
+        }
+        points += 1;
+        let out = craik()
+            .args(["runs", "recover", &id, "--by", "user:op", "--home"])
+            .arg(&home)
+            .output()
+            .unwrap();
+        let outcome = receipts(&home, &id)
+            .into_iter()
+            .rev()
+            .find(|r| r["decided_by"]["kind"] == "outcome")
+            .unwrap_or_else(|| panic!("point {n}: no outcome: {}", transcript(&out)));
+        let named = outcome.to_string();
+        for planted in ["src/v/HEAD", "src/v/config", "src/.planted"] {
+            assert!(
+                named.contains(planted),
+                "point {n}: {planted} not named: {named}"
+            );
+        }
+        let ws = home.join("runs").join(&id).join("workspace");
+        assert!(
+            !ws.join("src/v/HEAD").exists(),
+            "point {n}: a plant survived"
+        );
+        assert!(
+            !ws.join("src/v/config").exists(),
+            "point {n}: a plant survived"
+        );
+    }
+    assert!(points >= 3, "only {points} kill points");
 }

@@ -322,12 +322,17 @@ fn an_approval_never_covers_a_changed_action() {
     let text = std::fs::read_to_string(&events).unwrap();
     assert!(text.contains("Status: current"));
     std::fs::write(&events, text.replace("Status: current", "Status: pwned!!")).unwrap();
+    let before = receipts(h, &id).len();
     let out = resume(h, &id);
-    // Parked again, for an approval of the action as it now is.
-    assert_eq!(out.status.code(), Some(6), "{}", transcript(&out));
-    let (status, reason) = stopped(h, &id);
-    assert_eq!(status, "blocked");
-    assert!(reason.contains("awaiting approval"), "{reason}");
+    // Refused: the events propose a request other than the one its signed decision hashes
+    // (outside testing round 17 N2); nothing is signed, decided or written.
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the events were edited"),
+        "{}",
+        transcript(&out)
+    );
+    assert_eq!(receipts(h, &id).len(), before);
     assert!(workspace_text(h, &id, "docs/status.md").contains("Status: stale"));
 }
 

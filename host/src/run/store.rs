@@ -893,14 +893,33 @@ pub fn create_run(
     workspace: Option<&Path>,
 ) -> Result<(RunDir, PathBuf), Error> {
     crate::ledger::ready_for_new_run(&home.root)?;
-    let dir = RunDir::create(home, run_id)
-        .map_err(|e| Error::usage(format!("{}: {e}", home.runs().display())))?;
+    // A full or read-only disk is an i/o failure of Craik's own files (exit 5), whichever
+    // write met it (outside testing round 17: the workspace copy exited 2 on a full disk).
+    let failed = |e: io::Error, what: String| {
+        let full = matches!(
+            e.kind(),
+            io::ErrorKind::StorageFull
+                | io::ErrorKind::QuotaExceeded
+                | io::ErrorKind::ReadOnlyFilesystem
+        );
+        let error = Error::usage(format!("{what}: {e}"));
+        if full {
+            error.with_kind(crate::ErrorKind::Io)
+        } else {
+            error
+        }
+    };
+    let dir =
+        RunDir::create(home, run_id).map_err(|e| failed(e, home.runs().display().to_string()))?;
     let chosen = match (seed, workspace) {
         (_, Some(ws)) => ws.to_owned(),
         (Some(seed), None) => {
             let ws = dir.path.join("workspace");
-            copy_tree(seed, &ws)
-                .map_err(|e| Error::usage(format!("{}: cannot copy: {e}", seed.display())))?;
+            if let Err(e) = copy_tree(seed, &ws) {
+                // Nothing of a run that did not start is kept.
+                let _ = fs::remove_dir_all(&dir.path);
+                return Err(failed(e, format!("{}: cannot copy", seed.display())));
+            }
             ws
         }
         (None, None) => {

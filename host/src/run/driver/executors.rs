@@ -228,19 +228,7 @@ impl Host {
         // anything is undone when something must be: an undo a crash cuts short is finished
         // from it by `runs recover`. Not persisted, the undo still runs (the outcome, signed
         // right after, names it); only that crash window loses the finer record.
-        let persist = |changes: &[manifest::FileChange]| {
-            if !changes.iter().any(|c| c.forbidden.is_some()) {
-                return;
-            }
-            let Some(name) = precommand::findings_name(&action.id) else {
-                return;
-            };
-            if let Ok(bytes) =
-                precommand::encode_findings(&self.inputs.run_id, &action.id, changes, &self.signer)
-            {
-                let _ = self.dir.replace(&name, &bytes, true);
-            }
-        };
+        let persist = |changes: &[manifest::FileChange]| self.persist_findings(&action.id, changes);
         let (ran, changes) = plan.run_checked(&root, &persist, || {
             let ran = exec::run_command(&argv, &root, timeout, env);
             // What the command left in its HOME and TMPDIR dies with it.
@@ -424,6 +412,24 @@ impl Host {
     /// outcome, failed and uncertain (its exit is unknown), names every change it made; it is
     /// never run again. Without a record that verifies, what it changed is unknown, and the
     /// outcome says why. The record is removed once the outcome is signed.
+    /// Persists what the check after a command found (signed, durable) before anything is
+    /// undone, when something must be: an undo a crash cuts short is finished from it by
+    /// `runs recover`. Not persisted, the undo still runs (the outcome, signed right after,
+    /// names it); only that crash window loses the finer record.
+    fn persist_findings(&self, action: &str, changes: &[manifest::FileChange]) {
+        if !changes.iter().any(|c| c.forbidden.is_some()) {
+            return;
+        }
+        let Some(name) = precommand::findings_name(action) else {
+            return;
+        };
+        if let Ok(bytes) =
+            precommand::encode_findings(&self.inputs.run_id, action, changes, &self.signer)
+        {
+            let _ = self.dir.replace(&name, &bytes, true);
+        }
+    }
+
     pub(super) fn recover_command(&mut self, action: &ActionRecord) -> Result<String, Error> {
         // What it left in its HOME and TMPDIR goes (the directories are the run's).
         let base = self.dir.root().join("sandbox");
@@ -487,7 +493,13 @@ impl Host {
                             _ => "the workspace was checked against its pre-command manifest"
                                 .to_owned(),
                         };
-                        (check.settle(&root, &|_| {}), how)
+                        // Found, persisted, then undone, as after a command the driver ran
+                        // (outside testing round 17 N7: a recovery killed mid-undo left out
+                        // of the outcome what it had already undone).
+                        let persist = |changes: &[manifest::FileChange]| {
+                            self.persist_findings(&action.id, changes);
+                        };
+                        (check.settle(&root, &persist), how)
                     }
                 };
                 let summary = format!("{uncertain}; {how}");

@@ -122,6 +122,10 @@ pub struct Host {
     clock: std::sync::Arc<dyn crate::Clock>,
     crash: CrashPoints,
     step_count: usize,
+    /// The operator a recovery settles for (`runs resume`): signed (`run.recover`) before the
+    /// first receipt the settling signs (outside testing round 17 N8: a resume whose recovery
+    /// ended the run named no one).
+    settling_for: Option<String>,
     pending: Vec<ActionRecord>,
     outcomes: Vec<Outcome>,
     all_outcomes: Vec<Outcome>,
@@ -506,6 +510,7 @@ impl Host {
             workspace,
             crash: CrashPoints::from_env(),
             step_count: 0,
+            settling_for: None,
             pending: Vec::new(),
             outcomes: Vec::new(),
             all_outcomes: Vec::new(),
@@ -742,6 +747,13 @@ impl Host {
     /// (`executors`), and [`Host::step`] commits every receipt before the runner is asked
     /// anything.
     fn receipt_lazy(&mut self, draft: ReceiptDraft) -> Result<String, Error> {
+        if let Some(by) = self.settling_for.take() {
+            self.operator_receipt(
+                human::OperatorAct::Recover,
+                &by,
+                "recovered by the operator on resuming",
+            )?;
+        }
         let id = self.journal.next_id();
         let line = self
             .journal

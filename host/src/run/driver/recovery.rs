@@ -282,23 +282,47 @@ impl Host {
                     actions,
                     next,
                 } => {
-                    self.step_count += 1;
-                    self.step_result_ids.push(result.id.clone());
-                    self.memory_ids.extend(result.memory_proposal_ids.clone());
                     let next = next.map(|n| match n {
                         craik_contracts::NextStep::Continue => Next::Continue,
                         craik_contracts::NextStep::Stop => Next::Stop,
                     });
+                    let before = self.machine.clone();
                     // Replaying what was accepted before cannot fail differently now; if it
-                    // does, the journal was edited.
-                    self.machine
+                    // does, the events were edited. A closing receipt signs how the run ended
+                    // whatever they say: the replay stops there and the run is finalised from
+                    // that receipt (outside testing round 17: an edited step left a run whose
+                    // `run.closed` was signed unrecoverable, its home invalid for good).
+                    if let Err(e) = self
+                        .machine
                         .accept(result.phase, result.status, next, at.get())
-                        .map_err(|e| {
-                            Error::invalid(
-                                format!("{}: replay refused: {e}", self.dir.file(EVENTS).display()),
-                                Vec::new(),
-                            )
-                        })?;
+                    {
+                        if signed_ending {
+                            self.notes.push(format!(
+                                "events.jsonl does not replay ({e}); the run's signed closing receipt stands"
+                            ));
+                            break;
+                        }
+                        return Err(Error::invalid(
+                            format!("{}: replay refused: {e}", self.dir.file(EVENTS).display()),
+                            Vec::new(),
+                        ));
+                    }
+                    // An ending only the runner's answer reached, no receipt signing it, is an
+                    // unsigned claim (outside testing round 17 N3: a `step_result` edited to
+                    // `failed` was signed as the run's ending): that answer is set aside and
+                    // the step is asked again when the run is resumed.
+                    if !signed_ending && self.machine.run().ended_at.is_some() {
+                        self.machine = before;
+                        self.notes.push(format!(
+                            "the runner's answer to step {} ({}) ended the run, but no receipt signs that ending: the step will be asked again",
+                            self.step_count,
+                            result.phase.as_str()
+                        ));
+                        continue;
+                    }
+                    self.step_count += 1;
+                    self.step_result_ids.push(result.id.clone());
+                    self.memory_ids.extend(result.memory_proposal_ids.clone());
                     if result.phase == Phase::Act {
                         self.pending = actions;
                         self.outcomes.clear();
@@ -386,6 +410,15 @@ impl Host {
             ));
         }
         Ok(())
+    }
+
+    /// [`Host::settle`] for operator `by` resuming the run: the first receipt settling signs
+    /// (an uncertain outcome, an ending) comes after a `run.recover` naming them.
+    pub fn settle_for(&mut self, by: &str) -> Result<Vec<String>, Error> {
+        self.settling_for = Some(by.to_owned());
+        let found = self.settle();
+        self.settling_for = None;
+        found
     }
 
     /// Resolves what a crash left behind: finishes an interrupted finalisation, and records

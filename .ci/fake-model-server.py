@@ -2,9 +2,9 @@
 """A loopback model server answering in the wire shapes the real agent CLIs speak (issue 32).
 
   fake-model-server.py --port-file FILE --log FILE --scenario SCENARIO.json
-                       [--key KEY] [--act] [--model NAME]
+                       [--key KEY] [--act] [--model NAME] [--port N]
 
-Speaks, on 127.0.0.1 (an ephemeral port, written to --port-file once listening):
+Speaks, on 127.0.0.1 (--port, else an ephemeral port; written to --port-file once listening):
 - OpenAI Responses (`POST …/responses`, SSE when `stream` is true): what `codex exec` sends;
 - OpenAI Chat Completions (`POST …/chat/completions`, plain and SSE);
 - Anthropic Messages (`POST …/messages`, SSE when `stream` is true; `…/count_tokens`): what
@@ -16,7 +16,10 @@ A request carrying Craik's governed prompt (`- Phase: P (step N; …`) is answer
 the fixture scenario as the JSON answer the handoff adapters read (`status`, `summary`,
 `proposed_actions`, `memory_proposals`, `next`): the run goes as the scenario goes. With
 --act, the first `act` request is answered with a tool call instead (a shell command the CLI
-would run itself), which the adapter must refuse as a runner violation. Any other request (a
+would run itself: codex's `exec_command`, claude's `Bash`, gemini's `run_shell_command`), and
+for the Responses API the second with a hosted web search (codex refuses a shell tool it does
+not offer, and reports a search as done); the adapter must refuse what the CLI reports doing
+as a runner violation. Any other request (a
 CLI's own side request) gets a short text answer.
 
 Every response reports usage; each request is logged as one JSON line: the API, the path, the
@@ -45,7 +48,7 @@ GEMINI_USAGE = {"prompt": 1300, "candidates": 47}
 LOCK = threading.Lock()
 
 
-def answer_for(scenario, body_text, act, state):
+def answer_for(scenario, body_text, act, state, api=None):
     """(phase, step, text, tool) for a request body: the scenario step's JSON answer, or a
     tool call when --act and this is the first act request, or a side answer."""
     found = PHASE.findall(body_text)
@@ -57,10 +60,12 @@ def answer_for(scenario, body_text, act, state):
     entry = steps[step] if step < len(steps) else {"phase": phase, "summary": "done", "next": "stop"}
     if act and phase == "act":
         with LOCK:
-            first = not state.get("acted")
-            state["acted"] = True
-        if first:
-            return phase, step, None, True
+            state["acts"] = state.get("acts", 0) + 1
+            count = state["acts"]
+        # The first act request is answered with a tool call (and for the Responses API,
+        # whose client may refuse a tool it does not offer, the second with a hosted one).
+        if count == 1 or (count == 2 and api == "openai-responses"):
+            return phase, step, None, count
     answer = {"status": "completed", "summary": entry.get("summary", phase)}
     for key in ("proposed_actions", "memory_proposals", "next", "outputs"):
         if key in entry:
@@ -207,7 +212,7 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- OpenAI Responses (codex) --
     def api_responses(self, text, body):
-        phase, step, answer, tool = answer_for(self.server.scenario, text, self.server.act, self.server.state)
+        phase, step, answer, tool = answer_for(self.server.scenario, text, self.server.act, self.server.state, "openai-responses")
         u = RESPONSES_USAGE
         usage = {"input_tokens": u["input"], "input_tokens_details": {"cached_tokens": u["cached"]},
                  "output_tokens": u["output"], "output_tokens_details": {"reasoning_tokens": u["reasoning"]},
@@ -215,12 +220,15 @@ class Handler(BaseHTTPRequestHandler):
         rid = f"resp_{step if step is not None else 'side'}"
         if tool:
             names = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
-            item = shell_call(names, self.server.act_kind)
+            # 1: its shell tool (codex must not offer one: it then refuses the call); 2: a
+            # hosted web search, which the CLI reports as done.
+            item = shell_call(names, self.server.act_kind or ("web_search" if tool == 2 else None))
         else:
             item = {"type": "message", "id": f"msg_{rid}", "role": "assistant", "status": "completed",
                     "content": [{"type": "output_text", "text": answer, "annotations": []}]}
         self.record("openai-responses", body, phase, step, {"input": u["input"], "output": u["output"]},
-                    {"tool_call": item.get("name") if tool else None})
+                    {"tool_call": (item.get("name") or item.get("type")) if tool else None,
+                     "reasoning": body.get("reasoning")})
         response = {"id": rid, "object": "response", "status": "completed", "model": body.get("model"),
                     "output": [item], "usage": usage}
         if not body.get("stream"):
@@ -260,7 +268,8 @@ class Handler(BaseHTTPRequestHandler):
         usage = {"input_tokens": u["input"], "cache_creation_input_tokens": u["cache_creation"],
                  "cache_read_input_tokens": u["cache_read"], "output_tokens": u["output"]}
         self.record("anthropic-messages", body, phase, step,
-                    {"input": u["input"] + u["cache_creation"] + u["cache_read"], "output": u["output"]})
+                    {"input": u["input"] + u["cache_creation"] + u["cache_read"], "output": u["output"]},
+                    {"tool_call": "Bash" if tool else None})
         if tool:
             block = {"type": "tool_use", "id": "toolu_01", "name": "Bash", "input": {"command": "echo acted > acted.txt"}}
         else:
@@ -289,7 +298,8 @@ class Handler(BaseHTTPRequestHandler):
     def api_gemini(self, text, body, stream):
         phase, step, answer, tool = answer_for(self.server.scenario, text, self.server.act, self.server.state)
         u = GEMINI_USAGE
-        self.record("gemini", body, phase, step, {"input": u["prompt"], "output": u["candidates"]})
+        self.record("gemini", body, phase, step, {"input": u["prompt"], "output": u["candidates"]},
+                    {"tool_call": "run_shell_command" if tool else None})
         if tool:
             part = {"functionCall": {"name": "run_shell_command", "args": {"command": "echo acted > acted.txt"}}}
         else:
@@ -337,8 +347,9 @@ def main():
     p.add_argument("--act", action="store_true")
     p.add_argument("--act-kind")
     p.add_argument("--model", default="fake-model")
+    p.add_argument("--port", type=int, default=0, help="default: an ephemeral one")
     a = p.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
     server.daemon_threads = True
     with open(a.scenario, encoding="utf-8") as f:
         server.scenario = json.load(f)

@@ -415,6 +415,9 @@ impl Handoff {
             .map(|h| std::path::Path::new(&h).join(".craik-cli"))
             .ok_or_else(|| error(codes::UNAVAILABLE, "no HOME for the CLI's private home"))?;
         let tmp = home.join("tmp");
+        // New for each invocation, and removed after it (below): nothing the CLI wrote (its
+        // session files, a config quoting the key) outlives the invocation.
+        let _ = std::fs::remove_dir_all(&home);
         std::fs::create_dir_all(&tmp).map_err(|e| {
             error(
                 codes::UNAVAILABLE,
@@ -436,6 +439,9 @@ impl Handoff {
                 })?;
         }
         let mut command = Command::new(&program);
+        // A process group of its own, killed whole: codex's launcher is a node shim running a
+        // native binary, which a kill of the shim alone leaves running (holding the pipes open).
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
         command.env("HOME", &home).env("TMPDIR", &tmp);
         for (name, value) in self.cli_env() {
             command.env(name, value);
@@ -469,7 +475,10 @@ impl Handoff {
             .stderr
             .take()
             .ok_or_else(|| error(codes::RUNNER_FAILED, "no stderr"))?;
-        let tail = std::thread::spawn(move || stderr_tail(stderr));
+        let (tail_tx, tail_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tail_tx.send(stderr_tail(stderr));
+        });
         let stdout = child
             .stdout
             .take()
@@ -490,13 +499,26 @@ impl Handoff {
                 break;
             }
         }
+        let group = rustix::process::Pid::from_child(&child);
+        let kill_group = || {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        };
         if acted.is_some() {
-            let _ = child.kill();
+            kill_group();
         }
         let status = child
             .wait()
             .map_err(|e| error(codes::RUNNER_FAILED, format!("waiting for the CLI: {e}")))?;
-        let stderr_tail = scrub(&tail.join().unwrap_or_default());
+        // Whatever it started goes with it (a process that left the group is the host's to
+        // sweep when the adapter stops); its stderr is then read to its end, or for at most
+        // two seconds more.
+        kill_group();
+        let _ = std::fs::remove_dir_all(&home);
+        let stderr_tail = scrub(
+            &tail_rx
+                .recv_timeout(std::time::Duration::from_secs(2))
+                .unwrap_or_default(),
+        );
         // Usage first: what the CLI spent is reported whatever happens next (unknown when it
         // said nothing; never zero).
         events.model_step(self.report(

@@ -315,7 +315,9 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def shell_call(names, kind=None):
-    """A Responses function call to whichever shell tool the CLI offered."""
+    """A Responses function call to whichever shell tool the CLI offered (or, with --act-kind,
+    another output item: `local_shell`, `web_search`, `apply_patch`, `view_image`, or any
+    function name; for finding out what a codex version does with each)."""
     if kind == "local_shell":
         return {"type": "local_shell_call", "id": "lsh_1", "call_id": "call_1", "status": "completed",
                 "action": {"type": "exec", "command": ["sh", "-c", "echo acted > acted.txt"]}}
@@ -325,6 +327,9 @@ def shell_call(names, kind=None):
     if kind == "apply_patch":
         return {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_1", "name": "apply_patch", "status": "completed",
                 "input": "*** Begin Patch\n*** Add File: acted.txt\n+acted\n*** End Patch\n"}
+    if kind == "view_image":
+        return {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "view_image",
+                "arguments": json.dumps({"path": "/etc/hostname"}), "status": "completed"}
     if kind:
         return {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": kind,
                 "arguments": json.dumps({"command": ["sh", "-c", "echo acted > acted.txt"], "cmd": "echo acted > acted.txt"}), "status": "completed"}

@@ -886,3 +886,173 @@ impl Runner for Handoff {
         Ok(result)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn handoff(cli: Cli, args: &[&str]) -> Result<Handoff, String> {
+        let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        Handoff::from_args(cli, include_str!("../../runners/codex.json"), &args)
+    }
+
+    const CONFIGURED: &[&str] = &[
+        "--cli",
+        "/x/cli",
+        "--endpoint",
+        "http://127.0.0.1:8080/v1",
+        "--model",
+        "m-1",
+        "--key-env",
+        "MY_KEY",
+    ];
+
+    /// Issue 32: each CLI's whole argv, as a plan (the key never in it).
+    #[test]
+    fn issue_32_each_clis_argv_is_the_propose_only_flags_then_the_operators_configuration() {
+        let mut codex = CONFIGURED.to_vec();
+        codex.extend(["--cli-arg", "--config=model_verbosity=low"]);
+        assert_eq!(
+            handoff(Cli::Codex, &codex).unwrap().argv(),
+            [
+                "exec",
+                "--json",
+                "--sandbox",
+                "read-only",
+                "--skip-git-repo-check",
+                "--ephemeral",
+                "--ignore-user-config",
+                "--ignore-rules",
+                "--color",
+                "never",
+                "--disable",
+                "shell_tool",
+                "--disable",
+                "unified_exec",
+                "--disable",
+                "multi_agent",
+                "--disable",
+                "goals",
+                "--disable",
+                "image_generation",
+                "-c",
+                "web_search=\"disabled\"",
+                "-c",
+                "model_provider=\"craik\"",
+                "-c",
+                "model_providers.craik.name=\"craik\"",
+                "-c",
+                "model_providers.craik.base_url=\"http://127.0.0.1:8080/v1\"",
+                "-c",
+                "model_providers.craik.wire_api=\"responses\"",
+                "-c",
+                "model_providers.craik.env_key=\"OPENAI_API_KEY\"",
+                "-c",
+                "model=\"m-1\"",
+                "-c",
+                "model_verbosity=low",
+                "-",
+            ]
+        );
+        let mut claude = CONFIGURED.to_vec();
+        claude.extend(["--cli-arg", "--effort", "--cli-arg", "high"]);
+        let c = handoff(Cli::Claude, &claude).unwrap();
+        assert_eq!(
+            c.argv(),
+            [
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--tools",
+                "",
+                "--permission-mode",
+                "plan",
+                "--strict-mcp-config",
+                "--no-session-persistence",
+                "--model",
+                "m-1",
+                "--effort",
+                "high",
+            ]
+        );
+        assert_eq!(
+            c.cli_env(),
+            [
+                ("ANTHROPIC_BASE_URL", "http://127.0.0.1:8080/v1".to_owned()),
+                ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
+                ("DISABLE_AUTOUPDATER", "1".to_owned()),
+            ]
+        );
+        assert_eq!(c.endpoint_host(), "127.0.0.1");
+        let g = handoff(Cli::Gemini, CONFIGURED).unwrap();
+        assert_eq!(
+            g.argv(),
+            [
+                "--output-format",
+                "stream-json",
+                "--approval-mode",
+                "plan",
+                "--skip-trust",
+                "--model",
+                "m-1",
+            ]
+        );
+        assert_eq!(
+            g.cli_env(),
+            [(
+                "GOOGLE_GEMINI_BASE_URL",
+                "http://127.0.0.1:8080/v1".to_owned()
+            )]
+        );
+        // Unconfigured: the propose-only flags alone; the host unknown, not guessed.
+        let bare = handoff(Cli::Codex, &["--cli", "/x/cli"]).unwrap();
+        assert_eq!(bare.argv(), {
+            let mut a = Cli::Codex.args();
+            a.push("-".into());
+            a
+        });
+        assert_eq!(bare.endpoint_host(), "unknown");
+        // codex with a key and no endpoint: its provider at OpenAI's.
+        let keyed = handoff(Cli::Codex, &["--key-env", "K"]).unwrap();
+        assert!(
+            keyed
+                .argv()
+                .contains(&"model_providers.craik.base_url=\"https://api.openai.com/v1\"".into())
+        );
+        assert_eq!(keyed.endpoint_host(), "api.openai.com");
+    }
+
+    /// The adapter refuses what the registry would have refused (it is started by the host,
+    /// but checks again: one set of rules).
+    #[test]
+    fn issue_32_the_adapter_checks_its_configuration_again() {
+        for (cli, args, why) in [
+            (
+                Cli::Codex,
+                &["--endpoint", "https://u:p@x/v1"][..],
+                "--endpoint",
+            ),
+            (Cli::Codex, &["--endpoint"][..], "--endpoint needs a URL"),
+            (Cli::Claude, &["--model", "-x"][..], "--model `-x`"),
+            (
+                Cli::Claude,
+                &["--key-env", "sk-live"][..],
+                "--key-env `sk-live`",
+            ),
+            (
+                Cli::Gemini,
+                &["--cli-arg", "--yolo"][..],
+                "--cli-arg: cli_args[0] `--yolo`: not a flag Craik passes to gemini",
+            ),
+            (
+                Cli::Claude,
+                &["--cli-arg", "--effort"][..],
+                "--cli-arg: cli_args[0] `--effort`: `--effort` needs a value",
+            ),
+        ] {
+            let err = handoff(cli, args).err().unwrap();
+            assert!(err.starts_with(why), "{args:?}: {err}");
+        }
+    }
+}

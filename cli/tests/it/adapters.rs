@@ -1250,3 +1250,61 @@ fn issue_32_the_operators_endpoint_model_and_key_reach_each_cli() {
     assert_eq!(steps[0]["result"]["metadata"]["endpoint_host"], "unknown");
     assert_eq!(files_holding(&home, key), Vec::<PathBuf>::new());
 }
+
+/// Issue 32: a CLI whose own children hold its output open (codex's node launcher runs a native
+/// binary) is stopped whole when it acts on its own: the step ends at once as a violation,
+/// not at the step timeout waiting for pipes a surviving child keeps open.
+#[test]
+fn issue_32_an_acting_cli_is_killed_with_its_children() {
+    crate::ensure_adapters();
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("fake-codex-with-a-child");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\ncat >/dev/null\nsleep 90 &\nprintf '{\"type\":\"thread.started\",\"thread_id\":\"t\"}\\n{\"type\":\"item.started\",\"item\":{\"id\":\"i\",\"type\":\"command_execution\",\"command\":\"x\"}}\\n'\nwait\n",
+    )
+    .unwrap();
+    make_executable(&fake);
+    let wrapper = dir.path().join("live.sh");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec {} --cli {}\n",
+            adapter_bin("codex").display(),
+            fake.display()
+        ),
+    )
+    .unwrap();
+    make_executable(&wrapper);
+    let ex = scratch_example(dir.path(), "trusted-local", &[], simple_steps(), &[]);
+    let home = dir.path().join("home");
+    let started = std::time::Instant::now();
+    let (exit, id, text) = run_example(
+        &home,
+        &ex,
+        &[
+            "--runner",
+            &format!("adapter:{}", wrapper.display()),
+            "--runner-matrix",
+            "codex",
+            "--adapter-read",
+            fake.to_str().unwrap(),
+            "--step-timeout-secs",
+            "60",
+        ],
+    );
+    let took = started.elapsed();
+    assert_eq!(exit, 1, "{text}");
+    let reason = run_json(&home, &id)["stop_reason"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        reason.contains("acted on its own (a codex `command_execution` item)"),
+        "{reason}"
+    );
+    assert!(
+        took < std::time::Duration::from_secs(40),
+        "the step waited for the CLI's child: {took:?}"
+    );
+}

@@ -48,15 +48,19 @@ impl Cli {
         }
     }
 
-    /// The arguments: never the prompt, which goes to the CLI's standard input (issue 30: an
-    /// argument is readable by every local user in `/proc/PID/cmdline`, and a prompt over
-    /// 128 KiB failed to start with "Argument list too long"). Each CLI is told to propose,
-    /// not act (issue 32), with the flags its own `--help` documents (checked against
-    /// `@openai/codex` 0.169.0, `@anthropic-ai/claude-code` 2.1.328, `@google/gemini-cli`
-    /// 0.61.0): codex's read-only sandbox, no session files, no user config or rules, outside
-    /// a git repository; claude with no built-in tools, plan mode, no MCP servers but the
-    /// (empty) configured set, no session files; gemini in read-only plan mode with JSON events.
+    /// The arguments that make the CLI propose rather than act: never the prompt, which goes
+    /// to the CLI's standard input (issue 30: an argument is readable by every local user in
+    /// `/proc/PID/cmdline`, and a prompt over 128 KiB failed to start with "Argument list too
+    /// long"). Each CLI is told to propose, not act (issue 32), with the flags its own `--help`
+    /// documents (checked against `@openai/codex` 0.169.0, `@anthropic-ai/claude-code`
+    /// 2.1.328, `@google/gemini-cli` 0.61.0): codex's read-only sandbox, no session files, no
+    /// user config or rules, outside a git repository, and its tools that run or reach out
+    /// turned off (0.169.0 runs its `exec_command` shell tool without reporting it in
+    /// `exec --json`: it must not be offered at all); claude with no built-in tools, plan mode,
+    /// no MCP servers but the (empty) configured set, no session files; gemini in read-only
+    /// plan mode with JSON events (its tools are excluded in its settings: [`Self::settings`]).
     /// Whatever the CLI still does on its own ends the step as a runner violation ([`acted`]).
+    /// codex's final `-` (the prompt from standard input) is added last, by [`Handoff::argv`].
     fn args(self) -> Vec<String> {
         let args: &[&str] = match self {
             Self::Codex => &[
@@ -70,7 +74,18 @@ impl Cli {
                 "--ignore-rules",
                 "--color",
                 "never",
-                "-",
+                "--disable",
+                "shell_tool",
+                "--disable",
+                "unified_exec",
+                "--disable",
+                "multi_agent",
+                "--disable",
+                "goals",
+                "--disable",
+                "image_generation",
+                "-c",
+                "web_search=\"disabled\"",
             ],
             Self::Claude => &[
                 "-p",
@@ -95,6 +110,44 @@ impl Cli {
             ],
         };
         args.iter().map(|a| (*a).to_owned()).collect()
+    }
+
+    /// The variable the CLI reads its key from (the adapter sets it from the operator's
+    /// `key_env`; for codex it is the one its provider entry names in `env_key`).
+    fn key_variable(self) -> &'static str {
+        match self {
+            Self::Codex => "OPENAI_API_KEY",
+            Self::Claude => "ANTHROPIC_API_KEY",
+            Self::Gemini => "GEMINI_API_KEY",
+        }
+    }
+
+    /// gemini's `settings.json` in its private home (0.61.0 reads `~/.gemini/settings.json`):
+    /// the auth method when a key is given (without one it stops with "Invalid auth method
+    /// selected"), every tool that reads, writes, runs or reaches out excluded (what is left
+    /// only talks: `update_topic`, `exit_plan_mode`), no telemetry, usage statistics or
+    /// update checks.
+    fn settings(self, keyed: bool) -> Option<Value> {
+        if self != Self::Gemini {
+            return None;
+        }
+        let mut settings = json!({
+            "tools": {"exclude": [
+                "run_shell_command", "write_file", "replace", "read_file", "read_many_files",
+                "list_directory", "glob", "grep_search", "google_web_search", "web_fetch",
+                "save_memory", "invoke_agent"
+            ]},
+            "privacy": {"usageStatisticsEnabled": false},
+            "telemetry": {"enabled": false},
+            "general": {"disableAutoUpdate": true, "disableUpdateNag": true}
+        });
+        if keyed && let Some(object) = settings.as_object_mut() {
+            object.insert(
+                "security".into(),
+                json!({"auth": {"selectedType": "gemini-api-key"}}),
+            );
+        }
+        Some(settings)
     }
 
     /// The `provider` its model-step reports name (usage as the CLI reports it).
@@ -130,32 +183,186 @@ pub(crate) struct Handoff {
     matrix: RunnerCapabilityMatrix,
     scenario: Option<FixtureScenario>,
     cli_path: Option<String>,
+    config: CliConfig,
+}
+
+/// What the operator's registry entry tells the CLI (issue 32), checked again here by the
+/// same rules the registry applied (`craik_contracts::agent_cli`).
+#[derive(Debug, Default)]
+struct CliConfig {
+    /// The model endpoint (base URL).
+    endpoint: Option<String>,
+    model: Option<String>,
+    /// The variable of the adapter's environment holding the key (a name).
+    key_env: Option<String>,
+    /// Further flags, allow-listed.
+    cli_args: Vec<String>,
 }
 
 impl Handoff {
-    /// From the command line: `[--fixture SCENARIO.json] [--cli PATH]`.
+    /// From the command line: `[--fixture SCENARIO.json] [--cli PATH] [--endpoint URL]
+    /// [--model MODEL] [--key-env NAME] [--cli-arg ARG]...`.
     pub(crate) fn from_args(cli: Cli, matrix_json: &str, args: &[String]) -> Result<Self, String> {
+        use craik_contracts::agent_cli;
         let matrix = crate::serve::embedded_matrix(matrix_json)?;
         let mut scenario = None;
         let mut cli_path = None;
+        let mut config = CliConfig::default();
+        let mut given_cli_args = Vec::new();
         let mut it = args.iter();
         while let Some(arg) = it.next() {
+            let mut value = |what: &str| {
+                it.next()
+                    .cloned()
+                    .ok_or_else(|| format!("{arg} needs {what}"))
+            };
             match arg.as_str() {
                 "--fixture" => {
-                    scenario = Some(crate::serve::load_scenario(
-                        it.next().ok_or("--fixture needs a path")?,
-                    )?);
+                    scenario = Some(crate::serve::load_scenario(&value("a path")?)?);
                 }
-                "--cli" => cli_path = Some(it.next().ok_or("--cli needs a path")?.clone()),
+                "--cli" => cli_path = Some(value("a path")?),
+                "--endpoint" => {
+                    let url = value("a URL")?;
+                    if let Some(why) = agent_cli::endpoint_problem(&url) {
+                        return Err(format!(
+                            "--endpoint `{}`: {why}",
+                            craik_contracts::Truncated(&url)
+                        ));
+                    }
+                    config.endpoint = Some(url);
+                }
+                "--model" => {
+                    let model = value("a model")?;
+                    if let Some(why) = agent_cli::model_problem(&model) {
+                        return Err(format!(
+                            "--model `{}`: {why}",
+                            craik_contracts::Truncated(&model)
+                        ));
+                    }
+                    config.model = Some(model);
+                }
+                "--key-env" => {
+                    let name = value("a variable name")?;
+                    let valid = name
+                        .bytes()
+                        .next()
+                        .is_some_and(|b| b.is_ascii_uppercase() || b == b'_')
+                        && name
+                            .bytes()
+                            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+                    if !valid {
+                        return Err(format!(
+                            "--key-env `{}`: a variable name is uppercase ASCII letters, digits and `_`",
+                            craik_contracts::Truncated(&name)
+                        ));
+                    }
+                    config.key_env = Some(name);
+                }
+                "--cli-arg" => given_cli_args.push(value("a flag")?),
                 other => return Err(format!("unknown argument `{other}`")),
             }
         }
+        let which = match cli {
+            Cli::Codex => agent_cli::AgentCli::Codex,
+            Cli::Claude => agent_cli::AgentCli::Claude,
+            Cli::Gemini => agent_cli::AgentCli::Gemini,
+        };
+        config.cli_args = agent_cli::check_cli_args(which, &given_cli_args)
+            .map_err(|e| format!("--cli-arg: {e}"))?;
         Ok(Self {
             cli,
             matrix,
             scenario,
             cli_path,
+            config,
         })
+    }
+
+    /// The CLI's whole argv after its program: the propose-only flags ([`Cli::args`]), the
+    /// operator's endpoint and model as the CLI reads them, the allowed further flags, and for
+    /// codex the final `-`. Never a key, never the prompt.
+    fn argv(&self) -> Vec<String> {
+        let mut argv = self.cli.args();
+        let quoted = |v: &str| format!("\"{v}\"");
+        match self.cli {
+            Cli::Codex => {
+                // A provider of its own: `OPENAI_BASE_URL` is ignored by 0.169.0, and a
+                // `config.toml` is not read (`--ignore-user-config`); `-c` overrides are.
+                // The values are checked to hold no `"` or `\` (endpoint, model rules).
+                if self.config.endpoint.is_some() || self.config.key_env.is_some() {
+                    let base = self
+                        .config
+                        .endpoint
+                        .as_deref()
+                        .unwrap_or("https://api.openai.com/v1");
+                    let mut settings = vec![
+                        "model_provider=\"craik\"".to_owned(),
+                        "model_providers.craik.name=\"craik\"".to_owned(),
+                        format!("model_providers.craik.base_url={}", quoted(base)),
+                        "model_providers.craik.wire_api=\"responses\"".to_owned(),
+                    ];
+                    if self.config.key_env.is_some() {
+                        settings.push(format!(
+                            "model_providers.craik.env_key={}",
+                            quoted(self.cli.key_variable())
+                        ));
+                    }
+                    for setting in settings {
+                        argv.push("-c".into());
+                        argv.push(setting);
+                    }
+                }
+                if let Some(model) = &self.config.model {
+                    argv.push("-c".into());
+                    argv.push(format!("model={}", quoted(model)));
+                }
+                argv.extend(self.config.cli_args.iter().cloned());
+                argv.push("-".into());
+            }
+            Cli::Claude | Cli::Gemini => {
+                if let Some(model) = &self.config.model {
+                    argv.push("--model".into());
+                    argv.push(model.clone());
+                }
+                argv.extend(self.config.cli_args.iter().cloned());
+            }
+        }
+        argv
+    }
+
+    /// The variables set for the CLI beyond the adapter's own environment: its endpoint as the
+    /// CLI reads it (claude `ANTHROPIC_BASE_URL`, gemini `GOOGLE_GEMINI_BASE_URL`), and for
+    /// claude no non-essential traffic (telemetry, update checks). The key is set separately.
+    fn cli_env(&self) -> Vec<(&'static str, String)> {
+        let mut env = Vec::new();
+        match self.cli {
+            Cli::Codex => {}
+            Cli::Claude => {
+                if let Some(url) = &self.config.endpoint {
+                    env.push(("ANTHROPIC_BASE_URL", url.clone()));
+                }
+                env.push(("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()));
+                env.push(("DISABLE_AUTOUPDATER", "1".into()));
+            }
+            Cli::Gemini => {
+                if let Some(url) = &self.config.endpoint {
+                    env.push(("GOOGLE_GEMINI_BASE_URL", url.clone()));
+                }
+            }
+        }
+        env
+    }
+
+    /// The host a model-step report names: the configured endpoint's (codex's default
+    /// provider when only a key is given), else `unknown` (the CLI's own default).
+    fn endpoint_host(&self) -> String {
+        let url = match (self.cli, &self.config.endpoint, &self.config.key_env) {
+            (_, Some(url), _) => Some(url.as_str()),
+            (Cli::Codex, None, Some(_)) => Some("https://api.openai.com/v1"),
+            _ => None,
+        };
+        url.and_then(craik_contracts::agent_cli::endpoint_host)
+            .unwrap_or_else(|| "unknown".into())
     }
 
     fn live(
@@ -176,19 +383,76 @@ impl Handoff {
                     ),
                 )
             })?;
-        // A private, writable temporary directory for the CLI (issue 32: claude could not
-        // create its own under a read-only /tmp): under the adapter's HOME, which the host
-        // makes new and empty for each run.
+        // The key, from the variable the operator named (the host passes it to this process
+        // only): handed to the CLI under the name it reads, the original name removed. A named
+        // variable that is unset or empty stops here: the CLI would fail less clearly.
+        let key = match &self.config.key_env {
+            Some(name) => Some(
+                std::env::var(name)
+                    .ok()
+                    .filter(|k| !k.is_empty())
+                    .ok_or_else(|| {
+                        error(
+                            codes::UNAVAILABLE,
+                            format!(
+                                "the CLI's key variable `{name}` (`key_env`) is not set in Craik's environment"
+                            ),
+                        )
+                    })?,
+            ),
+            None => None,
+        };
+        let scrub = |text: &str| match &key {
+            Some(k) => text.replace(k.as_str(), "[key]"),
+            None => text.to_owned(),
+        };
+        // A private, writable home and temporary directory for the CLI (issue 32: claude could
+        // not create its temp directory under a read-only /tmp; gemini found no settings):
+        // under the adapter's HOME, which the host makes new and empty for each run, so what
+        // the CLI writes there (codex's CODEX_HOME, claude's ~/.claude, gemini's ~/.gemini)
+        // never reaches the operator's own, and the settings written there are the adapter's.
+        let home = std::env::var_os("HOME")
+            .map(|h| std::path::Path::new(&h).join(".craik-cli"))
+            .ok_or_else(|| error(codes::UNAVAILABLE, "no HOME for the CLI's private home"))?;
+        let tmp = home.join("tmp");
+        // New for each invocation, and removed after it (below): nothing the CLI wrote (its
+        // session files, a config quoting the key) outlives the invocation.
+        let _ = std::fs::remove_dir_all(&home);
+        std::fs::create_dir_all(&tmp).map_err(|e| {
+            error(
+                codes::UNAVAILABLE,
+                format!(
+                    "{}: cannot create the CLI's private home: {e}",
+                    tmp.display()
+                ),
+            )
+        })?;
+        if let Some(settings) = self.cli.settings(key.is_some()) {
+            let dir = home.join(".gemini");
+            std::fs::create_dir_all(&dir)
+                .and_then(|()| std::fs::write(dir.join("settings.json"), settings.to_string()))
+                .map_err(|e| {
+                    error(
+                        codes::UNAVAILABLE,
+                        format!("{}: cannot write the CLI's settings: {e}", dir.display()),
+                    )
+                })?;
+        }
         let mut command = Command::new(&program);
-        if let Some(home) = std::env::var_os("HOME") {
-            let tmp = std::path::Path::new(&home).join(".craik-cli-tmp");
-            if std::fs::create_dir_all(&tmp).is_ok() {
-                command.env("TMPDIR", &tmp);
-            }
+        // A process group of its own, killed whole: codex's launcher is a node shim running a
+        // native binary, which a kill of the shim alone leaves running (holding the pipes open).
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        command.env("HOME", &home).env("TMPDIR", &tmp);
+        for (name, value) in self.cli_env() {
+            command.env(name, value);
+        }
+        if let (Some(name), Some(k)) = (&self.config.key_env, &key) {
+            command.env_remove(name);
+            command.env(self.cli.key_variable(), k);
         }
         let started = std::time::Instant::now();
         let mut child = command
-            .args(self.cli.args())
+            .args(self.argv())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -211,7 +475,10 @@ impl Handoff {
             .stderr
             .take()
             .ok_or_else(|| error(codes::RUNNER_FAILED, "no stderr"))?;
-        let tail = std::thread::spawn(move || stderr_tail(stderr));
+        let (tail_tx, tail_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tail_tx.send(stderr_tail(stderr));
+        });
         let stdout = child
             .stdout
             .take()
@@ -220,6 +487,9 @@ impl Handoff {
         let mut acted = None;
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
+            // The key never travels on: a CLI echoing it (an error quoting its request) has it
+            // replaced before anything of the line is read.
+            let line = scrub(&line);
             let Ok(value) = serde_json::from_str::<Value>(&line) else {
                 events.log("warn", "the CLI wrote a line that is not JSON");
                 continue;
@@ -229,13 +499,26 @@ impl Handoff {
                 break;
             }
         }
+        let group = rustix::process::Pid::from_child(&child);
+        let kill_group = || {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        };
         if acted.is_some() {
-            let _ = child.kill();
+            kill_group();
         }
         let status = child
             .wait()
             .map_err(|e| error(codes::RUNNER_FAILED, format!("waiting for the CLI: {e}")))?;
-        let stderr_tail = tail.join().unwrap_or_default();
+        // Whatever it started goes with it (a process that left the group is the host's to
+        // sweep when the adapter stops); its stderr is then read to its end, or for at most
+        // two seconds more.
+        kill_group();
+        let _ = std::fs::remove_dir_all(&home);
+        let stderr_tail = scrub(
+            &tail_rx
+                .recv_timeout(std::time::Duration::from_secs(2))
+                .unwrap_or_default(),
+        );
         // Usage first: what the CLI spent is reported whatever happens next (unknown when it
         // said nothing; never zero).
         events.model_step(self.report(
@@ -283,8 +566,9 @@ impl Handoff {
 
     /// The model-step report of one CLI invocation: the tokens its own events reported
     /// (`None`, unknown, when it reported none that can be read exactly), the model it named
-    /// (else `unknown`), and the sha256 of the prompt handed to it (the request bodies the CLI
-    /// builds are its own; the endpoint is its configuration's, `unknown` here).
+    /// (else the configured one, else `unknown`), the configured endpoint's host (else
+    /// `unknown`), and the sha256 of the prompt handed to it (the request bodies the CLI
+    /// builds are its own).
     fn report(
         &self,
         request: &RunnerStepRequest,
@@ -300,14 +584,16 @@ impl Handoff {
             .map_or((None, None), |(i, o)| (Some(i), Some(o)));
         craik_contracts::channel::ModelStepReport {
             provider: self.cli.provider().into(),
+            // The model the CLI named, else the one it was told to use, else unknown.
             model: read
                 .model
                 .clone()
                 .filter(|m| {
                     !m.is_empty() && m.len() <= 200 && m.chars().all(|c| c.is_ascii_graphic())
                 })
+                .or_else(|| self.config.model.clone())
                 .unwrap_or_else(|| "unknown".into()),
-            endpoint_host: "unknown".into(),
+            endpoint_host: self.endpoint_host(),
             request_sha256: format!("sha256:{hex}"),
             response_id: None,
             input_tokens: input,
@@ -598,5 +884,175 @@ impl Runner for Handoff {
             }),
         );
         Ok(result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn handoff(cli: Cli, args: &[&str]) -> Result<Handoff, String> {
+        let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        Handoff::from_args(cli, include_str!("../../runners/codex.json"), &args)
+    }
+
+    const CONFIGURED: &[&str] = &[
+        "--cli",
+        "/x/cli",
+        "--endpoint",
+        "http://127.0.0.1:8080/v1",
+        "--model",
+        "m-1",
+        "--key-env",
+        "MY_KEY",
+    ];
+
+    /// Issue 32: each CLI's whole argv, as a plan (the key never in it).
+    #[test]
+    fn issue_32_each_clis_argv_is_the_propose_only_flags_then_the_operators_configuration() {
+        let mut codex = CONFIGURED.to_vec();
+        codex.extend(["--cli-arg", "--config=model_verbosity=low"]);
+        assert_eq!(
+            handoff(Cli::Codex, &codex).unwrap().argv(),
+            [
+                "exec",
+                "--json",
+                "--sandbox",
+                "read-only",
+                "--skip-git-repo-check",
+                "--ephemeral",
+                "--ignore-user-config",
+                "--ignore-rules",
+                "--color",
+                "never",
+                "--disable",
+                "shell_tool",
+                "--disable",
+                "unified_exec",
+                "--disable",
+                "multi_agent",
+                "--disable",
+                "goals",
+                "--disable",
+                "image_generation",
+                "-c",
+                "web_search=\"disabled\"",
+                "-c",
+                "model_provider=\"craik\"",
+                "-c",
+                "model_providers.craik.name=\"craik\"",
+                "-c",
+                "model_providers.craik.base_url=\"http://127.0.0.1:8080/v1\"",
+                "-c",
+                "model_providers.craik.wire_api=\"responses\"",
+                "-c",
+                "model_providers.craik.env_key=\"OPENAI_API_KEY\"",
+                "-c",
+                "model=\"m-1\"",
+                "-c",
+                "model_verbosity=low",
+                "-",
+            ]
+        );
+        let mut claude = CONFIGURED.to_vec();
+        claude.extend(["--cli-arg", "--effort", "--cli-arg", "high"]);
+        let c = handoff(Cli::Claude, &claude).unwrap();
+        assert_eq!(
+            c.argv(),
+            [
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--tools",
+                "",
+                "--permission-mode",
+                "plan",
+                "--strict-mcp-config",
+                "--no-session-persistence",
+                "--model",
+                "m-1",
+                "--effort",
+                "high",
+            ]
+        );
+        assert_eq!(
+            c.cli_env(),
+            [
+                ("ANTHROPIC_BASE_URL", "http://127.0.0.1:8080/v1".to_owned()),
+                ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
+                ("DISABLE_AUTOUPDATER", "1".to_owned()),
+            ]
+        );
+        assert_eq!(c.endpoint_host(), "127.0.0.1");
+        let g = handoff(Cli::Gemini, CONFIGURED).unwrap();
+        assert_eq!(
+            g.argv(),
+            [
+                "--output-format",
+                "stream-json",
+                "--approval-mode",
+                "plan",
+                "--skip-trust",
+                "--model",
+                "m-1",
+            ]
+        );
+        assert_eq!(
+            g.cli_env(),
+            [(
+                "GOOGLE_GEMINI_BASE_URL",
+                "http://127.0.0.1:8080/v1".to_owned()
+            )]
+        );
+        // Unconfigured: the propose-only flags alone; the host unknown, not guessed.
+        let bare = handoff(Cli::Codex, &["--cli", "/x/cli"]).unwrap();
+        assert_eq!(bare.argv(), {
+            let mut a = Cli::Codex.args();
+            a.push("-".into());
+            a
+        });
+        assert_eq!(bare.endpoint_host(), "unknown");
+        // codex with a key and no endpoint: its provider at OpenAI's.
+        let keyed = handoff(Cli::Codex, &["--key-env", "K"]).unwrap();
+        assert!(
+            keyed
+                .argv()
+                .contains(&"model_providers.craik.base_url=\"https://api.openai.com/v1\"".into())
+        );
+        assert_eq!(keyed.endpoint_host(), "api.openai.com");
+    }
+
+    /// The adapter refuses what the registry would have refused (it is started by the host,
+    /// but checks again: one set of rules).
+    #[test]
+    fn issue_32_the_adapter_checks_its_configuration_again() {
+        for (cli, args, why) in [
+            (
+                Cli::Codex,
+                &["--endpoint", "https://u:p@x/v1"][..],
+                "--endpoint",
+            ),
+            (Cli::Codex, &["--endpoint"][..], "--endpoint needs a URL"),
+            (Cli::Claude, &["--model", "-x"][..], "--model `-x`"),
+            (
+                Cli::Claude,
+                &["--key-env", "sk-live"][..],
+                "--key-env `sk-live`",
+            ),
+            (
+                Cli::Gemini,
+                &["--cli-arg", "--yolo"][..],
+                "--cli-arg: cli_args[0] `--yolo`: not a flag Craik passes to gemini",
+            ),
+            (
+                Cli::Claude,
+                &["--cli-arg", "--effort"][..],
+                "--cli-arg: cli_args[0] `--effort`: `--effort` needs a value",
+            ),
+        ] {
+            let err = handoff(cli, args).err().unwrap();
+            assert!(err.starts_with(why), "{args:?}: {err}");
+        }
     }
 }

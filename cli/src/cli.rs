@@ -1073,9 +1073,18 @@ pub(crate) struct RunnersAddArgs {
     /// provider: openai-responses, anthropic-messages or chat-completions.
     #[arg(long)]
     pub(crate) api: Option<String>,
-    /// provider: the model.
+    /// provider: the model; cli: the model the CLI is told to use.
     #[arg(long)]
     pub(crate) model: Option<String>,
+    /// cli: the model endpoint (base URL) the CLI talks to, e.g. http://127.0.0.1:8080/v1.
+    #[arg(long, value_name = "URL")]
+    pub(crate) endpoint: Option<String>,
+    /// cli: the variable of your environment holding the CLI's key (a name, never the key).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) key_env: Option<String>,
+    /// cli: a further flag for the CLI, from its allow-list (repeatable; docs/runners.md).
+    #[arg(long = "cli-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub(crate) cli_args: Vec<String>,
     /// npx/uvx: the package with its exact version (`@scope/pkg@1.2.3`, `pkg==1.2.3`).
     #[arg(long, value_name = "SPEC")]
     pub(crate) package: Option<String>,

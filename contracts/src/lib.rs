@@ -14,6 +14,7 @@
 //! [`Problem`]s.
 
 mod action;
+pub mod agent_cli;
 pub mod channel;
 mod check;
 mod display;

@@ -124,7 +124,7 @@ pub fn build_runner(
                 launch.args.push(flag.clone());
                 launch.args.push(absolute.display().to_string());
             }
-            adapter(launch, entry.env.clone(), &entry.read, matrix)
+            adapter(launch, entry.adapter_env(), &entry.read, matrix)
         }
     }
 }
@@ -197,7 +197,7 @@ pub fn entry_spec(
         launch.args.push(scenario.display().to_string());
     }
     let mut spec = crate::adapter::AdapterSpec::new(launch.program, launch.args, scratch.into());
-    spec.env.clone_from(&entry.env);
+    spec.env = entry.adapter_env();
     spec.extra_read.clone_from(&entry.read);
     spec.home = Some(home.clone());
     spec.home_read = launch.home_read;

@@ -163,7 +163,16 @@ struct RawEntry {
     #[serde(default)]
     api: Option<Spanned<String>>,
     #[serde(default)]
-    model: Option<String>,
+    model: Option<Spanned<String>>,
+    /// `cli`: the model endpoint the CLI talks to (its base URL).
+    #[serde(default)]
+    endpoint: Option<Spanned<String>>,
+    /// `cli`: the name of the variable in Craik's environment holding the CLI's key.
+    #[serde(default)]
+    key_env: Option<Spanned<String>>,
+    /// `cli`: further flags for the CLI, from its allow-list (`craik_contracts::agent_cli`).
+    #[serde(default)]
+    cli_args: Vec<Spanned<String>>,
     #[serde(default)]
     package: Option<Spanned<String>>,
     #[serde(default)]
@@ -216,9 +225,21 @@ pub struct Entry {
     pub scenario_arg: Option<String>,
     /// `cli`: the handoff adapter (codex, claude, gemini).
     pub adapter: Option<String>,
-    /// `provider`: API and model.
+    /// `provider`: API and model; `cli`: the model the CLI is told to use (optional).
     pub api: Option<String>,
     pub model: Option<String>,
+    /// `cli`: the model endpoint (base URL) the CLI is pointed at, from the home's registry
+    /// only. (Left out of the definition digest when absent, so entries installed before it
+    /// existed keep their digest.)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// `cli`: the variable of Craik's environment holding the CLI's key (a name; the value
+    /// reaches only the adapter, which hands it to the CLI under the name the CLI reads).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_env: Option<String>,
+    /// `cli`: further CLI flags, checked against the CLI's allow-list, as passed on.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cli_args: Vec<String>,
     /// `npx`/`uvx`: the package spec with its exact version.
     pub package: Option<String>,
     /// The exact version (from `package`, or `version`).
@@ -233,6 +254,45 @@ pub struct Entry {
     pub env: Vec<String>,
     /// Extra paths the adapter may read.
     pub read: Vec<PathBuf>,
+}
+
+impl Entry {
+    /// The variables of Craik's environment passed to the adapter: `env`, then a `cli`
+    /// entry's `key_env` (the adapter hands its value to the CLI under the name the CLI reads).
+    pub fn adapter_env(&self) -> Vec<String> {
+        let mut env = self.env.clone();
+        if let Some(k) = &self.key_env
+            && !env.contains(k)
+        {
+            env.push(k.clone());
+        }
+        env
+    }
+
+    /// A `cli` entry's configuration as the handoff adapter's arguments: `--endpoint URL`,
+    /// `--model MODEL`, `--key-env NAME` (a name, never a value) and `--cli-arg ARG` for each
+    /// allowed flag. Empty for other backends.
+    pub fn cli_config_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if self.backend != Backend::Cli {
+            return args;
+        }
+        for (flag, value) in [
+            ("--endpoint", &self.endpoint),
+            ("--model", &self.model),
+            ("--key-env", &self.key_env),
+        ] {
+            if let Some(v) = value {
+                args.push(flag.to_owned());
+                args.push(v.clone());
+            }
+        }
+        for a in &self.cli_args {
+            args.push("--cli-arg".to_owned());
+            args.push(a.clone());
+        }
+        args
+    }
 }
 
 /// The merged registry.
@@ -739,7 +799,8 @@ fn load_file(
                 api = Some(a);
                 model = Some(
                     r.model
-                        .clone()
+                        .as_ref()
+                        .map(|m| m.get_ref().clone())
                         .filter(|m| !m.trim().is_empty())
                         .ok_or_else(|| {
                             at(
@@ -800,6 +861,90 @@ fn load_file(
                 }
             }
             Backend::InProcess => {}
+        }
+        // What the CLI is told: its endpoint, model, key variable and further flags. Only a
+        // `cli` entry has them, and only the operator's (home) file gives them: a repository
+        // must not point the CLI, and the key with it, at another endpoint (issue 32).
+        let mut endpoint = None;
+        let mut key_env = None;
+        let mut cli_args = Vec::new();
+        if backend == Backend::Cli {
+            let home_only = |span: std::ops::Range<usize>, k: &str| {
+                at(
+                    span,
+                    &key(k),
+                    "a project registry may not configure a CLI's endpoint, model, key or flags: only the home's runners.toml does",
+                )
+            };
+            if allowance.is_some() {
+                for (k, v) in [
+                    ("endpoint", &r.endpoint),
+                    ("model", &r.model),
+                    ("key_env", &r.key_env),
+                ] {
+                    if let Some(v) = v {
+                        return Err(home_only(v.span(), k));
+                    }
+                }
+                if let Some(first) = r.cli_args.first() {
+                    return Err(home_only(first.span(), "cli_args[0]"));
+                }
+            }
+            if let Some(m) = &r.model {
+                if let Some(why) = craik_contracts::agent_cli::model_problem(m.get_ref()) {
+                    return Err(at(m.span(), &key("model"), why));
+                }
+                model = Some(m.get_ref().clone());
+            }
+            if let Some(e) = &r.endpoint {
+                if let Some(why) = craik_contracts::agent_cli::endpoint_problem(e.get_ref()) {
+                    return Err(at(e.span(), &key("endpoint"), why));
+                }
+                endpoint = Some(e.get_ref().clone());
+            }
+            if let Some(k) = &r.key_env {
+                if let Some(why) = env_problem(k.get_ref()) {
+                    return Err(at(k.span(), &key("key_env"), why));
+                }
+                key_env = Some(k.get_ref().clone());
+            }
+            let cli = adapter
+                .as_deref()
+                .and_then(craik_contracts::agent_cli::AgentCli::from_name);
+            if let Some(cli) = cli {
+                let given: Vec<String> = r.cli_args.iter().map(|a| a.get_ref().clone()).collect();
+                cli_args =
+                    craik_contracts::agent_cli::check_cli_args(cli, &given).map_err(|e| {
+                        let span = r
+                            .cli_args
+                            .get(e.index)
+                            .map_or_else(|| spanned.span(), Spanned::span);
+                        at(span, &key(&format!("cli_args[{}]", e.index)), &e.why)
+                    })?;
+            }
+        } else {
+            for (k, v) in [("endpoint", &r.endpoint), ("key_env", &r.key_env)] {
+                if let Some(v) = v {
+                    return Err(at(
+                        v.span(),
+                        &key(k),
+                        &format!(
+                            "not a key of a `{}` entry (a `cli` entry's)",
+                            backend.as_str()
+                        ),
+                    ));
+                }
+            }
+            if let Some(first) = r.cli_args.first() {
+                return Err(at(
+                    first.span(),
+                    &key("cli_args[0]"),
+                    &format!(
+                        "not a key of a `{}` entry (a `cli` entry's)",
+                        backend.as_str()
+                    ),
+                ));
+            }
         }
         if install == Install::Prebundled
             && r.source.is_none()
@@ -1011,6 +1156,9 @@ fn load_file(
                 adapter,
                 api,
                 model,
+                endpoint,
+                key_env,
+                cli_args,
                 package,
                 version,
                 source,
@@ -1133,6 +1281,9 @@ pub fn provider_entry(api: &str, model: &str) -> Result<Entry, Error> {
         adapter: None,
         api: Some(api.to_owned()),
         model: Some(model.to_owned()),
+        endpoint: None,
+        key_env: None,
+        cli_args: Vec::new(),
         package: None,
         version: Some(env!("CARGO_PKG_VERSION").to_owned()),
         source: None,
@@ -1215,6 +1366,9 @@ fn builtin_entries() -> Result<Vec<Entry>, Error> {
             adapter: None,
             api: None,
             model: None,
+            endpoint: None,
+            key_env: None,
+            cli_args: Vec::new(),
             package: None,
             version: Some(env!("CARGO_PKG_VERSION").to_owned()),
             source: None,

@@ -268,6 +268,31 @@ pub(crate) fn show(out: &mut Out, format: Format, home: &Path, id: &str) -> Resu
                     opt(&e.model)
                 ))?;
             }
+            if e.backend == Backend::Cli {
+                // What the CLI is told (the key by its variable's name, never its value).
+                out.line(format_args!(
+                    "  endpoint   {}",
+                    one_line(e.endpoint.as_deref().unwrap_or("(the CLI's default)"))
+                ))?;
+                out.line(format_args!(
+                    "  model      {}",
+                    one_line(e.model.as_deref().unwrap_or("(the CLI's default)"))
+                ))?;
+                out.line(format_args!(
+                    "  key from   {}",
+                    e.key_env.as_deref().map_or_else(
+                        || "(none: the CLI's own login, which a run's new HOME does not hold)"
+                            .to_owned(),
+                        |k| format!("${}", one_line(k))
+                    )
+                ))?;
+                if !e.cli_args.is_empty() {
+                    out.line(format_args!(
+                        "  cli args   {}",
+                        one_line(&serde_json::to_string(&e.cli_args).unwrap_or_default())
+                    ))?;
+                }
+            }
             out.line(format_args!("  package    {}", opt(&e.package)))?;
             out.line(format_args!("  version    {}", opt(&e.version)))?;
             out.line(format_args!("  install    {}", e.install.as_str()))?;

@@ -950,3 +950,361 @@ m.main()
         assert_eq!(c["skipped"], true, "{c}");
     }
 }
+
+/// What [`recording_cli`] writes before it answers: its arguments, the key variables (as a
+/// sha256, never the value), the endpoint variables, its HOME and TMPDIR, gemini's settings.
+const RECORD: &str = r#"{
+  printf 'argv'; for a in "$@"; do printf ' <%s>' "$a"; done; printf '\n'
+  for v in OPENAI_API_KEY ANTHROPIC_API_KEY GEMINI_API_KEY TEST_MODEL_KEY; do
+    eval "val=\${$v-}"
+    if [ -n "$val" ]; then printf '%s=sha256:%s\n' "$v" "$(printf %s "$val" | sha256sum | cut -d' ' -f1)"; else printf '%s=unset\n' "$v"; fi
+  done
+  printf 'ANTHROPIC_BASE_URL=%s\nGOOGLE_GEMINI_BASE_URL=%s\n' "${ANTHROPIC_BASE_URL-unset}" "${GOOGLE_GEMINI_BASE_URL-unset}"
+  printf 'HOME=%s\nTMPDIR=%s\n' "$HOME" "$TMPDIR"
+  if [ -f "$HOME/.gemini/settings.json" ]; then printf 'settings=%s\n' "$(cat "$HOME/.gemini/settings.json")"; fi
+} >> "$PWD/seen.txt"
+"#;
+
+/// [`fake_cli_with`] that first records what it was given into `seen.txt` in its working
+/// directory (the adapter's), and with `leak` fails printing its key to stderr.
+fn recording_cli(dir: &Path, cli: &str, leak: bool) -> PathBuf {
+    let fake = fake_cli(dir, cli);
+    let body = std::fs::read_to_string(&fake).unwrap();
+    let (shebang, rest) = body.split_once('\n').unwrap();
+    let leak = if leak {
+        "echo \"auth failed for key ${OPENAI_API_KEY}${ANTHROPIC_API_KEY}${GEMINI_API_KEY}\" >&2; exit 3\n"
+    } else {
+        ""
+    };
+    let path = dir.join(format!("agent-{cli}"));
+    std::fs::write(&path, format!("{shebang}\n{RECORD}{leak}{rest}")).unwrap();
+    make_executable(&path);
+    path
+}
+
+fn sha256_hex(text: &str) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Every file under `dir` whose bytes hold `needle`.
+fn files_holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = entry.path();
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() {
+                todo.push(path);
+            } else if kind.is_file()
+                && std::fs::read(&path)
+                    .unwrap()
+                    .windows(needle.len())
+                    .any(|w| w == needle.as_bytes())
+            {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// Issue 32 item 2: the operator's endpoint, model and key (a registry entry's `endpoint`,
+/// `model`, `key_env`) and allowed flags reach each CLI as that CLI reads them — codex as its
+/// own provider through `-c` settings, claude and gemini through their variables and
+/// `--model` — the key only in the CLI's environment under the name it reads (never an
+/// argument, never the operator's variable name, never in the run's records), the CLI in a
+/// private home removed after it; model steps name the endpoint's host.
+#[test]
+fn issue_32_the_operators_endpoint_model_and_key_reach_each_cli() {
+    crate::ensure_adapters();
+    let key = "sk-test-issue32-0123456789abcdef";
+    let key_sha = format!("sha256:{}", sha256_hex(key));
+    let endpoint = "http://127.0.0.1:9/v1";
+    for (cli, flag, key_var) in [
+        ("codex", "-c=model_reasoning_effort=low", "OPENAI_API_KEY"),
+        ("claude", "--effort=low", "ANTHROPIC_API_KEY"),
+        ("gemini", "--debug", "GEMINI_API_KEY"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let agent = recording_cli(dir.path(), cli, false);
+        let home = dir.path().join("home");
+        crate::registry::ok(&crate::registry::runners(
+            &home,
+            &[
+                "add",
+                "agent",
+                "--backend",
+                "cli",
+                "--adapter",
+                cli,
+                "--command",
+                agent.to_str().unwrap(),
+                "--install",
+                "cache",
+                "--endpoint",
+                endpoint,
+                "--model",
+                "test-model",
+                "--key-env",
+                "TEST_MODEL_KEY",
+                &format!("--cli-arg={flag}"),
+            ],
+        ));
+        crate::registry::ok(&crate::registry::runners(&home, &["install", "agent"]));
+        let ex = scratch_example(
+            dir.path(),
+            "trusted-local",
+            &[],
+            simple_steps(),
+            &[("README.md", "hello\n")],
+        );
+        let run = |with_key: bool| {
+            let mut cmd = craik();
+            cmd.arg("run")
+                .arg(ex.join("task_request.json"))
+                .arg("--workspace")
+                .arg(ex.join("workspace"))
+                .args(["--runner", "agent", "--home"])
+                .arg(&home)
+                .env_remove("TEST_MODEL_KEY");
+            if with_key {
+                cmd.env("TEST_MODEL_KEY", key);
+            }
+            let out = cmd.output().unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            let id = text
+                .split_whitespace()
+                .nth(1)
+                .map(|s| s.trim_end_matches(':').to_owned())
+                .unwrap_or_default();
+            (out.status.code(), id, transcript(&out))
+        };
+        let (exit, id, text) = run(true);
+        assert_eq!(exit, Some(0), "{cli}: {text}");
+        verify_run(&home, &id, false);
+        let adapter_dir = home.join("runs").join(&id).join("adapter");
+        let seen = std::fs::read_to_string(adapter_dir.join("seen.txt")).unwrap();
+        let invocation = seen.split("argv").nth(1).unwrap();
+        // The key: under the CLI's own name only, never an argument.
+        assert!(
+            invocation.contains(&format!("{key_var}={key_sha}")),
+            "{cli}: {invocation}"
+        );
+        assert!(
+            invocation.contains("TEST_MODEL_KEY=unset"),
+            "{cli}: {invocation}"
+        );
+        for other in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"] {
+            if other != key_var {
+                assert!(
+                    invocation.contains(&format!("{other}=unset")),
+                    "{cli}: {invocation}"
+                );
+            }
+        }
+        let argv = invocation.lines().next().unwrap();
+        assert!(!argv.contains(key), "{cli}: the key is an argument");
+        // The endpoint and model as the CLI reads them; the allowed flag passed on.
+        match cli {
+            "codex" => {
+                for want in [
+                    "<-c> <model_provider=\"craik\">",
+                    &format!("<-c> <model_providers.craik.base_url=\"{endpoint}\">"),
+                    "<-c> <model_providers.craik.wire_api=\"responses\">",
+                    "<-c> <model_providers.craik.env_key=\"OPENAI_API_KEY\">",
+                    "<-c> <model=\"test-model\">",
+                    "<--disable> <shell_tool>",
+                    "<--disable> <unified_exec>",
+                    "<-c> <model_reasoning_effort=low> <->",
+                ] {
+                    assert!(argv.contains(want), "codex: {want} not in {argv}");
+                }
+                assert!(argv.ends_with("<->"), "codex: {argv}");
+            }
+            "claude" => {
+                assert!(
+                    argv.contains("<--model> <test-model> <--effort> <low>"),
+                    "{argv}"
+                );
+                assert!(invocation.contains(&format!("ANTHROPIC_BASE_URL={endpoint}\n")));
+            }
+            _ => {
+                assert!(argv.contains("<--model> <test-model> <-d>"), "{argv}");
+                assert!(invocation.contains(&format!("GOOGLE_GEMINI_BASE_URL={endpoint}\n")));
+                let settings = invocation
+                    .lines()
+                    .find_map(|l| l.strip_prefix("settings="))
+                    .unwrap();
+                let settings: Value = serde_json::from_str(settings).unwrap();
+                assert_eq!(
+                    settings["security"]["auth"]["selectedType"],
+                    "gemini-api-key"
+                );
+                let excluded = settings["tools"]["exclude"].as_array().unwrap();
+                for tool in ["run_shell_command", "write_file", "replace", "web_fetch"] {
+                    assert!(
+                        excluded.contains(&json!(tool)),
+                        "gemini: {tool} not excluded"
+                    );
+                }
+            }
+        }
+        // A private home, new for each invocation and gone after it.
+        let cli_home = adapter_dir.join(".craik-cli");
+        assert!(
+            invocation.contains(&format!("HOME={}\n", cli_home.display()))
+                && invocation.contains(&format!("TMPDIR={}\n", cli_home.join("tmp").display())),
+            "{cli}: {invocation}"
+        );
+        assert!(!cli_home.exists(), "{cli}: the CLI's home outlived it");
+        // Model steps name the endpoint's host and the model (the CLI's, else the one given).
+        let steps: Vec<Value> = receipts(&home, &id)
+            .into_iter()
+            .filter(|r| r["capability"] == "model.step")
+            .collect();
+        assert_eq!(steps.len(), 4, "{cli}");
+        let model = match cli {
+            "codex" => "test-model",
+            "claude" => "claude-test",
+            _ => "gemini-test",
+        };
+        for s in &steps {
+            let m = &s["result"]["metadata"];
+            assert_eq!(
+                (&m["endpoint_host"], &m["model"]),
+                (&json!("127.0.0.1"), &json!(model)),
+                "{cli}: {m}"
+            );
+        }
+        assert_eq!(files_holding(&home, key), Vec::<PathBuf>::new(), "{cli}");
+        // Without the variable the step stops, saying which one.
+        let (exit, id, text) = run(false);
+        assert_eq!(exit, Some(1), "{cli}: {text}");
+        let reason = run_json(&home, &id)["stop_reason"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            reason.contains("the CLI's key variable `TEST_MODEL_KEY` (`key_env`) is not set in Craik's environment"),
+            "{cli}: {reason}"
+        );
+    }
+    // A CLI printing its key in a failure: what is kept of its stderr has it replaced.
+    let dir = tempfile::tempdir().unwrap();
+    let agent = recording_cli(dir.path(), "claude", true);
+    let home = dir.path().join("home");
+    crate::registry::ok(&crate::registry::runners(
+        &home,
+        &[
+            "add",
+            "agent",
+            "--backend",
+            "cli",
+            "--adapter",
+            "claude",
+            "--command",
+            agent.to_str().unwrap(),
+            "--install",
+            "cache",
+            "--key-env",
+            "TEST_MODEL_KEY",
+        ],
+    ));
+    crate::registry::ok(&crate::registry::runners(&home, &["install", "agent"]));
+    let ex = scratch_example(dir.path(), "trusted-local", &[], simple_steps(), &[]);
+    let out = craik()
+        .arg("run")
+        .arg(ex.join("task_request.json"))
+        .arg("--workspace")
+        .arg(ex.join("workspace"))
+        .args(["--runner", "agent", "--home"])
+        .arg(&home)
+        .env("TEST_MODEL_KEY", key)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    let id = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(':')
+        .to_owned();
+    let reason = run_json(&home, &id)["stop_reason"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        reason.contains("its stderr ended: auth failed for key [key]"),
+        "{reason}"
+    );
+    // No endpoint given: the host is unknown, not guessed.
+    let steps: Vec<Value> = receipts(&home, &id)
+        .into_iter()
+        .filter(|r| r["capability"] == "model.step")
+        .collect();
+    assert_eq!(steps[0]["result"]["metadata"]["endpoint_host"], "unknown");
+    assert_eq!(files_holding(&home, key), Vec::<PathBuf>::new());
+}
+
+/// Issue 32: a CLI whose own children hold its output open (codex's node launcher runs a native
+/// binary) is stopped whole when it acts on its own: the step ends at once as a violation,
+/// not at the step timeout waiting for pipes a surviving child keeps open.
+#[test]
+fn issue_32_an_acting_cli_is_killed_with_its_children() {
+    crate::ensure_adapters();
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("fake-codex-with-a-child");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\ncat >/dev/null\nsleep 90 &\nprintf '{\"type\":\"thread.started\",\"thread_id\":\"t\"}\\n{\"type\":\"item.started\",\"item\":{\"id\":\"i\",\"type\":\"command_execution\",\"command\":\"x\"}}\\n'\nwait\n",
+    )
+    .unwrap();
+    make_executable(&fake);
+    let wrapper = dir.path().join("live.sh");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec {} --cli {}\n",
+            adapter_bin("codex").display(),
+            fake.display()
+        ),
+    )
+    .unwrap();
+    make_executable(&wrapper);
+    let ex = scratch_example(dir.path(), "trusted-local", &[], simple_steps(), &[]);
+    let home = dir.path().join("home");
+    let started = std::time::Instant::now();
+    let (exit, id, text) = run_example(
+        &home,
+        &ex,
+        &[
+            "--runner",
+            &format!("adapter:{}", wrapper.display()),
+            "--runner-matrix",
+            "codex",
+            "--adapter-read",
+            fake.to_str().unwrap(),
+            "--step-timeout-secs",
+            "60",
+        ],
+    );
+    let took = started.elapsed();
+    assert_eq!(exit, 1, "{text}");
+    let reason = run_json(&home, &id)["stop_reason"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        reason.contains("acted on its own (a codex `command_execution` item)"),
+        "{reason}"
+    );
+    assert!(
+        took < std::time::Duration::from_secs(40),
+        "the step waited for the CLI's child: {took:?}"
+    );
+}

@@ -1276,3 +1276,165 @@ fn issue_32_a_cli_is_pinned_with_every_file_of_its_package() {
     assert_eq!(exit, 1, "{text}");
     assert!(text.contains("changed since it was installed"), "{text}");
 }
+
+/// Issue 32: a `cli` entry's endpoint, model, key variable and further CLI flags are checked
+/// when the file loads (one line naming the file, line, field and value); only the home's file
+/// may give them; flags come from the CLI's allow-list, never free text.
+#[test]
+fn issue_32_cli_configuration_is_checked_when_the_registry_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let file = home.join("runners.toml");
+    let entry = |adapter: &str, extra: &str| {
+        format!(
+            "[runner.x]\nbackend = \"cli\"\nadapter = \"{adapter}\"\ncommand = \"/bin/true\"\n{extra}"
+        )
+    };
+    let cases: &[(String, &str)] = &[
+        (
+            entry("codex", "endpoint = \"https://user:pw@llm.example/v1\"\n"),
+            "5: runner.x.endpoint `https://user:pw@llm.example/v1`: no user or password in an endpoint: name the variable holding the key in `key_env`",
+        ),
+        (
+            entry("codex", "endpoint = \"https://llm.example/v1?key=sk-1\"\n"),
+            "5: runner.x.endpoint `https://llm.example/v1?key=sk-1`: no query or fragment in an endpoint (a key there would be recorded: use `key_env`)",
+        ),
+        (
+            entry("gemini", "endpoint = \"llm.example:443\"\n"),
+            "5: runner.x.endpoint `llm.example:443`: an endpoint starts with `http://` or `https://`",
+        ),
+        (
+            entry("claude", "model = \"--dangerously-skip-permissions\"\n"),
+            "5: runner.x.model `--dangerously-skip-permissions`: a model name is 1 to 200 ASCII letters, digits and `-._:/@`, not starting with `-`",
+        ),
+        (
+            entry("claude", "key_env = \"CRAIK_KEY\"\n"),
+            "5: runner.x.key_env `CRAIK_KEY`: Craik's own variables (`CRAIK_*`) never reach an adapter",
+        ),
+        (
+            entry("claude", "key_env = \"sk-ant-real-key\"\n"),
+            "5: runner.x.key_env `sk-ant-real-key`: a variable name is uppercase ASCII letters, digits and `_` (names only, never values)",
+        ),
+        (
+            entry(
+                "claude",
+                "cli_args = [\"--effort\", \"low\", \"--dangerously-skip-permissions\"]\n",
+            ),
+            "5: runner.x.cli_args[2] `--dangerously-skip-permissions`: not a flag Craik passes to claude (allowed: --effort (low|medium|high|xhigh|max), --max-budget-usd AMOUNT, --fallback-model MODEL, --exclude-dynamic-system-prompt-sections, --disable-slash-commands, --include-partial-messages, --safe-mode, --bare)",
+        ),
+        (
+            entry("codex", "cli_args = [\"-c\", \"sandbox_mode=danger-full-access\"]\n"),
+            "5: runner.x.cli_args[1] `sandbox_mode=danger-full-access`: -c model_reasoning_effort=none|minimal|low|medium|high|xhigh, -c model_reasoning_summary=auto|concise|detailed|none, -c model_verbosity=low|medium|high, -c model_context_window=N, -c model_auto_compact_token_limit=N, -c hide_agent_reasoning=true|false: `sandbox_mode` is not an allowed setting",
+        ),
+        (
+            entry("gemini", "cli_args = [\"--yolo\"]\n"),
+            "5: runner.x.cli_args[0] `--yolo`: not a flag Craik passes to gemini (allowed: -d)",
+        ),
+        (
+            "[runner.x]\nbackend = \"program\"\ncommand = \"/bin/true\"\nmatrix = \"fixture\"\nendpoint = \"http://127.0.0.1:1\"\n".to_owned(),
+            "5: runner.x.endpoint `http://127.0.0.1:1`: not a key of a `program` entry (a `cli` entry's)",
+        ),
+    ];
+    for (text, want) in cases {
+        std::fs::write(&file, text).unwrap();
+        let out = runners(&home, &["check"]);
+        assert_eq!(out.status.code(), Some(3), "{want}: {}", transcript(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            err.trim_end(),
+            format!("craik: {}:{want}", file.display()),
+            "{text}"
+        );
+        // A run refuses the same way, before anything is written.
+        let (exit, text) = refused_run(&home, &example("docs-review"), &[]);
+        assert_eq!(exit, 3, "{text}");
+        assert!(!home.join("runs").exists());
+    }
+    // `runners add` checks before it writes: nothing is written.
+    std::fs::remove_file(&file).unwrap();
+    let out = runners(
+        &home,
+        &[
+            "add",
+            "y",
+            "--backend",
+            "cli",
+            "--adapter",
+            "gemini",
+            "--command",
+            "/bin/true",
+            "--cli-arg=--approval-mode=yolo",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", transcript(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "runner.y.cli_args[0] `--approval-mode=yolo`: not a flag Craik passes to gemini"
+        ),
+        "{}",
+        transcript(&out)
+    );
+    assert!(!file.exists());
+    // What is allowed is written as given and shown (the key by its variable's name).
+    ok(&runners(
+        &home,
+        &[
+            "add",
+            "y",
+            "--backend",
+            "cli",
+            "--adapter",
+            "claude",
+            "--command",
+            "/bin/true",
+            "--endpoint",
+            "http://127.0.0.1:8080",
+            "--model",
+            "claude-x",
+            "--key-env",
+            "MY_ANTHROPIC_KEY",
+            "--cli-arg=--effort=low",
+            "--cli-arg=--bare",
+        ],
+    ));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.contains("endpoint = \"http://127.0.0.1:8080\"")
+            && text.contains("key_env = \"MY_ANTHROPIC_KEY\"")
+            && text.contains("cli_args = [\"--effort=low\", \"--bare\"]"),
+        "{text}"
+    );
+    let shown = ok(&runners(&home, &["show", "y"]));
+    assert!(
+        shown.contains("endpoint   http://127.0.0.1:8080")
+            && shown.contains("model      claude-x")
+            && shown.contains("key from   $MY_ANTHROPIC_KEY")
+            && shown.contains("cli args   [\"--effort\",\"low\",\"--bare\"]"),
+        "{shown}"
+    );
+    // A project file may not point a CLI (and its key) anywhere, nor pass it flags.
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("craik.toml"), "home = \"../home\"\n").unwrap();
+    for (extra, field) in [
+        ("endpoint = \"https://attacker.example/v1\"\n", "endpoint"),
+        ("key_env = \"MY_ANTHROPIC_KEY\"\n", "key_env"),
+        ("model = \"m\"\n", "model"),
+        ("cli_args = [\"--bare\"]\n", "cli_args[0]"),
+    ] {
+        std::fs::write(
+            project.join("runners.toml"),
+            format!("[runner.p]\nbackend = \"cli\"\nadapter = \"claude\"\ncommand = \"/bin/true\"\n{extra}"),
+        )
+        .unwrap();
+        let out = craik_in(&project, &["runners", "check"]);
+        assert_eq!(out.status.code(), Some(3), "{}", transcript(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("runners.toml:5: runner.p.{field} `"))
+                && err.contains("a project registry may not configure a CLI's endpoint, model, key or flags: only the home's runners.toml does"),
+            "{err}"
+        );
+    }
+}

@@ -16,6 +16,10 @@ pub struct NewEntry {
     pub adapter: Option<String>,
     pub api: Option<String>,
     pub model: Option<String>,
+    /// `cli`: the model endpoint, the key's variable, further allowed CLI flags.
+    pub endpoint: Option<String>,
+    pub key_env: Option<String>,
+    pub cli_args: Vec<String>,
     pub package: Option<String>,
     pub version: Option<String>,
     pub source: Option<PathBuf>,
@@ -69,6 +73,8 @@ pub fn add_to_text(text: &str, entry: &NewEntry, force: bool) -> Result<String, 
         ("adapter", &entry.adapter),
         ("api", &entry.api),
         ("model", &entry.model),
+        ("endpoint", &entry.endpoint),
+        ("key_env", &entry.key_env),
         ("package", &entry.package),
         ("version", &entry.version),
         ("install", &entry.install),
@@ -83,6 +89,9 @@ pub fn add_to_text(text: &str, entry: &NewEntry, force: bool) -> Result<String, 
     }
     if !entry.args.is_empty() {
         t.insert("args", list(&entry.args));
+    }
+    if !entry.cli_args.is_empty() {
+        t.insert("cli_args", list(&entry.cli_args));
     }
     if !entry.env.is_empty() {
         t.insert("env", list(&entry.env));

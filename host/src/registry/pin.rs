@@ -511,6 +511,7 @@ pub fn verify(entry: &Entry, home: &Path) -> Result<Launch, Error> {
         _ => return Err(fail("nothing to launch".into())),
     };
     args.extend(entry.args.iter().cloned());
+    args.extend(entry.cli_config_args());
     let program_sha256 = if program == target.path() {
         found.clone()
     } else {

@@ -1269,11 +1269,29 @@ pub fn signal_name(signal: i32) -> &'static str {
 /// thread.
 pub fn install_exit_handler() {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    // The handlers are registered on the thread that serves them, and this returns once they
+    // are. A process that may start no thread (RLIMIT_NPROC reached: outside testing round
+    // 17 found `receipts verify` panicking there) keeps the default dispositions: it can start
+    // no command either, and a signal then ends it as it would any program.
+    let (ready, registered) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("craik-signals".into())
+        .spawn(move || {
+            let signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]);
+            let _ = ready.send(());
+            if let Ok(signals) = signals {
+                serve_signals(signals);
+            }
+        });
+    if spawned.is_ok() {
+        let _ = registered.recv();
+    }
+}
+
+/// [`install_exit_handler`]'s thread.
+fn serve_signals(mut signals: signal_hook::iterator::Signals) {
     use std::sync::atomic::Ordering::SeqCst;
-    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
-        return;
-    };
-    std::thread::spawn(move || {
+    {
         for signal in signals.forever() {
             if GRACEFUL.load(SeqCst)
                 && INTERRUPTED
@@ -1313,7 +1331,7 @@ pub fn install_exit_handler() {
             );
             std::process::exit(128 + signal);
         }
-    });
+    }
 }
 
 #[cfg(test)]

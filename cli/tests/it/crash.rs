@@ -1676,8 +1676,7 @@ fn issue_31_an_unsigned_ending_in_the_events_is_never_signed() {
             .any(|r| r["capability"] == "run.closed");
         let last_answer = events
             .lines()
-            .filter(|l| l.contains("\"step_result\""))
-            .last()
+            .rfind(|l| l.contains("\"step_result\""))
             .unwrap_or_default()
             .to_owned();
         if closed || !last_answer.contains("\"evaluate\"") {

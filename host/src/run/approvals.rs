@@ -431,7 +431,7 @@ pub fn refuse_if_decided(home: &Home, ring: &KeyRing, id: &str, what: &str) -> R
             )))
         }
         crate::ledger::ReviewState::OlderThanHome { unnamed } => Err(Error::refused(format!(
-            "{what} {id}: the home ledger does not name {unnamed}: it is older than the home (cut or put back), and a decision it lost may have been made. Nothing was signed; check the home with `craik receipts verify {}` (a killed decision is finished by running the same command again)",
+            "{what} {id}: the home ledger does not name {unnamed}: it is older than the home (cut or put back), and a decision it lost may have been made. Nothing was signed; check the home with `craik receipts verify {}` (a killed decision is finished by running the same command again; a run killed at its start, by `craik runs recover RUN`)",
             home.root.display()
         ))),
     }

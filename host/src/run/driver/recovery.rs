@@ -87,7 +87,7 @@ impl Host {
         }
         if let Some(first) = record.as_ref().and_then(|r| r.unnamed.first()) {
             return Err(Error::refused(format!(
-                "{}: the home ledger does not name {} journal(s) of this home (first {first}): it is older than the home (an older copy put back, or cut). Nothing was signed or performed; check the home with `craik receipts verify {}` (a killed `approvals approve|deny` or `memory approve|reject` is finished by running it again)",
+                "{}: the home ledger does not name {} journal(s) of this home (first {first}): it is older than the home (an older copy put back, or cut). Nothing was signed or performed; check the home with `craik receipts verify {}` (a killed `approvals approve|deny` or `memory approve|reject` is finished by running it again; a run killed at its start, by `craik runs recover RUN`)",
                 inputs.run_id,
                 record.as_ref().map_or(0, |r| r.unnamed.len()),
                 home.root.display()

@@ -1392,7 +1392,7 @@ pub(crate) fn cancel(
     drop(dir);
     let (mut host, keys) = open_locked(home, run_id, out)?;
     operator(&host, by)?;
-    host.settle()?;
+    host.settle_for(by)?;
     if host.is_final() {
         return Err(ended_refusal(&host, run_id, "cancelled").into());
     }

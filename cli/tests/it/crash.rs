@@ -1851,3 +1851,79 @@ fn issue_31_a_recovery_killed_mid_undo_still_names_every_change() {
     }
     assert!(points >= 3, "only {points} kill points");
 }
+
+/// Outside testing round 17b (M9, M2): a run killed while a command runs, then its act step
+/// edited in `events.jsonl` — its status set to `failed` (an unsigned ending, which would have
+/// had the step asked again and the command run twice), or the command's argv changed (which
+/// would have had an outcome signed for another command). Recovery and resume refuse; the
+/// command ran once and nothing more is signed.
+#[test]
+fn issue_31_a_started_step_edited_in_the_events_is_refused() {
+    for edit in ["failed", "argv"] {
+        let dir = tempfile::tempdir().unwrap();
+        let steps = crate::runs::act(json!([
+            {"id":"action_plant","capability":"shell.test","operation":"execute","argv":["./plant.sh"]},
+        ]));
+        let script = "#!/bin/sh\necho ran >> src/.count\necho planted > src/.planted\nsleep 30\n";
+        let ex = scratch_example(
+            dir.path(),
+            "trusted-local",
+            &[("shell.test", &["./plant.sh"], &["execute"])],
+            steps,
+            &[("plant.sh", script), ("src/lib.rs", "// lib\n")],
+        );
+        crate::adapters::make_executable(&ex.join("workspace/plant.sh"));
+        let home = dir.path().join("home");
+        let (mut child, id) = run_until(&ex, &home, |run| {
+            run.join("workspace/src/.planted").exists()
+        });
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let run_dir = home.join("runs").join(&id);
+        let events = std::fs::read_to_string(run_dir.join("events.jsonl")).unwrap();
+        let edited: String = events
+            .lines()
+            .map(|l| {
+                let l = if l.contains("\"step_result\"") && l.contains("\"act\"") {
+                    match edit {
+                        "failed" => {
+                            l.replacen("\"status\":\"completed\"", "\"status\":\"failed\"", 1)
+                        }
+                        _ => l.replace("./plant.sh", "./other.sh"),
+                    }
+                } else {
+                    l.to_owned()
+                };
+                format!("{l}\n")
+            })
+            .collect();
+        assert_ne!(edited, events, "{edit}: nothing edited");
+        std::fs::write(run_dir.join("events.jsonl"), edited).unwrap();
+        let before = receipts(&home, &id).len();
+        for command in ["recover", "resume"] {
+            let out = craik()
+                .args(["runs", command, &id, "--by", "user:op", "--home"])
+                .arg(&home)
+                .output()
+                .unwrap();
+            assert_ne!(
+                out.status.code(),
+                Some(0),
+                "{edit} {command}: {}",
+                transcript(&out)
+            );
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("the events were edited"),
+                "{edit} {command}: {}",
+                transcript(&out)
+            );
+        }
+        assert_eq!(
+            receipts(&home, &id).len(),
+            before,
+            "{edit}: signed after the edit"
+        );
+        let count = std::fs::read_to_string(run_dir.join("workspace/src/.count")).unwrap();
+        assert_eq!(count.lines().count(), 1, "{edit}: ran again");
+    }
+}

@@ -223,6 +223,9 @@ impl Host {
         {
             host.believe_ledger_starts(&record.starting)?;
         }
+        if receipts.ending.is_none() && !closed {
+            host.pending_as_decided()?;
+        }
         // The signed closing receipt names the ending; the events and run.json are the host's
         // own account and never override it.
         if let Some((status, reason)) = receipts.ending {
@@ -312,6 +315,22 @@ impl Host {
                     // `failed` was signed as the run's ending): that answer is set aside and
                     // the step is asked again when the run is resumed.
                     if !signed_ending && self.machine.run().ended_at.is_some() {
+                        // Not when the journal signs decisions of that step's actions: then
+                        // the host acted on another answer of it (outside testing round 17b:
+                        // an act step edited to `failed` after a kill mid-command was asked
+                        // again, and the command ran twice).
+                        if let Some(decided) = actions
+                            .iter()
+                            .find(|a| self.receipts_by_action.contains_key(&a.id))
+                        {
+                            return Err(Error::refused(format!(
+                                "{}: events.jsonl says the runner's answer to step {} ended the run, but the journal signs a decision of its action {}: the events were edited. Nothing was signed or performed; check the home with `craik receipts verify {}`",
+                                self.inputs.run_id,
+                                self.step_count,
+                                craik_contracts::one_line(&decided.id),
+                                self.home.root.display()
+                            )));
+                        }
                         self.machine = before;
                         self.notes.push(format!(
                             "the runner's answer to step {} ({}) ended the run, but no receipt signs that ending: the step will be asked again",
@@ -378,6 +397,35 @@ impl Host {
                         craik_contracts::Truncated(&craik_contracts::one_line(&reason))
                     ));
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses when an action the events propose has a signed decision of another request
+    /// (its `request_hash`): the events were edited after the host decided it — started or
+    /// not (outside testing round 17b: a started write's content and a command's argv were
+    /// edited, and the outcome signed for the edited request).
+    fn pending_as_decided(&self) -> Result<(), Error> {
+        for action in &self.pending {
+            let Some(signed) = self.receipts_by_action.get(&action.id).and_then(|rs| {
+                rs.iter()
+                    .rev()
+                    .find(|r| r.decided_by.kind != DecidedByKind::Outcome)
+            }) else {
+                continue;
+            };
+            let request = self.decision_request(action, Vec::new());
+            let here = craik_kernel::request_hash(&self.bundle, &request, &self.workspace_root());
+            if here.as_deref() != Ok(signed.request_hash.as_str()) {
+                return Err(Error::refused(format!(
+                    "{}: events.jsonl proposes {} as a request other than the one its signed decision {} hashes ({}): the events were edited. Nothing was signed or performed; check the home with `craik receipts verify {}`",
+                    self.inputs.run_id,
+                    craik_contracts::one_line(&action.id),
+                    signed.id,
+                    signed.request_hash,
+                    self.home.root.display()
+                )));
             }
         }
         Ok(())
@@ -552,24 +600,8 @@ impl Host {
                 .iter()
                 .rev()
                 .find(|r| r.decided_by.kind != DecidedByKind::Outcome);
-            // The action the events propose must be the request its signed decision hashes
-            // (outside testing round 17 N2: an edited `step_result` got a second, different
-            // decision for one action id, and the edited write was performed).
-            if let Some(signed) = last {
-                let request = self.decision_request(action, Vec::new());
-                let here =
-                    craik_kernel::request_hash(&self.bundle, &request, &self.workspace_root());
-                if here.as_deref() != Ok(signed.request_hash.as_str()) {
-                    return Err(Error::refused(format!(
-                        "{}: events.jsonl proposes {} as a request other than the one its signed decision {} hashes ({}): the events were edited. Nothing was signed or performed; check the home with `craik receipts verify {}`",
-                        self.inputs.run_id,
-                        craik_contracts::one_line(&action.id),
-                        signed.id,
-                        signed.request_hash,
-                        self.home.root.display()
-                    )));
-                }
-            }
+            // (Its request is the one its signed decision hashes: checked on reopening,
+            // `Host::pending_as_decided`; outside testing round 17 N2.)
             if last.is_none() {
                 found.push(format!("{}: not decided yet; will be decided", action.id));
             } else if last.is_some_and(|r| r.decision != Decision::Allow) {

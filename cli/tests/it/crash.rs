@@ -1421,24 +1421,7 @@ fn issue_31_a_deleted_pre_command_record_is_signed_as_tampered_or_lost() {
         ("record+event", "resume"),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let steps = crate::runs::act(json!([
-            {"id":"action_plant","capability":"shell.test","operation":"execute","argv":["./plant.sh"]},
-        ]));
-        let script = "#!/bin/sh\necho ran >> src/.count\necho planted > src/.planted\nsleep 30\n";
-        let ex = scratch_example(
-            dir.path(),
-            "trusted-local",
-            &[("shell.test", &["./plant.sh"], &["execute"])],
-            steps,
-            &[("plant.sh", script), ("src/lib.rs", "// lib\n")],
-        );
-        crate::adapters::make_executable(&ex.join("workspace/plant.sh"));
-        let home = dir.path().join("home");
-        let (mut child, id) = run_until(&ex, &home, |run| {
-            run.join("workspace/src/.planted").exists()
-        });
-        child.kill().unwrap();
-        child.wait().unwrap();
+        let (home, id) = killed_mid_command(dir.path(), COUNTING_PLANT);
         let run_dir = home.join("runs").join(&id);
         std::fs::remove_dir_all(run_dir.join("precommand")).unwrap();
         if variant == "record+event" {
@@ -1774,9 +1757,6 @@ fn issue_31_a_full_disk_anywhere_in_a_run_exits_5() {
 /// signed outcome names every change the command made — also those undone before the kill.
 #[test]
 fn issue_31_a_recovery_killed_mid_undo_still_names_every_change() {
-    let steps = crate::runs::act(json!([
-        {"id":"action_plant","capability":"shell.test","operation":"execute","argv":["./plant.sh"]},
-    ]));
     let script = "#!/bin/sh\n\
         mkdir -p src/v/objects\n\
         echo 'ref: refs/heads/main' > src/v/HEAD\n\
@@ -1786,20 +1766,7 @@ fn issue_31_a_recovery_killed_mid_undo_still_names_every_change() {
     let mut points = 0;
     for n in 1..=40_u64 {
         let dir = tempfile::tempdir().unwrap();
-        let ex = scratch_example(
-            dir.path(),
-            "trusted-local",
-            &[("shell.test", &["./plant.sh"], &["execute"])],
-            steps.clone(),
-            &[("plant.sh", script), ("src/lib.rs", "// lib\n")],
-        );
-        crate::adapters::make_executable(&ex.join("workspace/plant.sh"));
-        let home = dir.path().join("home");
-        let (mut child, id) = run_until(&ex, &home, |run| {
-            run.join("workspace/src/.planted").exists()
-        });
-        child.kill().unwrap();
-        child.wait().unwrap();
+        let (home, id) = killed_mid_command(dir.path(), script);
         let mut recover = std::process::Command::new(assert_cmd::cargo::cargo_bin("craik"))
             .args(["runs", "recover", &id, "--by", "user:op", "--home"])
             .arg(&home)
@@ -1861,24 +1828,7 @@ fn issue_31_a_recovery_killed_mid_undo_still_names_every_change() {
 fn issue_31_a_started_step_edited_in_the_events_is_refused() {
     for edit in ["failed", "argv"] {
         let dir = tempfile::tempdir().unwrap();
-        let steps = crate::runs::act(json!([
-            {"id":"action_plant","capability":"shell.test","operation":"execute","argv":["./plant.sh"]},
-        ]));
-        let script = "#!/bin/sh\necho ran >> src/.count\necho planted > src/.planted\nsleep 30\n";
-        let ex = scratch_example(
-            dir.path(),
-            "trusted-local",
-            &[("shell.test", &["./plant.sh"], &["execute"])],
-            steps,
-            &[("plant.sh", script), ("src/lib.rs", "// lib\n")],
-        );
-        crate::adapters::make_executable(&ex.join("workspace/plant.sh"));
-        let home = dir.path().join("home");
-        let (mut child, id) = run_until(&ex, &home, |run| {
-            run.join("workspace/src/.planted").exists()
-        });
-        child.kill().unwrap();
-        child.wait().unwrap();
+        let (home, id) = killed_mid_command(dir.path(), COUNTING_PLANT);
         let run_dir = home.join("runs").join(&id);
         let events = std::fs::read_to_string(run_dir.join("events.jsonl")).unwrap();
         let edited: String = events
@@ -1926,4 +1876,31 @@ fn issue_31_a_started_step_edited_in_the_events_is_refused() {
         let count = std::fs::read_to_string(run_dir.join("workspace/src/.count")).unwrap();
         assert_eq!(count.lines().count(), 1, "{edit}: ran again");
     }
+}
+
+/// `plant.sh` counting its runs in `src/.count`, then planting `src/.planted` and sleeping.
+const COUNTING_PLANT: &str =
+    "#!/bin/sh\necho ran >> src/.count\necho planted > src/.planted\nsleep 30\n";
+
+/// A run of one command, `./plant.sh` (`script`), killed while the command runs (once it has
+/// written `src/.planted`): (home, run id).
+fn killed_mid_command(dir: &Path, script: &str) -> (std::path::PathBuf, String) {
+    let steps = crate::runs::act(json!([
+        {"id":"action_plant","capability":"shell.test","operation":"execute","argv":["./plant.sh"]},
+    ]));
+    let ex = scratch_example(
+        dir,
+        "trusted-local",
+        &[("shell.test", &["./plant.sh"], &["execute"])],
+        steps,
+        &[("plant.sh", script), ("src/lib.rs", "// lib\n")],
+    );
+    crate::adapters::make_executable(&ex.join("workspace/plant.sh"));
+    let home = dir.join("home");
+    let (mut child, id) = run_until(&ex, &home, |run| {
+        run.join("workspace/src/.planted").exists()
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    (home, id)
 }

@@ -210,7 +210,13 @@ impl Handoff {
         let mut config = CliConfig::default();
         let mut given_cli_args = Vec::new();
         let mut it = args.iter();
+        let mut seen = std::collections::BTreeSet::new();
         while let Some(arg) = it.next() {
+            // Each option once: a second `--cli` or `--endpoint` silently replacing the first
+            // ran an unpinned program (outside testing round r32).
+            if arg != "--cli-arg" && !seen.insert(arg.as_str()) {
+                return Err(format!("{arg} given twice"));
+            }
             let mut value = |what: &str| {
                 it.next()
                     .cloned()
@@ -402,8 +408,22 @@ impl Handoff {
             ),
             None => None,
         };
+        // As written and as JSON escapes it (a key holding `\` or `"`: outside testing round
+        // r32 found such a key verbatim in the run's records once its line was decoded).
+        let escaped = key.as_ref().and_then(|k| {
+            serde_json::to_string(k)
+                .ok()
+                .map(|q| q.trim_matches('"').to_owned())
+                .filter(|e| e != k)
+        });
         let scrub = |text: &str| match &key {
-            Some(k) => text.replace(k.as_str(), "[key]"),
+            Some(k) => {
+                let text = text.replace(k.as_str(), "[key]");
+                match &escaped {
+                    Some(e) => text.replace(e.as_str(), "[key]"),
+                    None => text,
+                }
+            }
             None => text.to_owned(),
         };
         // A private, writable home and temporary directory for the CLI (issue 32: claude could
@@ -485,14 +505,48 @@ impl Handoff {
             .ok_or_else(|| error(codes::RUNNER_FAILED, "no stdout"))?;
         let mut read = Read::default();
         let mut acted = None;
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
+        let mut broken = None;
+        let mut reader = BufReader::new(stdout);
+        let mut bytes = Vec::new();
+        loop {
+            // Bounded lines, read as bytes: a line past the bound or not UTF-8 breaks the
+            // stream, and is never the end of reading that lets what follows go unseen
+            // (outside testing round r32: one byte that was not UTF-8 hid a later tool event,
+            // and a 400 MiB line cost the adapter twice its size).
+            bytes.clear();
+            match std::io::BufRead::read_until(
+                &mut std::io::Read::take(&mut reader, MAX_CLI_LINE + 1),
+                b'\n',
+                &mut bytes,
+            ) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) => {
+                    broken = Some(format!("its output could not be read: {e}"));
+                    break;
+                }
+            }
+            if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > MAX_CLI_LINE {
+                broken = Some(format!("a line of its output is over {MAX_CLI_LINE} bytes"));
+                break;
+            }
+            let Ok(line) = std::str::from_utf8(&bytes) else {
+                broken = Some("a line of its output is not UTF-8".to_owned());
+                break;
+            };
+            let line = line.trim_end_matches(['\n', '\r']);
             // The key never travels on: a CLI echoing it (an error quoting its request) has it
             // replaced before anything of the line is read.
-            let line = scrub(&line);
-            let Ok(value) = serde_json::from_str::<Value>(&line) else {
-                events.log("warn", "the CLI wrote a line that is not JSON");
+            let line = scrub(line);
+            if line.trim().is_empty() {
                 continue;
+            }
+            // Every line of the CLI's event stream is one JSON event: one that is not (an event
+            // spread over several lines) would hide what it says (outside testing round r32:
+            // a tool event printed over several lines passed as "not JSON").
+            let Ok(value) = serde_json::from_str::<Value>(&line) else {
+                broken = Some("a line of its output is not one JSON event".to_owned());
+                break;
             };
             if let Err(what) = map_event(self.cli, &value, events, &mut read) {
                 acted = Some(what);
@@ -503,7 +557,7 @@ impl Handoff {
         let kill_group = || {
             let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
         };
-        if acted.is_some() {
+        if acted.is_some() || broken.is_some() {
             kill_group();
         }
         let status = child
@@ -521,12 +575,22 @@ impl Handoff {
         );
         // Usage first: what the CLI spent is reported whatever happens next (unknown when it
         // said nothing; never zero).
+        if broken.is_some() {
+            // What it reported before the break is not the invocation's usage.
+            read.unreadable = true;
+        }
         events.model_step(self.report(
             request,
             &read,
             started.elapsed(),
-            acted.is_none() && status.success(),
+            acted.is_none() && broken.is_none() && status.success(),
         ));
+        if let Some(why) = broken {
+            return Err(error(
+                codes::RUNNER_FAILED,
+                format!("`{program}` broke its event stream: {why}"),
+            ));
+        }
         if let Some(what) = acted {
             return Err(error(
                 codes::RUNNER_FAILED,
@@ -557,9 +621,11 @@ impl Handoff {
                 ),
             ));
         }
+        // And the answer as joined: a key a provider streamed in two pieces is whole only
+        // here (outside testing round r32, gemini).
         Ok(crate::answer::result_from_text(
             request,
-            &read.text,
+            &scrub(&read.text),
             serde_json::Map::new(),
         ))
     }
@@ -627,7 +693,10 @@ struct Read {
 impl Read {
     /// Adds one turn's usage (`None`: a count that cannot be read exactly).
     fn add_usage(&mut self, turn: Option<(u64, u64)>) {
-        let Some((i, o)) = turn else {
+        // A turn that read no input tokens read nothing: the CLI turned a usage its provider
+        // did not report into zeros (all three do: outside testing round r32 signed every
+        // step of such a provider as 0 tokens, and the token budget never tripped). Unknown.
+        let Some((i, o)) = turn.filter(|(i, _)| *i > 0) else {
             self.unreadable = true;
             return;
         };
@@ -644,6 +713,9 @@ impl Read {
         self.summed.filter(|_| !self.unreadable)
     }
 }
+
+/// The longest line of a CLI's output read (an event: an answer's text is far shorter).
+const MAX_CLI_LINE: u64 = 4 * 1024 * 1024;
 
 /// A token count as the CLI wrote it: a non-negative integer, else unreadable.
 fn count(value: Option<&Value>) -> Option<u64> {
@@ -1050,9 +1122,34 @@ mod tests {
                 &["--cli-arg", "--effort"][..],
                 "--cli-arg: cli_args[0] `--effort`: `--effort` needs a value",
             ),
+            // A second option never replaces the first (the pinned CLI, its endpoint).
+            (
+                Cli::Codex,
+                &["--cli", "/pinned/codex", "--cli", "/bin/sh"][..],
+                "--cli given twice",
+            ),
+            (
+                Cli::Gemini,
+                &["--endpoint", "https://a/v1", "--endpoint", "https://b/v1"][..],
+                "--endpoint given twice",
+            ),
         ] {
             let err = handoff(cli, args).err().unwrap();
             assert!(err.starts_with(why), "{args:?}: {err}");
         }
+    }
+
+    /// Outside testing round r32: a provider that reports no usage gets zeros from each CLI;
+    /// a turn that read no input is unknown, never 0 tokens.
+    #[test]
+    fn a_turn_of_zero_input_tokens_is_unknown_usage() {
+        let mut read = Read::default();
+        read.add_usage(Some((120, 7)));
+        assert_eq!(read.usage(), Some((120, 7)));
+        read.add_usage(Some((0, 0)));
+        assert_eq!(read.usage(), None);
+        let mut zero = Read::default();
+        zero.add_usage(Some((0, 5)));
+        assert_eq!(zero.usage(), None);
     }
 }

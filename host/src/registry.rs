@@ -155,7 +155,7 @@ struct RawEntry {
     #[serde(default)]
     command: Option<Spanned<String>>,
     #[serde(default)]
-    args: Vec<String>,
+    args: Vec<Spanned<String>>,
     #[serde(default)]
     scenario_arg: Option<String>,
     #[serde(default)]
@@ -876,6 +876,35 @@ fn load_file(
                     "a project registry may not configure a CLI's endpoint, model, key or flags: only the home's runners.toml does",
                 )
             };
+            // Its adapter's own options come from the fields above alone: an `args` entry
+            // could name another program as the CLI past its pin (outside testing round r32:
+            // `--cli /bin/sh` ran the prompt as a script), and a variable (NODE_OPTIONS,
+            // CODEX_HOME, …) could load code outside the pin or a configuration outside the
+            // CLI's private home.
+            if let Some(first) = r.args.first() {
+                return Err(at(
+                    first.span(),
+                    &key("args[0]"),
+                    "a `cli` entry takes no `args`: its CLI is configured by `endpoint`, `model`, `key_env` and `cli_args` (allow-listed)",
+                ));
+            }
+            if let Some(first) = r.env.first() {
+                return Err(at(
+                    first.span(),
+                    &key("env[0]"),
+                    "a `cli` entry passes no variables to its CLI but its key (`key_env`): one such as NODE_OPTIONS or CODEX_HOME would load code outside the pin or a configuration outside the CLI's private home",
+                ));
+            }
+            if let Some(a) = r.scenario_arg.as_deref().filter(|a| *a != "--fixture") {
+                return Err(at(
+                    spanned.span(),
+                    &key("scenario_arg"),
+                    &format!(
+                        "`{}`: a `cli` entry's adapter takes its scenario as `--fixture`",
+                        craik_contracts::Truncated(a)
+                    ),
+                ));
+            }
             if allowance.is_some() {
                 for (k, v) in [
                     ("endpoint", &r.endpoint),
@@ -1151,7 +1180,7 @@ fn load_file(
                         c.clone()
                     }
                 }),
-                args: r.args.clone(),
+                args: r.args.iter().map(|a| a.get_ref().clone()).collect(),
                 scenario_arg: r.scenario_arg.clone(),
                 adapter,
                 api,

@@ -1331,6 +1331,16 @@ fn issue_32_cli_configuration_is_checked_when_the_registry_loads() {
             entry("gemini", "cli_args = [\"--yolo\"]\n"),
             "5: runner.x.cli_args[0] `--yolo`: not a flag Craik passes to gemini (allowed: -d)",
         ),
+        // Outside testing round r32: `args` named another program as the CLI past its pin;
+        // `env` passed NODE_OPTIONS and the like.
+        (
+            entry("codex", "args = [\"--cli\", \"/bin/sh\"]\n"),
+            "5: runner.x.args[0] `--cli`: a `cli` entry takes no `args`: its CLI is configured by `endpoint`, `model`, `key_env` and `cli_args` (allow-listed)",
+        ),
+        (
+            entry("claude", "env = [\"NODE_OPTIONS\"]\n"),
+            "5: runner.x.env[0] `NODE_OPTIONS`: a `cli` entry passes no variables to its CLI but its key (`key_env`): one such as NODE_OPTIONS or CODEX_HOME would load code outside the pin or a configuration outside the CLI's private home",
+        ),
         (
             "[runner.x]\nbackend = \"program\"\ncommand = \"/bin/true\"\nmatrix = \"fixture\"\nendpoint = \"http://127.0.0.1:1\"\n".to_owned(),
             "5: runner.x.endpoint `http://127.0.0.1:1`: not a key of a `program` entry (a `cli` entry's)",

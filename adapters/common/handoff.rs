@@ -432,7 +432,7 @@ impl Handoff {
         // the CLI writes there (codex's CODEX_HOME, claude's ~/.claude, gemini's ~/.gemini)
         // never reaches the operator's own, and the settings written there are the adapter's.
         let home = std::env::var_os("HOME")
-            .map(|h| std::path::Path::new(&h).join(".craik-cli"))
+            .map(|h| std::path::Path::new(&h).join(craik_contracts::agent_cli::PRIVATE_HOME))
             .ok_or_else(|| error(codes::UNAVAILABLE, "no HOME for the CLI's private home"))?;
         let tmp = home.join("tmp");
         // New for each invocation, and removed after it (below): nothing the CLI wrote (its

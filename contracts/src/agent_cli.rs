@@ -6,6 +6,12 @@
 //! file, field and value) and by the shipped handoff adapter that builds the CLI's argv from
 //! what the host passed. Validation only: no I/O, no process.
 
+/// The directory, in a handoff adapter's working directory, holding the private `HOME` and
+/// `TMPDIR` of the CLI it runs (new for each invocation, removed after it; the host removes
+/// it too once the adapter is stopped, so a CLI killed mid-step leaves nothing of it — its
+/// session files, a shell snapshot quoting the key — in the run's directory).
+pub const PRIVATE_HOME: &str = ".craik-cli";
+
 /// The agent CLIs the shipped handoff adapters wrap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AgentCli {

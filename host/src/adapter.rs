@@ -915,6 +915,11 @@ pub enum ShutdownError {
 impl Drop for Adapter {
     fn drop(&mut self) {
         self.kill();
+        // A handoff adapter's CLI killed mid-step (a step timeout) never removed its private
+        // home: codex's shell snapshot there quoted the key, world-readable, in the run's
+        // directory (outside testing round r32).
+        let _ =
+            std::fs::remove_dir_all(self.spec.cwd.join(craik_contracts::agent_cli::PRIVATE_HOME));
     }
 }
 

@@ -1308,3 +1308,49 @@ fn issue_32_an_acting_cli_is_killed_with_its_children() {
         "the step waited for the CLI's child: {took:?}"
     );
 }
+
+/// Outside testing round r32 (F7): a CLI killed at a step timeout never removes its private
+/// home (codex's shell snapshot there quoted the key, world-readable); the host removes it
+/// when it stops the adapter, so nothing of it stays in the run's directory.
+#[test]
+fn issue_32_a_cli_killed_at_a_step_timeout_leaves_no_private_home() {
+    crate::ensure_adapters();
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("fake-codex-slow");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\ncat >/dev/null\nmkdir -p \"$HOME/.codex\" && echo 'OPENAI_API_KEY=secret' > \"$HOME/.codex/snapshot.sh\"\nsleep 60\n",
+    )
+    .unwrap();
+    make_executable(&fake);
+    let wrapper = dir.path().join("live.sh");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec {} --cli {}\n",
+            adapter_bin("codex").display(),
+            fake.display()
+        ),
+    )
+    .unwrap();
+    make_executable(&wrapper);
+    let ex = scratch_example(dir.path(), "trusted-local", &[], simple_steps(), &[]);
+    let home = dir.path().join("home");
+    let (exit, id, text) = run_example(
+        &home,
+        &ex,
+        &[
+            "--runner",
+            &format!("adapter:{}", wrapper.display()),
+            "--runner-matrix",
+            "codex",
+            "--adapter-read",
+            fake.to_str().unwrap(),
+            "--step-timeout-secs",
+            "3",
+        ],
+    );
+    assert_ne!(exit, 0, "{text}");
+    let private = home.join("runs").join(&id).join("adapter/.craik-cli");
+    assert!(!private.exists(), "{} left: {text}", private.display());
+}

@@ -249,16 +249,9 @@ impl Handoff {
                 }
                 "--key-env" => {
                     let name = value("a variable name")?;
-                    let valid = name
-                        .bytes()
-                        .next()
-                        .is_some_and(|b| b.is_ascii_uppercase() || b == b'_')
-                        && name
-                            .bytes()
-                            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
-                    if !valid {
+                    if let Some(why) = agent_cli::variable_name_problem(&name) {
                         return Err(format!(
-                            "--key-env `{}`: a variable name is uppercase ASCII letters, digits and `_`",
+                            "--key-env `{}`: {why}",
                             craik_contracts::Truncated(&name)
                         ));
                     }

@@ -12,6 +12,23 @@
 /// session files, a shell snapshot quoting the key — in the run's directory).
 pub const PRIVATE_HOME: &str = ".craik-cli";
 
+/// Why `name` is not an environment variable's name as Craik passes them (`None`: it is):
+/// uppercase ASCII letters, digits and `_`, not starting with a digit. Names only, never
+/// values (a `key_env` holding the key itself is refused here). The host's registry and the
+/// handoff adapters check with this one rule.
+pub fn variable_name_problem(name: &str) -> Option<&'static str> {
+    let valid = name
+        .bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_uppercase() || b == b'_')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    (!valid).then_some(
+        "a variable name is uppercase ASCII letters, digits and `_` (names only, never values)",
+    )
+}
+
 /// The agent CLIs the shipped handoff adapters wrap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AgentCli {

@@ -490,17 +490,8 @@ pub fn trust_problem(matrix: &RunnerCapabilityMatrix) -> Option<(String, String)
 
 /// Why `name` may not be passed to an adapter (`None`: it may).
 pub fn env_problem(name: &str) -> Option<&'static str> {
-    let valid = name
-        .bytes()
-        .next()
-        .is_some_and(|b| b.is_ascii_uppercase() || b == b'_')
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
-    if !valid {
-        Some(
-            "a variable name is uppercase ASCII letters, digits and `_` (names only, never values)",
-        )
+    if let Some(why) = craik_contracts::agent_cli::variable_name_problem(name) {
+        Some(why)
     } else if name.starts_with("CRAIK_") {
         Some("Craik's own variables (`CRAIK_*`) never reach an adapter")
     } else if SET_BY_CRAIK.contains(&name) {

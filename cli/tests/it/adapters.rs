@@ -552,6 +552,23 @@ esac
 /// the stand-in `fake` (a wrapper script passes `--cli`; the confined adapter may read only
 /// what it is given, so the stand-in is named to it).
 fn live_run(dir: &Path, cli: &str, fake: &Path, home: &Path, ex: &Path) -> (i32, String, String) {
+    let wrapper = live_wrapper(dir, cli, fake);
+    run_example(
+        home,
+        ex,
+        &[
+            "--runner",
+            &format!("adapter:{}", wrapper.display()),
+            "--runner-matrix",
+            cli,
+            "--adapter-read",
+            fake.to_str().unwrap(),
+        ],
+    )
+}
+
+/// A script starting `cli`'s shipped handoff adapter in live mode on the CLI `fake`.
+fn live_wrapper(dir: &Path, cli: &str, fake: &Path) -> std::path::PathBuf {
     let wrapper = dir.join(format!(
         "live-{}.sh",
         fake.file_name().unwrap().to_string_lossy()
@@ -566,18 +583,7 @@ fn live_run(dir: &Path, cli: &str, fake: &Path, home: &Path, ex: &Path) -> (i32,
     )
     .unwrap();
     make_executable(&wrapper);
-    run_example(
-        home,
-        ex,
-        &[
-            "--runner",
-            &format!("adapter:{}", wrapper.display()),
-            "--runner-matrix",
-            cli,
-            "--adapter-read",
-            fake.to_str().unwrap(),
-        ],
-    )
+    wrapper
 }
 
 /// What [`fake_cli_with`]'s acting CLI is refused for.
@@ -1265,17 +1271,7 @@ fn issue_32_an_acting_cli_is_killed_with_its_children() {
     )
     .unwrap();
     make_executable(&fake);
-    let wrapper = dir.path().join("live.sh");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\nexec {} --cli {}\n",
-            adapter_bin("codex").display(),
-            fake.display()
-        ),
-    )
-    .unwrap();
-    make_executable(&wrapper);
+    let wrapper = live_wrapper(dir.path(), "codex", &fake);
     let ex = scratch_example(dir.path(), "trusted-local", &[], simple_steps(), &[]);
     let home = dir.path().join("home");
     let started = std::time::Instant::now();
@@ -1323,17 +1319,7 @@ fn issue_32_a_cli_killed_at_a_step_timeout_leaves_no_private_home() {
     )
     .unwrap();
     make_executable(&fake);
-    let wrapper = dir.path().join("live.sh");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\nexec {} --cli {}\n",
-            adapter_bin("codex").display(),
-            fake.display()
-        ),
-    )
-    .unwrap();
-    make_executable(&wrapper);
+    let wrapper = live_wrapper(dir.path(), "codex", &fake);
     let ex = scratch_example(dir.path(), "trusted-local", &[], simple_steps(), &[]);
     let home = dir.path().join("home");
     let (exit, id, text) = run_example(

@@ -148,6 +148,9 @@ class Handler(BaseHTTPRequestHandler):
             "stream": bool(body.get("stream")) or "stream" in self.path.lower(),
             "tools": tools,
         }
+        if self.server.marker is not None:
+            # Whether the request carried text planted where the CLI must not read it.
+            line["marker_seen"] = self.server.marker in json.dumps(body)
         outputs = [str(i.get("output"))[:300] for i in body.get("input") or []
                    if isinstance(i, dict) and i.get("type") == "function_call_output"]
         if outputs:
@@ -352,6 +355,7 @@ def main():
     p.add_argument("--act", action="store_true")
     p.add_argument("--act-kind")
     p.add_argument("--model", default="fake-model")
+    p.add_argument("--marker", help="log whether each request body holds this text")
     p.add_argument("--port", type=int, default=0, help="default: an ephemeral one")
     a = p.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
@@ -359,6 +363,7 @@ def main():
     with open(a.scenario, encoding="utf-8") as f:
         server.scenario = json.load(f)
     server.log, server.key, server.act, server.model, server.state = a.log, a.key, a.act, a.model, {}
+    server.marker = a.marker
     server.act_kind = a.act_kind
     with open(a.port_file + ".tmp", "w", encoding="utf-8") as f:
         f.write(str(server.server_address[1]))

@@ -86,6 +86,12 @@ impl Cli {
                 "image_generation",
                 "-c",
                 "web_search=\"disabled\"",
+                // No AGENTS.md read, and no project root found above the working directory
+                // (where a `.codex/config.toml` would be read).
+                "-c",
+                "project_doc_max_bytes=0",
+                "-c",
+                "project_root_markers=[]",
             ],
             Self::Claude => &[
                 "-p",
@@ -98,6 +104,10 @@ impl Cli {
                 "plan",
                 "--strict-mcp-config",
                 "--no-session-persistence",
+                // Settings of its private home only: no project or local settings (hooks,
+                // environment) from a `.claude/` above the working directory.
+                "--setting-sources",
+                "user",
             ],
             // Plan mode holds only in a trusted folder (else 0.61.0 falls back to `default`,
             // saying so): the adapter's own working directory is trusted for this session.
@@ -110,6 +120,26 @@ impl Cli {
             ],
         };
         args.iter().map(|a| (*a).to_owned()).collect()
+    }
+
+    /// What the CLI would read from a directory above its working directory, by name: the
+    /// project-root marker and instruction and configuration files of each (codex
+    /// `core/src/agents_md.rs` and project config layers; claude's CLAUDE.md walk and project
+    /// settings; gemini's GEMINI.md walk and `findEnvFile`). The first such entry found in an
+    /// ancestor of `work` above the CLI's private home, if any.
+    fn read_from_ancestors(self, work: &std::path::Path) -> Option<std::path::PathBuf> {
+        let names: &[&str] = match self {
+            Self::Codex => &[".git", ".codex", "AGENTS.md", "AGENTS.override.md"],
+            Self::Claude => &[".git", ".claude", "CLAUDE.md", "CLAUDE.local.md", ".mcp.json"],
+            Self::Gemini => &[".git", ".gemini", "GEMINI.md", ".env"],
+        };
+        // `work` is `<scratch>/<private home>/work`: the walk starts at the scratch.
+        work.ancestors().skip(2).find_map(|dir| {
+            names
+                .iter()
+                .map(|name| dir.join(name))
+                .find(|path| std::fs::symlink_metadata(path).is_ok())
+        })
     }
 
     /// The variable the CLI reads its key from (the adapter sets it from the operator's
@@ -137,6 +167,10 @@ impl Cli {
                 "list_directory", "glob", "grep_search", "google_web_search", "web_fetch",
                 "save_memory", "invoke_agent"
             ]},
+            // No GEMINI.md looked for above the working directory, no `.env` read but the
+            // private home's.
+            "context": {"memoryBoundaryMarkers": []},
+            "advanced": {"ignoreLocalEnv": true},
             "privacy": {"usageStatisticsEnabled": false},
             "telemetry": {"enabled": false},
             "general": {"disableAutoUpdate": true, "disableUpdateNag": true}
@@ -341,6 +375,10 @@ impl Handoff {
                     env.push(("ANTHROPIC_BASE_URL", url.clone()));
                 }
                 env.push(("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()));
+                // No CLAUDE.md read from the directories above its working directory, and
+                // no memory of its own.
+                env.push(("CLAUDE_CODE_DISABLE_CLAUDE_MDS", "1".into()));
+                env.push(("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "1".into()));
                 env.push(("DISABLE_AUTOUPDATER", "1".into()));
             }
             Cli::Gemini => {
@@ -419,27 +457,55 @@ impl Handoff {
             }
             None => text.to_owned(),
         };
-        // A private, writable home and temporary directory for the CLI (issue 32: claude could
-        // not create its temp directory under a read-only /tmp; gemini found no settings):
-        // under the adapter's HOME, which the host makes new and empty for each run, so what
-        // the CLI writes there (codex's CODEX_HOME, claude's ~/.claude, gemini's ~/.gemini)
-        // never reaches the operator's own, and the settings written there are the adapter's.
-        let home = std::env::var_os("HOME")
-            .map(|h| std::path::Path::new(&h).join(craik_contracts::agent_cli::PRIVATE_HOME))
-            .ok_or_else(|| error(codes::UNAVAILABLE, "no HOME for the CLI's private home"))?;
+        // A private, writable home, temporary and working directory for the CLI (issue 32:
+        // claude could not create its temp directory under a read-only /tmp; gemini found no
+        // settings): in the scratch directory the host gives this process as its TMPDIR —
+        // outside the run's record (outside testing round r32: codex's shell snapshot quoting
+        // the key, and anything a CLI wrote to its working directory, stayed in the run's
+        // directory), outside any repository (the CLIs read AGENTS.md, CLAUDE.md, GEMINI.md,
+        // `.codex/`, `.gemini/.env` from the ancestors of their working directory: from the
+        // project holding Craik's home), removed by the host with this process. So what the
+        // CLI writes (codex's CODEX_HOME, claude's ~/.claude, gemini's ~/.gemini) never
+        // reaches the operator's own, and the settings written there are the adapter's.
+        let home = std::env::var_os("TMPDIR")
+            .map(std::path::PathBuf::from)
+            .filter(|t| t.is_absolute())
+            .map(|t| t.join(craik_contracts::agent_cli::PRIVATE_HOME))
+            .ok_or_else(|| {
+                error(
+                    codes::UNAVAILABLE,
+                    "no private scratch directory (TMPDIR) from the host for the CLI",
+                )
+            })?;
         let tmp = home.join("tmp");
+        let work = home.join("work");
         // New for each invocation, and removed after it (below): nothing the CLI wrote (its
         // session files, a config quoting the key) outlives the invocation.
         let _ = std::fs::remove_dir_all(&home);
-        std::fs::create_dir_all(&tmp).map_err(|e| {
-            error(
+        for dir in [&tmp, &work] {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                error(
+                    codes::UNAVAILABLE,
+                    format!(
+                        "{}: cannot create the CLI's private directories: {e}",
+                        dir.display()
+                    ),
+                )
+            })?;
+        }
+        // What the CLI would read from above its working directory, found there: refused
+        // rather than run (its own switches, below, turn that reading off; this is the check
+        // that they did not have to).
+        if let Some(found) = self.cli.read_from_ancestors(&work) {
+            return Err(error(
                 codes::UNAVAILABLE,
                 format!(
-                    "{}: cannot create the CLI's private home: {e}",
-                    tmp.display()
+                    "`{}` lies above the CLI's private working directory, and {} would read it: remove it, or give Craik another TMPDIR",
+                    found.display(),
+                    self.cli.program()
                 ),
-            )
-        })?;
+            ));
+        }
         if let Some(settings) = self.cli.settings(key.is_some()) {
             let dir = home.join(".gemini");
             std::fs::create_dir_all(&dir)
@@ -455,7 +521,10 @@ impl Handoff {
         // A process group of its own, killed whole: codex's launcher is a node shim running a
         // native binary, which a kill of the shim alone leaves running (holding the pipes open).
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        command.env("HOME", &home).env("TMPDIR", &tmp);
+        command
+            .current_dir(&work)
+            .env("HOME", &home)
+            .env("TMPDIR", &tmp);
         for (name, value) in self.cli_env() {
             command.env(name, value);
         }
@@ -1007,6 +1076,10 @@ mod tests {
                 "-c",
                 "web_search=\"disabled\"",
                 "-c",
+                "project_doc_max_bytes=0",
+                "-c",
+                "project_root_markers=[]",
+                "-c",
                 "model_provider=\"craik\"",
                 "-c",
                 "model_providers.craik.name=\"craik\"",
@@ -1039,6 +1112,8 @@ mod tests {
                 "plan",
                 "--strict-mcp-config",
                 "--no-session-persistence",
+                "--setting-sources",
+                "user",
                 "--model",
                 "m-1",
                 "--effort",
@@ -1050,6 +1125,8 @@ mod tests {
             [
                 ("ANTHROPIC_BASE_URL", "http://127.0.0.1:8080/v1".to_owned()),
                 ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
+                ("CLAUDE_CODE_DISABLE_CLAUDE_MDS", "1".to_owned()),
+                ("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "1".to_owned()),
                 ("DISABLE_AUTOUPDATER", "1".to_owned()),
             ]
         );
@@ -1090,6 +1167,39 @@ mod tests {
                 .contains(&"model_providers.craik.base_url=\"https://api.openai.com/v1\"".into())
         );
         assert_eq!(keyed.endpoint_host(), "api.openai.com");
+    }
+
+    /// Issue 32 (outside testing round r32 F11): what a CLI would read from above its private
+    /// working directory is found, per CLI, from the scratch directory up; the private home
+    /// itself (which holds the adapter's own settings) is not looked at.
+    #[test]
+    fn issue_32_what_a_cli_reads_from_above_its_working_directory_is_found() {
+        let dir = std::env::temp_dir().join(format!("craik-handoff-test-{}", std::process::id()));
+        let work = dir.join("scratch/.craik-cli/work");
+        std::fs::create_dir_all(work.join("..").join(".gemini")).unwrap();
+        std::fs::create_dir_all(&work).unwrap();
+        for cli in [Cli::Codex, Cli::Claude, Cli::Gemini] {
+            assert_eq!(cli.read_from_ancestors(&work), None, "{cli:?}: clean");
+        }
+        for (name, readers) in [
+            ("AGENTS.md", &[Cli::Codex][..]),
+            ("CLAUDE.md", &[Cli::Claude][..]),
+            (".env", &[Cli::Gemini][..]),
+            (".git", &[Cli::Codex, Cli::Claude, Cli::Gemini][..]),
+        ] {
+            let planted = dir.join(name);
+            std::fs::write(&planted, "x").unwrap();
+            for cli in [Cli::Codex, Cli::Claude, Cli::Gemini] {
+                let found = cli.read_from_ancestors(&work);
+                if readers.contains(&cli) {
+                    assert_eq!(found.as_deref(), Some(planted.as_path()), "{cli:?} {name}");
+                } else {
+                    assert_eq!(found, None, "{cli:?} {name}");
+                }
+            }
+            std::fs::remove_file(&planted).unwrap();
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// The adapter refuses what the registry would have refused (it is started by the host,

@@ -57,6 +57,12 @@ pub struct AdapterSpec {
     /// Paths inside Craik's home the adapter may read (its own install cache under
     /// `HOME/runners/<id>/`); the rest of the home stays out of reach.
     pub home_read: Vec<PathBuf>,
+    /// The adapter's private scratch directory (its `TMPDIR`), made by [`Adapter::spawn`]
+    /// outside Craik's home and removed with the adapter; writable in its sandbox.
+    pub scratch: Option<PathBuf>,
+    /// The pinned tree the adapter runs its CLI from, as stat'ed when its digest was taken:
+    /// checked before and after every step ([`crate::registry::TreeStat`]).
+    pub tree: Option<std::sync::Arc<crate::registry::TreeStat>>,
 }
 
 impl AdapterSpec {
@@ -74,12 +80,15 @@ impl AdapterSpec {
             extra_read: Vec::new(),
             exec_sha256: None,
             home_read: Vec::new(),
+            scratch: None,
+            tree: None,
         }
     }
 
     /// The adapter's sandbox: it reads the system paths, its own program (and, for a script,
     /// its interpreter) with the installation each lives in, and the absolute paths on its
-    /// command line; it writes only its own working directory. Network is allowed (live
+    /// command line; it writes only its own working directory and its scratch directory.
+    /// Network is allowed (live
     /// runners talk to their services). Nothing granted holds Craik's home.
     pub fn sandbox(&self) -> Result<Sandbox, crate::confine::ConfineError> {
         let mut read = Vec::new();
@@ -122,10 +131,12 @@ impl AdapterSpec {
             }
         }
         let keep_out = crate::confine::Limits::hiding(hidden);
+        let mut write = vec![self.cwd.clone()];
+        write.extend(self.scratch.iter().cloned());
         Sandbox::for_profile(
             read,
             Vec::new(),
-            vec![self.cwd.clone()],
+            write,
             &keep_out,
             crate::confine::Network::Tcp,
             !self.confinement_required,
@@ -232,6 +243,33 @@ pub enum StartError {
     },
     #[error("no {0} pipe")]
     Pipe(&'static str),
+}
+
+/// Where an adapter's scratch directory is made: `$XDG_RUNTIME_DIR` when it is an absolute
+/// directory of this user that no one else may enter (a per-user directory whose parents only
+/// root writes), else the system's temporary directory — never inside Craik's `home`, which
+/// the adapter's sandbox hides. The scratch is a new directory of mode 0700 in it.
+fn scratch_base(home: Option<&Path>) -> PathBuf {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let outside = |dir: &Path| {
+        let real = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+        home.is_none_or(|h| !real.starts_with(h.canonicalize().unwrap_or_else(|_| h.into())))
+    };
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|dir| {
+            dir.is_absolute()
+                && std::fs::symlink_metadata(dir).is_ok_and(|m| {
+                    m.is_dir()
+                        && m.uid() == rustix::process::geteuid().as_raw()
+                        && m.permissions().mode() & 0o077 == 0
+                })
+        });
+    runtime
+        .into_iter()
+        .chain([std::env::temp_dir(), PathBuf::from("/tmp")])
+        .find(|dir| dir.is_absolute() && outside(dir))
+        .unwrap_or_else(|| PathBuf::from("/tmp"))
 }
 
 /// The installation a program runs from: `<prefix>` for `<prefix>/bin/<name>` when that
@@ -363,6 +401,8 @@ pub struct Adapter {
     event_bytes: usize,
     /// Told each `text_delta` as it arrives ([`crate::run::StepRunner::stream_text`]).
     text_sink: Option<crate::run::TextSink>,
+    /// The scratch directory ([`AdapterSpec::scratch`]), removed once the group is killed.
+    scratch: Option<tempfile::TempDir>,
 }
 
 impl std::fmt::Debug for Adapter {
@@ -408,11 +448,17 @@ fn redact_line(line: &str) -> String {
 
 impl Adapter {
     /// Starts the adapter process (no handshake yet).
-    pub fn spawn(spec: AdapterSpec) -> Result<Self, StartError> {
+    pub fn spawn(mut spec: AdapterSpec) -> Result<Self, StartError> {
         std::fs::create_dir_all(&spec.cwd).map_err(|source| StartError::WorkDir {
             dir: spec.cwd.clone(),
             source,
         })?;
+        let base = scratch_base(spec.home.as_deref());
+        let scratch = tempfile::Builder::new()
+            .prefix("craik-adapter-")
+            .tempdir_in(&base)
+            .map_err(|source| StartError::WorkDir { dir: base, source })?;
+        spec.scratch = Some(scratch.path().to_path_buf());
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -448,6 +494,8 @@ impl Adapter {
                 command.env(name, value);
             }
         }
+        // Last, so no passed variable names another.
+        command.env("TMPDIR", scratch.path());
         let _guard = runtime.enter();
         // A refusal comes back on its own pipe (issue 30): what the adapter could write on
         // its stderr never decides it.
@@ -489,6 +537,7 @@ impl Adapter {
             events_seen: 0,
             event_bytes: 0,
             text_sink: None,
+            scratch: Some(scratch),
         })
     }
 
@@ -915,11 +964,13 @@ pub enum ShutdownError {
 impl Drop for Adapter {
     fn drop(&mut self) {
         self.kill();
-        // A handoff adapter's CLI killed mid-step (a step timeout) never removed its private
-        // home: codex's shell snapshot there quoted the key, world-readable, in the run's
-        // directory (outside testing round r32).
-        let _ =
-            std::fs::remove_dir_all(self.spec.cwd.join(craik_contracts::agent_cli::PRIVATE_HOME));
+        // Whatever the adapter (or a CLI it ran) left in its scratch directory goes once the
+        // group is dead: a handoff adapter's CLI killed mid-step (a step timeout) never removed
+        // its private home, and codex's shell snapshot there quoted the key (outside testing
+        // round r32). The scratch lies outside the run's record, so nothing of it is kept.
+        if let Some(scratch) = self.scratch.take() {
+            let _ = scratch.close();
+        }
     }
 }
 
@@ -1023,8 +1074,24 @@ impl AdapterRunner {
     }
 }
 
+impl AdapterRunner {
+    /// Whether what the adapter runs at each step (a `cli` entry's CLI, its pinned tree) is as
+    /// it was when its digest was checked (outside testing round r32: a tree rewritten during
+    /// a run ran under the digest recorded at its start). A change is the operator's setup,
+    /// not the runner's doing: the run fails without calling it a violation.
+    fn unchanged(&self) -> Result<(), RunnerError> {
+        match self.spec.tree.as_ref().and_then(|tree| tree.changed()) {
+            None => Ok(()),
+            Some(what) => Err(RunnerError::Setup(format!(
+                "the pinned runner changed during the run ({what}); nothing it answered since is used"
+            ))),
+        }
+    }
+}
+
 impl StepRunner for AdapterRunner {
     fn start(&mut self, expected: &RunnerMetadata) -> Result<(), RunnerError> {
+        self.unchanged()?;
         // Every way the process fails to start (not found, pin mismatch, the sandbox's
         // refusal on its own pipe) is the operator's setup.
         let mut adapter =
@@ -1036,18 +1103,23 @@ impl StepRunner for AdapterRunner {
     }
 
     fn step(&mut self, request: &RunnerStepRequest) -> Result<RunnerStepResult, RunnerError> {
-        let adapter = self
-            .adapter
-            .as_mut()
-            .ok_or_else(|| RunnerError::Failed("the adapter was not started".into()))?;
-        adapter.spec.step_timeout = match self.step_cap {
+        self.unchanged()?;
+        let timeout = match self.step_cap {
             Some(cap) => self
                 .spec
                 .step_timeout
                 .min(cap.max(Duration::from_millis(100))),
             None => self.spec.step_timeout,
         };
-        adapter.step_call(request).map_err(|e| classify(&e))
+        let adapter = self
+            .adapter
+            .as_mut()
+            .ok_or_else(|| RunnerError::Failed("the adapter was not started".into()))?;
+        adapter.spec.step_timeout = timeout;
+        let result = adapter.step_call(request).map_err(|e| classify(&e));
+        // A change during the step: what answered may not be what was pinned.
+        self.unchanged()?;
+        result
     }
 
     fn take_model_steps(&mut self) -> Vec<craik_contracts::channel::ModelStepReport> {

@@ -59,6 +59,7 @@ pub fn build_runner(
         spec.home = Some(home.clone());
         spec.home_read = launch.home_read;
         spec.exec_sha256 = Some(launch.program_sha256);
+        spec.tree = launch.watch;
         spec.confinement_required = profile != PolicyProfile::TrustedLocal;
         let runner: Box<dyn crate::run::StepRunner> =
             Box::new(crate::adapter::AdapterRunner::new(spec));
@@ -86,6 +87,7 @@ pub fn build_runner(
             args: words.collect(),
             home_read: Vec::new(),
             read: Vec::new(),
+            watch: None,
             record: RunnerRecord {
                 id: "adapter".into(),
                 backend: "program".into(),
@@ -202,6 +204,7 @@ pub fn entry_spec(
     spec.home = Some(home.clone());
     spec.home_read = launch.home_read;
     spec.exec_sha256 = Some(launch.program_sha256);
+    spec.tree = launch.watch;
     // Confined where the kernel can; a check on a kernel without Landlock still runs.
     spec.confinement_required = false;
     Ok(spec)

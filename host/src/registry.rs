@@ -27,7 +27,9 @@ use crate::Error;
 mod edit;
 mod package;
 mod pin;
+mod tree;
 pub use edit::{NewEntry, add_to_text, remove_from_text};
+pub use tree::TreeStat;
 pub use pin::{
     Launch, PIN_FILE, Pin, RunnerRecord, digest_file, digest_reader, entry_dir, install, read_pin,
     resolve_command, uninstall, verify,

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::tree::TreeStat;
 use super::{Backend, Entry, Install, Origin};
 use crate::Error;
 
@@ -56,6 +57,9 @@ pub struct Launch {
     pub home_read: Vec<PathBuf>,
     /// Paths outside the home it may read (a `cli` entry's pinned package tree).
     pub read: Vec<PathBuf>,
+    /// What the adapter runs again at each step (a `cli` entry's CLI, a pinned tree) as it
+    /// was when its digest was taken: the supervisor checks it is unchanged around every step.
+    pub watch: Option<std::sync::Arc<TreeStat>>,
     pub record: RunnerRecord,
 }
 
@@ -170,12 +174,16 @@ impl Artefact {
     }
 
     fn digest(&self) -> Result<String, String> {
+        self.digest_and_stat().map(|(digest, _)| digest)
+    }
+
+    /// Its digest, and its stat as it was while the digest was taken.
+    fn digest_and_stat(&self) -> Result<(String, TreeStat), String> {
         match self {
-            Self::File(p) => digest_file(p),
-            Self::Tree(p) => crate::config::dir_digest(p)
-                .map(|hex| format!("sha256:{hex}"))
-                .map_err(|e| format!("{}: {e}", p.display())),
+            Self::File(p) => TreeStat::around(p, || digest_file(p)),
+            Self::Tree(p) => TreeStat::around(p, || super::tree::digest(p)),
         }
+        .map_err(|e| format!("{}: {e}", self.path().display()))
     }
 }
 
@@ -231,6 +239,13 @@ fn artefact(entry: &Entry, home: &Path) -> Result<Artefact, String> {
                 let real = source
                     .canonicalize()
                     .map_err(|e| format!("{}: {e}", source.display()))?;
+                // What the launcher's package loads must be in the tree (outside testing
+                // round r32: a tree of codex's launcher package alone ran the native binary
+                // of a sibling package, unpinned).
+                let launcher = in_tree(&real, &command()?)?;
+                if let Some(why) = super::tree::npm_escape(&real, &launcher) {
+                    return Err(why);
+                }
                 Ok(Artefact::Tree(real))
             }
         },
@@ -439,7 +454,7 @@ pub fn verify(entry: &Entry, home: &Path) -> Result<Launch, Error> {
         )));
     }
     let target = artefact(entry, home).map_err(fail)?;
-    let found = target.digest().map_err(fail)?;
+    let (found, stat) = target.digest_and_stat().map_err(fail)?;
     if let Some(pin) = &pin {
         if pin.path != target.path() {
             return Err(Error::refused(format!(
@@ -451,6 +466,17 @@ pub fn verify(entry: &Entry, home: &Path) -> Result<Launch, Error> {
             )));
         }
         if pin.sha256 != found {
+            // A tree pinned before its digest covered modes and directories.
+            if let Artefact::Tree(dir) = &target
+                && crate::config::dir_digest(dir).is_ok_and(|hex| pin.sha256 == format!("sha256:{hex}"))
+            {
+                return Err(Error::refused(format!(
+                    "runner `{}`: `{}` was pinned by an earlier Craik, whose digest of a tree left out file modes and directories; refusing to launch it — review the tree, then `craik runners install {}`",
+                    entry.id,
+                    dir.display(),
+                    entry.id
+                )));
+            }
             return Err(changed(entry, target.path(), &pin.sha256, &found));
         }
         if let Some(installed) = &pin.entry_sha256 {
@@ -535,12 +561,17 @@ pub fn verify(entry: &Entry, home: &Path) -> Result<Launch, Error> {
         exec_sha256: (program != target.path()).then(|| program_sha256.clone()),
         entry_sha256: Some(super::definition_digest(entry)).filter(|d| !d.is_empty()),
     };
+    // What is executed again at each step: a `cli` entry's CLI (file or tree), a pinned tree.
+    let watch = (entry.backend == Backend::Cli && !(entry.origin == Origin::Builtin)
+        || matches!(target, Artefact::Tree(_)))
+    .then(|| std::sync::Arc::new(stat));
     Ok(Launch {
         program,
         program_sha256,
         args,
         home_read,
         read: tree_read,
+        watch,
         record,
     })
 }

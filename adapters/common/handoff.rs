@@ -130,7 +130,13 @@ impl Cli {
     fn read_from_ancestors(self, work: &std::path::Path) -> Option<std::path::PathBuf> {
         let names: &[&str] = match self {
             Self::Codex => &[".git", ".codex", "AGENTS.md", "AGENTS.override.md"],
-            Self::Claude => &[".git", ".claude", "CLAUDE.md", "CLAUDE.local.md", ".mcp.json"],
+            Self::Claude => &[
+                ".git",
+                ".claude",
+                "CLAUDE.md",
+                "CLAUDE.local.md",
+                ".mcp.json",
+            ],
             Self::Gemini => &[".git", ".gemini", "GEMINI.md", ".env"],
         };
         // `work` is `<scratch>/<private home>/work`: the walk starts at the scratch.

@@ -1,10 +1,10 @@
 //! The adapter supervisor: runs a runner adapter as an untrusted child process and speaks
 //! `craik.channel/1` (docs/protocol.md) with it.
 //!
-//! The child gets its own process group, a scrubbed environment (a fixed `PATH`, `HOME` set to
-//! its own working directory, and only the variables its runner profile names), its own
-//! working directory, stdin/stdout for the channel and stderr captured as redacted
-//! diagnostics. Every line it writes is size-limited, strictly decoded and checked against
+//! The child gets its own process group, a scrubbed environment (a fixed `PATH`, `HOME` and
+//! `TMPDIR` set to its working directory, and only the variables its runner profile names),
+//! a new private working directory outside Craik's home (removed with it), stdin/stdout for
+//! the channel and stderr captured as redacted diagnostics. Every line it writes is size-limited, strictly decoded and checked against
 //! the request in flight; any violation (EOF, crash, hang, oversized or malformed line,
 //! unknown field, wrong id, an unexpected message) ends the call with an error naming it, and
 //! the group is killed. The supervisor never trusts what the adapter says about itself.
@@ -39,8 +39,6 @@ pub struct AdapterSpec {
     pub args: Vec<String>,
     /// Environment variables passed through (by name) from Craik's own environment.
     pub env: Vec<String>,
-    /// The adapter's working directory (created).
-    pub cwd: PathBuf,
     pub max_line_bytes: usize,
     pub initialize_timeout: Duration,
     pub step_timeout: Duration,
@@ -57,8 +55,11 @@ pub struct AdapterSpec {
     /// Paths inside Craik's home the adapter may read (its own install cache under
     /// `HOME/runners/<id>/`); the rest of the home stays out of reach.
     pub home_read: Vec<PathBuf>,
-    /// The adapter's private scratch directory (its `TMPDIR`), made by [`Adapter::spawn`]
-    /// outside Craik's home and removed with the adapter; writable in its sandbox.
+    /// The adapter's private scratch directory — its working directory, `HOME` and `TMPDIR`,
+    /// the one place it may write — made new by [`Adapter::spawn`] outside Craik's home and
+    /// any run's record, and removed with the adapter: nothing an adapter (or a CLI it runs)
+    /// writes is kept (outside testing round r32: codex's shell snapshot quoting the key, and
+    /// what a CLI wrote to its working directory, stayed in the run's directory).
     pub scratch: Option<PathBuf>,
     /// The pinned tree the adapter runs its CLI from, as stat'ed when its digest was taken:
     /// checked before and after every step ([`crate::registry::TreeStat`]).
@@ -66,12 +67,11 @@ pub struct AdapterSpec {
 }
 
 impl AdapterSpec {
-    pub fn new(program: PathBuf, args: Vec<String>, cwd: PathBuf) -> Self {
+    pub fn new(program: PathBuf, args: Vec<String>) -> Self {
         Self {
             program,
             args,
             env: Vec::new(),
-            cwd,
             max_line_bytes: channel::DEFAULT_MAX_LINE_BYTES,
             initialize_timeout: Duration::from_secs(10),
             step_timeout: Duration::from_secs(120),
@@ -87,8 +87,7 @@ impl AdapterSpec {
 
     /// The adapter's sandbox: it reads the system paths, its own program (and, for a script,
     /// its interpreter) with the installation each lives in, and the absolute paths on its
-    /// command line; it writes only its own working directory and its scratch directory.
-    /// Network is allowed (live
+    /// command line; it writes only its scratch directory. Network is allowed (live
     /// runners talk to their services). Nothing granted holds Craik's home.
     pub fn sandbox(&self) -> Result<Sandbox, crate::confine::ConfineError> {
         let mut read = Vec::new();
@@ -131,8 +130,7 @@ impl AdapterSpec {
             }
         }
         let keep_out = crate::confine::Limits::hiding(hidden);
-        let mut write = vec![self.cwd.clone()];
-        write.extend(self.scratch.iter().cloned());
+        let write: Vec<PathBuf> = self.scratch.iter().cloned().collect();
         Sandbox::for_profile(
             read,
             Vec::new(),
@@ -449,10 +447,6 @@ fn redact_line(line: &str) -> String {
 impl Adapter {
     /// Starts the adapter process (no handshake yet).
     pub fn spawn(mut spec: AdapterSpec) -> Result<Self, StartError> {
-        std::fs::create_dir_all(&spec.cwd).map_err(|source| StartError::WorkDir {
-            dir: spec.cwd.clone(),
-            source,
-        })?;
         let base = scratch_base(spec.home.as_deref());
         let scratch = tempfile::Builder::new()
             .prefix("craik-adapter-")
@@ -480,10 +474,10 @@ impl Adapter {
         };
         let mut command = tokio::process::Command::from(std_command);
         command
-            .current_dir(&spec.cwd)
+            .current_dir(scratch.path())
             .env_clear()
             .env("PATH", SAFE_PATH)
-            .env("HOME", &spec.cwd)
+            .env("HOME", scratch.path())
             .env("LANG", "C.UTF-8")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -1204,10 +1198,9 @@ mod tests {
 
     #[test]
     fn issue_22_an_adapter_starts_only_from_the_bytes_it_was_pinned_to() {
-        let dir = tempfile::tempdir().unwrap();
         let program = Path::new("/bin/cat").canonicalize().unwrap();
         let digest = crate::registry::digest_file(&program).unwrap();
-        let mut spec = AdapterSpec::new(program.clone(), Vec::new(), dir.path().join("cwd"));
+        let mut spec = AdapterSpec::new(program.clone(), Vec::new());
         spec.confinement_required = false;
         let wrong = format!("sha256:{}", "0".repeat(64));
         spec.exec_sha256 = Some(wrong.clone());

@@ -64,11 +64,7 @@ pub fn run(command: &[String]) -> Result<Vec<Check>, Error> {
             _ => a.clone(),
         })
         .collect();
-    let scratch = std::env::temp_dir().join(format!("craik-conformance-{}", std::process::id()));
-    let spec = AdapterSpec::new(program, args, scratch.clone());
-    let checks = run_spec(spec, None);
-    let _ = std::fs::remove_dir_all(&scratch);
-    checks
+    run_spec(AdapterSpec::new(program, args), None)
 }
 
 /// `craik runners conformance NAME`: the same scenarios against a registry entry, launched
@@ -76,15 +72,16 @@ pub fn run(command: &[String]) -> Result<Vec<Check>, Error> {
 /// descriptor it hashed, its environment, read paths and sandbox), and it must announce its
 /// matrix's runner id. An entry that takes a fixture scenario gets a plan and an act step.
 pub fn run_entry(entry: &crate::registry::Entry, home: &Path) -> Result<Vec<Check>, Error> {
-    let scratch = crate::registry::entry_dir(home, &entry.id).join(".conformance");
-    let _ = std::fs::remove_dir_all(&scratch);
+    let scratch = tempfile::Builder::new()
+        .prefix("craik-conformance-")
+        .tempdir()
+        .map_err(|e| Error::io(format!("cannot create a temporary directory: {e}")))?;
     let steps = serde_json::json!([
         {"phase": "plan", "summary": "conformance: plan"},
         {"phase": "act", "summary": "conformance: act, proposing nothing"}
     ]);
-    let spec = crate::launch::entry_spec(entry, home, &scratch, &steps)?;
+    let spec = crate::launch::entry_spec(entry, home, scratch.path(), &steps)?;
     let checks = run_spec(spec, Some(&entry.matrix.runner));
-    let _ = std::fs::remove_dir_all(&scratch);
     // An entry that was never installed leaves no directory behind (only an empty one goes).
     let _ = std::fs::remove_dir(crate::registry::entry_dir(home, &entry.id));
     checks

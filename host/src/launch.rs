@@ -39,32 +39,28 @@ pub fn build_runner(
         .map(Path::to_path_buf)
         .ok_or_else(|| Error::internal(format!("{}: not under a home", run_dir.display())))?;
     // An adapter process: its env is what the registry names, its cwd its own.
-    let adapter = |launch: Launch,
-                   env: Vec<String>,
-                   read: &[PathBuf],
-                   matrix|
-     -> Result<Built, Error> {
-        let mut spec =
-            crate::adapter::AdapterSpec::new(launch.program, launch.args, run_dir.join("adapter"));
-        if let Some(secs) = options.step_timeout_secs {
-            spec.step_timeout = std::time::Duration::from_secs(secs);
-        }
-        if let Some(max) = options.max_line_bytes {
-            spec.max_line_bytes = max;
-        }
-        spec.extra_read.clone_from(&options.adapter_read);
-        spec.extra_read.extend(read.iter().cloned());
-        spec.extra_read.extend(launch.read.iter().cloned());
-        spec.env = env;
-        spec.home = Some(home.clone());
-        spec.home_read = launch.home_read;
-        spec.exec_sha256 = Some(launch.program_sha256);
-        spec.tree = launch.watch;
-        spec.confinement_required = profile != PolicyProfile::TrustedLocal;
-        let runner: Box<dyn crate::run::StepRunner> =
-            Box::new(crate::adapter::AdapterRunner::new(spec));
-        Ok((runner, matrix, Some(launch.record)))
-    };
+    let adapter =
+        |launch: Launch, env: Vec<String>, read: &[PathBuf], matrix| -> Result<Built, Error> {
+            let mut spec = crate::adapter::AdapterSpec::new(launch.program, launch.args);
+            if let Some(secs) = options.step_timeout_secs {
+                spec.step_timeout = std::time::Duration::from_secs(secs);
+            }
+            if let Some(max) = options.max_line_bytes {
+                spec.max_line_bytes = max;
+            }
+            spec.extra_read.clone_from(&options.adapter_read);
+            spec.extra_read.extend(read.iter().cloned());
+            spec.extra_read.extend(launch.read.iter().cloned());
+            spec.env = env;
+            spec.home = Some(home.clone());
+            spec.home_read = launch.home_read;
+            spec.exec_sha256 = Some(launch.program_sha256);
+            spec.tree = launch.watch;
+            spec.confinement_required = profile != PolicyProfile::TrustedLocal;
+            let runner: Box<dyn crate::run::StepRunner> =
+                Box::new(crate::adapter::AdapterRunner::new(spec));
+            Ok((runner, matrix, Some(launch.record)))
+        };
     if let Some(rest) = name.strip_prefix("provider:") {
         let (api, model) = rest.split_once(':').unwrap_or((rest, ""));
         // The shipped provider adapter (pinned, if `provider` was ever installed, under that id);
@@ -170,8 +166,9 @@ fn passed_env(matrix: &RunnerCapabilityMatrix) -> Vec<String> {
 
 /// How `entry`'s adapter starts outside a run (`runners check --handshake`, `runners
 /// conformance NAME`): as a run starts it — pin checked, executed through the descriptor it
-/// hashed, its environment and read paths, confined where the kernel can — in `scratch`
-/// (created). An entry that takes a scenario gets one of `steps` written there.
+/// hashed, its environment and read paths, confined where the kernel can. An entry that takes
+/// a scenario gets one of `steps` written in `scratch` (created; outside the home, which the
+/// adapter cannot read).
 pub fn entry_spec(
     entry: &registry::Entry,
     home: &Path,
@@ -180,7 +177,7 @@ pub fn entry_spec(
 ) -> Result<crate::adapter::AdapterSpec, Error> {
     let home =
         &std::path::absolute(home).map_err(|e| Error::usage(format!("{}: {e}", home.display())))?;
-    // The scenario's path is passed to an adapter running in `scratch`: absolute.
+    // The scenario's path is passed to the adapter: absolute.
     let scratch = &std::path::absolute(scratch)
         .map_err(|e| Error::usage(format!("{}: {e}", scratch.display())))?;
     let mut launch = registry::verify(entry, home)?;
@@ -198,7 +195,7 @@ pub fn entry_spec(
         launch.args.push(flag.clone());
         launch.args.push(scenario.display().to_string());
     }
-    let mut spec = crate::adapter::AdapterSpec::new(launch.program, launch.args, scratch.into());
+    let mut spec = crate::adapter::AdapterSpec::new(launch.program, launch.args);
     spec.env = entry.adapter_env();
     spec.extra_read.clone_from(&entry.read);
     spec.home = Some(home.clone());
@@ -216,11 +213,13 @@ pub fn entry_spec(
 /// must announce the matrix's runner id) and shuts it down. An entry that takes a scenario
 /// gets a one-step one in its scratch directory. Returns what the adapter announced.
 pub fn handshake(entry: &registry::Entry, home: &Path) -> Result<String, String> {
-    let scratch = registry::entry_dir(home, &entry.id).join(".handshake");
-    let _ = std::fs::remove_dir_all(&scratch);
+    let scratch = tempfile::Builder::new()
+        .prefix("craik-handshake-")
+        .tempdir()
+        .map_err(|e| format!("cannot create a temporary directory: {e}"))?;
     let steps = serde_json::json!([{"phase": "plan", "summary": "handshake only"}]);
     let result = (|| {
-        let spec = entry_spec(entry, home, &scratch, &steps).map_err(|e| e.message)?;
+        let spec = entry_spec(entry, home, scratch.path(), &steps).map_err(|e| e.message)?;
         let mut adapter = crate::adapter::Adapter::spawn(spec).map_err(|e| e.to_string())?;
         adapter
             .initialize(Some(&entry.matrix.runner))
@@ -233,7 +232,6 @@ pub fn handshake(entry: &registry::Entry, home: &Path) -> Result<String, String>
         let _ = adapter.shutdown(std::time::Duration::from_secs(2));
         Ok(announced)
     })();
-    let _ = std::fs::remove_dir_all(&scratch);
     // An entry that was never installed leaves no directory behind (only an empty one goes).
     let _ = std::fs::remove_dir(registry::entry_dir(home, &entry.id));
     result

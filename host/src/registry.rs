@@ -29,11 +29,11 @@ mod package;
 mod pin;
 mod tree;
 pub use edit::{NewEntry, add_to_text, remove_from_text};
-pub use tree::TreeStat;
 pub use pin::{
     Launch, PIN_FILE, Pin, RunnerRecord, digest_file, digest_reader, entry_dir, install, read_pin,
     resolve_command, uninstall, verify,
 };
+pub use tree::{TreeStat, digest as tree_digest};
 
 /// The registry file's name, in the home and beside a project's `craik.toml`.
 pub const FILE_NAME: &str = "runners.toml";

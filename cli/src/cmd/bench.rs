@@ -696,7 +696,6 @@ pub(crate) fn run(
         let spec = craik_host::adapter::AdapterSpec::new(
             program,
             vec!["--fixture".into(), scenario_path.display().to_string()],
-            root.join("adapter-cwd"),
         );
         let ws = make_ws("governed-adapter")?;
         Some(governed_run(
@@ -1044,7 +1043,6 @@ pub(crate) fn channel(
     let spec = craik_host::adapter::AdapterSpec::new(
         program,
         vec!["--fixture".into(), path.display().to_string()],
-        scratch.0.join("cwd"),
     );
     let mut adapter = craik_host::adapter::AdapterRunner::new(spec);
     adapter

@@ -336,7 +336,7 @@ elif MODE == "stderr_flood":
     serve_rest(chunk * 100)
 elif MODE == "orphan":
     child = subprocess.Popen(["sleep", "300"])
-    open("orphan.pid", "w").write(str(child.pid))
+    sys.stderr.write("orphan pid %d\n" % child.pid); sys.stderr.flush()
     os._exit(1)
 elif MODE == "unavailable_later":
     send({{"id": req["id"], "result": {{"result": result}}}})
@@ -418,8 +418,13 @@ fn hostile_adapters_end_in_a_failed_step_with_a_receipt() {
         assert_eq!(last["decision"], "deny");
         verify_run(&home, &id, false);
         if mode == "orphan" {
-            let pid_file = home.join("runs").join(&id).join("adapter/orphan.pid");
-            let pid = std::fs::read_to_string(pid_file).unwrap();
+            // Its pid, from its last words (its scratch directory goes with it).
+            let pid = reason
+                .split("orphan pid ")
+                .nth(1)
+                .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+                .unwrap_or_else(|| panic!("no pid in {reason}"))
+                .to_owned();
             std::thread::sleep(std::time::Duration::from_millis(200));
             let status =
                 std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
@@ -957,8 +962,10 @@ m.main()
     }
 }
 
-/// What [`recording_cli`] writes before it answers: its arguments, the key variables (as a
-/// sha256, never the value), the endpoint variables, its HOME and TMPDIR, gemini's settings.
+/// What [`recording_cli`] sends before it answers: its arguments, the key variables (as a
+/// sha256, never the value), the endpoint variables, its HOME, TMPDIR and working directory
+/// (and what that holds), gemini's settings. Sent over loopback TCP to a [`Recorder`]: the
+/// CLI can write nothing that outlives it (its directories are removed with its adapter).
 const RECORD: &str = r#"{
   printf 'argv'; for a in "$@"; do printf ' <%s>' "$a"; done; printf '\n'
   for v in OPENAI_API_KEY ANTHROPIC_API_KEY GEMINI_API_KEY TEST_MODEL_KEY; do
@@ -966,24 +973,52 @@ const RECORD: &str = r#"{
     if [ -n "$val" ]; then printf '%s=sha256:%s\n' "$v" "$(printf %s "$val" | sha256sum | cut -d' ' -f1)"; else printf '%s=unset\n' "$v"; fi
   done
   printf 'ANTHROPIC_BASE_URL=%s\nGOOGLE_GEMINI_BASE_URL=%s\n' "${ANTHROPIC_BASE_URL-unset}" "${GOOGLE_GEMINI_BASE_URL-unset}"
-  printf 'HOME=%s\nTMPDIR=%s\n' "$HOME" "$TMPDIR"
+  printf 'HOME=%s\nTMPDIR=%s\nPWD=%s\ncwd_entries=%s\n' "$HOME" "$TMPDIR" "$PWD" "$(ls -A)"
   if [ -f "$HOME/.gemini/settings.json" ]; then printf 'settings=%s\n' "$(cat "$HOME/.gemini/settings.json")"; fi
-} >> "$PWD/seen.txt"
+} > /dev/tcp/127.0.0.1/RECORDER_PORT
 "#;
 
-/// [`fake_cli_with`] that first records what it was given into `seen.txt` in its working
-/// directory (the adapter's), and with `leak` fails printing its key to stderr.
-fn recording_cli(dir: &Path, cli: &str, leak: bool) -> PathBuf {
+/// Collects what [`recording_cli`]s send, one text per invocation.
+struct Recorder {
+    port: u16,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Recorder {
+    fn start() -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let into = seen.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut text = String::new();
+                let _ = std::io::Read::read_to_string(&mut &stream, &mut text);
+                into.lock().unwrap().push(text);
+            }
+        });
+        Self { port, seen }
+    }
+
+    fn seen(&self) -> Vec<String> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+/// [`fake_cli_with`] that first sends what it was given to `recorder`, and with `leak` fails
+/// printing its key to stderr.
+fn recording_cli(dir: &Path, cli: &str, leak: bool, recorder: &Recorder) -> PathBuf {
     let fake = fake_cli(dir, cli);
     let body = std::fs::read_to_string(&fake).unwrap();
-    let (shebang, rest) = body.split_once('\n').unwrap();
+    let (_, rest) = body.split_once('\n').unwrap();
     let leak = if leak {
         "echo \"auth failed for key ${OPENAI_API_KEY}${ANTHROPIC_API_KEY}${GEMINI_API_KEY}\" >&2; exit 3\n"
     } else {
         ""
     };
+    let record = RECORD.replace("RECORDER_PORT", &recorder.port.to_string());
     let path = dir.join(format!("agent-{cli}"));
-    std::fs::write(&path, format!("{shebang}\n{RECORD}{leak}{rest}")).unwrap();
+    std::fs::write(&path, format!("#!/bin/bash\n{record}{leak}{rest}")).unwrap();
     make_executable(&path);
     path
 }
@@ -1037,7 +1072,8 @@ fn issue_32_the_operators_endpoint_model_and_key_reach_each_cli() {
         ("gemini", "--debug", "GEMINI_API_KEY"),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let agent = recording_cli(dir.path(), cli, false);
+        let recorder = Recorder::start();
+        let agent = recording_cli(dir.path(), cli, false, &recorder);
         let home = dir.path().join("home");
         crate::registry::ok(&crate::registry::runners(
             &home,
@@ -1093,9 +1129,9 @@ fn issue_32_the_operators_endpoint_model_and_key_reach_each_cli() {
         let (exit, id, text) = run(true);
         assert_eq!(exit, Some(0), "{cli}: {text}");
         verify_run(&home, &id, false);
-        let adapter_dir = home.join("runs").join(&id).join("adapter");
-        let seen = std::fs::read_to_string(adapter_dir.join("seen.txt")).unwrap();
-        let invocation = seen.split("argv").nth(1).unwrap();
+        let seen = recorder.seen();
+        assert_eq!(seen.len(), 4, "{cli}: one record per invocation: {seen:?}");
+        let invocation = seen[0].strip_prefix("argv").unwrap();
         // The key: under the CLI's own name only, never an argument.
         assert!(
             invocation.contains(&format!("{key_var}={key_sha}")),
@@ -1160,14 +1196,40 @@ fn issue_32_the_operators_endpoint_model_and_key_reach_each_cli() {
                 }
             }
         }
-        // A private home, new for each invocation and gone after it.
-        let cli_home = adapter_dir.join(".craik-cli");
+        // A private home, temporary and working directory, new for each invocation, outside
+        // Craik's home and any run's record, and gone after it with its adapter's scratch
+        // (outside testing round r32 F7/F11).
+        let line = |name: &str| {
+            invocation
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("{name}=")))
+                .map(PathBuf::from)
+                .unwrap()
+        };
+        let cli_home = line("HOME");
+        assert_eq!(line("TMPDIR"), cli_home.join("tmp"), "{cli}");
+        assert_eq!(line("PWD"), cli_home.join("work"), "{cli}");
+        assert!(invocation.contains("cwd_entries=\n"), "{cli}: {invocation}");
         assert!(
-            invocation.contains(&format!("HOME={}\n", cli_home.display()))
-                && invocation.contains(&format!("TMPDIR={}\n", cli_home.join("tmp").display())),
-            "{cli}: {invocation}"
+            !cli_home.starts_with(dir.path()),
+            "{cli}: {}",
+            cli_home.display()
         );
         assert!(!cli_home.exists(), "{cli}: the CLI's home outlived it");
+        assert!(
+            !cli_home.parent().unwrap().exists(),
+            "{cli}: the adapter's scratch outlived it"
+        );
+        let mut homes: Vec<&str> = seen
+            .iter()
+            .filter_map(|r| r.lines().find(|l| l.starts_with("HOME=")))
+            .collect();
+        homes.dedup();
+        assert_eq!(homes.len(), 1, "{cli}: one adapter, one scratch: {homes:?}");
+        assert!(
+            !home.join("runs").join(&id).join("adapter").exists(),
+            "{cli}"
+        );
         // Model steps name the endpoint's host and the model (the CLI's, else the one given).
         let steps: Vec<Value> = receipts(&home, &id)
             .into_iter()
@@ -1202,7 +1264,7 @@ fn issue_32_the_operators_endpoint_model_and_key_reach_each_cli() {
     }
     // A CLI printing its key in a failure: what is kept of its stderr has it replaced.
     let dir = tempfile::tempdir().unwrap();
-    let agent = recording_cli(dir.path(), "claude", true);
+    let agent = recording_cli(dir.path(), "claude", true, &Recorder::start());
     let home = dir.path().join("home");
     crate::registry::ok(&crate::registry::runners(
         &home,
@@ -1322,10 +1384,15 @@ fn issue_32_a_cli_killed_at_a_step_timeout_leaves_no_private_home() {
     let wrapper = live_wrapper(dir.path(), "codex", &fake);
     let ex = scratch_example(dir.path(), "trusted-local", &[], simple_steps(), &[]);
     let home = dir.path().join("home");
-    let (exit, id, text) = run_example(
-        &home,
-        &ex,
-        &[
+    // Craik's temporary directory, where its adapters' scratch directories go.
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let out = craik()
+        .arg("run")
+        .arg(&ex)
+        .arg("--home")
+        .arg(&home)
+        .args([
             "--runner",
             &format!("adapter:{}", wrapper.display()),
             "--runner-matrix",
@@ -1334,9 +1401,92 @@ fn issue_32_a_cli_killed_at_a_step_timeout_leaves_no_private_home() {
             fake.to_str().unwrap(),
             "--step-timeout-secs",
             "3",
-        ],
+        ])
+        .env("TMPDIR", &tmp)
+        .env_remove("XDG_RUNTIME_DIR")
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0), "{}", transcript(&out));
+    let left: Vec<PathBuf> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(left, Vec::<PathBuf>::new(), "{}", transcript(&out));
+    assert!(files_holding(&home, "OPENAI_API_KEY=secret").is_empty());
+}
+
+/// Issue 32 (outside testing round r32 F6): a CLI pinned as a whole tree is run again at every
+/// step; a file of the tree rewritten during the run — even with the bytes it had — stops
+/// the run before anything the CLI answered after the change is used.
+#[test]
+fn issue_32_a_pinned_tree_changed_during_a_run_stops_it() {
+    crate::ensure_adapters();
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = Recorder::start();
+    let tree = dir.path().join("tree");
+    std::fs::create_dir_all(tree.join("bin")).unwrap();
+    std::fs::write(tree.join("lib.dat"), "what the launcher loads\n").unwrap();
+    let fake = std::fs::read_to_string(fake_cli_with(dir.path(), "codex", false)).unwrap();
+    // In the act step it says so (to the test, over loopback) and waits for the change.
+    let hook = format!(
+        "#!/bin/bash\nprompt=\"$(cat)\"\ncase \"$prompt\" in *\"Phase: act\"*) echo act > /dev/tcp/127.0.0.1/{}; sleep 3;; esac\n",
+        recorder.port
     );
-    assert_ne!(exit, 0, "{text}");
-    let private = home.join("runs").join(&id).join("adapter/.craik-cli");
-    assert!(!private.exists(), "{} left: {text}", private.display());
+    let body = fake.replacen("#!/bin/sh\nprompt=\"$(cat)\"\n", &hook, 1);
+    assert_ne!(body, fake);
+    std::fs::write(tree.join("bin/cli"), body).unwrap();
+    make_executable(&tree.join("bin/cli"));
+    let home = dir.path().join("home");
+    for args in [
+        &[
+            "add",
+            "agent",
+            "--backend",
+            "cli",
+            "--adapter",
+            "codex",
+            "--install",
+            "prebundled",
+            "--source",
+            tree.to_str().unwrap(),
+            "--command",
+            "bin/cli",
+        ][..],
+        &["install", "agent"][..],
+    ] {
+        crate::registry::ok(&crate::registry::runners(&home, args));
+    }
+    let ex = scratch_example(dir.path(), "trusted-local", &[], simple_steps(), &[]);
+    let run = std::thread::spawn({
+        let (home, ex) = (home.clone(), ex.clone());
+        move || run_example(&home, &ex, &["--runner", "agent"])
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while recorder.seen().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the act step never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The same bytes written again: only the file's ctime says it changed.
+    std::fs::write(tree.join("lib.dat"), "what the launcher loads\n").unwrap();
+    let (exit, id, text) = run.join().unwrap();
+    assert_eq!(exit, 1, "{text}");
+    let reason = run_json(&home, &id)["stop_reason"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        reason.contains("the pinned runner changed during the run")
+            && reason.contains("lib.dat` was modified"),
+        "{reason}"
+    );
+    // Nothing of the act step was used: no action was decided.
+    let decided: Vec<Value> = receipts(&home, &id)
+        .into_iter()
+        .filter(|r| r["capability"] == "repo.read")
+        .collect();
+    assert_eq!(decided, Vec::<Value>::new());
+    verify_run(&home, &id, false);
 }

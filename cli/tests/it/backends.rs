@@ -250,7 +250,7 @@ fn issue_22_npx_entry_from_a_packed_node_adapter_conforms_runs_and_refuses_a_cha
     };
     assert_eq!(exit, 1, "{text}");
     let expected = pin["sha256"].as_str().unwrap();
-    let found = format!("sha256:{}", craik_host::config::dir_digest(&tree).unwrap());
+    let found = craik_host::registry::tree_digest(&tree).unwrap();
     assert_ne!(expected, found);
     assert!(
         text.contains(&format!("(expected {expected}, found {found})")),
@@ -656,10 +656,10 @@ fn issue_22_the_node_example_added_from_docs_runners_md_alone() {
     let pin: Value =
         serde_json::from_slice(&std::fs::read(home.join("runners/node-example/pin.json")).unwrap())
             .unwrap();
-    let found = craik_host::config::dir_digest(&home.join("runners/node-example/pkg")).unwrap();
+    let found = craik_host::registry::tree_digest(&home.join("runners/node-example/pkg")).unwrap();
     assert!(
         err.contains(&format!(
-            "runner `node-example`: `{}` changed since it was installed (expected {}, found sha256:{found})",
+            "runner `node-example`: `{}` changed since it was installed (expected {}, found {found})",
             home.join("runners/node-example/pkg").display(),
             pin["sha256"].as_str().unwrap()
         )),

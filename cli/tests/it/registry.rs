@@ -960,8 +960,9 @@ fn issue_22_a_prebundled_runner_pins_its_whole_tree() {
         text.contains("changed since it was installed (expected sha256:"),
         "{text}"
     );
-    // A command outside the bundle is refused.
+    // A command outside the bundle is refused, from the install on.
     std::fs::write(bundle.join("lib.dat"), "dependency v1\n").unwrap();
+    std::fs::copy(adapter_bin("fixture"), dir.path().join("outside")).unwrap();
     ok(&runners(
         &home,
         &[
@@ -970,7 +971,7 @@ fn issue_22_a_prebundled_runner_pins_its_whole_tree() {
             "--backend",
             "program",
             "--command",
-            "../../bin/sh",
+            "../outside",
             "--install",
             "prebundled",
             "--source",
@@ -979,7 +980,13 @@ fn issue_22_a_prebundled_runner_pins_its_whole_tree() {
             "fixture",
         ],
     ));
-    ok(&runners(&home, &["install", "escaping"]));
+    let out = runners(&home, &["install", "escaping"]);
+    assert_eq!(out.status.code(), Some(2), "{}", transcript(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("`../outside` lies outside the pinned tree"),
+        "{}",
+        transcript(&out)
+    );
     let out = runners(&home, &["check", "escaping"]);
     assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
 }

@@ -468,7 +468,8 @@ pub fn verify(entry: &Entry, home: &Path) -> Result<Launch, Error> {
         if pin.sha256 != found {
             // A tree pinned before its digest covered modes and directories.
             if let Artefact::Tree(dir) = &target
-                && crate::config::dir_digest(dir).is_ok_and(|hex| pin.sha256 == format!("sha256:{hex}"))
+                && crate::config::dir_digest(dir)
+                    .is_ok_and(|hex| pin.sha256 == format!("sha256:{hex}"))
             {
                 return Err(Error::refused(format!(
                     "runner `{}`: `{}` was pinned by an earlier Craik, whose digest of a tree left out file modes and directories; refusing to launch it — review the tree, then `craik runners install {}`",

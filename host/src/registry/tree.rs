@@ -82,7 +82,7 @@ fn entries(root: &Path) -> Result<BTreeMap<PathBuf, std::fs::Metadata>, String> 
 /// `sha256:` of the tree: over the sorted lines `d <path>` (a directory) and
 /// `f <path> NUL <mode, octal> NUL <sha256 of the file>` (a file), each ending in a newline,
 /// paths relative to the tree.
-pub(super) fn digest(root: &Path) -> Result<String, String> {
+pub fn digest(root: &Path) -> Result<String, String> {
     let mut hasher = sha2::Sha256::new();
     for (rel, meta) in entries(root)? {
         let name = rel.to_string_lossy();
@@ -90,11 +90,11 @@ pub(super) fn digest(root: &Path) -> Result<String, String> {
             hasher.update(format!("d {name}\n").as_bytes());
         } else {
             let path = root.join(&rel);
-            let file = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let sha = super::pin::digest_reader(file).map_err(|e| format!("{}: {e}", path.display()))?;
-            hasher.update(
-                format!("f {name}\0{:o}\0{sha}\n", meta.mode() & 0o7777).as_bytes(),
-            );
+            let file =
+                std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let sha =
+                super::pin::digest_reader(file).map_err(|e| format!("{}: {e}", path.display()))?;
+            hasher.update(format!("f {name}\0{:o}\0{sha}\n", meta.mode() & 0o7777).as_bytes());
         }
     }
     Ok(format!(
@@ -248,8 +248,8 @@ fn resolve(name: &str, from: &Path) -> Option<PathBuf> {
 fn dependencies(manifest: &Path) -> Result<Vec<(String, bool)>, String> {
     let bytes = crate::fsio::read_bounded(manifest, 16 << 20)
         .map_err(|e| format!("{}: {e}", manifest.display()))?;
-    let value: serde_json::Value = serde_json::from_slice(&bytes)
-        .map_err(|e| format!("{}: {e}", manifest.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", manifest.display()))?;
     let mut names = Vec::new();
     for (field, required) in [
         ("dependencies", true),
@@ -285,7 +285,11 @@ pub(super) fn npm_escape(tree: &Path, launcher: &Path) -> Option<String> {
             Err(why) => return Some(why),
         };
         for (name, required) in names {
-            if name.is_empty() || name.split('/').any(|part| part.is_empty() || part == "." || part == "..") {
+            if name.is_empty()
+                || name
+                    .split('/')
+                    .any(|part| part.is_empty() || part == "." || part == "..")
+            {
                 return Some(format!(
                     "{}: a dependency name `{}` that is not a package name",
                     package.join("package.json").display(),
@@ -294,15 +298,16 @@ pub(super) fn npm_escape(tree: &Path, launcher: &Path) -> Option<String> {
             }
             match resolve(&name, &package).map(|p| p.canonicalize().unwrap_or(p)) {
                 Some(found) if found.starts_with(tree) => {
-                    if seen.insert(found.clone()) {
-                        if seen.len() > MAX_PACKAGES {
-                            return Some(format!(
-                                "{}: more than {MAX_PACKAGES} packages",
-                                tree.display()
-                            ));
-                        }
-                        todo.push_back(found);
+                    if !seen.insert(found.clone()) {
+                        continue;
                     }
+                    if seen.len() > MAX_PACKAGES {
+                        return Some(format!(
+                            "{}: more than {MAX_PACKAGES} packages",
+                            tree.display()
+                        ));
+                    }
+                    todo.push_back(found);
                 }
                 Some(found) => {
                     return Some(format!(

@@ -75,14 +75,19 @@ fn a_tree_changed_after_its_digest_is_seen_even_when_restored() {
     // Rewritten with the very same bytes (what an attacker restoring a file does): seen.
     write(&tree.join("bundle/chunk.js"), "console.log(1)\n");
     let what = stat.changed().unwrap();
-    assert!(what.contains("chunk.js") && what.contains("modified"), "{what}");
+    assert!(
+        what.contains("chunk.js") && what.contains("modified"),
+        "{what}"
+    );
 
     // Each kind of change, from a fresh stat.
     type Change = fn(&Path);
     let changes: [(&str, Change); 5] = [
         ("mode", |t| chmod(&t.join("bundle/main.js"), 0o700)),
         ("added", |t| write(&t.join("bundle/extra.js"), "")),
-        ("removed", |t| std::fs::remove_file(t.join("bundle/chunk.js")).unwrap()),
+        ("removed", |t| {
+            std::fs::remove_file(t.join("bundle/chunk.js")).unwrap()
+        }),
         ("replaced", |t| {
             write(&t.join("new.js"), "import './chunk.js'\n");
             std::fs::rename(t.join("new.js"), t.join("bundle/main.js")).unwrap();
@@ -160,7 +165,10 @@ fn a_launcher_package_must_hold_what_it_loads() {
     // Nowhere at all: a required dependency is missing.
     std::fs::remove_dir_all(&outer).unwrap();
     let why = npm_escape(&nm, &launcher).unwrap();
-    assert!(why.contains("`helper`") && why.contains("not installed"), "{why}");
+    assert!(
+        why.contains("`helper`") && why.contains("not installed"),
+        "{why}"
+    );
 
     // A link inside the tree pointing out of it resolves outside.
     std::fs::create_dir_all(dir.path().join("elsewhere/helper")).unwrap();
@@ -176,7 +184,10 @@ fn hostile_manifests_are_refused_not_followed() {
     let nm = prefix(dir.path());
     let launcher = nm.join("@x/cli/bin/cli.js");
     for (manifest, expect) in [
-        (r#"{"dependencies":{"../../../etc":"1"}}"#, "not a package name"),
+        (
+            r#"{"dependencies":{"../../../etc":"1"}}"#,
+            "not a package name",
+        ),
         (r#"{"dependencies":{"":"1"}}"#, "not a package name"),
         (r#"{"dependencies":["helper"]}"#, "not an object"),
         ("not json", "package.json"),

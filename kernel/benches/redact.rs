@@ -124,8 +124,10 @@ mod baseline {
     }
 }
 
-/// The corpora: what Craik redacts most — build/test output, source and docs, JSON logs —
-/// each 1 MiB, with a secret every ~16 KiB in `mixed`.
+/// The corpora: what Craik redacts most — build/test output, source and docs, JSON logs,
+/// configuration files — each 1 MiB, with a secret every ~16 KiB in `mixed`. Configuration
+/// (`key = value` on nearly every line, no secret) is where keyword-shaped rules such as
+/// gitleaks' `generic-api-key` find the most places to look at.
 fn corpora() -> Vec<(&'static str, String)> {
     let build = [
         "   Compiling serde_json v1.0.140",
@@ -145,6 +147,18 @@ fn corpora() -> Vec<(&'static str, String)> {
         "## Secrets\n\nSet `OPENAI_API_KEY` in the runner profile; Craik never reads it.",
         "| capability | operations | note |\n|---|---|---|\n| repo.read | read | any path |",
         "    headers.insert(\"Authorization\", format!(\"Bearer {}\", self.key));",
+    ];
+    let config = [
+        "DATABASE_URL=postgres://localhost:5432/app",
+        "api_base: https://api.example.com/v1",
+        "token_ttl_seconds = 3600",
+        "  access_log: /var/log/nginx/access.log",
+        "AUTH_MODE=oidc",
+        "secret_store: vault # the key is read at start",
+        "password_min_length: 12",
+        "KEY_ROTATION_DAYS=90",
+        "credentials_file = ~/.aws/credentials",
+        "client_id: craik-ci",
     ];
     let json = [
         r#"{"event":"outcome","at":"2026-11-20T10:00:00Z","outcome":{"action":"action_3","ok":true,"summary":"cargo exited 0"}}"#,
@@ -180,6 +194,7 @@ fn corpora() -> Vec<(&'static str, String)> {
         ("source-and-docs", fill(&source, None)),
         ("json-logs", fill(&json, None)),
         ("mixed-with-secrets", fill(&all, Some(256))),
+        ("config-files", fill(&config, None)),
     ]
 }
 

@@ -42,8 +42,10 @@ use regex::Regex;
 use serde_json::Value;
 
 mod canon;
+mod literals;
 mod rules;
 mod view;
+mod window;
 
 use view::View;
 

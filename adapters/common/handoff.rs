@@ -126,7 +126,8 @@ impl Cli {
     /// project-root marker and instruction and configuration files of each (codex
     /// `core/src/agents_md.rs` and project config layers; claude's CLAUDE.md walk and project
     /// settings; gemini's GEMINI.md walk and `findEnvFile`). The first such entry found in an
-    /// ancestor of `work` above the CLI's private home, if any.
+    /// ancestor of `work` above the CLI's private home, if any — in a directory anyone may
+    /// write to, only one of this user or root.
     fn read_from_ancestors(self, work: &std::path::Path) -> Option<std::path::PathBuf> {
         let names: &[&str] = match self {
             Self::Codex => &[".git", ".codex", "AGENTS.md", "AGENTS.override.md"],
@@ -139,13 +140,39 @@ impl Cli {
             ],
             Self::Gemini => &[".git", ".gemini", "GEMINI.md", ".env"],
         };
-        // `work` is `<scratch>/<private home>/work`: the walk starts at the scratch.
+        // `work` is `<scratch>/<private home>/work`: the walk starts at the scratch. In a
+        // directory anyone may write to (a sticky, world-writable `/tmp`), an entry of another
+        // user is not counted: the CLI's own switches keep it unread, and counting it would let
+        // any local user stop every governed run (outside testing round r32b F2).
+        let me = rustix::process::geteuid().as_raw();
         work.ancestors().skip(2).find_map(|dir| {
-            names
-                .iter()
-                .map(|name| dir.join(name))
-                .find(|path| std::fs::symlink_metadata(path).is_ok())
+            use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+            let shared = std::fs::symlink_metadata(dir)
+                .is_ok_and(|m| m.permissions().mode() & 0o1002 == 0o1002);
+            names.iter().map(|name| dir.join(name)).find(|path| {
+                std::fs::symlink_metadata(path)
+                    .is_ok_and(|m| !shared || m.uid() == me || m.uid() == 0)
+            })
         })
+    }
+
+    /// A system-wide configuration file the CLI would read and that no switch of it skips
+    /// (codex `config/src/loader`: `/etc/codex/config.toml`, `managed_config.toml`,
+    /// `requirements.toml`), if one exists. Claude ignores an unreadable managed settings file;
+    /// gemini's are pointed elsewhere by its variables.
+    fn system_config(self) -> Option<std::path::PathBuf> {
+        let files: &[&str] = match self {
+            Self::Codex => &[
+                "/etc/codex/config.toml",
+                "/etc/codex/managed_config.toml",
+                "/etc/codex/requirements.toml",
+            ],
+            Self::Claude | Self::Gemini => &[],
+        };
+        files
+            .iter()
+            .map(std::path::PathBuf::from)
+            .find(|p| std::fs::symlink_metadata(p).is_ok())
     }
 
     /// The variable the CLI reads its key from (the adapter sets it from the operator's
@@ -512,21 +539,48 @@ impl Handoff {
                 ),
             ));
         }
+        // A system-wide configuration codex always reads, and has no switch to skip: Craik's
+        // confinement keeps it unreadable, on which codex stops. Said here, as the operator's
+        // setup, rather than as the CLI's failure (outside testing round r32b F3).
+        if let Some(found) = self.cli.system_config() {
+            return Err(error(
+                codes::UNAVAILABLE,
+                format!(
+                    "`{}` is a system configuration {} reads and a governed run does not pass it (it may start tools and servers of its own): run it where that file is absent",
+                    found.display(),
+                    self.cli.program()
+                ),
+            ));
+        }
+        let mut system_settings = None;
         if let Some(settings) = self.cli.settings(key.is_some()) {
             let dir = home.join(".gemini");
+            // Gemini's system settings and defaults (`/etc/gemini-cli/…`, which confinement
+            // keeps unreadable: gemini stops on it) point at empty ones of its private home.
+            let empty = dir.join("system-settings.json");
             std::fs::create_dir_all(&dir)
                 .and_then(|()| std::fs::write(dir.join("settings.json"), settings.to_string()))
+                .and_then(|()| std::fs::write(&empty, "{}"))
                 .map_err(|e| {
                     error(
                         codes::UNAVAILABLE,
                         format!("{}: cannot write the CLI's settings: {e}", dir.display()),
                     )
                 })?;
+            system_settings = Some(empty);
         }
         let mut command = Command::new(&program);
+        if let Some(empty) = &system_settings {
+            command
+                .env("GEMINI_CLI_SYSTEM_SETTINGS_PATH", empty)
+                .env("GEMINI_CLI_SYSTEM_DEFAULTS_PATH", empty);
+        }
         // A process group of its own, killed whole: codex's launcher is a node shim running a
         // native binary, which a kill of the shim alone leaves running (holding the pipes open).
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        // Killed with this process, whatever kills it (Craik killed with SIGKILL takes its
+        // adapter with it: outside testing round r32b left the CLI running, key in hand).
+        craik_spawn::die_with_parent(&mut command);
         command
             .current_dir(&work)
             .env("HOME", &home)
@@ -1204,6 +1258,28 @@ mod tests {
                 }
             }
             std::fs::remove_file(&planted).unwrap();
+        }
+        // In a directory anyone may write to (sticky, like /tmp), another user's entry is not
+        // counted (outside testing round r32b F2: any local user stopped every run); this
+        // user's or root's is.
+        use std::os::unix::fs::PermissionsExt as _;
+        let shared = dir.join("shared");
+        let work = shared.join("scratch/.craik-cli/work");
+        std::fs::create_dir_all(&work).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let planted = shared.join("AGENTS.md");
+        std::fs::write(&planted, "x").unwrap();
+        assert_eq!(
+            Cli::Codex.read_from_ancestors(&work).as_deref(),
+            Some(planted.as_path())
+        );
+        if rustix::process::geteuid().is_root() {
+            std::os::unix::fs::chown(&planted, Some(65534), Some(65534)).unwrap();
+            assert_eq!(
+                Cli::Codex.read_from_ancestors(&work),
+                None,
+                "another user's entry"
+            );
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -243,6 +243,53 @@ pub enum StartError {
     Pipe(&'static str),
 }
 
+/// The name an adapter's scratch directory starts with.
+const SCRATCH_PREFIX: &str = "craik-adapter-";
+
+/// Removes from `base` the scratch directories of this user whose Craik is gone — killed
+/// before it could remove them (outside testing round r32b: a Craik killed with SIGKILL left
+/// its adapter's scratch, holding what its CLI wrote, for good): those whose lock no process
+/// holds, made over a minute ago (one just made is not locked yet).
+fn sweep_scratches(base: &Path) {
+    use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    let me = rustix::process::geteuid().as_raw();
+    let now = std::time::SystemTime::now();
+    for entry in entries.flatten() {
+        if !entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with(SCRATCH_PREFIX)
+        {
+            continue;
+        }
+        let path = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let young = meta
+            .modified()
+            .ok()
+            .and_then(|t| now.duration_since(t).ok())
+            .is_none_or(|age| age < Duration::from_secs(60));
+        if !meta.is_dir() || meta.uid() != me || young {
+            continue;
+        }
+        let Ok(dir) = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+            .open(&path)
+        else {
+            continue;
+        };
+        if rustix::fs::flock(&dir, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_ok() {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
+}
+
 /// Where an adapter's scratch directory is made: `$XDG_RUNTIME_DIR` when it is an absolute
 /// directory of this user that no one else may enter (a per-user directory whose parents only
 /// root writes), else the system's temporary directory — never inside Craik's `home`, which
@@ -401,6 +448,8 @@ pub struct Adapter {
     text_sink: Option<crate::run::TextSink>,
     /// The scratch directory ([`AdapterSpec::scratch`]), removed once the group is killed.
     scratch: Option<tempfile::TempDir>,
+    /// Its lock, held as long as it is in use.
+    _scratch_lock: std::fs::File,
 }
 
 impl std::fmt::Debug for Adapter {
@@ -448,10 +497,25 @@ impl Adapter {
     /// Starts the adapter process (no handshake yet).
     pub fn spawn(mut spec: AdapterSpec) -> Result<Self, StartError> {
         let base = scratch_base(spec.home.as_deref());
+        sweep_scratches(&base);
         let scratch = tempfile::Builder::new()
-            .prefix("craik-adapter-")
+            .prefix(SCRATCH_PREFIX)
             .tempdir_in(&base)
-            .map_err(|source| StartError::WorkDir { dir: base, source })?;
+            .map_err(|source| StartError::WorkDir {
+                dir: base.clone(),
+                source,
+            })?;
+        // Held while this process lives: a scratch whose lock is free was left by a Craik that
+        // died before it could remove it ([`sweep_scratches`]).
+        let scratch_lock = std::fs::File::open(scratch.path())
+            .and_then(|dir| {
+                rustix::fs::flock(&dir, rustix::fs::FlockOperation::NonBlockingLockExclusive)?;
+                Ok(dir)
+            })
+            .map_err(|source| StartError::WorkDir {
+                dir: scratch.path().to_path_buf(),
+                source,
+            })?;
         spec.scratch = Some(scratch.path().to_path_buf());
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -532,6 +596,7 @@ impl Adapter {
             event_bytes: 0,
             text_sink: None,
             scratch: Some(scratch),
+            _scratch_lock: scratch_lock,
         })
     }
 
@@ -1076,7 +1141,7 @@ impl AdapterRunner {
     fn unchanged(&self) -> Result<(), RunnerError> {
         match self.spec.tree.as_ref().and_then(|tree| tree.changed()) {
             None => Ok(()),
-            Some(what) => Err(RunnerError::Setup(format!(
+            Some(what) => Err(RunnerError::Changed(format!(
                 "the pinned runner changed during the run ({what}); nothing it answered since is used"
             ))),
         }

@@ -198,12 +198,16 @@ pub fn entry_spec(
     let mut spec = crate::adapter::AdapterSpec::new(launch.program, launch.args);
     spec.env = entry.adapter_env();
     spec.extra_read.clone_from(&entry.read);
+    // The pinned tree a `cli` entry's CLI runs from, as a run grants it (outside testing round
+    // r32b F5: without it, conformance could not start codex or gemini at all).
+    spec.extra_read.extend(launch.read.iter().cloned());
     spec.home = Some(home.clone());
     spec.home_read = launch.home_read;
     spec.exec_sha256 = Some(launch.program_sha256);
     spec.tree = launch.watch;
-    // Confined where the kernel can; a check on a kernel without Landlock still runs.
-    spec.confinement_required = false;
+    // Confined where the kernel can; a check on a kernel without Landlock still runs — but
+    // not a real agent CLI, which holds the operator's key: confined, or not at all.
+    spec.confinement_required = entry.backend == registry::Backend::Cli;
     Ok(spec)
 }
 

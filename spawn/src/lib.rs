@@ -1264,6 +1264,29 @@ impl Drop for SignalsBlocked {
     }
 }
 
+/// Has the process `command` starts killed (SIGKILL) when the thread that started it ends —
+/// its parent dies — and refuses to start it when the parent is already gone by then. For a
+/// program an adapter runs (an agent CLI): killed by Craik with its adapter, it goes too
+/// (outside testing round r32b: a CLI outlived a Craik killed with SIGKILL, its key in its
+/// environment). What that program starts in a new session of its own is not covered.
+pub fn die_with_parent(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt as _;
+    let parent = rustix::process::getpid();
+    // SAFETY: the closure runs in the child between `fork` and `exec`; it only makes the
+    // `prctl` and `getppid` system calls (async-signal-safe), allocates nothing and takes no
+    // lock.
+    #[allow(unsafe_code)]
+    unsafe {
+        command.pre_exec(move || {
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
+            if rustix::process::getppid() != Some(parent) {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Puts `SIGCHLD` back to its default disposition when Craik was started with it ignored
 /// (a parent's `SIG_IGN` survives `exec`): ignored, the kernel reaps children itself and
 /// `waitid` on a command answers `ECHILD` — found by outside testing: every command was then

@@ -1482,6 +1482,18 @@ fn issue_32_a_pinned_tree_changed_during_a_run_stops_it() {
             && reason.contains("lib.dat` was modified"),
         "{reason}"
     );
+    // The host's own finding: a setup failure, never the runner's violation (outside testing
+    // round r32b F3).
+    assert!(!reason.starts_with("runner violation"), "{reason}");
+    let all = receipts(&home, &id);
+    let failed = all
+        .iter()
+        .find(|r| r["capability"] == "runner.step")
+        .unwrap();
+    assert_eq!(
+        failed["determining_policies"],
+        json!(["kernel.runner-setup"])
+    );
     // Nothing of the act step was used: no action was decided.
     let decided: Vec<Value> = receipts(&home, &id)
         .into_iter()
@@ -1489,4 +1501,103 @@ fn issue_32_a_pinned_tree_changed_during_a_run_stops_it() {
         .collect();
     assert_eq!(decided, Vec::<Value>::new());
     verify_run(&home, &id, false);
+}
+
+/// Outside testing round r32b F1: Craik killed with SIGKILL mid-step takes the adapter's CLI
+/// with it (the CLI dies with its adapter, the adapter with Craik), and the scratch directory it
+/// left is removed by the next run once its lock is free.
+#[test]
+fn issue_32_a_cli_dies_with_a_killed_craik_and_its_scratch_is_swept() {
+    crate::ensure_adapters();
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = Recorder::start();
+    let fake = dir.path().join("fake-codex-pid");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/bash\ncat >/dev/null\necho $$ > /dev/tcp/127.0.0.1/{}\nsleep 60\n",
+            recorder.port
+        ),
+    )
+    .unwrap();
+    make_executable(&fake);
+    let wrapper = live_wrapper(dir.path(), "codex", &fake);
+    let ex = scratch_example(
+        dir.path(),
+        "trusted-local",
+        &[],
+        simple_steps(),
+        &[("README.md", "hello\n")],
+    );
+    let home = dir.path().join("home");
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let run = |runner: &Path, read: &Path| {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("craik"));
+        cmd.env("CRAIK_CONFIG", "none")
+            .env("XDG_STATE_HOME", dir.path().join("state"))
+            .arg("run")
+            .arg(&ex)
+            .arg("--home")
+            .arg(&home)
+            .args(["--runner", &format!("adapter:{}", runner.display())])
+            .args(["--runner-matrix", "codex", "--adapter-read"])
+            .arg(read)
+            .env("TMPDIR", &tmp)
+            .env_remove("XDG_RUNTIME_DIR");
+        cmd
+    };
+    let mut craik_run = run(&wrapper, &fake)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let cli_pid = loop {
+        if let Some(pid) = recorder.seen().first() {
+            break pid.trim().parse::<i32>().unwrap();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the CLI never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    craik_run.kill().unwrap();
+    craik_run.wait().unwrap();
+    let alive = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|stat| !stat.contains(") Z "))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while alive(cli_pid) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the CLI ({cli_pid}) outlived a killed Craik"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Its scratch stayed (nothing was left to remove it); aged past the sweep's minute, the
+    // next run removes it, and leaves nothing of its own.
+    let left: Vec<PathBuf> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    let aged = std::process::Command::new("touch")
+        .args(["-d", "2 minutes ago"])
+        .arg(&left[0])
+        .status()
+        .unwrap();
+    assert!(aged.success());
+    let quick = fake_cli_with(dir.path(), "codex", false);
+    let out = run(&live_wrapper(dir.path(), "codex", &quick), &quick)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    let left: Vec<PathBuf> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(left, Vec::<PathBuf>::new());
 }

@@ -268,6 +268,10 @@ pub enum RunnerError {
     /// it, its pin does not match, a live CLI or API key is missing: error code 3), not
     /// something the runner did: it fails the run without calling it a violation.
     Setup(String),
+    /// The host's own finding, at any step: what the runner runs changed on disk since its
+    /// pin was checked (a setup failure too, never the adapter's word: unlike `Setup` after
+    /// the first answer, it is not turned into a violation).
+    Changed(String),
     /// No answer within the step's timeout (the adapter was killed).
     Timeout(String),
     /// The runner failed or broke the protocol.
@@ -277,7 +281,7 @@ pub enum RunnerError {
 impl std::fmt::Display for RunnerError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Setup(why) => write!(f, "{SETUP_FAILED}{why}"),
+            Self::Setup(why) | Self::Changed(why) => write!(f, "{SETUP_FAILED}{why}"),
             Self::Timeout(why) | Self::Failed(why) => f.write_str(why),
         }
     }

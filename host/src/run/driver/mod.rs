@@ -1031,7 +1031,7 @@ impl Host {
         if !self.runner_started {
             match self.runner.start(&self.matrix.runner) {
                 Ok(()) => {}
-                Err(RunnerError::Setup(why)) => return Err(RunnerError::Setup(why)),
+                Err(e @ (RunnerError::Setup(_) | RunnerError::Changed(_))) => return Err(e),
                 Err(RunnerError::Timeout(why) | RunnerError::Failed(why)) => {
                     return Err(RunnerError::Failed(format!(
                         "runner handshake failed: {why}"
@@ -1051,6 +1051,7 @@ impl Host {
             Err(RunnerError::Setup(why)) if !self.runner_answered => {
                 return Err(RunnerError::Setup(why));
             }
+            Err(e @ RunnerError::Changed(_)) => return Err(e),
             Err(e) => {
                 let mut why = format!("runner failed: {e}");
                 if let Some(last) = runner_diagnostics.last() {
@@ -1133,7 +1134,7 @@ impl Host {
         request: &RunnerStepRequest,
         error: &RunnerError,
     ) -> Result<Flow, Error> {
-        let setup = matches!(error, RunnerError::Setup(_));
+        let setup = matches!(error, RunnerError::Setup(_) | RunnerError::Changed(_));
         let why = redact_checked(&error.to_string())
             .map(|r| r.text)
             .unwrap_or_else(|what| format!("(diagnostic withheld: it held {what})"));

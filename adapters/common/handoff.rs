@@ -144,11 +144,16 @@ impl Cli {
         // directory anyone may write to (a sticky, world-writable `/tmp`), an entry of another
         // user is not counted: the CLI's own switches keep it unread, and counting it would let
         // any local user stop every governed run (outside testing round r32b F2).
+        // The walk is over the real path (a TMPDIR reached through a link is walked where it
+        // leads: outside testing round r32c), and "anyone may write" is any directory another
+        // user may write to: group- or world-writable, or another user's.
         let me = rustix::process::geteuid().as_raw();
+        let work = work.canonicalize().unwrap_or_else(|_| work.to_path_buf());
         work.ancestors().skip(2).find_map(|dir| {
             use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
-            let shared = std::fs::symlink_metadata(dir)
-                .is_ok_and(|m| m.permissions().mode() & 0o1002 == 0o1002);
+            let shared = std::fs::symlink_metadata(dir).is_ok_and(|m| {
+                m.permissions().mode() & 0o022 != 0 || (m.uid() != me && m.uid() != 0)
+            });
             names.iter().map(|name| dir.join(name)).find(|path| {
                 std::fs::symlink_metadata(path)
                     .is_ok_and(|m| !shared || m.uid() == me || m.uid() == 0)
@@ -156,17 +161,14 @@ impl Cli {
         })
     }
 
-    /// A system-wide configuration file the CLI would read and that no switch of it skips
-    /// (codex `config/src/loader`: `/etc/codex/config.toml`, `managed_config.toml`,
-    /// `requirements.toml`), if one exists. Claude ignores an unreadable managed settings file;
+    /// A system-wide configuration the CLI would read and that no switch of it skips (codex:
+    /// anything in `/etc/codex/`), if there is one. Claude ignores an unreadable managed settings file;
     /// gemini's are pointed elsewhere by its variables.
     fn system_config(self) -> Option<std::path::PathBuf> {
+        // Codex reads its config, managed config, requirements, hooks, rules, skills and agents
+        // there (outside testing round r32c: `/etc/codex/rules/` alone stopped every run).
         let files: &[&str] = match self {
-            Self::Codex => &[
-                "/etc/codex/config.toml",
-                "/etc/codex/managed_config.toml",
-                "/etc/codex/requirements.toml",
-            ],
+            Self::Codex => &["/etc/codex"],
             Self::Claude | Self::Gemini => &[],
         };
         files
@@ -1279,6 +1281,28 @@ mod tests {
                 Cli::Codex.read_from_ancestors(&work),
                 None,
                 "another user's entry"
+            );
+            // Reached through a link (outside testing round r32c), or group-writable without
+            // the sticky bit: the same.
+            let link = dir.join("link");
+            std::os::unix::fs::symlink(&shared, &link).unwrap();
+            let through = link.join("scratch/.craik-cli/work");
+            assert_eq!(
+                Cli::Codex.read_from_ancestors(&through),
+                None,
+                "through a link"
+            );
+            std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o770)).unwrap();
+            assert_eq!(
+                Cli::Codex.read_from_ancestors(&through),
+                None,
+                "group-writable"
+            );
+            std::os::unix::fs::chown(&planted, Some(0), Some(0)).unwrap();
+            assert_eq!(
+                Cli::Codex.read_from_ancestors(&through).as_deref(),
+                Some(planted.as_path()),
+                "root's entry counts"
             );
         }
         std::fs::remove_dir_all(&dir).unwrap();

@@ -243,8 +243,17 @@ pub enum StartError {
     Pipe(&'static str),
 }
 
-/// The name an adapter's scratch directory starts with.
+/// The name an adapter's scratch directory starts with (then six random letters and digits).
 const SCRATCH_PREFIX: &str = "craik-adapter-";
+
+/// The empty file in an adapter's scratch directory that marks it as one.
+const SCRATCH_MARK: &str = ".craik-adapter-scratch";
+
+/// Whether `name` is one [`Adapter::spawn`] gives a scratch directory.
+fn scratch_name(name: &str) -> bool {
+    name.strip_prefix(SCRATCH_PREFIX)
+        .is_some_and(|rest| rest.len() == 6 && rest.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
 
 /// Removes from `base` the scratch directories of this user whose Craik is gone — killed
 /// before it could remove them (outside testing round r32b: a Craik killed with SIGKILL left
@@ -258,11 +267,9 @@ fn sweep_scratches(base: &Path) {
     let me = rustix::process::geteuid().as_raw();
     let now = std::time::SystemTime::now();
     for entry in entries.flatten() {
-        if !entry
-            .file_name()
-            .to_string_lossy()
-            .starts_with(SCRATCH_PREFIX)
-        {
+        // Only what is named and marked as a scratch (outside testing round r32c: an
+        // operator's own `craik-adapter-*` folder was swept).
+        if !scratch_name(&entry.file_name().to_string_lossy()) {
             continue;
         }
         let path = entry.path();
@@ -284,7 +291,9 @@ fn sweep_scratches(base: &Path) {
         else {
             continue;
         };
-        if rustix::fs::flock(&dir, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_ok() {
+        if std::fs::symlink_metadata(path.join(SCRATCH_MARK)).is_ok_and(|m| m.is_file())
+            && rustix::fs::flock(&dir, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_ok()
+        {
             let _ = std::fs::remove_dir_all(&path);
         }
     }
@@ -310,10 +319,12 @@ fn scratch_base(home: Option<&Path>) -> PathBuf {
                         && m.permissions().mode() & 0o077 == 0
                 })
         });
+    // Its real path: what the CLI's walk up from it meets is what is there.
     runtime
         .into_iter()
         .chain([std::env::temp_dir(), PathBuf::from("/tmp")])
-        .find(|dir| dir.is_absolute() && outside(dir))
+        .filter_map(|dir| dir.canonicalize().ok())
+        .find(|dir| outside(dir))
         .unwrap_or_else(|| PathBuf::from("/tmp"))
 }
 
@@ -516,6 +527,13 @@ impl Adapter {
                 dir: scratch.path().to_path_buf(),
                 source,
             })?;
+        // What marks a directory as an adapter's scratch for the sweep (with its name).
+        std::fs::write(scratch.path().join(SCRATCH_MARK), b"").map_err(|source| {
+            StartError::WorkDir {
+                dir: scratch.path().to_path_buf(),
+                source,
+            }
+        })?;
         spec.scratch = Some(scratch.path().to_path_buf());
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()

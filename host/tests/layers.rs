@@ -23,9 +23,11 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     ("craik", &["craik-host", "craik-kernel", "craik-contracts"]),
     ("craik-adapter-fixture", &["craik-contracts"]),
-    ("craik-adapter-codex", &["craik-contracts"]),
-    ("craik-adapter-claude", &["craik-contracts"]),
-    ("craik-adapter-gemini", &["craik-contracts"]),
+    // The handoff adapters start their CLI with a parent-death signal, whose `pre_exec` lives
+    // in craik-spawn (the one crate that may hold `unsafe`).
+    ("craik-adapter-codex", &["craik-contracts", "craik-spawn"]),
+    ("craik-adapter-claude", &["craik-contracts", "craik-spawn"]),
+    ("craik-adapter-gemini", &["craik-contracts", "craik-spawn"]),
     ("craik-adapter-provider", &["craik-contracts"]),
 ];
 

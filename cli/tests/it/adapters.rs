@@ -1584,20 +1584,35 @@ fn issue_32_a_cli_dies_with_a_killed_craik_and_its_scratch_is_swept() {
         .map(|e| e.unwrap().path())
         .collect();
     assert_eq!(left.len(), 1, "{left:?}");
-    let aged = std::process::Command::new("touch")
-        .args(["-d", "2 minutes ago"])
-        .arg(&left[0])
-        .status()
-        .unwrap();
-    assert!(aged.success());
+    // Beside it, aged too: an operator's own folder of that prefix, and a directory named like a
+    // scratch but not marked as one (outside testing round r32c: the sweep took such a folder).
+    let mine = [
+        tmp.join("craik-adapter-myagent"),
+        tmp.join("craik-adapter-Ab12Cd"),
+    ];
+    for dir in &mine {
+        std::fs::create_dir(dir).unwrap();
+        std::fs::write(dir.join("notes.txt"), "mine").unwrap();
+    }
+    for dir in mine.iter().chain([&left[0]]) {
+        let aged = std::process::Command::new("touch")
+            .args(["-d", "2 minutes ago"])
+            .arg(dir)
+            .status()
+            .unwrap();
+        assert!(aged.success());
+    }
     let quick = fake_cli_with(dir.path(), "codex", false);
     let out = run(&live_wrapper(dir.path(), "codex", &quick), &quick)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
-    let left: Vec<PathBuf> = std::fs::read_dir(&tmp)
+    let mut left: Vec<PathBuf> = std::fs::read_dir(&tmp)
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
-    assert_eq!(left, Vec::<PathBuf>::new());
+    left.sort();
+    let mut expected = mine.to_vec();
+    expected.sort();
+    assert_eq!(left, expected);
 }

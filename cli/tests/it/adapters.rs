@@ -1003,6 +1003,18 @@ impl Recorder {
     fn seen(&self) -> Vec<String> {
         self.seen.lock().unwrap().clone()
     }
+
+    /// The first text sent, waited for (at most a minute; else the test fails saying `never`).
+    fn first(&self, never: &str) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            if let Some(text) = self.seen().first() {
+                return text.clone();
+            }
+            assert!(std::time::Instant::now() < deadline, "{never}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
 }
 
 /// [`fake_cli_with`] that first sends what it was given to `recorder`, and with `leak` fails
@@ -1461,14 +1473,7 @@ fn issue_32_a_pinned_tree_changed_during_a_run_stops_it() {
         let (home, ex) = (home.clone(), ex.clone());
         move || run_example(&home, &ex, &["--runner", "agent"])
     });
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while recorder.seen().is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the act step never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    recorder.first("the act step never started");
     // The same bytes written again: only the file's ctime says it changed.
     std::fs::write(tree.join("lib.dat"), "what the launcher loads\n").unwrap();
     let (exit, id, text) = run.join().unwrap();
@@ -1552,17 +1557,11 @@ fn issue_32_a_cli_dies_with_a_killed_craik_and_its_scratch_is_swept() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let cli_pid = loop {
-        if let Some(pid) = recorder.seen().first() {
-            break pid.trim().parse::<i32>().unwrap();
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the CLI never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let cli_pid: i32 = recorder
+        .first("the CLI never started")
+        .trim()
+        .parse()
+        .unwrap();
     craik_run.kill().unwrap();
     craik_run.wait().unwrap();
     let alive = |pid: i32| {

@@ -4,10 +4,11 @@
 //! The child gets its own process group, a scrubbed environment (a fixed `PATH`, `HOME` and
 //! `TMPDIR` set to its working directory, and only the variables its runner profile names),
 //! a new private working directory outside Craik's home (removed with it), stdin/stdout for
-//! the channel and stderr captured as redacted diagnostics. Every line it writes is size-limited, strictly decoded and checked against
-//! the request in flight; any violation (EOF, crash, hang, oversized or malformed line,
-//! unknown field, wrong id, an unexpected message) ends the call with an error naming it, and
-//! the group is killed. The supervisor never trusts what the adapter says about itself.
+//! the channel and stderr captured as redacted diagnostics. Every line it writes is
+//! size-limited, strictly decoded and checked against the request in flight; any violation
+//! (EOF, crash, hang, oversized or malformed line, unknown field, wrong id, an unexpected
+//! message) ends the call with an error naming it, and the group is killed. The supervisor
+//! never trusts what the adapter says about itself.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};

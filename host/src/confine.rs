@@ -510,6 +510,18 @@ impl Prepared {
 /// Held (shared) while a child is made and registered; a sweep takes it exclusively.
 static SPAWNING: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
+/// Starts `command` — a helper Craik itself runs unconfined, such as git for the case file —
+/// as a managed child ([`manage`]), so a sweep running meanwhile on another thread
+/// ([`reap_strays`]) never takes it for something a command left behind (it did, in the host's
+/// tests: a case file's git killed mid-query changed what the case file said). The caller
+/// [`release`]s it once it has been waited for.
+pub fn spawn_managed(command: &mut std::process::Command) -> std::io::Result<std::process::Child> {
+    let _spawning = SPAWNING.read();
+    let child = command.spawn()?;
+    manage(Some(child.id()));
+    Ok(child)
+}
+
 /// Waits for a child of [`Sandbox::spawn`] to exit and reaps it (and no longer manages it):
 /// its exit code, `None` when a signal ended it. For a command in its own PID namespace this
 /// is what its init recorded, and every process it started has ended.

@@ -76,11 +76,12 @@ fn base(root: &Path) -> Command {
 fn git(root: &Path, extra: &[String], args: &[&str]) -> Result<Vec<u8>, String> {
     let mut cmd = base(root);
     cmd.args(extra).args(args);
-    let out = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
+    let child = crate::confine::spawn_managed(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()))
         .map_err(|e| format!("cannot run git: {e}"))?;
+    let pid = child.id();
+    let out = child.wait_with_output();
+    crate::confine::release(Some(pid));
+    let out = out.map_err(|e| format!("cannot run git: {e}"))?;
     if !out.status.success() {
         let why = String::from_utf8_lossy(&out.stderr);
         let first = why.lines().next().unwrap_or("git failed").trim();

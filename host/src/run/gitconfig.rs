@@ -687,7 +687,9 @@ fn git(env: &GitEnv, cwd: &Path, pre: &[OsString], args: &[&str]) -> Result<Vec<
         .arg("--no-pager")
         .args(pre)
         .args(args);
-    let mut child = cmd.spawn().map_err(|e| AskError::Spawn(e.to_string()))?;
+    let mut child =
+        crate::confine::spawn_managed(&mut cmd).map_err(|e| AskError::Spawn(e.to_string()))?;
+    let pid = child.id();
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     let reader = std::thread::spawn(move || {
@@ -716,10 +718,12 @@ fn git(env: &GitEnv, cwd: &Path, pre: &[OsString], args: &[&str]) -> Result<Vec<
             Ok(None) | Err(_) => {
                 let _ = child.kill();
                 let _ = child.wait();
+                crate::confine::release(Some(pid));
                 return Err(AskError::Timeout { args: shown });
             }
         }
     };
+    crate::confine::release(Some(pid));
     let out = reader.join().unwrap_or_default();
     let err = err_reader.join().unwrap_or_default();
     if !status.success() {

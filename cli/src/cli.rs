@@ -850,6 +850,12 @@ pub(crate) enum RunsCommand {
         /// Why.
         #[arg(long, value_name = "TEXT", default_value = "cancelled by the operator")]
         reason: String,
+        /// Close the run from its signed receipts alone, without replaying `events.jsonl`:
+        /// for a run whose events no longer agree with its journal (recover, resume and a
+        /// plain cancel refuse it). Every allowed action with no signed outcome gets one,
+        /// failed and uncertain; nothing is decided or performed.
+        #[arg(long)]
+        from_receipts: bool,
         #[command(flatten)]
         home: HomeArg,
     },

@@ -413,6 +413,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             run,
             by,
             reason,
+            from_receipts,
             home,
         }) => cmd::runs::cancel(
             out,
@@ -420,6 +421,11 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             &existing_home(&home.home)?,
             run,
             (&reviewer(by.as_deref())?, reason),
+            if *from_receipts {
+                craik_host::run::driver::Replay::ReceiptsOnly
+            } else {
+                craik_host::run::driver::Replay::Events
+            },
         ),
         Command::Runs(RunsCommand::Recover { run, by, home }) => cmd::runs::recover(
             out,

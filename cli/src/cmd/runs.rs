@@ -1150,6 +1150,15 @@ fn awaiting_approval(run: &craik_contracts::TaskRun) -> Option<&str> {
 /// Takes the run's lock, checks its inputs against its signed journal, then reopens it; the
 /// returned host holds the lock for its life.
 fn open_locked(home: &Path, run_id: &str, out: &mut Out) -> Result<(Host, KeyRing), Failure> {
+    open_locked_with(home, run_id, out, craik_host::run::driver::Replay::Events)
+}
+
+fn open_locked_with(
+    home: &Path,
+    run_id: &str,
+    out: &mut Out,
+    replay: craik_host::run::driver::Replay,
+) -> Result<(Host, KeyRing), Failure> {
     let home = Home::new(home);
     let dir = home.run_dir(run_id)?;
     let (_, ring) = keys(&home, out, false)?;
@@ -1224,7 +1233,7 @@ fn open_locked(home: &Path, run_id: &str, out: &mut Out) -> Result<(Host, KeyRin
         false,
     )?;
     let keys = setup.keys.clone();
-    Ok((Host::recover(run, setup)?, keys))
+    Ok((Host::recover_with(run, setup, replay)?, keys))
 }
 
 /// `craik runs recover RUN`: repair and classify, continue nothing.
@@ -1370,6 +1379,7 @@ pub(crate) fn cancel(
     home: &Path,
     run_id: &str,
     (by, reason): (&str, &str),
+    replay: craik_host::run::driver::Replay,
 ) -> Result<Exit, Failure> {
     let dir = Home::new(home).run_dir(run_id)?;
     craik_host::run::approvals::reviewer(by, "")?;
@@ -1390,9 +1400,12 @@ pub(crate) fn cancel(
         return Ok(Exit::Ok);
     }
     drop(dir);
-    let (mut host, keys) = open_locked(home, run_id, out)?;
+    let (mut host, keys) = open_locked_with(home, run_id, out, replay)?;
     operator(&host, by)?;
-    host.settle_for(by)?;
+    match replay {
+        craik_host::run::driver::Replay::Events => host.settle_for(by)?,
+        craik_host::run::driver::Replay::ReceiptsOnly => host.settle_from_receipts(by)?,
+    };
     if host.is_final() {
         return Err(ended_refusal(&host, run_id, "cancelled").into());
     }

@@ -1878,6 +1878,112 @@ fn issue_31_a_started_step_edited_in_the_events_is_refused() {
     }
 }
 
+/// Outside testing round 17b (M7): a run killed while a command runs, then an *earlier* step
+/// (the plan) edited to `failed` in `events.jsonl`. Recover, resume and a plain cancel refuse
+/// (the events no longer replay) and name the way out; `runs cancel --from-receipts` closes
+/// the run from its signed receipts alone: the command's allow gets a failed, uncertain
+/// outcome, the cancel and the ending are signed after a `run.recover` naming the operator,
+/// the command never runs again, and the home verifies closed.
+#[test]
+fn issue_31_a_run_whose_events_no_longer_replay_is_closed_from_its_receipts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, id) = killed_mid_command(dir.path(), COUNTING_PLANT);
+    let run_dir = home.join("runs").join(&id);
+    let events = std::fs::read_to_string(run_dir.join("events.jsonl")).unwrap();
+    let plan = events
+        .lines()
+        .find(|l| l.contains("\"step_result\"") && l.contains("\"plan\""))
+        .expect("a plan step");
+    let forged = plan.replacen("\"status\":\"completed\"", "\"status\":\"failed\"", 1);
+    assert_ne!(forged, plan, "nothing edited: {plan}");
+    std::fs::write(run_dir.join("events.jsonl"), events.replace(plan, &forged)).unwrap();
+    let before = receipts(&home, &id).len();
+    for command in [
+        &["recover"][..],
+        &["resume"],
+        &["cancel", "--reason", "stop"],
+    ] {
+        let out = craik()
+            .args(["runs"])
+            .args(command)
+            .args([id.as_str(), "--by", "user:op", "--home"])
+            .arg(&home)
+            .output()
+            .unwrap();
+        assert_ne!(
+            out.status.code(),
+            Some(0),
+            "{command:?}: {}",
+            transcript(&out)
+        );
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains("replay refused") && said.contains("--from-receipts"),
+            "{command:?}: {}",
+            transcript(&out)
+        );
+    }
+    assert_eq!(receipts(&home, &id).len(), before, "signed while refusing");
+    let out = craik()
+        .args(["runs", "cancel", &id, "--from-receipts", "--by", "user:op"])
+        .args(["--reason", "events edited", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    let signed = receipts(&home, &id);
+    let added: Vec<&str> = signed[before..]
+        .iter()
+        .map(|r| r["capability"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(
+        added,
+        ["run.recover", "shell.test", "run.cancel", "run.closed"],
+        "{signed:#?}"
+    );
+    let outcome = &signed[before + 1];
+    assert_eq!(outcome["decided_by"]["kind"], "outcome");
+    assert_eq!(outcome["capability"], "shell.test");
+    assert_eq!(outcome["result"]["status"], "failed");
+    assert!(
+        outcome["result"]["summary"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("uncertain")),
+        "{outcome}"
+    );
+    let decision = signed[..before]
+        .iter()
+        .rfind(|r| r["action"] == outcome["action"] && r["decided_by"]["kind"] != "outcome")
+        .expect("the command's decision");
+    assert_eq!(outcome["request_hash"], decision["request_hash"]);
+    assert_eq!(signed[before]["decided_by"]["by"], "user:op");
+    let closed = &signed[signed.len() - 1];
+    assert_eq!(closed["result"]["metadata"]["status"], "interrupted");
+    assert_eq!(run_json(&home, &id)["status"], "interrupted");
+    let count = std::fs::read_to_string(run_dir.join("workspace/src/.count")).unwrap();
+    assert_eq!(count.lines().count(), 1, "ran again");
+    verify_run(&home, &id, false);
+    let out = craik()
+        .args(["receipts", "verify"])
+        .arg(&home)
+        .arg("--key")
+        .arg(home.join("keys/signing.pub.pem"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    // Closed: nothing more, with or without the events.
+    for extra in [&[][..], &["--from-receipts"]] {
+        let out = craik()
+            .args(["runs", "cancel", &id, "--by", "user:op", "--home"])
+            .arg(&home)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_ne!(out.status.code(), Some(0), "{}", transcript(&out));
+    }
+    assert_eq!(receipts(&home, &id).len(), signed.len());
+}
+
 /// `plant.sh` counting its runs in `src/.count`, then planting `src/.planted` and sleeping.
 const COUNTING_PLANT: &str =
     "#!/bin/sh\necho ran >> src/.count\necho planted > src/.planted\nsleep 30\n";

@@ -49,6 +49,7 @@ mod observe;
 pub use observe::{DecisionNote, Observed, Observer, STREAMED_SHOWN};
 mod outputs;
 mod recovery;
+pub use recovery::Replay;
 
 use crate::Error;
 use crate::journal::JournalFile;
@@ -126,6 +127,9 @@ pub struct Host {
     /// first receipt the settling signs (outside testing round 17 N8: a resume whose recovery
     /// ended the run named no one).
     settling_for: Option<String>,
+    /// Recovered without replaying `events.jsonl` ([`Replay::ReceiptsOnly`]): the run is only
+    /// ever closed, never driven.
+    from_receipts: bool,
     pending: Vec<ActionRecord>,
     outcomes: Vec<Outcome>,
     all_outcomes: Vec<Outcome>,
@@ -511,6 +515,7 @@ impl Host {
             crash: CrashPoints::from_env(),
             step_count: 0,
             settling_for: None,
+            from_receipts: false,
             pending: Vec::new(),
             outcomes: Vec::new(),
             all_outcomes: Vec::new(),
@@ -563,6 +568,11 @@ impl Host {
 
     /// Drives the run until it halts or parks; everything it wrote is durable when it returns.
     pub fn drive(&mut self, progress: &mut dyn FnMut(&str)) -> Result<(), Error> {
+        if self.from_receipts && !self.is_final() {
+            return Err(Error::internal(
+                "a run recovered from its receipts alone is only ever closed, never driven",
+            ));
+        }
         let driven = self.drive_steps(progress);
         let committed = self.commit();
         driven.and(committed)

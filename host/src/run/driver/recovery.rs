@@ -3,12 +3,34 @@
 
 use super::*;
 
+/// What recovery believes of `events.jsonl`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replay {
+    /// The events are replayed, each checked against what the journal signs.
+    Events,
+    /// Nothing of the events is believed: the run can only be closed, from its receipts
+    /// (`craik runs cancel --from-receipts`, for a run whose events no longer replay).
+    ReceiptsOnly,
+}
+
 impl Host {
     /// Reopens an existing run from its journals: repairs torn tails, verifies the receipts,
     /// replays the events, and classifies every action of the last act step.
     /// The inputs are the ones [`crate::run::locked::LockedRun::open`] verified against the
     /// signed journal, never re-read here.
     pub fn recover(run: crate::run::locked::LockedRun, setup: Setup) -> Result<Self, Error> {
+        Self::recover_with(run, setup, Replay::Events)
+    }
+
+    /// [`Host::recover`], replaying the events (`Replay::Events`) or not at all
+    /// (`Replay::ReceiptsOnly`: the run is then only ever closed, from what its receipts sign;
+    /// see [`Host::settle_from_receipts`]). Every check against the home's ledger applies
+    /// either way.
+    pub fn recover_with(
+        run: crate::run::locked::LockedRun,
+        setup: Setup,
+        replay: Replay,
+    ) -> Result<Self, Error> {
         let (home, dir, inputs, lock) = run.into_parts();
         // A run continues only under the policy set it started with (issue 31 item 3): the
         // set its `run.inputs` receipt signed (the inputs were verified against it), not
@@ -210,9 +232,18 @@ impl Host {
         for id in receipts.ids {
             host.machine.note_receipt(id);
         }
-        // A closed journal signs nothing more: its events may show how a run from before
-        // closing receipts ended.
-        host.replay(events, receipts.ending.is_some() || closed)?;
+        if replay == Replay::ReceiptsOnly {
+            drop(events);
+            host.from_receipts = true;
+            host.notes.push(
+                "events.jsonl was not replayed: the run is closed from what its receipts sign"
+                    .to_owned(),
+            );
+        } else {
+            // A closed journal signs nothing more: its events may show how a run from before
+            // closing receipts ended.
+            host.replay(events, receipts.ending.is_some() || closed)?;
+        }
         // A side effect the ledger records starting did start, whatever events.jsonl says
         // (outside testing round 17 N1: with the `executing` event deleted after a kill, the
         // command was decided and run again): its file hashes come from the ledger, and one
@@ -220,10 +251,11 @@ impl Host {
         if let Some(record) = &record
             && !closed
             && receipts.ending.is_none()
+            && replay == Replay::Events
         {
             host.believe_ledger_starts(&record.starting)?;
         }
-        if receipts.ending.is_none() && !closed {
+        if receipts.ending.is_none() && !closed && replay == Replay::Events {
             host.pending_as_decided()?;
         }
         // The signed closing receipt names the ending; the events and run.json are the host's
@@ -268,12 +300,10 @@ impl Host {
             if let Event::Outcome { outcome, .. } = &event
                 && !signed.contains(&outcome.receipt)
             {
-                return Err(Error::refused(format!(
-                    "{}: events.jsonl records an outcome of {} whose receipt {} the journal does not hold: the journal was cut or the events edited. Nothing was signed or performed; check the home with `craik receipts verify {}`",
-                    self.inputs.run_id,
+                return Err(self.events_disagree(format!(
+                    "events.jsonl records an outcome of {} whose receipt {} the journal does not hold: the journal was cut or the events edited",
                     craik_contracts::one_line(&outcome.action),
                     craik_contracts::one_line(&outcome.receipt),
-                    self.home.root.display()
                 )));
             }
             self.note_wait(&event);
@@ -305,10 +335,12 @@ impl Host {
                             ));
                             break;
                         }
-                        return Err(Error::invalid(
-                            format!("{}: replay refused: {e}", self.dir.file(EVENTS).display()),
-                            Vec::new(),
-                        ));
+                        return Err(self
+                            .events_disagree(format!(
+                                "{}: replay refused: {e}",
+                                self.dir.file(EVENTS).display()
+                            ))
+                            .with_kind(crate::ErrorKind::Invalid));
                     }
                     // An ending only the runner's answer reached, no receipt signing it, is an
                     // unsigned claim (outside testing round 17 N3: a `step_result` edited to
@@ -323,12 +355,10 @@ impl Host {
                             .iter()
                             .find(|a| self.receipts_by_action.contains_key(&a.id))
                         {
-                            return Err(Error::refused(format!(
-                                "{}: events.jsonl says the runner's answer to step {} ended the run, but the journal signs a decision of its action {}: the events were edited. Nothing was signed or performed; check the home with `craik receipts verify {}`",
-                                self.inputs.run_id,
+                            return Err(self.events_disagree(format!(
+                                "events.jsonl says the runner's answer to step {} ended the run, but the journal signs a decision of its action {}: the events were edited",
                                 self.step_count,
                                 craik_contracts::one_line(&decided.id),
-                                self.home.root.display()
                             )));
                         }
                         self.machine = before;
@@ -402,6 +432,19 @@ impl Host {
         Ok(())
     }
 
+    /// The refusal when `events.jsonl` disagrees with what the journal signs: nothing is
+    /// continued from it, and the operator's way out is named — a cancel that closes the run
+    /// from its signed receipts alone (outside testing round 17b M7: an edited earlier step
+    /// left a run no command could finish).
+    fn events_disagree(&self, what: String) -> Error {
+        Error::refused(format!(
+            "{}: {what}. Nothing was signed or performed; check the home with `craik receipts verify {}`; to end the run without its events, `craik runs cancel {} --from-receipts --by user:NAME --reason TEXT` closes it from its signed receipts alone",
+            self.inputs.run_id,
+            self.home.root.display(),
+            self.inputs.run_id,
+        ))
+    }
+
     /// Refuses when an action the events propose has a signed decision of another request
     /// (its `request_hash`): the events were edited after the host decided it — started or
     /// not (outside testing round 17b: a started write's content and a command's argv were
@@ -418,13 +461,11 @@ impl Host {
             let request = self.decision_request(action, Vec::new());
             let here = craik_kernel::request_hash(&self.bundle, &request, &self.workspace_root());
             if here.as_deref() != Ok(signed.request_hash.as_str()) {
-                return Err(Error::refused(format!(
-                    "{}: events.jsonl proposes {} as a request other than the one its signed decision {} hashes ({}): the events were edited. Nothing was signed or performed; check the home with `craik receipts verify {}`",
-                    self.inputs.run_id,
+                return Err(self.events_disagree(format!(
+                    "events.jsonl proposes {} as a request other than the one its signed decision {} hashes ({}): the events were edited",
                     craik_contracts::one_line(&action.id),
                     signed.id,
                     signed.request_hash,
-                    self.home.root.display()
                 )));
             }
         }
@@ -443,11 +484,9 @@ impl Host {
                 continue;
             }
             if !self.pending.iter().any(|a| a.id == s.action) {
-                return Err(Error::refused(format!(
-                    "{}: the home ledger records that {} started, and events.jsonl neither proposes it nor records its outcome: the events were cut or edited. Nothing was signed or performed; check the home with `craik receipts verify {}`",
-                    self.inputs.run_id,
+                return Err(self.events_disagree(format!(
+                    "the home ledger records that {} started, and events.jsonl neither proposes it nor records its outcome: the events were cut or edited",
                     craik_contracts::one_line(&s.action),
-                    self.home.root.display()
                 )));
             }
             self.executing
@@ -467,6 +506,97 @@ impl Host {
         let found = self.settle();
         self.settling_for = None;
         found
+    }
+
+    /// Settles a run recovered with [`Replay::ReceiptsOnly`] for operator `by`, who then
+    /// closes it: an ending the journal signs is finalised; otherwise every action whose last
+    /// signed decision is an allow and that has no signed outcome gets one, failed and
+    /// uncertain (whether it ran cannot be told without the events; it is never run again).
+    /// Nothing is decided or performed. Signed after a `run.recover` naming `by`.
+    pub fn settle_from_receipts(&mut self, by: &str) -> Result<Vec<String>, Error> {
+        if !self.from_receipts {
+            return Err(Error::internal(
+                "settle_from_receipts: the run was recovered with its events",
+            ));
+        }
+        self.settling_for = Some(by.to_owned());
+        let settled = self.close_unsettled();
+        self.settling_for = None;
+        let committed = self.commit();
+        settled.and_then(|found| committed.map(|()| found))
+    }
+
+    fn close_unsettled(&mut self) -> Result<Vec<String>, Error> {
+        let mut found = std::mem::take(&mut self.notes);
+        if self.finish_ended(&mut found)? {
+            return Ok(found);
+        }
+        let unsettled: Vec<(String, ReceiptPayload)> = self
+            .receipts_by_action
+            .iter()
+            .filter(|(_, rs)| {
+                !rs.iter()
+                    .any(|r| r.decided_by.kind == DecidedByKind::Outcome)
+            })
+            .filter_map(|(action, rs)| {
+                rs.iter()
+                    .rev()
+                    .find(|r| r.decided_by.kind != DecidedByKind::Outcome)
+                    .map(|last| (action.clone(), last.clone()))
+            })
+            .filter(|(_, last)| last.decision == Decision::Allow)
+            .collect();
+        for (action, decision) in &unsettled {
+            let summary = "uncertain: closed from the run's signed receipts (events.jsonl does not replay), so whether it ran is not known here; it is never run again: check the workspace";
+            self.outcome_from_decision(action, decision, summary)?;
+            found.push(format!("{}: {summary}", craik_contracts::one_line(action)));
+        }
+        Ok(found)
+    }
+
+    /// A failed outcome receipt for the action `decision` allowed, bound to the request that
+    /// decision signed (its `request_hash`), not to any proposal the events hold.
+    fn outcome_from_decision(
+        &mut self,
+        action: &str,
+        decision: &ReceiptPayload,
+        summary: &str,
+    ) -> Result<(), Error> {
+        let draft = ReceiptDraft {
+            task_id: self.inputs.task.id.clone(),
+            actor: self.runner_ref().id,
+            capability: decision.capability.clone(),
+            target: decision.target.clone(),
+            policy_profile: self.inputs.profile,
+            fail_open: false,
+            reason: format!("outcome of {action}"),
+            result: ReceiptResult {
+                status: ReceiptStatus::Failed,
+                summary: summary.to_owned(),
+                metadata: Object::new(),
+            },
+            redacted: true,
+            policy_set: self.bundle.hash().to_owned(),
+            request_hash: decision.request_hash.clone(),
+            decision: Decision::Allow,
+            determining_policies: Vec::new(),
+            decided_by: DecidedBy {
+                kind: DecidedByKind::Outcome,
+                by: String::new(),
+            },
+            mode: self.mode(),
+            action: Some(action.to_owned()),
+        };
+        let receipt = self.receipt(draft)?;
+        self.record_outcome(Outcome {
+            action: action.to_owned(),
+            label: decision.capability.clone(),
+            decision: "allow".into(),
+            ok: false,
+            summary: summary.to_owned(),
+            output: None,
+            receipt,
+        })
     }
 
     /// Resolves what a crash left behind: finishes an interrupted finalisation, and records

@@ -79,6 +79,11 @@ pub struct Starting {
     pub action: String,
     pub pre: Option<String>,
     pub post: Option<String>,
+    /// For a command whose check found forbidden changes (why `undoing`): the `sha256:` of
+    /// its persisted findings (`precommand/<action>.found`), recorded before anything is
+    /// undone, so recovery knows they existed though the file be deleted (outside testing
+    /// round 17b M5).
+    pub findings: Option<String>,
 }
 
 /// `runs/<run id>/receipts.jsonl`, relative to the home.
@@ -174,6 +179,9 @@ impl Entry {
             metadata.0.insert("action".into(), json!(s.action));
             metadata.0.insert("pre".into(), json!(s.pre));
             metadata.0.insert("post".into(), json!(s.post));
+            if let Some(findings) = &s.findings {
+                metadata.0.insert("findings_sha256".into(), json!(findings));
+            }
         }
         Self {
             kind: RUN_CHECKPOINT,
@@ -1278,6 +1286,7 @@ pub fn run_record(root: &Path, keys: &KeyRing, run_id: &str) -> Result<Option<Ru
                         action,
                         pre: text("pre"),
                         post: text("post"),
+                        findings: text("findings_sha256"),
                     });
                 }
             }

@@ -1819,6 +1819,101 @@ fn issue_31_a_recovery_killed_mid_undo_still_names_every_change() {
     assert!(points >= 3, "only {points} kill points");
 }
 
+/// Outside testing round 17b (M5): as above, and the persisted findings (`<action>.found`)
+/// deleted after the killed recovery. The next `runs recover` either still names every change
+/// (nothing had been undone yet) or says the findings the home ledger recorded are missing —
+/// never an outcome that silently leaves out what was undone.
+#[test]
+fn issue_31_deleted_findings_after_a_killed_recovery_are_reported() {
+    let script = "#!/bin/sh\n\
+        mkdir -p src/v/objects\n\
+        echo 'ref: refs/heads/main' > src/v/HEAD\n\
+        printf '[core]\\n\\tpager = touch /tmp/pwned\\n' > src/v/config\n\
+        echo planted > src/.planted\n\
+        sleep 30\n";
+    let (mut deleted, mut reported) = (0, 0);
+    for n in 1..=40_u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let (home, id) = killed_mid_command(dir.path(), script);
+        let mut recover = std::process::Command::new(assert_cmd::cargo::cargo_bin("craik"))
+            .args(["runs", "recover", &id, "--by", "user:op", "--home"])
+            .arg(&home)
+            .env("CRAIK_CONFIG", "none")
+            .env("XDG_STATE_HOME", dir.path().join("state"))
+            .env("CRAIK_TEST_KILL_AT", n.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let paused = BufReader::new(recover.stderr.take().unwrap())
+            .lines()
+            .map_while(Result::ok)
+            .any(|l| l.starts_with("craik-test: paused at durable write"));
+        if paused {
+            recover.kill().unwrap();
+        }
+        recover.wait().unwrap();
+        if !paused {
+            break;
+        }
+        let precommand = home.join("runs").join(&id).join("precommand");
+        let found: Vec<_> = std::fs::read_dir(&precommand)
+            .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
+            .unwrap_or_default();
+        let Some(found) = found
+            .into_iter()
+            .find(|p| p.extension().is_some_and(|e| e == "found"))
+        else {
+            continue;
+        };
+        std::fs::remove_file(&found).unwrap();
+        deleted += 1;
+        let out = craik()
+            .args(["runs", "recover", &id, "--by", "user:op", "--home"])
+            .arg(&home)
+            .output()
+            .unwrap();
+        let outcome = receipts(&home, &id)
+            .into_iter()
+            .rev()
+            .find(|r| r["decided_by"]["kind"] == "outcome")
+            .unwrap_or_else(|| panic!("point {n}: no outcome: {}", transcript(&out)));
+        let named = outcome.to_string();
+        let all = ["src/v/HEAD", "src/v/config", "src/.planted"]
+            .iter()
+            .all(|p| named.contains(p));
+        let said = named.contains("TAMPERED OR LOST");
+        assert!(
+            all || said,
+            "point {n}: a change silently left out: {named}"
+        );
+        if said {
+            reported += 1;
+        }
+        if said {
+            assert_eq!(run_json(&home, &id)["status"], "blocked", "point {n}");
+        }
+        // Told the record is missing, the operator checks by hand (a partial undo can leave a
+        // plant the pre-command manifest alone no longer calls forbidden); otherwise the
+        // check finished it.
+        let ws = home.join("runs").join(&id).join("workspace");
+        for planted in ["src/v/HEAD", "src/v/config"] {
+            assert!(
+                said || !ws.join(planted).exists(),
+                "point {n}: {planted} survived"
+            );
+        }
+    }
+    assert!(
+        deleted >= 2,
+        "only {deleted} points with persisted findings"
+    );
+    assert!(
+        reported >= 1,
+        "the ledger's record of the findings was never used"
+    );
+}
+
 /// Outside testing round 17b (M9, M2): a run killed while a command runs, then its act step
 /// edited in `events.jsonl` — its status set to `failed` (an unsigned ending, which would have
 /// had the step asked again and the command run twice), or the command's argv changed (which

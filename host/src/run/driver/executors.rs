@@ -78,6 +78,7 @@ impl Host {
             action: action.id.clone(),
             pre: pre.clone(),
             post: post.clone(),
+            findings: None,
         };
         let event = Event::Executing {
             at: ts(self.clock.now()),
@@ -228,8 +229,9 @@ impl Host {
         // anything is undone when something must be: an undo a crash cuts short is finished
         // from it by `runs recover`. Not persisted, the undo still runs (the outcome, signed
         // right after, names it); only that crash window loses the finer record.
-        let persist = |changes: &[manifest::FileChange]| self.persist_findings(&action.id, changes);
-        let (ran, changes) = plan.run_checked(&root, &persist, || {
+        let mut persist =
+            |changes: &[manifest::FileChange]| self.persist_findings(&action.id, changes);
+        let (ran, changes) = plan.run_checked(&root, &mut persist, || {
             let ran = exec::run_command(&argv, &root, timeout, env);
             // What the command left in its HOME and TMPDIR dies with it.
             for dir in [&env.home, &env.tmp] {
@@ -416,18 +418,51 @@ impl Host {
     /// undone, when something must be: an undo a crash cuts short is finished from it by
     /// `runs recover`. Not persisted, the undo still runs (the outcome, signed right after,
     /// names it); only that crash window loses the finer record.
-    fn persist_findings(&self, action: &str, changes: &[manifest::FileChange]) {
+    /// The findings' `sha256:` is then recorded by the home ledger (a `ledger.run_checkpoint`,
+    /// why `undoing`): deleted afterwards, recovery knows they existed and says so (outside
+    /// testing round 17b M5: a deleted `.found` hid what a killed recovery had undone).
+    fn persist_findings(&mut self, action: &str, changes: &[manifest::FileChange]) {
         if !changes.iter().any(|c| c.forbidden.is_some()) {
             return;
         }
         let Some(name) = precommand::findings_name(action) else {
             return;
         };
-        if let Ok(bytes) =
+        let Ok(bytes) =
             precommand::encode_findings(&self.inputs.run_id, action, changes, &self.signer)
-        {
-            let _ = self.dir.replace(&name, &bytes, true);
+        else {
+            return;
+        };
+        if self.dir.replace(&name, &bytes, true).is_err() {
+            return;
         }
+        let starting = crate::ledger::Starting {
+            action: action.to_owned(),
+            pre: None,
+            post: None,
+            findings: Some(exec::digest(&bytes)),
+        };
+        if let Err(e) = self.ledger_checkpoint("undoing", Some(&starting)) {
+            self.notes.push(format!(
+                "{action}: its check's findings were persisted, but the home ledger could not record them: {e}"
+            ));
+        }
+    }
+
+    /// The `sha256:` of the findings the home ledger records `action`'s check persisted,
+    /// when the file is not `present` (deleted or lost: recovery says so in the outcome).
+    fn findings_lost(&self, action: &str, present: bool) -> Result<Option<String>, Error> {
+        if present {
+            return Ok(None);
+        }
+        let record = crate::ledger::run_record(&self.home.root, &self.keys, &self.inputs.run_id)?;
+        Ok(record.and_then(|r| {
+            r.starting
+                .into_iter()
+                .rev()
+                .filter(|s| s.action == action)
+                .find_map(|s| s.findings)
+        }))
     }
 
     pub(super) fn recover_command(&mut self, action: &ActionRecord) -> Result<String, Error> {
@@ -459,16 +494,14 @@ impl Host {
                 // The check after the command had found what it changed and begun to undo it:
                 // that undo is finished from its findings (what it writes comes from the signed
                 // record only), and the outcome names what the command did.
-                let found = precommand::findings_name(&action.id)
-                    .and_then(|n| self.dir.read_bytes(&n).ok().flatten())
-                    .map(|bytes| {
-                        precommand::decode_findings(
-                            &bytes,
-                            &self.inputs.run_id,
-                            &action.id,
-                            &self.keys,
-                        )
-                    });
+                let found_name = precommand::findings_name(&action.id);
+                let found_bytes = found_name
+                    .as_ref()
+                    .and_then(|n| self.dir.read_bytes(n).ok().flatten());
+                let lost = self.findings_lost(&action.id, found_bytes.is_some())?;
+                let found = found_bytes.map(|bytes| {
+                    precommand::decode_findings(&bytes, &self.inputs.run_id, &action.id, &self.keys)
+                });
                 let (changes, how) = match found {
                     Some(Ok(mut changes)) => {
                         manifest::unlock_dirs(&root);
@@ -486,9 +519,16 @@ impl Host {
                             before: record.before,
                             pre: record.pre,
                         };
-                        let how = match found {
-                            Some(Err(e)) => format!(
+                        let how = match (found, lost) {
+                            (Some(Err(e)), _) => format!(
                                 "its persisted findings cannot be used ({e}); the workspace was checked against its pre-command manifest"
+                            ),
+                            (_, Some(recorded)) => format!(
+                                "TAMPERED OR LOST: the home ledger records that the check after it persisted its findings ({recorded}) before undoing anything, but `{}` is missing, so what was undone before this recovery cannot be named: check the workspace by hand; the workspace was checked against its pre-command manifest",
+                                found_name.as_deref().map_or_else(
+                                    || "its findings file".to_owned(),
+                                    |n| self.dir.file(n).display().to_string()
+                                )
                             ),
                             _ => "the workspace was checked against its pre-command manifest"
                                 .to_owned(),
@@ -496,10 +536,10 @@ impl Host {
                         // Found, persisted, then undone, as after a command the driver ran
                         // (outside testing round 17 N7: a recovery killed mid-undo left out
                         // of the outcome what it had already undone).
-                        let persist = |changes: &[manifest::FileChange]| {
+                        let mut persist = |changes: &[manifest::FileChange]| {
                             self.persist_findings(&action.id, changes);
                         };
-                        (check.settle(&root, &persist), how)
+                        (check.settle(&root, &mut persist), how)
                     }
                 };
                 let summary = format!("{uncertain}; {how}");
@@ -941,7 +981,7 @@ impl CommandPlan {
     fn run_checked<T>(
         &self,
         root: &Path,
-        persist: &dyn Fn(&[manifest::FileChange]),
+        persist: &mut dyn FnMut(&[manifest::FileChange]),
         command: impl FnOnce() -> T,
     ) -> (T, Result<Vec<manifest::FileChange>, SettleError>) {
         let check = std::sync::Arc::clone(&self.check);
@@ -953,7 +993,7 @@ impl CommandPlan {
             for dir in &scratch {
                 let _ = crate::fsio::empty_dir(dir);
             }
-            match check.settle(&at, &|_| {}) {
+            match check.settle(&at, &mut |_| {}) {
                 Ok(changes) => format!(
                     "the workspace was checked: {} change(s), {} forbidden and undone",
                     changes.len(),
@@ -974,7 +1014,7 @@ impl Check {
     fn settle(
         &self,
         root: &Path,
-        persist: &dyn Fn(&[manifest::FileChange]),
+        persist: &mut dyn FnMut(&[manifest::FileChange]),
     ) -> Result<Vec<manifest::FileChange>, SettleError> {
         manifest::unlock_dirs(root);
         let after = match manifest::Manifest::scan(root) {

@@ -156,7 +156,7 @@ impl Entry {
     }
 
     /// An open run's journal at `tree_size` receipts with Merkle root `root_hash` (what a
-    /// checkpoint at that size would sign); `why`: `parked`, `approval_used` or `executing`;
+    /// checkpoint at that size would sign); `why`: `parked`, `approval_used`, `executing` or `undoing`;
     /// for `executing`, `starting` names the side effect about to start (recovery knows it
     /// started whatever `events.jsonl` says: outside testing round 17).
     pub fn run_checkpoint(

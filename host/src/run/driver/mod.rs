@@ -325,7 +325,7 @@ impl Host {
 
     /// A `ledger.run_checkpoint` entry at the journal's current size (synced first): the host
     /// is about to act from this point (`why`: `parked`, `approval_used`, `executing` before a
-    /// side effect), and a journal put back from an earlier copy or cut can then never be
+    /// side effect, `undoing` before a check undoes what it found), and a journal put back from an earlier copy or cut can then never be
     /// continued (issue 31 item 1). An entry the ledger records otherwise (another copy of the
     /// run reached this size first) refuses: the effect does not start.
     fn ledger_checkpoint(

@@ -2299,3 +2299,52 @@ fn issue_31_a_ledger_cut_before_a_decision_never_lets_it_be_made_again() {
     let check = verify_home_for(&home);
     assert_eq!(check.status.code(), Some(1), "{}", transcript(&check));
 }
+
+/// Outside testing round 17b (M4): a completed run cut back to its first receipt, its events,
+/// state and outputs deleted, with the ledger put back to before its start — what a start a
+/// crash cut short looks like but for the handoff the run wrote when it closed. `runs recover`
+/// refuses, naming it, and signs nothing (it had recorded the run anew, wiping the trace of
+/// the cut). Deleting the handoff too is deleting the run: the documented witness-only limit.
+#[test]
+fn issue_31_a_run_cut_back_to_its_first_receipt_is_not_recovered_as_a_fresh_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, _, text) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0, "{text}");
+    let ledger = home.join("ledger.jsonl");
+    let before = std::fs::read(&ledger).unwrap();
+    let (exit, id, text) = run_example(&home, &example("docs-review"), &[]);
+    assert_eq!(exit, 0, "{text}");
+    let run_dir = home.join("runs").join(&id);
+    assert!(run_dir.join("handoff.json").is_file());
+    std::fs::write(&ledger, &before).unwrap();
+    let _ = std::fs::remove_file(home.join("ledger.head"));
+    let journal = std::fs::read_to_string(run_dir.join("receipts.jsonl")).unwrap();
+    let first = format!("{}\n", journal.lines().next().unwrap());
+    std::fs::write(run_dir.join("receipts.jsonl"), &first).unwrap();
+    for gone in ["events.jsonl", "run.json", "outputs.jsonl"] {
+        let _ = std::fs::remove_file(run_dir.join(gone));
+    }
+    let out = craik()
+        .args(["runs", "recover", &id, "--by", "user:mallory", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0), "{}", transcript(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("`handoff.json`, which only a run past its start writes"),
+        "{}",
+        transcript(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(run_dir.join("receipts.jsonl")).unwrap(),
+        first,
+        "signed after the refusal"
+    );
+    assert_eq!(
+        std::fs::read(&ledger).unwrap(),
+        before,
+        "the ledger recorded it"
+    );
+}

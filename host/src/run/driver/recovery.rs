@@ -107,6 +107,29 @@ impl Host {
                 home.root.display()
             )));
         }
+        // A journal of one receipt the ledger does not record is a start a crash cut short —
+        // unless the directory holds what only a run past its start writes: then it is a run
+        // cut back to its first receipt (outside testing round 17b M4: "recovered" as a start,
+        // it was recorded anew and the trace of the cut was gone). Deleting those too is
+        // deleting the run, which only a ledger head kept elsewhere shows (SECURITY.md).
+        if receipts.ids.len() == 1 && record.as_ref().is_none_or(|r| r.started.is_none()) {
+            let later = if dir.file(HANDOFF).exists() {
+                Some(HANDOFF.to_owned())
+            } else {
+                dir.list(crate::run::precommand::DIR)
+                    .map_err(io(&dir.file(crate::run::precommand::DIR)))?
+                    .into_iter()
+                    .next()
+                    .map(|f| format!("{}/{f}", crate::run::precommand::DIR))
+            };
+            if let Some(later) = later {
+                return Err(Error::refused(format!(
+                    "{}: its journal holds only its first receipt, which the home ledger does not record, yet the run directory holds `{later}`, which only a run past its start writes: the journal (and the ledger) were cut back. Nothing was signed or performed; check the home with `craik receipts verify {}`",
+                    inputs.run_id,
+                    home.root.display()
+                )));
+            }
+        }
         if let Some(first) = record.as_ref().and_then(|r| r.unnamed.first()) {
             return Err(Error::refused(format!(
                 "{}: the home ledger does not name {} journal(s) of this home (first {first}): it is older than the home (an older copy put back, or cut). Nothing was signed or performed; check the home with `craik receipts verify {}` (a killed `approvals approve|deny` or `memory approve|reject` is finished by running it again; a run killed at its start, by `craik runs recover RUN`)",

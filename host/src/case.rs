@@ -25,8 +25,7 @@ use crate::run::store::Home;
 
 /// The budget when none is given (tokens).
 pub const DEFAULT_MAX_TOKENS: u64 = 24_000;
-/// The case file in a run's directory (its sha256 is in the run's signed inputs).
-pub const CASE_FILE: &str = "case_file.json";
+pub use crate::run::store::CASE_FILE;
 /// Most handoffs listed.
 pub const MAX_HANDOFFS: usize = 5;
 /// Longest excerpt (a heading, a handoff summary, a fact value), in characters.

@@ -22,8 +22,7 @@ use serde_json::Value;
 
 use crate::Error;
 
-/// The compiled prompt in a run's directory (its sha256 is in the run's signed inputs).
-pub const PROMPT_FILE: &str = "compiled_prompt.json";
+pub use crate::run::store::PROMPT_FILE;
 
 /// How a run's `events.jsonl` records a step request's prompt: this, the compiled prompt's
 /// sha256 and `]`, then the step's own text (what was sent is the file's `prompt` followed by

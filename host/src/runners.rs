@@ -38,6 +38,21 @@ pub fn matrix(name: &str) -> Result<RunnerCapabilityMatrix, Error> {
     })
 }
 
+/// Where a shipped adapter binary is: beside the running `craik` binary.
+pub fn shipped(name: &str) -> Result<std::path::PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot locate craik: {e}"))?;
+    let dir = exe.parent().unwrap_or(std::path::Path::new("."));
+    let path = dir.join(format!("craik-adapter-{name}"));
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "{}: not found; build the adapters with `cargo build --workspace` (they ship beside `craik`)",
+            path.display()
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -106,7 +106,10 @@ fn only_craik_spawn_may_hold_unsafe() {
     }
 }
 
-/// Host modules by layer: a module may use its own layer's modules and those below.
+/// Host modules by layer, one module per file (`run::store` is `src/run/store.rs`; a file's
+/// submodule files belong to it unless listed): a module may use its own layer's modules and
+/// those below. No two modules that import each other share a layer: the import graph has no
+/// circle (issue 33 item 6).
 const LAYERS: &[&[&str]] = &[
     &[
         "error",
@@ -122,17 +125,49 @@ const LAYERS: &[&[&str]] = &[
         "policies",
         "policytest",
     ],
-    // `case` (the case file) and `project` (the profile) read a home's runs and memory, and a
-    // run binds its case file: one layer with `run`.
-    &["run", "ledger", "audits", "case", "project", "prompt"],
+    // What a run directory holds and how a command is checked: files, no signatures.
+    &[
+        "run::exec",
+        "run::manifest",
+        "run::gitconfig",
+        "run::precommand",
+    ],
+    &["run", "run::store"],
+    // What the run's signed inputs and closing receipts bind.
+    &["run::signed"],
+    // The home ledger: names every journal of the home.
+    &["ledger"],
+    &[
+        "audits",
+        "run::approvals",
+        "run::locked",
+        "case::scan",
+        "case::git",
+        "project",
+        "prompt",
+    ],
+    &["run::memory", "case::stale"],
+    // The case file reads a home's runs and memory.
+    &["case"],
+    &["run::driver"],
     // The runner registry pins and resolves adapters; the adapter checks the bytes it runs
-    // against the registry's digest: one layer.
-    &["adapter", "registry"],
+    // against the registry's digest.
+    &["registry"],
+    &["adapter"],
     &["launch", "conformance"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|l| l.contains(&module))
+}
+
+/// The listed module a path of segments (`run::store::Home`, from `crate::`) falls in: its
+/// longest listed prefix.
+fn module_of(segments: &[&str]) -> Option<String> {
+    (1..=segments.len().min(3))
+        .rev()
+        .map(|n| segments[..n].join("::"))
+        .find(|m| layer_of(m).is_some())
 }
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -146,6 +181,23 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// The `crate::a::b::c` paths a line names (outside comments), as segments.
+fn crate_paths(line: &str) -> Vec<Vec<String>> {
+    line.match_indices("crate::")
+        .map(|(at, _)| {
+            line[at + 7..]
+                .split("::")
+                .map(|s| {
+                    s.chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect::<String>()
+                })
+                .take_while(|s| !s.is_empty())
+                .collect()
+        })
+        .collect()
+}
+
 #[test]
 fn host_modules_import_only_downward() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -153,38 +205,56 @@ fn host_modules_import_only_downward() {
     sources(&src, &mut files);
     for file in files {
         let rel = file.strip_prefix(&src).unwrap();
-        let top = rel
+        let segments: Vec<String> = rel
+            .with_extension("")
             .components()
-            .next()
-            .unwrap()
-            .as_os_str()
-            .to_string_lossy()
-            .trim_end_matches(".rs")
-            .to_owned();
-        let Some(own) = layer_of(&top) else {
-            assert_eq!(
-                top,
-                "lib",
-                "{}: a new module; add it to LAYERS",
-                rel.display()
-            );
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .filter(|s| s != "mod")
+            .collect();
+        if segments == ["lib"] {
             continue;
-        };
+        }
+        let refs: Vec<&str> = segments.iter().map(String::as_str).collect();
+        let own = module_of(&refs)
+            .unwrap_or_else(|| panic!("{}: a new module; add it to LAYERS", rel.display()));
+        let own_layer = layer_of(&own).unwrap();
         let text = std::fs::read_to_string(&file).unwrap();
         for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
-            for (at, _) in line.match_indices("crate::") {
-                let used: String = line[at + 7..]
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect();
-                if let Some(layer) = layer_of(&used) {
-                    assert!(
-                        layer <= own,
-                        "{}: `{top}` imports `{used}`, a module above it: {line}",
-                        rel.display()
-                    );
-                }
+            for path in crate_paths(line) {
+                let refs: Vec<&str> = path.iter().map(String::as_str).collect();
+                let Some(used) = module_of(&refs) else {
+                    continue;
+                };
+                let layer = layer_of(&used).unwrap();
+                assert!(
+                    layer <= own_layer,
+                    "{}: `{own}` imports `{used}`, a module above it: {line}",
+                    rel.display()
+                );
+                assert!(
+                    layer < own_layer || used == own || !imports(&src, &used, &own),
+                    "{}: `{own}` and `{used}` import each other: {line}",
+                    rel.display()
+                );
             }
         }
     }
+}
+
+/// Whether module `from`'s own file names module `to`.
+fn imports(src: &Path, from: &str, to: &str) -> bool {
+    let base = src.join(from.replace("::", "/"));
+    let file = [base.with_extension("rs"), base.join("mod.rs")]
+        .into_iter()
+        .find(|f| f.is_file())
+        .unwrap();
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .flat_map(crate_paths)
+        .any(|p| {
+            let refs: Vec<&str> = p.iter().map(String::as_str).collect();
+            module_of(&refs).as_deref() == Some(to)
+        })
 }

@@ -692,7 +692,7 @@ pub(crate) fn run(
     )?;
     let (governed_s, fsyncs, journal_valid, receipts, ledger_s, resume_checks_s) = in_process;
     let through_adapter = if adapter {
-        let program = craik_host::adapter::shipped("fixture").map_err(Failure::usage)?;
+        let program = craik_host::runners::shipped("fixture").map_err(Failure::usage)?;
         let spec = craik_host::adapter::AdapterSpec::new(
             program,
             vec!["--fixture".into(), scenario_path.display().to_string()],
@@ -1039,7 +1039,7 @@ pub(crate) fn channel(
     let request_bytes = serde_json::to_vec(&request)
         .map_err(|e| Failure::internal(e.to_string()))?
         .len();
-    let program = craik_host::adapter::shipped("fixture").map_err(Failure::usage)?;
+    let program = craik_host::runners::shipped("fixture").map_err(Failure::usage)?;
     let spec = craik_host::adapter::AdapterSpec::new(
         program,
         vec!["--fixture".into(), path.display().to_string()],

@@ -694,7 +694,7 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
             craik_host::confine::signal_name(signal)
         )));
     }
-    let (dir, workspace) = craik_host::run::store::create_run(
+    let (dir, workspace) = craik_host::run::locked::create_run(
         &home,
         &run_id,
         prepared.resolved.workspace_seed.as_deref(),

@@ -204,10 +204,10 @@ fn artefact(entry: &Entry, home: &Path) -> Result<Artefact, String> {
         // A shipped handoff adapter finds its CLI itself (live mode), or needs none (fixture
         // mode): the pin is of the adapter.
         Backend::Cli if entry.origin == Origin::Builtin => {
-            crate::adapter::shipped(entry.adapter.as_deref().unwrap_or_default())
+            crate::runners::shipped(entry.adapter.as_deref().unwrap_or_default())
                 .map(Artefact::File)
         }
-        Backend::Provider => crate::adapter::shipped("provider").map(Artefact::File),
+        Backend::Provider => crate::runners::shipped("provider").map(Artefact::File),
         Backend::Program | Backend::Cli => match entry.install {
             Install::Installed => {
                 let name = match (entry.backend, &entry.command) {
@@ -495,7 +495,7 @@ pub fn verify(entry: &Entry, home: &Path) -> Result<Launch, Error> {
     } else {
         Vec::new()
     };
-    let shipped = |name: &str| crate::adapter::shipped(name).map_err(fail);
+    let shipped = |name: &str| crate::runners::shipped(name).map_err(fail);
     let mut tree_read = Vec::new();
     let (program, mut args): (PathBuf, Vec<String>) = match (entry.backend, &target) {
         (Backend::Program, Artefact::File(p)) => (p.clone(), Vec::new()),

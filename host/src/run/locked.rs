@@ -34,7 +34,7 @@ impl std::fmt::Debug for LockedRun {
 }
 
 impl LockedRun {
-    /// A new run in `dir` (created by [`crate::run::store::create_run`]): refused when the
+    /// A new run in `dir` (created by [`create_run`]): refused when the
     /// home lies inside its workspace; the lock taken.
     pub fn create(home: Home, dir: RunDir, inputs: Inputs) -> Result<Self, Error> {
         placed_apart(&home, &dir, &inputs.workspace)?;
@@ -156,4 +156,55 @@ pub fn discard_never_started(home: &Home, run_id: &str, keys: &KeyRing) -> Resul
     crate::run::store::sync_dir(&home.runs())
         .map_err(|e| Error::io(format!("{}: {e}", home.runs().display())))?;
     Ok(true)
+}
+
+/// Creates run `run_id`'s directory and settles its workspace: `workspace` when given, else a
+/// copy of `seed` inside the run directory (examples never touch the operator's files), else
+/// the current directory; resolved to its real path.
+pub fn create_run(
+    home: &Home,
+    run_id: &str,
+    seed: Option<&Path>,
+    workspace: Option<&Path>,
+) -> Result<(RunDir, std::path::PathBuf), Error> {
+    // A home whose ledger cannot be continued takes no new run (checked before the
+    // directory exists: the run's start could never be recorded).
+    crate::ledger::ready_for_new_run(&home.root)?;
+    // A full or read-only disk is an i/o failure of Craik's own files (exit 5), whichever
+    // write met it (outside testing round 17: the workspace copy exited 2 on a full disk).
+    let failed = |e: std::io::Error, what: String| {
+        let full = matches!(
+            e.kind(),
+            std::io::ErrorKind::StorageFull
+                | std::io::ErrorKind::QuotaExceeded
+                | std::io::ErrorKind::ReadOnlyFilesystem
+        );
+        let error = Error::usage(format!("{what}: {e}"));
+        if full {
+            error.with_kind(crate::ErrorKind::Io)
+        } else {
+            error
+        }
+    };
+    let dir =
+        RunDir::create(home, run_id).map_err(|e| failed(e, home.runs().display().to_string()))?;
+    let chosen = match (seed, workspace) {
+        (_, Some(ws)) => ws.to_owned(),
+        (Some(seed), None) => {
+            let ws = dir.path.join("workspace");
+            if let Err(e) = crate::run::store::copy_tree(seed, &ws) {
+                // Nothing of a run that did not start is kept.
+                let _ = std::fs::remove_dir_all(&dir.path);
+                return Err(failed(e, format!("{}: cannot copy", seed.display())));
+            }
+            ws
+        }
+        (None, None) => {
+            std::env::current_dir().map_err(|e| Error::usage(format!("current directory: {e}")))?
+        }
+    };
+    let real = chosen
+        .canonicalize()
+        .map_err(|e| Error::usage(format!("{}: {e}", chosen.display())))?;
+    Ok((dir, real))
 }

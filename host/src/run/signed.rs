@@ -115,12 +115,13 @@ pub fn bound_inputs(dir: &dyn RunStore, keys: &KeyRing) -> Result<Inputs, Error>
     let inputs: Inputs = serde_json::from_slice(&bytes)
         .map_err(|e| Error::invalid(format!("{}: {e}", path.display()), Vec::new()))?;
     if let Some(why) = case_file_mismatch(
-        &dir.file(crate::case::CASE_FILE),
+        &dir.file(crate::run::store::CASE_FILE),
         inputs.case_file_sha256.as_deref(),
     )
     .or_else(|| {
-        crate::prompt::mismatch(
-            &dir.file(crate::prompt::PROMPT_FILE),
+        bound_file_mismatch(
+            crate::run::store::PROMPT_FILE,
+            &dir.file(crate::run::store::PROMPT_FILE),
             inputs.compiled_prompt_sha256.as_deref(),
         )
     }) {
@@ -136,7 +137,7 @@ pub fn bound_inputs(dir: &dyn RunStore, keys: &KeyRing) -> Result<Inputs, Error>
 /// (`signed`: the `case_file_sha256` the run started with; `None`: a run without one, and
 /// then no case file may have appeared); `None` when it is.
 pub fn case_file_mismatch(path: &std::path::Path, signed: Option<&str>) -> Option<String> {
-    bound_file_mismatch(crate::case::CASE_FILE, path, signed)
+    bound_file_mismatch(crate::run::store::CASE_FILE, path, signed)
 }
 
 /// How a run file bound by a digest in the run's signed inputs stands.
@@ -210,12 +211,13 @@ pub fn bound_files_mismatch(run_dir: &std::path::Path, receipt: &ReceiptPayload)
             .and_then(serde_json::Value::as_str)
     };
     case_file_mismatch(
-        &run_dir.join(crate::case::CASE_FILE),
+        &run_dir.join(crate::run::store::CASE_FILE),
         signed("case_file_sha256"),
     )
     .or_else(|| {
-        crate::prompt::mismatch(
-            &run_dir.join(crate::prompt::PROMPT_FILE),
+        bound_file_mismatch(
+            crate::run::store::PROMPT_FILE,
+            &run_dir.join(crate::run::store::PROMPT_FILE),
             signed("compiled_prompt_sha256"),
         )
     })

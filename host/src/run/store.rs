@@ -40,6 +40,10 @@ pub const OUTPUTS: &str = "outputs.jsonl";
 pub const INPUTS: &str = "inputs.json";
 pub const RUN: &str = "run.json";
 pub const HANDOFF: &str = "handoff.json";
+/// The case file in a run's directory (its sha256 is in the run's signed inputs).
+pub const CASE_FILE: &str = "case_file.json";
+/// The compiled prompt in a run's directory (its sha256 is in the run's signed inputs).
+pub const PROMPT_FILE: &str = "compiled_prompt.json";
 pub const LOCK: &str = "lock";
 pub const CANCEL: &str = "cancel";
 
@@ -881,55 +885,6 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()?;
     crate::fsio::durable_point();
     Ok(())
-}
-
-/// Creates run `run_id`'s directory and settles its workspace: `workspace` when given, else a
-/// copy of `seed` inside the run directory (examples never touch the operator's files), else
-/// the current directory; resolved to its real path.
-pub fn create_run(
-    home: &Home,
-    run_id: &str,
-    seed: Option<&Path>,
-    workspace: Option<&Path>,
-) -> Result<(RunDir, PathBuf), Error> {
-    crate::ledger::ready_for_new_run(&home.root)?;
-    // A full or read-only disk is an i/o failure of Craik's own files (exit 5), whichever
-    // write met it (outside testing round 17: the workspace copy exited 2 on a full disk).
-    let failed = |e: io::Error, what: String| {
-        let full = matches!(
-            e.kind(),
-            io::ErrorKind::StorageFull
-                | io::ErrorKind::QuotaExceeded
-                | io::ErrorKind::ReadOnlyFilesystem
-        );
-        let error = Error::usage(format!("{what}: {e}"));
-        if full {
-            error.with_kind(crate::ErrorKind::Io)
-        } else {
-            error
-        }
-    };
-    let dir =
-        RunDir::create(home, run_id).map_err(|e| failed(e, home.runs().display().to_string()))?;
-    let chosen = match (seed, workspace) {
-        (_, Some(ws)) => ws.to_owned(),
-        (Some(seed), None) => {
-            let ws = dir.path.join("workspace");
-            if let Err(e) = copy_tree(seed, &ws) {
-                // Nothing of a run that did not start is kept.
-                let _ = fs::remove_dir_all(&dir.path);
-                return Err(failed(e, format!("{}: cannot copy", seed.display())));
-            }
-            ws
-        }
-        (None, None) => {
-            std::env::current_dir().map_err(|e| Error::usage(format!("current directory: {e}")))?
-        }
-    };
-    let real = chosen
-        .canonicalize()
-        .map_err(|e| Error::usage(format!("{}: {e}", chosen.display())))?;
-    Ok((dir, real))
 }
 
 /// A new run id: `run_<UTC date and time>_<6 random hex digits>`.

@@ -179,6 +179,7 @@ fn bench(c: &mut Criterion) {
         });
     }
     group.finish();
+    flatness(&bundle, &req, &options);
 
     // A 10 000-request suite (every profile, seven capabilities, 210 grants over 50 tasks),
     // as `craik policy test` decides it: the whole suite per iteration.
@@ -266,6 +267,57 @@ fn bench(c: &mut Criterion) {
         });
     });
     suite.finish();
+}
+
+/// The decision's cost in the number of unrelated grants, as ratios to the 0-grant cost
+/// measured interleaved in the same rounds (so a background load changing during the run
+/// weighs on every count alike): batches of 500 decisions per grant count, the order rotated
+/// every round, 41 rounds; medians of the per-decision times.
+fn flatness(bundle: &Bundle, req: &DecisionRequest, options: &DecideOptions) {
+    if std::env::args().any(|a| a == "--list" || a == "--test") {
+        return;
+    }
+    // The 0-grant cost before the larger sets exist: what the heap they occupy costs a
+    // decision that never reads them (the sequential figures above include it).
+    let alone = grants(bundle, 0);
+    let mut fresh: Vec<f64> = (0..41)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..500 {
+                black_box(bundle.decide(&alone, black_box(req), options));
+            }
+            start.elapsed().as_secs_f64() / 500.0
+        })
+        .collect();
+    let fresh = median(&mut fresh);
+    let sets: Vec<(usize, GrantSet)> = GRANT_COUNTS
+        .iter()
+        .map(|&n| (n, grants(bundle, n)))
+        .collect();
+    let mut per: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    for round in 0..41 {
+        for k in 0..sets.len() {
+            let (n, set) = &sets[(round + k) % sets.len()];
+            let start = Instant::now();
+            for _ in 0..500 {
+                black_box(bundle.decide(set, black_box(req), options));
+            }
+            per.entry(*n)
+                .or_default()
+                .push(start.elapsed().as_secs_f64() / 500.0);
+        }
+    }
+    let base = median(per.get_mut(&0).unwrap());
+    println!("\ndecide, interleaved: median per decision and ratio to 0 grants (target ≤ 1.10x)");
+    for (n, times) in &mut per {
+        let m = median(times);
+        println!("{n:>8} grants  {:>8.2}µs  {:>6.2}x", m * 1e6, m / base);
+    }
+    println!(
+        "       0 grants  {:>8.2}µs  {:>6.2}x  (before the larger sets were built)",
+        fresh * 1e6,
+        fresh / base
+    );
 }
 
 fn median(values: &mut [f64]) -> f64 {

@@ -150,6 +150,8 @@ const LAYERS: &[&[&str]] = &[
     // The case file reads a home's runs and memory.
     &["case"],
     &["run::driver"],
+    // The one way a new run is composed.
+    &["run::plan"],
     // The runner registry pins and resolves adapters; the adapter checks the bytes it runs
     // against the registry's digest.
     &["registry"],

@@ -189,7 +189,7 @@ fn listed(doc: &str) -> Listed {
     let number = |key: &str| -> usize {
         doc.lines()
             .find_map(|l| l.strip_prefix(key))
-            .and_then(|rest| rest.trim().split_whitespace().next())
+            .and_then(|rest| rest.split_whitespace().next())
             .and_then(|n| n.replace(',', "").parse().ok())
             .unwrap_or_else(|| panic!("TCB.md: no `{key}` line"))
     };

@@ -856,8 +856,8 @@ fn governed_run(
     steps: usize,
     runner: Box<dyn craik_host::run::StepRunner>,
 ) -> std::result::Result<(f64, u64, bool, u64, f64, f64), Failure> {
-    use craik_host::run::driver::{Host, Setup};
-    use craik_host::run::store::{Home, RunDir};
+    use craik_host::run::driver::Setup;
+    use craik_host::run::store::Home;
     let grant: craik_contracts::CapabilityGrant = serde_json::from_value(serde_json::json!({
         "id": "grant_bench", "task_id": "task_bench", "capability": "repo.write.docs",
         "target": {"paths": ["docs/**"], "exclude": []}, "operations": ["write"],
@@ -919,7 +919,6 @@ fn governed_run(
         compiled_prompt_sha256: None,
         token_budget: None,
     };
-    let dir = RunDir::create(&home, "run_bench").map_err(io_at(&home.runs()))?;
     let setup = Setup {
         bundle: loaded.bundle,
         grants,
@@ -930,10 +929,16 @@ fn governed_run(
         clock: std::sync::Arc::new(craik_host::SystemClock),
     };
     let t = Instant::now();
-    let mut host = Host::start(
-        craik_host::run::locked::LockedRun::create(home, dir, inputs)?,
-        setup,
-    )?;
+    let mut host = craik_host::run::plan::RunPlan {
+        home,
+        inputs,
+        seed: None,
+        workspace: Some(workspace.to_owned()),
+        case_file: None,
+        compiled_prompt: None,
+        input_files: Vec::new(),
+    }
+    .start(setup)?;
     host.drive(&mut |_| {})?;
     let governed_s = t.elapsed().as_secs_f64();
     let status = host.machine().run().status;

@@ -70,35 +70,6 @@ pub(crate) struct RunArgs<'a> {
     pub(crate) approver: Option<&'a str>,
 }
 
-/// Globs covering each of `paths` that lies inside `workspace` (the path, and all it holds or
-/// will hold), relative to it; paths outside it give none.
-fn inputs_in_workspace<'p>(workspace: &Path, paths: impl Iterator<Item = &'p Path>) -> Vec<String> {
-    let Ok(root) = workspace.canonicalize() else {
-        return Vec::new();
-    };
-    let mut globs = Vec::new();
-    for path in paths {
-        // A path that does not exist yet (a configured grants directory) is taken as
-        // written, made absolute; one that does, by its real path. Either way as a file and
-        // as a directory, so what is created there later is covered too.
-        let Ok(real) = path
-            .canonicalize()
-            .or_else(|_| std::path::absolute(path).map(|p| craik_host::fsio::lexical(&p)))
-        else {
-            continue;
-        };
-        if let Ok(rel) = real.strip_prefix(&root)
-            && let Some(rel) = rel.to_str().filter(|r| !r.is_empty())
-        {
-            globs.push(craik_kernel::ImmutablePaths::glob_for(rel, false));
-            globs.push(craik_kernel::ImmutablePaths::glob_for(rel, true));
-        }
-    }
-    globs.sort();
-    globs.dedup();
-    globs
-}
-
 /// A file holding exactly one contract of type `T`.
 pub(crate) fn read_one<T: Contract>(path: &Path) -> Result<T, Failure> {
     decode_one(path, &read_file(path)?)
@@ -694,68 +665,29 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
             craik_host::confine::signal_name(signal)
         )));
     }
-    let (dir, workspace) = craik_host::run::locked::create_run(
-        &home,
-        &run_id,
-        prepared.resolved.workspace_seed.as_deref(),
-        args.workspace,
-    )?;
-    // Home and workspace apart (neither inside the other): checked before anything was
-    // written for the home, and here on the workspace as created; nothing of a refused run
-    // is left behind.
-    if let Err(refused) = craik_host::run::locked::placed_apart(&home, &dir, &workspace) {
-        let _ = std::fs::remove_dir_all(&dir.path);
-        return Err(refused.into());
-    }
-    // What the operator's git runs here, as git says (issue 30 item 2): the hooks found, and
-    // the limit that what a hook runs in turn is not modelled; or why everything is protected.
-    let git = craik_host::run::gitconfig::Survey::of(
-        &workspace,
-        Vec::new(),
-        &craik_host::run::gitconfig::GitEnv::from_process(),
-    );
-    for line in git.notice(&workspace) {
-        out.diag(line)?;
-    }
     // Craik's inputs that lie in the workspace (policies, custom policies, grant files, the
-    // intent lock and envelope) are immutable to the run: no command or write capability may
-    // change what the next run reads.
-    let mut immutable_paths = args.immutable_paths.to_vec();
+    // intent lock and envelope, configuration, registry files) are immutable to the run (the
+    // plan finds which): no command or write capability may change what the next run reads.
     // The declared profile's immutable paths (ADRs) are immutable to the run too, when the
     // run works on the profile's repository (or an example's copy of it).
+    let mut immutable_paths = args.immutable_paths.to_vec();
     immutable_paths.extend(profile_immutable(
         args.project,
         args.workspace
             .or(prepared.resolved.workspace_seed.as_deref()),
     )?);
-    immutable_paths.extend(inputs_in_workspace(
-        &workspace,
-        args.policies
-            .into_iter()
-            .chain(args.custom.iter().map(PathBuf::as_path))
-            .chain(args.grants.iter().map(PathBuf::as_path))
-            .chain(args.project_grants.iter().map(PathBuf::as_path))
-            .chain(args.intent)
-            .chain(args.envelope)
-            .chain(args.config_inputs.iter().map(PathBuf::as_path))
-            .chain(registry.input_paths().iter().map(PathBuf::as_path)),
-    ));
-    for (name, bytes) in [
-        (craik_host::case::CASE_FILE, &case.bytes),
-        (craik_host::prompt::PROMPT_FILE, &compiled.bytes),
-    ] {
-        let path = dir.path.join(name);
-        if let Err(e) = craik_host::fsio::write_atomic(&path, bytes) {
-            let _ = std::fs::remove_dir_all(&dir.path);
-            // Craik's own file (exit 5, as every other write of the home: outside testing
-            // round 17 found this one exiting 2 on a full disk).
-            return Err(Failure::usage(format!(
-                "{}: {e}; the run did not start and nothing of it was kept",
-                path.display()
-            ))
-            .with_exit(crate::exit::Exit::Io));
-        }
-    }
+    let input_files: Vec<PathBuf> = args
+        .policies
+        .into_iter()
+        .chain(args.custom.iter().map(PathBuf::as_path))
+        .chain(args.grants.iter().map(PathBuf::as_path))
+        .chain(args.project_grants.iter().map(PathBuf::as_path))
+        .chain(args.intent)
+        .chain(args.envelope)
+        .chain(args.config_inputs.iter().map(PathBuf::as_path))
+        .chain(registry.input_paths().iter().map(PathBuf::as_path))
+        .map(Path::to_owned)
+        .collect();
     let Prepared {
         resolved,
         task,
@@ -781,8 +713,9 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         profile,
         policies: args.policies.map(Path::to_owned),
         custom: args.custom.to_vec(),
-        policy_set: setup.bundle.hash().to_owned(),
-        workspace,
+        // Set by the plan: the workspace as created, the loaded policy set, the bound files.
+        policy_set: String::new(),
+        workspace: PathBuf::new(),
         toolchains,
         immutable_paths,
         max_iterations,
@@ -791,12 +724,32 @@ pub(crate) fn run(out: &mut Out, format: Format, args: &RunArgs<'_>) -> Result<E
         started_at: Timestamp::new(started),
         started_by: args.approver.map(str::to_owned),
         project_profile_sha256,
-        case_file_sha256: Some(digest(&case.bytes)),
-        compiled_prompt_sha256: Some(digest(&compiled.bytes)),
+        case_file_sha256: None,
+        compiled_prompt_sha256: None,
         token_budget: args.token_budget,
     };
     let keys = setup.keys.clone();
-    let mut host = Host::start(LockedRun::create(home, dir, inputs)?, setup)?;
+    let mut host = craik_host::run::plan::RunPlan {
+        home,
+        inputs,
+        seed: resolved.workspace_seed.clone(),
+        workspace: args.workspace.map(Path::to_owned),
+        case_file: Some(case.bytes),
+        compiled_prompt: Some(compiled.bytes),
+        input_files,
+    }
+    .start(setup)?;
+    // What the operator's git runs here, as git says (issue 30 item 2): the hooks found, and
+    // the limit that what a hook runs in turn is not modelled; or why everything is protected.
+    let workspace = host.inputs().workspace.clone();
+    let git = craik_host::run::gitconfig::Survey::of(
+        &workspace,
+        Vec::new(),
+        &craik_host::run::gitconfig::GitEnv::from_process(),
+    );
+    for line in git.notice(&workspace) {
+        out.diag(line)?;
+    }
     let watching = watch(out, &mut host)?;
     drive(&mut host, watching)?;
     let ask = Prompter::for_terminal(format);
@@ -1400,6 +1353,16 @@ pub(crate) fn cancel(
         return Ok(Exit::Ok);
     }
     drop(dir);
+    // Closing from the receipts alone is the way out only for a run whose events no longer
+    // replay: one whose events do is cancelled from them, its settling the full one (outside
+    // testing round r31d P1: the weaker path could be chosen for any run).
+    if replay == craik_host::run::driver::Replay::ReceiptsOnly
+        && open_locked_with(home, run_id, out, craik_host::run::driver::Replay::Events).is_ok()
+    {
+        return Err(Failure::from(craik_host::Error::refused(format!(
+            "{run_id}: its events replay against its journal: cancel it without --from-receipts (`craik runs cancel {run_id} --by {by}`)"
+        ))));
+    }
     let (mut host, keys) = open_locked_with(home, run_id, out, replay)?;
     operator(&host, by)?;
     match replay {

@@ -8,6 +8,7 @@ pub mod gitconfig;
 pub mod locked;
 pub mod manifest;
 pub mod memory;
+pub mod plan;
 pub mod precommand;
 pub mod signed;
 pub mod store;

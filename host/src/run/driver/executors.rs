@@ -314,14 +314,15 @@ impl Host {
         output: Option<String>,
         changes: &Result<Vec<manifest::FileChange>, SettleError>,
     ) -> Result<(), Error> {
-        self.command_outcome_signed(action, ok, summary, output, changes)
+        let of = self.outcome_of(action);
+        self.command_outcome_signed(&of, ok, summary, output, changes)
             .map(drop)
     }
 
     /// [`Self::command_outcome`], returning the summary it signed.
     fn command_outcome_signed(
         &mut self,
-        action: &ActionRecord,
+        of: &OutcomeOf,
         ok: bool,
         summary: &str,
         output: Option<String>,
@@ -362,13 +363,13 @@ impl Host {
         metadata
             .0
             .insert("files".into(), serde_json::Value::Array(files));
-        self.outcome_receipt_with(action, ok, &summary, output, metadata)?;
+        self.signed_outcome(of, ok, &summary, output, metadata)?;
         // A command's outcome cannot be read back from the workspace the way a file write's
         // can (its bytes): lost to a power loss, the command would be uncertain and the run
         // blocked. So it is made durable now, not at the next commit.
         self.sync_journal()?;
         // Signed and durable: its pre-command record has served.
-        self.drop_precommand(&action.id);
+        self.drop_precommand(&of.action);
         Ok(summary)
     }
 
@@ -449,23 +450,30 @@ impl Host {
         }
     }
 
-    /// The `sha256:` of the findings the home ledger records `action`'s check persisted,
-    /// when the file is not `present` (deleted or lost: recovery says so in the outcome).
-    fn findings_lost(&self, action: &str, present: bool) -> Result<Option<String>, Error> {
-        if present {
-            return Ok(None);
-        }
+    /// The findings the home ledger records `action`'s check persisted (their `sha256:`)
+    /// that the findings file here (`present`, its bytes) does not account for: the file
+    /// missing, or another one, or more than one recorded — a check writes its findings once
+    /// and a recovery uses them, so a second record means the first was deleted or replaced
+    /// (outside testing round r31d P4: a recovery killed after writing new findings had
+    /// laundered the deleted ones). Recovery says so in the outcome.
+    fn findings_lost(&self, action: &str, present: Option<&[u8]>) -> Result<Option<String>, Error> {
         let record = crate::ledger::run_record(&self.home.root, &self.keys, &self.inputs.run_id)?;
-        Ok(record.and_then(|r| {
-            r.starting
-                .into_iter()
-                .rev()
-                .filter(|s| s.action == action)
-                .find_map(|s| s.findings)
-        }))
+        let recorded: Vec<String> = record
+            .map(|r| r.starting)
+            .into_iter()
+            .flatten()
+            .filter(|s| s.action == action)
+            .filter_map(|s| s.findings)
+            .collect();
+        let accounted = match (present, recorded.as_slice()) {
+            (_, []) => true,
+            (Some(bytes), [one]) => crate::run::exec::digest(bytes) == *one,
+            _ => false,
+        };
+        Ok((!accounted).then(|| recorded.join(", ")))
     }
 
-    pub(super) fn recover_command(&mut self, action: &ActionRecord) -> Result<String, Error> {
+    pub(super) fn recover_command(&mut self, of: &OutcomeOf) -> Result<String, Error> {
         // What it left in its HOME and TMPDIR goes (the directories are the run's).
         let base = self.dir.root().join("sandbox");
         for dir in [base.join("home"), base.join("tmp")] {
@@ -474,13 +482,13 @@ impl Host {
             }
         }
         let uncertain = "uncertain: the process stopped while this ran; it is never re-run blindly";
-        let name = precommand::name(&action.id).unwrap_or_default();
+        let name = precommand::name(&of.action).unwrap_or_default();
         let record: Result<Option<precommand::Record>, PersistError> = if name.is_empty() {
-            Err(precommand::PrecommandError::Name(action.id.clone()).into())
+            Err(precommand::PrecommandError::Name(of.action.clone()).into())
         } else {
             match self.dir.read_bytes(&name) {
                 Ok(Some(bytes)) => {
-                    precommand::decode(&bytes, &self.inputs.run_id, &action.id, &self.keys)
+                    precommand::decode(&bytes, &self.inputs.run_id, &of.action, &self.keys)
                         .map(Some)
                         .map_err(PersistError::from)
                 }
@@ -494,22 +502,30 @@ impl Host {
                 // The check after the command had found what it changed and begun to undo it:
                 // that undo is finished from its findings (what it writes comes from the signed
                 // record only), and the outcome names what the command did.
-                let found_name = precommand::findings_name(&action.id);
+                let found_name = precommand::findings_name(&of.action);
                 let found_bytes = found_name
                     .as_ref()
                     .and_then(|n| self.dir.read_bytes(n).ok().flatten());
-                let lost = self.findings_lost(&action.id, found_bytes.is_some())?;
+                let lost = self.findings_lost(&of.action, found_bytes.as_deref())?;
                 let found = found_bytes.map(|bytes| {
-                    precommand::decode_findings(&bytes, &self.inputs.run_id, &action.id, &self.keys)
+                    precommand::decode_findings(&bytes, &self.inputs.run_id, &of.action, &self.keys)
                 });
                 let (changes, how) = match found {
                     Some(Ok(mut changes)) => {
                         manifest::unlock_dirs(&root);
                         manifest::undo(&root, &record.before, &mut changes, &record.pre);
-                        (
-                            Ok(changes),
-                            "it had ended and the check after it had begun; that check was finished from its persisted findings".to_owned(),
-                        )
+                        let finished = "it had ended and the check after it had begun; that check was finished from its persisted findings";
+                        let how = match &lost {
+                            Some(recorded) => format!(
+                                "TAMPERED OR LOST: the home ledger records findings of the check after it ({recorded}) that `{}` does not account for (deleted or replaced), so what was undone before this recovery cannot all be named: check the workspace by hand; {finished}",
+                                found_name.as_deref().map_or_else(
+                                    || "its findings file".to_owned(),
+                                    |n| self.dir.file(n).display().to_string()
+                                )
+                            ),
+                            None => finished.to_owned(),
+                        };
+                        (Ok(changes), how)
                     }
                     found => {
                         let check = Check {
@@ -524,7 +540,7 @@ impl Host {
                                 "its persisted findings cannot be used ({e}); the workspace was checked against its pre-command manifest"
                             ),
                             (_, Some(recorded)) => format!(
-                                "TAMPERED OR LOST: the home ledger records that the check after it persisted its findings ({recorded}) before undoing anything, but `{}` is missing, so what was undone before this recovery cannot be named: check the workspace by hand; the workspace was checked against its pre-command manifest",
+                                "TAMPERED OR LOST: the home ledger records that the check after it persisted its findings ({recorded}) before undoing anything, but `{}` is missing or another, so what was undone before this recovery cannot be named: check the workspace by hand; the workspace was checked against its pre-command manifest",
                                 found_name.as_deref().map_or_else(
                                     || "its findings file".to_owned(),
                                     |n| self.dir.file(n).display().to_string()
@@ -537,13 +553,13 @@ impl Host {
                         // (outside testing round 17 N7: a recovery killed mid-undo left out
                         // of the outcome what it had already undone).
                         let mut persist = |changes: &[manifest::FileChange]| {
-                            self.persist_findings(&action.id, changes);
+                            self.persist_findings(&of.action, changes);
                         };
                         (check.settle(&root, &mut persist), how)
                     }
                 };
                 let summary = format!("{uncertain}; {how}");
-                self.command_outcome_signed(action, false, &summary, None, &changes)?
+                self.command_outcome_signed(of, false, &summary, None, &changes)?
             }
             // Nothing to check the workspace against: the outcome says why, signed. The record
             // is written, durably, before every command starts (before its `executing` event):
@@ -559,10 +575,10 @@ impl Host {
                         "{uncertain}; its pre-command manifest `{shown}` cannot be used ({why}), so what it changed is unknown"
                     ),
                 };
-                self.outcome_receipt(action, false, &summary, None)?;
+                self.signed_outcome(of, false, &summary, None, Object::new())?;
                 self.sync_journal()?;
                 if unusable.is_err() {
-                    self.drop_precommand(&action.id);
+                    self.drop_precommand(&of.action);
                 }
                 summary
             }
@@ -828,9 +844,34 @@ impl Host {
         output: Option<String>,
         metadata: Object,
     ) -> Result<(), Error> {
+        let of = self.outcome_of(action);
+        self.signed_outcome(&of, ok, summary, output, metadata)
+    }
+
+    /// What the outcome of proposed `action` is bound to: the request it hashes to now.
+    pub(super) fn outcome_of(&self, action: &ActionRecord) -> OutcomeOf {
         let request = self.decision_request(action, Vec::new());
         let hash = craik_kernel::request_hash(&self.bundle, &request, &self.workspace_root())
             .unwrap_or_default();
+        OutcomeOf {
+            action: action.id.clone(),
+            label: action.proposed.id.clone(),
+            capability: action.proposed.capability.clone(),
+            target: target_text(action),
+            request_hash: hash,
+        }
+    }
+
+    /// Signs the outcome of `of` (durable at the next commit: before the runner is asked
+    /// anything, `Host::step`) and records it.
+    pub(super) fn signed_outcome(
+        &mut self,
+        of: &OutcomeOf,
+        ok: bool,
+        summary: &str,
+        output: Option<String>,
+        metadata: Object,
+    ) -> Result<(), Error> {
         let status = if ok {
             ReceiptStatus::Passed
         } else {
@@ -839,18 +880,18 @@ impl Host {
         let draft = ReceiptDraft {
             task_id: self.inputs.task.id.clone(),
             actor: self.runner_ref().id,
-            capability: action.proposed.capability.clone(),
-            target: target_text(action),
+            capability: of.capability.clone(),
+            target: of.target.clone(),
             policy_profile: self.inputs.profile,
             fail_open: false,
-            reason: format!("outcome of {}", action.id),
+            reason: format!("outcome of {}", of.action),
             result: ReceiptResult {
                 metadata,
                 ..result(status, summary)
             },
             redacted: true,
             policy_set: self.bundle.hash().to_owned(),
-            request_hash: hash,
+            request_hash: of.request_hash.clone(),
             decision: Decision::Allow,
             determining_policies: Vec::new(),
             decided_by: DecidedBy {
@@ -858,13 +899,12 @@ impl Host {
                 by: String::new(),
             },
             mode: self.mode(),
-            action: Some(action.id.clone()),
+            action: Some(of.action.clone()),
         };
-        // Durable at the next commit: before the runner is asked anything (`Host::step`).
         let receipt = self.receipt_lazy(draft)?;
         self.record_outcome(Outcome {
-            action: action.id.clone(),
-            label: action.proposed.id.clone(),
+            action: of.action.clone(),
+            label: of.label.clone(),
             decision: "allow".into(),
             ok,
             summary: summary.to_owned(),
@@ -884,6 +924,31 @@ impl Host {
         self.outcomes.push(outcome.clone());
         self.all_outcomes.push(outcome);
         Ok(())
+    }
+}
+
+/// What an outcome receipt is bound to: the action, the runner's label for it, and the
+/// capability, target and request hash its decision signed.
+#[derive(Debug, Clone)]
+pub(super) struct OutcomeOf {
+    pub(super) action: String,
+    pub(super) label: String,
+    pub(super) capability: String,
+    pub(super) target: String,
+    pub(super) request_hash: String,
+}
+
+impl OutcomeOf {
+    /// Bound to `decision`, the signed decision of `action` (recovery from receipts alone,
+    /// where no proposal is believed): its capability, target and request hash.
+    pub(super) fn decided(action: &str, decision: &ReceiptPayload) -> Self {
+        Self {
+            action: action.to_owned(),
+            label: action.to_owned(),
+            capability: decision.capability.clone(),
+            target: decision.target.clone(),
+            request_hash: decision.request_hash.clone(),
+        }
     }
 }
 

@@ -141,14 +141,17 @@ impl Host {
         // A run `ledger rebuild` recorded open is never continued: the ledger vouches for its
         // journal only from the rebuild, so a run directory put back before it (its approval
         // then used again) cannot be told from the original (outside testing round 14).
+        // Closing it from its receipts alone performs nothing and stays allowed (outside
+        // testing round r31d P3: such a run could never be closed, and blocked key rotation).
         if record
             .as_ref()
             .is_some_and(|r| r.rebuilt && r.closed.is_none())
             && !receipts.closed
+            && replay == Replay::Events
         {
             return Err(Error::refused(format!(
-                "{}: the home ledger records this run's start from `craik ledger rebuild`, which vouches for its journal only from the rebuild: an open run it recorded is not continued (nothing was signed or performed); start the task again",
-                inputs.run_id
+                "{}: the home ledger records this run's start from `craik ledger rebuild`, which vouches for its journal only from the rebuild: an open run it recorded is not continued (nothing was signed or performed); start the task again, and close this one with `craik runs cancel {} --from-receipts --by user:NAME --reason TEXT`",
+                inputs.run_id, inputs.run_id
             )));
         }
         if let Some(record) = &record {
@@ -554,72 +557,84 @@ impl Host {
         if self.finish_ended(&mut found)? {
             return Ok(found);
         }
-        let unsettled: Vec<(String, ReceiptPayload)> = self
-            .receipts_by_action
-            .iter()
-            .filter(|(_, rs)| {
-                !rs.iter()
-                    .any(|r| r.decided_by.kind == DecidedByKind::Outcome)
-            })
-            .filter_map(|(action, rs)| {
-                rs.iter()
-                    .rev()
-                    .find(|r| r.decided_by.kind != DecidedByKind::Outcome)
-                    .map(|last| (action.clone(), last.clone()))
-            })
-            .filter(|(_, last)| last.decision == Decision::Allow)
-            .collect();
-        for (action, decision) in &unsettled {
-            let summary = "uncertain: closed from the run's signed receipts (events.jsonl does not replay), so whether it ran is not known here; it is never run again: check the workspace";
-            self.outcome_from_decision(action, decision, summary)?;
-            found.push(format!("{}: {summary}", craik_contracts::one_line(action)));
+        // What started is what the home ledger records starting (durably, before every side
+        // effect): a decision it does not name never took effect; a review or a memory
+        // proposal is no side effect (outside testing round r31d P2: they were signed
+        // "uncertain").
+        let record = crate::ledger::run_record(&self.home.root, &self.keys, &self.inputs.run_id)?;
+        let mut started: Vec<crate::ledger::Starting> = Vec::new();
+        for s in record.map(|r| r.starting).into_iter().flatten() {
+            if !started.iter().any(|t| t.action == s.action) {
+                started.push(s);
+            }
+        }
+        for s in started {
+            let Some(receipts) = self.receipts_by_action.get(&s.action) else {
+                continue;
+            };
+            if receipts
+                .iter()
+                .any(|r| r.decided_by.kind == DecidedByKind::Outcome)
+            {
+                continue;
+            }
+            let Some(decision) = receipts
+                .iter()
+                .rev()
+                .find(|r| r.decided_by.kind != DecidedByKind::Outcome)
+                .filter(|r| r.decision == Decision::Allow)
+                .cloned()
+            else {
+                continue;
+            };
+            let of = super::executors::OutcomeOf::decided(&s.action, &decision);
+            let summary = self.close_started(&of, &s)?;
+            found.push(format!(
+                "{}: {summary}",
+                craik_contracts::one_line(&s.action)
+            ));
         }
         Ok(found)
     }
 
-    /// A failed outcome receipt for the action `decision` allowed, bound to the request that
-    /// decision signed (its `request_hash`), not to any proposal the events hold.
-    fn outcome_from_decision(
+    /// The outcome of side effect `s`, started with no signed outcome, when the run is closed
+    /// from its receipts: a command is checked against its signed pre-command record (what it
+    /// may not change undone, every change named: outside testing round r31d P1), a file write
+    /// by the file's bytes; anything else is uncertain. Never run again.
+    fn close_started(
         &mut self,
-        action: &str,
-        decision: &ReceiptPayload,
-        summary: &str,
-    ) -> Result<(), Error> {
-        let draft = ReceiptDraft {
-            task_id: self.inputs.task.id.clone(),
-            actor: self.runner_ref().id,
-            capability: decision.capability.clone(),
-            target: decision.target.clone(),
-            policy_profile: self.inputs.profile,
-            fail_open: false,
-            reason: format!("outcome of {action}"),
-            result: ReceiptResult {
-                status: ReceiptStatus::Failed,
-                summary: summary.to_owned(),
-                metadata: Object::new(),
-            },
-            redacted: true,
-            policy_set: self.bundle.hash().to_owned(),
-            request_hash: decision.request_hash.clone(),
-            decision: Decision::Allow,
-            determining_policies: Vec::new(),
-            decided_by: DecidedBy {
-                kind: DecidedByKind::Outcome,
-                by: String::new(),
-            },
-            mode: self.mode(),
-            action: Some(action.to_owned()),
-        };
-        let receipt = self.receipt(draft)?;
-        self.record_outcome(Outcome {
-            action: action.to_owned(),
-            label: decision.capability.clone(),
-            decision: "allow".into(),
-            ok: false,
-            summary: summary.to_owned(),
-            output: None,
-            receipt,
-        })
+        of: &super::executors::OutcomeOf,
+        s: &crate::ledger::Starting,
+    ) -> Result<String, Error> {
+        let record = crate::run::precommand::name(&s.action)
+            .is_some_and(|name| self.dir.file(&name).is_file());
+        if record {
+            return self.recover_command(of);
+        }
+        if let (Some(pre), Some(post)) = (&s.pre, &s.post) {
+            let now = TargetPath::normalize(&self.workspace_root(), &of.target)
+                .map_err(|e| e.to_string())
+                .and_then(|p| self.workspace.state(p.as_str()).map_err(|e| e.to_string()));
+            match now {
+                Ok(state) if state.hash() == Some(post.as_str()) => {
+                    let summary = format!(
+                        "found applied when the run was closed from its receipts ({post}); not executed again"
+                    );
+                    self.signed_outcome(of, true, &summary, None, Object::new())?;
+                    return Ok(summary);
+                }
+                Ok(state) if state.hash() == Some(pre.as_str()) => {
+                    let summary =
+                        "the file is unchanged: it never ran; not executed again".to_owned();
+                    self.signed_outcome(of, false, &summary, None, Object::new())?;
+                    return Ok(summary);
+                }
+                Ok(_) | Err(_) => {}
+            }
+        }
+        let summary = "uncertain: closed from the run's signed receipts (events.jsonl does not replay), so whether it took effect is not known here; it is never run again: check the workspace".to_owned();
+        self.signed_outcome(of, false, &summary, None, Object::new())?;
+        Ok(summary)
     }
 
     /// Resolves what a crash left behind: finishes an interrupted finalisation, and records
@@ -831,7 +846,8 @@ impl Host {
             summary
         } else if effect == Some(Effect::Execute) {
             // Checked against its persisted pre-command manifest (issue 31 item 2).
-            self.recover_command(action)?
+            let of = self.outcome_of(action);
+            self.recover_command(&of)?
         } else {
             let summary =
                 "uncertain: the process stopped while this ran; it is never re-run blindly"

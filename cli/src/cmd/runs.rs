@@ -1365,12 +1365,25 @@ pub(crate) fn cancel(
     }
     let (mut host, keys) = open_locked_with(home, run_id, out, replay)?;
     operator(&host, by)?;
-    match replay {
-        craik_host::run::driver::Replay::Events => host.settle_for(by)?,
+    // Ended before this command: refused. Ended by settling what a crash left (an uncertain
+    // side effect blocks the run): that ending stands, the cancel's reason signed with the
+    // recovery, and the command succeeds (outside testing round 17b M8: it refused, exit 1,
+    // after closing the run itself).
+    let ended = host.is_final();
+    let why = format!(
+        "recovered by the operator on cancelling: {}",
+        craik_contracts::one_line(reason)
+    );
+    let found = match replay {
+        craik_host::run::driver::Replay::Events => host.settle_because(by, &why)?,
         craik_host::run::driver::Replay::ReceiptsOnly => host.settle_from_receipts(by)?,
     };
-    if host.is_final() {
+    if ended {
         return Err(ended_refusal(&host, run_id, "cancelled").into());
+    }
+    if host.is_final() {
+        host.set_notes(found);
+        return summary(out, format, &host, &keys).map(|_| Exit::Ok);
     }
     {
         host.cancel(by, reason)?;

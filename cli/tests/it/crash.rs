@@ -2018,25 +2018,35 @@ fn recover_killed_at(dir: &Path, home: &Path, id: &str, n: u64) -> bool {
 /// command ran once and nothing more is signed.
 #[test]
 fn issue_31_a_started_step_edited_in_the_events_is_refused() {
-    for edit in ["failed", "argv"] {
+    for edit in ["failed", "argv", "rename", "add", "cut"] {
         let dir = tempfile::tempdir().unwrap();
         let (home, id) = killed_mid_command(dir.path(), COUNTING_PLANT);
         let run_dir = home.join("runs").join(&id);
         let events = std::fs::read_to_string(run_dir.join("events.jsonl")).unwrap();
         let edited: String = events
             .lines()
-            .map(|l| {
-                let l = if l.contains("\"step_result\"") && l.contains("\"act\"") {
-                    match edit {
-                        "failed" => {
-                            l.replacen("\"status\":\"completed\"", "\"status\":\"failed\"", 1)
-                        }
-                        _ => l.replace("./plant.sh", "./other.sh"),
+            .filter_map(|l| {
+                if !(l.contains("\"step_result\"") && l.contains("\"act\"")) {
+                    return Some(format!("{l}\n"));
+                }
+                let l = match edit {
+                    "failed" => l.replacen("\"status\":\"completed\"", "\"status\":\"failed\"", 1),
+                    "argv" => l.replace("./plant.sh", "./other.sh"),
+                    // Outside testing round 17b M2: an action renamed, or one added.
+                    "rename" => l.replace("\"action_1_0\"", "\"action_1_9\""),
+                    "add" => {
+                        let mut v: Value = serde_json::from_str(l).unwrap();
+                        let actions = v["actions"].as_array_mut().unwrap();
+                        let mut extra = actions[0].clone();
+                        extra["id"] = json!("action_1_1");
+                        actions.push(extra);
+                        v.to_string()
                     }
-                } else {
-                    l.to_owned()
+                    // M3: the step cut from the events (asked again, its signed outcomes
+                    // would be signed `failed`).
+                    _ => return None,
                 };
-                format!("{l}\n")
+                Some(format!("{l}\n"))
             })
             .collect();
         assert_ne!(edited, events, "{edit}: nothing edited");
@@ -2054,8 +2064,9 @@ fn issue_31_a_started_step_edited_in_the_events_is_refused() {
                 "{edit} {command}: {}",
                 transcript(&out)
             );
+            let said = String::from_utf8_lossy(&out.stderr);
             assert!(
-                String::from_utf8_lossy(&out.stderr).contains("the events were edited"),
+                said.contains("the events were edited") || said.contains("the events were cut"),
                 "{edit} {command}: {}",
                 transcript(&out)
             );
@@ -2232,4 +2243,49 @@ fn killed_mid_command(dir: &Path, script: &str) -> (std::path::PathBuf, String) 
     child.kill().unwrap();
     child.wait().unwrap();
     (home, id)
+}
+
+/// Outside testing round 17b (M8): `runs cancel` of a run killed while a command ran. Settling
+/// what the crash left (an uncertain command) ends the run blocked; the cancel then succeeds,
+/// its reason signed in the `run.recover` receipt that precedes the settling — it no longer
+/// refuses "already ended" (exit 1) after ending the run itself.
+#[test]
+fn issue_31_a_cancel_whose_settling_ends_the_run_succeeds_and_signs_its_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, id) = killed_mid_command(dir.path(), COUNTING_PLANT);
+    let before = receipts(&home, &id).len();
+    let out = craik()
+        .args([
+            "runs",
+            "cancel",
+            &id,
+            "--by",
+            "user:op",
+            "--reason",
+            "stop it now",
+        ])
+        .arg("--home")
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out));
+    let signed = receipts(&home, &id);
+    let recover = &signed[before];
+    assert_eq!(recover["capability"], "run.recover", "{signed:#?}");
+    assert_eq!(recover["decided_by"]["by"], "user:op");
+    assert!(
+        recover["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("cancelling: stop it now")),
+        "{recover}"
+    );
+    assert_eq!(run_json(&home, &id)["status"], "blocked");
+    // Ended now: a second cancel refuses, signing nothing.
+    let again = craik()
+        .args(["runs", "cancel", &id, "--by", "user:op", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(1), "{}", transcript(&again));
+    assert_eq!(receipts(&home, &id).len(), signed.len());
 }

@@ -103,6 +103,10 @@ impl Host {
         let digest = action_digest(action).map_err(Error::internal)?;
         meta.insert("action_sha256".into(), json!(digest.as_str()));
         meta.insert("operation".into(), json!(action.proposed.operation));
+        // ... and the act step it belongs to: recovery never believes another step.
+        if let Some(step) = &self.step_actions {
+            meta.insert(STEP_ACTIONS.into(), json!(step));
+        }
         // Durable before the effect starts (its `executing` event commits it), before the
         // runner hears of it (`Host::step`), before an approval is marked consumed.
         let at = ts(self.clock.now());
@@ -449,6 +453,9 @@ pub(super) fn decision_name(d: Decision) -> &'static str {
 pub(super) fn target_text(action: &ActionRecord) -> String {
     action.shown()
 }
+
+/// The decision metadata naming the act step's action list digest.
+pub(super) const STEP_ACTIONS: &str = "step_actions_sha256";
 
 pub(super) fn decision_draft(
     inputs: &Inputs,

@@ -39,7 +39,7 @@ pub use budget::{
     unknown_note,
 };
 mod decisions;
-use decisions::{decision_draft, decision_name, target_text};
+use decisions::{STEP_ACTIONS, decision_draft, decision_name, target_text};
 mod executors;
 mod human;
 pub use human::{
@@ -126,11 +126,15 @@ pub struct Host {
     /// The operator a recovery settles for (`runs resume`): signed (`run.recover`) before the
     /// first receipt the settling signs (outside testing round 17 N8: a resume whose recovery
     /// ended the run named no one).
-    settling_for: Option<String>,
+    settling_for: Option<(String, String)>,
     /// Recovered without replaying `events.jsonl` ([`Replay::ReceiptsOnly`]): the run is only
     /// ever closed, never driven.
     from_receipts: bool,
     pending: Vec<ActionRecord>,
+    /// The `sha256:` of the canonical action list of the act step `pending` came from: each
+    /// decision of one of them signs it (`step_actions_sha256`), so recovery can tell an edited,
+    /// renamed, added or cut step in `events.jsonl` (outside testing round 17b M2/M3).
+    step_actions: Option<String>,
     outcomes: Vec<Outcome>,
     all_outcomes: Vec<Outcome>,
     executing: BTreeMap<String, (Option<String>, Option<String>)>,
@@ -226,6 +230,14 @@ impl std::fmt::Debug for Setup {
             .field("runner", &self.matrix.runner.id)
             .finish_non_exhaustive()
     }
+}
+
+/// The digest every decision of an act step's actions signs (`step_actions_sha256`): the
+/// canonical JSON of the step's whole action list, ids and proposals.
+fn step_actions_digest(actions: &[ActionRecord]) -> Result<String, Error> {
+    crate::digest::Digest::of_canonical(actions)
+        .map(|d| d.as_str().to_owned())
+        .map_err(|e| Error::internal(format!("an act step's actions have no canonical form: {e}")))
 }
 
 /// The stop reason of a run a signal stopped (`craik run` interrupted on its terminal).
@@ -517,6 +529,7 @@ impl Host {
             settling_for: None,
             from_receipts: false,
             pending: Vec::new(),
+            step_actions: None,
             outcomes: Vec::new(),
             all_outcomes: Vec::new(),
             executing: BTreeMap::new(),
@@ -757,12 +770,8 @@ impl Host {
     /// (`executors`), and [`Host::step`] commits every receipt before the runner is asked
     /// anything.
     fn receipt_lazy(&mut self, draft: ReceiptDraft) -> Result<String, Error> {
-        if let Some(by) = self.settling_for.take() {
-            self.operator_receipt(
-                human::OperatorAct::Recover,
-                &by,
-                "recovered by the operator on resuming",
-            )?;
+        if let Some((by, why)) = self.settling_for.take() {
+            self.operator_receipt(human::OperatorAct::Recover, &by, &why)?;
         }
         let id = self.journal.next_id();
         let line = self
@@ -1028,6 +1037,7 @@ impl Host {
             return Ok(Flow::Stop);
         }
         if phase == Phase::Act {
+            self.step_actions = Some(step_actions_digest(&actions)?);
             self.pending = actions;
             self.outcomes.clear();
         }

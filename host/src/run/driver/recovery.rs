@@ -321,6 +321,9 @@ impl Host {
         // events edited (outside testing round 14: a journal cut to its first receipt was
         // closed `completed` from outcomes no receipt signed), and nothing is continued.
         let signed: HashSet<String> = self.machine.run().receipt_ids.iter().cloned().collect();
+        // The actions of every act step replayed: each signed decision of an act step's
+        // action must be of one of them.
+        let mut replayed: HashSet<String> = HashSet::new();
         for event in events {
             let event = event.map_err(|e| Error::invalid(e, Vec::new()))?;
             if let Event::Outcome { outcome, .. } = &event
@@ -399,6 +402,10 @@ impl Host {
                     self.step_result_ids.push(result.id.clone());
                     self.memory_ids.extend(result.memory_proposal_ids.clone());
                     if result.phase == Phase::Act {
+                        let step = super::step_actions_digest(&actions)?;
+                        self.step_binds(&step, &actions)?;
+                        replayed.extend(actions.iter().map(|a| a.id.clone()));
+                        self.step_actions = Some(step);
                         self.pending = actions;
                         self.outcomes.clear();
                     }
@@ -455,6 +462,23 @@ impl Host {
                 }
             }
         }
+        // A decision the journal signs for an act step's action that no replayed step proposes:
+        // the step was cut from the events or renamed (outside testing round 17b M2/M3: it was
+        // asked again, and actions with signed outcomes were signed `failed`, or a renamed one
+        // was decided and performed as new).
+        if !signed_ending
+            && let Some((action, _)) = self.receipts_by_action.iter().find(|(id, rs)| {
+                !replayed.contains(*id)
+                    && rs
+                        .iter()
+                        .any(|r| r.result.metadata.0.contains_key(STEP_ACTIONS))
+            })
+        {
+            return Err(self.events_disagree(format!(
+                "the journal signs a decision of {}, which no step in events.jsonl proposes: the events were cut or edited",
+                craik_contracts::one_line(action)
+            )));
+        }
         Ok(())
     }
 
@@ -469,6 +493,31 @@ impl Host {
             self.home.root.display(),
             self.inputs.run_id,
         ))
+    }
+
+    /// Refuses when a replayed act step's `actions` are not the list its signed decisions
+    /// bind (`step_actions_sha256`, digest `step`): an action added, renamed, removed or
+    /// edited in `events.jsonl` after the host decided one of them.
+    fn step_binds(&self, step: &str, actions: &[ActionRecord]) -> Result<(), Error> {
+        for action in actions {
+            let Some(rs) = self.receipts_by_action.get(&action.id) else {
+                continue;
+            };
+            if let Some(signed) = rs.iter().find_map(|r| {
+                r.result
+                    .metadata
+                    .0
+                    .get(STEP_ACTIONS)
+                    .and_then(Value::as_str)
+                    .filter(|s| *s != step)
+            }) {
+                return Err(self.events_disagree(format!(
+                    "events.jsonl holds the act step of {} with actions other than those its signed decisions bind ({signed}, here {step}): the events were edited",
+                    craik_contracts::one_line(&action.id)
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Refuses when an action the events propose has a signed decision of another request
@@ -528,7 +577,14 @@ impl Host {
     /// [`Host::settle`] for operator `by` resuming the run: the first receipt settling signs
     /// (an uncertain outcome, an ending) comes after a `run.recover` naming them.
     pub fn settle_for(&mut self, by: &str) -> Result<Vec<String>, Error> {
-        self.settling_for = Some(by.to_owned());
+        self.settle_because(by, "recovered by the operator on resuming")
+    }
+
+    /// [`Host::settle_for`], the `run.recover` receipt giving `why` (a cancel's reason: a
+    /// cancel whose settling ends the run has no `run.cancel` to carry it; outside testing
+    /// round 17b M8).
+    pub fn settle_because(&mut self, by: &str, why: &str) -> Result<Vec<String>, Error> {
+        self.settling_for = Some((by.to_owned(), why.to_owned()));
         let found = self.settle();
         self.settling_for = None;
         found
@@ -545,7 +601,10 @@ impl Host {
                 "settle_from_receipts: the run was recovered with its events",
             ));
         }
-        self.settling_for = Some(by.to_owned());
+        self.settling_for = Some((
+            by.to_owned(),
+            "closing the run from its signed receipts".to_owned(),
+        ));
         let settled = self.close_unsettled();
         self.settling_for = None;
         let committed = self.commit();

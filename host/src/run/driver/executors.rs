@@ -22,12 +22,20 @@ impl Host {
             }
             None => None,
         };
-        let rel = target
-            .as_ref()
-            .map(|t| t.as_str().to_owned())
-            .unwrap_or_default();
         // The executor comes from the pair the kernel decided, never from the label alone.
         let effect = Effect::of(&p.capability, &p.operation);
+        // A file effect always has a target here: the shape check refuses one without before
+        // the kernel decides (`Host::shape_problem`). Broken, the run stops, loudly.
+        let rel = match (&target, effect) {
+            (Some(t), _) => t.as_str().to_owned(),
+            (None, Some(Effect::ReadFile | Effect::WriteFile | Effect::PatchFile)) => {
+                return Err(Error::internal(format!(
+                    "{}: a file action without a target reached its executor",
+                    action.id
+                )));
+            }
+            (None, _) => String::new(),
+        };
         if verdict.decision != Decision::Allow {
             return self.outcome_receipt(action, false, "not allowed; not executed", None);
         }
@@ -152,7 +160,13 @@ impl Host {
                 }
             }
         } else {
-            p.content.clone().unwrap_or_default()
+            // The shape check refuses a `write` without content (`Host::shape_problem`).
+            p.content.clone().ok_or_else(|| {
+                Error::internal(format!(
+                    "{}: a write without content reached its executor",
+                    action.id
+                ))
+            })?
         };
         let post = exec::digest(new_text.as_bytes());
         self.executing_event(
@@ -195,7 +209,13 @@ impl Host {
     /// undone.
     fn run_command(&mut self, action: &ActionRecord, grants: &[String]) -> Result<(), Error> {
         let p = &action.proposed;
-        let argv = p.argv.clone().unwrap_or_default();
+        // The shape check refuses a command without argv (`Host::shape_problem`).
+        let argv = p.argv.clone().filter(|a| !a.is_empty()).ok_or_else(|| {
+            Error::internal(format!(
+                "{}: a command without argv reached its executor",
+                action.id
+            ))
+        })?;
         let plan = match self.command_env(grants) {
             Ok(plan) => plan,
             Err(e) => {
@@ -314,7 +334,7 @@ impl Host {
         output: Option<String>,
         changes: &Result<Vec<manifest::FileChange>, SettleError>,
     ) -> Result<(), Error> {
-        let of = self.outcome_of(action);
+        let of = self.outcome_of(action)?;
         self.command_outcome_signed(&of, ok, summary, output, changes)
             .map(drop)
     }
@@ -844,22 +864,28 @@ impl Host {
         output: Option<String>,
         metadata: Object,
     ) -> Result<(), Error> {
-        let of = self.outcome_of(action);
+        let of = self.outcome_of(action)?;
         self.signed_outcome(&of, ok, summary, output, metadata)
     }
 
     /// What the outcome of proposed `action` is bound to: the request it hashes to now.
-    pub(super) fn outcome_of(&self, action: &ActionRecord) -> OutcomeOf {
+    /// A request the kernel refused as invalid (a target that is no workspace path) has no
+    /// hash: its decision signed the empty one (the kernel's refusal sets none), and its
+    /// outcome binds the same — the defined encoding, not a default standing in for a value.
+    pub(super) fn outcome_of(&self, action: &ActionRecord) -> Result<OutcomeOf, Error> {
         let request = self.decision_request(action, Vec::new());
-        let hash = craik_kernel::request_hash(&self.bundle, &request, &self.workspace_root())
-            .unwrap_or_default();
-        OutcomeOf {
+        let hash = match craik_kernel::request_hash(&self.bundle, &request, &self.workspace_root())
+        {
+            Ok(hash) => hash,
+            Err(_) => String::new(),
+        };
+        Ok(OutcomeOf {
             action: action.id.clone(),
             label: action.proposed.id.clone(),
             capability: action.proposed.capability.clone(),
             target: target_text(action),
             request_hash: hash,
-        }
+        })
     }
 
     /// Signs the outcome of `of` (durable at the next commit: before the runner is asked

@@ -905,7 +905,7 @@ impl Host {
             summary
         } else if effect == Some(Effect::Execute) {
             // Checked against its persisted pre-command manifest (issue 31 item 2).
-            let of = self.outcome_of(action);
+            let of = self.outcome_of(action)?;
             self.recover_command(&of)?
         } else {
             let summary =

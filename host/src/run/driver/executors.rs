@@ -874,6 +874,10 @@ impl Host {
     /// outcome binds the same — the defined encoding, not a default standing in for a value.
     pub(super) fn outcome_of(&self, action: &ActionRecord) -> Result<OutcomeOf, Error> {
         let request = self.decision_request(action, Vec::new());
+        #[allow(
+            clippy::manual_unwrap_or_default,
+            reason = "the empty hash is the signed encoding of an invalid request, spelled out"
+        )]
         let hash = match craik_kernel::request_hash(&self.bundle, &request, &self.workspace_root())
         {
             Ok(hash) => hash,

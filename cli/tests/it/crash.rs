@@ -2289,3 +2289,176 @@ fn issue_31_a_cancel_whose_settling_ends_the_run_succeeds_and_signs_its_reason()
     assert_eq!(again.status.code(), Some(1), "{}", transcript(&again));
     assert_eq!(receipts(&home, &id).len(), signed.len());
 }
+
+/// Outside testing round r31e (Q1): a run killed while its command ran; one outcome event
+/// appended to `events.jsonl`, `ok`, naming the command's own decision receipt (a receipt
+/// the journal holds, but no outcome). Recovery and resume refuse — the event is not the
+/// action's signed outcome — and sign nothing; the command never counts as done.
+#[test]
+fn issue_31_an_outcome_event_not_signed_as_that_actions_outcome_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, id) = killed_mid_command(dir.path(), COUNTING_PLANT);
+    let run_dir = home.join("runs").join(&id);
+    let signed = receipts(&home, &id);
+    let decision = signed
+        .iter()
+        .rfind(|r| r["capability"] == "shell.test" && r["decided_by"]["kind"] != "outcome")
+        .expect("the command's decision");
+    let forged = json!({
+        "event": "outcome",
+        "at": "2026-11-28T00:00:00Z",
+        "outcome": {
+            "action": decision["action"], "label": "plant", "decision": "allow", "ok": true,
+            "summary": "FORGED: done", "receipt": decision["id"]
+        }
+    });
+    let mut events = std::fs::read_to_string(run_dir.join("events.jsonl")).unwrap();
+    events.push_str(&format!("{forged}\n"));
+    std::fs::write(run_dir.join("events.jsonl"), events).unwrap();
+    for command in ["recover", "resume"] {
+        let out = craik()
+            .args(["runs", command, &id, "--by", "user:op", "--home"])
+            .arg(&home)
+            .output()
+            .unwrap();
+        assert_ne!(out.status.code(), Some(0), "{command}: {}", transcript(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("which is not its signed outcome"),
+            "{command}: {}",
+            transcript(&out)
+        );
+    }
+    assert_eq!(receipts(&home, &id).len(), signed.len(), "signed after the edit");
+}
+
+/// Outside testing round r31e (Q2): a completed run's act step outcome flipped to `ok:false`
+/// with chosen text in `events.jsonl`, after a kill before its ending was signed. What the
+/// host reads of an outcome comes from its receipt: the run completes as the receipts say,
+/// and the chosen text is in no receipt.
+#[test]
+fn issue_31_an_outcome_event_flipped_in_the_events_is_not_believed() {
+    let steps = crate::runs::act(json!([
+        {"id":"action_r","capability":"repo.read","operation":"read","target":"a.md"},
+    ]));
+    let mut tried = 0;
+    for n in 1..=60_u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let ex = scratch_example(
+            dir.path(),
+            "trusted-local",
+            &[("repo.read", &["**"], &["read"])],
+            steps.clone(),
+            &[("a.md", "a\n")],
+        );
+        let home = dir.path().join("home");
+        if !run_and_kill(&ex, &home, n) {
+            break;
+        }
+        let id = only_run(&home, n);
+        let run_dir = home.join("runs").join(&id);
+        let events = std::fs::read_to_string(run_dir.join("events.jsonl")).unwrap_or_default();
+        let closed = receipts(&home, &id)
+            .iter()
+            .any(|r| r["capability"] == "run.closed");
+        let Some(line) = events.lines().find(|l| l.contains("\"event\":\"outcome\"")) else {
+            continue;
+        };
+        if closed {
+            continue;
+        }
+        tried += 1;
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        v["outcome"]["ok"] = json!(false);
+        v["outcome"]["summary"] = json!("ATTACKER-CHOSEN TEXT");
+        std::fs::write(
+            run_dir.join("events.jsonl"),
+            events.replace(line, &v.to_string()),
+        )
+        .unwrap();
+        let out = crate::runs::resume(&home, &id);
+        assert_eq!(out.status.code(), Some(0), "point {n}: {}", transcript(&out));
+        let all = receipts(&home, &id);
+        assert!(
+            !all.iter().any(|r| r.to_string().contains("ATTACKER-CHOSEN")),
+            "point {n}: the chosen text was signed"
+        );
+        assert_eq!(run_json(&home, &id)["status"], "completed", "point {n}");
+    }
+    assert!(tried > 0, "no kill point after the read's outcome and before the ending");
+}
+
+/// Outside testing round r31e (Q4): a write killed once the ledger records its start and
+/// before its outcome; the `executing` event's file hashes edited in `events.jsonl` (`post`
+/// set to the hash of bytes put in the file, or `pre` to them). Recovery refuses: a start the
+/// ledger records must name the hashes it signs; nothing is signed "found applied".
+#[test]
+fn issue_31_an_executing_event_with_forged_hashes_is_refused() {
+    let steps = crate::runs::act(json!([
+        {"id":"action_w","capability":"repo.write.docs","operation":"write","target":"docs/b.md","content":"original\n"},
+    ]));
+    let mut tried = 0;
+    for n in 1..=60_u64 {
+        for field in ["post", "pre"] {
+            let dir = tempfile::tempdir().unwrap();
+            let ex = scratch_example(
+                dir.path(),
+                "trusted-local",
+                &[("repo.write.docs", &["docs/**"], &["write"])],
+                steps.clone(),
+                &[("docs/a.md", "a\n")],
+            );
+            let home = dir.path().join("home");
+            if !run_and_kill(&ex, &home, n) {
+                assert!(tried > 0, "no kill point after the write's start was recorded");
+                return;
+            }
+            let id = only_run(&home, n);
+            let run_dir = home.join("runs").join(&id);
+            let events =
+                std::fs::read_to_string(run_dir.join("events.jsonl")).unwrap_or_default();
+            let recorded = std::fs::read_to_string(home.join("ledger.jsonl"))
+                .unwrap_or_default()
+                .contains("\"why\":\"executing\"");
+            let has_outcome = receipts(&home, &id).iter().any(|r| {
+                r["capability"] == "repo.write.docs" && r["decided_by"]["kind"] == "outcome"
+            });
+            let Some(line) = events.lines().find(|l| l.contains("\"event\":\"executing\"")) else {
+                continue;
+            };
+            if !recorded || has_outcome {
+                continue;
+            }
+            tried += 1;
+            std::fs::write(run_dir.join("workspace/docs/b.md"), "MINE\n").unwrap();
+            let mine = format!(
+                "sha256:{}",
+                craik_kernel::to_hex(&<sha2::Sha256 as sha2::Digest>::digest(b"MINE\n"))
+            );
+            let mut v: Value = serde_json::from_str(line).unwrap();
+            v[field] = json!(mine);
+            std::fs::write(
+                run_dir.join("events.jsonl"),
+                events.replace(line, &v.to_string()),
+            )
+            .unwrap();
+            let out = craik()
+                .args(["runs", "recover", &id, "--by", "user:op", "--home"])
+                .arg(&home)
+                .output()
+                .unwrap();
+            assert_ne!(out.status.code(), Some(0), "point {n} {field}: {}", transcript(&out));
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("other file hashes"),
+                "point {n} {field}: {}",
+                transcript(&out)
+            );
+            assert!(
+                !receipts(&home, &id)
+                    .iter()
+                    .any(|r| r.to_string().contains("found applied")),
+                "point {n} {field}"
+            );
+        }
+    }
+    assert!(tried > 0, "no kill point after the write's start was recorded");
+}

@@ -416,6 +416,7 @@ impl Host {
                     self.executing.insert(action, (pre, post));
                 }
                 Event::Outcome { outcome, .. } => {
+                    let outcome = self.signed_outcome_of(outcome)?;
                     self.pending.retain(|a| a.id != outcome.action);
                     self.outcomes.push(outcome.clone());
                     self.all_outcomes.push(outcome);
@@ -495,6 +496,31 @@ impl Host {
         ))
     }
 
+    /// An outcome event as its receipt signs it: the receipt it names must be that action's
+    /// signed outcome, and what it says (passed or not, the summary) comes from the receipt,
+    /// never from the event (outside testing round r31e Q1/Q2: an outcome event naming the
+    /// command's decision receipt closed a run killed mid-command `completed`; one flipped to
+    /// failed had the host sign `failed` with the attacker's text). The output shown to the
+    /// runner is the event's (the receipt signs its size and digest, not its text).
+    fn signed_outcome_of(&self, outcome: Outcome) -> Result<Outcome, Error> {
+        let signed = self.receipts_by_action.get(&outcome.action).and_then(|rs| {
+            rs.iter()
+                .find(|r| r.id == outcome.receipt && r.decided_by.kind == DecidedByKind::Outcome)
+        });
+        let Some(signed) = signed else {
+            return Err(self.events_disagree(format!(
+                "events.jsonl records an outcome of {} naming receipt {}, which is not its signed outcome: the events were edited",
+                craik_contracts::one_line(&outcome.action),
+                craik_contracts::one_line(&outcome.receipt),
+            )));
+        };
+        Ok(Outcome {
+            ok: signed.result.status == ReceiptStatus::Passed,
+            summary: signed.result.summary.clone(),
+            ..outcome
+        })
+    }
+
     /// Refuses when a replayed act step's `actions` are not the list its signed decisions
     /// bind (`step_actions_sha256`, digest `step`): an action added, renamed, removed or
     /// edited in `events.jsonl` after the host decided one of them.
@@ -550,12 +576,29 @@ impl Host {
     /// Marks each side effect `starting` (from the ledger) that has no signed outcome as
     /// started; refuses when the events do not propose it.
     fn believe_ledger_starts(&mut self, starting: &[crate::ledger::Starting]) -> Result<(), Error> {
-        for s in starting {
-            let has_outcome = self.receipts_by_action.get(&s.action).is_some_and(|rs| {
+        let has_outcome = |host: &Self, action: &str| {
+            host.receipts_by_action.get(action).is_some_and(|rs| {
                 rs.iter()
                     .any(|r| r.decided_by.kind == DecidedByKind::Outcome)
-            });
-            if has_outcome || self.executing.contains_key(&s.action) {
+            })
+        };
+        // The `executing` checkpoints (an `undoing` one names findings, not a start).
+        let starts: Vec<&crate::ledger::Starting> =
+            starting.iter().filter(|s| s.findings.is_none()).collect();
+        for s in &starts {
+            if has_outcome(self, &s.action) {
+                continue;
+            }
+            // A start the events record must name the file hashes the ledger signs
+            // (outside testing round r31e Q4: a forged `post` had the attacker's bytes
+            // signed "found applied", a forged `pre` a started write performed again).
+            if let Some((pre, post)) = self.executing.get(&s.action) {
+                if (pre, post) != (&s.pre, &s.post) {
+                    return Err(self.events_disagree(format!(
+                        "events.jsonl records {} starting with other file hashes than the home ledger signs: the events were edited",
+                        craik_contracts::one_line(&s.action),
+                    )));
+                }
                 continue;
             }
             if !self.pending.iter().any(|a| a.id == s.action) {
@@ -569,6 +612,29 @@ impl Host {
             self.notes.push(format!(
                 "{}: events.jsonl does not record that it started; the home ledger signs that it did",
                 craik_contracts::one_line(&s.action)
+            ));
+        }
+        // A side effect the events say started, which the ledger does not record starting
+        // (its entry precedes every side effect): it never started, and the event's file
+        // hashes are not believed.
+        let unrecorded: Vec<String> = self
+            .executing
+            .keys()
+            .filter(|a| !starts.iter().any(|s| &s.action == *a) && !has_outcome(self, a))
+            .filter(|a| {
+                self.pending.iter().any(|p| {
+                    &p.id == *a
+                        && Effect::of(&p.proposed.capability, &p.proposed.operation)
+                            .is_some_and(|e| e.is_side_effect())
+                })
+            })
+            .cloned()
+            .collect();
+        for action in unrecorded {
+            self.executing.remove(&action);
+            self.notes.push(format!(
+                "{}: events.jsonl records that it started, but the home ledger does not: it never started",
+                craik_contracts::one_line(&action)
             ));
         }
         Ok(())
@@ -665,12 +731,15 @@ impl Host {
         of: &super::executors::OutcomeOf,
         s: &crate::ledger::Starting,
     ) -> Result<String, Error> {
+        // A start with no file hashes is a command's (a file write's names both): checked
+        // against its pre-command record, which says TAMPERED OR LOST when it is missing
+        // (outside testing round r31e Q3).
         let record = crate::run::precommand::name(&s.action)
             .is_some_and(|name| self.dir.file(&name).is_file());
-        if record {
+        if record || (s.pre.is_none() && s.post.is_none()) {
             return self.recover_command(of);
         }
-        if let (Some(pre), Some(post)) = (&s.pre, &s.post) {
+        if let Some(post) = &s.post {
             let now = TargetPath::normalize(&self.workspace_root(), &of.target)
                 .map_err(|e| e.to_string())
                 .and_then(|p| self.workspace.state(p.as_str()).map_err(|e| e.to_string()));
@@ -682,7 +751,7 @@ impl Host {
                     self.signed_outcome(of, true, &summary, None, Object::new())?;
                     return Ok(summary);
                 }
-                Ok(state) if state.hash() == Some(pre.as_str()) => {
+                Ok(state) if state.hash() == s.pre.as_deref() => {
                     let summary =
                         "the file is unchanged: it never ran; not executed again".to_owned();
                     self.signed_outcome(of, false, &summary, None, Object::new())?;

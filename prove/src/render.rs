@@ -35,19 +35,27 @@ pub(crate) fn describe(r: &DecisionRequest) -> String {
         None => String::new(),
     };
     escape(&format!(
-        "{} `{}` ({}) under {}, runner {} trust {:?} mode {:?}, task {}, phase {:?}, iteration {}/{}{intent}",
+        "{} `{}` ({}) under {}, runner {} trust {} mode {}, task {}, phase {}, iteration {}/{}{intent}",
         r.capability,
         r.target.as_deref().unwrap_or(""),
         r.operation,
         r.profile.as_str(),
         r.runner.id,
-        r.runner.trust,
-        r.runner.mode,
+        name(&r.runner.trust),
+        name(&r.runner.mode),
         r.task_id,
-        r.phase,
+        name(&r.phase),
         r.iteration,
         r.max_iterations
     ))
+}
+
+/// An enum as its contract spells it (`prompt-handoff`, not `PromptHandoff`).
+fn name<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => "?".to_owned(),
+    }
 }
 
 fn verdict(v: Option<&Verdict>) -> String {

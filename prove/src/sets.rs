@@ -227,13 +227,41 @@ pub(crate) fn env_condition(env: &RequestEnv) -> String {
                 "immutable"
             ])
         ));
-        parts.push(
-            "resource.path != \"\" && resource.path != \"..\" && !(resource.path like \"/*\") && !(resource.path like \"*/\") && !(resource.path like \"*//*\") && !(resource.path like \"*\\\\*\") && !(resource.path like \"../*\") && !(resource.path like \"*/..\") && !(resource.path like \"*/../*\") && !(resource.path like \"./*\") && !(resource.path like \"*/./*\") && !(resource.path like \"*/.\")".to_owned(),
+        parts.extend(
+            [
+                "resource.path != \"\"",
+                "resource.path != \"..\"",
+                "!(resource.path like \"/*\")",
+                "!(resource.path like \"*/\")",
+                "!(resource.path like \"*//*\")",
+                "!(resource.path like \"*\\\\*\")",
+                "!(resource.path like \"../*\")",
+                "!(resource.path like \"*/..\")",
+                "!(resource.path like \"*/../*\")",
+                "!(resource.path like \"./*\")",
+                "!(resource.path like \"*/./*\")",
+                "!(resource.path like \"*/.\")",
+            ]
+            .map(str::to_owned),
         );
     } else {
-        parts.push("!context.intent_out_of_scope && !context.intent_outside_scope".to_owned());
+        parts.push("!context.intent_out_of_scope".to_owned());
+        parts.push("!context.intent_outside_scope".to_owned());
     }
-    parts.join(" && ")
+    balanced(&parts)
+}
+
+/// `a && b && ...` as a balanced tree: symcc's compiler recurses over expressions, and a
+/// left-leaning chain of 25 conjuncts is deeper than it needs to be.
+fn balanced(parts: &[String]) -> String {
+    match parts {
+        [] => "true".to_owned(),
+        [one] => format!("({one})"),
+        _ => {
+            let (a, b) = parts.split_at(parts.len() / 2);
+            format!("({} && {})", balanced(a), balanced(b))
+        }
+    }
 }
 
 /// One forbid per request environment: everything outside [`env_condition`]. Identical on
@@ -264,16 +292,14 @@ pub(crate) fn within_env(policy: &Policy, env: &RequestEnv) -> Result<Policy, Pr
     let mut est = policy
         .to_json()
         .map_err(|e| ProveError::Internal(format!("{id}: {e}")))?;
-    let guard = Policy::parse(
-        None,
-        &format!(
-            "permit (principal, action, resource) when {{ {} }};",
-            env_condition(env)
-        ),
-    )
-    .and_then(|p| Ok(p.to_json()))
-    .map_err(|e| ProveError::Internal(format!("guard: {e}")))?
-    .map_err(|e| ProveError::Internal(format!("guard: {e}")))?;
+    let text = format!(
+        "permit (principal, action, resource) when {{ {} }};",
+        env_condition(env)
+    );
+    let guard = Policy::parse(None, text)
+        .map_err(|e| ProveError::Internal(format!("guard: {e}")))?
+        .to_json()
+        .map_err(|e| ProveError::Internal(format!("guard: {e}")))?;
     let first = guard
         .get("conditions")
         .and_then(|c| c.as_array())

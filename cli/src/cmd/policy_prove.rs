@@ -183,7 +183,7 @@ pub(crate) enum Properties<'a> {
 
 fn properties(what: &Properties<'_>) -> Result<Vec<craik_prove::Property>, Failure> {
     match what {
-        Properties::Queries(qs) if qs.is_empty() => Err(Failure::usage(
+        Properties::Queries([]) => Err(Failure::usage(
             "policy prove: give a QUERY or --library (docs/policy-proofs.md has the query form)",
         )),
         Properties::Queries(qs) => qs

@@ -45,9 +45,11 @@ impl Replayed {
     /// A grant that lets exactly this request's target through (for `for any grant`
     /// properties): the capability, the task, the exact path (or every target), the operation.
     pub fn synthetic_grant(&self) -> Option<CapabilityGrant> {
-        let path = match self.request.capability.split('.').next() {
-            Some("repo") => self.request.target.clone()?,
-            _ => "**".to_owned(),
+        // A repo grant names the exact path, a shell grant the exact command line (an argv
+        // prefix), the others no target (they are scoped by capability and task alone).
+        let paths = match self.request.capability.split('.').next() {
+            Some("repo" | "shell") => vec![self.request.target.clone()?],
+            _ => Vec::new(),
         };
         let expires = self.now.checked_add(time::Duration::days(1))?;
         let expires = expires
@@ -59,7 +61,7 @@ impl Replayed {
             "id": "grant_prove_witness",
             "task_id": self.request.task_id,
             "capability": self.request.capability,
-            "target": {"paths": [path], "exclude": []},
+            "target": {"paths": paths, "exclude": []},
             "operations": [self.request.operation],
             "expires_at": expires,
             "reason": "synthesised by craik policy prove to replay a `for any grant` witness",

@@ -850,7 +850,7 @@ pub(crate) fn diff(out: &mut Out, format: Format, args: &DiffArgs<'_>) -> Result
                 out.line(format_args!("note: {note}"))?;
             }
             out.line(format_args!(
-                "sampled diff (the cases, not a proof; `--prove` proves it): {} of {} cases changed ({} {} -> {} {})",
+                "{} of {} cases changed ({} {} -> {} {}); sampled from the cases, not a proof (`--prove` proves it)",
                 changes.len(),
                 cases.len(),
                 before.origin,

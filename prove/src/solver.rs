@@ -197,6 +197,26 @@ pub(crate) async fn canaries(
             config.program.display()
         )));
     }
+    let limit = config.per_query + Duration::from_secs(10);
+    let done = tokio::time::timeout(limit, answers(config, schema))
+        .await
+        .map_err(|_| {
+            ProveError::SolverUnavailable(format!(
+                "solver `{}`: no answer to the canaries within {} s; it was stopped",
+                config.program.display(),
+                limit.as_secs()
+            ))
+        })??;
+    Ok(SolverCheck {
+        program: config.program.display().to_string(),
+        version,
+        version_override,
+        canaries: done,
+    })
+}
+
+/// The canaries' answers (each process is killed when dropped, on a timeout too).
+async fn answers(config: &SolverConfig, schema: &Schema) -> Result<Vec<String>, ProveError> {
     let mut compiler = config.start()?;
     let wrong = |name: &str, got: String| {
         ProveError::SolverUnavailable(format!(
@@ -216,12 +236,7 @@ pub(crate) async fn canaries(
     }
     let mut compiler = config.start()?;
     symcc_canaries(&mut compiler, schema, &mut done, &wrong).await?;
-    Ok(SolverCheck {
-        program: config.program.display().to_string(),
-        version,
-        version_override,
-        canaries: done,
-    })
+    Ok(done)
 }
 
 /// Canaries through symcc on Craik's own schema: a counterexample must decode to the exact

@@ -73,3 +73,37 @@ fn the_real_solver_passes_the_canaries() {
     assert_eq!(r.solver.canaries.len(), 4, "{:?}", r.solver.canaries);
     assert!(!r.solver.version_override);
 }
+
+#[test]
+fn a_solver_that_hangs_is_stopped_and_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    // Answers the version and the raw canaries, then never answers: the first symcc query
+    // (a canary in the next process) hangs.
+    let marker = dir.path().join("pids");
+    let count = dir.path().join("count");
+    let body = format!(
+        r#"echo $$ >> {m}
+while read -r line; do case "$line" in *get-info*) echo '(:version "1.3.1")';; *check-sat*) echo x >> {c}; n=$(wc -l < {c}); if [ $n = 1 ]; then echo unsat; elif [ $n = 2 ]; then echo sat; else exec sleep 600; fi;; esac; done"#,
+        m = marker.display(),
+        c = count.display()
+    );
+    let mut config = fake(dir.path(), "hangs", &body);
+    config.per_query = std::time::Duration::from_secs(1);
+    let b = Loaded::embedded();
+    let started = std::time::Instant::now();
+    let e = craik_prove::never_errors(b.side(), &[], &config).unwrap_err();
+    assert!(
+        matches!(&e, ProveError::SolverUnavailable(t) if t.contains("no answer to the canaries within 11 s")),
+        "{e:?}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(40));
+    // Every solver process it started is gone (killed on drop).
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    for pid in std::fs::read_to_string(&marker).unwrap().lines() {
+        let alive = std::path::Path::new(&format!("/proc/{pid}")).exists()
+            && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .unwrap_or_default()
+                .contains(") Z ");
+        assert!(!alive, "solver process {pid} survived");
+    }
+}

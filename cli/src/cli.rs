@@ -204,7 +204,7 @@ pub(crate) struct ProveArgs {
     /// Run with a solver reporting another version than 1.3.1 (the report says so).
     #[arg(long)]
     pub(crate) allow_solver_version: bool,
-    /// crak.capability_grant files every side holds (compiled to Cedar, as a run would).
+    /// craik.capability_grant files every side holds (compiled to Cedar, as a run would).
     #[arg(long = "grants", value_name = "FILE")]
     pub(crate) prove_grants: Vec<PathBuf>,
     /// Per-query time limit in seconds (cvc5's `--tlimit-per`; past it plus 10 s the solver

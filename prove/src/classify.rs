@@ -103,6 +103,8 @@ pub struct Row {
     pub resource: String,
     pub level: Level,
     pub class: Class,
+    /// The moved policies whose scope covers this action (`+` added, `-` removed, `~` changed).
+    pub moved: Vec<String>,
     /// Decided without a solver call: both sides hold the same policies.
     pub syntactic: bool,
     pub findings: Vec<Finding>,
@@ -174,6 +176,11 @@ pub fn diff(
         }
         Ok::<_, ProveError>((check, rows, queries))
     })?;
+    let mut rows = rows;
+    for row in &mut rows {
+        let families = old.bundle.families_of(&row.action);
+        row.moved = old_c.moved_for(&new_c, &moved, &row.action, families);
+    }
     let sampled = crate::sample::cross_check(old, new, grants, &rows)?;
     Ok(DiffReport {
         solver,
@@ -204,6 +211,7 @@ fn row_of(
         resource: env.resource().to_string(),
         level,
         class,
+        moved: Vec::new(),
         syntactic,
         findings,
     }

@@ -74,6 +74,7 @@ pub fn never_errors(
                 )
                 .await?;
                 if let Some(cex) = cex {
+                    cedar_errors(&cex, &guarded, id, &action)?;
                     found.push(((*id).clone(), action.clone(), cex));
                 }
             }
@@ -95,6 +96,25 @@ pub fn never_errors(
         errors,
         sampled,
     })
+}
+
+/// Cedar's own authorizer must see the error the solver claims, or nothing is reported.
+fn cedar_errors(
+    cex: &cedar_policy_symcc::Env,
+    policy: &Policy,
+    id: &str,
+    action: &str,
+) -> Result<(), ProveError> {
+    let set = cedar_policy::PolicySet::from_policies([policy.clone()])
+        .map_err(|e| ProveError::Internal(e.to_string()))?;
+    let response = cedar_policy::Authorizer::new().is_authorized(&cex.request, &set, &cex.entities);
+    if response.diagnostics().errors().next().is_none() {
+        return Err(ProveError::Unsound(format!(
+            "never-errors {} on {action}: the solver's counterexample does not error under Cedar's authorizer; the solver or its decoding is broken, nothing is reported",
+            escape(id)
+        )));
+    }
+    Ok(())
 }
 
 fn replay_error(

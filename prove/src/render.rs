@@ -130,6 +130,18 @@ pub fn render_diff(report: &DiffReport) -> String {
             } else {
                 ("", "", "")
             };
+            if first && !row.moved.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "{a:<22} {l:<11} {c:<13} moved here: {}",
+                    escape(&row.moved.join(" "))
+                );
+            }
+            let (a, l, c) = if first && !row.moved.is_empty() {
+                ("", "", "")
+            } else {
+                (a, l, c)
+            };
             first = false;
             let dir = match f.direction {
                 crate::Direction::Broader => "+",

@@ -104,6 +104,30 @@ impl CedarBundle {
         PolicySet::from_policies(policies).map_err(|e| ProveError::Internal(e.to_string()))
     }
 
+    /// The moved policies (as [`Self::moved`] spells them) whose action scope covers
+    /// `capability` on either side: the ones a row's change can come from.
+    pub fn moved_for(
+        &self,
+        other: &Self,
+        moved: &[String],
+        capability: &str,
+        families: &[String],
+    ) -> Vec<String> {
+        moved
+            .iter()
+            .filter(|m| {
+                let id = m.get(1..).unwrap_or_default();
+                [self, other].iter().any(|side| {
+                    side.decision
+                        .get(id)
+                        .or_else(|| side.approval.get(id))
+                        .is_some_and(|p| applies(p, capability, families))
+                })
+            })
+            .cloned()
+            .collect()
+    }
+
     /// The policy ids (and their text) that differ between two sides, for the report.
     pub fn moved(&self, other: &Self) -> Vec<String> {
         let mut moved = Vec::new();
@@ -126,6 +150,20 @@ impl CedarBundle {
         }
         moved.sort_by(|a, b| a.get(1..).cmp(&b.get(1..)));
         moved
+    }
+}
+
+/// Whether `policy`'s action scope covers `capability` (itself or one of its `families`).
+fn applies(policy: &Policy, capability: &str, families: &[String]) -> bool {
+    use cedar_policy::ActionConstraint;
+    let named = |uid: &cedar_policy::EntityUid| {
+        let id = uid.id().unescaped();
+        id == capability || families.iter().any(|f| f == id)
+    };
+    match policy.action_constraint() {
+        ActionConstraint::Any => true,
+        ActionConstraint::Eq(uid) => uid.id().unescaped() == capability,
+        ActionConstraint::In(uids) => uids.iter().any(named),
     }
 }
 

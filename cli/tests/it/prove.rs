@@ -192,16 +192,25 @@ fn issue_35_a_forbid_narrowed_by_a_path_glob_in_a_custom_directory() {
         table.contains("policies moved: ~team.no-secret-reads"),
         "{table}"
     );
-    let broader: Vec<&str> = table
+    let rows: Vec<&str> = table
         .lines()
         .filter(|l| l.starts_with("repo.read "))
         .collect();
-    assert_eq!(broader.len(), 2, "{table}");
-    for line in broader {
+    assert_eq!(rows.len(), 2, "{table}");
+    for line in rows {
         assert!(
-            line.contains(
-                "broader       + confirmed; OLD deny [team.no-secret-reads] -> NEW allow"
-            ),
+            line.contains("broader       moved here: ~team.no-secret-reads"),
+            "{line}"
+        );
+    }
+    let findings: Vec<&str> = table
+        .lines()
+        .filter(|l| l.contains("+ confirmed;"))
+        .collect();
+    assert_eq!(findings.len(), 2, "{table}");
+    for line in findings {
+        assert!(
+            line.contains("OLD deny [team.no-secret-reads] -> NEW allow"),
             "{line}"
         );
         assert!(line.contains("repo.read `secrets/"), "{line}");

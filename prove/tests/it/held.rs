@@ -61,7 +61,14 @@ fn issue_35_a_single_when_clause_is_broader_and_confirmed() {
             .all(|row| row.class != Class::Narrower && row.class != Class::Incomparable)
     );
     let text = craik_prove::render_diff(&r);
-    assert!(text.contains("repo.read              not-denied  broader       + confirmed; OLD deny [loop.iteration-ceiling] -> NEW allow [trusted-local.read]"), "{text}");
+    assert!(
+        text.contains(
+            "repo.read              not-denied  broader       moved here: ~loop.iteration-ceiling\n"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("+ confirmed; OLD deny [loop.iteration-ceiling] -> NEW allow [trusted-local.read]; repo.read `"), "{text}");
+    assert_eq!(read.moved, vec!["~loop.iteration-ceiling".to_owned()]);
 }
 
 #[test]

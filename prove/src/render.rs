@@ -125,8 +125,14 @@ pub fn render_diff(report: &DiffReport) -> String {
                 Status::Confirmed => confirmed += 1,
                 Status::Spurious(_) => spurious += 1,
             }
+            // A class no replay confirmed is the solver's alone: marked `*`.
+            let class = if row.confirmed() {
+                row.class.as_str().to_owned()
+            } else {
+                format!("{}*", row.class.as_str())
+            };
             let (a, l, c) = if first {
-                (row.action.as_str(), row.level.as_str(), row.class.as_str())
+                (row.action.as_str(), row.level.as_str(), class.as_str())
             } else {
                 ("", "", "")
             };
@@ -149,6 +155,16 @@ pub fn render_diff(report: &DiffReport) -> String {
             };
             let _ = writeln!(out, "{a:<22} {l:<11} {c:<13} {dir} {}", finding(f));
         }
+    }
+    if report
+        .rows
+        .iter()
+        .any(|r| r.class != Class::Equivalent && !r.confirmed())
+    {
+        let _ = writeln!(
+            out,
+            "* solver only: the kernel confirmed no counterexample of this row (not a proof that none is reachable)"
+        );
     }
     let [eq, narrower, broader, incomparable] = counts;
     let _ = writeln!(

@@ -192,3 +192,74 @@ fn issue_35_an_overflowing_policy_can_error_and_the_kernel_confirms() {
         Some(craik_kernel::DenyKind::EvaluationError)
     );
 }
+
+#[test]
+fn issue_35_moving_a_permit_to_another_profile_is_incomparable() {
+    let Some(config) = crate::solver() else {
+        return;
+    };
+    let old = Loaded::embedded();
+    let new = Loaded::new(&|name, text| {
+        if name == "profiles/strict.cedar" {
+            text.replacen(
+                "when { context.profile == \"strict\" };",
+                "when { context.profile == \"custom\" };",
+                1,
+            )
+        } else {
+            text
+        }
+    });
+    let r = craik_prove::diff(old.side(), new.side(), &[], &config).unwrap();
+    let read = row(&r, "repo.read", Level::Allow);
+    assert_eq!(read.class, Class::Incomparable, "{read:?}");
+    let dirs: Vec<(Direction, &Status)> = read
+        .findings
+        .iter()
+        .map(|f| (f.direction, &f.status))
+        .collect();
+    assert_eq!(
+        dirs,
+        vec![
+            (Direction::Broader, &Status::Confirmed),
+            (Direction::Narrower, &Status::Confirmed)
+        ]
+    );
+    let profiles: Vec<&str> = read
+        .findings
+        .iter()
+        .map(|f| f.request.as_ref().unwrap().profile.as_str())
+        .collect();
+    assert_eq!(profiles, vec!["custom", "strict"]);
+}
+
+#[test]
+fn issue_35_a_witness_the_kernel_cannot_build_is_spurious_and_never_emitted() {
+    let Some(config) = crate::solver() else {
+        return;
+    };
+    // The kernel always sets `name` to the last segment of `path`: no request has name `x`
+    // and path `y`, but Cedar (and the solver) can express one.
+    let old = Loaded::embedded();
+    let new = with_file(
+        Loaded::embedded(),
+        "custom/odd.cedar",
+        "@id(\"team.odd\")\nforbid (principal, action == Craik::Action::\"repo.read\", resource is Craik::Path)\nwhen { resource.name == \"x\" && resource.path == \"y\" };\n",
+    );
+    let r = craik_prove::diff(old.side(), new.side(), &[], &config).unwrap();
+    let read = row(&r, "repo.read", Level::NotDenied);
+    assert_eq!(read.class, Class::Narrower, "{read:?}");
+    assert!(
+        matches!(&read.findings[0].status, Status::Spurious(why) if why.contains("the kernel decides it")),
+        "{read:?}"
+    );
+    assert!(!r.rows.iter().any(craik_prove::Row::confirmed));
+    assert!(craik_prove::emit_tests(&r, &[]).is_empty());
+    let text = craik_prove::render_diff(&r);
+    assert!(
+        text.contains(
+            "- spurious (solver only): the kernel decides it allow on OLD and allow on NEW"
+        ),
+        "{text}"
+    );
+}

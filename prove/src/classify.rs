@@ -300,6 +300,21 @@ pub(crate) fn replay(
             };
         }
     };
+    let confirms = |c: &Replayed| match (c.decide(old, grants), c.decide(new, grants)) {
+        (Ok(o), Ok(n)) => {
+            let (wider, narrower) = match direction {
+                Direction::Broader => (n, o),
+                Direction::Narrower => (o, n),
+            };
+            level.admits(wider.decision) && !level.admits(narrower.decision)
+        }
+        _ => false,
+    };
+    let r = if confirms(&r) {
+        crate::replay::simplify(r, &confirms)
+    } else {
+        r
+    };
     let (o, n) = (r.decide(old, grants), r.decide(new, grants));
     let status = match (&o, &n) {
         (Ok(o), Ok(n)) => {

@@ -71,6 +71,63 @@ impl Replayed {
     }
 }
 
+/// A confirmed witness made readable: each edit (a plain clock, phase, task mode, runner,
+/// iteration, target, no intent lock) is kept only when `keeps` (the replay) still confirms
+/// the finding, so the request shown and emitted is one a reviewer recognises, and still a
+/// counterexample.
+pub(crate) fn simplify(mut r: Replayed, keeps: &dyn Fn(&Replayed) -> bool) -> Replayed {
+    use craik_contracts::{Phase, RunnerMode, RunnerTrustLevel, TaskMode};
+    let target = match r.request.capability.split('.').next() {
+        Some("repo") => ["README.md", "docs/guide.md", "src/main.rs"],
+        Some("shell") => ["cargo test", "ls docs", "make"],
+        Some("memory") => ["team", "local", "team"],
+        Some("net") => [
+            "https://example.com/",
+            "https://example.com/",
+            "https://example.com/",
+        ],
+        _ => ["origin", "origin", "origin"],
+    };
+    type Edit = Box<dyn Fn(&mut Replayed)>;
+    // Groups of alternatives: the first alternative the replay keeps wins its group.
+    let mut groups: Vec<Vec<Edit>> = vec![
+        vec![Box::new(|c| {
+            c.now = time::macros::datetime!(2026-11-20 10:00 UTC);
+        })],
+        vec![Box::new(|c| c.request.phase = Phase::Act)],
+        vec![Box::new(|c| c.request.task_mode = TaskMode::Implement)],
+        vec![Box::new(|c| c.request.runner.mode = RunnerMode::Fixture)],
+        vec![Box::new(|c| {
+            c.request.runner.trust = RunnerTrustLevel::Medium
+        })],
+        vec![
+            Box::new(|c| (c.request.iteration, c.request.max_iterations) = (0, 5)),
+            Box::new(|c| (c.request.iteration, c.request.max_iterations) = (5, 5)),
+        ],
+        vec![Box::new(|c| c.request.intent = None)],
+    ];
+    groups.push(
+        target
+            .into_iter()
+            .map(|t| -> Edit { Box::new(move |c| c.request.target = Some(t.to_owned())) })
+            .collect(),
+    );
+    for group in &groups {
+        for edit in group {
+            let mut candidate = r.clone();
+            edit(&mut candidate);
+            if candidate.request == r.request && candidate.now == r.now {
+                break; // already this alternative
+            }
+            if keeps(&candidate) {
+                r = candidate;
+                break;
+            }
+        }
+    }
+    r
+}
+
 /// Cedar's own authorizer on the model (a check of the solver and of symcc's decoding,
 /// independent of both): `true` when `set` allows it.
 pub(crate) fn cedar_allows(env: &Env, set: &PolicySet) -> bool {

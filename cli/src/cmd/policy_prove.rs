@@ -106,7 +106,10 @@ pub(crate) fn diff(
                 .map_err(|e| Failure::internal(format!("emitted suite: {e}")))?;
             craik_host::fsio::write_atomic(&path, &bytes)
                 .map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
-            written.push((path.display().to_string(), suite.cases));
+            written.push(Emitted {
+                path: path.display().to_string(),
+                cases: suite.cases,
+            });
         }
     }
     match format {
@@ -118,7 +121,7 @@ pub(crate) fn diff(
                 new: &'a str,
                 #[serde(flatten)]
                 report: &'a craik_prove::DiffReport,
-                emitted: &'a [(String, usize)],
+                emitted: &'a [Emitted],
             }
             out.json(&Report {
                 method: "proved",
@@ -134,8 +137,8 @@ pub(crate) fn diff(
                 old.sources.origin, new.sources.origin
             ))?;
             print(out, &craik_prove::render_diff(&report))?;
-            for (path, n) in &written {
-                out.line(format_args!("wrote {n} case(s) to {path}"))?;
+            for e in &written {
+                out.line(format_args!("wrote {} case(s) to {}", e.cases, e.path))?;
             }
         }
     }
@@ -144,6 +147,13 @@ pub(crate) fn diff(
     } else {
         Exit::Ok
     })
+}
+
+/// A suite file `--emit-tests` wrote.
+#[derive(Debug, Serialize)]
+struct Emitted {
+    path: String,
+    cases: usize,
 }
 
 /// `policy validate --prove never-errors`.

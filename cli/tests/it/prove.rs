@@ -153,6 +153,7 @@ fn issue_35_a_reordering_is_equivalent_and_proved_not_sampled() {
     }
     assert!(report["sampled"].as_u64().unwrap() > 1000, "{report}");
     assert!(report["solver"]["canaries"].as_array().unwrap().len() == 4);
+    assert_eq!(report["emitted"], serde_json::json!([]));
 }
 
 #[test]

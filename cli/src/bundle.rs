@@ -37,6 +37,14 @@ pub(crate) fn load_args(
 /// Loads a bundle; a refused bundle lists every problem, one per line (exit 3). On a
 /// terminal each problem is also drawn as a miette report over its source line.
 pub(crate) fn load(policies: Option<&Path>, custom: &[PathBuf]) -> Result<Loaded, Failure> {
+    load_with_sources(policies, custom).map(|(loaded, _)| loaded)
+}
+
+/// [`load`], and the files the bundle was loaded from (read once): what a proof compiles.
+pub(crate) fn load_with_sources(
+    policies: Option<&Path>,
+    custom: &[PathBuf],
+) -> Result<(Loaded, Sources), Failure> {
     let crate_sources = sources(policies, custom)?;
     let Sources {
         schema,
@@ -66,10 +74,11 @@ pub(crate) fn load(policies: Option<&Path>, custom: &[PathBuf]) -> Result<Loaded
             )
             .multi_line_details(std::io::stderr().is_terminal())
         })?;
-    Ok(Loaded {
+    let loaded = Loaded {
         bundle,
         origin: origin.clone(),
-    })
+    };
+    Ok((loaded, crate_sources))
 }
 
 /// A problem drawn by miette over its file's text (a plain line when the file is unknown).

@@ -13,7 +13,7 @@ pub(crate) const MAX_APPROVAL_SECS: u64 = 30 * 24 * 3600;
 /// Craik: a governance kernel for AI-agent runs.
 ///
 /// Exit codes: 0 ok, 1 check failed, 2 usage or unreadable path, 3 invalid input,
-/// 4 internal error.
+/// 4 internal error, 7 no usable solver for a proof.
 #[derive(Debug, Parser)]
 #[command(name = "craik", version, about, long_about = None, propagate_version = true)]
 pub(crate) struct Cli {
@@ -194,6 +194,32 @@ pub(crate) struct BundleArgs {
     pub(crate) custom: Vec<PathBuf>,
 }
 
+/// How a proof finds its solver and what it assumes (issue 35; docs/policy-proofs.md).
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct ProveArgs {
+    /// The SMT solver: cvc5 1.3.1, or `tools/cvc5-pywheel` over the PyPI wheel; default:
+    /// $CVC5, then `cvc5` on PATH. Without one a proof exits 7.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) solver: Option<PathBuf>,
+    /// Run with a solver reporting another version than 1.3.1 (the report says so).
+    #[arg(long)]
+    pub(crate) allow_solver_version: bool,
+    /// craik.capability_grant files every side holds (compiled to Cedar, as a run would).
+    #[arg(long = "grants", value_name = "FILE")]
+    pub(crate) prove_grants: Vec<PathBuf>,
+    /// Per-query time limit in seconds (cvc5's `--tlimit-per`; past it plus 10 s the solver
+    /// is killed); an unanswered query exits 7, never "holds".
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    pub(crate) timeout: u64,
+}
+
+/// What `policy validate --prove` proves.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum ValidateProof {
+    /// No policy (decision, approval rule or grant) can error on a request the kernel builds.
+    NeverErrors,
+}
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum PolicyCommand {
     /// Load and strictly validate a policy bundle, then lint it (exit 1 on a lint error).
@@ -203,6 +229,30 @@ pub(crate) enum PolicyCommand {
         /// The clock lints compare time bounds against (RFC 3339); default: now.
         #[arg(long, value_name = "TIME")]
         now: Option<String>,
+        /// Prove a property of the bundle with the SMT solver (exit 1 if it fails, 7 without
+        /// a usable solver).
+        #[arg(long, value_enum, value_name = "PROPERTY")]
+        prove: Option<ValidateProof>,
+        #[command(flatten)]
+        solver: ProveArgs,
+    },
+    /// Prove properties of a bundle: `deny repo.write under profile automation for any grant
+    /// when resource.protected == "git"` (docs/policy-proofs.md has the query form).
+    ///
+    /// Every counterexample is replayed through the kernel; exit 0 all hold, 1 one fails or
+    /// is not proven, 2 a bad query, 7 no usable solver.
+    Prove {
+        /// Queries (each one property).
+        #[arg(value_name = "QUERY", conflicts_with = "library")]
+        queries: Vec<String>,
+        /// Prove a property library (TOML); without FILE, the embedded bundle's
+        /// (policies/properties.toml).
+        #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "embedded")]
+        library: Option<PathBuf>,
+        #[command(flatten)]
+        bundle: BundleArgs,
+        #[command(flatten)]
+        solver: ProveArgs,
     },
     /// Pin every `[[policy.custom]]` directory of craik.toml to its current content.
     ///
@@ -282,6 +332,18 @@ pub(crate) enum PolicyCommand {
         /// Operator policy directories loaded on top of NEW only (after the change).
         #[arg(long, value_name = "DIR")]
         new_custom: Vec<PathBuf>,
+        /// Prove the change for every request of the schema with the SMT solver instead of
+        /// sampling the cases: per action and level, equivalent / narrower / broader /
+        /// incomparable, with counterexamples replayed through the kernel (exit 1 if one is
+        /// confirmed, 7 without a usable solver).
+        #[arg(long)]
+        prove: bool,
+        /// With --prove: write each confirmed counterexample as a `policy test` case (passes
+        /// on NEW, fails on OLD) into DIR.
+        #[arg(long, value_name = "DIR", requires = "prove")]
+        emit_tests: Option<PathBuf>,
+        #[command(flatten)]
+        solver: ProveArgs,
     },
 }
 
@@ -1130,6 +1192,12 @@ pub(crate) struct RunnersAddArgs {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum BenchCommand {
+    /// The whole proof analysis of the embedded bundle (canaries, never-errors, the property
+    /// library, a diff against itself and against a mutated copy), timed; target <= 10 s.
+    Prove {
+        #[command(flatten)]
+        solver: ProveArgs,
+    },
     /// A governed fixture run of N steps (every action decided and receipted, side effects
     /// fsynced) against the same scenario with governance off, measured in the same run.
     Run {

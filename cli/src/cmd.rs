@@ -7,6 +7,7 @@ pub(crate) mod config;
 pub(crate) mod contracts;
 pub(crate) mod keys;
 pub(crate) mod policy;
+pub(crate) mod policy_prove;
 pub(crate) mod proofs;
 pub(crate) mod receipts;
 pub(crate) mod runners;

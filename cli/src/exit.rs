@@ -22,6 +22,9 @@ pub(crate) enum Exit {
     /// 6: a run is parked awaiting an approval (decide it, then `craik runs resume RUN`);
     /// distinct from 1, a run that ended blocked, denied, failed or interrupted.
     AwaitingApproval,
+    /// 7: a proof (`--prove`, `policy prove`) found no usable solver: none installed, the
+    /// wrong version, a failed canary, or no answer in time. Nothing was claimed.
+    SolverUnavailable,
 }
 
 impl Exit {
@@ -34,6 +37,7 @@ impl Exit {
             Self::Internal => 4,
             Self::Io => 5,
             Self::AwaitingApproval => 6,
+            Self::SolverUnavailable => 7,
         }
     }
 
@@ -47,6 +51,7 @@ impl Exit {
             Self::Internal => "internal",
             Self::Io => "io",
             Self::AwaitingApproval => "awaiting_approval",
+            Self::SolverUnavailable => "solver_unavailable",
         }
     }
 
@@ -67,7 +72,8 @@ impl Exit {
             Self::InvalidInput => 3,
             Self::Usage => 4,
             Self::Io => 5,
-            Self::Internal => 6,
+            Self::SolverUnavailable => 6,
+            Self::Internal => 7,
         }
     }
 }

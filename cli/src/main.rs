@@ -119,6 +119,25 @@ fn main() -> ExitCode {
     }
 }
 
+fn prove_args(a: &crate::cli::ProveArgs) -> cmd::policy_prove::ProveArgs<'_> {
+    cmd::policy_prove::ProveArgs {
+        solver: a.solver.as_deref(),
+        allow_solver_version: a.allow_solver_version,
+        grants: &a.prove_grants,
+        timeout_secs: a.timeout,
+    }
+}
+
+/// The bundle a proving command loads: the same set as every policy command
+/// (craik.toml's pinned custom directories plus `--custom`), with its files.
+fn policy_side(args: &crate::cli::BundleArgs) -> Result<cmd::policy_prove::Loaded, Failure> {
+    let custom = match cmd::config::project()? {
+        Some(c) => c.custom_set(&args.custom)?,
+        None => args.custom.clone(),
+    };
+    cmd::policy_prove::Loaded::load(args.policies.as_deref(), &custom)
+}
+
 fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
     match &cli.command {
         Command::Contracts(ContractsCommand::Validate(args)) => {
@@ -127,8 +146,36 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
         Command::Schema(SchemaCommand::List) => cmd::schema::list(out, cli.format),
         Command::Schema(SchemaCommand::Show { name }) => cmd::schema::show(out, name),
         Command::Schema(SchemaCommand::Export { dir }) => cmd::schema::export(out, cli.format, dir),
-        Command::Policy(PolicyCommand::Validate { bundle, now }) => {
-            cmd::policy::validate(out, cli.format, bundle, now.as_deref())
+        Command::Policy(PolicyCommand::Validate {
+            bundle,
+            now,
+            prove,
+            solver,
+        }) => match prove {
+            None => cmd::policy::validate(out, cli.format, bundle, now.as_deref()),
+            Some(crate::cli::ValidateProof::NeverErrors) => {
+                let side = policy_side(bundle)?;
+                cmd::policy_prove::never_errors(out, cli.format, &side, &prove_args(solver))
+            }
+        },
+        Command::Policy(PolicyCommand::Prove {
+            queries,
+            library,
+            bundle,
+            solver,
+        }) => {
+            let side = policy_side(bundle)?;
+            let what = match library {
+                Some(p) if p.as_os_str() == "embedded" => {
+                    cmd::policy_prove::Properties::Library(None)
+                }
+                Some(p) => cmd::policy_prove::Properties::Library(Some(p)),
+                None => cmd::policy_prove::Properties::Queries(queries),
+            };
+            cmd::policy_prove::prove(out, cli.format, &side, &what, &prove_args(solver))
+        }
+        Command::Bench(BenchCommand::Prove { solver }) => {
+            cmd::policy_prove::bench(out, cli.format, &prove_args(solver))
         }
         Command::Policy(PolicyCommand::Export { dir, force }) => {
             cmd::policy::export(out, cli.format, dir, *force)
@@ -167,6 +214,9 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
             custom,
             old_custom,
             new_custom,
+            prove,
+            emit_tests,
+            solver,
         }) => cmd::policy::diff(
             out,
             cli.format,
@@ -177,6 +227,8 @@ fn run(cli: &Cli, out: &mut Out) -> Result<Exit, Failure> {
                 custom,
                 old_custom,
                 new_custom,
+                prove: prove.then(|| prove_args(solver)),
+                emit_tests: emit_tests.as_deref(),
             },
         ),
         Command::Task(TaskCommand::New(t)) => cmd::scaffold::task_new(

@@ -21,7 +21,18 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "craik-host",
         &["craik-spawn", "craik-kernel", "craik-contracts"],
     ),
-    ("craik", &["craik-host", "craik-kernel", "craik-contracts"]),
+    // The prover (issue 35): beside the host, never under the kernel; the kernel does not
+    // depend on it, so no solver is on the decision path.
+    ("craik-prove", &["craik-kernel", "craik-contracts"]),
+    (
+        "craik",
+        &[
+            "craik-host",
+            "craik-prove",
+            "craik-kernel",
+            "craik-contracts",
+        ],
+    ),
     ("craik-adapter-fixture", &["craik-contracts"]),
     // The handoff adapters start their CLI with a parent-death signal, whose `pre_exec` lives
     // in craik-spawn (the one crate that may hold `unsafe`).

@@ -698,6 +698,9 @@ pub(crate) struct DiffArgs<'a> {
     pub(crate) custom: &'a [PathBuf],
     pub(crate) old_custom: &'a [PathBuf],
     pub(crate) new_custom: &'a [PathBuf],
+    /// `--prove`: the solver's proof instead of the sampled cases.
+    pub(crate) prove: Option<crate::cmd::policy_prove::ProveArgs<'a>>,
+    pub(crate) emit_tests: Option<&'a Path>,
 }
 
 pub(crate) fn diff(out: &mut Out, format: Format, args: &DiffArgs<'_>) -> Result<Exit, Failure> {
@@ -721,6 +724,19 @@ pub(crate) fn diff(out: &mut Out, format: Format, args: &DiffArgs<'_>) -> Result
     }
     let old_dirs = [common.as_slice(), args.old_custom].concat();
     let new_dirs = [common.as_slice(), args.new_custom].concat();
+    if let Some(prove) = &args.prove {
+        let before = crate::cmd::policy_prove::Loaded::load(old, &old_dirs)
+            .map_err(|f| f.with_exit(Exit::Usage))?;
+        let after = crate::cmd::policy_prove::Loaded::load(new, &new_dirs)
+            .map_err(|f| f.with_exit(Exit::Usage))?;
+        return crate::cmd::policy_prove::diff(
+            out,
+            format,
+            (&before, &after),
+            prove,
+            args.emit_tests,
+        );
+    }
     let before = load(old, &old_dirs).map_err(|f| f.with_exit(Exit::Usage))?;
     let after = load(new, &new_dirs).map_err(|f| f.with_exit(Exit::Usage))?;
     let cases = policytest::load_cases(&default_cases(args.cases))?;
@@ -793,6 +809,8 @@ pub(crate) fn diff(out: &mut Out, format: Format, args: &DiffArgs<'_>) -> Result
     }
     #[derive(Serialize)]
     struct Report<'a> {
+        /// `sampled`: the cases were decided on both sides; not a proof (`--prove` is one).
+        method: &'static str,
         old: Side<'a>,
         new: Side<'a>,
         cases: usize,
@@ -802,6 +820,7 @@ pub(crate) fn diff(out: &mut Out, format: Format, args: &DiffArgs<'_>) -> Result
     }
     match format {
         Format::Json | Format::Junit => out.json(&Report {
+            method: "sampled",
             old: Side {
                 origin: &before.origin,
                 policy_set: before.bundle.hash(),
@@ -831,7 +850,7 @@ pub(crate) fn diff(out: &mut Out, format: Format, args: &DiffArgs<'_>) -> Result
                 out.line(format_args!("note: {note}"))?;
             }
             out.line(format_args!(
-                "{} of {} cases changed ({} {} -> {} {})",
+                "{} of {} cases changed ({} {} -> {} {}); sampled from the cases, not a proof (`--prove` proves it)",
                 changes.len(),
                 cases.len(),
                 before.origin,

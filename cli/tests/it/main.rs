@@ -25,6 +25,7 @@ mod pinned;
 mod policy;
 mod progress;
 mod prompt;
+mod prove;
 mod provider;
 mod receipts;
 mod registry;

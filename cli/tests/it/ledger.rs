@@ -571,7 +571,7 @@ fn issue_20_bench_run_shows_the_ledger_share_of_the_run() {
 }
 
 /// The home ledger's entries (receipt payloads, checkpoints left out).
-fn ledger_entries(home: &Path) -> Vec<Value> {
+pub(crate) fn ledger_entries(home: &Path) -> Vec<Value> {
     use base64::Engine as _;
     std::fs::read_to_string(home.join("ledger.jsonl"))
         .unwrap()

@@ -1634,36 +1634,16 @@ fn issue_31_an_action_edited_in_the_events_after_its_decision_is_refused() {
 /// step asked again), and the resumed run ends as the runner really answers.
 #[test]
 fn issue_31_an_unsigned_ending_in_the_events_is_never_signed() {
-    let steps = crate::runs::act(json!([
-        {"id":"action_r","capability":"repo.read","operation":"read","target":"a.md"},
-    ]));
     let mut tried = 0;
-    for n in 1..=60_u64 {
-        let dir = tempfile::tempdir().unwrap();
-        let ex = scratch_example(
-            dir.path(),
-            "trusted-local",
-            &[("repo.read", &["**"], &["read"])],
-            steps.clone(),
-            &[("a.md", "a\n")],
-        );
-        let home = dir.path().join("home");
-        if !run_and_kill(&ex, &home, n) {
-            break;
-        }
-        let id = only_run(&home, n);
-        let run_dir = home.join("runs").join(&id);
-        let events = std::fs::read_to_string(run_dir.join("events.jsonl")).unwrap_or_default();
-        let closed = receipts(&home, &id)
-            .iter()
-            .any(|r| r["capability"] == "run.closed");
+    each_killed_read_run(|n, home, id, events, closed| {
+        let run_dir = home.join("runs").join(id);
         let last_answer = events
             .lines()
             .rfind(|l| l.contains("\"step_result\""))
             .unwrap_or_default()
             .to_owned();
         if closed || !last_answer.contains("\"evaluate\"") {
-            continue;
+            return;
         }
         tried += 1;
         let forged = last_answer.replace("\"status\":\"completed\"", "\"status\":\"failed\"");
@@ -1674,27 +1654,27 @@ fn issue_31_an_unsigned_ending_in_the_events_is_never_signed() {
         )
         .unwrap();
         let out = craik()
-            .args(["runs", "recover", &id, "--by", "user:op", "--home"])
-            .arg(&home)
+            .args(["runs", "recover", id, "--by", "user:op", "--home"])
+            .arg(home)
             .output()
             .unwrap();
         let failed = |home: &Path| {
-            receipts(home, &id).iter().any(|r| {
+            receipts(home, id).iter().any(|r| {
                 r["capability"] == "run.closed" && r["result"]["metadata"]["status"] == "failed"
             })
         };
-        assert!(!failed(&home), "point {n}: {}", transcript(&out));
-        let out = crate::runs::resume(&home, &id);
+        assert!(!failed(home), "point {n}: {}", transcript(&out));
+        let out = crate::runs::resume(home, id);
         assert_eq!(
             out.status.code(),
             Some(0),
             "point {n}: {}",
             transcript(&out)
         );
-        assert_eq!(run_json(&home, &id)["status"], "completed", "point {n}");
-        assert!(!failed(&home), "point {n}");
-        verify_run(&home, &id, false);
-    }
+        assert_eq!(run_json(home, id)["status"], "completed", "point {n}");
+        assert!(!failed(home), "point {n}");
+        verify_run(home, id, false);
+    });
     assert!(
         tried > 0,
         "no kill point between the last answer and the signed ending"
@@ -2346,34 +2326,14 @@ fn issue_31_an_outcome_event_not_signed_as_that_actions_outcome_is_refused() {
 /// and the chosen text is in no receipt.
 #[test]
 fn issue_31_an_outcome_event_flipped_in_the_events_is_not_believed() {
-    let steps = crate::runs::act(json!([
-        {"id":"action_r","capability":"repo.read","operation":"read","target":"a.md"},
-    ]));
     let mut tried = 0;
-    for n in 1..=60_u64 {
-        let dir = tempfile::tempdir().unwrap();
-        let ex = scratch_example(
-            dir.path(),
-            "trusted-local",
-            &[("repo.read", &["**"], &["read"])],
-            steps.clone(),
-            &[("a.md", "a\n")],
-        );
-        let home = dir.path().join("home");
-        if !run_and_kill(&ex, &home, n) {
-            break;
-        }
-        let id = only_run(&home, n);
-        let run_dir = home.join("runs").join(&id);
-        let events = std::fs::read_to_string(run_dir.join("events.jsonl")).unwrap_or_default();
-        let closed = receipts(&home, &id)
-            .iter()
-            .any(|r| r["capability"] == "run.closed");
+    each_killed_read_run(|n, home, id, events, closed| {
+        let run_dir = home.join("runs").join(id);
         let Some(line) = events.lines().find(|l| l.contains("\"event\":\"outcome\"")) else {
-            continue;
+            return;
         };
         if closed {
-            continue;
+            return;
         }
         tried += 1;
         let mut v: Value = serde_json::from_str(line).unwrap();
@@ -2384,21 +2344,21 @@ fn issue_31_an_outcome_event_flipped_in_the_events_is_not_believed() {
             events.replace(line, &v.to_string()),
         )
         .unwrap();
-        let out = crate::runs::resume(&home, &id);
+        let out = crate::runs::resume(home, id);
         assert_eq!(
             out.status.code(),
             Some(0),
             "point {n}: {}",
             transcript(&out)
         );
-        let all = receipts(&home, &id);
+        let all = receipts(home, id);
         assert!(
             !all.iter()
                 .any(|r| r.to_string().contains("ATTACKER-CHOSEN")),
             "point {n}: the chosen text was signed"
         );
-        assert_eq!(run_json(&home, &id)["status"], "completed", "point {n}");
-    }
+        assert_eq!(run_json(home, id)["status"], "completed", "point {n}");
+    });
     assert!(
         tried > 0,
         "no kill point after the read's outcome and before the ending"
@@ -2493,4 +2453,33 @@ fn issue_31_an_executing_event_with_forged_hashes_is_refused() {
         tried > 0,
         "no kill point after the write's start was recorded"
     );
+}
+
+/// A run of one read, killed at each of its durable writes in turn (until it gets past the
+/// last): `each(point, home, run id, its events.jsonl, whether its journal is closed)`.
+fn each_killed_read_run(mut each: impl FnMut(u64, &Path, &str, &str, bool)) {
+    let steps = crate::runs::act(json!([
+        {"id":"action_r","capability":"repo.read","operation":"read","target":"a.md"},
+    ]));
+    for n in 1..=60_u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let ex = scratch_example(
+            dir.path(),
+            "trusted-local",
+            &[("repo.read", &["**"], &["read"])],
+            steps.clone(),
+            &[("a.md", "a\n")],
+        );
+        let home = dir.path().join("home");
+        if !run_and_kill(&ex, &home, n) {
+            break;
+        }
+        let id = only_run(&home, n);
+        let events = std::fs::read_to_string(home.join("runs").join(&id).join("events.jsonl"))
+            .unwrap_or_default();
+        let closed = receipts(&home, &id)
+            .iter()
+            .any(|r| r["capability"] == "run.closed");
+        each(n, &home, &id, &events, closed);
+    }
 }

@@ -1492,16 +1492,14 @@ pub(crate) fn show(
         .map_err(Clone::clone);
     // Budgets used and left: tokens from the verified `model.step` receipts, budgets from
     // the signed `run.inputs`, wall clock from the run's times and its waits for approvals.
-    // One event in memory at a time; kept: the waits (budgets) and failed outcomes (shown,
-    // each output capped when it was recorded).
+    // One event in memory at a time; kept: failed outcomes (shown, each output capped when
+    // it was recorded).
     let events: Vec<craik_host::run::Event> =
         craik_host::run::store::json_lines(&dir.file(craik_host::run::store::EVENTS))
             .map(|lines| {
                 lines
                     .map_while(Result::ok)
                     .filter(|e| match e {
-                        craik_host::run::Event::Parked { .. }
-                        | craik_host::run::Event::Reopened { .. } => true,
                         craik_host::run::Event::Outcome { outcome, .. } => !outcome.ok,
                         _ => false,
                     })
@@ -1509,12 +1507,7 @@ pub(crate) fn show(
             })
             .unwrap_or_default();
     let budget = verified.as_ref().ok().map(|receipts| {
-        craik_host::run::driver::BudgetReport::of(
-            &run,
-            receipts,
-            &events,
-            OffsetDateTime::now_utc(),
-        )
+        craik_host::run::driver::BudgetReport::of(&run, receipts, OffsetDateTime::now_utc())
     });
     let unsigned = (run.status, run.stop_reason.clone());
     if let Ok(Some(s)) = &signed {

@@ -2351,3 +2351,31 @@ fn issue_31_a_run_cut_back_to_its_first_receipt_is_not_recovered_as_a_fresh_star
         "the ledger recorded it"
     );
 }
+
+/// Outside testing round r31f (D1): a run parked on a pending approval, one `reopened` event
+/// appended to its events. No `run.resume` receipt signs that reopening, so the run is still
+/// parked: resume refuses (the approval is pending) and signs nothing.
+#[test]
+fn issue_31_a_forged_reopening_never_skips_a_pending_approval() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (exit, id, text) = run_example(&home, &example("approval"), &[]);
+    assert_eq!(exit, 6, "{text}");
+    let events = home.join("runs").join(&id).join("events.jsonl");
+    let mut text = std::fs::read_to_string(&events).unwrap();
+    text.push_str(&format!(
+        "{}\n",
+        serde_json::json!({"event":"reopened","at":"2026-11-28T00:00:00Z","why":"forged"})
+    ));
+    std::fs::write(&events, text).unwrap();
+    let journal = || std::fs::read(home.join("runs").join(&id).join("receipts.jsonl")).unwrap();
+    let before = journal();
+    let out = resume(&home, &id);
+    assert_ne!(out.status.code(), Some(0), "{}", transcript(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is still pending"),
+        "{}",
+        transcript(&out)
+    );
+    assert_eq!(journal(), before, "signed after a forged reopening");
+}

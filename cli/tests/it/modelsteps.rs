@@ -466,6 +466,22 @@ fn issue_21_a_spent_wall_clock_budget_ends_the_run_interrupted() {
         "{}",
         shown["budget"]
     );
+    // Outside testing round r31f (C1): a wait for a person forged into the events (a park in
+    // 2000, reopened now) credits nothing: waits come from `run.parked`/`run.resume` receipts.
+    let events = home.join("runs").join(&id).join("events.jsonl");
+    let mut text = std::fs::read_to_string(&events).unwrap();
+    text.push_str(&format!(
+        "{}\n{}\n",
+        json!({"event":"parked","at":"2000-01-01T00:00:00Z","reason":"r","approval":"approval_forged"}),
+        json!({"event":"reopened","at":"2099-01-01T00:00:00Z","why":"forged"})
+    ));
+    std::fs::write(&events, text).unwrap();
+    let shown = json_out(&home, &["runs", "show", &id]);
+    assert!(
+        shown["budget"]["wall_clock_used_seconds"].as_u64().unwrap() >= 7200,
+        "a forged wait was credited: {}",
+        shown["budget"]
+    );
 }
 
 fn copy_tree(from: &Path, to: &Path) {

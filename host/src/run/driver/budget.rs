@@ -372,15 +372,10 @@ pub struct BudgetReport {
 }
 
 impl BudgetReport {
-    /// From a run's verified receipts (tokens, and the budgets its `run.inputs` receipt
-    /// signs), its state (start and end) and its events (waits for approvals). `now` ends a
+    /// From a run's verified receipts (tokens, the budgets its `run.inputs` receipt signs,
+    /// waits for approvals between `run.parked` and `run.resume`) and its state (start and end). `now` ends a
     /// run that has not ended.
-    pub fn of(
-        run: &TaskRun,
-        receipts: &[ReceiptPayload],
-        events: &[Event],
-        now: OffsetDateTime,
-    ) -> Self {
+    pub fn of(run: &TaskRun, receipts: &[ReceiptPayload], now: OffsetDateTime) -> Self {
         let mut tokens = TokenUsage::default();
         for r in receipts {
             tokens.add_receipt(r);
@@ -395,17 +390,26 @@ impl BudgetReport {
         let token_budget = signed("provider_token_budget");
         let wall_budget = signed("wall_clock_budget_seconds");
         let end = run.ended_at.map_or(now, |e| e.get());
+        // Waits for a person, from what receipts sign: a `run.parked` starts one, the next
+        // `run.resume` ends it — never from the events' times (outside testing round r31f
+        // C1: forged `parked`/`reopened` events showed a spent budget as unused).
         let mut waited = time::Duration::ZERO;
         let mut parked: Option<OffsetDateTime> = None;
-        for event in events {
-            match event {
-                Event::Parked { at, .. } if parked.is_none() => parked = Some(at.get()),
-                Event::Reopened { at, .. } => {
-                    if let Some(since) = parked.take() {
-                        waited += (at.get() - since).max(time::Duration::ZERO);
-                    }
-                }
-                _ => {}
+        let signed_at = |r: &ReceiptPayload| {
+            OffsetDateTime::parse(
+                &r.created_at,
+                &time::format_description::well_known::Rfc3339,
+            )
+            .ok()
+        };
+        for r in receipts {
+            if r.capability == RUN_PARKED && parked.is_none() {
+                parked = signed_at(r);
+            } else if r.capability == super::human::OperatorAct::Resume.capability()
+                && let Some(since) = parked.take()
+                && let Some(at) = signed_at(r)
+            {
+                waited += (at - since).max(time::Duration::ZERO);
             }
         }
         if let Some(since) = parked {

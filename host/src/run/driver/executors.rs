@@ -907,6 +907,14 @@ impl Host {
         } else {
             ReceiptStatus::Failed
         };
+        // What the runner is shown of it (a read's text, a command's output) is bound by
+        // digest: recovery shows it again only as signed (outside testing round r31f O1).
+        let mut metadata = metadata;
+        if let Some(text) = &output {
+            metadata
+                .0
+                .insert(OUTPUT_SHA256.into(), json!(exec::digest(text.as_bytes())));
+        }
         let draft = ReceiptDraft {
             task_id: self.inputs.task.id.clone(),
             actor: self.runner_ref().id,
@@ -956,6 +964,9 @@ impl Host {
         Ok(())
     }
 }
+
+/// The outcome metadata binding what the runner is shown of an outcome.
+pub(super) const OUTPUT_SHA256: &str = "output_sha256";
 
 /// What an outcome receipt is bound to: the action, the runner's label for it, and the
 /// capability, target and request hash its decision signed.

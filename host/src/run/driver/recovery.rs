@@ -268,7 +268,11 @@ impl Host {
         } else {
             // A closed journal signs nothing more: its events may show how a run from before
             // closing receipts ended.
-            host.replay(events, receipts.ending.is_some() || closed)?;
+            let waits = SignedWaits {
+                parks: receipts.park_times,
+                resumes: receipts.resumes.into(),
+            };
+            host.replay(events, receipts.ending.is_some() || closed, waits)?;
         }
         // A side effect the ledger records starting did start, whatever events.jsonl says
         // (outside testing round 17 N1: with the `executing` event deleted after a kill, the
@@ -315,6 +319,7 @@ impl Host {
         &mut self,
         events: impl Iterator<Item = Result<Event, String>>,
         signed_ending: bool,
+        mut waits: SignedWaits,
     ) -> Result<(), Error> {
         // Every outcome event names its receipt, which is durable before the event is written:
         // one naming a receipt the journal does not hold means the journal was cut or the
@@ -335,7 +340,6 @@ impl Host {
                     craik_contracts::one_line(&outcome.receipt),
                 )));
             }
-            self.note_wait(&event);
             match event {
                 Event::StepRequest { .. } => {}
                 Event::StepResult {
@@ -443,9 +447,30 @@ impl Host {
                             craik_contracts::Truncated(&craik_contracts::one_line(&approval))
                         )
                     });
-                    self.machine.park(reason, at.get());
+                    // A wait starts at the time its `run.parked` receipt signs, never at the
+                    // event's (an unsigned park credits no wait).
+                    let signed_at = waits.parks.get(&approval).copied();
+                    self.machine.park(reason, signed_at.unwrap_or(at.get()));
+                    if self.parked_at.is_none() {
+                        self.parked_at = signed_at;
+                    }
                 }
-                Event::Reopened { at, .. } => self.machine.reopen(at.get()),
+                // A reopening is believed only with a `run.resume` receipt signed for it, and
+                // its time is that receipt's (outside testing round r31f D1: a forged
+                // `reopened` event had a parked run's pending approval skipped on resume).
+                Event::Reopened { .. } => match waits.resumes.pop_front() {
+                    Some(at) => {
+                        if let Some(since) = self.parked_at.take() {
+                            self.machine
+                                .credit_wait((at - since).max(time::Duration::ZERO));
+                        }
+                        self.machine.reopen(at);
+                    }
+                    None => self.notes.push(
+                        "events.jsonl records a reopening that no `run.resume` receipt signs: not believed"
+                            .to_owned(),
+                    ),
+                },
                 Event::Recovered { .. } => {}
                 Event::Halted { at, status, reason } if signed_ending => {
                     // The recorded ending stands over one the replayed steps reached (a
@@ -501,8 +526,8 @@ impl Host {
     /// never from the event (outside testing round r31e Q1/Q2: an outcome event naming the
     /// command's decision receipt closed a run killed mid-command `completed`; one flipped to
     /// failed had the host sign `failed` with the attacker's text). The output shown to the
-    /// runner is the event's (the receipt signs its size and digest, not its text).
-    fn signed_outcome_of(&self, outcome: Outcome) -> Result<Outcome, Error> {
+    /// runner is the event's only when its digest is the receipt's `output_sha256`.
+    fn signed_outcome_of(&mut self, outcome: Outcome) -> Result<Outcome, Error> {
         let signed = self.receipts_by_action.get(&outcome.action).and_then(|rs| {
             rs.iter()
                 .find(|r| r.id == outcome.receipt && r.decided_by.kind == DecidedByKind::Outcome)
@@ -514,9 +539,37 @@ impl Host {
                 craik_contracts::one_line(&outcome.receipt),
             )));
         };
+        // The output shown to the runner must be the one the receipt binds; a receipt from
+        // before outputs were bound shows none.
+        let bound = signed
+            .result
+            .metadata
+            .0
+            .get(super::executors::OUTPUT_SHA256)
+            .and_then(Value::as_str);
+        let output = match (&outcome.output, bound) {
+            (Some(text), Some(digest)) if exec::digest(text.as_bytes()) == digest => {
+                outcome.output.clone()
+            }
+            (None, None) => None,
+            (_, None) => {
+                self.notes.push(format!(
+                    "{}: its output in events.jsonl is bound by no receipt: not shown",
+                    craik_contracts::one_line(&outcome.action)
+                ));
+                None
+            }
+            (_, Some(_)) => {
+                return Err(self.events_disagree(format!(
+                    "events.jsonl records an output of {} other than the one its signed outcome binds: the events were edited",
+                    craik_contracts::one_line(&outcome.action),
+                )));
+            }
+        };
         Ok(Outcome {
             ok: signed.result.status == ReceiptStatus::Passed,
             summary: signed.result.summary.clone(),
+            output,
             ..outcome
         })
     }
@@ -1077,6 +1130,12 @@ impl Host {
     }
 }
 
+/// The signed times waits for a person are credited from, as replay consumes them.
+pub(super) struct SignedWaits {
+    parks: HashMap<String, OffsetDateTime>,
+    resumes: std::collections::VecDeque<OffsetDateTime>,
+}
+
 /// A run output's id, all recovery reads of it.
 #[derive(serde::Deserialize)]
 struct OutputId {
@@ -1100,6 +1159,12 @@ pub(super) struct Indexed {
     tokens: TokenUsage,
     /// The signed reason of each `run.parked` receipt, by the approval it awaits.
     parked: HashMap<String, String>,
+    /// When each `run.parked` receipt was signed, by the approval it awaits, and when each
+    /// `run.resume` was, in journal order: the only times a wait for a person is credited
+    /// from (outside testing round r31f C1: forged `parked`/`reopened` events had a run's
+    /// wall-clock budget credited back).
+    park_times: HashMap<String, OffsetDateTime>,
+    resumes: Vec<OffsetDateTime>,
 }
 
 pub(super) fn decode_receipts(bytes: &[u8]) -> Indexed {
@@ -1113,6 +1178,8 @@ pub(super) fn decode_receipts(bytes: &[u8]) -> Indexed {
         closed: false,
         tokens: TokenUsage::default(),
         parked: HashMap::new(),
+        park_times: HashMap::new(),
+        resumes: Vec::new(),
     };
     for (_, decoded) in crate::journal::decode_all(bytes) {
         match decoded {
@@ -1139,6 +1206,14 @@ pub(super) fn decode_receipts(bytes: &[u8]) -> Indexed {
                         .and_then(Value::as_str)
                 {
                     out.parked.insert(approval.to_owned(), r.reason.clone());
+                    if let Some(at) = signed_time(&r) {
+                        out.park_times.insert(approval.to_owned(), at);
+                    }
+                }
+                if r.capability == super::human::OperatorAct::Resume.capability()
+                    && let Some(at) = signed_time(&r)
+                {
+                    out.resumes.push(at);
                 }
                 if r.capability == RUN_CLOSED
                     && let Some((status, reason, _)) =
@@ -1159,4 +1234,13 @@ pub(super) fn decode_receipts(bytes: &[u8]) -> Indexed {
         }
     }
     out
+}
+
+/// When receipt `r` was signed.
+fn signed_time(r: &ReceiptPayload) -> Option<OffsetDateTime> {
+    OffsetDateTime::parse(
+        &r.created_at,
+        &time::format_description::well_known::Rfc3339,
+    )
+    .ok()
 }

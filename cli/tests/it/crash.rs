@@ -2457,9 +2457,14 @@ fn issue_31_an_executing_event_with_forged_hashes_is_refused() {
 
 /// A run of one read, killed at each of its durable writes in turn (until it gets past the
 /// last): `each(point, home, run id, its events.jsonl, whether its journal is closed)`.
-fn each_killed_read_run(mut each: impl FnMut(u64, &Path, &str, &str, bool)) {
+fn each_killed_read_run(each: impl FnMut(u64, &Path, &str, &str, bool)) {
+    each_killed_read_run_of("a.md", each);
+}
+
+/// [`each_killed_read_run`] reading `target` (a missing one fails).
+fn each_killed_read_run_of(target: &str, mut each: impl FnMut(u64, &Path, &str, &str, bool)) {
     let steps = crate::runs::act(json!([
-        {"id":"action_r","capability":"repo.read","operation":"read","target":"a.md"},
+        {"id":"action_r","capability":"repo.read","operation":"read","target":target},
     ]));
     for n in 1..=60_u64 {
         let dir = tempfile::tempdir().unwrap();
@@ -2527,4 +2532,28 @@ fn issue_31_an_output_edited_in_the_events_never_reaches_the_runner() {
         tried > 0,
         "no kill point after the read's outcome and before the ending"
     );
+}
+
+/// Outside testing round r31g (O2): a failed read's outcome event edited to `decision: deny`
+/// after a kill before the ending. What the ending is judged on comes from the receipt: the
+/// run does not end `completed` as if nothing had failed.
+#[test]
+fn issue_31_an_outcomes_decision_edited_in_the_events_is_not_believed() {
+    let mut tried = 0;
+    each_killed_read_run_of("missing.md", |n, home, id, events, closed| {
+        let Some(line) = events.lines().find(|l| l.contains("\"event\":\"outcome\"")) else {
+            return;
+        };
+        if closed || !line.contains("\"ok\":false") {
+            return;
+        }
+        tried += 1;
+        let forged = line.replace("\"decision\":\"allow\"", "\"decision\":\"deny\"");
+        assert_ne!(forged, line);
+        let run_dir = home.join("runs").join(id);
+        std::fs::write(run_dir.join("events.jsonl"), events.replace(line, &forged)).unwrap();
+        let _ = crate::runs::resume(home, id);
+        assert_ne!(run_json(home, id)["status"], "completed", "point {n}");
+    });
+    assert!(tried > 0, "no kill point after the failed read's outcome");
 }

@@ -488,6 +488,35 @@ impl Host {
                 }
             }
         }
+        // Every signed outcome of an earlier step counts, whether or not its event survived
+        // (outside testing round r31g O3: a failed command's outcome event deleted from an
+        // earlier iteration let the run be signed `passed`); the current step's are settled.
+        let known: HashSet<String> = self
+            .all_outcomes
+            .iter()
+            .map(|o| o.receipt.clone())
+            .collect();
+        let missing: Vec<Outcome> = self
+            .receipts_by_action
+            .iter()
+            .filter(|(action, _)| !self.pending.iter().any(|p| &p.id == *action))
+            .flat_map(|(action, rs)| {
+                rs.iter()
+                    .filter(|r| {
+                        r.decided_by.kind == DecidedByKind::Outcome && !known.contains(&r.id)
+                    })
+                    .map(|r| Outcome {
+                        action: action.clone(),
+                        label: action.clone(),
+                        decision: "allow".into(),
+                        ok: r.result.status == ReceiptStatus::Passed,
+                        summary: r.result.summary.clone(),
+                        output: None,
+                        receipt: r.id.clone(),
+                    })
+            })
+            .collect();
+        self.all_outcomes.extend(missing);
         // A decision the journal signs for an act step's action that no replayed step proposes:
         // the step was cut from the events or renamed (outside testing round 17b M2/M3: it was
         // asked again, and actions with signed outcomes were signed `failed`, or a renamed one
@@ -528,19 +557,30 @@ impl Host {
     /// failed had the host sign `failed` with the attacker's text). The output shown to the
     /// runner is the event's only when its digest is the receipt's `output_sha256`.
     fn signed_outcome_of(&mut self, outcome: Outcome) -> Result<Outcome, Error> {
-        let signed = self.receipts_by_action.get(&outcome.action).and_then(|rs| {
-            rs.iter()
-                .find(|r| r.id == outcome.receipt && r.decided_by.kind == DecidedByKind::Outcome)
+        let signed = self
+            .receipts_by_action
+            .get(&outcome.action)
+            .and_then(|rs| rs.iter().find(|r| r.id == outcome.receipt))
+            .cloned();
+        // The receipt must be the action's own: its signed outcome, or — for an action not
+        // performed (denied, awaiting approval, shadow) — the decision that stopped it. An
+        // allow decided in enforcement is never an outcome (outside testing round r31e Q1).
+        let performed = signed
+            .as_ref()
+            .is_some_and(|r| r.decided_by.kind == DecidedByKind::Outcome);
+        let stopped = signed.as_ref().is_some_and(|r| {
+            r.decided_by.kind != DecidedByKind::Outcome
+                && (r.decision != Decision::Allow || r.mode == Mode::Shadow)
         });
-        let Some(signed) = signed else {
+        let Some(signed) = signed.filter(|_| performed || stopped) else {
             return Err(self.events_disagree(format!(
                 "events.jsonl records an outcome of {} naming receipt {}, which is not its signed outcome: the events were edited",
                 craik_contracts::one_line(&outcome.action),
                 craik_contracts::one_line(&outcome.receipt),
             )));
         };
-        // The output shown to the runner must be the one the receipt binds; a receipt from
-        // before outputs were bound shows none.
+        // The output shown to the runner must be the one the receipt binds: one it does not
+        // bind is not shown, one it binds otherwise is an edit (r31f O1).
         let bound = signed
             .result
             .metadata
@@ -551,24 +591,40 @@ impl Host {
             (Some(text), Some(digest)) if exec::digest(text.as_bytes()) == digest => {
                 outcome.output.clone()
             }
-            (None, None) => None,
-            (_, None) => {
+            (Some(_), Some(_)) => {
+                return Err(self.events_disagree(format!(
+                    "events.jsonl records an output of {} other than the one its signed outcome binds: the events were edited",
+                    craik_contracts::one_line(&outcome.action),
+                )));
+            }
+            (Some(_), None) => {
                 self.notes.push(format!(
                     "{}: its output in events.jsonl is bound by no receipt: not shown",
                     craik_contracts::one_line(&outcome.action)
                 ));
                 None
             }
-            (_, Some(_)) => {
-                return Err(self.events_disagree(format!(
-                    "events.jsonl records an output of {} other than the one its signed outcome binds: the events were edited",
-                    craik_contracts::one_line(&outcome.action),
-                )));
-            }
+            (None, _) => None,
+        };
+        // Every field the ending is judged on comes from the receipt (outside testing round
+        // r31g O2: a failed command's outcome edited to `deny` was not counted as failed).
+        let (ok, decision, summary) = if performed {
+            (
+                signed.result.status == ReceiptStatus::Passed,
+                "allow".to_owned(),
+                signed.result.summary.clone(),
+            )
+        } else {
+            (
+                false,
+                decision_name(signed.decision).to_owned(),
+                outcome.summary,
+            )
         };
         Ok(Outcome {
-            ok: signed.result.status == ReceiptStatus::Passed,
-            summary: signed.result.summary.clone(),
+            ok,
+            decision,
+            summary,
             output,
             ..outcome
         })
